@@ -1,0 +1,84 @@
+// Bindings for N2 (running-mean centroid updates, nearest-centroid assignment, cluster sums).
+#include "engramdb/centroids.h"
+
+#include "util.h"
+
+namespace engramdb::bind {
+
+namespace {
+
+void centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<int64_t>& nodes,
+                        const carray<float>& V) {
+    require_rank(C, 2, "centroids");
+    require_rank(counts, 1, "counts");
+    require_rank(nodes, 1, "node_ids");
+    require_rank(V, 2, "vectors");
+    const py::ssize_t c = C.shape(0), d = C.shape(1), m = V.shape(0);
+    require_len(counts.shape(0), c, "counts");
+    require_len(nodes.shape(0), m, "node_ids");
+    require_len(V.shape(1), d, "vectors columns");
+    const int64_t* np_ = nodes.data();
+    for (py::ssize_t i = 0; i < m; ++i)
+        if (np_[i] < 0 || np_[i] >= c) throw py::index_error("node_ids[" + std::to_string(i) + "] out of range");
+    float* cp = C.mutable_data();
+    int64_t* kp = counts.mutable_data();
+    const float* vp = V.data();
+    py::gil_scoped_release release;
+    centroid_update(cp, kp, uz(d), np_, vp, uz(m));
+}
+
+py::tuple assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
+    require_rank(V, 2, "vectors");
+    require_rank(C, 2, "centroids");
+    const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
+    require_len(C.shape(1), d, "centroids columns");
+    if (c < 1) throw py::value_error("centroids must have at least one row");
+    if (metric < 0 || metric > 3) throw py::value_error("bad metric");
+    carray<int64_t> labels({n});
+    carray<float> scores({n});
+    const float *vp = V.data(), *cp = C.data();
+    int64_t* lp = labels.mutable_data();
+    float* sp = scores.mutable_data();
+    int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = assign_nearest(vp, uz(n), cp, uz(c), uz(d), static_cast<AssignMetric>(metric), uz(threads), lp, sp);
+    }
+    return py::make_tuple(labels, scores, bad);
+}
+
+py::tuple cluster_sums_py(const carray<float>& V, const carray<int64_t>& labels, py::ssize_t c) {
+    require_rank(V, 2, "vectors");
+    require_rank(labels, 1, "labels");
+    const py::ssize_t n = V.shape(0), d = V.shape(1);
+    require_len(labels.shape(0), n, "labels");
+    if (c < 0) throw py::value_error("n_clusters must be >= 0");
+    const int64_t* lp = labels.data();
+    for (py::ssize_t i = 0; i < n; ++i)
+        if (lp[i] < 0 || lp[i] >= c) throw py::index_error("labels[" + std::to_string(i) + "] out of range");
+    carray<double> sums({c, d});
+    carray<int64_t> counts({c});
+    const float* vp = V.data();
+    double* sp = sums.mutable_data();
+    int64_t* kp = counts.mutable_data();
+    {
+        py::gil_scoped_release release;
+        cluster_sums(vp, uz(n), uz(d), lp, uz(c), sp, kp);
+    }
+    return py::make_tuple(sums, counts);
+}
+
+}  // namespace
+
+void bind_centroids(py::module_& m) {
+    m.def("centroid_update", &centroid_update_py, py::arg("centroids").noconvert(), py::arg("counts").noconvert(),
+          py::arg("node_ids").noconvert(), py::arg("vectors").noconvert(),
+          "In-place running-mean update of centroids and counts for (node, vector) pairs, in order.");
+    m.def("assign_nearest", &assign_nearest_py, py::arg("vectors").noconvert(), py::arg("centroids").noconvert(),
+          py::arg("metric"), py::arg("threads") = 1,
+          "Nearest centroid per vector. Returns (labels, scores, bad_row).");
+    m.def("cluster_sums", &cluster_sums_py, py::arg("vectors").noconvert(), py::arg("labels").noconvert(),
+          py::arg("n_clusters"), "Per-cluster float64 sums and int64 counts.");
+}
+
+}  // namespace engramdb::bind

@@ -1,0 +1,125 @@
+// Bindings for N1 (dense scan, int8 scan, rescoring) and the bandwidth probe.
+#include "engramdb/dense.h"
+
+#include "util.h"
+
+namespace engramdb::bind {
+
+namespace {
+
+// float32 or float16 matrix as a raw pointer; anything else is refused.
+const void* float_rows(const py::array& m, bool* f16) {
+    if (!(m.flags() & py::array::c_style)) throw py::value_error("matrix must be C-contiguous");
+    if (m.ndim() != 2) throw py::value_error("matrix must have 2 dimensions");
+    const py::dtype dt = m.dtype();
+    if (dt.kind() == 'f' && dt.itemsize() == 4) {
+        *f16 = false;
+    } else if (dt.kind() == 'f' && dt.itemsize() == 2) {
+        *f16 = true;
+    } else {
+        throw py::type_error("matrix must be float32 or float16");
+    }
+    return m.data();
+}
+
+py::tuple dense_topk_py(const carray<float>& Q, const py::array& X, int metric, py::ssize_t k,
+                        const std::optional<carray<uint8_t>>& mask, py::ssize_t threads, bool want_full) {
+    require_rank(Q, 2, "queries");
+    bool f16 = false;
+    const void* x = float_rows(X, &f16);
+    const py::ssize_t nq = Q.shape(0), d = Q.shape(1), n = X.shape(0);
+    require_len(X.shape(1), d, "matrix columns");
+    if (k < 0 || metric < 0 || metric > 2) throw py::value_error("bad k or metric");
+    const uint8_t* mp = opt_ptr(mask, n, "mask");
+    carray<int64_t> idx({nq, k});
+    carray<float> scores({nq, k});
+    py::object full = py::none();
+    float* fp = nullptr;
+    if (want_full) {
+        carray<float> f({nq, n});
+        fp = f.mutable_data();
+        full = std::move(f);
+    }
+    const float* qp = Q.data();
+    int64_t* ip = idx.mutable_data();
+    float* sp = scores.mutable_data();
+    int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = dense_topk(qp, uz(nq), x, f16, uz(n), uz(d), static_cast<Metric>(metric), mp, uz(k), uz(threads), ip,
+                         sp, fp);
+    }
+    return py::make_tuple(idx, scores, full, bad);
+}
+
+py::tuple dense_topk_i8_py(const carray<int8_t>& Q, const carray<int8_t>& X, py::ssize_t k,
+                           const std::optional<carray<float>>& row_scale, const std::optional<carray<uint8_t>>& mask,
+                           py::ssize_t threads) {
+    require_rank(Q, 2, "queries");
+    require_rank(X, 2, "matrix");
+    const py::ssize_t nq = Q.shape(0), d = Q.shape(1), n = X.shape(0);
+    require_len(X.shape(1), d, "matrix columns");
+    if (k < 0) throw py::value_error("k must be >= 0");
+    const float* rs = opt_ptr(row_scale, n, "row_scale");
+    const uint8_t* mp = opt_ptr(mask, n, "mask");
+    carray<int64_t> idx({nq, k});
+    carray<float> scores({nq, k});
+    const int8_t *qp = Q.data(), *xp = X.data();
+    int64_t* ip = idx.mutable_data();
+    float* sp = scores.mutable_data();
+    {
+        py::gil_scoped_release release;
+        dense_topk_i8(qp, uz(nq), xp, uz(n), uz(d), rs, mp, uz(k), uz(threads), ip, sp);
+    }
+    return py::make_tuple(idx, scores);
+}
+
+py::tuple dense_rescore_py(const carray<float>& Q, const py::array& X, int metric, const carray<int64_t>& cand,
+                           py::ssize_t k) {
+    require_rank(Q, 2, "queries");
+    require_rank(cand, 2, "candidates");
+    bool f16 = false;
+    const void* x = float_rows(X, &f16);
+    const py::ssize_t nq = Q.shape(0), d = Q.shape(1), n = X.shape(0);
+    require_len(X.shape(1), d, "matrix columns");
+    require_len(cand.shape(0), nq, "candidates rows");
+    if (k < 0 || metric < 0 || metric > 2) throw py::value_error("bad k or metric");
+    carray<int64_t> idx({nq, k});
+    carray<float> scores({nq, k});
+    const float* qp = Q.data();
+    const int64_t* cp = cand.data();
+    const std::size_t L = uz(cand.shape(1));
+    int64_t* ip = idx.mutable_data();
+    float* sp = scores.mutable_data();
+    int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = dense_rescore(qp, uz(nq), x, f16, uz(n), uz(d), static_cast<Metric>(metric), cp, L, uz(k), ip, sp);
+    }
+    return py::make_tuple(idx, scores, bad);
+}
+
+double stream_sum_py(const carray<float>& x) {
+    const float* p = x.data();
+    const std::size_t n = uz(x.size());
+    py::gil_scoped_release release;
+    return stream_sum(p, n);
+}
+
+}  // namespace
+
+void bind_dense(py::module_& m) {
+    m.def("dense_topk", &dense_topk_py, py::arg("queries").noconvert(), py::arg("matrix"), py::arg("metric"),
+          py::arg("k"), py::arg("mask").noconvert() = py::none(), py::arg("threads") = 1, py::arg("full") = false,
+          "Fused scan + top-k over float32/float16 rows. Returns (indices, scores, full_or_None, bad_row).");
+    m.def("dense_topk_i8", &dense_topk_i8_py, py::arg("queries").noconvert(), py::arg("matrix").noconvert(),
+          py::arg("k"), py::arg("row_scale").noconvert() = py::none(), py::arg("mask").noconvert() = py::none(),
+          py::arg("threads") = 1, "int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).");
+    m.def("dense_rescore", &dense_rescore_py, py::arg("queries").noconvert(), py::arg("matrix"), py::arg("metric"),
+          py::arg("candidates").noconvert(), py::arg("k"),
+          "Exact rescoring of candidate rows. Returns (indices, scores, bad_row).");
+    m.def("stream_sum", &stream_sum_py, py::arg("x").noconvert(),
+          "Sum of a float32 array by a plain streaming read (memory-bandwidth probe).");
+}
+
+}  // namespace engramdb::bind

@@ -1,0 +1,27 @@
+// centroids.h: N2, the two steps of k-means and the running-mean update of a tree's centroids.
+//
+// centroid_update applies c' = c + (v - c) / (n + 1), n' = n + 1 for each (node, vector) pair in
+//   order (pairs for the same node compound exactly as one-by-one updates would), in float32.
+// assign_nearest: nearest centroid per vector; l2 = squared distance (smallest wins), dot/cosine/
+//   born = similarity (largest wins); ties go to the lower centroid index.
+// cluster_sums: per-cluster float64 sums and counts.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "engramdb/dense.h"
+
+namespace engramdb {
+
+void centroid_update(float* C, int64_t* counts, size_t d, const int64_t* nodes, const float* V, size_t m);
+
+enum class AssignMetric : int { l2 = 0, dot = 1, cosine = 2, born = 3 };
+
+// Returns the first vector with a non-finite score, or -1.
+int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
+                       size_t threads, int64_t* labels, float* scores);
+
+void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
+                  int64_t* counts);
+
+}  // namespace engramdb

@@ -1,0 +1,92 @@
+// centroids.cpp: N2 drivers over the ISA block primitives.
+#include "engramdb/centroids.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engramdb/dispatch.h"
+#include "engramdb/parallel.h"
+
+namespace engramdb {
+
+void centroid_update(float* C, int64_t* counts, size_t d, const int64_t* nodes, const float* V, size_t m) {
+    const IsaKernels& K = kernels();
+    for (size_t p = 0; p < m; ++p) {
+        const size_t node = static_cast<size_t>(nodes[p]);
+        const int64_t n = counts[node];
+        K.blend(C + node * d, V + p * d, d, static_cast<float>(1.0 / static_cast<double>(n + 1)));
+        counts[node] = n + 1;
+    }
+}
+
+int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
+                       size_t threads, int64_t* labels, float* scores) {
+    const IsaKernels& K = kernels();
+    // Centroid-side terms computed once: squared norms (l2) or normalised copies (cosine).
+    std::vector<float> csq(c), cn;
+    K.sqnorm_f32(C, c, d, csq.data());
+    const float* Cp = C;
+    if (metric == AssignMetric::cosine) {
+        cn.assign(C, C + c * d);
+        for (size_t j = 0; j < c; ++j) {
+            const float inv = csq[j] > 0 ? 1.f / std::sqrt(csq[j]) : 0.f;
+            for (size_t i = 0; i < d; ++i) cn[j * d + i] *= inv;
+        }
+        Cp = cn.data();
+    }
+    const size_t block = std::clamp<size_t>(65536 / std::max<size_t>(c, 1), 1, 1024);
+    const size_t nt = plan_threads(n, threads, 256);
+    std::vector<int64_t> bad(nt, -1);
+    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
+        std::vector<float> buf(block * c), vsq(block);
+        for (size_t b = begin; b < end; b += block) {
+            const size_t m = std::min(block, end - b);
+            K.dot_f32(Cp, c, V + b * d, m, d, buf.data());
+            if (metric == AssignMetric::l2 || metric == AssignMetric::cosine) K.sqnorm_f32(V + b * d, m, d, vsq.data());
+            for (size_t r = 0; r < m; ++r) {
+                const float* s = buf.data() + r * c;
+                int64_t best = -1;
+                float best_v = 0.f;
+                for (size_t j = 0; j < c; ++j) {
+                    float v = s[j];
+                    if (!std::isfinite(v) || !std::isfinite(csq[j]) || !std::isfinite(vsq[r])) {
+                        bad[t] = static_cast<int64_t>(b + r);
+                        return;
+                    }
+                    switch (metric) {
+                        case AssignMetric::l2: v = std::max(0.f, vsq[r] - 2.f * v + csq[j]); break;
+                        case AssignMetric::cosine: v = vsq[r] > 0 ? v / std::sqrt(vsq[r]) : 0.f; break;
+                        case AssignMetric::born: v = v > 0 ? v * v : 0.f; break;
+                        case AssignMetric::dot: break;
+                    }
+                    const bool wins = metric == AssignMetric::l2 ? v < best_v : v > best_v;
+                    if (best < 0 || wins) {
+                        best = static_cast<int64_t>(j);
+                        best_v = v;
+                    }
+                }
+                labels[b + r] = best;
+                scores[b + r] = best_v;
+            }
+        }
+    });
+    for (int64_t b : bad)
+        if (b >= 0) return b;
+    return -1;
+}
+
+void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
+                  int64_t* counts) {
+    const IsaKernels& K = kernels();
+    std::memset(sums, 0, c * d * sizeof(double));
+    std::memset(counts, 0, c * sizeof(int64_t));
+    for (size_t r = 0; r < n; ++r) {
+        const size_t l = static_cast<size_t>(labels[r]);
+        K.add_f64(sums + l * d, V + r * d, d);
+        counts[l] += 1;
+    }
+}
+
+}  // namespace engramdb

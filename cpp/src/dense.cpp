@@ -1,0 +1,207 @@
+// dense.cpp: the N1 scan driver. Baseline-compiled: it only loops over row blocks, calls the
+// active ISA's block primitive, checks, transforms and feeds the per-query heaps.
+#include "engramdb/dense.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engramdb/dispatch.h"
+#include "engramdb/parallel.h"
+#include "engramdb/topk.h"
+
+namespace engramdb {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline void dot_block(const IsaKernels& K, const float* Q, size_t nq, const float* X, size_t m, size_t d, float* o) {
+    K.dot_f32(Q, nq, X, m, d, o);
+}
+inline void dot_block(const IsaKernels& K, const float* Q, size_t nq, const uint16_t* X, size_t m, size_t d,
+                      float* o) {
+    K.dot_f16(Q, nq, X, m, d, o);
+}
+inline void norm_block(const IsaKernels& K, const float* X, size_t m, size_t d, float* o) { K.sqnorm_f32(X, m, d, o); }
+inline void norm_block(const IsaKernels& K, const uint16_t* X, size_t m, size_t d, float* o) {
+    K.sqnorm_f16(X, m, d, o);
+}
+
+// Rows per block: enough to amortise the call, small enough that the score buffer stays in L1/L2
+// and, for cosine, that the rows are still cached when their norms are taken.
+size_t block_rows(size_t nq, size_t d, size_t elem, bool cosine) {
+    size_t b = 16384 / std::max<size_t>(nq, 1);
+    if (cosine) b = std::min(b, (192 * 1024) / std::max<size_t>(d * elem, 1));
+    return std::clamp<size_t>(b, 4, 2048);
+}
+
+std::vector<float> normalised(const float* Q, size_t nq, size_t d) {
+    std::vector<float> out(Q, Q + nq * d);
+    for (size_t j = 0; j < nq; ++j) {
+        double s = 0;
+        for (size_t i = 0; i < d; ++i) s += static_cast<double>(out[j * d + i]) * out[j * d + i];
+        const float inv = s > 0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.f;
+        for (size_t i = 0; i < d; ++i) out[j * d + i] *= inv;
+    }
+    return out;
+}
+
+// Calls fn(first, count) for each maximal run of allowed rows in [b, b + m).
+template <typename F>
+void for_runs(const uint8_t* mask, size_t b, size_t m, F&& fn) {
+    if (mask == nullptr) {
+        fn(b, m);
+        return;
+    }
+    size_t r = b;
+    const size_t end = b + m;
+    while (r < end) {
+        while (r < end && !mask[r]) ++r;
+        const size_t s = r;
+        while (r < end && mask[r]) ++r;
+        if (r > s) fn(s, r - s);
+    }
+}
+
+inline float apply_metric(Metric metric, float v, float sqnorm) {
+    if (metric == Metric::cosine) return sqnorm > 0 ? v / std::sqrt(sqnorm) : 0.f;
+    if (metric == Metric::born) return v > 0 ? v * v : 0.f;
+    return v;
+}
+
+template <typename T>
+int64_t scan(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric metric, const uint8_t* mask, size_t k,
+             size_t threads, int64_t* idx, float* scores, float* full) {
+    const IsaKernels& K = kernels();
+    const bool cosine = metric == Metric::cosine;
+    std::vector<float> qn;
+    if (cosine) qn = normalised(Q, nq, d);
+    const float* Qp = cosine ? qn.data() : Q;
+    const size_t block = block_rows(nq, d, sizeof(T), cosine);
+    const size_t nt = plan_threads(n, threads, 8192);
+    std::vector<std::vector<TopK>> heaps(nt, std::vector<TopK>(nq, TopK(k)));
+    std::vector<int64_t> bad(nt, -1);
+
+    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
+        std::vector<float> buf(block * nq), norms(cosine ? block : 0);
+        std::vector<TopK>& h = heaps[t];
+        for (size_t b = begin; b < end; b += block) {
+            const size_t m = std::min(block, end - b);
+            for_runs(mask, b, m, [&](size_t s, size_t cnt) {
+                dot_block(K, Qp, nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+                if (cosine) norm_block(K, X + s * d, cnt, d, norms.data() + (s - b));
+            });
+            for (size_t r = 0; r < m; ++r) {
+                const size_t row = b + r;
+                if (mask != nullptr && !mask[row]) {
+                    if (full != nullptr)
+                        for (size_t j = 0; j < nq; ++j) full[j * n + row] = kNegInf;
+                    continue;
+                }
+                const float* s = buf.data() + r * nq;
+                const float sq = cosine ? norms[r] : 0.f;
+                if (cosine && !std::isfinite(sq)) {
+                    bad[t] = static_cast<int64_t>(row);
+                    return;
+                }
+                for (size_t j = 0; j < nq; ++j) {
+                    const float raw = s[j];
+                    if (!std::isfinite(raw)) {
+                        bad[t] = static_cast<int64_t>(row);
+                        return;
+                    }
+                    const float v = apply_metric(metric, raw, sq);
+                    if (full != nullptr) full[j * n + row] = v;
+                    if (v > h[j].threshold()) h[j].push(v, static_cast<int64_t>(row));
+                }
+            }
+        }
+    });
+
+    int64_t first_bad = -1;
+    for (int64_t b : bad)
+        if (b >= 0 && (first_bad < 0 || b < first_bad)) first_bad = b;
+    if (first_bad >= 0) return first_bad;
+    for (size_t j = 0; j < nq; ++j) {
+        for (size_t t = 1; t < nt; ++t) heaps[0][j].merge(heaps[t][j]);
+        heaps[0][j].write(idx + j * k, scores + j * k);
+    }
+    return -1;
+}
+
+}  // namespace
+
+int64_t dense_topk(const float* Q, size_t nq, const void* X, bool f16, size_t n, size_t d, Metric metric,
+                   const uint8_t* mask, size_t k, size_t threads, int64_t* idx, float* scores, float* full) {
+    if (f16)
+        return scan(Q, nq, static_cast<const uint16_t*>(X), n, d, metric, mask, k, threads, idx, scores, full);
+    return scan(Q, nq, static_cast<const float*>(X), n, d, metric, mask, k, threads, idx, scores, full);
+}
+
+void dense_topk_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t n, size_t d, const float* row_scale,
+                   const uint8_t* mask, size_t k, size_t threads, int64_t* idx, float* scores) {
+    const IsaKernels& K = kernels();
+    const size_t block = block_rows(nq, d, 1, false);
+    const size_t nt = plan_threads(n, threads, 8192);
+    std::vector<std::vector<TopK>> heaps(nt, std::vector<TopK>(nq, TopK(k)));
+    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
+        std::vector<int32_t> buf(block * nq);
+        std::vector<TopK>& h = heaps[t];
+        for (size_t b = begin; b < end; b += block) {
+            const size_t m = std::min(block, end - b);
+            for_runs(mask, b, m, [&](size_t s, size_t cnt) {
+                K.dot_i8(Q, nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+            });
+            for (size_t r = 0; r < m; ++r) {
+                const size_t row = b + r;
+                if (mask != nullptr && !mask[row]) continue;
+                const float scale = row_scale != nullptr ? row_scale[row] : 1.f;
+                for (size_t j = 0; j < nq; ++j) {
+                    const float v = static_cast<float>(buf[r * nq + j]) * scale;
+                    if (v > h[j].threshold()) h[j].push(v, static_cast<int64_t>(row));
+                }
+            }
+        }
+    });
+    for (size_t j = 0; j < nq; ++j) {
+        for (size_t t = 1; t < nt; ++t) heaps[0][j].merge(heaps[t][j]);
+        heaps[0][j].write(idx + j * k, scores + j * k);
+    }
+}
+
+namespace {
+template <typename T>
+int64_t rescore(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric metric, const int64_t* cand,
+                size_t L, size_t k, int64_t* idx, float* scores) {
+    const IsaKernels& K = kernels();
+    const bool cosine = metric == Metric::cosine;
+    std::vector<float> qn;
+    if (cosine) qn = normalised(Q, nq, d);
+    const float* Qp = cosine ? qn.data() : Q;
+    for (size_t j = 0; j < nq; ++j) {
+        TopK h(k);
+        for (size_t l = 0; l < L; ++l) {
+            const int64_t r = cand[j * L + l];
+            if (r < 0 || static_cast<size_t>(r) >= n) continue;
+            float raw = 0.f, sq = 0.f;
+            dot_block(K, Qp + j * d, 1, X + static_cast<size_t>(r) * d, 1, d, &raw);
+            if (cosine) norm_block(K, X + static_cast<size_t>(r) * d, 1, d, &sq);
+            if (!std::isfinite(raw) || !std::isfinite(sq)) return r;
+            h.push(apply_metric(metric, raw, sq), r);
+        }
+        h.write(idx + j * k, scores + j * k);
+    }
+    return -1;
+}
+}  // namespace
+
+int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t n, size_t d, Metric metric,
+                      const int64_t* cand, size_t L, size_t k, int64_t* idx, float* scores) {
+    if (f16) return rescore(Q, nq, static_cast<const uint16_t*>(X), n, d, metric, cand, L, k, idx, scores);
+    return rescore(Q, nq, static_cast<const float*>(X), n, d, metric, cand, L, k, idx, scores);
+}
+
+double stream_sum(const float* x, size_t n) { return kernels().stream_sum(x, n); }
+
+}  // namespace engramdb

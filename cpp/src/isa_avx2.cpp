@@ -1,0 +1,242 @@
+// isa_avx2.cpp: AVX2 + FMA + F16C block primitives (compiled with -mavx2 -mfma -mf16c -mpopcnt on
+// this file only; chosen at run time when the CPU and OS support them).
+//
+// Dense kernels use a register tile of R rows x J queries: R + J loads feed R * J fused
+// multiply-adds per 8 lanes, so one pass over a block of rows serves many queries (the matrix is
+// read from memory once per block, not once per query). Dimension tails use masked loads, so any
+// d works without padding.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engramdb/isa_kernels.h"
+
+namespace engramdb {
+namespace {
+
+alignas(32) const int32_t kTailMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+inline __m256i tail_mask(size_t rem) {  // rem in [1, 7]: first rem lanes on
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTailMask + 8 - rem));
+}
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// Row loaders: f32 rows directly, f16 rows widened by F16C.
+struct LoadF32 {
+    using T = float;
+    static __m256 full(const float* p) { return _mm256_loadu_ps(p); }
+    static __m256 part(const float* p, size_t rem) { return _mm256_maskload_ps(p, tail_mask(rem)); }
+};
+struct LoadF16 {
+    using T = uint16_t;
+    static __m256 full(const uint16_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
+    static __m256 part(const uint16_t* p, size_t rem) {
+        alignas(16) uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        std::memcpy(buf, p, rem * sizeof(uint16_t));
+        return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    }
+};
+
+template <typename L, int R, int J>
+inline void tile(const float* Q, const typename L::T* X, size_t d, float* out, size_t nq) {
+    __m256 acc[R][J];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        __m256 x[R];
+        for (int r = 0; r < R; ++r) x[r] = L::full(X + r * d + i);
+        for (int j = 0; j < J; ++j) {
+            const __m256 q = _mm256_loadu_ps(Q + j * d + i);
+            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x[r], q, acc[r][j]);
+        }
+    }
+    if (i < d) {
+        const size_t rem = d - i;
+        __m256 x[R];
+        for (int r = 0; r < R; ++r) x[r] = L::part(X + r * d + i, rem);
+        for (int j = 0; j < J; ++j) {
+            const __m256 q = _mm256_maskload_ps(Q + j * d + i, tail_mask(rem));
+            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x[r], q, acc[r][j]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) out[r * nq + j] = hsum(acc[r][j]);
+}
+
+template <typename L, int R>
+inline void rows(const float* Q, size_t nq, const typename L::T* X, size_t d, float* out) {
+    size_t j = 0;
+    for (; j + 2 <= nq; j += 2) tile<L, R, 2>(Q + j * d, X, d, out + j, nq);
+    if (j < nq) tile<L, R, 1>(Q + j * d, X, d, out + j, nq);
+}
+
+template <typename L>
+void dot_any(const float* Q, size_t nq, const typename L::T* X, size_t nx, size_t d, float* out) {
+    size_t r = 0;
+    for (; r + 4 <= nx; r += 4) rows<L, 4>(Q, nq, X + r * d, d, out + r * nq);
+    for (; r < nx; ++r) rows<L, 1>(Q, nq, X + r * d, d, out + r * nq);
+}
+
+void dot_f32(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
+    dot_any<LoadF32>(Q, nq, X, nx, d, out);
+}
+void dot_f16(const float* Q, size_t nq, const uint16_t* X, size_t nx, size_t d, float* out) {
+    dot_any<LoadF16>(Q, nq, X, nx, d, out);
+}
+
+// int8: widen 16 lanes to int16 and multiply-add pairs into int32 (exact, no saturation).
+template <int R, int J>
+inline void tile_i8(const int8_t* Q, const int8_t* X, size_t d, int32_t* out, size_t nq) {
+    __m256i acc[R][J];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 16 <= d; i += 16) {
+        __m256i x[R];
+        for (int r = 0; r < R; ++r)
+            x[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + r * d + i)));
+        for (int j = 0; j < J; ++j) {
+            const __m256i q =
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Q + j * d + i)));
+            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(x[r], q));
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) {
+            int32_t s = hsum_i32(acc[r][j]);
+            for (size_t t = i; t < d; ++t) s += static_cast<int32_t>(X[r * d + t]) * Q[j * d + t];
+            out[r * nq + j] = s;
+        }
+}
+
+template <int R>
+inline void rows_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t d, int32_t* out) {
+    size_t j = 0;
+    for (; j + 2 <= nq; j += 2) tile_i8<R, 2>(Q + j * d, X, d, out + j, nq);
+    if (j < nq) tile_i8<R, 1>(Q + j * d, X, d, out + j, nq);
+}
+
+void dot_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t nx, size_t d, int32_t* out) {
+    size_t r = 0;
+    for (; r + 4 <= nx; r += 4) rows_i8<4>(Q, nq, X + r * d, d, out + r * nq);
+    for (; r < nx; ++r) rows_i8<1>(Q, nq, X + r * d, d, out + r * nq);
+}
+
+template <typename L>
+void sqnorm_any(const typename L::T* X, size_t nx, size_t d, float* out) {
+    for (size_t r = 0; r < nx; ++r) {
+        const typename L::T* x = X + r * d;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        size_t i = 0;
+        for (; i + 16 <= d; i += 16) {
+            const __m256 v0 = L::full(x + i), v1 = L::full(x + i + 8);
+            a0 = _mm256_fmadd_ps(v0, v0, a0);
+            a1 = _mm256_fmadd_ps(v1, v1, a1);
+        }
+        for (; i + 8 <= d; i += 8) {
+            const __m256 v = L::full(x + i);
+            a0 = _mm256_fmadd_ps(v, v, a0);
+        }
+        if (i < d) {
+            const __m256 v = L::part(x + i, d - i);
+            a1 = _mm256_fmadd_ps(v, v, a1);
+        }
+        out[r] = hsum(_mm256_add_ps(a0, a1));
+    }
+}
+void sqnorm_f32(const float* X, size_t nx, size_t d, float* out) { sqnorm_any<LoadF32>(X, nx, d, out); }
+void sqnorm_f16(const uint16_t* X, size_t nx, size_t d, float* out) { sqnorm_any<LoadF16>(X, nx, d, out); }
+
+// Hamming: nibble lookup popcount (Mula et al.) on 32-byte chunks, byte counters flushed to
+// 64-bit lanes with SAD before they can overflow, POPCNT for the tail.
+void hamming(const uint8_t* q, const uint8_t* codes, size_t n, size_t nbytes, uint32_t* out) {
+    const __m256i lut = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
+                                         0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    const size_t chunks = nbytes / 32;
+    for (size_t r = 0; r < n; ++r) {
+        const uint8_t* c = codes + r * nbytes;
+        __m256i total = _mm256_setzero_si256();
+        size_t k = 0;
+        while (k < chunks) {
+            const size_t stop = k + 31 < chunks ? k + 31 : chunks;  // <= 31 * 8 per byte lane
+            __m256i bytes = _mm256_setzero_si256();
+            for (; k < stop; ++k) {
+                const __m256i v =
+                    _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k)),
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 32 * k)));
+                const __m256i lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, low));
+                const __m256i hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+                bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(lo, hi));
+            }
+            total = _mm256_add_epi64(total, _mm256_sad_epu8(bytes, _mm256_setzero_si256()));
+        }
+        uint64_t lanes[4];
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), total);
+        uint64_t acc = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+        size_t i = chunks * 32;
+        for (; i + 8 <= nbytes; i += 8) {
+            uint64_t a, b;
+            std::memcpy(&a, q + i, 8);
+            std::memcpy(&b, c + i, 8);
+            acc += static_cast<uint64_t>(_mm_popcnt_u64(a ^ b));
+        }
+        for (; i < nbytes; ++i) acc += static_cast<uint64_t>(_mm_popcnt_u32(static_cast<uint32_t>(q[i] ^ c[i])));
+        out[r] = static_cast<uint32_t>(acc);
+    }
+}
+
+void add_f64(double* acc, const float* v, size_t d) {
+    size_t i = 0;
+    for (; i + 4 <= d; i += 4)
+        _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_cvtps_pd(_mm_loadu_ps(v + i))));
+    for (; i < d; ++i) acc[i] += static_cast<double>(v[i]);
+}
+
+void blend(float* c, const float* v, size_t d, float w) {
+    const __m256 wv = _mm256_set1_ps(w);
+    size_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        const __m256 cv = _mm256_loadu_ps(c + i);
+        _mm256_storeu_ps(c + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), cv), wv, cv));
+    }
+    for (; i < d; ++i) c[i] += (v[i] - c[i]) * w;
+}
+
+double stream_sum(const float* x, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + i + 24));
+    }
+    double s = hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; ++i) s += x[i];
+    return s;
+}
+
+}  // namespace
+
+const IsaKernels kAvx2Kernels = {
+    "avx2", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
+};
+
+}  // namespace engramdb
