@@ -52,45 +52,75 @@ struct LoadF16 {
     }
 };
 
-template <typename L, int R, int J>
+// Register tile: R rows x J queries, U-way unrolled along d so that U * R * J independent
+// accumulator chains hide the FMA latency. Registers used: U*R*J + R + 1 <= 16.
+template <typename L, int R, int J, int U>
 inline void tile(const float* Q, const typename L::T* X, size_t d, float* out, size_t nq) {
-    __m256 acc[R][J];
-    for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_ps();
+    __m256 acc[U][R][J];
+    for (int u = 0; u < U; ++u)
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < J; ++j) acc[u][r][j] = _mm256_setzero_ps();
     size_t i = 0;
+    for (; i + 8 * U <= d; i += 8 * U) {
+        for (int u = 0; u < U; ++u) {
+            __m256 x[R];
+            for (int r = 0; r < R; ++r) {
+                x[r] = L::full(X + r * d + i + 8 * u);
+                // Keep the row in a register: folding it into each FMA as a memory operand
+                // would reload it once per query and make the tile load-bound.
+                __asm__("" : "+x"(x[r]));
+            }
+            for (int j = 0; j < J; ++j) {
+                const __m256 q = _mm256_loadu_ps(Q + j * d + i + 8 * u);
+                for (int r = 0; r < R; ++r) acc[u][r][j] = _mm256_fmadd_ps(x[r], q, acc[u][r][j]);
+            }
+        }
+    }
     for (; i + 8 <= d; i += 8) {
-        __m256 x[R];
-        for (int r = 0; r < R; ++r) x[r] = L::full(X + r * d + i);
-        for (int j = 0; j < J; ++j) {
-            const __m256 q = _mm256_loadu_ps(Q + j * d + i);
-            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x[r], q, acc[r][j]);
+        for (int r = 0; r < R; ++r) {
+            const __m256 x = L::full(X + r * d + i);
+            for (int j = 0; j < J; ++j) acc[0][r][j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(Q + j * d + i), acc[0][r][j]);
         }
     }
     if (i < d) {
         const size_t rem = d - i;
-        __m256 x[R];
-        for (int r = 0; r < R; ++r) x[r] = L::part(X + r * d + i, rem);
-        for (int j = 0; j < J; ++j) {
-            const __m256 q = _mm256_maskload_ps(Q + j * d + i, tail_mask(rem));
-            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(x[r], q, acc[r][j]);
+        for (int r = 0; r < R; ++r) {
+            const __m256 x = L::part(X + r * d + i, rem);
+            for (int j = 0; j < J; ++j)
+                acc[0][r][j] = _mm256_fmadd_ps(x, _mm256_maskload_ps(Q + j * d + i, tail_mask(rem)), acc[0][r][j]);
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) out[r * nq + j] = hsum(acc[r][j]);
+        for (int j = 0; j < J; ++j) {
+            __m256 a = acc[0][r][j];
+            for (int u = 1; u < U; ++u) a = _mm256_add_ps(a, acc[u][r][j]);
+            out[r * nq + j] = hsum(a);
+        }
 }
 
-template <typename L, int R>
+// All queries against R rows: groups of 4 queries, then 2, then 1.
+template <typename L, int R, int U4, int U2, int U1>
 inline void rows(const float* Q, size_t nq, const typename L::T* X, size_t d, float* out) {
     size_t j = 0;
-    for (; j + 2 <= nq; j += 2) tile<L, R, 2>(Q + j * d, X, d, out + j, nq);
-    if (j < nq) tile<L, R, 1>(Q + j * d, X, d, out + j, nq);
+    for (; j + 4 <= nq; j += 4) tile<L, R, 4, U4>(Q + j * d, X, d, out + j, nq);
+    if (j + 2 <= nq) {
+        tile<L, R, 2, U2>(Q + j * d, X, d, out + j, nq);
+        j += 2;
+    }
+    if (j < nq) tile<L, R, 1, U1>(Q + j * d, X, d, out + j, nq);
 }
 
+// Few queries: one row at a time (one sequential stream for the prefetcher), deep unrolling.
+// Many queries: 3 rows per tile, so each query load feeds three FMAs and the tile is FMA-bound.
 template <typename L>
 void dot_any(const float* Q, size_t nq, const typename L::T* X, size_t nx, size_t d, float* out) {
+    if (nq < 8) {
+        for (size_t r = 0; r < nx; ++r) rows<L, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
+        return;
+    }
     size_t r = 0;
-    for (; r + 4 <= nx; r += 4) rows<L, 4>(Q, nq, X + r * d, d, out + r * nq);
-    for (; r < nx; ++r) rows<L, 1>(Q, nq, X + r * d, d, out + r * nq);
+    for (; r + 3 <= nx; r += 3) rows<L, 3, 1, 1, 2>(Q, nq, X + r * d, d, out + r * nq);
+    for (; r < nx; ++r) rows<L, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
 }
 
 void dot_f32(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
@@ -235,6 +265,7 @@ double stream_sum(const float* x, size_t n) {
 
 }  // namespace
 
+extern const IsaKernels kAvx2Kernels;
 const IsaKernels kAvx2Kernels = {
     "avx2", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
 };

@@ -195,6 +195,7 @@ double stream_sum(const float* x, size_t n) {
 
 }  // namespace
 
+extern const IsaKernels kAvx512Kernels;
 const IsaKernels kAvx512Kernels = {
     "avx512", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
 };
