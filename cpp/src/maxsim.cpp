@@ -33,8 +33,17 @@ int64_t maxsim(const float* Q, size_t m, const float* tokens, size_t d, const in
             for (size_t s = a; s < b; s += chunk) {
                 const size_t cnt = std::min(chunk, b - s);
                 K.dot_f32(Q, m, tokens + s * d, cnt, d, buf.data());
+                bool finite = true;
                 for (size_t r = 0; r < cnt; ++r)
-                    for (size_t i = 0; i < m; ++i) best[i] = std::max(best[i], buf[r * m + i]);
+                    for (size_t i = 0; i < m; ++i) {
+                        const float v = buf[r * m + i];
+                        finite &= std::isfinite(v);  // std::max would silently drop a NaN
+                        best[i] = std::max(best[i], v);
+                    }
+                if (!finite) {
+                    bad[t] = static_cast<int64_t>(doc);
+                    return;
+                }
             }
             double total = 0;
             for (size_t i = 0; i < m; ++i) total += best[i];

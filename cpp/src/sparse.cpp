@@ -22,7 +22,8 @@ SparseError jaccard_topk(const int32_t* q_ids, const float* q_w, size_t nq_ids, 
                          int64_t* idx, float* scores, float* full) {
     const bool weighted = q_w != nullptr;
     const int32_t qmax = nq_ids > 0 ? q_ids[nq_ids - 1] : -1;
-    const bool table = qmax < (weighted ? kWeightTableLimit : kTableLimit);
+    // An empty query has no table (every row then scores 0: nothing intersects).
+    const bool table = nq_ids > 0 && qmax < (weighted ? kWeightTableLimit : kTableLimit);
     std::vector<uint64_t> bits;
     std::vector<float> wtab;
     double q_total = 0;

@@ -1,0 +1,85 @@
+"""N2: running-mean centroid updates, nearest-centroid assignment, cluster sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference as ref
+from engramdb import kernels
+
+
+@pytest.mark.parametrize("d", [1, 3, 384, 1024])
+@pytest.mark.parametrize("m", [0, 1, 7, 9, 1023])
+def test_centroid_update_matches_sequential_reference(isa: str, rng: np.random.Generator, d: int, m: int) -> None:
+    c = rng.standard_normal((5, d)).astype(np.float32)
+    counts = rng.integers(0, 10, size=5).astype(np.int64)
+    nodes = rng.integers(0, 5, size=m)
+    v = rng.standard_normal((m, d)).astype(np.float32)
+    exp_c, exp_n = ref.centroid_update(c, counts, nodes, v)
+    kernels.centroid_update(c, counts, nodes, v)
+    np.testing.assert_array_equal(counts, exp_n)
+    np.testing.assert_allclose(c, exp_c, rtol=1e-4, atol=1e-5)
+
+
+def test_first_update_of_empty_node_copies_the_vector(isa: str) -> None:
+    c = np.full((1, 3), 7.0, np.float32)
+    counts = np.zeros(1, np.int64)
+    kernels.centroid_update(c, counts, [0], np.array([[1, 2, 3]], np.float32))
+    np.testing.assert_array_equal(c[0], [1, 2, 3])
+    assert counts[0] == 1
+
+
+@pytest.mark.parametrize("metric", ["l2", "dot", "cosine", "born"])
+@pytest.mark.parametrize("n", [0, 1, 7, 9, 1023])
+@pytest.mark.parametrize("d", [1, 3, 384])
+def test_assign_nearest_matches_reference(isa: str, rng: np.random.Generator, metric: str, n: int, d: int) -> None:
+    v = rng.standard_normal((n, d)).astype(np.float32)
+    c = rng.standard_normal((13, d)).astype(np.float32)
+    labels, scores = kernels.assign_nearest(v, c, metric)
+    if metric == "l2":
+        s = ((v.astype(np.float64)[:, None, :] - c.astype(np.float64)[None]) ** 2).sum(-1)
+        best = s.min(axis=1) if n else np.zeros(0)
+    else:
+        s = ref.dense_scores(v, c, "cosine" if metric == "cosine" else metric) if n else np.zeros((0, 13))
+        best = s.max(axis=1) if n else np.zeros(0)
+    assert labels.shape == (n,)
+    tol = 1e-4 * max(1.0, float(np.abs(best).max(initial=1.0)))
+    np.testing.assert_allclose(scores, best, atol=tol)
+    np.testing.assert_allclose(s[np.arange(n), labels], best, atol=tol)  # the label achieves the best
+
+
+def test_assign_ties_go_to_lower_centroid(isa: str) -> None:
+    c = np.array([[1, 0], [1, 0], [0, 1]], np.float32)
+    labels, _ = kernels.assign_nearest(np.array([[1, 0], [0, 1]], np.float32), c, "l2")
+    np.testing.assert_array_equal(labels, [0, 2])
+
+
+def test_cluster_sums_and_kmeans_step(isa: str, rng: np.random.Generator) -> None:
+    v = rng.standard_normal((1023, 384)).astype(np.float32)
+    labels = rng.integers(0, 9, size=1023)
+    sums, counts = kernels.cluster_sums(v, labels, 10)
+    assert sums.dtype == np.float64 and counts.dtype == np.int64
+    exp = np.zeros((10, 384))
+    np.add.at(exp, labels, v.astype(np.float64))
+    np.testing.assert_allclose(sums, exp, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=10))
+    assert counts[9] == 0
+
+
+def test_centroid_update_validates_in_place_operands(rng: np.random.Generator) -> None:
+    c = np.zeros((3, 4), np.float32)
+    with pytest.raises(TypeError, match="counts"):
+        kernels.centroid_update(c, np.zeros(3, np.int32), [0], np.ones((1, 4)))
+    with pytest.raises(ValueError, match="node_ids"):
+        kernels.centroid_update(c, np.zeros(3, np.int64), [3], np.ones((1, 4)))
+    with pytest.raises(ValueError, match="vectors"):
+        kernels.centroid_update(c, np.zeros(3, np.int64), [0], np.ones((1, 5)))
+    ro = np.zeros((3, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        kernels.centroid_update(ro, np.zeros(3, np.int64), [0], np.ones((1, 4)))
+    counts = np.zeros(3, np.int64)
+    with pytest.raises(ValueError, match="NaN"):
+        kernels.centroid_update(c, counts, [0], np.full((1, 4), np.nan))
+    assert counts.sum() == 0 and not c.any(), "a refused update changed nothing"

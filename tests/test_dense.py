@@ -1,0 +1,189 @@
+"""N1: fused top-k against the float64 numpy reference, on every backend, dtype and awkward size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reference as ref
+from engramdb import kernels
+
+SIZES = [0, 1, 7, 9, 1023]
+DIMS = [1, 3, 384, 1024]
+METRICS = ["dot", "cosine", "born"]
+
+
+def check_topk(idx: np.ndarray, sc: np.ndarray, scores: np.ndarray, k: int, tol: float, mask=None) -> None:
+    """Valid top-k: right length, sorted, scores match the reference, no better row left out."""
+    n = scores.shape[1]
+    allowed = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
+    want = min(k, int(allowed.sum()))
+    assert idx.shape == (scores.shape[0], want) and sc.shape == idx.shape
+    assert idx.dtype == np.int64 and sc.dtype == np.float32
+    for j in range(scores.shape[0]):
+        if want == 0:
+            continue
+        row = idx[j]
+        assert len(set(row.tolist())) == want, "duplicate rows returned"
+        assert allowed[row].all(), "a masked-out row was returned"
+        np.testing.assert_allclose(sc[j], scores[j, row], atol=tol, rtol=0)
+        assert np.all(np.diff(sc[j]) <= 0), "results not sorted best first"
+        kth = np.sort(scores[j, allowed])[::-1][want - 1]
+        assert scores[j, row].min() >= kth - 2 * tol, "a better row was left out"
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("d", DIMS)
+@pytest.mark.parametrize("metric", METRICS)
+def test_topk_f32_matches_reference(isa: str, rng: np.random.Generator, n: int, d: int, metric: str) -> None:
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    q = rng.standard_normal((3, d)).astype(np.float32)
+    for k in (1, 5, n + 3):
+        idx, sc = kernels.topk(q, x, k, metric)
+        check_topk(idx, sc, ref.dense_scores(q, x, metric), k, ref.dense_tolerance(q, x, metric))
+
+
+@pytest.mark.parametrize("n", [1, 9, 1023])
+@pytest.mark.parametrize("d", [1, 3, 384])
+@pytest.mark.parametrize("metric", METRICS)
+def test_topk_f16_matches_reference(isa: str, rng: np.random.Generator, n: int, d: int, metric: str) -> None:
+    x16 = rng.standard_normal((n, d)).astype(np.float16)
+    q = rng.standard_normal((2, d)).astype(np.float32)
+    idx, sc = kernels.topk(q, x16, 10, metric)
+    # float16 rows widen exactly to float32, so the reference uses the rounded values.
+    check_topk(idx, sc, ref.dense_scores(q, x16.astype(np.float32), metric), 10, ref.dense_tolerance(q, x16, metric))
+
+
+@pytest.mark.parametrize("nq", [1, 2, 3, 4, 5, 7, 8, 9, 13, 64])
+def test_batch_sizes_hit_every_tile(isa: str, rng: np.random.Generator, nq: int) -> None:
+    x = rng.standard_normal((1023, 37)).astype(np.float32)
+    q = rng.standard_normal((nq, 37)).astype(np.float32)
+    idx, sc = kernels.topk(q, x, 7)
+    check_topk(idx, sc, ref.dense_scores(q, x, "dot"), 7, ref.dense_tolerance(q, x, "dot"))
+
+
+def test_full_scores_match_reference(isa: str, rng: np.random.Generator) -> None:
+    x = rng.standard_normal((1023, 384)).astype(np.float32)
+    q = rng.standard_normal((4, 384)).astype(np.float32)
+    for metric in METRICS:
+        full = kernels.scores(q, x, metric)
+        assert full.shape == (4, 1023) and full.dtype == np.float32
+        np.testing.assert_allclose(full, ref.dense_scores(q, x, metric), atol=ref.dense_tolerance(q, x, metric))
+    mask = rng.random(1023) < 0.3
+    full = kernels.scores(q[0], x, "dot", mask=mask)
+    assert full.shape == (1023,)
+    assert np.all(np.isneginf(full[~mask]))
+    np.testing.assert_allclose(full[mask], ref.dense_scores(q[0], x, "dot")[0][mask], atol=1e-3)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.01, 0.5, 1.0])
+def test_mask_filters_inside_the_scan(isa: str, rng: np.random.Generator, density: float) -> None:
+    x = rng.standard_normal((1023, 64)).astype(np.float32)
+    q = rng.standard_normal((3, 64)).astype(np.float32)
+    mask = rng.random(1023) < density
+    idx, sc = kernels.topk(q, x, 10, mask=mask)
+    check_topk(idx, sc, ref.dense_scores(q, x, "dot"), 10, 1e-3, mask=mask)
+    # an integer allow-list means the same rows
+    idx2, _ = kernels.topk(q, x, 10, mask=np.flatnonzero(mask))
+    np.testing.assert_array_equal(idx, idx2)
+
+
+def test_one_query_gives_1d_results(rng: np.random.Generator) -> None:
+    x = rng.standard_normal((50, 8)).astype(np.float32)
+    idx, sc = kernels.topk(x[3], x, 5)
+    assert idx.shape == (5,) and sc.shape == (5,)
+    best = ref.topk_order(ref.dense_scores(x[3], x, "dot"), 5)[0]
+    np.testing.assert_array_equal(idx, best)
+
+
+def test_threads_give_identical_results(rng: np.random.Generator) -> None:
+    x = rng.integers(-3, 4, size=(50_000, 16)).astype(np.float32)  # many exact ties
+    q = rng.integers(-3, 4, size=(5, 16)).astype(np.float32)
+    a = kernels.topk(q, x, 50, threads=1)
+    b = kernels.topk(q, x, 50, threads=2)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.indices, ref.topk_order(ref.dense_scores(q, x, "dot"), 50))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(0, 60),
+    d=st.integers(1, 20),
+    k=st.integers(1, 70),
+    metric=st.sampled_from(METRICS),
+    seed=st.integers(0, 2**32 - 1),
+    use_mask=st.booleans(),
+)
+def test_ties_and_masks_are_exact(n: int, d: int, k: int, metric: str, seed: int, use_mask: bool) -> None:
+    """Small integer vectors make every dot product exact, so ties must break by lower index."""
+    r = np.random.default_rng(seed)
+    x = r.integers(-2, 3, size=(n, d)).astype(np.float32)
+    q = r.integers(-2, 3, size=(2, d)).astype(np.float32)
+    mask = r.random(n) < 0.6 if use_mask else None
+    for backend in kernels.available_isas():
+        with kernels.use_isa(backend):
+            idx, sc = kernels.topk(q, x, k, "dot" if metric == "cosine" else metric, mask=mask)
+        expected = ref.topk_order(ref.dense_scores(q, x, "dot" if metric == "cosine" else metric), k, mask)
+        np.testing.assert_array_equal(idx, expected)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_int8_with_rescore_is_exact_when_the_shortlist_covers(isa: str, rng: np.random.Generator, metric: str) -> None:
+    x = rng.standard_normal((1023, 384)).astype(np.float32)
+    q = rng.standard_normal((3, 384)).astype(np.float32)
+    x8 = kernels.quantize_i8(x)
+    idx, sc = kernels.topk(q, x8, 10, metric, rescore=x, shortlist=1023)
+    check_topk(idx, sc, ref.dense_scores(q, x, metric), 10, ref.dense_tolerance(q, x, metric))
+
+
+def test_int8_recall_on_unit_vectors(isa: str, rng: np.random.Generator) -> None:
+    x = rng.standard_normal((5000, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = rng.standard_normal((20, 384)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    x8 = kernels.quantize_i8(x)
+    assert x8.codes.dtype == np.int8 and x8.shape == (5000, 384)
+    exact = ref.topk_order(ref.dense_scores(q, x, "dot"), 10)
+    rescored = kernels.topk(q, x8, 10, rescore=x).indices
+    approx = kernels.topk(q, x8, 10).indices
+    recall = lambda got: np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, exact)])  # noqa: E731
+    assert recall(rescored) >= 0.99
+    assert recall(approx) >= 0.85
+    # dequantised scores estimate the true ones
+    s_true = ref.dense_scores(q, x, "dot")
+    est = kernels.topk(q, x8, 10).scores
+    got_idx = kernels.topk(q, x8, 10).indices
+    np.testing.assert_allclose(est, np.take_along_axis(s_true, got_idx, 1), atol=0.005)
+
+
+def test_int8_mask_and_cosine(rng: np.random.Generator) -> None:
+    x = rng.standard_normal((2000, 32)).astype(np.float32) * rng.uniform(0.1, 10, size=(2000, 1)).astype(np.float32)
+    q = rng.standard_normal((2, 32)).astype(np.float32)
+    mask = rng.random(2000) < 0.5
+    idx, sc = kernels.topk(q, kernels.quantize_i8(x), 5, "cosine", mask=mask, rescore=x, shortlist=2000)
+    check_topk(idx, sc, ref.dense_scores(q, x, "cosine"), 5, 1e-5, mask=mask)
+
+
+def test_zero_vectors_under_cosine_score_zero(isa: str) -> None:
+    x = np.zeros((4, 5), np.float32)
+    x[2] = 1.0
+    idx, sc = kernels.topk(np.ones(5, np.float32), x, 4, "cosine")
+    assert idx[0] == 2 and sc[0] == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_array_equal(sc[1:], 0.0)
+    idx, sc = kernels.topk(np.zeros(5, np.float32), x, 2, "cosine")
+    np.testing.assert_array_equal(sc, 0.0)
+
+
+def test_born_clamps_anticorrelated(isa: str) -> None:
+    x = np.array([[1, 0], [-1, 0], [0.5, 0]], np.float32)
+    idx, sc = kernels.topk(np.array([1, 0], np.float32), x, 3, "born")
+    np.testing.assert_array_equal(idx, [0, 2, 1])
+    np.testing.assert_allclose(sc, [1.0, 0.25, 0.0])
+
+
+def test_bandwidth_probe_sums(rng: np.random.Generator) -> None:
+    x = rng.standard_normal((1023, 9)).astype(np.float32)
+    assert kernels.read_bandwidth_probe(x) == pytest.approx(float(x.astype(np.float64).sum()), abs=1e-2)
