@@ -27,7 +27,7 @@ void centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<in
     centroid_update(cp, kp, uz(d), np_, vp, uz(m));
 }
 
-py::tuple assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
+std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
     require_rank(V, 2, "vectors");
     require_rank(C, 2, "centroids");
     const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
@@ -44,10 +44,10 @@ py::tuple assign_nearest_py(const carray<float>& V, const carray<float>& C, int 
         py::gil_scoped_release release;
         bad = assign_nearest(vp, uz(n), cp, uz(c), uz(d), static_cast<AssignMetric>(metric), uz(threads), lp, sp);
     }
-    return py::make_tuple(labels, scores, bad);
+    return {labels, scores, bad};
 }
 
-py::tuple cluster_sums_py(const carray<float>& V, const carray<int64_t>& labels, py::ssize_t c) {
+std::tuple<carray<double>, carray<int64_t>> cluster_sums_py(const carray<float>& V, const carray<int64_t>& labels, py::ssize_t c) {
     require_rank(V, 2, "vectors");
     require_rank(labels, 1, "labels");
     const py::ssize_t n = V.shape(0), d = V.shape(1);
@@ -65,7 +65,7 @@ py::tuple cluster_sums_py(const carray<float>& V, const carray<int64_t>& labels,
         py::gil_scoped_release release;
         cluster_sums(vp, uz(n), uz(d), lp, uz(c), sp, kp);
     }
-    return py::make_tuple(sums, counts);
+    return {sums, counts};
 }
 
 }  // namespace
@@ -75,7 +75,7 @@ void bind_centroids(py::module_& m) {
           py::arg("node_ids").noconvert(), py::arg("vectors").noconvert(),
           "In-place running-mean update of centroids and counts for (node, vector) pairs, in order.");
     m.def("assign_nearest", &assign_nearest_py, py::arg("vectors").noconvert(), py::arg("centroids").noconvert(),
-          py::arg("metric"), py::arg("threads") = 1,
+          py::arg("metric"), py::arg("threads") = 0,
           "Nearest centroid per vector. Returns (labels, scores, bad_row).");
     m.def("cluster_sums", &cluster_sums_py, py::arg("vectors").noconvert(), py::arg("labels").noconvert(),
           py::arg("n_clusters"), "Per-cluster float64 sums and int64 counts.");

@@ -22,7 +22,9 @@ const void* float_rows(const py::array& m, bool* f16) {
     return m.data();
 }
 
-py::tuple dense_topk_py(const carray<float>& Q, const py::array& X, int metric, py::ssize_t k,
+using TopKOut = std::tuple<carray<int64_t>, carray<float>>;
+
+std::tuple<carray<int64_t>, carray<float>, std::optional<carray<float>>, int64_t> dense_topk_py(const carray<float>& Q, const py::array& X, int metric, py::ssize_t k,
                         const std::optional<carray<uint8_t>>& mask, py::ssize_t threads, bool want_full) {
     require_rank(Q, 2, "queries");
     bool f16 = false;
@@ -33,12 +35,11 @@ py::tuple dense_topk_py(const carray<float>& Q, const py::array& X, int metric, 
     const uint8_t* mp = opt_ptr(mask, n, "mask");
     carray<int64_t> idx({nq, k});
     carray<float> scores({nq, k});
-    py::object full = py::none();
+    std::optional<carray<float>> full;
     float* fp = nullptr;
     if (want_full) {
-        carray<float> f({nq, n});
-        fp = f.mutable_data();
-        full = std::move(f);
+        full = carray<float>({nq, n});
+        fp = full->mutable_data();
     }
     const float* qp = Q.data();
     int64_t* ip = idx.mutable_data();
@@ -49,10 +50,10 @@ py::tuple dense_topk_py(const carray<float>& Q, const py::array& X, int metric, 
         bad = dense_topk(qp, uz(nq), x, f16, uz(n), uz(d), static_cast<Metric>(metric), mp, uz(k), uz(threads), ip,
                          sp, fp);
     }
-    return py::make_tuple(idx, scores, full, bad);
+    return {idx, scores, full, bad};
 }
 
-py::tuple dense_topk_i8_py(const carray<int8_t>& Q, const carray<int8_t>& X, py::ssize_t k,
+TopKOut dense_topk_i8_py(const carray<int8_t>& Q, const carray<int8_t>& X, py::ssize_t k,
                            const std::optional<carray<float>>& row_scale, const std::optional<carray<uint8_t>>& mask,
                            py::ssize_t threads) {
     require_rank(Q, 2, "queries");
@@ -71,10 +72,10 @@ py::tuple dense_topk_i8_py(const carray<int8_t>& Q, const carray<int8_t>& X, py:
         py::gil_scoped_release release;
         dense_topk_i8(qp, uz(nq), xp, uz(n), uz(d), rs, mp, uz(k), uz(threads), ip, sp);
     }
-    return py::make_tuple(idx, scores);
+    return {idx, scores};
 }
 
-py::tuple dense_rescore_py(const carray<float>& Q, const py::array& X, int metric, const carray<int64_t>& cand,
+std::tuple<carray<int64_t>, carray<float>, int64_t> dense_rescore_py(const carray<float>& Q, const py::array& X, int metric, const carray<int64_t>& cand,
                            py::ssize_t k) {
     require_rank(Q, 2, "queries");
     require_rank(cand, 2, "candidates");
@@ -96,29 +97,29 @@ py::tuple dense_rescore_py(const carray<float>& Q, const py::array& X, int metri
         py::gil_scoped_release release;
         bad = dense_rescore(qp, uz(nq), x, f16, uz(n), uz(d), static_cast<Metric>(metric), cp, L, uz(k), ip, sp);
     }
-    return py::make_tuple(idx, scores, bad);
+    return {idx, scores, bad};
 }
 
-double stream_sum_py(const carray<float>& x) {
+double stream_sum_py(const carray<float>& x, py::ssize_t threads) {
     const float* p = x.data();
     const std::size_t n = uz(x.size());
     py::gil_scoped_release release;
-    return stream_sum(p, n);
+    return stream_sum(p, n, uz(threads));
 }
 
 }  // namespace
 
 void bind_dense(py::module_& m) {
     m.def("dense_topk", &dense_topk_py, py::arg("queries").noconvert(), py::arg("matrix"), py::arg("metric"),
-          py::arg("k"), py::arg("mask").noconvert() = py::none(), py::arg("threads") = 1, py::arg("full") = false,
+          py::arg("k"), py::arg("mask").noconvert() = py::none(), py::arg("threads") = 0, py::arg("full") = false,
           "Fused scan + top-k over float32/float16 rows. Returns (indices, scores, full_or_None, bad_row).");
     m.def("dense_topk_i8", &dense_topk_i8_py, py::arg("queries").noconvert(), py::arg("matrix").noconvert(),
           py::arg("k"), py::arg("row_scale").noconvert() = py::none(), py::arg("mask").noconvert() = py::none(),
-          py::arg("threads") = 1, "int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).");
+          py::arg("threads") = 0, "int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).");
     m.def("dense_rescore", &dense_rescore_py, py::arg("queries").noconvert(), py::arg("matrix"), py::arg("metric"),
           py::arg("candidates").noconvert(), py::arg("k"),
           "Exact rescoring of candidate rows. Returns (indices, scores, bad_row).");
-    m.def("stream_sum", &stream_sum_py, py::arg("x").noconvert(),
+    m.def("stream_sum", &stream_sum_py, py::arg("x").noconvert(), py::arg("threads") = 0,
           "Sum of a float32 array by a plain streaming read (memory-bandwidth probe).");
 }
 

@@ -7,7 +7,7 @@ namespace engramdb::bind {
 
 namespace {
 
-py::tuple hamming_topk_py(const carray<uint8_t>& Q, const carray<uint8_t>& codes, py::ssize_t k,
+std::tuple<carray<int64_t>, carray<int64_t>> hamming_topk_py(const carray<uint8_t>& Q, const carray<uint8_t>& codes, py::ssize_t k,
                           const std::optional<carray<uint8_t>>& mask, py::ssize_t threads) {
     require_rank(Q, 2, "queries");
     require_rank(codes, 2, "codes");
@@ -22,7 +22,7 @@ py::tuple hamming_topk_py(const carray<uint8_t>& Q, const carray<uint8_t>& codes
         py::gil_scoped_release release;
         hamming_topk(qp, uz(nq), cp, uz(n), uz(nb), mp, uz(k), uz(threads), ip, dp);
     }
-    return py::make_tuple(idx, dist);
+    return {idx, dist};
 }
 
 carray<uint32_t> hamming_all_py(const carray<uint8_t>& Q, const carray<uint8_t>& codes, py::ssize_t threads) {
@@ -44,10 +44,10 @@ carray<uint32_t> hamming_all_py(const carray<uint8_t>& Q, const carray<uint8_t>&
 
 void bind_hamming(py::module_& m) {
     m.def("hamming_topk", &hamming_topk_py, py::arg("queries").noconvert(), py::arg("codes").noconvert(),
-          py::arg("k"), py::arg("mask").noconvert() = py::none(), py::arg("threads") = 1,
+          py::arg("k"), py::arg("mask").noconvert() = py::none(), py::arg("threads") = 0,
           "Top-k smallest Hamming distances over packed uint8 codes. Returns (indices, distances).");
     m.def("hamming_all", &hamming_all_py, py::arg("queries").noconvert(), py::arg("codes").noconvert(),
-          py::arg("threads") = 1, "All Hamming distances, (nq, n) uint32.");
+          py::arg("threads") = 0, "All Hamming distances, (nq, n) uint32.");
 }
 
 }  // namespace engramdb::bind

@@ -7,7 +7,7 @@ namespace engramdb::bind {
 
 namespace {
 
-py::tuple maxsim_py(const carray<float>& Q, const carray<float>& tokens, const carray<int64_t>& offsets,
+std::tuple<carray<float>, int64_t> maxsim_py(const carray<float>& Q, const carray<float>& tokens, const carray<int64_t>& offsets,
                     const std::optional<carray<int64_t>>& docs, py::ssize_t threads) {
     require_rank(Q, 2, "query_tokens");
     require_rank(tokens, 2, "doc_tokens");
@@ -37,14 +37,14 @@ py::tuple maxsim_py(const carray<float>& Q, const carray<float>& tokens, const c
         py::gil_scoped_release release;
         bad = maxsim(qp, uz(m), tp, uz(d), op, uz(n_docs), dp, uz(n_out), uz(threads), outp);
     }
-    return py::make_tuple(out, bad);
+    return {out, bad};
 }
 
 }  // namespace
 
 void bind_maxsim(py::module_& m) {
     m.def("maxsim", &maxsim_py, py::arg("query_tokens").noconvert(), py::arg("doc_tokens").noconvert(),
-          py::arg("offsets").noconvert(), py::arg("docs").noconvert() = py::none(), py::arg("threads") = 1,
+          py::arg("offsets").noconvert(), py::arg("docs").noconvert() = py::none(), py::arg("threads") = 0,
           "MaxSim scores of ragged documents (or the shortlist `docs`). Returns (scores, bad_doc).");
 }
 

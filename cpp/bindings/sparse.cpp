@@ -7,7 +7,7 @@ namespace engramdb::bind {
 
 namespace {
 
-py::tuple jaccard_topk_py(const carray<int32_t>& q_ids, const std::optional<carray<float>>& q_w,
+std::tuple<carray<int64_t>, carray<float>, std::optional<carray<float>>, int64_t, int> jaccard_topk_py(const carray<int32_t>& q_ids, const std::optional<carray<float>>& q_w,
                           const carray<int64_t>& indptr, const carray<int32_t>& ids,
                           const std::optional<carray<float>>& w, py::ssize_t k,
                           const std::optional<carray<uint8_t>>& mask, py::ssize_t threads, bool want_full) {
@@ -28,12 +28,11 @@ py::tuple jaccard_topk_py(const carray<int32_t>& q_ids, const std::optional<carr
     if (k < 0) throw py::value_error("k must be >= 0");
     carray<int64_t> idx({py::ssize_t{1}, k});
     carray<float> scores({py::ssize_t{1}, k});
-    py::object full = py::none();
+    std::optional<carray<float>> full;
     float* fp = nullptr;
     if (want_full) {
-        carray<float> f({n});
-        fp = f.mutable_data();
-        full = std::move(f);
+        full = carray<float>({n});
+        fp = full->mutable_data();
     }
     const int32_t *qp = q_ids.data(), *dp = ids.data();
     int64_t* op = idx.mutable_data();
@@ -44,7 +43,7 @@ py::tuple jaccard_topk_py(const carray<int32_t>& q_ids, const std::optional<carr
         py::gil_scoped_release release;
         err = jaccard_topk(qp, qwp, nqi, ip, uz(n), dp, wp, mp, uz(k), uz(threads), op, sp, fp);
     }
-    return py::make_tuple(idx, scores, full, err.row, err.code);
+    return {idx, scores, full, err.row, err.code};
 }
 
 }  // namespace
@@ -52,7 +51,7 @@ py::tuple jaccard_topk_py(const carray<int32_t>& q_ids, const std::optional<carr
 void bind_sparse(py::module_& m) {
     m.def("jaccard_topk", &jaccard_topk_py, py::arg("query").noconvert(), py::arg("query_weights").noconvert(),
           py::arg("indptr").noconvert(), py::arg("indices").noconvert(), py::arg("weights").noconvert(), py::arg("k"),
-          py::arg("mask").noconvert() = py::none(), py::arg("threads") = 1, py::arg("full") = false,
+          py::arg("mask").noconvert() = py::none(), py::arg("threads") = 0, py::arg("full") = false,
           "Top-k (weighted) Jaccard of one sorted id-set against CSR rows. "
           "Returns (indices, scores, full_or_None, error_row, error_code).");
 }

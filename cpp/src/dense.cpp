@@ -36,6 +36,12 @@ size_t block_rows(size_t nq, size_t d, size_t elem, bool cosine) {
     return std::clamp<size_t>(b, 4, 2048);
 }
 
+// Rows per thread: at least ~2M multiply-adds each, so a thread is never started for less work
+// than its start-up cost (tens of microseconds).
+size_t work_grain(size_t nq, size_t d) {
+    return std::max<size_t>(1024, (size_t{1} << 21) / std::max<size_t>(nq * d, 1));
+}
+
 std::vector<float> normalised(const float* Q, size_t nq, size_t d) {
     std::vector<float> out(Q, Q + nq * d);
     for (size_t j = 0; j < nq; ++j) {
@@ -79,7 +85,7 @@ int64_t scan(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric m
     if (cosine) qn = normalised(Q, nq, d);
     const float* Qp = cosine ? qn.data() : Q;
     const size_t block = block_rows(nq, d, sizeof(T), cosine);
-    const size_t nt = plan_threads(n, threads, 8192);
+    const size_t nt = plan_threads(n, threads, work_grain(nq, d));
     std::vector<std::vector<TopK>> heaps(nt, std::vector<TopK>(nq, TopK(k)));
     std::vector<int64_t> bad(nt, -1);
 
@@ -143,7 +149,7 @@ void dense_topk_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t n, size_t
                    const uint8_t* mask, size_t k, size_t threads, int64_t* idx, float* scores) {
     const IsaKernels& K = kernels();
     const size_t block = block_rows(nq, d, 1, false);
-    const size_t nt = plan_threads(n, threads, 8192);
+    const size_t nt = plan_threads(n, threads, work_grain(nq, d));
     std::vector<std::vector<TopK>> heaps(nt, std::vector<TopK>(nq, TopK(k)));
     parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
         std::vector<int32_t> buf(block * nq);
@@ -202,6 +208,14 @@ int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t
     return rescore(Q, nq, static_cast<const float*>(X), n, d, metric, cand, L, k, idx, scores);
 }
 
-double stream_sum(const float* x, size_t n) { return kernels().stream_sum(x, n); }
+double stream_sum(const float* x, size_t n, size_t threads) {
+    const IsaKernels& K = kernels();
+    const size_t nt = plan_threads(n, threads, size_t{1} << 20);
+    std::vector<double> part(nt, 0.0);
+    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) { part[t] = K.stream_sum(x + begin, end - begin); });
+    double s = 0;
+    for (double p : part) s += p;
+    return s;
+}
 
 }  // namespace engramdb

@@ -7,6 +7,7 @@
 // d works without padding.
 #include <immintrin.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "engramdb/isa_kernels.h"
@@ -110,62 +111,142 @@ inline void rows(const float* Q, size_t nq, const typename L::T* X, size_t d, fl
     if (j < nq) tile<L, R, 1, U1>(Q + j * d, X, d, out + j, nq);
 }
 
-// Few queries: one row at a time (one sequential stream for the prefetcher), deep unrolling.
-// Many queries: 3 rows per tile, so each query load feeds three FMAs and the tile is FMA-bound.
-template <typename L>
-void dot_any(const float* Q, size_t nq, const typename L::T* X, size_t nx, size_t d, float* out) {
-    if (nq < 8) {
-        for (size_t r = 0; r < nx; ++r) rows<L, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
+// Many queries: the queries are packed into panels of 8 (dimension-major, zero-padded) so each
+// FMA multiplies one broadcast row element by 8 queries at once. Accumulators then hold finished
+// dot products (no horizontal sums), which matters when d is small (MaxSim tokens, centroids).
+constexpr size_t kPanel = 8;
+
+void pack_panels(const float* Q, size_t nq, size_t d, float* P) {
+    const size_t panels = (nq + kPanel - 1) / kPanel;
+    for (size_t p = 0; p < panels; ++p)
+        for (size_t i = 0; i < d; ++i)
+            for (size_t l = 0; l < kPanel; ++l) {
+                const size_t j = p * kPanel + l;
+                P[(p * d + i) * kPanel + l] = j < nq ? Q[j * d + i] : 0.f;
+            }
+}
+
+// R rows x NP panels (8 * NP queries starting at query q0). Registers: R*NP + NP + 1 <= 16.
+template <int R, int NP>
+inline void panel_tile(const float* P, size_t d, const float* X, float* out, size_t nq, size_t q0) {
+    __m256 acc[R][NP];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_setzero_ps();
+    for (size_t i = 0; i < d; ++i) {
+        __m256 q[NP];
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) q[p] = _mm256_load_ps(P + (p * d + i) * kPanel);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const __m256 xb = _mm256_broadcast_ss(X + r * d + i);
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_fmadd_ps(xb, q[p], acc[r][p]);
+        }
+    }
+    // Stores with compile-time bounds only (a data-dependent branch here made GCC keep the
+    // accumulators in memory inside the loop above).
+    if (q0 + NP * kPanel <= nq) {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; ++p) _mm256_storeu_ps(out + r * nq + q0 + p * kPanel, acc[r][p]);
         return;
     }
+    alignas(32) float tmp[R][NP * kPanel];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) _mm256_store_ps(&tmp[r][p * kPanel], acc[r][p]);
+    const size_t valid = nq - q0;
+    for (int r = 0; r < R; ++r)
+        for (size_t l = 0; l < valid; ++l) out[r * nq + q0 + l] = tmp[r][l];
+}
+
+template <int R>
+inline void panel_rows(const float* P, size_t panels, size_t d, const float* X, float* out, size_t nq) {
+    size_t p = 0;
+    for (; p + 2 <= panels; p += 2) panel_tile<R, 2>(P + p * d * kPanel, d, X, out, nq, p * kPanel);
+    if (p < panels) panel_tile<R, 1>(P + p * d * kPanel, d, X, out, nq, p * kPanel);
+}
+
+void dot_packed(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
+    const size_t panels = (nq + kPanel - 1) / kPanel;
+    const size_t bytes = ((panels * d * kPanel * sizeof(float)) + 31) / 32 * 32;
+    float* P = static_cast<float*>(std::aligned_alloc(32, bytes > 0 ? bytes : 32));
+    if (P == nullptr) {  // out of memory: fall back to the unpacked tiles
+        for (size_t r = 0; r < nx; ++r) rows<LoadF32, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
+        return;
+    }
+    pack_panels(Q, nq, d, P);
     size_t r = 0;
-    for (; r + 3 <= nx; r += 3) rows<L, 3, 1, 1, 2>(Q, nq, X + r * d, d, out + r * nq);
-    for (; r < nx; ++r) rows<L, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
+    for (; r + 6 <= nx; r += 6) panel_rows<6>(P, panels, d, X + r * d, out + r * nq, nq);
+    for (; r < nx; ++r) panel_rows<1>(P, panels, d, X + r * d, out + r * nq, nq);
+    std::free(P);
+}
+
+// Few queries: one row at a time (one sequential stream for the prefetcher), deep unrolling.
+template <typename L>
+void dot_any(const float* Q, size_t nq, const typename L::T* X, size_t nx, size_t d, float* out) {
+    for (size_t r = 0; r < nx; ++r) rows<L, 1, 2, 4, 4>(Q, nq, X + r * d, d, out + r * nq);
 }
 
 void dot_f32(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
-    dot_any<LoadF32>(Q, nq, X, nx, d, out);
+    if (nq >= kPanel)
+        dot_packed(Q, nq, X, nx, d, out);
+    else
+        dot_any<LoadF32>(Q, nq, X, nx, d, out);
 }
 void dot_f16(const float* Q, size_t nq, const uint16_t* X, size_t nx, size_t d, float* out) {
     dot_any<LoadF16>(Q, nq, X, nx, d, out);
 }
 
 // int8: widen 16 lanes to int16 and multiply-add pairs into int32 (exact, no saturation).
-template <int R, int J>
-inline void tile_i8(const int8_t* Q, const int8_t* X, size_t d, int32_t* out, size_t nq) {
-    __m256i acc[R][J];
-    for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r][j] = _mm256_setzero_si256();
+// One row at a time (a single stream), U-way unrolled so the adds do not serialise.
+template <int J, int U>
+inline void tile_i8(const int8_t* Q, const int8_t* x, size_t d, int32_t* out) {
+    __m256i acc[U][J];
+    for (int u = 0; u < U; ++u)
+        for (int j = 0; j < J; ++j) acc[u][j] = _mm256_setzero_si256();
     size_t i = 0;
+    for (; i + 16 * U <= d; i += 16 * U) {
+        for (int u = 0; u < U; ++u) {
+            const __m256i xv =
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i + 16 * u)));
+            for (int j = 0; j < J; ++j) {
+                const __m256i q = _mm256_cvtepi8_epi16(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(Q + j * d + i + 16 * u)));
+                acc[u][j] = _mm256_add_epi32(acc[u][j], _mm256_madd_epi16(xv, q));
+            }
+        }
+    }
     for (; i + 16 <= d; i += 16) {
-        __m256i x[R];
-        for (int r = 0; r < R; ++r)
-            x[r] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(X + r * d + i)));
+        const __m256i xv = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
         for (int j = 0; j < J; ++j) {
             const __m256i q =
                 _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Q + j * d + i)));
-            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(x[r], q));
+            acc[0][j] = _mm256_add_epi32(acc[0][j], _mm256_madd_epi16(xv, q));
         }
     }
-    for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) {
-            int32_t s = hsum_i32(acc[r][j]);
-            for (size_t t = i; t < d; ++t) s += static_cast<int32_t>(X[r * d + t]) * Q[j * d + t];
-            out[r * nq + j] = s;
-        }
-}
-
-template <int R>
-inline void rows_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t d, int32_t* out) {
-    size_t j = 0;
-    for (; j + 2 <= nq; j += 2) tile_i8<R, 2>(Q + j * d, X, d, out + j, nq);
-    if (j < nq) tile_i8<R, 1>(Q + j * d, X, d, out + j, nq);
+    for (int j = 0; j < J; ++j) {
+        __m256i a = acc[0][j];
+        for (int u = 1; u < U; ++u) a = _mm256_add_epi32(a, acc[u][j]);
+        int32_t s = hsum_i32(a);
+        for (size_t t = i; t < d; ++t) s += static_cast<int32_t>(x[t]) * Q[j * d + t];
+        out[j] = s;
+    }
 }
 
 void dot_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t nx, size_t d, int32_t* out) {
-    size_t r = 0;
-    for (; r + 4 <= nx; r += 4) rows_i8<4>(Q, nq, X + r * d, d, out + r * nq);
-    for (; r < nx; ++r) rows_i8<1>(Q, nq, X + r * d, d, out + r * nq);
+    for (size_t r = 0; r < nx; ++r) {
+        const int8_t* x = X + r * d;
+        int32_t* o = out + r * nq;
+        size_t j = 0;
+        for (; j + 4 <= nq; j += 4) tile_i8<4, 1>(Q + j * d, x, d, o + j);
+        for (; j + 2 <= nq; j += 2) tile_i8<2, 2>(Q + j * d, x, d, o + j);
+        if (j < nq) tile_i8<1, 4>(Q + j * d, x, d, o + j);
+    }
 }
 
 template <typename L>

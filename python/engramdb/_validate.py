@@ -43,7 +43,9 @@ def check_k(k: Any) -> int:
 
 
 def check_threads(threads: Any) -> int:
-    """threads must be an integer >= 1."""
+    """threads: None (auto, sent as 0) or an integer >= 1."""
+    if threads is None:
+        return 0
     try:
         t = operator.index(threads)
     except TypeError:

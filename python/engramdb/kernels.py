@@ -130,7 +130,7 @@ def topk(
     *,
     rescore: np.ndarray | None = None,
     shortlist: int | None = None,
-    threads: int = 1,
+    threads: int | None = None,
 ) -> TopK:
     """Top-k rows of `matrix` for each query, fused into one scan (no full score array).
 
@@ -144,7 +144,8 @@ def topk(
         rescore: with an `Int8Matrix`, the original float rows: the int8 scan keeps a shortlist
             that is rescored exactly (recommended). Without it scores are dequantised estimates.
         shortlist: shortlist size for int8 search (default max(4k, 64)).
-        threads: worker threads for the scan (1 is the sane default on a shared machine).
+        threads: worker threads; None = auto (one per ~2M multiply-adds of work, at most the CPU
+            count or ENGRAMDB_NUM_THREADS). Pass 1 in a server that runs many searches at once.
     """
     kk = v.check_k(k)
     nt = v.check_threads(threads)
@@ -210,7 +211,7 @@ def _topk_i8(
     return TopK(*_shape_out((idx, sc), was_1d))
 
 
-def scores(queries: Any, matrix: np.ndarray, metric: Metric = "dot", mask: Any = None, *, threads: int = 1) -> np.ndarray:
+def scores(queries: Any, matrix: np.ndarray, metric: Metric = "dot", mask: Any = None, *, threads: int | None = None) -> np.ndarray:
     """All scores, shape (q, n) (or (n,) for one query); rows outside `mask` get -inf.
 
     Materialises the full array: use `topk` when only the best rows matter.
@@ -242,7 +243,7 @@ def _codes(name: str, value: Any, *, query: bool) -> tuple[np.ndarray, bool]:
     return arr.view(np.uint8), was_1d
 
 
-def hamming_topk(queries: Any, codes: np.ndarray, k: int, mask: Any = None, *, threads: int = 1) -> NearestCodes:
+def hamming_topk(queries: Any, codes: np.ndarray, k: int, mask: Any = None, *, threads: int | None = None) -> NearestCodes:
     """The k codes nearest each query in Hamming distance (packed bits, any length).
 
     Args:
@@ -263,7 +264,7 @@ def hamming_topk(queries: Any, codes: np.ndarray, k: int, mask: Any = None, *, t
     return NearestCodes(*_shape_out((idx, dist), was_1d))
 
 
-def hamming_distances(queries: Any, codes: np.ndarray, *, threads: int = 1) -> np.ndarray:
+def hamming_distances(queries: Any, codes: np.ndarray, *, threads: int | None = None) -> np.ndarray:
     """All Hamming distances, (q, n) uint32 (or (n,) for one query)."""
     nt = v.check_threads(threads)
     q, was_1d = _codes("queries", queries, query=True)
@@ -298,7 +299,7 @@ def jaccard_topk(
     weights: np.ndarray | None = None,
     query_weights: Any = None,
     mask: Any = None,
-    threads: int = 1,
+    threads: int | None = None,
 ) -> TopK:
     """Top-k rows by Jaccard (or weighted Jaccard) similarity to one query id-set.
 
@@ -359,7 +360,7 @@ def maxsim(
     offsets: np.ndarray,
     docs: Any = None,
     *,
-    threads: int = 1,
+    threads: int | None = None,
 ) -> np.ndarray:
     """Late-interaction scores sum_i max_j <q_i, d_j> for ragged documents.
 
@@ -416,7 +417,7 @@ def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, ve
     _core.centroid_update(c, cnt, ids, vec)
 
 
-def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "l2", *, threads: int = 1) -> Assignment:
+def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "l2", *, threads: int | None = None) -> Assignment:
     """Nearest centroid for every vector (the assignment step of k-means).
 
     "l2" minimises squared Euclidean distance; "dot", "cosine" and "born" maximise similarity.
@@ -452,10 +453,13 @@ def cluster_sums(vectors: np.ndarray, labels: Any, n_clusters: int) -> ClusterSu
     return ClusterSums(sums, counts)
 
 
-def read_bandwidth_probe(matrix: np.ndarray) -> float:
-    """Sum every element with a plain streaming read: the memory-bandwidth ceiling of a scan."""
+def read_bandwidth_probe(matrix: np.ndarray, *, threads: int | None = 1) -> float:
+    """Sum every element with a plain streaming read: the memory-bandwidth ceiling of a scan.
+
+    Time it beside `topk` with the same `threads` to see how close the scan runs to the memory.
+    """
     m = v.matrix("matrix", matrix, (np.float32,), ndim=matrix.ndim if isinstance(matrix, np.ndarray) else 2)
-    return float(_core.stream_sum(m))
+    return float(_core.stream_sum(m, v.check_threads(threads)))
 
 
 def active_isa() -> str:

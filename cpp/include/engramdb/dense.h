@@ -29,6 +29,6 @@ int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t
                       const int64_t* cand, size_t L, size_t k, int64_t* idx, float* scores);
 
 // Plain read of n floats (the bandwidth ceiling a scan is measured against).
-double stream_sum(const float* x, size_t n);
+double stream_sum(const float* x, size_t n, size_t threads);
 
 }  // namespace engramdb

@@ -9,9 +9,14 @@
 
 namespace engramdb {
 
-// Threads worth using for n items when each thread should get at least `grain` of them.
+// Threads a call uses when the caller asks for "auto" (0): ENGRAMDB_NUM_THREADS if set, else the
+// hardware concurrency. Read once.
+size_t default_threads();
+
+// Threads worth using for n items when each thread should get at least `grain` of them
+// (requested == 0 means default_threads()).
 inline size_t plan_threads(size_t n, size_t requested, size_t grain) {
-    if (requested == 0) requested = 1;
+    if (requested == 0) requested = default_threads();
     const size_t by_work = grain == 0 ? requested : (n + grain - 1) / grain;
     size_t t = requested < by_work ? requested : by_work;
     return t == 0 ? 1 : t;

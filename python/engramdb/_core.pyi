@@ -1,0 +1,76 @@
+"""
+engramdb native kernels (private: use engramdb.kernels)
+"""
+from __future__ import annotations
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['assign_nearest', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum']
+def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    Nearest centroid per vector. Returns (labels, scores, bad_row).
+    """
+def available_isas() -> list[str]:
+    """
+    Instruction sets this CPU runs, best first.
+    """
+def centroid_update(centroids: numpy.typing.NDArray[numpy.float32], counts: numpy.typing.NDArray[numpy.int64], node_ids: numpy.typing.NDArray[numpy.int64], vectors: numpy.typing.NDArray[numpy.float32]) -> None:
+    """
+    In-place running-mean update of centroids and counts for (node, vector) pairs, in order.
+    """
+def cluster_sums(vectors: numpy.typing.NDArray[numpy.float32], labels: numpy.typing.NDArray[numpy.int64], n_clusters: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Per-cluster float64 sums and int64 counts.
+    """
+def compiled_isas() -> list[str]:
+    """
+    Instruction sets compiled into this build, best first.
+    """
+def dense_rescore(queries: numpy.typing.NDArray[numpy.float32], matrix: numpy.ndarray, metric: typing.SupportsInt | typing.SupportsIndex, candidates: numpy.typing.NDArray[numpy.int64], k: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    Exact rescoring of candidate rows. Returns (indices, scores, bad_row).
+    """
+def dense_topk(queries: numpy.typing.NDArray[numpy.float32], matrix: numpy.ndarray, metric: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, full: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32] | None, int]:
+    """
+    Fused scan + top-k over float32/float16 rows. Returns (indices, scores, full_or_None, bad_row).
+    """
+def dense_topk_i8(queries: numpy.typing.NDArray[numpy.int8], matrix: numpy.typing.NDArray[numpy.int8], k: typing.SupportsInt | typing.SupportsIndex, row_scale: numpy.typing.NDArray[numpy.float32] | None = None, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32]]:
+    """
+    int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).
+    """
+def forced_isa() -> str:
+    """
+    The ENGRAMDB_ISA override as given, or ''.
+    """
+def forced_note() -> str:
+    """
+    Why the ENGRAMDB_ISA override was not honoured, or ''.
+    """
+def hamming_all(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing.NDArray[numpy.uint8], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.uint32]:
+    """
+    All Hamming distances, (nq, n) uint32.
+    """
+def hamming_topk(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing.NDArray[numpy.uint8], k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Top-k smallest Hamming distances over packed uint8 codes. Returns (indices, distances).
+    """
+def isa() -> str:
+    """
+    Name of the active instruction set.
+    """
+def jaccard_topk(query: numpy.typing.NDArray[numpy.int32], query_weights: numpy.typing.NDArray[numpy.float32] | None, indptr: numpy.typing.NDArray[numpy.int64], indices: numpy.typing.NDArray[numpy.int32], weights: numpy.typing.NDArray[numpy.float32] | None, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, full: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32] | None, int, int]:
+    """
+    Top-k (weighted) Jaccard of one sorted id-set against CSR rows. Returns (indices, scores, full_or_None, error_row, error_code).
+    """
+def maxsim(query_tokens: numpy.typing.NDArray[numpy.float32], doc_tokens: numpy.typing.NDArray[numpy.float32], offsets: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int64] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.float32], int]:
+    """
+    MaxSim scores of ragged documents (or the shortlist `docs`). Returns (scores, bad_doc).
+    """
+def set_isa(name: str) -> bool:
+    """
+    Switch the active instruction set; returns False if it is not available.
+    """
+def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
+    """
+    Sum of a float32 array by a plain streaming read (memory-bandwidth probe).
+    """
