@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-
 from engramdb import kernels
 
 ISAS = kernels.available_isas()

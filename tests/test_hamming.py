@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import reference as ref
 from engramdb import kernels
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 9, 1023])
@@ -36,7 +35,7 @@ def test_uint64_words_and_1024_bit_codes(isa: str, rng: np.random.Generator) -> 
 def test_hamming_mask(isa: str, rng: np.random.Generator) -> None:
     codes = rng.integers(0, 256, size=(500, 16), dtype=np.uint8)
     mask = rng.random(500) < 0.2
-    idx, dist = kernels.hamming_topk(codes[0], codes, 7, mask=mask)
+    idx, _ = kernels.hamming_topk(codes[0], codes, 7, mask=mask)
     assert mask[idx].all()
     d = ref.hamming(codes[0], codes)[0].astype(np.float64)
     np.testing.assert_array_equal(idx, ref.topk_order(-d[None], 7, mask)[0])

@@ -11,7 +11,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_readme_example_runs() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
     assert blocks, "README has no python example"
     scope: dict = {}
     exec(compile(blocks[0], str(README), "exec"), scope)

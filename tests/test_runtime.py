@@ -10,10 +10,9 @@ import threading
 import time
 from pathlib import Path
 
+import engramdb
 import numpy as np
 import pytest
-
-import engramdb
 from engramdb import kernels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,9 +47,8 @@ def test_environment_override_forces_and_reports() -> None:
 
 def test_use_isa_refuses_unknown_and_restores() -> None:
     before = kernels.active_isa()
-    with pytest.raises(ValueError, match="not available"):
-        with kernels.use_isa("quantum"):
-            pass
+    with pytest.raises(ValueError, match="not available"), kernels.use_isa("quantum"):
+        pass
     with kernels.use_isa("scalar"):
         assert kernels.active_isa() == "scalar"
     assert kernels.active_isa() == before

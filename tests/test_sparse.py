@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 import reference as ref
 from engramdb import kernels
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def random_sets(rng: np.random.Generator, n: int, vocab: int, mean: int) -> list[set[int]]:

@@ -6,9 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import engramdb
+import pytest
 
 
 def test_core_stub_is_in_sync(tmp_path: Path) -> None:

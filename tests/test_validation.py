@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from engramdb import _core, kernels
 
 X = np.random.default_rng(0).standard_normal((20, 8)).astype(np.float32)
@@ -84,11 +83,11 @@ def test_overflow_is_reported_not_ranked() -> None:
 
 
 def test_empty_shapes() -> None:
-    idx, sc = kernels.topk(np.zeros((0, 8), np.float32), X, 3)
+    idx, _ = kernels.topk(np.zeros((0, 8), np.float32), X, 3)
     assert idx.shape == (0, 3)
-    idx, sc = kernels.topk(X[0], np.zeros((0, 8), np.float32), 3)
+    idx, _ = kernels.topk(X[0], np.zeros((0, 8), np.float32), 3)
     assert idx.shape == (0,)
-    idx, sc = kernels.topk(X[0], X, 3, mask=np.zeros(20, bool))
+    idx, _ = kernels.topk(X[0], X, 3, mask=np.zeros(20, bool))
     assert idx.shape == (0,)
 
 

@@ -97,7 +97,7 @@ def matrix(name: str, value: Any, dtypes: tuple[npt.DTypeLike, ...], ndim: int =
         raise ValueError(f"{name} must be {ndim}-D, got {value.ndim}-D shape {value.shape}")
     if not value.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous (use np.ascontiguousarray({name}) once, outside the loop)")
-    return value
+    return np.asarray(value)
 
 
 def same_dim(qname: str, q: np.ndarray, mname: str, m: np.ndarray) -> None:

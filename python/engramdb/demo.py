@@ -7,6 +7,7 @@ its answers against numpy. Every figure printed is measured here, now.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,7 @@ def clustered_unit_vectors(n: int, dim: int, clusters: int, rng: np.random.Gener
     labels = rng.integers(0, clusters, size=n)
     x = centres[labels] + rng.standard_normal((n, dim)).astype(np.float32) * np.float32(1.2 / np.sqrt(dim))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x
+    return np.asarray(x, dtype=np.float32)
 
 
 def run_demo(rows: int = 100_000, dim: int = 384, repeat: int = 5, seed: int = 0, echo: Callable[[str], None] = print) -> dict[str, float]:
@@ -65,13 +66,13 @@ def run_demo(rows: int = 100_000, dim: int = 384, repeat: int = 5, seed: int = 0
     t_b, (bidx, _) = _best_of(lambda: kernels.topk(queries, x, 10), max(2, repeat // 2))
     def numpy_batch() -> np.ndarray:
         s = x @ queries.T
-        return np.argpartition(-s, 10, axis=0)[:10].T
+        return np.asarray(np.argpartition(-s, 10, axis=0)[:10].T)
     t_nb, nb_idx = _best_of(numpy_batch, max(2, repeat // 2))
     same = np.mean([set(a) == set(b) for a, b in zip(bidx.tolist(), nb_idx.tolist())])
     row("dense top-10, 64 queries", t_b, t_nb, f"numpy = BLAS matmul + argpartition; same top-10 for {same:.0%}")
 
     x8 = kernels.quantize_i8(x)
-    t_8, (i8idx, _) = _best_of(lambda: kernels.topk(queries[:1], x8, 10, rescore=x), repeat)
+    t_8, _ = _best_of(lambda: kernels.topk(queries[:1], x8, 10, rescore=x), repeat)
     exact = kernels.topk(queries[:32], x, 10).indices
     approx = kernels.topk(queries[:32], x8, 10, rescore=x).indices
     recall = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact.tolist(), approx.tolist())]))
@@ -81,8 +82,8 @@ def run_demo(rows: int = 100_000, dim: int = 384, repeat: int = 5, seed: int = 0
     planes = np.random.default_rng(seed + 2).standard_normal((dim, 1024)).astype(np.float32)
     codes = np.packbits(x @ planes > 0, axis=1)  # 1024-bit sign projections (binary HDC codes)
     qcode = np.packbits(queries[:1] @ planes > 0, axis=1)
-    t_h, (hidx, hd) = _best_of(lambda: kernels.hamming_topk(qcode, codes, 10), repeat)
-    lut = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+    t_h, (_, hd) = _best_of(lambda: kernels.hamming_topk(qcode, codes, 10), repeat)
+    lut = np.array([i.bit_count() for i in range(256)], np.uint8)
     t_hn, hn = _best_of(lambda: lut[codes ^ qcode].sum(axis=1, dtype=np.int64), max(2, repeat // 2))
     assert np.array_equal(np.sort(hn)[:10], np.sort(hd[0])), "Hamming distances differ from numpy"
     row("hamming top-10, 1024-bit codes", t_h, t_hn, "numpy = XOR + byte popcount table")
@@ -103,7 +104,7 @@ def run_demo(rows: int = 100_000, dim: int = 384, repeat: int = 5, seed: int = 0
     qtok = rng.standard_normal((32, 128)).astype(np.float32)
     t_m, ms = _best_of(lambda: kernels.maxsim(qtok, tokens, offsets), repeat)
     def numpy_maxsim() -> np.ndarray:
-        return np.array([(tokens[a:b] @ qtok.T).max(axis=0).sum() for a, b in zip(offsets[:-1], offsets[1:])])
+        return np.array([(tokens[a:b] @ qtok.T).max(axis=0).sum() for a, b in itertools.pairwise(offsets)])
     t_mn, mn = _best_of(numpy_maxsim, max(2, repeat // 2))
     assert np.allclose(ms, mn, rtol=1e-4, atol=1e-3)
     row("maxsim, 32 x 1,000 docs x 64 tokens", t_m, t_mn, "numpy = per-document matmul + max + sum")
@@ -113,7 +114,7 @@ def run_demo(rows: int = 100_000, dim: int = 384, repeat: int = 5, seed: int = 0
     def kmeans_step() -> np.ndarray:
         labels, _ = kernels.assign_nearest(sample, cents, "l2")
         sums, counts = kernels.cluster_sums(sample, labels, cents.shape[0])
-        return sums / np.maximum(counts, 1)[:, None]
+        return np.asarray(sums / np.maximum(counts, 1)[:, None])
     t_k, _ = _best_of(kmeans_step, max(2, repeat // 2))
     row("k-means step, 20K x 256 centroids", t_k, None, "assign_nearest + cluster_sums")
 

@@ -224,6 +224,7 @@ def scores(queries: Any, matrix: np.ndarray, metric: Metric = "dot", mask: Any =
     mk = v.row_mask(mask, m.shape[0])
     _, _, full, bad = _core.dense_topk(q, m, mcode, 0, mk, nt, True)
     _raise_bad_row("matrix", bad)
+    assert full is not None  # asked for above
     return full[0] if was_1d else full
 
 
