@@ -149,7 +149,14 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         ).stdout.strip() or None
     except Exception:  # pragma: no cover
         pass
+    installed_from = None
+    try:
+        raw = metadata.distribution("engramdb").read_text("direct_url.json")
+        installed_from = json.loads(raw).get("url") if raw else None
+    except Exception:  # pragma: no cover
+        pass
     machine_info["engramdb_bench"] = {
+        "engramdb_installed_from": installed_from,
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "engramdb_capabilities": engramdb.capabilities(),

@@ -307,7 +307,8 @@ def machine_lines(doc: dict[str, Any]) -> list[str]:
         f"{', '.join(f'{x:.2f}' for x in eb.get('loadavg_end', []))})",
         f"- engramdb {caps.get('version', '?')}: isa **{caps.get('isa', '?')}** (available "
         f"{caps.get('available')}, compiled {caps.get('compiled')}), kernels {caps.get('kernels')}; "
-        f"git HEAD at run time: `{eb.get('git_head_at_run')}`; installed at `{eb.get('engramdb_file')}`",
+        f"installed from `{eb.get('engramdb_installed_from')}` (snapshot build); repo git HEAD at run time: "
+        f"`{eb.get('git_head_at_run')}`",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items() if v is not None),
         "- Thread pools at the end of the run (threadpoolctl): " + "; ".join(
             f"{p.get('owner', '?')}'s {p.get('internal_api')} {p.get('num_threads')}" for p in pools

@@ -189,3 +189,22 @@ def test_born_clamps_anticorrelated(isa: str) -> None:
 def test_bandwidth_probe_sums(rng: np.random.Generator) -> None:
     x = rng.standard_normal((1023, 9)).astype(np.float32)
     assert kernels.read_bandwidth_probe(x) == pytest.approx(float(x.astype(np.float64).sum()), abs=1e-2)
+
+
+@pytest.mark.parametrize("d", [1, 3, 31, 32, 33, 384, 1024])
+@pytest.mark.parametrize("with_min", [False, True])
+def test_int8_primitive_is_exact(isa: str, rng: np.random.Generator, d: int, with_min: bool) -> None:
+    """Integer dots are exact on every path, including -128 (which the sign trick cannot take)."""
+    from engramdb import _core
+
+    lo = -128 if with_min else -127
+    x = rng.integers(lo, 128, size=(1023, d)).astype(np.int8)
+    q = rng.integers(lo, 128, size=(5, d)).astype(np.int8)
+    if with_min:
+        q[0, 0] = -128
+        x[:, 0] = -128
+    exact = q.astype(np.int64) @ x.astype(np.int64).T
+    for nq in (1, 2, 5):
+        idx, sc = _core.dense_topk_i8(q[:nq].copy(), x, 1023, None, None, 1)
+        np.testing.assert_array_equal(np.take_along_axis(exact[:nq], idx, 1).astype(np.float32), sc)
+        np.testing.assert_array_equal(idx, ref.topk_order(exact[:nq].astype(np.float64), 1023))
