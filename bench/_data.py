@@ -181,6 +181,54 @@ def centroid_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------------
+def paired(fns: dict[str, Callable[[], Any]], ref: str, reps: int, seed: int = 0) -> dict[str, Any]:
+    """Interleaved A/B timing: each repetition calls every function once, in a fresh random order.
+
+    The machine is shared (other builds run beside the benchmarks), so timings drift over seconds; the
+    pytest-benchmark rows of one group are measured one after another and can land in different
+    load. Here the reference and its peers see the same load within each repetition, and the
+    per-repetition ratio peer_time / ref_time cancels the drift. Returns, for every peer,
+    ratio_median (median of the per-repetition ratios) and ratio_of_mins (min peer / min ref).
+    """
+    import random
+    import statistics
+    import time
+
+    names = list(fns)
+    for name in names:  # warm up (caches, lazy init, JIT)
+        fns[name]()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    order_rng = random.Random(seed)
+    for _ in range(reps):
+        order = names[:]
+        order_rng.shuffle(order)
+        for name in order:
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t0)
+    vs = {}
+    for name in names:
+        if name == ref:
+            continue
+        ratios = [p / r for p, r in zip(times[name], times[ref])]
+        vs[name] = {
+            "ratio_median": statistics.median(ratios),
+            "ratio_of_mins": min(times[name]) / min(times[ref]),
+        }
+    return {"reps": reps, "ref_median": statistics.median(times[ref]), "vs": vs}
+
+
+def optional_peer(request: Any, fixture: str) -> Any:
+    """The peer module from its conftest fixture, or None when that peer is not installed."""
+    import pytest
+
+    try:
+        return request.getfixturevalue(fixture)
+    except pytest.skip.Exception:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
 def run(benchmark: Any, fn: Callable[[], Any], *, rounds: int | None = None, warmup: int = 1) -> Any:
     """Time fn: adaptive pytest-benchmark rounds by default, fixed pedantic rounds for long calls."""
     if rounds is None:

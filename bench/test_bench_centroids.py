@@ -3,7 +3,8 @@
 Group centroid-update: a batch of 10,000 (node, vector) running-mean updates into 1,000 centroids,
 c <- c + (v - c) / (n + 1), n <- n + 1, applied in order: engramdb centroid_update (reference) vs a
 numba @njit loop doing the same sequential update. Each round starts from fresh copies (copy made in
-the untimed setup). extra_info["items"] = 10,000 so the report also gives the per-update time.
+the untimed setup). extra_info["items"] = 10,000 so the report also gives the per-update time. The
+reference bench also runs an interleaved A/B measurement against numba (extra_info["paired"]).
 
 Group assign-nearest: 10,000 vectors vs 1,000 centroids, squared-L2 argmin: engramdb assign_nearest
 (threads=1 reference, threads=2 context) vs numpy (||c||^2 - 2 V C^T, argmin; BLAS default threads) and
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import engramdb.kernels as ek
-from _data import ASSIGN_N, CENT_UPDATES, centroid_data, dense, run, tag
+from _data import ASSIGN_N, CENT_UPDATES, centroid_data, dense, optional_peer, paired, run, tag
 
 UPDATE_GROUP = "centroid-update"
 ASSIGN_GROUP = "assign-nearest"
@@ -62,7 +63,7 @@ def _check_update(cent: np.ndarray, counts: np.ndarray) -> None:
     np.testing.assert_allclose(cent, ref_c, atol=2e-5)
 
 
-def test_centroid_update_engramdb(benchmark):
+def test_centroid_update_engramdb(benchmark, request):
     _, _, nodes, vecs = centroid_data()
     last: dict[str, np.ndarray] = {}
 
@@ -75,6 +76,22 @@ def test_centroid_update_engramdb(benchmark):
         items=CENT_UPDATES)
     benchmark.pedantic(f, setup=_fresh, rounds=60, warmup_rounds=2)
     _check_update(last["c"], last["n"])
+
+    numba = optional_peer(request, "numba")
+    if numba is not None:
+        # Interleaved A/B; each side keeps folding into its own arrays (the cost does not depend on
+        # the values), so no copy is timed on either side.
+        upd = _numba_update(numba)
+        (ce, ne), _ = _fresh()
+        (cn, nn), _ = _fresh()
+        benchmark.extra_info["paired"] = paired(
+            {
+                "engramdb": lambda: ek.centroid_update(ce, ne, nodes, vecs),
+                "numba": lambda: upd(cn, nn, nodes, vecs),
+            },
+            "engramdb",
+            reps=60,
+        )
 
 
 def test_centroid_update_numba(benchmark, numba):
@@ -89,7 +106,7 @@ def test_centroid_update_numba(benchmark, numba):
         last["c"], last["n"] = cent, counts
 
     benchmark.group = UPDATE_GROUP
-    tag(benchmark, "numba @njit sequential loop", threads=1, items=CENT_UPDATES)
+    tag(benchmark, "numba @njit sequential loop", key="numba", threads=1, items=CENT_UPDATES)
     benchmark.pedantic(f, setup=_fresh, rounds=60, warmup_rounds=2)
     _check_update(last["c"], last["n"])
 

@@ -8,19 +8,24 @@ Groups
 Thread counts: engramdb as labelled; numpy's OpenBLAS at its default (see the report header; 2 here),
 plus, for context only, numpy limited to 1 BLAS thread and engramdb threads=2 in the one-query group;
 faiss forced to 1 OpenMP thread (conftest); simsimd and usearch called with threads=1.
+
+The reference engramdb bench of each group also runs an interleaved A/B measurement against the
+group's peers (extra_info["paired"], see _data.paired), which report.py uses to judge the targets.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable
 
 import numpy as np
 import pytest
 
 import engramdb.kernels as ek
-from _data import DATASETS, K, dense, numpy_topk_1, run, tag
+from _data import DATASETS, K, Dense, dense, numpy_topk_1, optional_peer, paired, run, tag
 
 BATCH = 64
+Fn = Callable[[], Any]
 
 
 def _check(idx: np.ndarray, scores: np.ndarray, X: np.ndarray, q: np.ndarray) -> None:
@@ -43,53 +48,98 @@ def numpy_topk_batch(X: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, 
 
 
 @functools.lru_cache(maxsize=None)
-def _faiss_ip(name: str, faiss_mod: object) -> object:
+def _faiss_ip(name: str, faiss_mod: Any) -> Any:
     X = dense(name).X
-    index = faiss_mod.IndexFlatIP(X.shape[1])  # type: ignore[attr-defined]
+    index = faiss_mod.IndexFlatIP(X.shape[1])
     index.add(X)
     return index
 
 
+# ------------------------------------------------------------------- one-query callables (shared)
+def fn_engramdb(d: Dense, threads: int = 1) -> Fn:
+    q = d.Q[0]
+    return lambda: ek.topk(q, d.X, K, threads=threads)
+
+
+def fn_probe(d: Dense) -> Fn:
+    return lambda: ek.read_bandwidth_probe(d.X)
+
+
+def fn_numpy(d: Dense) -> Fn:
+    q = d.Q[0]
+    return lambda: numpy_topk_1(d.X, q, K)
+
+
+def fn_faiss(d: Dense, faiss: Any) -> Fn:
+    index = _faiss_ip(d.name, faiss)
+    q = d.Q[:1]
+    return lambda: index.search(q, K)
+
+
+def fn_simsimd(d: Dense, simsimd: Any) -> Fn:
+    q2 = d.Q[:1]
+
+    def f() -> tuple[np.ndarray, np.ndarray]:
+        # float32 output: faster than the float64 default on this machine (fairest simsimd form)
+        s = np.asarray(simsimd.cdist(q2, d.X, metric="dot", out_dtype="float32"))[0]
+        part = np.argpartition(-s, K)[:K]
+        order = np.argsort(-s[part])
+        return part[order], s[part[order]]
+
+    return f
+
+
+def fn_usearch(d: Dense, usearch_index: Any) -> Fn:
+    q = d.Q[0]
+    return lambda: usearch_index.search(d.X, q, K, usearch_index.MetricKind.IP, exact=True, threads=1)
+
+
 # ------------------------------------------------------------------------------------ one query
 @pytest.mark.parametrize("data", DATASETS)
-def test_dense_1q_engramdb(benchmark, data):
+def test_dense_1q_engramdb(benchmark, request, data):
     d = dense(data)
-    q = d.Q[0]
     benchmark.group = f"dense-1q[{data}]"
     tag(benchmark, "engramdb topk", role="engramdb", reference=True, threads=1, bytes=d.X.nbytes)
-    r = run(benchmark, lambda: ek.topk(q, d.X, K))
-    _check(r.indices, r.scores, d.X, q)
-    ref_idx, _ = numpy_topk_1(d.X, q, K)
+    r = run(benchmark, fn_engramdb(d))
+    _check(r.indices, r.scores, d.X, d.Q[0])
+    ref_idx, _ = numpy_topk_1(d.X, d.Q[0], K)
     assert set(np.asarray(r.indices).tolist()) == set(ref_idx.tolist())
+
+    fns = {"engramdb": fn_engramdb(d), "probe": fn_probe(d), "numpy": fn_numpy(d)}
+    for key, fixture, make in (("faiss", "faiss", fn_faiss), ("simsimd", "simsimd", fn_simsimd),
+                               ("usearch", "usearch_index", fn_usearch)):
+        mod = optional_peer(request, fixture)
+        if mod is not None:
+            fns[key] = make(d, mod)
+    benchmark.extra_info["paired"] = paired(fns, "engramdb", reps=25)
 
 
 @pytest.mark.parametrize("data", DATASETS)
 def test_dense_1q_probe(benchmark, data):
     d = dense(data)
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "engramdb read_bandwidth_probe (ceiling)", role="ceiling", threads=1, bytes=d.X.nbytes)
-    total = run(benchmark, lambda: ek.read_bandwidth_probe(d.X))
+    tag(benchmark, "engramdb read_bandwidth_probe (ceiling)", role="ceiling", key="probe", threads=1,
+        bytes=d.X.nbytes)
+    total = run(benchmark, fn_probe(d))
     assert np.isfinite(total)
-
-
-@pytest.mark.parametrize("data", DATASETS)
-def test_dense_1q_numpy(benchmark, data):
-    d = dense(data)
-    q = d.Q[0]
-    benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "numpy X@q + argpartition", threads="BLAS default", bytes=d.X.nbytes)
-    idx, sc = run(benchmark, lambda: numpy_topk_1(d.X, q, K))
-    _check(idx, sc, d.X, q)
 
 
 @pytest.mark.parametrize("data", DATASETS)
 def test_dense_1q_engramdb_threads2(benchmark, data):
     d = dense(data)
-    q = d.Q[0]
     benchmark.group = f"dense-1q[{data}]"
     tag(benchmark, "engramdb topk threads=2 (context)", role="engramdb", threads=2, bytes=d.X.nbytes)
-    r = run(benchmark, lambda: ek.topk(q, d.X, K, threads=2))
-    _check(r.indices, r.scores, d.X, q)
+    r = run(benchmark, fn_engramdb(d, threads=2))
+    _check(r.indices, r.scores, d.X, d.Q[0])
+
+
+@pytest.mark.parametrize("data", DATASETS)
+def test_dense_1q_numpy(benchmark, data):
+    d = dense(data)
+    benchmark.group = f"dense-1q[{data}]"
+    tag(benchmark, "numpy X@q + argpartition", key="numpy", threads="BLAS default", bytes=d.X.nbytes)
+    idx, sc = run(benchmark, fn_numpy(d))
+    _check(idx, sc, d.X, d.Q[0])
 
 
 @pytest.mark.parametrize("data", DATASETS)
@@ -98,56 +148,40 @@ def test_dense_1q_numpy_1thread(benchmark, data):
     from threadpoolctl import threadpool_limits
 
     d = dense(data)
-    q = d.Q[0]
     benchmark.group = f"dense-1q[{data}]"
     tag(benchmark, "numpy X@q + argpartition, BLAS 1 thread (context)", role="context", threads=1,
         bytes=d.X.nbytes)
     with threadpool_limits(limits=1, user_api="blas"):
-        idx, sc = run(benchmark, lambda: numpy_topk_1(d.X, q, K))
-    _check(idx, sc, d.X, q)
+        idx, sc = run(benchmark, fn_numpy(d))
+    _check(idx, sc, d.X, d.Q[0])
 
 
 @pytest.mark.parametrize("data", DATASETS)
 def test_dense_1q_faiss(benchmark, data, faiss):
     d = dense(data)
-    q = d.Q[:1]
-    index = _faiss_ip(data, faiss)
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "faiss IndexFlatIP", threads=1, bytes=d.X.nbytes)
-    D_, I_ = run(benchmark, lambda: index.search(q, K))
+    tag(benchmark, "faiss IndexFlatIP", key="faiss", threads=1, bytes=d.X.nbytes)
+    D_, I_ = run(benchmark, fn_faiss(d, faiss))
     _check(I_[0], D_[0], d.X, d.Q[0])
 
 
 @pytest.mark.parametrize("data", DATASETS)
 def test_dense_1q_simsimd(benchmark, data, simsimd):
     d = dense(data)
-    q2 = d.Q[:1]
-
-    def f():
-        # float32 output: faster than the float64 default on this machine (fairest simsimd form)
-        s = np.asarray(simsimd.cdist(q2, d.X, metric="dot", out_dtype="float32"))[0]
-        part = np.argpartition(-s, K)[:K]
-        order = np.argsort(-s[part])
-        return part[order], s[part[order]]
-
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "simsimd cdist(dot) + argpartition", threads=1, bytes=d.X.nbytes)
-    idx, sc = run(benchmark, f)
+    tag(benchmark, "simsimd cdist(dot) + argpartition", key="simsimd", threads=1, bytes=d.X.nbytes)
+    idx, sc = run(benchmark, fn_simsimd(d, simsimd))
     _check(idx, sc, d.X, d.Q[0])
 
 
 @pytest.mark.parametrize("data", DATASETS)
 def test_dense_1q_usearch(benchmark, data, usearch_index):
     d = dense(data)
-    q = d.Q[0]
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "usearch search(exact=True, IP)", threads=1, bytes=d.X.nbytes)
-    m = run(
-        benchmark,
-        lambda: usearch_index.search(d.X, q, K, usearch_index.MetricKind.IP, exact=True, threads=1),
-    )
+    tag(benchmark, "usearch search(exact=True, IP)", key="usearch", threads=1, bytes=d.X.nbytes)
+    m = run(benchmark, fn_usearch(d, usearch_index))
     # usearch reports IP as a distance 1 - <q, x>
-    _check(np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, np.float64), d.X, q)
+    _check(np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, np.float64), d.X, d.Q[0])
 
 
 # ------------------------------------------------------------------------------------ 64 queries
@@ -161,16 +195,27 @@ def _check_batch(idx: np.ndarray, scores: np.ndarray, X: np.ndarray, Q: np.ndarr
     assert agree >= 0.999, agree
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [2, 1])
 @pytest.mark.parametrize("data", DATASETS)
-def test_dense_64q_engramdb(benchmark, data, threads):
+def test_dense_64q_engramdb(benchmark, request, data, threads):
     d = dense(data)
     Q = d.Q[:BATCH]
     benchmark.group = f"dense-64q[{data}]"
     tag(benchmark, f"engramdb topk threads={threads}", role="engramdb", reference=threads == 2,
-        threads=threads, queries=BATCH)
+        key=f"engramdb_t{threads}", threads=threads, queries=BATCH)
     r = run(benchmark, lambda: ek.topk(Q, d.X, K, threads=threads), rounds=7)
     _check_batch(r.indices, r.scores, d.X, Q)
+    if threads == 2:
+        fns = {
+            "engramdb_t2": lambda: ek.topk(Q, d.X, K, threads=2),
+            "engramdb_t1": lambda: ek.topk(Q, d.X, K, threads=1),
+            "numpy": lambda: numpy_topk_batch(d.X, Q, K),
+        }
+        faiss = optional_peer(request, "faiss")
+        if faiss is not None:
+            index = _faiss_ip(data, faiss)
+            fns["faiss"] = lambda: index.search(Q, K)
+        benchmark.extra_info["paired"] = paired(fns, "engramdb_t2", reps=5)
 
 
 @pytest.mark.parametrize("data", DATASETS)
@@ -178,7 +223,7 @@ def test_dense_64q_numpy(benchmark, data):
     d = dense(data)
     Q = d.Q[:BATCH]
     benchmark.group = f"dense-64q[{data}]"
-    tag(benchmark, "numpy X@Q.T + argpartition(axis=0)", threads="BLAS default", queries=BATCH)
+    tag(benchmark, "numpy X@Q.T + argpartition(axis=0)", key="numpy", threads="BLAS default", queries=BATCH)
     idx, sc = run(benchmark, lambda: numpy_topk_batch(d.X, Q, K), rounds=7)
     _check_batch(idx, sc, d.X, Q)
 
@@ -189,6 +234,6 @@ def test_dense_64q_faiss(benchmark, data, faiss):
     Q = d.Q[:BATCH]
     index = _faiss_ip(data, faiss)
     benchmark.group = f"dense-64q[{data}]"
-    tag(benchmark, "faiss IndexFlatIP (BLAS threshold 20)", threads=1, queries=BATCH)
+    tag(benchmark, "faiss IndexFlatIP (BLAS threshold 20)", key="faiss", threads=1, queries=BATCH)
     D_, I_ = run(benchmark, lambda: index.search(Q, K), rounds=7)
     _check_batch(I_, D_, d.X, Q)

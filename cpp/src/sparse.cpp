@@ -12,7 +12,7 @@
 namespace engramdb {
 namespace {
 
-constexpr int32_t kTableLimit = 1 << 24;  // ids below this use a direct table (2 MiB bitmap)
+constexpr int32_t kTableLimit = 1 << 22;  // ids below this use a direct table (4 MiB of marks at most)
 constexpr int32_t kWeightTableLimit = 1 << 22;  // 16 MiB of float weights
 
 }  // namespace
@@ -24,7 +24,7 @@ SparseError jaccard_topk(const int32_t* q_ids, const float* q_w, size_t nq_ids, 
     const int32_t qmax = nq_ids > 0 ? q_ids[nq_ids - 1] : -1;
     // An empty query has no table (every row then scores 0: nothing intersects).
     const bool table = nq_ids > 0 && qmax < (weighted ? kWeightTableLimit : kTableLimit);
-    std::vector<uint64_t> bits;
+    std::vector<uint8_t> marks;
     std::vector<float> wtab;
     double q_total = 0;
     if (weighted) {
@@ -34,8 +34,9 @@ SparseError jaccard_topk(const int32_t* q_ids, const float* q_w, size_t nq_ids, 
             for (size_t i = 0; i < nq_ids; ++i) wtab[static_cast<size_t>(q_ids[i])] = q_w[i];
         }
     } else if (table) {
-        bits.assign(static_cast<size_t>(qmax) / 64 + 1, 0);
-        for (size_t i = 0; i < nq_ids; ++i) bits[static_cast<size_t>(q_ids[i]) >> 6] |= 1ULL << (q_ids[i] & 63);
+        // One byte per id up to the query's largest: a probe is one load, no shift or mask.
+        marks.assign(static_cast<size_t>(qmax) + 1, 0);
+        for (size_t i = 0; i < nq_ids; ++i) marks[static_cast<size_t>(q_ids[i])] = 1;
     }
 
     const size_t nt = plan_threads(n, threads, 16384);
@@ -50,36 +51,52 @@ SparseError jaccard_topk(const int32_t* q_ids, const float* q_w, size_t nq_ids, 
             }
             const int64_t a = indptr[r], b = indptr[r + 1];
             const size_t nd = static_cast<size_t>(b - a);
-            int32_t prev = -1;
             double inter = 0, d_total = 0;
-            size_t qi = 0;  // merge cursor (no-table path)
-            for (int64_t p = a; p < b; ++p) {
-                const int32_t id = ids[p];
-                if (id <= prev) {
-                    errs[t] = {static_cast<int64_t>(r), id < 0 ? 2 : 1};
-                    return;
+            int err = 0;
+            if (table && !weighted) {
+                // Hot path: an integer count and a branch-free order check, no float chain.
+                int32_t prev = -1;
+                uint32_t unordered = 0, count = 0;
+                for (int64_t p = a; p < b; ++p) {
+                    const int32_t id = ids[p];
+                    unordered |= static_cast<uint32_t>(id <= prev);
+                    prev = id;
+                    // Unsigned compare folds id < 0 into the range check.
+                    if (static_cast<uint32_t>(id) <= static_cast<uint32_t>(qmax)) count += marks[static_cast<size_t>(id)];
                 }
-                prev = id;
-                float wv = 1.f;
-                if (weighted) {
-                    wv = w[p];
-                    if (!(wv >= 0.f) || !std::isfinite(wv)) {
-                        errs[t] = {static_cast<int64_t>(r), 3};
-                        return;
+                if (unordered) err = (a < b && ids[a] < 0) ? 2 : 1;
+                inter = count;
+            } else {
+                int32_t prev = -1;
+                size_t qi = 0;  // merge cursor (no-table path)
+                for (int64_t p = a; p < b && err == 0; ++p) {
+                    const int32_t id = ids[p];
+                    if (id <= prev) {
+                        err = id < 0 ? 2 : 1;
+                        break;
                     }
-                    d_total += wv;
-                }
-                if (id > qmax) continue;
-                if (table) {
+                    prev = id;
+                    float wv = 1.f;
                     if (weighted) {
+                        wv = w[p];
+                        if (!(wv >= 0.f) || !std::isfinite(wv)) {
+                            err = 3;
+                            break;
+                        }
+                        d_total += wv;
+                    }
+                    if (id > qmax) continue;
+                    if (table) {
                         inter += std::min(wtab[static_cast<size_t>(id)], wv);
                     } else {
-                        inter += static_cast<double>((bits[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1ULL);
+                        while (qi < nq_ids && q_ids[qi] < id) ++qi;
+                        if (qi < nq_ids && q_ids[qi] == id) inter += weighted ? std::min(q_w[qi], wv) : 1.0;
                     }
-                } else {
-                    while (qi < nq_ids && q_ids[qi] < id) ++qi;
-                    if (qi < nq_ids && q_ids[qi] == id) inter += weighted ? std::min(q_w[qi], wv) : 1.0;
                 }
+            }
+            if (err != 0) {
+                errs[t] = {static_cast<int64_t>(r), err};
+                return;
             }
             if (!weighted) d_total = static_cast<double>(nd);
             const double uni = (weighted ? q_total : static_cast<double>(nq_ids)) + d_total - inter;

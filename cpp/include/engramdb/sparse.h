@@ -4,7 +4,7 @@
 //   jaccard          = |A n B| / |A u B|
 //   weighted jaccard = sum_i min(a_i, b_i) / sum_i max(a_i, b_i)   (weights >= 0)
 // An empty union scores 0. Ids within a row must be strictly increasing and non-negative;
-// weights finite and >= 0. The query is looked up through a bitmap (or a dense weight table)
+// weights finite and >= 0. The query is looked up through a byte table (or a dense weight table)
 // sized by its largest id, so each row costs one cached probe per id; queries with ids too large
 // for a table fall back to a sorted merge. Sums are taken in float64.
 #pragma once
