@@ -11,8 +11,9 @@ Queries are drawn the same way (fresh draws, never copies of rows).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def _normalise(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dense(name: str) -> Dense:
     if name == "random":
         rng = np.random.default_rng(SEED)
@@ -87,7 +88,7 @@ def recall_at_k(found: np.ndarray, truth: np.ndarray) -> float:
 HAMMING_BITS = 1024
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hamming_codes() -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(SEED + 2)
     bits = rng.integers(0, 2, (N, HAMMING_BITS), dtype=np.uint8)
@@ -117,7 +118,7 @@ def _draw_sets(rng: np.random.Generator, n: int, cdf: np.ndarray, perm: np.ndarr
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jaccard_sets() -> tuple[list[np.ndarray], list[np.ndarray]]:
     rng = np.random.default_rng(SEED + 3)
     w = 1.0 / (np.arange(VOCAB) + ZIPF_OFFSET) ** ZIPF_S
@@ -145,7 +146,7 @@ class MaxSimData:
     padded: np.ndarray  # (1000 * MAXSIM_MAX, 128): each doc padded by repeating its last token
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def maxsim_data() -> MaxSimData:
     rng = np.random.default_rng(SEED + 4)
     lens = rng.integers(MAXSIM_MIN, MAXSIM_MAX + 1, MAXSIM_DOCS)
@@ -170,7 +171,7 @@ CENT_UPDATES = 10_000
 ASSIGN_N = 10_000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def centroid_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(SEED + 5)
     cent = _normalise(rng.standard_normal((CENT_C, D), dtype=np.float32))

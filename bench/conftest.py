@@ -32,7 +32,7 @@ def _refuse_editable_engramdb() -> None:
     try:
         dist = metadata.distribution("engramdb")
     except metadata.PackageNotFoundError:
-        pytest.exit("engramdb is not installed in this interpreter (%s)" % sys.executable, returncode=4)
+        pytest.exit(f"engramdb is not installed in this interpreter ({sys.executable})", returncode=4)
     raw = dist.read_text("direct_url.json")
     if raw:
         info = json.loads(raw)
@@ -47,7 +47,7 @@ def _refuse_editable_engramdb() -> None:
 
 _refuse_editable_engramdb()
 
-import engramdb  # noqa: E402
+import engramdb
 
 try:
     import faiss as _faiss
@@ -97,10 +97,44 @@ def numba() -> Any:
 
 
 _LOAD_AT_START: list[float] = []
+_CPU_AT_START: list[float] = []
+
+
+def _cpu_snapshot() -> tuple[float, float, float] | None:
+    """(wall s, machine busy CPU-s from /proc/stat, this process's CPU-s incl. children)."""
+    import time
+
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    t = os.times()
+    return (
+        time.monotonic(),
+        (sum(fields[:8]) - idle) / hz,
+        t.user + t.system + t.children_user + t.children_system,
+    )
+
+
+def _other_cpu_share() -> float | None:
+    """Share of the machine's CPU time used by other processes during the run (0..1)."""
+    end = _cpu_snapshot()
+    if end is None or len(_CPU_AT_START) != 3:
+        return None
+    wall = end[0] - _CPU_AT_START[0]
+    busy = end[1] - _CPU_AT_START[1]
+    own = end[2] - _CPU_AT_START[2]
+    ncpu = os.cpu_count() or 1
+    return max(0.0, (busy - own) / (wall * ncpu)) if wall > 0 else None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _LOAD_AT_START[:] = list(os.getloadavg())
+    snap = _cpu_snapshot()
+    _CPU_AT_START[:] = list(snap) if snap else []
 
 
 def _cpu_model() -> str:
@@ -114,6 +148,18 @@ def _cpu_model() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+def _anon_hugepages_kb() -> int | None:
+    """Transparent huge pages backing this process (large scans are faster with them)."""
+    try:
+        with open("/proc/self/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def _version(mod: Any) -> str | None:
@@ -139,22 +185,28 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
             pools.append(entry)
     except ImportError:  # pragma: no cover
         pools = []
-    git_head = None
-    try:
-        import subprocess
+    import subprocess
 
+    try:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        git_head = subprocess.run(
-            ["git", "-C", root, "log", "-1", "--format=%h %s"], capture_output=True, text=True, timeout=10
-        ).stdout.strip() or None
-    except Exception:  # pragma: no cover
-        pass
+        git_head = (
+            subprocess.run(
+                ["git", "-C", root, "log", "-1", "--format=%h %s"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):  # pragma: no cover - no git here
+        git_head = None
     installed_from = None
     try:
         raw = metadata.distribution("engramdb").read_text("direct_url.json")
         installed_from = json.loads(raw).get("url") if raw else None
-    except Exception:  # pragma: no cover
-        pass
+    except (OSError, ValueError, metadata.PackageNotFoundError):  # pragma: no cover
+        installed_from = None
     machine_info["engramdb_bench"] = {
         "engramdb_installed_from": installed_from,
         "cpu_model": _cpu_model(),
@@ -174,9 +226,12 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "faiss_omp_threads": None if _faiss is None else _faiss.omp_get_max_threads(),
         "loadavg_start": _LOAD_AT_START,
         "loadavg_end": list(os.getloadavg()),
+        "other_processes_cpu_share": _other_cpu_share(),
+        "anon_hugepages_kb": _anon_hugepages_kb(),
     }
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     caps = engramdb.capabilities()
-    return [f"engramdb {caps.get('version')} from {os.path.dirname(engramdb.__file__)}, isa={caps.get('isa')}"]
+    where = os.path.dirname(engramdb.__file__)
+    return [f"engramdb {caps.get('version')} from {where}, isa={caps.get('isa')}"]

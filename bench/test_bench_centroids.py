@@ -16,10 +16,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import engramdb.kernels as ek
 import numpy as np
 import pytest
-
-import engramdb.kernels as ek
 from _data import ASSIGN_N, CENT_UPDATES, centroid_data, dense, optional_peer, paired, run, tag
 
 UPDATE_GROUP = "centroid-update"
@@ -41,7 +40,7 @@ def _reference() -> tuple[np.ndarray, np.ndarray]:
     return c, n
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _numba_update(numba: Any) -> Any:
     @numba.njit(nogil=True)
     def centroid_update(cent, counts, nodes, vecs):
@@ -72,8 +71,7 @@ def test_centroid_update_engramdb(benchmark, request):
         last["c"], last["n"] = cent, counts
 
     benchmark.group = UPDATE_GROUP
-    tag(benchmark, "engramdb centroid_update", role="engramdb", reference=True, threads=1,
-        items=CENT_UPDATES)
+    tag(benchmark, "engramdb centroid_update", role="engramdb", reference=True, threads=1, items=CENT_UPDATES)
     benchmark.pedantic(f, setup=_fresh, rounds=60, warmup_rounds=2)
     _check_update(last["c"], last["n"])
 
@@ -112,7 +110,7 @@ def test_centroid_update_numba(benchmark, numba):
 
 
 # ------------------------------------------------------------------------------------ assignment
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _assign_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     V = np.ascontiguousarray(dense("clustered").X[:ASSIGN_N])
     C, _, _, _ = centroid_data()
@@ -131,8 +129,14 @@ def _check_labels(labels: Any) -> None:
 def test_assign_engramdb(benchmark, threads):
     V, C, _ = _assign_data()
     benchmark.group = ASSIGN_GROUP
-    tag(benchmark, f"engramdb assign_nearest l2 threads={threads}", role="engramdb",
-        reference=threads == 1, threads=threads, items=ASSIGN_N)
+    tag(
+        benchmark,
+        f"engramdb assign_nearest l2 threads={threads}",
+        role="engramdb",
+        reference=threads == 1,
+        threads=threads,
+        items=ASSIGN_N,
+    )
     r = run(benchmark, lambda: ek.assign_nearest(V, C, "l2", threads=threads), rounds=10)
     _check_labels(r.labels)
 

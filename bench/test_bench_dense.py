@@ -16,13 +16,13 @@ group's peers (extra_info["paired"], see _data.paired), which report.py uses to 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
-
-import numpy as np
-import pytest
+from collections.abc import Callable
+from typing import Any
 
 import engramdb.kernels as ek
-from _data import DATASETS, K, Dense, dense, numpy_topk_1, optional_peer, paired, run, tag
+import numpy as np
+import pytest
+from _data import DATASETS, Dense, K, dense, numpy_topk_1, optional_peer, paired, run, tag
 
 BATCH = 64
 Fn = Callable[[], Any]
@@ -47,7 +47,7 @@ def numpy_topk_batch(X: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, 
     return np.take_along_axis(part, order, axis=0).T, np.take_along_axis(sc, order, axis=0).T
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _faiss_ip(name: str, faiss_mod: Any) -> Any:
     X = dense(name).X
     index = faiss_mod.IndexFlatIP(X.shape[1])
@@ -68,6 +68,20 @@ def fn_probe(d: Dense) -> Fn:
 def fn_numpy(d: Dense) -> Fn:
     q = d.Q[0]
     return lambda: numpy_topk_1(d.X, q, K)
+
+
+def fn_numpy_1thread(d: Dense) -> Fn:
+    """numpy with OpenBLAS limited to one thread for the call (context only)."""
+    from threadpoolctl import ThreadpoolController
+
+    controller = ThreadpoolController()  # library scan once, outside the timed calls
+    f = fn_numpy(d)
+
+    def g() -> Any:
+        with controller.limit(limits=1, user_api="blas"):
+            return f()
+
+    return g
 
 
 def fn_faiss(d: Dense, faiss: Any) -> Fn:
@@ -105,9 +119,18 @@ def test_dense_1q_engramdb(benchmark, request, data):
     ref_idx, _ = numpy_topk_1(d.X, d.Q[0], K)
     assert set(np.asarray(r.indices).tolist()) == set(ref_idx.tolist())
 
-    fns = {"engramdb": fn_engramdb(d), "probe": fn_probe(d), "numpy": fn_numpy(d)}
-    for key, fixture, make in (("faiss", "faiss", fn_faiss), ("simsimd", "simsimd", fn_simsimd),
-                               ("usearch", "usearch_index", fn_usearch)):
+    fns = {
+        "engramdb": fn_engramdb(d),
+        "probe": fn_probe(d),
+        "numpy": fn_numpy(d),
+        "engramdb_t2": fn_engramdb(d, threads=2),
+        "numpy_1thread": fn_numpy_1thread(d),
+    }
+    for key, fixture, make in (
+        ("faiss", "faiss", fn_faiss),
+        ("simsimd", "simsimd", fn_simsimd),
+        ("usearch", "usearch_index", fn_usearch),
+    ):
         mod = optional_peer(request, fixture)
         if mod is not None:
             fns[key] = make(d, mod)
@@ -118,8 +141,14 @@ def test_dense_1q_engramdb(benchmark, request, data):
 def test_dense_1q_probe(benchmark, data):
     d = dense(data)
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "engramdb read_bandwidth_probe (ceiling)", role="ceiling", key="probe", threads=1,
-        bytes=d.X.nbytes)
+    tag(
+        benchmark,
+        "engramdb read_bandwidth_probe (ceiling)",
+        role="ceiling",
+        key="probe",
+        threads=1,
+        bytes=d.X.nbytes,
+    )
     total = run(benchmark, fn_probe(d))
     assert np.isfinite(total)
 
@@ -128,7 +157,14 @@ def test_dense_1q_probe(benchmark, data):
 def test_dense_1q_engramdb_threads2(benchmark, data):
     d = dense(data)
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "engramdb topk threads=2 (context)", role="engramdb", threads=2, bytes=d.X.nbytes)
+    tag(
+        benchmark,
+        "engramdb topk threads=2 (context)",
+        role="engramdb",
+        key="engramdb_t2",
+        threads=2,
+        bytes=d.X.nbytes,
+    )
     r = run(benchmark, fn_engramdb(d, threads=2))
     _check(r.indices, r.scores, d.X, d.Q[0])
 
@@ -149,8 +185,14 @@ def test_dense_1q_numpy_1thread(benchmark, data):
 
     d = dense(data)
     benchmark.group = f"dense-1q[{data}]"
-    tag(benchmark, "numpy X@q + argpartition, BLAS 1 thread (context)", role="context", threads=1,
-        bytes=d.X.nbytes)
+    tag(
+        benchmark,
+        "numpy X@q + argpartition, BLAS 1 thread (context)",
+        role="context",
+        key="numpy_1thread",
+        threads=1,
+        bytes=d.X.nbytes,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         idx, sc = run(benchmark, fn_numpy(d))
     _check(idx, sc, d.X, d.Q[0])
@@ -201,8 +243,15 @@ def test_dense_64q_engramdb(benchmark, request, data, threads):
     d = dense(data)
     Q = d.Q[:BATCH]
     benchmark.group = f"dense-64q[{data}]"
-    tag(benchmark, f"engramdb topk threads={threads}", role="engramdb", reference=threads == 2,
-        key=f"engramdb_t{threads}", threads=threads, queries=BATCH)
+    tag(
+        benchmark,
+        f"engramdb topk threads={threads}",
+        role="engramdb",
+        reference=threads == 2,
+        key=f"engramdb_t{threads}",
+        threads=threads,
+        queries=BATCH,
+    )
     r = run(benchmark, lambda: ek.topk(Q, d.X, K, threads=threads), rounds=7)
     _check_batch(r.indices, r.scores, d.X, Q)
     if threads == 2:

@@ -13,9 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
-
 import engramdb.kernels as ek
+import numpy as np
 from _data import K, hamming_codes, optional_peer, paired, run, tag
 
 GROUP = "hamming-1q"
@@ -42,7 +41,7 @@ def _topk_from(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return part[order], dist[part[order]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _numba_hamming(numba: Any) -> Any:
     u1 = np.uint64(1)
     u2 = np.uint64(2)

@@ -11,26 +11,25 @@ from __future__ import annotations
 
 import functools
 
+import engramdb.kernels as ek
 import numpy as np
 import pytest
-
-import engramdb.kernels as ek
 from _data import DATASETS, K, dense, exact_topk_numpy, numpy_topk_1, paired, recall_at_k, run, tag
 
 RECALL_QUERIES = 100
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _i8(name: str) -> ek.Int8Matrix:
     return ek.quantize_i8(dense(name).X)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _f16(name: str) -> np.ndarray:
     return np.ascontiguousarray(dense(name).X.astype(np.float16))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _truth(name: str) -> np.ndarray:
     d = dense(name)
     return exact_topk_numpy(d.X, d.Q[:RECALL_QUERIES], K)
@@ -49,8 +48,16 @@ def test_int8_rescore_engramdb(benchmark, data):
     q = d.Q[0]
     rec = _recall(data, lambda v: ek.topk(v, X8, K, rescore=d.X))
     benchmark.group = f"int8-1q[{data}]"
-    tag(benchmark, "engramdb int8 + f32 rescore", role="engramdb", reference=True, key="int8_rescore", threads=1,
-        bytes=X8.codes.nbytes, **{"recall@10": rec})
+    tag(
+        benchmark,
+        "engramdb int8 + f32 rescore",
+        role="engramdb",
+        reference=True,
+        key="int8_rescore",
+        threads=1,
+        bytes=X8.codes.nbytes,
+        **{"recall@10": rec},
+    )
     r = run(benchmark, lambda: ek.topk(q, X8, K, rescore=d.X))
     # rescored scores are exact float32 dot products of the returned rows
     np.testing.assert_allclose(d.X[np.asarray(r.indices)] @ q, r.scores, atol=2e-5)
@@ -72,8 +79,14 @@ def test_int8_numpy_f32(benchmark, data):
     d = dense(data)
     q = d.Q[0]
     benchmark.group = f"int8-1q[{data}]"
-    tag(benchmark, "numpy f32 X@q + argpartition", key="numpy_f32", threads="BLAS default", bytes=d.X.nbytes,
-        **{"recall@10": 1.0})
+    tag(
+        benchmark,
+        "numpy f32 X@q + argpartition",
+        key="numpy_f32",
+        threads="BLAS default",
+        bytes=d.X.nbytes,
+        **{"recall@10": 1.0},
+    )
     idx, _ = run(benchmark, lambda: numpy_topk_1(d.X, q, K))
     assert len(idx) == K
 
@@ -85,8 +98,15 @@ def test_int8_f16_engramdb(benchmark, data):
     q = d.Q[0]
     rec = _recall(data, lambda v: ek.topk(v, X16, K))
     benchmark.group = f"int8-1q[{data}]"
-    tag(benchmark, "engramdb float16 storage", role="engramdb", key="f16", threads=1, bytes=X16.nbytes,
-        **{"recall@10": rec})
+    tag(
+        benchmark,
+        "engramdb float16 storage",
+        role="engramdb",
+        key="f16",
+        threads=1,
+        bytes=X16.nbytes,
+        **{"recall@10": rec},
+    )
     r = run(benchmark, lambda: ek.topk(q, X16, K))
     assert len(np.asarray(r.indices)) == K
 
@@ -98,8 +118,14 @@ def test_int8_norescore_engramdb(benchmark, data):
     q = d.Q[0]
     rec = _recall(data, lambda v: ek.topk(v, X8, K))
     benchmark.group = f"int8-1q[{data}]"
-    tag(benchmark, "engramdb int8, no rescore (estimates)", role="engramdb", threads=1,
-        bytes=X8.codes.nbytes, **{"recall@10": rec})
+    tag(
+        benchmark,
+        "engramdb int8, no rescore (estimates)",
+        role="engramdb",
+        threads=1,
+        bytes=X8.codes.nbytes,
+        **{"recall@10": rec},
+    )
     r = run(benchmark, lambda: ek.topk(q, X8, K))
     assert len(np.asarray(r.indices)) == K
 
@@ -109,7 +135,14 @@ def test_int8_f32_engramdb(benchmark, data):
     d = dense(data)
     q = d.Q[0]
     benchmark.group = f"int8-1q[{data}]"
-    tag(benchmark, "engramdb float32 (context)", role="engramdb", key="f32", threads=1, bytes=d.X.nbytes,
-        **{"recall@10": 1.0})
+    tag(
+        benchmark,
+        "engramdb float32 (context)",
+        role="engramdb",
+        key="f32",
+        threads=1,
+        bytes=d.X.nbytes,
+        **{"recall@10": 1.0},
+    )
     r = run(benchmark, lambda: ek.topk(q, d.X, K))
     assert len(np.asarray(r.indices)) == K

@@ -16,15 +16,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
-
 import engramdb.kernels as ek
-from _data import K, VOCAB, jaccard_sets, run, tag
+import numpy as np
+from _data import VOCAB, K, jaccard_sets, run, tag
 
 GROUP = "jaccard-1q"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _csr() -> tuple[np.ndarray, np.ndarray]:
     sets, _ = jaccard_sets()
     return ek.csr_from_sets(sets)
@@ -34,7 +33,7 @@ def _query() -> np.ndarray:
     return jaccard_sets()[1][0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference() -> np.ndarray:
     indptr, indices = _csr()
     q = _query()
@@ -58,7 +57,7 @@ def _topk_from(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return part[order], scores[part[order]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _numba_jaccard(numba: Any) -> Any:
     @numba.njit(nogil=True)
     def jaccard_all(q, indptr, indices, vocab):
@@ -119,7 +118,7 @@ def test_jaccard_numpy(benchmark):
     _check(idx, sc)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _packed_bits() -> np.ndarray:
     indptr, indices = _csr()
     n = len(indptr) - 1
@@ -145,8 +144,12 @@ def test_jaccard_simsimd_bits(benchmark, simsimd):
         return _topk_from(1.0 - dist)
 
     benchmark.group = GROUP
-    tag(benchmark, "simsimd cdist(jaccard, bin8) on packed 30k-bit rows", threads=1,
-        note="dense 375 MB bitset matrix")
+    tag(
+        benchmark,
+        "simsimd cdist(jaccard, bin8) on packed 30k-bit rows",
+        threads=1,
+        note="dense 375 MB bitset matrix",
+    )
     idx, sc = run(benchmark, f, rounds=7)
     _check(idx, sc)
 

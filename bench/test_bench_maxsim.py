@@ -10,10 +10,9 @@ interleaved A/B measurement against both numpy forms (extra_info["paired"]) used
 
 from __future__ import annotations
 
+import engramdb.kernels as ek
 import numpy as np
 import pytest
-
-import engramdb.kernels as ek
 from _data import MAXSIM_DOCS, MAXSIM_MAX, maxsim_data, paired, run, tag
 
 GROUP = "maxsim"
@@ -59,14 +58,21 @@ def fn_numpy_padded():
 def test_maxsim_engramdb(benchmark, threads):
     m = maxsim_data()
     benchmark.group = GROUP
-    tag(benchmark, f"engramdb maxsim threads={threads}", role="engramdb", reference=threads == 1,
-        threads=threads)
+    tag(
+        benchmark,
+        f"engramdb maxsim threads={threads}",
+        role="engramdb",
+        reference=threads == 1,
+        key=f"engramdb_t{threads}",
+        threads=threads,
+    )
     s = run(benchmark, lambda: ek.maxsim(m.Qt, m.tokens, m.offsets, threads=threads))
     _check(s)
     if threads == 1:
         benchmark.extra_info["paired"] = paired(
             {
                 "engramdb": lambda: ek.maxsim(m.Qt, m.tokens, m.offsets),
+                "engramdb_t2": lambda: ek.maxsim(m.Qt, m.tokens, m.offsets, threads=2),
                 "numpy_loop": fn_numpy_loop(),
                 "numpy_padded": fn_numpy_padded(),
             },
@@ -84,7 +90,11 @@ def test_maxsim_numpy_loop(benchmark):
 
 def test_maxsim_numpy_padded(benchmark):
     benchmark.group = GROUP
-    tag(benchmark, "numpy padded batch (one matmul, reshape, max, sum)", key="numpy_padded",
-        threads="BLAS default")
+    tag(
+        benchmark,
+        "numpy padded batch (one matmul, reshape, max, sum)",
+        key="numpy_padded",
+        threads="BLAS default",
+    )
     s = run(benchmark, fn_numpy_padded())
     _check(s)

@@ -82,3 +82,23 @@ def test_centroid_update_validates_in_place_operands(rng: np.random.Generator) -
     with pytest.raises(ValueError, match="NaN"):
         kernels.centroid_update(c, counts, [0], np.full((1, 4), np.nan))
     assert counts.sum() == 0 and not c.any(), "a refused update changed nothing"
+
+
+def test_a_bad_vector_refuses_the_whole_batch(isa: str, rng: np.random.Generator) -> None:
+    c = rng.standard_normal((4, 16)).astype(np.float32)
+    counts = np.array([3, 0, 5, 1], np.int64)
+    before_c, before_n = c.copy(), counts.copy()
+    v = rng.standard_normal((50, 16)).astype(np.float32)
+    nodes = rng.integers(0, 4, size=50)
+    v[31, 7] = np.inf  # rows 0..30 would already have been applied
+    with pytest.raises(ValueError, match="vectors row 31 contains NaN or inf"):
+        kernels.centroid_update(c, counts, nodes, v)
+    np.testing.assert_array_equal(c, before_c)
+    np.testing.assert_array_equal(counts, before_n)
+    v[31, 7] = 0.0
+    v[12] = 3e38  # finite, but overflows the centroid arithmetic
+    c[nodes[12]] = -3e38
+    before_c = c.copy()
+    with pytest.raises(ValueError, match="vectors row 12"):
+        kernels.centroid_update(c, counts, nodes, v)
+    np.testing.assert_array_equal(c, before_c)

@@ -7,7 +7,7 @@ namespace engramdb::bind {
 
 namespace {
 
-void centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<int64_t>& nodes,
+int64_t centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<int64_t>& nodes,
                         const carray<float>& V) {
     require_rank(C, 2, "centroids");
     require_rank(counts, 1, "counts");
@@ -24,7 +24,7 @@ void centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<in
     int64_t* kp = counts.mutable_data();
     const float* vp = V.data();
     py::gil_scoped_release release;
-    centroid_update(cp, kp, uz(d), np_, vp, uz(m));
+    return centroid_update(cp, kp, uz(c), uz(d), np_, vp, uz(m));
 }
 
 std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
@@ -73,7 +73,8 @@ std::tuple<carray<double>, carray<int64_t>> cluster_sums_py(const carray<float>&
 void bind_centroids(py::module_& m) {
     m.def("centroid_update", &centroid_update_py, py::arg("centroids").noconvert(), py::arg("counts").noconvert(),
           py::arg("node_ids").noconvert(), py::arg("vectors").noconvert(),
-          "In-place running-mean update of centroids and counts for (node, vector) pairs, in order.");
+          "In-place running-mean update of centroids and counts for (node, vector) pairs, in order. "
+          "Returns -1, or the first pair that made a centroid non-finite (then nothing changed).");
     m.def("assign_nearest", &assign_nearest_py, py::arg("vectors").noconvert(), py::arg("centroids").noconvert(),
           py::arg("metric"), py::arg("threads") = 0,
           "Nearest centroid per vector. Returns (labels, scores, bad_row).");

@@ -11,14 +11,57 @@
 
 namespace engramdb {
 
-void centroid_update(float* C, int64_t* counts, size_t d, const int64_t* nodes, const float* V, size_t m) {
+namespace {
+bool row_finite(const float* x, size_t d) {
+    bool ok = true;
+    for (size_t i = 0; i < d; ++i) ok &= std::isfinite(x[i]);
+    return ok;
+}
+}  // namespace
+
+int64_t centroid_update(float* C, int64_t* counts, size_t c, size_t d, const int64_t* nodes, const float* V, size_t m) {
     const IsaKernels& K = kernels();
+    // Snapshot the rows this batch touches, so a refused batch can be undone exactly.
+    std::vector<int64_t> slot(c, -1);
+    std::vector<size_t> touched;
     for (size_t p = 0; p < m; ++p) {
+        const size_t node = static_cast<size_t>(nodes[p]);
+        if (slot[node] < 0) {
+            slot[node] = static_cast<int64_t>(touched.size());
+            touched.push_back(node);
+        }
+    }
+    std::vector<float> saved(touched.size() * d);
+    std::vector<int64_t> saved_counts(touched.size());
+    for (size_t t = 0; t < touched.size(); ++t) {
+        std::memcpy(saved.data() + t * d, C + touched[t] * d, d * sizeof(float));
+        saved_counts[t] = counts[touched[t]];
+    }
+    auto restore = [&] {
+        for (size_t t = 0; t < touched.size(); ++t) {
+            std::memcpy(C + touched[t] * d, saved.data() + t * d, d * sizeof(float));
+            counts[touched[t]] = saved_counts[t];
+        }
+    };
+    auto apply = [&](size_t p) {
         const size_t node = static_cast<size_t>(nodes[p]);
         const int64_t n = counts[node];
         K.blend(C + node * d, V + p * d, d, static_cast<float>(1.0 / static_cast<double>(n + 1)));
         counts[node] = n + 1;
+    };
+    for (size_t p = 0; p < m; ++p) apply(p);
+    bool ok = true;
+    for (size_t node : touched) ok &= row_finite(C + node * d, d);
+    if (ok) return -1;
+    // Slow path, errors only: replay to find the first offending pair, then undo everything.
+    restore();
+    int64_t bad = -1;
+    for (size_t p = 0; p < m && bad < 0; ++p) {
+        apply(p);
+        if (!row_finite(C + static_cast<size_t>(nodes[p]) * d, d)) bad = static_cast<int64_t>(p);
     }
+    restore();
+    return bad;
 }
 
 int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,

@@ -164,13 +164,6 @@ inline void panel_tile(const float* P, size_t d, const float* X, float* out, siz
         for (size_t l = 0; l < valid; ++l) out[r * nq + q0 + l] = tmp[r][l];
 }
 
-template <int R>
-inline void panel_rows(const float* P, size_t panels, size_t d, const float* X, float* out, size_t nq) {
-    size_t p = 0;
-    for (; p + 2 <= panels; p += 2) panel_tile<R, 2>(P + p * d * kPanel, d, X, out, nq, p * kPanel);
-    if (p < panels) panel_tile<R, 1>(P + p * d * kPanel, d, X, out, nq, p * kPanel);
-}
-
 void dot_packed(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
     const size_t panels = (nq + kPanel - 1) / kPanel;
     const size_t bytes = ((panels * d * kPanel * sizeof(float)) + 31) / 32 * 32;
@@ -180,9 +173,28 @@ void dot_packed(const float* Q, size_t nq, const float* X, size_t nx, size_t d, 
         return;
     }
     pack_panels(Q, nq, d, P);
-    size_t r = 0;
-    for (; r + 6 <= nx; r += 6) panel_rows<6>(P, panels, d, X + r * d, out + r * nq, nq);
-    for (; r < nx; ++r) panel_rows<1>(P, panels, d, X + r * d, out + r * nq, nq);
+    // Panels outer, rows inner: a pair of panels (16 queries, 64 * d bytes) stays in L1 while the
+    // block of rows streams past it from L2, so many queries (e.g. 1,000 centroids) never make
+    // the tile wait on L3.
+    size_t p = 0;
+    for (; p < panels; p += 2) {
+        const bool pair = p + 2 <= panels;
+        const float* pp = P + p * d * kPanel;
+        const size_t q0 = p * kPanel;
+        size_t r = 0;
+        for (; r + 6 <= nx; r += 6) {
+            if (pair)
+                panel_tile<6, 2>(pp, d, X + r * d, out + r * nq, nq, q0);
+            else
+                panel_tile<6, 1>(pp, d, X + r * d, out + r * nq, nq, q0);
+        }
+        for (; r < nx; ++r) {
+            if (pair)
+                panel_tile<1, 2>(pp, d, X + r * d, out + r * nq, nq, q0);
+            else
+                panel_tile<1, 1>(pp, d, X + r * d, out + r * nq, nq, q0);
+        }
+    }
     std::free(P);
 }
 

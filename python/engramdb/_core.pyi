@@ -14,9 +14,9 @@ def available_isas() -> list[str]:
     """
     Instruction sets this CPU runs, best first.
     """
-def centroid_update(centroids: numpy.typing.NDArray[numpy.float32], counts: numpy.typing.NDArray[numpy.int64], node_ids: numpy.typing.NDArray[numpy.int64], vectors: numpy.typing.NDArray[numpy.float32]) -> None:
+def centroid_update(centroids: numpy.typing.NDArray[numpy.float32], counts: numpy.typing.NDArray[numpy.int64], node_ids: numpy.typing.NDArray[numpy.int64], vectors: numpy.typing.NDArray[numpy.float32]) -> int:
     """
-    In-place running-mean update of centroids and counts for (node, vector) pairs, in order.
+    In-place running-mean update of centroids and counts for (node, vector) pairs, in order. Returns -1, or the first pair that made a centroid non-finite (then nothing changed).
     """
 def cluster_sums(vectors: numpy.typing.NDArray[numpy.float32], labels: numpy.typing.NDArray[numpy.int64], n_clusters: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int64]]:
     """

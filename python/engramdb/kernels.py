@@ -395,7 +395,8 @@ def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, ve
     """Fold vectors into running-mean centroids in place: c <- c + (v - c) / (n + 1), n <- n + 1.
 
     Pairs are applied in order, so several vectors for one node compound exactly like one-by-one
-    updates. `centroids` (c, d) float32 and `counts` (c,) int64 are modified in place.
+    updates. `centroids` (c, d) float32 and `counts` (c,) int64 are modified in place. A batch
+    holding NaN or inf is refused whole (ValueError naming the row) and changes nothing.
     """
     c = v.matrix("centroids", centroids, (np.float32,))
     cnt = v.matrix("counts", counts, (np.int64,), ndim=1)
@@ -405,7 +406,14 @@ def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, ve
         raise ValueError(f"counts has length {cnt.shape[0]} but centroids has {c.shape[0]} rows")
     if (cnt < 0).any():
         raise ValueError("counts must be >= 0")
-    vec, _ = v.float_queries("vectors", vectors)
+    vec = v.as_array("vectors", vectors)
+    if vec.dtype.kind not in "fiu":
+        raise TypeError(f"vectors must be a real float array, got dtype {vec.dtype}")
+    if vec.ndim == 1:
+        vec = vec[None, :]
+    if vec.ndim != 2:
+        raise ValueError(f"vectors must be 1-D or 2-D, got {vec.ndim}-D shape {vec.shape}")
+    vec = np.ascontiguousarray(vec, dtype=np.float32)  # no copy when already float32
     v.same_dim("vectors", vec, "centroids", c)
     ids = np.ascontiguousarray(v.as_array("node_ids", node_ids)).reshape(-1)
     if ids.dtype.kind not in "iu":
@@ -415,7 +423,11 @@ def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, ve
         raise ValueError(f"node_ids has {ids.shape[0]} entries but vectors has {vec.shape[0]} rows")
     if ids.size and (ids.min() < 0 or ids.max() >= c.shape[0]):
         raise ValueError(f"node_ids must lie in 0..{c.shape[0] - 1}")
-    _core.centroid_update(c, cnt, ids, vec)
+    # NaN/inf are found on the touched centroids after the fact (no extra pass over the inputs);
+    # the kernel then undoes the whole batch.
+    bad = _core.centroid_update(c, cnt, ids, vec)
+    if bad >= 0:
+        raise ValueError(f"vectors row {bad} contains NaN or inf (or overflows its centroid); nothing was updated")
 
 
 def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "l2", *, threads: int | None = None) -> Assignment:
