@@ -207,7 +207,13 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         installed_from = json.loads(raw).get("url") if raw else None
     except (OSError, ValueError, metadata.PackageNotFoundError):  # pragma: no cover
         installed_from = None
+    import shlex
+
+    pytest_command = f"cd {shlex.quote(os.getcwd())} && " + " ".join(
+        shlex.quote(a) for a in [sys.executable, "-m", "pytest", *config.invocation_params.args]
+    )
     machine_info["engramdb_bench"] = {
+        "pytest_command": pytest_command,
         "engramdb_installed_from": installed_from,
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),

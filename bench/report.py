@@ -96,6 +96,8 @@ def load_rows(doc: dict[str, Any]) -> list[Row]:
 
 
 def fmt_time(s: float) -> str:
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
     if s < 1e-3:
         return f"{s * 1e6:.1f} µs"
     if s < 1.0:
@@ -168,6 +170,8 @@ def compare(rows: list[Row], ref: Row | None, key: str) -> Cmp:
 def at_least(target: str, label: str, c: Cmp, need: float) -> Verdict:
     j = c.judged
     v = Verdict(target, f"{label}: {c.text()}", None if j is None else j >= need)
+    if j is not None and abs(j - need) < 0.005:  # 2 decimals would hide which side of the line it is
+        v.value += f" (judged value {j:.3f})"
     if j is not None and c.paired is not None and c.median is not None and (c.median >= need) != v.met:
         v.note = f"({'MET' if c.median >= need else 'missed'} on the benchmark medians)"
     return v
@@ -432,9 +436,10 @@ def render(doc: dict[str, Any], command: str, failures: list[str]) -> str:
         ),
         "",
         (
-            "This machine is shared (2 cores; other builds ran during the run, see the load averages), so "
-            "pytest-benchmark rows measured one after another can land in different load. The reference "
-            "engramdb bench of each judged group therefore also runs an *interleaved* A/B measurement "
+            "This machine is shared (2 cores; other work may run beside the benchmarks, see the machine "
+            "line), so pytest-benchmark rows measured one after another can land in different load. "
+            "The reference engramdb bench of each judged group therefore also runs an *interleaved* "
+            "A/B measurement "
             "(every repetition calls the reference and each peer once, in random order; the median of the "
             'per-repetition ratios is kept in `extra_info["paired"]`). **Targets are judged on that '
             "interleaved ratio**; the ratios of the benchmark rows' medians and minimums are shown beside it."
@@ -471,7 +476,10 @@ def render(doc: dict[str, Any], command: str, failures: list[str]) -> str:
         md += group_table(groups[g], all_rows)
         md.append("")
         for v in verdicts.get(g, []):
-            md.append(f"- Target: {v.target}: {v.value} → {status(v)}")
+            if v.target.startswith("(context)"):
+                md.append(f"- Context: {v.target[len('(context) ') :]}: {v.value}")
+            else:
+                md.append(f"- Target: {v.target}: {v.value} → {status(v)}")
         if base in NOTES:
             md.append(f"- {NOTES[base]}")
         md.append("")
@@ -539,7 +547,11 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     if args.json:
         path = args.json
-        command = f"(formatted from existing json {path})"
+        with open(path) as fh:
+            recorded = json.load(fh).get("machine_info", {}).get("engramdb_bench", {}).get("pytest_command")
+        command = f"{sys.executable} bench/report.py --json {shlex.quote(path)}"
+        if recorded:
+            command += f"\n# formatting the json written by:\n{recorded}"
     else:
         path = args.save_json or os.path.join(tempfile.mkdtemp(prefix="engramdb-bench-"), "bench.json")
         cmd = [
