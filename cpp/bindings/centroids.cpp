@@ -8,7 +8,7 @@ namespace engramdb::bind {
 namespace {
 
 int64_t centroid_update_py(carray<float> C, carray<int64_t> counts, const carray<int64_t>& nodes,
-                        const carray<float>& V) {
+                           const carray<float>& V) {
     require_rank(C, 2, "centroids");
     require_rank(counts, 1, "counts");
     require_rank(nodes, 1, "node_ids");

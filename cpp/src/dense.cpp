@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "engramdb/dispatch.h"
+#include "engramdb/panels.h"
 #include "engramdb/parallel.h"
 #include "engramdb/topk.h"
 
@@ -84,6 +86,9 @@ int64_t scan(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric m
     std::vector<float> qn;
     if (cosine) qn = normalised(Q, nq, d);
     const float* Qp = cosine ? qn.data() : Q;
+    // Many queries against float32 rows: pack them into panels once for the whole scan.
+    PanelBuffer panels;
+    if (std::is_same_v<T, float> && nq >= kPanelWidth) panels = pack_panels(Qp, nq, d);
     const size_t block = block_rows(nq, d, sizeof(T), cosine);
     const size_t nt = plan_threads(n, threads, work_grain(nq, d));
     std::vector<std::vector<TopK>> heaps(nt, std::vector<TopK>(nq, TopK(k)));
@@ -95,7 +100,15 @@ int64_t scan(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric m
         for (size_t b = begin; b < end; b += block) {
             const size_t m = std::min(block, end - b);
             for_runs(mask, b, m, [&](size_t s, size_t cnt) {
-                dot_block(K, Qp, nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+                if constexpr (std::is_same_v<T, float>) {
+                    if (panels) {
+                        K.dot_panels(panels.get(), nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+                    } else {
+                        dot_block(K, Qp, nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+                    }
+                } else {
+                    dot_block(K, Qp, nq, X + s * d, cnt, d, buf.data() + (s - b) * nq);
+                }
                 if (cosine) norm_block(K, X + s * d, cnt, d, norms.data() + (s - b));
             });
             for (size_t r = 0; r < m; ++r) {

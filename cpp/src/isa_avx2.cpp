@@ -126,9 +126,88 @@ void pack_panels(const float* Q, size_t nq, size_t d, float* P) {
             }
 }
 
-// R rows x NP panels (8 * NP queries starting at query q0). Registers: R*NP + NP + 1 <= 16.
+// R rows x NP panels (8 * NP queries starting at query q0), over dimensions [i0, i1). With
+// `add` the partial sums of earlier dimension chunks are read back from `out` and added to.
+// Registers: R*NP + NP + 1 <= 16.
 template <int R, int NP>
-inline void panel_tile(const float* P, size_t d, const float* X, float* out, size_t nq, size_t q0) {
+inline void panel_tile(const float* P, size_t d, const float* X, float* out, size_t nq, size_t q0, size_t i0,
+                       size_t i1, bool add) {
+    const bool whole = q0 + NP * kPanel <= nq;
+    const size_t valid = whole ? NP * kPanel : nq - q0;
+    __m256 acc[R][NP];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_setzero_ps();
+    for (size_t i = i0; i < i1; ++i) {
+        __m256 q[NP];
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) q[p] = _mm256_load_ps(P + (p * d + i) * kPanel);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+            const __m256 xb = _mm256_broadcast_ss(X + r * d + i);
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_fmadd_ps(xb, q[p], acc[r][p]);
+        }
+    }
+    // Stores with compile-time bounds on the common path (a data-dependent branch inside made GCC
+    // keep the accumulators in memory during the loop above).
+    if (whole) {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; ++p) {
+                float* o = out + r * nq + q0 + p * kPanel;
+                _mm256_storeu_ps(o, add ? _mm256_add_ps(_mm256_loadu_ps(o), acc[r][p]) : acc[r][p]);
+            }
+        return;
+    }
+    alignas(32) float tmp[R][NP * kPanel];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) _mm256_store_ps(&tmp[r][p * kPanel], acc[r][p]);
+    for (int r = 0; r < R; ++r)
+        for (size_t l = 0; l < valid; ++l) out[r * nq + q0 + l] = add ? out[r * nq + q0 + l] + tmp[r][l] : tmp[r][l];
+}
+
+void dot_panels(const float* P, size_t nq, const float* X, size_t nx, size_t d, float* out) {
+    const size_t panels = (nq + kPanel - 1) / kPanel;
+    // Loop order: dimension chunks, then panel pairs, then rows. A chunk of a panel pair
+    // (16 queries x 128 dims = 8 KiB) and of six rows (3 KiB) stay in L1 together while the
+    // block of rows streams past from L2; whole 384-d panels and rows would overflow L1.
+    constexpr size_t kChunk = 128;
+    if (d == 0) {
+        for (size_t t = 0; t < nx * nq; ++t) out[t] = 0.f;
+    }
+    for (size_t i0 = 0; i0 < d; i0 += kChunk) {
+        const size_t i1 = i0 + kChunk < d ? i0 + kChunk : d;
+        const bool add = i0 > 0;
+        for (size_t p = 0; p < panels; p += 2) {
+            const bool pair = p + 2 <= panels;
+            const float* pp = P + p * d * kPanel;
+            const size_t q0 = p * kPanel;
+            size_t r = 0;
+            for (; r + 6 <= nx; r += 6) {
+                if (pair)
+                    panel_tile<6, 2>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+                else
+                    panel_tile<6, 1>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+            }
+            for (; r < nx; ++r) {
+                if (pair)
+                    panel_tile<1, 2>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+                else
+                    panel_tile<1, 1>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+            }
+        }
+    }
+}
+
+// MaxSim inner step, fused: dots of R rows with 8 * NP queries, reduced by max over the rows in
+// registers and folded into best[]; no score matrix is written. Flags NaN / inf dots.
+template <int R, int NP>
+inline void max_tile(const float* P, size_t d, const float* X, float* best, size_t nq, size_t q0, __m256& bad) {
     __m256 acc[R][NP];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
@@ -145,23 +224,50 @@ inline void panel_tile(const float* P, size_t d, const float* X, float* out, siz
             for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_fmadd_ps(xb, q[p], acc[r][p]);
         }
     }
-    // Stores with compile-time bounds only (a data-dependent branch here made GCC keep the
-    // accumulators in memory inside the loop above).
-    if (q0 + NP * kPanel <= nq) {
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-            for (int p = 0; p < NP; ++p) _mm256_storeu_ps(out + r * nq + q0 + p * kPanel, acc[r][p]);
-        return;
+    for (int p = 0; p < NP; ++p) {
+        __m256 m = acc[0][p];
+        bad = _mm256_or_ps(bad, _mm256_sub_ps(m, m));  // NaN lanes stay NaN through the OR
+#pragma GCC unroll 16
+        for (int r = 1; r < R; ++r) {
+            bad = _mm256_or_ps(bad, _mm256_sub_ps(acc[r][p], acc[r][p]));
+            m = _mm256_max_ps(m, acc[r][p]);
+        }
+        const size_t j = q0 + p * kPanel;
+        if (j >= nq) break;
+        const size_t valid = nq - j < kPanel ? nq - j : kPanel;
+        if (valid == kPanel) {
+            _mm256_storeu_ps(best + j, _mm256_max_ps(_mm256_loadu_ps(best + j), m));
+        } else {
+            const __m256i mask = tail_mask(valid);
+            _mm256_maskstore_ps(best + j, mask, _mm256_max_ps(_mm256_maskload_ps(best + j, mask), m));
+        }
     }
-    alignas(32) float tmp[R][NP * kPanel];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) _mm256_store_ps(&tmp[r][p * kPanel], acc[r][p]);
-    const size_t valid = nq - q0;
-    for (int r = 0; r < R; ++r)
-        for (size_t l = 0; l < valid; ++l) out[r * nq + q0 + l] = tmp[r][l];
+}
+
+bool max_panels(const float* P, size_t nq, const float* X, size_t nx, size_t d, float* best) {
+    const size_t panels = (nq + kPanel - 1) / kPanel;
+    __m256 bad = _mm256_setzero_ps();
+    for (size_t p = 0; p < panels; p += 2) {
+        const bool pair = p + 2 <= panels;
+        const float* pp = P + p * d * kPanel;
+        const size_t q0 = p * kPanel;
+        size_t r = 0;
+        for (; r + 6 <= nx; r += 6) {
+            if (pair)
+                max_tile<6, 2>(pp, d, X + r * d, best, nq, q0, bad);
+            else
+                max_tile<6, 1>(pp, d, X + r * d, best, nq, q0, bad);
+        }
+        for (; r < nx; ++r) {
+            if (pair)
+                max_tile<1, 2>(pp, d, X + r * d, best, nq, q0, bad);
+            else
+                max_tile<1, 1>(pp, d, X + r * d, best, nq, q0, bad);
+        }
+    }
+    // Finite dots left 0 (or -0) in `bad`; any NaN or inf left NaN bits behind.
+    return _mm256_movemask_ps(_mm256_cmp_ps(bad, bad, _CMP_UNORD_Q)) == 0;
 }
 
 void dot_packed(const float* Q, size_t nq, const float* X, size_t nx, size_t d, float* out) {
@@ -173,28 +279,7 @@ void dot_packed(const float* Q, size_t nq, const float* X, size_t nx, size_t d, 
         return;
     }
     pack_panels(Q, nq, d, P);
-    // Panels outer, rows inner: a pair of panels (16 queries, 64 * d bytes) stays in L1 while the
-    // block of rows streams past it from L2, so many queries (e.g. 1,000 centroids) never make
-    // the tile wait on L3.
-    size_t p = 0;
-    for (; p < panels; p += 2) {
-        const bool pair = p + 2 <= panels;
-        const float* pp = P + p * d * kPanel;
-        const size_t q0 = p * kPanel;
-        size_t r = 0;
-        for (; r + 6 <= nx; r += 6) {
-            if (pair)
-                panel_tile<6, 2>(pp, d, X + r * d, out + r * nq, nq, q0);
-            else
-                panel_tile<6, 1>(pp, d, X + r * d, out + r * nq, nq, q0);
-        }
-        for (; r < nx; ++r) {
-            if (pair)
-                panel_tile<1, 2>(pp, d, X + r * d, out + r * nq, nq, q0);
-            else
-                panel_tile<1, 1>(pp, d, X + r * d, out + r * nq, nq, q0);
-        }
-    }
+    dot_panels(P, nq, X, nx, d, out);
     std::free(P);
 }
 
@@ -364,14 +449,33 @@ void add_f64(double* acc, const float* v, size_t d) {
     for (; i < d; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
-void blend(float* c, const float* v, size_t d, float w) {
+bool blend(float* c, const float* v, size_t d, float w) {
     const __m256 wv = _mm256_set1_ps(w);
+    __m256 bad = _mm256_setzero_ps();
     size_t i = 0;
+    for (; i + 32 <= d; i += 32) {  // four independent vectors in flight (memory-level parallelism)
+        __m256 r[4];
+        for (int u = 0; u < 4; ++u) {
+            const __m256 cv = _mm256_loadu_ps(c + i + 8 * u);
+            r[u] = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i + 8 * u), cv), wv, cv);
+        }
+        for (int u = 0; u < 4; ++u) {
+            _mm256_storeu_ps(c + i + 8 * u, r[u]);
+            bad = _mm256_or_ps(bad, _mm256_sub_ps(r[u], r[u]));  // 0 for finite, NaN otherwise
+        }
+    }
     for (; i + 8 <= d; i += 8) {
         const __m256 cv = _mm256_loadu_ps(c + i);
-        _mm256_storeu_ps(c + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), cv), wv, cv));
+        const __m256 r = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(v + i), cv), wv, cv);
+        _mm256_storeu_ps(c + i, r);
+        bad = _mm256_or_ps(bad, _mm256_sub_ps(r, r));
     }
-    for (; i < d; ++i) c[i] += (v[i] - c[i]) * w;
+    bool finite = _mm256_movemask_ps(_mm256_cmp_ps(bad, bad, _CMP_UNORD_Q)) == 0;
+    for (; i < d; ++i) {
+        c[i] += (v[i] - c[i]) * w;
+        finite &= (c[i] - c[i]) == 0.f;
+    }
+    return finite;
 }
 
 double stream_sum(const float* x, size_t n) {
@@ -392,7 +496,8 @@ double stream_sum(const float* x, size_t n) {
 
 extern const IsaKernels kAvx2Kernels;
 const IsaKernels kAvx2Kernels = {
-    "avx2", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
+    "avx2",     dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
+    add_f64,    blend,   stream_sum, dot_panels, max_panels,
 };
 
 }  // namespace engramdb

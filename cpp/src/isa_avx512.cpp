@@ -171,14 +171,23 @@ void add_f64(double* acc, const float* v, size_t d) {
     for (; i < d; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
-void blend(float* c, const float* v, size_t d, float w) {
+bool blend(float* c, const float* v, size_t d, float w) {
     const __m512 wv = _mm512_set1_ps(w);
+    __mmask16 bad = 0;
     size_t i = 0;
     for (; i + 16 <= d; i += 16) {
         const __m512 cv = _mm512_loadu_ps(c + i);
-        _mm512_storeu_ps(c + i, _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(v + i), cv), wv, cv));
+        const __m512 r = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(v + i), cv), wv, cv);
+        _mm512_storeu_ps(c + i, r);
+        const __m512 z = _mm512_sub_ps(r, r);  // 0 for finite, NaN otherwise
+        bad |= _mm512_cmp_ps_mask(z, z, _CMP_UNORD_Q);
     }
-    for (; i < d; ++i) c[i] += (v[i] - c[i]) * w;
+    bool finite = bad == 0;
+    for (; i < d; ++i) {
+        c[i] += (v[i] - c[i]) * w;
+        finite &= (c[i] - c[i]) == 0.f;
+    }
+    return finite;
 }
 
 double stream_sum(const float* x, size_t n) {
@@ -193,11 +202,14 @@ double stream_sum(const float* x, size_t n) {
     return s;
 }
 
+#include "panel_generic.inc"
+
 }  // namespace
 
 extern const IsaKernels kAvx512Kernels;
 const IsaKernels kAvx512Kernels = {
-    "avx512", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
+    "avx512", dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
+    add_f64,  blend,   stream_sum, dot_panels, max_panels,
 };
 
 }  // namespace engramdb

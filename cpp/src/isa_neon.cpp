@@ -132,13 +132,22 @@ void add_f64(double* acc, const float* v, size_t d) {
     for (; i < d; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
-void blend(float* c, const float* v, size_t d, float w) {
+bool blend(float* c, const float* v, size_t d, float w) {
+    uint32x4_t ok = vdupq_n_u32(0xffffffffu);
     size_t i = 0;
     for (; i + 4 <= d; i += 4) {
         const float32x4_t cv = vld1q_f32(c + i);
-        vst1q_f32(c + i, vfmaq_n_f32(cv, vsubq_f32(vld1q_f32(v + i), cv), w));
+        const float32x4_t r = vfmaq_n_f32(cv, vsubq_f32(vld1q_f32(v + i), cv), w);
+        vst1q_f32(c + i, r);
+        const float32x4_t z = vsubq_f32(r, r);  // 0 for finite, NaN otherwise
+        ok = vandq_u32(ok, vceqq_f32(z, z));
     }
-    for (; i < d; ++i) c[i] += (v[i] - c[i]) * w;
+    bool finite = vminvq_u32(ok) != 0;
+    for (; i < d; ++i) {
+        c[i] += (v[i] - c[i]) * w;
+        finite &= (c[i] - c[i]) == 0.f;
+    }
+    return finite;
 }
 
 double stream_sum(const float* x, size_t n) {
@@ -155,11 +164,14 @@ double stream_sum(const float* x, size_t n) {
     return s;
 }
 
+#include "panel_generic.inc"
+
 }  // namespace
 
 extern const IsaKernels kNeonKernels;
 const IsaKernels kNeonKernels = {
-    "neon", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
+    "neon", dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
+    add_f64,  blend,   stream_sum, dot_panels, max_panels,
 };
 
 }  // namespace engramdb

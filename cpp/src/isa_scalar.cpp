@@ -128,8 +128,13 @@ void add_f64(double* acc, const float* v, size_t d) {
     for (size_t i = 0; i < d; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
-void blend(float* c, const float* v, size_t d, float w) {
-    for (size_t i = 0; i < d; ++i) c[i] += (v[i] - c[i]) * w;
+bool blend(float* c, const float* v, size_t d, float w) {
+    bool finite = true;
+    for (size_t i = 0; i < d; ++i) {
+        c[i] += (v[i] - c[i]) * w;
+        finite &= (c[i] - c[i]) == 0.f;  // false for NaN and +-inf
+    }
+    return finite;
 }
 
 double stream_sum(const float* x, size_t n) {
@@ -143,11 +148,14 @@ double stream_sum(const float* x, size_t n) {
     return s;
 }
 
+#include "panel_generic.inc"
+
 }  // namespace
 
 extern const IsaKernels kScalarKernels;
 const IsaKernels kScalarKernels = {
-    "scalar", dot_f32, dot_f16, dot_i8, sqnorm_f32, sqnorm_f16, hamming, add_f64, blend, stream_sum,
+    "scalar", dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
+    add_f64,  blend,   stream_sum, dot_panels, max_panels,
 };
 
 }  // namespace engramdb

@@ -1,6 +1,6 @@
-// maxsim.cpp: N5 driver. Each document's tokens are scored against all query tokens by the same
-// register-tiled block primitive as dense search (tokens as rows, query tokens as queries), then
-// reduced by max over tokens and sum over query tokens.
+// maxsim.cpp: N5 driver. Query tokens are packed into panels once; each document's tokens then go
+// through the fused max_panels primitive (dots, max over tokens, in registers), and the per-query
+// maxima are summed in float64.
 #include "engramdb/maxsim.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engramdb/dispatch.h"
+#include "engramdb/panels.h"
 #include "engramdb/parallel.h"
 
 namespace engramdb {
@@ -17,11 +18,11 @@ int64_t maxsim(const float* Q, size_t m, const float* tokens, size_t d, const in
                const int64_t* docs, size_t n_out, size_t threads, float* out) {
     (void)n_docs;  // docs were range-checked by the caller
     const IsaKernels& K = kernels();
-    const size_t chunk = std::clamp<size_t>(16384 / std::max<size_t>(m, 1), 4, 1024);  // token rows per call
+    const PanelBuffer panels = pack_panels(Q, m, d);  // query tokens packed once for all documents
     const size_t nt = plan_threads(n_out, threads, 64);
     std::vector<int64_t> bad(nt, -1);
     parallel_for(n_out, nt, [&](size_t begin, size_t end, size_t t) {
-        std::vector<float> buf(chunk * m), best(m);
+        std::vector<float> best(m);
         for (size_t o = begin; o < end; ++o) {
             const size_t doc = docs != nullptr ? static_cast<size_t>(docs[o]) : o;
             const size_t a = static_cast<size_t>(offsets[doc]), b = static_cast<size_t>(offsets[doc + 1]);
@@ -30,27 +31,12 @@ int64_t maxsim(const float* Q, size_t m, const float* tokens, size_t d, const in
                 continue;
             }
             std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
-            for (size_t s = a; s < b; s += chunk) {
-                const size_t cnt = std::min(chunk, b - s);
-                K.dot_f32(Q, m, tokens + s * d, cnt, d, buf.data());
-                bool finite = true;
-                for (size_t r = 0; r < cnt; ++r)
-                    for (size_t i = 0; i < m; ++i) {
-                        const float v = buf[r * m + i];
-                        finite &= std::isfinite(v);  // std::max would silently drop a NaN
-                        best[i] = std::max(best[i], v);
-                    }
-                if (!finite) {
-                    bad[t] = static_cast<int64_t>(doc);
-                    return;
-                }
-            }
-            double total = 0;
-            for (size_t i = 0; i < m; ++i) total += best[i];
-            if (!std::isfinite(total)) {
+            if (!K.max_panels(panels.get(), m, tokens + a * d, b - a, d, best.data())) {
                 bad[t] = static_cast<int64_t>(doc);
                 return;
             }
+            double total = 0;
+            for (size_t i = 0; i < m; ++i) total += best[i];
             out[o] = static_cast<float>(total);
         }
     });

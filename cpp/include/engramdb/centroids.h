@@ -14,8 +14,8 @@
 namespace engramdb {
 
 // Returns -1, or the first pair whose vector makes its centroid non-finite (a NaN or inf in the
-// vector, or overflow); then the batch is refused as a whole and nothing is changed. The check
-// costs one pass over the touched centroids, not over the input vectors.
+// vector, or overflow); then the batch is refused as a whole and nothing is changed. Rows are
+// updated in input order, each saved before its first update.
 int64_t centroid_update(float* C, int64_t* counts, size_t c, size_t d, const int64_t* nodes, const float* V, size_t m);
 
 enum class AssignMetric : int { l2 = 0, dot = 1, cosine = 2, born = 3 };

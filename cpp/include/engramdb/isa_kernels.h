@@ -13,12 +13,17 @@
 //   sqnorm_f32 / sqnorm_f16: float32 sum of squares, same bound as dot.
 //   hamming: exact integer popcount of XOR.
 //   add_f64: float32 inputs widened exactly to float64 and summed in float64.
-//   blend: c += (v - c) * w in float32 (running mean with w = 1/(n+1)).
+//   blend: c += (v - c) * w in float32 (running mean with w = 1/(n+1)); returns whether every
+//     updated value is finite (a NaN or inf in v always shows up in c, since w > 0).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 namespace engramdb {
+
+// Query panels: queries packed 8 at a time, dimension-major, zero-padded (see panels.h), so one
+// broadcast row element multiplies 8 queries per instruction and accumulators hold finished dots.
+constexpr size_t kPanelWidth = 8;
 
 struct IsaKernels {
     const char* name;
@@ -35,10 +40,15 @@ struct IsaKernels {
     void (*hamming)(const uint8_t* q, const uint8_t* codes, size_t n, size_t nbytes, uint32_t* out);
     // acc[i] += v[i] (float64 accumulator)
     void (*add_f64)(double* acc, const float* v, size_t d);
-    // c[i] += (v[i] - c[i]) * w
-    void (*blend)(float* c, const float* v, size_t d, float w);
+    // c[i] += (v[i] - c[i]) * w; returns false if any updated c[i] is NaN or inf.
+    bool (*blend)(float* c, const float* v, size_t d, float w);
     // Sum of all elements with independent accumulators: the plain-read bandwidth probe.
     double (*stream_sum)(const float* x, size_t n);
+    // Same result as dot_f32, with the nq queries pre-packed into panels P (32-byte aligned).
+    void (*dot_panels)(const float* P, size_t nq, const float* X, size_t nx, size_t d, float* out);
+    // best[j] = max(best[j], max_r <X[r], Q[j]>) for pre-packed panels; returns false (best then
+    // unspecified) if any dot product is NaN or inf.
+    bool (*max_panels)(const float* P, size_t nq, const float* X, size_t nx, size_t d, float* best);
 };
 
 // Tables defined by each ISA translation unit (nullptr-free only where compiled in).
