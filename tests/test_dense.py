@@ -55,12 +55,16 @@ def test_topk_f16_matches_reference(isa: str, rng: np.random.Generator, n: int, 
     check_topk(idx, sc, ref.dense_scores(q, x16.astype(np.float32), metric), 10, ref.dense_tolerance(q, x16, metric))
 
 
-@pytest.mark.parametrize("nq", [1, 2, 3, 4, 5, 7, 8, 9, 13, 64])
-def test_batch_sizes_hit_every_tile(isa: str, rng: np.random.Generator, nq: int) -> None:
-    x = rng.standard_normal((1023, 37)).astype(np.float32)
-    q = rng.standard_normal((nq, 37)).astype(np.float32)
+@pytest.mark.parametrize("nq", [1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 64])
+@pytest.mark.parametrize("d", [1, 37, 128, 129, 384])
+def test_batch_sizes_hit_every_tile(isa: str, rng: np.random.Generator, nq: int, d: int) -> None:
+    """Query counts around the 8-wide panels and dims around the 128-dim chunks of the tiles."""
+    x = rng.standard_normal((1023, d)).astype(np.float32)
+    q = rng.standard_normal((nq, d)).astype(np.float32)
     idx, sc = kernels.topk(q, x, 7)
     check_topk(idx, sc, ref.dense_scores(q, x, "dot"), 7, ref.dense_tolerance(q, x, "dot"))
+    full = kernels.scores(q, x[:13], "cosine")
+    np.testing.assert_allclose(full, ref.dense_scores(q, x[:13], "cosine"), atol=1e-5)
 
 
 def test_full_scores_match_reference(isa: str, rng: np.random.Generator) -> None:

@@ -331,9 +331,9 @@ int test_blend() {
             cn.resize(d + 1 + kPad, kCanaryF);
             cs.resize(d + 1 + kPad, kCanaryF);
             const auto vs = shifted(v);
-            kNeonKernels.blend(cn.data() + 1, vs.data() + 1, d, w);
-            kScalarKernels.blend(cs.data() + 1, vs.data() + 1, d, w);
-            bool ok = cn[0] == 0.0f;
+            const bool fn = kNeonKernels.blend(cn.data() + 1, vs.data() + 1, d, w);
+            const bool fs = kScalarKernels.blend(cs.data() + 1, vs.data() + 1, d, w);
+            bool ok = cn[0] == 0.0f && fn && fs;
             for (size_t i = 0; i < kPad; ++i) ok = ok && cn[d + 1 + i] == kCanaryF;
             std::snprintf(buf, sizeof buf, "d=%zu w=%g wrote outside c", d, w);
             for (size_t i = 0; i < d && ok; ++i) {
@@ -350,8 +350,88 @@ int test_blend() {
             }
             report(ok, "blend", buf);
             ++cases;
+            // A NaN or inf anywhere in v must be reported (it always reaches c since w > 0).
+            auto vbad = vs;
+            vbad[1 + (g.next() % d)] = (g.next() & 1) ? NAN : INFINITY;
+            auto cb = shifted(c0);
+            std::snprintf(buf, sizeof buf, "d=%zu w=%g non-finite v not reported", d, w);
+            report(!kNeonKernels.blend(cb.data() + 1, vbad.data() + 1, d, w), "blend", buf);
+            ++cases;
         }
     return cases;
+}
+
+// ---------------------------------------------------------------- dot_panels / max_panels
+// Queries packed 8 per panel, dimension-major, zero-padded (the layout panels.cpp produces).
+std::vector<float> pack(const std::vector<float>& Q, size_t nq, size_t d) {
+    const size_t panels = (nq + 7) / 8;
+    std::vector<float> P(panels * d * 8 + 1, 0.f);  // +1: P.data() + 1 below is then misaligned
+    for (size_t p = 0; p < panels; ++p)
+        for (size_t i = 0; i < d; ++i)
+            for (size_t l = 0; l < 8; ++l) {
+                const size_t j = p * 8 + l;
+                P[1 + (p * d + i) * 8 + l] = j < nq ? Q[j * d + i] : 0.f;
+            }
+    return P;
+}
+
+int test_panels() {
+    XorShift g(0x7777ULL);
+    int cases = 0;
+    const size_t nqs[] = {1, 7, 8, 9, 16, 17, 33};
+    for (size_t n : kRows)
+        for (size_t d : kDims)
+            for (size_t nq : nqs) {
+                const std::vector<float> Q = rand_f32(g, nq * d), X = rand_f32(g, n * d);
+                const auto P = pack(Q, nq, d);
+                const auto Xs = shifted(X);
+                std::vector<float> on(n * nq + kPad, kCanaryF), os(n * nq + kPad, kCanaryF);
+                kNeonKernels.dot_panels(P.data() + 1, nq, Xs.data() + 1, n, d, on.data());
+                kScalarKernels.dot_panels(P.data() + 1, nq, Xs.data() + 1, n, d, os.data());
+                bool ok = canaries_ok(on, n * nq, kCanaryF);
+                std::snprintf(buf, sizeof buf, "n=%zu d=%zu nq=%zu wrote past out", n, d, nq);
+                std::vector<double> best(nq, -INFINITY);
+                for (size_t r = 0; r < n && ok; ++r)
+                    for (size_t j = 0; j < nq && ok; ++j) {
+                        double ref = 0, mag = 0;
+                        for (size_t i = 0; i < d; ++i) {
+                            ref += static_cast<double>(X[r * d + i]) * Q[j * d + i];
+                            mag += std::fabs(static_cast<double>(X[r * d + i]) * Q[j * d + i]);
+                        }
+                        best[j] = std::max(best[j], ref);
+                        if (!close_dot(on[r * nq + j], ref, mag, d, 4.0) || !close_dot(os[r * nq + j], ref, mag, d, 4.0)) {
+                            std::snprintf(buf, sizeof buf, "dot_panels n=%zu d=%zu nq=%zu r=%zu j=%zu neon=%g ref=%g", n, d,
+                                          nq, r, j, on[r * nq + j], ref);
+                            ok = false;
+                        }
+                    }
+                report(ok, "dot_panels", buf);
+                // max_panels folds the row maxima into best[] (starting from a finite floor).
+                std::vector<float> bn(nq + kPad, kCanaryF);
+                for (size_t j = 0; j < nq; ++j) bn[j] = -50.f;
+                const bool fin = kNeonKernels.max_panels(P.data() + 1, nq, Xs.data() + 1, n, d, bn.data());
+                bool ok2 = fin && canaries_ok(bn, nq, kCanaryF);
+                std::snprintf(buf, sizeof buf, "max_panels n=%zu d=%zu nq=%zu flag or canary", n, d, nq);
+                for (size_t j = 0; j < nq && ok2; ++j) {
+                    const double want = std::max(best[j], -50.0);
+                    if (std::fabs(bn[j] - want) > 1e-4 * std::sqrt(static_cast<double>(d)) * (1 + std::fabs(want))) {
+                        std::snprintf(buf, sizeof buf, "max_panels n=%zu d=%zu nq=%zu j=%zu got=%g want=%g", n, d, nq, j,
+                                      bn[j], want);
+                        ok2 = false;
+                    }
+                }
+                report(ok2, "max_panels", buf);
+                cases += 2;
+            }
+    // A NaN among the rows must be flagged by max_panels.
+    const std::vector<float> Q = rand_f32(g, 9 * 16);
+    std::vector<float> X = rand_f32(g, 7 * 16);
+    X[3 * 16 + 5] = NAN;
+    const auto P = pack(Q, 9, 16);
+    std::vector<float> b(9, -1.f);
+    std::snprintf(buf, sizeof buf, "max_panels did not flag a NaN row");
+    report(!kNeonKernels.max_panels(P.data() + 1, 9, X.data(), 7, 16, b.data()), "max_panels", buf);
+    return cases + 1;
 }
 
 // ---------------------------------------------------------------- stream_sum
@@ -398,6 +478,7 @@ int main() {
         {"hamming", test_hamming},
         {"add_f64", test_add_f64},
         {"blend", test_blend},
+        {"panels", test_panels},
         {"stream_sum", test_stream_sum},
     };
     for (const Item& it : items) {
