@@ -74,38 +74,51 @@ int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_
         Cp = cn.data();
     }
     const PanelBuffer panels = pack_panels(Cp, c, d);  // once per call, not once per block
-    const size_t block = std::clamp<size_t>(65536 / std::max<size_t>(c, 1), 1, 1024);
+    bool finite_c = true;
+    for (size_t j = 0; j < c; ++j) finite_c &= std::isfinite(csq[j]);
+    // Rows per block: the (block x c) score buffer stays near 256 KiB; whole 6-row tiles.
+    const size_t block = std::clamp<size_t>(65536 / std::max<size_t>(c, 1), 6, 1020) / 6 * 6;
     const size_t nt = plan_threads(n, threads, 256);
     std::vector<int64_t> bad(nt, -1);
     parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
-        std::vector<float> buf(block * c), vsq(block);
+        std::vector<float> buf(block * c), vsq(block, 0.f);
         for (size_t b = begin; b < end; b += block) {
             const size_t m = std::min(block, end - b);
             K.dot_panels(panels.get(), c, V + b * d, m, d, buf.data());
             if (metric == AssignMetric::l2 || metric == AssignMetric::cosine) K.sqnorm_f32(V + b * d, m, d, vsq.data());
             for (size_t r = 0; r < m; ++r) {
                 const float* s = buf.data() + r * c;
-                int64_t best = -1;
-                float best_v = 0.f;
-                for (size_t j = 0; j < c; ++j) {
-                    float v = s[j];
-                    if (!std::isfinite(v) || !std::isfinite(csq[j]) || !std::isfinite(vsq[r])) {
-                        bad[t] = static_cast<int64_t>(b + r);
-                        return;
-                    }
-                    switch (metric) {
-                        case AssignMetric::l2: v = std::max(0.f, vsq[r] - 2.f * v + csq[j]); break;
-                        case AssignMetric::cosine: v = vsq[r] > 0 ? v / std::sqrt(vsq[r]) : 0.f; break;
-                        case AssignMetric::born: v = v > 0 ? v * v : 0.f; break;
-                        case AssignMetric::dot: break;
-                    }
-                    const bool wins = metric == AssignMetric::l2 ? v < best_v : v > best_v;
-                    if (best < 0 || wins) {
-                        best = static_cast<int64_t>(j);
-                        best_v = v;
-                    }
+                // One vectorisable finiteness pass, then a branch-light arg-best loop.
+                bool finite = std::isfinite(vsq[r]) && finite_c;
+                for (size_t j = 0; j < c; ++j) finite &= (s[j] - s[j]) == 0.f;
+                if (!finite) {
+                    bad[t] = static_cast<int64_t>(b + r);
+                    return;
                 }
-                labels[b + r] = best;
+                size_t best = 0;
+                float best_v;
+                if (metric == AssignMetric::l2) {
+                    // argmin of |c|^2 - 2<v, c>; |v|^2 is the same for every centroid.
+                    best_v = csq[0] - 2.f * s[0];
+                    for (size_t j = 1; j < c; ++j) {
+                        const float v = csq[j] - 2.f * s[j];
+                        if (v < best_v) {
+                            best_v = v;
+                            best = j;
+                        }
+                    }
+                    best_v = std::max(0.f, vsq[r] + best_v);
+                } else {
+                    best_v = s[0];
+                    for (size_t j = 1; j < c; ++j)
+                        if (s[j] > best_v) {
+                            best_v = s[j];
+                            best = j;
+                        }
+                    if (metric == AssignMetric::cosine) best_v = vsq[r] > 0 ? best_v / std::sqrt(vsq[r]) : 0.f;
+                    if (metric == AssignMetric::born) best_v = best_v > 0 ? best_v * best_v : 0.f;
+                }
+                labels[b + r] = static_cast<int64_t>(best);
                 scores[b + r] = best_v;
             }
         }

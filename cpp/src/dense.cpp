@@ -35,7 +35,8 @@ inline void norm_block(const IsaKernels& K, const uint16_t* X, size_t m, size_t 
 size_t block_rows(size_t nq, size_t d, size_t elem, bool cosine) {
     size_t b = 16384 / std::max<size_t>(nq, 1);
     if (cosine) b = std::min(b, (192 * 1024) / std::max<size_t>(d * elem, 1));
-    return std::clamp<size_t>(b, 4, 2048);
+    b = std::clamp<size_t>(b, 12, 2048);
+    return b / 6 * 6;  // whole 6-row tiles: a leftover row runs a slower 1-row tile
 }
 
 // Rows per thread: at least ~2M multiply-adds each, so a thread is never started for less work

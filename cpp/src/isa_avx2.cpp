@@ -194,6 +194,13 @@ void dot_panels(const float* P, size_t nq, const float* X, size_t nx, size_t d, 
                 else
                     panel_tile<6, 1>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
             }
+            if (r + 3 <= nx) {  // leftover rows: a 3-row tile still keeps 6 FMA chains busy
+                if (pair)
+                    panel_tile<3, 2>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+                else
+                    panel_tile<3, 1>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
+                r += 3;
+            }
             for (; r < nx; ++r) {
                 if (pair)
                     panel_tile<1, 2>(pp, d, X + r * d, out + r * nq, nq, q0, i0, i1, add);
