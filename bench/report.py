@@ -462,6 +462,7 @@ def render(doc: dict[str, Any], command: str, failures: list[str]) -> str:
             md.append(f"| {g} | {NOTES[g.split('[', 1)[0]]} | {cells} | - |")
     md.append("")
 
+    md += ["## Reading the misses", "", MISSES_NOTE, ""]
     md += ["## Data", "", DATA_NOTE, ""]
     md += ["## Measurement notes", "", MEASUREMENT_NOTES, ""]
     md += ["## Peer API notes", "", PEER_NOTES, ""]
@@ -501,6 +502,33 @@ DATA_NOTE = """\
   assign_nearest uses the first 10,000 rows of the clustered set against those 1,000 centroids.
 - Correctness is asserted inside every bench (top-k scores equal exact scores; Hamming/Jaccard distances
   equal a numpy reference; MaxSim scores and centroid states within float tolerance of float64 references)."""
+
+
+MISSES_NOTE = """\
+Written by the maintainers from the tables below; the verdicts above are computed, not edited.
+
+- **dense-1q (fastest of all)**: judged strictly, engramdb on *one* thread against numpy's *two* BLAS
+  threads, interleaved. Thread for thread engramdb is the fastest here (about 1.35-1.4x numpy limited to
+  one BLAS thread, and ahead of simsimd, usearch and faiss), and the scan runs at about 80% of a plain
+  single-thread read of the same matrix: what is left is memory bandwidth, which numpy's gemv draws
+  from two cores. With its default `threads=None` (two threads here) engramdb is about 1.3x faster than
+  default numpy back to back, but interleaved calls lose the second core to OpenBLAS's spinning worker
+  (see the measurement notes), so that comparison is shown, not judged.
+- **int8 (3x numpy f32)**: the int8 scan is memory-bound and reads 4x fewer bytes than float32, so 3x
+  is near the ceiling once the shortlist is rescored. Back to back (the int8 matrix partly hot in L3) it
+  reaches about 3x; interleaved, from memory, about 2-2.3x. A deeper cut needs fewer bytes per row
+  (a 4-bit or binary first stage), which is planned with the index work, not a faster int8 loop.
+- **maxsim (2x numpy)**: against the numpy a user writes for ragged documents (a matmul + max + sum per
+  document) engramdb is about 4x faster. Against numpy padding every document and running one big BLAS
+  matmul, both sides are the same float32 FLOPs on a compute-bound GEMM; engramdb's fused kernel does
+  not pay for padding or a score matrix but OpenBLAS's sgemm is near peak, so 2x of it is out of reach
+  at equal threads; 1.2-1.3x on one thread, about 1.9x on two back to back.
+- **centroid-update (>= numba)**: `centroid_update` is atomic: it saves each centroid row before its
+  first update so a batch holding a NaN or inf is refused whole and changes nothing; the numba loop
+  checks nothing. That copy costs about 15% (a non-atomic prototype measured 0.95x numba); the rest is
+  one indirect call per update. The hierarchy's insert path (issue 3), whose vectors are validated
+  when stored, is where a non-saving variant belongs.
+"""
 
 
 MEASUREMENT_NOTES = """\

@@ -144,8 +144,9 @@ def topk(
         rescore: with an `Int8Matrix`, the original float rows: the int8 scan keeps a shortlist
             that is rescored exactly (recommended). Without it scores are dequantised estimates.
         shortlist: shortlist size for int8 search (default max(4k, 64)).
-        threads: worker threads; None = auto (one per ~2M multiply-adds of work, at most the CPU
-            count or ENGRAMDB_NUM_THREADS). Pass 1 in a server that runs many searches at once.
+        threads: worker threads; None = auto (up to the CPU count or ENGRAMDB_NUM_THREADS, never
+            a thread for less than ~2M multiply-adds). Pass 1 in a server that runs many searches
+            at once. Results do not depend on it.
     """
     kk = v.check_k(k)
     nt = v.check_threads(threads)
