@@ -126,15 +126,9 @@ void pack_panels(const float* Q, size_t nq, size_t d, float* P) {
             }
 }
 
-// R rows x NP panels (8 * NP queries starting at query q0), over dimensions [i0, i1). With
-// `add` the partial sums of earlier dimension chunks are read back from `out` and added to.
-// Registers: R*NP + NP + 1 <= 16.
+// acc[r][p] = dots of rows X[0..R) with the 8 queries of panel p, over dimensions [i0, i1).
 template <int R, int NP>
-inline void panel_tile(const float* P, size_t d, const float* X, float* out, size_t nq, size_t q0, size_t i0,
-                       size_t i1, bool add) {
-    const bool whole = q0 + NP * kPanel <= nq;
-    const size_t valid = whole ? NP * kPanel : nq - q0;
-    __m256 acc[R][NP];
+inline void panel_dots(const float* P, size_t d, const float* X, size_t i0, size_t i1, __m256 (&acc)[R][NP]) {
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
@@ -150,6 +144,18 @@ inline void panel_tile(const float* P, size_t d, const float* X, float* out, siz
             for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_fmadd_ps(xb, q[p], acc[r][p]);
         }
     }
+}
+
+// R rows x NP panels (8 * NP queries starting at query q0), over dimensions [i0, i1). With
+// `add` the partial sums of earlier dimension chunks are read back from `out` and added to.
+// Registers: R*NP + NP + 1 <= 16.
+template <int R, int NP>
+inline void panel_tile(const float* P, size_t d, const float* X, float* out, size_t nq, size_t q0, size_t i0,
+                       size_t i1, bool add) {
+    const bool whole = q0 + NP * kPanel <= nq;
+    const size_t valid = whole ? NP * kPanel : nq - q0;
+    __m256 acc[R][NP];
+    panel_dots<R, NP>(P, d, X, i0, i1, acc);
     // Stores with compile-time bounds on the common path (a data-dependent branch inside made GCC
     // keep the accumulators in memory during the loop above).
     if (whole) {
@@ -216,21 +222,7 @@ void dot_panels(const float* P, size_t nq, const float* X, size_t nx, size_t d, 
 template <int R, int NP>
 inline void max_tile(const float* P, size_t d, const float* X, float* best, size_t nq, size_t q0, __m256& bad) {
     __m256 acc[R][NP];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_setzero_ps();
-    for (size_t i = 0; i < d; ++i) {
-        __m256 q[NP];
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) q[p] = _mm256_load_ps(P + (p * d + i) * kPanel);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r) {
-            const __m256 xb = _mm256_broadcast_ss(X + r * d + i);
-#pragma GCC unroll 4
-            for (int p = 0; p < NP; ++p) acc[r][p] = _mm256_fmadd_ps(xb, q[p], acc[r][p]);
-        }
-    }
+    panel_dots<R, NP>(P, d, X, 0, d, acc);
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
         __m256 m = acc[0][p];
