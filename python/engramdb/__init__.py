@@ -6,7 +6,8 @@ The store arrives in a later release; today the package ships its native kernels
 
 from __future__ import annotations
 
+from . import kernels
 from ._capabilities import capabilities
 from ._version import __version__
 
-__all__ = ["__version__", "capabilities"]
+__all__ = ["__version__", "capabilities", "kernels"]

@@ -14,6 +14,7 @@ arrays of shape (q, k).
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -70,6 +71,12 @@ class Int8Matrix:
     codes: np.ndarray
     scale: float
     norms: np.ndarray
+
+    @functools.cached_property
+    def inv_norms(self) -> np.ndarray:
+        """1 / norms (0 for zero rows), computed once: the cosine scan's per-row scale."""
+        n = np.asarray(self.norms, dtype=np.float32)
+        return np.divide(1.0, n, out=np.zeros_like(n), where=n > 0).astype(np.float32)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -185,8 +192,9 @@ def _topk_i8(
     allowed = v.allowed_count(mk, n)
     k = min(k, allowed)
     if metric == "cosine":
-        norms = m8.norms
-        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(np.float32)
+        inv = m8.inv_norms
+        if inv.shape != (n,):
+            raise ValueError(f"matrix.norms has shape {m8.norms.shape}, expected ({n},)")
         qn = np.linalg.norm(q, axis=1)
         q = np.divide(q, qn[:, None], out=np.zeros_like(q), where=qn[:, None] > 0)
     else:
