@@ -1,0 +1,78 @@
+"""Memory records <-> Arrow tables (the column layout of segments and WAL frames).
+
+One row per memory *version*. Timestamps are `timestamp[us, UTC]`; metadata and provenance are
+JSON strings (any engine can read them); the content hash is stored so reopening a large store
+does not rehash every memory. The layout is part of the on-disk format: changing it means a new
+`FORMAT_VERSION` and a golden file for the old one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+import pyarrow as pa
+
+from .record import Memory, content_hash
+
+FORMAT_VERSION = 1
+TS = pa.timestamp("us", tz="UTC")
+
+MEMORY_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("namespace", pa.string(), nullable=False),
+        pa.field("content", pa.large_string(), nullable=False),
+        pa.field("session_id", pa.string()),
+        pa.field("seq", pa.int64()),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("role", pa.string()),
+        pa.field("memory_type", pa.string()),
+        pa.field("confidence", pa.float64(), nullable=False),
+        pa.field("metadata", pa.string(), nullable=False),
+        pa.field("provenance", pa.string(), nullable=False),
+        pa.field("version", pa.int64(), nullable=False),
+        pa.field("valid_from", TS),
+        pa.field("valid_until", TS),
+        pa.field("learned_at", TS),
+        pa.field("expired_at", TS),
+        pa.field("supersedes", pa.string()),
+        pa.field("superseded_by", pa.string()),
+        pa.field("forgotten_at", TS),
+        pa.field("content_hash", pa.binary(16), nullable=False),
+    ],
+    metadata={b"engramdb.format_version": str(FORMAT_VERSION).encode()},
+)
+
+_TIME_FIELDS = ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
+_PLAIN_FIELDS = ("id", "namespace", "content", "session_id", "seq", "source", "role", "memory_type", "confidence",
+                 "version", "supersedes", "superseded_by")
+
+
+def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
+    """Arrow table of validated memories, in order, with MEMORY_SCHEMA."""
+    cols: dict[str, list[object]] = {f.name: [] for f in MEMORY_SCHEMA}
+    for m in memories:
+        for name in _PLAIN_FIELDS:
+            cols[name].append(getattr(m, name))
+        for name in _TIME_FIELDS:
+            cols[name].append(getattr(m, name))
+        cols["metadata"].append(json.dumps(m.metadata, sort_keys=True, separators=(",", ":"), allow_nan=False))
+        cols["provenance"].append(json.dumps(m.provenance, sort_keys=True, separators=(",", ":"), allow_nan=False))
+        cols["content_hash"].append(bytes.fromhex(content_hash(m.content)))
+    return pa.Table.from_pydict(cols, schema=MEMORY_SCHEMA)
+
+
+def table_to_memories(table: pa.Table) -> list[Memory]:
+    """Memories of a table written with MEMORY_SCHEMA (or a compatible older layout)."""
+    py = table.select([f.name for f in MEMORY_SCHEMA if f.name != "content_hash"]).to_pylist()
+    out = []
+    for row in py:
+        row["metadata"] = json.loads(row["metadata"])
+        row["provenance"] = json.loads(row["provenance"])
+        for name in _TIME_FIELDS:
+            value = row[name]
+            assert value is None or isinstance(value, datetime)
+        out.append(Memory(**row))
+    return out

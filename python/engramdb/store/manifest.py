@@ -1,0 +1,75 @@
+"""The manifest (S6): which files make up the store, and the format they were written in.
+
+`manifest.json` is the store's root of truth: segments listed there are the committed data; a
+segment file not listed is debris from a crash and is ignored. It is only ever replaced whole,
+atomically (write a temp file, fsync, rename over, fsync the folder), so a reader sees the old
+manifest or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .columns import FORMAT_VERSION
+
+MANIFEST = "manifest.json"
+
+
+class FormatError(RuntimeError):
+    """The store on disk cannot be opened by this version; the message says exactly why."""
+
+
+@dataclass
+class Manifest:
+    """The committed state of a store folder."""
+
+    format_version: int = FORMAT_VERSION
+    segments: list[dict[str, Any]] = field(default_factory=list)  # {"file", "rows"}
+    next_segment: int = 1
+    spaces: dict[str, Any] = field(default_factory=dict)
+    created_by: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The manifest of `folder`, or None for a folder without one (a new store)."""
+    path = folder / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{path} is unreadable or not JSON ({exc}); the store cannot be opened") from None
+    if not isinstance(raw, dict) or "format_version" not in raw:
+        raise FormatError(f"{path} has no format_version: not an engramdb manifest")
+    version = raw["format_version"]
+    if not isinstance(version, int) or version < 1:
+        raise FormatError(f"{path}: format_version {version!r} is not a positive integer")
+    if version > FORMAT_VERSION:
+        raise FormatError(
+            f"{path}: written by a newer engramdb (format_version {version}); this version reads "
+            f"format_version <= {FORMAT_VERSION}: upgrade engramdb to open it"
+        )
+    known = {f for f in Manifest.__dataclass_fields__}
+    return Manifest(**{k: v for k, v in raw.items() if k in known})
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """Atomically replace `folder/manifest.json`."""
+    tmp = folder / (MANIFEST + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(manifest.to_json())
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / MANIFEST)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,162 @@
+"""The memory record (S1) with its bi-temporal fields (S2).
+
+A memory is one turn, tool observation, response summary, document chunk or fact. Valid time
+(`valid_from`, `valid_until`) is the user's timeline: when the content was true. System time
+(`learned_at`, `expired_at`) is the store's: when it learned the content and when it stopped
+believing it. All four are timezone-aware UTC datetimes; naive datetimes are refused, never
+guessed. Nothing here touches disk: `validate_memory` is the single gate every write passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+SOURCES_BUILTIN = ("turn", "hook", "response", "file_chunk", "fact")
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+_NS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+
+
+class InvalidMemory(ValueError):
+    """A memory field holds a value the store refuses; the message names the field and value."""
+
+
+def utc_now() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(timezone.utc)
+
+
+def as_utc(name: str, value: Any) -> datetime | None:
+    """Check a timestamp field: None, or an aware datetime (converted to UTC).
+
+    Naive datetimes are refused: the store cannot know which zone they meant.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidMemory(f"{name} must be a timezone-aware datetime, got {type(value).__name__} {value!r}")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise InvalidMemory(
+            f"{name} is a naive datetime ({value.isoformat()}); pass an aware one, "
+            f"e.g. datetime(..., tzinfo=timezone.utc)"
+        )
+    return value.astimezone(timezone.utc)
+
+
+def content_hash(content: str) -> str:
+    """Exact-duplicate key (S8): BLAKE2b-128 of the UTF-8 content, hex."""
+    return hashlib.blake2b(content.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory. Immutable: `update` and `supersede` produce new versions."""
+
+    id: str
+    namespace: str
+    content: str
+    session_id: str | None = None
+    seq: int | None = None
+    source: str = "turn"
+    role: str | None = None
+    memory_type: str | None = None
+    confidence: float = 1.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    version: int = 1
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    learned_at: datetime | None = None
+    expired_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    forgotten_at: datetime | None = None
+
+    @property
+    def content_hash(self) -> str:
+        """BLAKE2b-128 of the content (exact-duplicate detection)."""
+        return content_hash(self.content)
+
+    def is_current(self) -> bool:
+        """True while the memory is believed (not expired), still valid and not forgotten."""
+        return self.expired_at is None and self.valid_until is None and self.forgotten_at is None
+
+    def valid_at(self, t: datetime) -> bool:
+        """Was the content true at valid time t? (valid_from <= t < valid_until; open ends count)."""
+        start = self.valid_from or self.learned_at
+        return (start is None or start <= t) and (self.valid_until is None or t < self.valid_until)
+
+    def known_at(self, t: datetime) -> bool:
+        """Did the store believe it at system time t? (learned_at <= t < expired_at)."""
+        return (self.learned_at is None or self.learned_at <= t) and (self.expired_at is None or t < self.expired_at)
+
+    def with_changes(self, **changes: Any) -> Memory:
+        """A copy with some fields replaced (validated by the caller through validate_memory)."""
+        return replace(self, **changes)
+
+
+def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not pattern.match(value):
+        raise InvalidMemory(
+            f"{field_name} must be 1-128 characters of letters, digits and ._:@/+- "
+            f"(starting with a letter or digit), got {value!r}"
+        )
+
+
+def _check_json(field_name: str, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise InvalidMemory(f"{field_name} must be a dict (stored as JSON), got {type(value).__name__}")
+    try:
+        json.dumps(value, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMemory(f"{field_name} must be JSON-serialisable: {exc}") from None
+
+
+def validate_memory(m: Memory) -> Memory:
+    """Check every field of `m`; return it with timestamps normalised to UTC.
+
+    Raises `InvalidMemory` (a ValueError) naming the first bad field and its value.
+    """
+    _check_name("id", m.id, _ID_RE, optional=False)
+    _check_name("namespace", m.namespace, _NS_RE, optional=False)
+    if not isinstance(m.content, str) or not m.content.strip():
+        raise InvalidMemory(f"content must be a non-empty string, got {m.content!r}")
+    if m.session_id is not None and (not isinstance(m.session_id, str) or not 1 <= len(m.session_id) <= 256):
+        raise InvalidMemory(f"session_id must be a string of 1-256 characters, got {m.session_id!r}")
+    if m.seq is not None and (isinstance(m.seq, bool) or not isinstance(m.seq, int) or m.seq < 0):
+        raise InvalidMemory(f"seq must be an integer >= 0, got {m.seq!r}")
+    if not isinstance(m.source, str) or not 1 <= len(m.source) <= 100:
+        raise InvalidMemory(f"source must be a string of 1-100 characters, got {m.source!r}")
+    if m.role is not None and (not isinstance(m.role, str) or not 1 <= len(m.role) <= 100):
+        raise InvalidMemory(f"role must be a string of 1-100 characters, got {m.role!r}")
+    if m.memory_type is not None and (not isinstance(m.memory_type, str) or not 1 <= len(m.memory_type) <= 100):
+        raise InvalidMemory(f"memory_type must be a string of 1-100 characters, got {m.memory_type!r}")
+    conf = m.confidence
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not math.isfinite(conf) or not 0 <= conf <= 1:
+        raise InvalidMemory(f"confidence must be a number in [0, 1], got {conf!r}")
+    _check_json("metadata", m.metadata)
+    _check_json("provenance", m.provenance)
+    if isinstance(m.version, bool) or not isinstance(m.version, int) or m.version < 1:
+        raise InvalidMemory(f"version must be an integer >= 1, got {m.version!r}")
+    times: dict[str, Any] = {
+        name: as_utc(name, getattr(m, name))
+        for name in ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
+    }
+    if times["valid_from"] and times["valid_until"] and times["valid_until"] < times["valid_from"]:
+        raise InvalidMemory(
+            f"valid_until ({times['valid_until'].isoformat()}) is before valid_from ({times['valid_from'].isoformat()})"
+        )
+    if times["learned_at"] and times["expired_at"] and times["expired_at"] < times["learned_at"]:
+        raise InvalidMemory(
+            f"expired_at ({times['expired_at'].isoformat()}) is before learned_at ({times['learned_at'].isoformat()})"
+        )
+    for name in ("supersedes", "superseded_by"):
+        _check_name(name, getattr(m, name), _ID_RE, optional=True)
+    return replace(m, confidence=float(conf), **times)

@@ -1,0 +1,130 @@
+"""S6: the write-ahead log: fsynced frames, torn tails cut, golden frames still readable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from engramdb.store import Memory, validate_memory
+from engramdb.store.columns import memories_to_table, table_to_memories
+from engramdb.store.wal import HEADER, WalError, WriteAheadLog, encode_frame, read_frames
+
+GOLDEN = Path(__file__).parent / "golden"
+T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
+
+
+def golden_memories() -> list[Memory]:
+    """The fixed records behind tests/golden/wal-v1.log (never change them)."""
+    return [
+        validate_memory(Memory(id="m1", namespace="alice", content="Alice moved to Lisbon.", session_id="s1", seq=0,
+                               role="user", memory_type="fact", confidence=0.9, metadata={"lang": "en"},
+                               valid_from=T0, learned_at=T0)),
+        validate_memory(Memory(id="m2", namespace="alice", content="She works at a bakery.", session_id="s1", seq=1,
+                               role="user", learned_at=T0, version=2, supersedes="m0",
+                               provenance={"source_uri": "chat://s1"})),
+    ]
+
+
+def batch(i: int) -> list[Memory]:
+    return [validate_memory(Memory(id=f"m{i}-{j}", namespace="ns", content=f"turn {i} part {j}")) for j in range(3)]
+
+
+def test_frames_round_trip_and_survive_reopen(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path / "wal.log")
+    for i in range(5):
+        wal.append(memories_to_table(batch(i)))
+    wal.close()
+    again = WriteAheadLog(tmp_path / "wal.log")
+    got = [table_to_memories(t) for t in again.recover()]
+    assert got == [batch(i) for i in range(5)]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 11, 30, -1])
+def test_a_torn_tail_is_cut_and_earlier_frames_kept(tmp_path: Path, cut: int) -> None:
+    path = tmp_path / "wal.log"
+    wal = WriteAheadLog(path)
+    wal.append(memories_to_table(batch(0)))
+    end_of_first = wal.append(memories_to_table(batch(1)))
+    wal.close()
+    frame = encode_frame(memories_to_table(batch(2)))
+    with open(path, "ab") as fh:  # a third frame, torn by a crash partway through
+        fh.write(frame[: cut if cut > 0 else len(frame) - 1])
+    again = WriteAheadLog(path)
+    assert [table_to_memories(t) for t in again.recover()] == [batch(0), batch(1)]
+    assert path.stat().st_size == end_of_first  # the torn bytes are gone
+    again.append(memories_to_table(batch(3)))  # and appending continues cleanly
+    again.close()
+    assert [table_to_memories(t) for t in read_frames(path)[0]] == [batch(0), batch(1), batch(3)]
+
+
+def test_a_corrupt_frame_ends_the_log(tmp_path: Path) -> None:
+    path = tmp_path / "wal.log"
+    wal = WriteAheadLog(path)
+    wal.append(memories_to_table(batch(0)))
+    wal.append(memories_to_table(batch(1)))
+    wal.close()
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF  # flip a byte inside the second frame's payload
+    path.write_bytes(bytes(data))
+    tables, _ = read_frames(path)
+    assert [table_to_memories(t) for t in tables] == [batch(0)]
+
+
+def test_not_a_wal_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "wal.log"
+    path.write_bytes(b"PK\x03\x04 something else")
+    with pytest.raises(WalError, match="not an engramdb write-ahead log"):
+        read_frames(path)
+    path.write_bytes(HEADER[:3])  # a crash while the header was written: an empty log
+    assert read_frames(path) == ([], 0)
+
+
+def test_golden_v1_log_still_reads() -> None:
+    tables, end = read_frames(GOLDEN / "wal-v1.log")
+    assert end == (GOLDEN / "wal-v1.log").stat().st_size
+    assert [m for t in tables for m in table_to_memories(t)] == golden_memories()
+
+
+def test_acknowledged_frames_survive_sigkill(tmp_path: Path) -> None:
+    """A writer killed at a random moment loses nothing it acknowledged."""
+    path = tmp_path / "wal.log"
+    code = textwrap.dedent(
+        f"""
+        from engramdb.store import Memory, validate_memory
+        from engramdb.store.columns import memories_to_table
+        from engramdb.store.wal import WriteAheadLog
+        wal = WriteAheadLog({str(path)!r})
+        i = 0
+        while True:
+            rows = [validate_memory(Memory(id=f"m{{i}}-{{j}}", namespace="ns", content="x" * (50 + j))) for j in range(20)]
+            wal.append(memories_to_table(rows))
+            print("ACK", i, flush=True)  # acknowledged: on disk before this line
+            i += 1
+        """
+    )
+    for delay in (0.0, 0.05, 0.2):
+        if path.exists():
+            path.unlink()
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        first = ""
+        while not first.startswith("ACK "):  # wait until the writer is writing (imports take a while)
+            first = proc.stdout.readline()
+            assert first or proc.poll() is None, "the writer died before its first frame"
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        out = first + proc.stdout.read()
+        proc.wait()
+        acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ACK ")]
+        assert acked, "no frame was acknowledged"
+        tables, _ = read_frames(path)
+        ids = [m.id for t in tables for m in table_to_memories(t)]
+        assert len(tables) >= len(acked), f"acknowledged {len(acked)} frames, recovered {len(tables)}"
+        assert ids[: 20 * len(acked)] == [f"m{i}-{j}" for i in range(len(acked)) for j in range(20)]
