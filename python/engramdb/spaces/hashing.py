@@ -1,0 +1,269 @@
+"""`HashingEmbedder`: a dense space made by feature hashing, no model (S5).
+
+A text becomes the signed, hashed sum of three kinds of feature, then is L2-normalised:
+
+- word unigrams: each content word w (see below) adds ``W_WORD * e(w)``;
+- character n-grams: each word also adds its n = 3, 4, 5 grams of ``"<" + w + ">"``
+  (fastText-style boundary markers), each with weight ``W_CHAR / sqrt(m_w)`` where m_w is the
+  word's n-gram count, so the n-gram part of every word has norm ~W_CHAR whatever its length
+  (words longer than `MAX_NGRAM_CHARS` contribute the n-grams of their first `MAX_NGRAM_CHARS`
+  characters, without the end marker);
+- word bigrams: each pair of adjacent content words adds ``W_BIGRAM * e(w1 w2)``.
+
+Each word's and each bigram's contribution is scaled by its sublinear term frequency in the text,
+``1 + ln(tf)`` (a repeated word's n-grams are scaled with it). There is no idf: the embedder is
+stateless, so the same text always gives the same vector.
+
+``e(f)`` is signed hashing: the feature's 64-bit hash h puts ``+1`` or ``-1`` (bit 63 of h) in
+bucket ``(h mod 2^32) mod dim``, so collisions cancel on average instead of piling up.
+
+Content words are the analyzer's tokens (`analyzer.tokenize`: NFKC, lowercase, letters and
+digits, inner apostrophes kept) minus the Snowball English stop words; a text made only of stop
+words keeps them all (so "what is it" is not the empty vector). Words are not stemmed: the
+character n-grams already bring morphological neighbours close ("meeting" / "meetings").
+
+Hashes (all stable across processes, machines and versions of Python and numpy):
+
+- word: BLAKE2b-64 (person ``engramdb.word``) of the word's UTF-8 bytes, little-endian;
+- n-gram: over the Unicode code points c_1..c_n, ``h = n * 0x9E3779B97F4A7C15``, then per code
+  point ``h = (h xor c_j) * 0x100000001B3`` (FNV-1a steps), then the splitmix64 finaliser;
+- bigram: ``splitmix64(h(w1) * 0x9E3779B97F4A7C15 + h(w2))``;
+  all arithmetic modulo 2^64.
+
+Speed: every distinct word's features are computed once and kept in a bounded per-embedder table
+(cleared when it passes `TABLE_WORDS` words), so a batch costs one regex scan per text, one dict
+look-up per token, then a handful of numpy passes over the whole batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from .analyzer import SNOWBALL_STOPWORDS, tokenize
+from .protocol import SpaceKind
+
+__all__ = ["HashingEmbedder", "MAX_NGRAM_CHARS", "ngram_hashes", "splitmix64", "word_hash"]
+
+W_WORD = 1.0
+W_CHAR = 1.0
+W_BIGRAM = 0.5
+NGRAM_SIZES = (3, 4, 5)
+MAX_NGRAM_CHARS = 48
+TABLE_WORDS = 1 << 17
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser on a uint64 array (a bijection that mixes every bit)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def word_hash(word: str) -> int:
+    """64-bit BLAKE2b (person ``engramdb.word``) of a word, little-endian."""
+    d = hashlib.blake2b(word.encode("utf-8"), digest_size=8, person=b"engramdb.word").digest()
+    return int.from_bytes(d, "little")
+
+
+def ngram_hashes(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes of the boundary-marked character n-grams of `words`, vectorised over all of them.
+
+    Returns (hashes uint64, owner int64): owner[i] is the index in `words` of hash i's word;
+    owners are non-decreasing (hashes grouped by word, n-gram sizes in `NGRAM_SIZES` order).
+    """
+    if not words:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    marked = [
+        "<" + w + ">" if len(w) <= MAX_NGRAM_CHARS else "<" + w[:MAX_NGRAM_CHARS] for w in words
+    ]
+    cp = np.frombuffer("".join(marked).encode("utf-32-le"), dtype="<u4").astype(np.uint64)
+    lens = np.fromiter((len(m) for m in marked), dtype=np.int64, count=len(marked))
+    starts = np.cumsum(lens) - lens
+    owners_all = np.arange(len(words), dtype=np.int64)
+    hs: list[np.ndarray] = []
+    own: list[np.ndarray] = []
+    for n in NGRAM_SIZES:
+        cnt = np.maximum(lens - n + 1, 0)
+        total = int(cnt.sum())
+        if total == 0:
+            continue
+        first = np.cumsum(cnt) - cnt
+        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - first, cnt)
+        h = np.full(total, np.uint64(n) * _GOLDEN, dtype=np.uint64)
+        for j in range(n):
+            h = (h ^ cp[pos + j]) * _FNV_PRIME
+        hs.append(splitmix64(h))
+        own.append(np.repeat(owners_all, cnt))
+    hashes = np.concatenate(hs)
+    owner = np.concatenate(own)
+    order = np.argsort(owner, kind="stable")
+    return hashes[order], owner[order]
+
+
+def bucket_sign(h: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket ``(h mod 2^32) mod dim`` (int64) and sign (+1.0 / -1.0 from bit 63) of hashes."""
+    idx = ((h & _LOW32) % np.uint64(dim)).astype(np.int64)
+    sign = 1.0 - 2.0 * (h >> np.uint64(63)).astype(np.float64)
+    return idx, sign
+
+
+def word_features(words: Sequence[str], dim: int, w_word: float, w_char: float) -> tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]:
+    """Signed hashed features of each word on its own (word unigram + its char n-grams).
+
+    Returns (word_hashes uint64 (w,), owner int64, bucket int64, value float64): feature i
+    belongs to word owner[i] (non-decreasing), adds value[i] to bucket[i].
+    """
+    wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
+    gh, gown = ngram_hashes(words)
+    m = np.bincount(gown, minlength=len(words)).astype(np.float64)
+    widx, wsign = bucket_sign(wh, dim)
+    gidx, gsign = bucket_sign(gh, dim)
+    gval = gsign * (w_char / np.sqrt(np.maximum(m, 1.0)))[gown]
+    owner = np.concatenate([np.arange(len(words), dtype=np.int64), gown])
+    bucket = np.concatenate([widx, gidx])
+    value = np.concatenate([wsign * w_word, gval])
+    order = np.argsort(owner, kind="stable")
+    return wh, owner[order], bucket[order], value[order]
+
+
+def ragged_gather(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Positions starts[i] .. starts[i] + lens[i] - 1 for every i, concatenated."""
+    total = int(lens.sum())
+    first = np.cumsum(lens) - lens
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
+
+
+class _WordTable:
+    """Per distinct word: its 64-bit hash and its signed hashed features at one dim (CSR)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.clear()
+
+    def clear(self) -> None:
+        self.slots: dict[str, int] = {}
+        self.hashes = np.zeros(0, np.uint64)
+        self.starts = np.zeros(0, np.int64)
+        self.lens = np.zeros(0, np.int64)
+        self.fidx = np.zeros(0, np.int64)
+        self.fval = np.zeros(0, np.float64)
+
+    def lookup(self, tokens: list[str]) -> np.ndarray:
+        """Slot of each token (int64), adding the words not seen yet."""
+        get = self.slots.get
+        ids = [get(t, -1) for t in tokens]
+        if -1 in ids:
+            new = [w for w in dict.fromkeys(tokens) if w not in self.slots]
+            self._add(new)
+            get = self.slots.get
+            ids = [get(t, -1) for t in tokens]
+        return np.array(ids, dtype=np.int64)
+
+    def _add(self, words: list[str]) -> None:
+        base = len(self.slots)
+        wh, owner, bucket, value = word_features(words, self.dim, W_WORD, W_CHAR)
+        lens = np.bincount(owner, minlength=len(words)).astype(np.int64)
+        starts = self.fidx.shape[0] + np.cumsum(lens) - lens
+        self.hashes = np.concatenate([self.hashes, wh])
+        self.starts = np.concatenate([self.starts, starts])
+        self.lens = np.concatenate([self.lens, lens])
+        self.fidx = np.concatenate([self.fidx, bucket])
+        self.fval = np.concatenate([self.fval, value])
+        self.slots.update(zip(words, range(base, base + len(words))))
+
+
+def content_words(text: str) -> list[str]:
+    """The analyzer's tokens minus stop words (all tokens if every one is a stop word)."""
+    toks = tokenize(text)
+    content = [t for t in toks if t not in SNOWBALL_STOPWORDS]
+    return content or toks
+
+
+class HashingEmbedder:
+    """Dense feature-hashing embedder: word unigrams + bigrams + char 3-5-grams, signed, tf-log.
+
+    Deterministic and stateless in output (its word table is only a cache). Empty text (or text
+    without a letter or digit) gives a zero row; every other row has unit L2 norm.
+    """
+
+    version = "1"
+    kind: SpaceKind = "dense"
+
+    def __init__(self, dim: int = 384) -> None:
+        if not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be a positive int, got {dim!r}")
+        self.dim = dim
+        self.name = f"engramdb-hashing-{dim}"
+        self._table = _WordTable(dim)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
+        n = len(texts)
+        counts = np.zeros(n, dtype=np.int64)
+        tokens: list[str] = []
+        for r, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
+            words = content_words(text)
+            counts[r] = len(words)
+            tokens.extend(words)
+        with self._lock:
+            if len(self._table.slots) > TABLE_WORDS:
+                self._table.clear()
+            return self._embed_slots(n, counts, self._table.lookup(tokens))
+
+    def _embed_slots(self, n: int, counts: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        dim = self.dim
+        tab = self._table
+        rows = np.repeat(np.arange(n, dtype=np.int64), counts)
+        out = np.zeros(n * dim, dtype=np.float64)
+        if slots.size:
+            # words: tf per (row, slot), then each word's feature block scaled by 1 + ln(tf)
+            ns = np.int64(len(tab.slots))
+            key, tf = np.unique(rows * ns + slots, return_counts=True)
+            r, s = key // ns, key % ns
+            lens = tab.lens[s]
+            pos = ragged_gather(tab.starts[s], lens)
+            wt = np.repeat(1.0 + np.log(tf), lens)
+            flat = np.repeat(r * dim, lens) + tab.fidx[pos]
+            out += np.bincount(flat, weights=tab.fval[pos] * wt, minlength=n * dim)
+            # bigrams of adjacent content words within a text
+            same = rows[1:] == rows[:-1]
+            if same.any():
+                h1 = tab.hashes[slots[:-1][same]]
+                h2 = tab.hashes[slots[1:][same]]
+                bh = splitmix64(h1 * _GOLDEN + h2)
+                # key: row (high bits) | the 33 hash bits that decide bucket and sign
+                bkey, btf = np.unique(
+                    (rows[1:][same] << np.int64(33)) | (bh >> np.uint64(31)).astype(np.int64),
+                    return_counts=True,
+                )
+                code = (bkey & np.int64((1 << 33) - 1)).astype(np.uint64)
+                bidx = ((code & _LOW32) % np.uint64(dim)).astype(np.int64)
+                bsign = 1.0 - 2.0 * (code >> np.uint64(32)).astype(np.float64)
+                brow = bkey >> np.int64(33)
+                out += np.bincount(
+                    brow * dim + bidx, weights=bsign * W_BIGRAM * (1.0 + np.log(btf)), minlength=n * dim
+                )
+        mat = out.reshape(n, dim)
+        norms = np.sqrt(np.einsum("ij,ij->i", mat, mat))
+        np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
+        return mat.astype(np.float32)
