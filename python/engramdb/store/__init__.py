@@ -1,5 +1,6 @@
 """The embedded store (S1-S9): memory records, their Arrow persistence, and the lifecycle verbs."""
 
 from .record import InvalidMemory, Memory, validate_memory
+from .store import Hit, Store, StoreError, open
 
-__all__ = ["InvalidMemory", "Memory", "validate_memory"]
+__all__ = ["Hit", "InvalidMemory", "Memory", "Store", "StoreError", "open", "validate_memory"]

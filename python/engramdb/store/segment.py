@@ -1,0 +1,91 @@
+"""A segment: one Arrow table of memory versions plus the per-row arrays the scans filter on.
+
+Committed segments are Arrow IPC files read through a memory map (the vector columns reach the
+kernels without a copy). The write-ahead log's frames not yet folded into a file are kept as
+in-memory segments of the same shape. Rows never change; what changes is derived state the
+store sets: `sys_end` (when a newer version replaced a row, in system time) and `purged`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ..spaces.protocol import Embedding
+from ..spaces.schema import Schema
+from .vectors import column_name, from_arrow
+
+NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
+
+
+def _micros(col: pa.ChunkedArray, null: int) -> np.ndarray:
+    """Timestamp column -> int64 microseconds, nulls replaced by `null`."""
+    arr = col.cast(pa.int64()).fill_null(null)
+    return np.array(arr.to_numpy(), dtype=np.int64)  # a writable copy: sys_end is updated in place
+
+
+@dataclass
+class Segment:
+    """One table of memory versions and its derived per-row arrays."""
+
+    table: pa.Table
+    file: str | None = None  # committed file name, None while only in the WAL
+    ids: list[str] = field(init=False)
+    namespaces: np.ndarray = field(init=False)  # object array of namespace strings
+    valid_from: np.ndarray = field(init=False)
+    valid_until: np.ndarray = field(init=False)
+    learned_at: np.ndarray = field(init=False)
+    sys_end: np.ndarray = field(init=False)  # min(expired_at, next version's learned_at)
+    forgotten: np.ndarray = field(init=False)
+    purged: np.ndarray = field(init=False)
+    _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        t = self.table
+        self.ids = t.column("id").to_pylist()
+        self.namespaces = np.array(t.column("namespace").to_pylist(), dtype=object)
+        self.learned_at = _micros(t.column("learned_at"), 0)
+        self.valid_from = _micros(t.column("valid_from"), 0)
+        self.valid_from = np.where(t.column("valid_from").is_null().to_numpy(zero_copy_only=False),
+                                   self.learned_at, self.valid_from)
+        self.valid_until = _micros(t.column("valid_until"), NEVER)
+        self.sys_end = _micros(t.column("expired_at"), NEVER)
+        self.forgotten = ~t.column("forgotten_at").is_null().to_numpy(zero_copy_only=False)
+        self.purged = np.zeros(len(self.ids), dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    def vectors(self, schema: Schema, space: str) -> Embedding:
+        """The space's vectors of every row (zero-copy for dense and binary; cached)."""
+        if space not in self._vectors:
+            self._vectors[space] = from_arrow(schema[space], self.table.column(column_name(schema[space])))
+        return self._vectors[space]
+
+
+def read_segment(path: Path) -> Segment:
+    """Open a committed segment file through a memory map (nothing is read until used)."""
+    source = pa.memory_map(str(path), "r")
+    table = pa.ipc.open_file(source).read_all()
+    return Segment(table, file=path.name)
+
+
+def write_segment(path: Path, table: pa.Table) -> None:
+    """Write a segment file atomically (temp file, fsync, rename); one record batch."""
+    import os
+
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    batch = table.combine_chunks().to_batches()
+    with pa.OSFile(str(tmp), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            for b in batch:
+                writer.write_batch(b)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

@@ -1,0 +1,473 @@
+"""The embedded store: memories with bi-temporal versions, spaces, a WAL and Arrow segments.
+
+Write path: validate (record + every space, all or nothing) -> one Arrow table -> one fsynced WAL
+frame (the write is acknowledged here) -> an in-memory segment. When enough rows wait in the WAL,
+or on close, they are folded into an Arrow segment file and the manifest is replaced atomically.
+
+Read path: every version is a row; a memory's current version is the newest row of its id. A
+query scans each segment with the kernels, filtering inside the scan by namespace, liveness,
+valid time (`as_of`) and system time (`known_at`), and merges the per-segment top-k.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import kernels
+from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
+from ..spaces.schema import Schema, Space, SpaceError, default_schema
+from .batches import concat, take
+from .columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
+from .manifest import Manifest, read_manifest, write_manifest
+from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
+from .segment import NEVER, Segment, read_segment, write_segment
+from .vectors import column_name, to_arrow, vector_fields
+from .wal import WriteAheadLog
+
+CHECKPOINT_ROWS = 4096  # WAL rows folded into a segment file at this size (and on close)
+_MEMORY_FIELDS = {f.name for f in fields(Memory)}
+
+
+class StoreError(RuntimeError):
+    """An operation the store's state does not allow (unknown id, version conflict, closed store)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the memory, its score in the searched space, and why (if asked)."""
+
+    id: str
+    score: float
+    memory: Memory
+    explain: dict[str, Any] | None = None
+
+
+def _micros(t: datetime) -> int:
+    return int((t - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds() * 1_000_000)
+
+
+class Store:
+    """A memory store in a folder (or in memory when `path` is None). Use `engramdb.open`."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        schema: Schema | None = None,
+        embedders: Mapping[str, Embedder] | None = None,
+    ) -> None:
+        self._lock = threading.RLock()
+        self.path = Path(path) if path is not None else None
+        self._segments: list[Segment] = []
+        self._index: dict[str, tuple[int, int]] = {}  # id -> (segment, row) of its newest version
+        self._wal: WriteAheadLog | None = None
+        self._closed = False
+        manifest = None
+        if self.path is not None:
+            self.path.mkdir(parents=True, exist_ok=True)
+            manifest = read_manifest(self.path)
+        if manifest is not None and manifest.spaces:
+            stored = Schema.from_dict(manifest.spaces)
+            if schema is not None and schema != stored:
+                raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
+            schema = stored
+        self.schema = schema or default_schema()
+        self.embedders: dict[str, Embedder] = dict(embedders) if embedders is not None else _default_embedders(self.schema)
+        self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb")
+        self._table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema), metadata=MEMORY_SCHEMA.metadata)
+        if self.path is not None:
+            for entry in self._manifest.segments:
+                self._attach(read_segment(self.path / entry["file"]))
+            self._wal = WriteAheadLog(self.path / "wal.log")
+            for table in self._wal.recover():
+                self._attach(Segment(table))
+            if manifest is None:
+                write_manifest(self.path, self._manifest)
+
+    # ----------------------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Fold the WAL into a segment file and release the files. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._wal is not None:
+                self.checkpoint()
+                self._wal.close()
+            self._closed = True
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def checkpoint(self) -> None:
+        """Write the rows waiting in the WAL to one segment file, then empty the WAL."""
+        with self._lock:
+            self._check_open()
+            if self.path is None or self._wal is None:
+                return
+            pending = [i for i, s in enumerate(self._segments) if s.file is None]
+            if not pending:
+                return
+            table = pa.concat_tables([self._segments[i].table for i in pending])
+            name = f"seg-{self._manifest.next_segment:06d}.arrow"
+            write_segment(self.path / name, table)
+            merged = read_segment(self.path / name)
+            # carry derived state (replacements, purges) over to the merged rows
+            merged.sys_end = np.concatenate([self._segments[i].sys_end for i in pending])
+            merged.purged = np.concatenate([self._segments[i].purged for i in pending])
+            self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
+            self._manifest.next_segment += 1
+            write_manifest(self.path, self._manifest)  # committed: the rows are in the file now
+            self._wal.reset()
+            # WAL segments always trail the committed ones, so they are replaced as one block.
+            first = pending[0]
+            self._segments = self._segments[:first] + [merged]
+            self._reindex_from(first)
+
+    # ----------------------------------------------------------------------------- writes
+    def add(
+        self,
+        content: str,
+        *,
+        namespace: str,
+        session_id: str | None = None,
+        role: str | None = None,
+        memory_type: str | None = None,
+        valid_from: datetime | None = None,
+        id: str | None = None,  # noqa: A002 - the public name of the field
+        vectors: Mapping[str, Any] | None = None,
+        **fields_: Any,
+    ) -> Memory:
+        """Store one memory; returns it as stored (with id, version 1, learned_at)."""
+        record = {"content": content, "namespace": namespace, "session_id": session_id, "role": role,
+                  "memory_type": memory_type, "valid_from": valid_from, "id": id, "vectors": vectors, **fields_}
+        ids = self.add_many([record])
+        got = self.get(ids[0])
+        assert got is not None
+        return got
+
+    def add_many(self, records: Iterable[Mapping[str, Any] | Memory]) -> list[str]:
+        """Store many memories in one batch (one WAL frame); returns their ids in order.
+
+        Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
+        record refuses the batch, naming the record and the field.
+        """
+        memories: list[Memory] = []
+        given: list[Mapping[str, Any]] = []
+        now = utc_now()
+        for i, rec in enumerate(records):
+            if isinstance(rec, Memory):
+                rec = {f.name: getattr(rec, f.name) for f in fields(Memory)}
+            if not isinstance(rec, Mapping):
+                raise InvalidMemory(f"records[{i}] must be a dict or Memory, got {type(rec).__name__}")
+            rec = dict(rec)
+            vecs = rec.pop("vectors", None) or {}
+            unknown = set(rec) - _MEMORY_FIELDS
+            if unknown:
+                raise InvalidMemory(f"records[{i}] has unknown field(s) {sorted(unknown)}")
+            rec = {k: v for k, v in rec.items() if v is not None}
+            rec.setdefault("id", uuid.uuid4().hex)
+            rec["learned_at"] = now
+            rec["version"] = 1
+            try:
+                memories.append(validate_memory(Memory(**rec)))
+            except TypeError as exc:
+                raise InvalidMemory(f"records[{i}]: {exc}") from None
+            except InvalidMemory as exc:
+                raise InvalidMemory(f"records[{i}]: {exc}") from None
+            given.append(vecs)
+        if not memories:
+            return []
+        with self._lock:
+            self._check_open()
+            seen: set[str] = set()
+            for m in memories:
+                if m.id in self._index or m.id in seen:
+                    raise StoreError(f"id {m.id!r} already exists; use update() to change it")
+                seen.add(m.id)
+            self._write(memories, self._vectors_for(memories, given))
+        return [m.id for m in memories]
+
+    def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:  # noqa: A002
+        """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
+        vectors = changes.pop("vectors", None)
+        bad = set(changes) - (_MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"})
+        if bad:
+            raise InvalidMemory(f"update cannot change {sorted(bad)}")
+        with self._lock:
+            old = self._current(id)
+            if expected_version is not None and old.version != expected_version:
+                raise StoreError(f"memory {id!r} is at version {old.version}, not {expected_version}: reread and retry")
+            new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
+            keep = {} if "content" in changes and changes["content"] != old.content else self._row_vectors(id)
+            if vectors:
+                keep.update(vectors)
+            self._write([new], self._vectors_for([new], [keep]))
+            return new
+
+    def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
+        """`old` stops being true where `new` starts (S3); both are linked. Nothing is deleted."""
+        with self._lock:
+            old, new = self._current(old_id), self._current(new_id)
+            end = new.valid_from or new.learned_at
+            now = utc_now()
+            o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
+                                                  superseded_by=new.id))
+            n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
+            vecs = self._vectors_for([o2, n2], [self._row_vectors(old_id), self._row_vectors(new_id)])
+            self._write([o2, n2], vecs)
+            return o2, n2
+
+    def forget(self, id: str) -> Memory:  # noqa: A002
+        """Soft delete: hidden from search and get, restorable (S7)."""
+        with self._lock:
+            old = self._current(id)
+            if old.forgotten_at is not None:
+                return old
+            return self._rewrite(old, forgotten_at=utc_now())
+
+    def restore(self, id: str) -> Memory:  # noqa: A002
+        """Undo `forget`."""
+        with self._lock:
+            old = self._current(id, include_forgotten=True)
+            if old.forgotten_at is None:
+                return old
+            return self._rewrite(old, forgotten_at=None)
+
+    # ----------------------------------------------------------------------------- reads
+    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:  # noqa: A002
+        """The current version of a memory, or None (unknown, or forgotten unless asked)."""
+        with self._lock:
+            loc = self._index.get(id)
+            if loc is None:
+                return None
+            m = self._memory_at(*loc)
+            if m.forgotten_at is not None and not include_forgotten:
+                return None
+            return m
+
+    def __len__(self) -> int:
+        """Memories with a current version that is not forgotten."""
+        with self._lock:
+            return sum(1 for s, r in self._index.values() if not self._segments[s].forgotten[r])
+
+    def search(
+        self,
+        query: str | np.ndarray | Embedding,
+        *,
+        namespace: str,
+        k: int = 10,
+        space: str | None = None,
+        strategy: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        explain: bool = False,
+    ) -> list[Hit]:
+        """Exact search of one space, filtered in the scan by namespace and time.
+
+        `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
+        believed then, older versions included. Neither: current memories only.
+        """
+        if strategy not in (None, "exact", "dense_only"):
+            raise ValueError(f"strategy {strategy!r} is not available yet; use None, 'exact' or 'dense_only'")
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        sp = self.schema[space or self.schema.main]
+        as_of_us = _micros(as_utc("as_of", as_of)) if as_of is not None else None  # type: ignore[arg-type]
+        known_us = _micros(as_utc("known_at", known_at)) if known_at is not None else None  # type: ignore[arg-type]
+        qv = self._query_vector(sp, query)
+        with self._lock:
+            self._check_open()
+            now_us = _micros(utc_now())
+            found: list[tuple[float, int, int]] = []
+            for si, seg in enumerate(self._segments):
+                mask = (seg.namespaces == namespace) & ~seg.purged
+                if known_us is None:
+                    mask &= (seg.sys_end == NEVER) & ~seg.forgotten
+                else:
+                    mask &= (seg.learned_at <= known_us) & (known_us < seg.sys_end)
+                t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
+                if t is not None:
+                    mask &= (seg.valid_from <= t) & (t < seg.valid_until)
+                if not mask.any():
+                    continue
+                for row, score in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, k):
+                    found.append((score, si, row))
+            found.sort(key=lambda x: (-x[0], x[1], x[2]))
+            hits = []
+            for score, si, row in found[:k]:
+                m = self._memory_at(si, row)
+                why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row} if explain else None
+                hits.append(Hit(m.id, float(score), m, why))
+            return hits
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces."""
+        with self._lock:
+            namespaces: dict[str, int] = {}
+            for s, r in self._index.values():
+                ns = str(self._segments[s].namespaces[r])
+                namespaces[ns] = namespaces.get(ns, 0) + 1
+            return {
+                "memories": len(self._index),
+                "versions": sum(len(s) for s in self._segments),
+                "segments": sum(1 for s in self._segments if s.file),
+                "wal_segments": sum(1 for s in self._segments if not s.file),
+                "wal_bytes": self._wal.size() if self._wal else 0,
+                "namespaces": namespaces,
+                "spaces": [s.name for s in self.schema],
+                "path": str(self.path) if self.path else None,
+            }
+
+    # ----------------------------------------------------------------------------- internals
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+
+    def _current(self, id: str, include_forgotten: bool = False) -> Memory:  # noqa: A002
+        self._check_open()
+        m = self.get(id, include_forgotten=include_forgotten)
+        if m is None:
+            raise StoreError(f"no memory with id {id!r}" + ("" if include_forgotten else " (or it is forgotten)"))
+        return m
+
+    def _memory_at(self, si: int, row: int) -> Memory:
+        seg = self._segments[si]
+        return table_to_memories(seg.table.slice(row, 1))[0]
+
+    def _row_vectors(self, id: str) -> dict[str, Embedding]:  # noqa: A002
+        si, row = self._index[id]
+        seg = self._segments[si]
+        return {s.name: take(seg.vectors(self.schema, s.name), [row]) for s in self.schema}
+
+    def _rewrite(self, old: Memory, **changes: Any) -> Memory:
+        new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
+        self._write([new], self._vectors_for([new], [self._row_vectors(old.id)]))
+        return new
+
+    def _vectors_for(self, memories: Sequence[Memory], given: Sequence[Mapping[str, Any]]) -> dict[str, Embedding]:
+        """Every space's vectors for the batch: the caller's where given, else embedded."""
+        out: dict[str, Embedding] = {}
+        for sp in self.schema:
+            have = [g.get(sp.name) for g in given]
+            if all(h is not None for h in have):
+                parts = [sp.check(h, 1) for h in have]
+                out[sp.name] = concat(parts)
+                continue
+            emb = self.embedders.get(sp.name)
+            if emb is None:
+                raise SpaceError(f"no vector given for space {sp.name!r} and no embedder for it")
+            todo = [i for i, h in enumerate(have) if h is None]
+            made = sp.check(emb.embed([memories[i].content for i in todo]), len(todo))
+            parts_by_row: list[Embedding | None] = [None] * len(memories)
+            for j, i in enumerate(todo):
+                parts_by_row[i] = take(made, [j])
+            for i, h in enumerate(have):
+                if h is not None:
+                    parts_by_row[i] = sp.check(h, 1)
+            out[sp.name] = concat([p for p in parts_by_row if p is not None])
+        return self.schema.check_all(out, len(memories))
+
+    def _write(self, memories: list[Memory], vectors: Mapping[str, Embedding]) -> None:
+        table = memories_to_table(memories)
+        cols = {column_name(sp): to_arrow(sp, vectors[sp.name]) for sp in self.schema}
+        for name, arr in cols.items():
+            table = table.append_column(self._table_schema.field(name), arr)
+        table = table.replace_schema_metadata(self._table_schema.metadata)
+        if self._wal is not None:
+            self._wal.append(table)  # acknowledged from here on
+        self._attach(Segment(table))
+        if self._wal is not None and sum(len(s) for s in self._segments if s.file is None) >= CHECKPOINT_ROWS:
+            self.checkpoint()
+
+    def _attach(self, seg: Segment) -> None:
+        si = len(self._segments)
+        self._segments.append(seg)
+        self._index_rows(si)
+
+    def _index_rows(self, si: int) -> None:
+        seg = self._segments[si]
+        for row, mid in enumerate(seg.ids):
+            prev = self._index.get(mid)
+            if prev is not None:
+                ps, pr = prev
+                old = self._segments[ps]
+                old.sys_end[pr] = min(int(old.sys_end[pr]), int(seg.learned_at[row]))
+            self._index[mid] = (si, row)
+
+    def _reindex_from(self, first: int) -> None:
+        """Rebuild index entries pointing at segments >= first (after they were merged)."""
+        for mid, (s, _) in list(self._index.items()):
+            if s >= first:
+                del self._index[mid]
+        seg = self._segments[first]
+        for row, mid in enumerate(seg.ids):
+            self._index[mid] = (first, row)
+
+    def _query_vector(self, sp: Space, query: Any) -> Any:
+        if isinstance(query, str):
+            if not query.strip():
+                raise ValueError("query must be a non-empty string or a vector")
+            emb = self.embedders.get(sp.name)
+            if emb is None:
+                raise SpaceError(f"space {sp.name!r} has no embedder: pass the query as a vector")
+            return sp.check(emb.embed([query]), 1)
+        return sp.check(query, 1)
+
+
+def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(row, score) of the k best allowed rows of one segment, higher score = better."""
+    if sp.kind == "dense":
+        metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
+        idx, sc = kernels.topk(np.asarray(qv)[0], np.asarray(vecs), k, metric, mask=mask, threads=1)
+        return list(zip(idx.tolist(), sc.tolist()))
+    if sp.kind == "binary":
+        idx, dist = kernels.hamming_topk(np.asarray(qv)[0], np.asarray(vecs), k, mask=mask, threads=1)
+        return [(r, 1.0 - d / sp.dim) for r, d in zip(idx.tolist(), dist.tolist())]
+    if sp.kind == "sparse":
+        assert isinstance(qv, SparseBatch) and isinstance(vecs, SparseBatch)
+        ids, w = qv.row(0)
+        kw = {"weights": vecs.weights, "query_weights": w} if sp.metric == "weighted_jaccard" else {}
+        idx, sc = kernels.jaccard_topk(ids, vecs.indptr, vecs.indices, k, mask=mask, threads=1, **kw)
+        return list(zip(idx.tolist(), sc.tolist()))
+    assert isinstance(qv, TokenBatch) and isinstance(vecs, TokenBatch)
+    rows = np.flatnonzero(mask)
+    if qv.tokens.shape[0] == 0:
+        return []
+    scores = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, docs=rows, threads=1) / qv.tokens.shape[0]
+    order = np.lexsort((rows, -scores))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _default_embedders(schema: Schema) -> dict[str, Embedder]:
+    """The built-in embedders for the spaces of the default profile (empty if unavailable)."""
+    try:
+        from ..spaces.builtin import default_embedders
+    except ImportError:
+        return {}
+    made = default_embedders()
+    return {name: e for name, e in made.items() if name in schema.spaces}
+
+
+def open(  # noqa: A001 - the public name: engramdb.open(path)
+    path: str | Path | None = None,
+    *,
+    schema: Schema | None = None,
+    embedders: Mapping[str, Embedder] | None = None,
+) -> Store:
+    """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch)."""
+    return Store(path, schema=schema, embedders=embedders)

@@ -1,0 +1,85 @@
+"""Vector columns (S4 + S6): each space's vectors as Arrow columns, and back without copies.
+
+Column `v.<space>` per space:
+- dense: FixedSizeList<float32>[dim]; read back as a zero-copy (n, dim) float32 view.
+- binary: FixedSizeBinary[dim / 8]; read back as a zero-copy (n, dim / 8) uint8 view.
+- sparse: List<Struct<id: int32, w: float32>>; read back as a SparseBatch (CSR).
+- multivector: List<FixedSizeList<float32>[dim]>; read back as a TokenBatch.
+Zero-copy means the numpy array points into the (memory-mapped) Arrow buffer: the kernels scan
+the file's pages directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
+from ..spaces.schema import Schema, Space
+
+
+def column_name(space: Space) -> str:
+    """The Arrow column holding `space`'s vectors."""
+    return f"v.{space.name}"
+
+
+def arrow_type(space: Space) -> pa.DataType:
+    """The Arrow type of a space's vector column."""
+    if space.kind == "dense":
+        return pa.list_(pa.float32(), space.dim)
+    if space.kind == "binary":
+        return pa.binary(space.dim // 8)
+    if space.kind == "sparse":
+        return pa.list_(pa.struct([("id", pa.int32()), ("w", pa.float32())]))
+    return pa.list_(pa.list_(pa.float32(), space.dim))
+
+
+def to_arrow(space: Space, value: Embedding) -> pa.Array:
+    """A validated batch (from Space.check) as an Arrow array of arrow_type(space)."""
+    if space.kind == "dense":
+        arr = np.ascontiguousarray(value, dtype=np.float32)
+        return pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1)), space.dim)
+    if space.kind == "binary":
+        arr = np.ascontiguousarray(value, dtype=np.uint8)
+        n, width = arr.shape
+        return pa.Array.from_buffers(pa.binary(width), n, [None, pa.py_buffer(arr.tobytes())])
+    if space.kind == "sparse":
+        assert isinstance(value, SparseBatch)
+        items = pa.StructArray.from_arrays(
+            [pa.array(value.indices.astype(np.int32)), pa.array(value.weights.astype(np.float32))], names=["id", "w"]
+        )
+        return pa.ListArray.from_arrays(pa.array(value.indptr.astype(np.int32)), items)
+    assert isinstance(value, TokenBatch)
+    toks = pa.FixedSizeListArray.from_arrays(pa.array(value.tokens.astype(np.float32).reshape(-1)), space.dim)
+    return pa.ListArray.from_arrays(pa.array(value.offsets.astype(np.int32)), toks)
+
+
+def from_arrow(space: Space, column: pa.ChunkedArray | pa.Array) -> Embedding:
+    """Vectors of one column, zero-copy where the layout allows (a single chunk, no nulls)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) and column.num_chunks != 1 else column
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0)
+    n = len(arr)
+    if space.kind == "dense":
+        flat: np.ndarray = arr.flatten().to_numpy(zero_copy_only=True)  # honours slices, no copy
+        return flat.reshape(n, space.dim)
+    if space.kind == "binary":
+        width = space.dim // 8
+        buf = arr.buffers()[1]
+        return np.frombuffer(buf, dtype=np.uint8, count=n * width, offset=arr.offset * width).reshape(n, width)
+    if space.kind == "sparse":
+        offsets = arr.offsets.to_numpy().astype(np.int64)
+        items = arr.values
+        ids = items.field("id").to_numpy(zero_copy_only=False)
+        w = items.field("w").to_numpy(zero_copy_only=False)
+        base = offsets[0]
+        return SparseBatch(offsets - base, ids[base : offsets[-1]].astype(np.int32), w[base : offsets[-1]])
+    offsets = arr.offsets.to_numpy().astype(np.int64)
+    toks = arr.values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)
+    base = offsets[0]
+    return TokenBatch(np.ascontiguousarray(toks[base : offsets[-1]]), offsets - base)
+
+
+def vector_fields(schema: Schema) -> list[pa.Field]:
+    """The vector fields a segment of this schema carries, in schema order."""
+    return [pa.field(column_name(s), arrow_type(s), nullable=False) for s in schema]

@@ -1,0 +1,49 @@
+"""A small schema and a deterministic toy embedder so store tests need no model and run fast."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from engramdb.spaces.schema import Schema, Space
+
+
+class ToyDense:
+    """Deterministic dense vectors from a text hash (only equality of texts is meaningful)."""
+
+    name = "toy-dense"
+    version = "1"
+    kind = "dense"
+
+    def __init__(self, dim: int = 8) -> None:
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+class ToyBits:
+    """Sign bits of ToyDense, packed."""
+
+    name = "toy-bits"
+    version = "1"
+    kind = "binary"
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.packbits(ToyDense(64).embed(texts) > 0, axis=1)
+
+
+def toy_schema() -> Schema:
+    return Schema([Space("dense", "dense", 8, "cosine"), Space("bits", "binary", 64, "hamming", role="fuse")])
+
+
+def toy_embedders() -> dict[str, object]:
+    return {"dense": ToyDense(8), "bits": ToyBits()}

@@ -1,0 +1,163 @@
+"""S1-S3, S6, S7 through the public store API: add, get, versions, supersede, forget, search, reopen."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from store_helpers import ToyDense, toy_embedders, toy_schema
+
+import engramdb
+from engramdb.spaces.schema import SpaceError
+from engramdb.store import InvalidMemory, StoreError
+from engramdb.store import store as store_mod
+
+T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+
+
+def open_store(path: Path | None = None) -> engramdb.store.Store:
+    return engramdb.store.open(path, schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+
+
+def test_add_get_and_search_in_memory() -> None:
+    db = open_store()
+    m = db.add("Alice moved to Lisbon", namespace="alice", session_id="s1", role="user", memory_type="fact")
+    assert m.version == 1 and m.learned_at is not None and m.namespace == "alice"
+    assert db.get(m.id) == m
+    db.add("Bob likes tea", namespace="alice")
+    hits = db.search("Alice moved to Lisbon", namespace="alice", k=5)
+    assert hits[0].id == m.id and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert len(hits) == 2
+    assert db.get("nope") is None
+
+
+def test_namespaces_are_a_hard_partition() -> None:
+    db = open_store()
+    mine = db.add("the launch code is 1234", namespace="tenant-a")
+    db.add("the launch code is 1234", namespace="tenant-b")  # identical content elsewhere
+    for space in ("dense", "bits"):
+        hits = db.search("the launch code is 1234", namespace="tenant-a", k=50, space=space)
+        assert [h.id for h in hits] == [mine.id]
+    assert db.search("the launch code is 1234", namespace="tenant-c", k=50) == []
+
+
+def test_bad_input_is_refused_whole_and_named() -> None:
+    db = open_store()
+    db.add("kept", namespace="n", id="keep")
+    good = {"content": "fine", "namespace": "n"}
+    with pytest.raises(InvalidMemory, match=r"records\[1\]: valid_from is a naive datetime"):
+        db.add_many([good, {"content": "x", "namespace": "n", "valid_from": datetime(2024, 1, 1)}])
+    with pytest.raises(InvalidMemory, match=r"records\[0\]: content must be a non-empty string"):
+        db.add_many([{"content": "", "namespace": "n"}])
+    with pytest.raises(InvalidMemory, match=r"unknown field\(s\) \['colour'\]"):
+        db.add_many([{"content": "x", "namespace": "n", "colour": "red"}])
+    with pytest.raises(SpaceError, match="space 'dense': row 0 contains NaN"):
+        db.add("nan vector", namespace="n", vectors={"dense": np.full(8, np.nan)})
+    with pytest.raises(SpaceError, match=r"must have shape \(1, 8\)"):
+        db.add("short vector", namespace="n", vectors={"dense": np.ones(7)})
+    with pytest.raises(SpaceError, match="unknown space 'nope'"):
+        db.search("x", namespace="n", space="nope")
+    with pytest.raises(StoreError, match="already exists"):
+        db.add("again", namespace="n", id="keep")
+    assert len(db) == 1 and db.get("keep") is not None  # nothing of the refused batches landed
+
+
+def test_caller_vectors_work_everywhere() -> None:
+    db = open_store()
+    v = np.zeros(8, np.float32)
+    v[3] = 1
+    m = db.add("anything", namespace="n", vectors={"dense": v, "bits": np.full(8, 255, np.uint8)})
+    hits = db.search(v, namespace="n", k=1)
+    assert hits[0].id == m.id and hits[0].score == pytest.approx(1.0)
+
+
+def test_update_versions_and_optimistic_conflicts() -> None:
+    db = open_store()
+    m = db.add("Alice lives in Porto", namespace="alice")
+    m2 = db.update(m.id, content="Alice lives in Lisbon", expected_version=1)
+    assert m2.version == 2 and db.get(m.id) == m2
+    with pytest.raises(StoreError, match="is at version 2, not 1"):
+        db.update(m.id, content="stale write", expected_version=1)
+    assert db.search("Alice lives in Lisbon", namespace="alice", k=1)[0].id == m.id
+    # the old content is no longer current, but the store still knew it back then
+    assert db.search("Alice lives in Porto", namespace="alice", k=5)[0].memory.content == "Alice lives in Lisbon"
+    before = m2.learned_at - timedelta(microseconds=1)  # type: ignore[operator]
+    old = db.search("Alice lives in Porto", namespace="alice", k=1, known_at=before)
+    assert old[0].memory.content == "Alice lives in Porto" and old[0].memory.version == 1
+    with pytest.raises(InvalidMemory, match="update cannot change"):
+        db.update(m.id, namespace="bob")
+
+
+def test_supersede_ends_the_old_fact_in_valid_time() -> None:
+    db = open_store()
+    old = db.add("Alice works at the bakery", namespace="alice", valid_from=T0)
+    new = db.add("Alice works at the library", namespace="alice", valid_from=T0 + timedelta(days=30))
+    o2, n2 = db.supersede(old.id, new.id)
+    assert o2.valid_until == new.valid_from and o2.superseded_by == new.id and n2.supersedes == old.id
+    assert db.get(old.id) == o2  # nothing deleted
+    now_hits = db.search("Alice works at the bakery", namespace="alice", k=5)
+    assert [h.id for h in now_hits] == [new.id]  # a fact superseded before now is not current
+    then = db.search("Alice works at the bakery", namespace="alice", k=5, as_of=T0 + timedelta(days=1))
+    assert [h.id for h in then] == [old.id]  # at that time only the bakery was true
+
+
+def test_forget_and_restore() -> None:
+    db = open_store()
+    m = db.add("a secret", namespace="n")
+    db.forget(m.id)
+    assert db.get(m.id) is None and db.get(m.id, include_forgotten=True) is not None
+    assert db.search("a secret", namespace="n", k=5) == []
+    db.restore(m.id)
+    assert db.search("a secret", namespace="n", k=5)[0].id == m.id
+    with pytest.raises(StoreError, match="no memory with id 'ghost'"):
+        db.forget("ghost")
+
+
+def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 7)
+    db = open_store(tmp_path / "mem")
+    ids = db.add_many([{"content": f"turn {i}", "namespace": "n", "session_id": "s", "seq": i} for i in range(5)])
+    ids += db.add_many([{"content": f"turn {i}", "namespace": "n"} for i in range(5, 9)])  # crosses 7: checkpoint
+    db.update(ids[0], content="turn zero, edited")
+    db.forget(ids[1])
+    expected = {i: db.get(i, include_forgotten=True) for i in ids}
+    assert db.stats()["segments"] == 1
+    db.close()
+    files = sorted(p.name for p in (tmp_path / "mem").iterdir())
+    assert files == ["manifest.json", "seg-000001.arrow", "seg-000002.arrow", "wal.log"]
+    again = open_store(tmp_path / "mem")
+    assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
+    assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]
+    assert again.get(ids[1]) is None
+    again.close()
+
+
+def test_unclosed_store_recovers_from_the_wal(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem")
+    m = db.add("written but never closed", namespace="n")
+    # no close(): the next open must find the write in the WAL
+    again = open_store(tmp_path / "mem")
+    assert again.get(m.id) == m
+    again.close()
+
+
+def test_schema_mismatch_on_reopen_is_refused(tmp_path: Path) -> None:
+    open_store(tmp_path / "mem").close()
+    from engramdb.spaces.schema import Schema, Space
+
+    with pytest.raises(SpaceError, match="has schema"):
+        engramdb.store.open(tmp_path / "mem", schema=Schema([Space("other", "dense", 4, "dot")]), embedders={})
+
+
+def test_zero_copy_dense_vectors_from_segment_files(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem")
+    db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(20)])
+    db.close()
+    again = open_store(tmp_path / "mem")
+    seg = again._segments[0]
+    vecs = seg.vectors(again.schema, "dense")
+    assert not vecs.flags.owndata  # a view into the memory-mapped file, not a copy
+    np.testing.assert_allclose(vecs[3], ToyDense(8).embed(["row 3"])[0])
+    again.close()
