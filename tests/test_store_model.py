@@ -1,0 +1,127 @@
+"""A Hypothesis state machine: the store against a plain-Python model (add, update, supersede,
+forget, restore, checkpoint, reopen), checked after every step through get() and search()."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from store_helpers import toy_embedders, toy_schema
+
+from engramdb.store import open as open_store
+from engramdb.store import store as store_mod
+
+
+@dataclass
+class Model:
+    content: str
+    namespace: str
+    version: int = 1
+    forgotten: bool = False
+    superseded: bool = False  # valid_until set in the past
+
+
+NAMESPACES = ("a", "b")
+WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta"])
+CONTENT = st.lists(WORDS, min_size=1, max_size=3).map(" ".join)
+
+
+class StoreMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="engramdb-sm-"))
+        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+        self.model: dict[str, Model] = {}
+        self.counter = 0
+
+    def teardown(self) -> None:
+        self.db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @rule(content=CONTENT, ns=st.sampled_from(NAMESPACES))
+    def add(self, content: str, ns: str) -> None:
+        mid = f"m{self.counter}"
+        self.counter += 1
+        self.db.add(content, namespace=ns, id=mid)
+        self.model[mid] = Model(content, ns)
+
+    @precondition(lambda self: any(not m.forgotten for m in self.model.values()))
+    @rule(data=st.data(), content=CONTENT)
+    def update(self, data: st.DataObject, content: str) -> None:
+        mid = data.draw(st.sampled_from(sorted(k for k, m in self.model.items() if not m.forgotten)))
+        got = self.db.update(mid, content=content, expected_version=self.model[mid].version)
+        self.model[mid].content = content
+        self.model[mid].version += 1
+        assert got.version == self.model[mid].version
+
+    @precondition(lambda self: any(not m.forgotten for m in self.model.values()))
+    @rule(data=st.data())
+    def forget(self, data: st.DataObject) -> None:
+        mid = data.draw(st.sampled_from(sorted(k for k, m in self.model.items() if not m.forgotten)))
+        self.db.forget(mid)
+        self.model[mid].forgotten = True
+        self.model[mid].version += 1
+
+    @precondition(lambda self: any(m.forgotten for m in self.model.values()))
+    @rule(data=st.data())
+    def restore(self, data: st.DataObject) -> None:
+        mid = data.draw(st.sampled_from(sorted(k for k, m in self.model.items() if m.forgotten)))
+        self.db.restore(mid)
+        self.model[mid].forgotten = False
+        self.model[mid].version += 1
+
+    @precondition(lambda self: sum(not m.forgotten and not m.superseded for m in self.model.values()) >= 2)
+    @rule(data=st.data())
+    def supersede(self, data: st.DataObject) -> None:
+        live = sorted(k for k, m in self.model.items() if not m.forgotten and not m.superseded)
+        old = data.draw(st.sampled_from(live))
+        new = data.draw(st.sampled_from([k for k in live if k != old]))
+        self.db.supersede(old, new)
+        self.model[old].superseded = True
+        self.model[old].version += 1
+        self.model[new].version += 1
+
+    @rule()
+    def checkpoint(self) -> None:
+        self.db.checkpoint()
+
+    @rule()
+    def reopen(self) -> None:
+        self.db.close()
+        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+
+    @invariant()
+    def get_matches_the_model(self) -> None:
+        for mid, m in self.model.items():
+            got = self.db.get(mid, include_forgotten=True)
+            assert got is not None
+            assert (got.content, got.namespace, got.version) == (m.content, m.namespace, m.version)
+            assert (got.forgotten_at is not None) == m.forgotten
+            assert (self.db.get(mid) is None) == m.forgotten
+
+    @invariant()
+    def search_sees_exactly_the_current_memories(self) -> None:
+        for ns in NAMESPACES:
+            want = {k for k, m in self.model.items() if m.namespace == ns and not m.forgotten and not m.superseded}
+            hits = self.db.search("alpha", namespace=ns, k=1000)
+            assert {h.id for h in hits} == want
+            for mid in list(want)[:3]:  # each current memory is found by its own content first
+                top = self.db.search(self.model[mid].content, namespace=ns, k=1)[0]
+                assert top.memory.content == self.model[mid].content
+
+
+@pytest.fixture(autouse=True)
+def small_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 5)
+
+
+StoreMachine.TestCase.settings = settings(
+    max_examples=25, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestStoreMachine = StoreMachine.TestCase
