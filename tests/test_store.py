@@ -126,7 +126,7 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: py
     assert db.stats()["segments"] == 1
     db.close()
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
-    assert files == ["manifest.json", "seg-000001.arrow", "seg-000002.arrow", "wal.log"]
+    assert files == ["LOCK", "manifest.json", "seg-000001.arrow", "seg-000002.arrow", "wal-000003.log"]
     again = open_store(tmp_path / "mem")
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]
@@ -137,7 +137,9 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: py
 def test_unclosed_store_recovers_from_the_wal(tmp_path: Path) -> None:
     db = open_store(tmp_path / "mem")
     m = db.add("written but never closed", namespace="n")
-    # no close(): the next open must find the write in the WAL
+    # no close(): as if the process died (which also drops its lock); the WAL has the write
+    assert db._writer_lock is not None
+    db._writer_lock.release()
     again = open_store(tmp_path / "mem")
     assert again.get(m.id) == m
     again.close()
@@ -160,4 +162,19 @@ def test_zero_copy_dense_vectors_from_segment_files(tmp_path: Path) -> None:
     vecs = seg.vectors(again.schema, "dense")
     assert not vecs.flags.owndata  # a view into the memory-mapped file, not a copy
     np.testing.assert_allclose(vecs[3], ToyDense(8).embed(["row 3"])[0])
+    again.close()
+
+
+def test_crash_debris_is_removed_and_never_read(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem")
+    ids = db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(3)])
+    db.close()
+    folder = tmp_path / "mem"
+    # what a crash in the middle of a checkpoint can leave: a segment and a log nobody lists
+    (folder / "seg-000042.arrow").write_bytes((folder / "seg-000001.arrow").read_bytes())
+    (folder / "wal-000099.log").write_bytes(b"EGWAL001")
+    (folder / "manifest.json.tmp").write_text("{")
+    again = open_store(folder)
+    assert len(again) == 3 and all(again.get(i) is not None for i in ids)
+    assert not any(p.name in ("seg-000042.arrow", "wal-000099.log", "manifest.json.tmp") for p in folder.iterdir())
     again.close()

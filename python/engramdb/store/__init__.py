@@ -1,6 +1,7 @@
 """The embedded store (S1-S9): memory records, their Arrow persistence, and the lifecycle verbs."""
 
+from .lock import StoreLocked
 from .record import InvalidMemory, Memory, validate_memory
 from .store import Hit, Store, StoreError, open
 
-__all__ = ["Hit", "InvalidMemory", "Memory", "Store", "StoreError", "open", "validate_memory"]
+__all__ = ["Hit", "InvalidMemory", "Memory", "Store", "StoreError", "StoreLocked", "open", "validate_memory"]

@@ -27,11 +27,12 @@ from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
 from .batches import concat, take
 from .columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
+from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
 from .segment import NEVER, Segment, read_segment, write_segment
 from .vectors import column_name, to_arrow, vector_fields
-from .wal import WriteAheadLog
+from .wal import WriteAheadLog, read_frames
 
 CHECKPOINT_ROWS = 4096  # WAL rows folded into a segment file at this size (and on close)
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
@@ -64,16 +65,23 @@ class Store:
         *,
         schema: Schema | None = None,
         embedders: Mapping[str, Embedder] | None = None,
+        read_only: bool = False,
     ) -> None:
         self._lock = threading.RLock()
         self.path = Path(path) if path is not None else None
+        self.read_only = read_only
+        self._writer_lock: WriterLock | None = None
         self._segments: list[Segment] = []
         self._index: dict[str, tuple[int, int]] = {}  # id -> (segment, row) of its newest version
         self._wal: WriteAheadLog | None = None
         self._closed = False
         manifest = None
         if self.path is not None:
+            if read_only and not (self.path / "manifest.json").exists():
+                raise StoreError(f"no engramdb store at {self.path} to open read-only")
             self.path.mkdir(parents=True, exist_ok=True)
+            if not read_only:
+                self._writer_lock = WriterLock(self.path)
             manifest = read_manifest(self.path)
         if manifest is not None and manifest.spaces:
             stored = Schema.from_dict(manifest.spaces)
@@ -87,11 +95,17 @@ class Store:
         if self.path is not None:
             for entry in self._manifest.segments:
                 self._attach(read_segment(self.path / entry["file"]))
-            self._wal = WriteAheadLog(self.path / "wal.log")
-            for table in self._wal.recover():
-                self._attach(Segment(table))
-            if manifest is None:
-                write_manifest(self.path, self._manifest)
+            if read_only:  # the WAL as it is now; never repaired or appended by a reader
+                if (self.path / self._manifest.wal).exists():
+                    for table in read_frames(self.path / self._manifest.wal)[0]:
+                        self._attach(Segment(table))
+            else:
+                self._wal = WriteAheadLog(self.path / self._manifest.wal)
+                for table in self._wal.recover():
+                    self._attach(Segment(table))
+                if manifest is None:
+                    write_manifest(self.path, self._manifest)
+                self._remove_debris()
 
     # ----------------------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -102,6 +116,8 @@ class Store:
             if self._wal is not None:
                 self.checkpoint()
                 self._wal.close()
+            if self._writer_lock is not None:
+                self._writer_lock.release()
             self._closed = True
 
     def __enter__(self) -> Store:
@@ -126,10 +142,18 @@ class Store:
             # carry derived state (replacements, purges) over to the merged rows
             merged.sys_end = np.concatenate([self._segments[i].sys_end for i in pending])
             merged.purged = np.concatenate([self._segments[i].purged for i in pending])
+            # The rows move from the WAL to the file in one atomic step: the new manifest names the
+            # segment and a fresh, empty WAL together. A crash before it leaves the old manifest and
+            # the old WAL (the new files are debris); after it, the old WAL is the debris.
+            old_wal = self._wal
+            wal_name = f"wal-{self._manifest.next_segment + 1:06d}.log"
+            self._wal = WriteAheadLog(self.path / wal_name)
             self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
             self._manifest.next_segment += 1
-            write_manifest(self.path, self._manifest)  # committed: the rows are in the file now
-            self._wal.reset()
+            self._manifest.wal = wal_name
+            write_manifest(self.path, self._manifest)  # committed
+            old_wal.close()
+            old_wal.path.unlink(missing_ok=True)
             # WAL segments always trail the committed ones, so they are replaced as one block.
             first = pending[0]
             self._segments = self._segments[:first] + [merged]
@@ -334,9 +358,24 @@ class Store:
             }
 
     # ----------------------------------------------------------------------------- internals
+    def _remove_debris(self) -> None:
+        """Delete files a crash left behind: unlisted segments and logs, temp files."""
+        assert self.path is not None
+        keep = {e["file"] for e in self._manifest.segments} | {self._manifest.wal, "manifest.json", "LOCK"}
+        for p in self.path.iterdir():
+            if p.name in keep or not p.is_file():
+                continue
+            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-")) and p.suffix in (".arrow", ".log")):
+                p.unlink(missing_ok=True)
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise StoreError("the store is open read-only")
 
     def _current(self, id: str, include_forgotten: bool = False) -> Memory:  # noqa: A002
         self._check_open()
@@ -383,6 +422,7 @@ class Store:
         return self.schema.check_all(out, len(memories))
 
     def _write(self, memories: list[Memory], vectors: Mapping[str, Embedding]) -> None:
+        self._check_writable()
         table = memories_to_table(memories)
         cols = {column_name(sp): to_arrow(sp, vectors[sp.name]) for sp in self.schema}
         for name, arr in cols.items():
@@ -468,6 +508,11 @@ def open(  # noqa: A001 - the public name: engramdb.open(path)
     *,
     schema: Schema | None = None,
     embedders: Mapping[str, Embedder] | None = None,
+    read_only: bool = False,
 ) -> Store:
-    """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch)."""
-    return Store(path, schema=schema, embedders=embedders)
+    """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
+
+    One process may write a store at a time (a second writer gets `StoreLocked`); any number
+    may open it with `read_only=True`, seeing what was committed or logged at open time.
+    """
+    return Store(path, schema=schema, embedders=embedders, read_only=read_only)

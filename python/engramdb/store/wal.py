@@ -70,14 +70,6 @@ class WriteAheadLog:
         self._fh.seek(0, os.SEEK_END)
         return tables
 
-    def reset(self) -> None:
-        """Empty the log (after its frames reached a segment): header only, fsynced."""
-        self._fh.truncate(0)
-        self._fh.seek(0)
-        self._fh.write(HEADER)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
     def size(self) -> int:
         """Bytes in the log file."""
         return self.path.stat().st_size
