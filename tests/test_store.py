@@ -178,3 +178,26 @@ def test_crash_debris_is_removed_and_never_read(tmp_path: Path) -> None:
     assert len(again) == 3 and all(again.get(i) is not None for i in ids)
     assert not any(p.name in ("seg-000042.arrow", "wal-000099.log", "manifest.json.tmp") for p in folder.iterdir())
     again.close()
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_purge_removes_the_content_from_every_file(tmp_path: Path, persistent: bool) -> None:
+    db = open_store(tmp_path / "mem" if persistent else None)
+    secret = db.add("my passport number is X1234567", namespace="n")
+    db.update(secret.id, content="my passport number is X1234567 (renewed)")
+    keep = db.add_many([{"content": f"harmless {i}", "namespace": "n"} for i in range(3)])
+    db.checkpoint()
+    other = db.add("written after the checkpoint", namespace="n")
+    assert db.purge(secret.id) == 2
+    assert db.get(secret.id, include_forgotten=True) is None
+    assert all(h.id != secret.id for h in db.search("my passport number is X1234567", namespace="n", k=50))
+    assert all(db.get(i) is not None for i in [*keep, other.id])
+    with pytest.raises(StoreError, match="no memory with id"):
+        db.purge(secret.id)
+    db.close()
+    if persistent:
+        for p in (tmp_path / "mem").iterdir():
+            assert b"X1234567" not in p.read_bytes(), f"{p.name} still holds the purged content"
+        again = open_store(tmp_path / "mem")
+        assert again.get(secret.id) is None and len(again) == 4
+        again.close()

@@ -52,9 +52,13 @@ class Segment:
         self.valid_from = np.where(t.column("valid_from").is_null().to_numpy(zero_copy_only=False),
                                    self.learned_at, self.valid_from)
         self.valid_until = _micros(t.column("valid_until"), NEVER)
-        self.sys_end = _micros(t.column("expired_at"), NEVER)
         self.forgotten = ~t.column("forgotten_at").is_null().to_numpy(zero_copy_only=False)
         self.purged = np.zeros(len(self.ids), dtype=bool)
+        self.reset_sys_end()
+
+    def reset_sys_end(self) -> None:
+        """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""
+        self.sys_end = _micros(self.table.column("expired_at"), NEVER)
 
     def __len__(self) -> int:
         return int(self.table.num_rows)

@@ -269,6 +269,50 @@ class Store:
                 return old
             return self._rewrite(old, forgotten_at=None)
 
+    def purge(self, id: str) -> int:  # noqa: A002
+        """Hard delete for privacy requests: every version's content leaves every file (S7).
+
+        Folds the WAL into a segment first, then rewrites each segment holding the memory without
+        its rows and drops the old files. Returns how many versions were removed.
+        """
+        with self._lock:
+            self._check_writable()
+            if id not in self._index:
+                raise StoreError(f"no memory with id {id!r} to purge")
+            self.checkpoint()
+            removed = 0
+            kept: list[Segment] = []
+            dropped: list[str] = []
+            for seg in self._segments:
+                keep = np.fromiter((i != id for i in seg.ids), dtype=bool, count=len(seg))
+                if keep.all():
+                    kept.append(seg)
+                    continue
+                removed += int((~keep).sum())
+                table = seg.table.filter(pa.array(keep))
+                if seg.file is not None:
+                    dropped.append(seg.file)
+                if table.num_rows == 0:
+                    continue
+                if self.path is None:
+                    kept.append(Segment(table))
+                else:
+                    name = f"seg-{self._manifest.next_segment:06d}.arrow"
+                    self._manifest.next_segment += 1
+                    write_segment(self.path / name, table)
+                    kept.append(read_segment(self.path / name))
+            if self.path is not None:
+                self._manifest.segments = [{"file": s.file, "rows": len(s)} for s in kept]
+                write_manifest(self.path, self._manifest)  # committed: the old files are unlisted
+                for name in dropped:
+                    (self.path / name).unlink(missing_ok=True)
+            self._segments = []
+            self._index = {}
+            for seg in kept:
+                seg.reset_sys_end()
+                self._attach(seg)
+            return removed
+
     # ----------------------------------------------------------------------------- reads
     def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:  # noqa: A002
         """The current version of a memory, or None (unknown, or forgotten unless asked)."""
