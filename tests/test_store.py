@@ -201,3 +201,22 @@ def test_purge_removes_the_content_from_every_file(tmp_path: Path, persistent: b
         again = open_store(tmp_path / "mem")
         assert again.get(secret.id) is None and len(again) == 4
         again.close()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".arrow"])
+def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
+    db = open_store()
+    a = db.add("Alice moved to Lisbon", namespace="alice", valid_from=T0, metadata={"k": [1, 2]}, role="user")
+    db.add("Bob likes tea", namespace="bob")
+    b = db.add("Alice adopted a cat", namespace="alice", vectors={"dense": np.eye(8, dtype=np.float32)[2]})
+    assert db.export(tmp_path / f"alice{suffix}", namespace="alice") == 2
+    other = open_store()
+    ids = other.import_(tmp_path / f"alice{suffix}")
+    assert sorted(ids) == sorted([a.id, b.id])
+    got = other.get(a.id)
+    assert got is not None and (got.content, got.valid_from, got.metadata, got.role) == (a.content, T0, {"k": [1, 2]}, "user")
+    hit = other.search(np.eye(8, dtype=np.float32)[2], namespace="alice", k=1)[0]
+    if suffix == ".arrow":  # vectors travel with Arrow exports; JSONL re-embeds the text
+        assert hit.id == b.id and hit.score == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="must end in .jsonl or .arrow"):
+        db.export(tmp_path / "x.csv")

@@ -1,7 +1,10 @@
 """engramdb: an embeddable long-term memory engine for AI agents, with a C++ core.
 
-The store arrives in a later release; today the package ships its native kernels
-(`engramdb.kernels`) and reports what they run on (`engramdb.capabilities()`).
+    db = engramdb.open("./memory")          # a folder of Arrow files (None: in memory)
+    db.add("Alice moved to Lisbon", namespace="alice")
+    hits = db.search("where does Alice live?", namespace="alice")
+
+`engramdb.kernels` holds the native kernels; `engramdb.capabilities()` says what they run on.
 """
 
 from __future__ import annotations
@@ -9,5 +12,17 @@ from __future__ import annotations
 from . import kernels
 from ._capabilities import capabilities
 from ._version import __version__
+from .store import Hit, InvalidMemory, Memory, Store, StoreError, StoreLocked, open
 
-__all__ = ["__version__", "capabilities", "kernels"]
+__all__ = [
+    "Hit",
+    "InvalidMemory",
+    "Memory",
+    "Store",
+    "StoreError",
+    "StoreLocked",
+    "__version__",
+    "capabilities",
+    "kernels",
+    "open",
+]

@@ -11,6 +11,8 @@ valid time (`as_of`) and system time (`known_at`), and merges the per-segment to
 
 from __future__ import annotations
 
+import builtins
+import json
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,7 +33,7 @@ from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
 from .segment import NEVER, Segment, read_segment, write_segment
-from .vectors import column_name, to_arrow, vector_fields
+from .vectors import column_name, from_arrow, to_arrow, vector_fields
 from .wal import WriteAheadLog, read_frames
 
 CHECKPOINT_ROWS = 4096  # WAL rows folded into a segment file at this size (and on close)
@@ -313,6 +315,71 @@ class Store:
                 self._attach(seg)
             return removed
 
+    def export(self, path: str | Path, *, namespace: str | None = None) -> int:
+        """Write current memories (forgotten ones included, marked) to `.jsonl` or `.arrow`.
+
+        JSONL holds the records (any tool reads it; vectors are re-made on import). Arrow holds
+        records and every space's vectors, in the segment layout. Returns the count written.
+        """
+        out = Path(path)
+        if out.suffix not in (".jsonl", ".arrow"):
+            raise ValueError(f"export path must end in .jsonl or .arrow, got {out.name!r}")
+        with self._lock:
+            self._check_open()
+            locs = sorted(
+                (si, row) for mid, (si, row) in self._index.items()
+                if namespace is None or self._segments[si].namespaces[row] == namespace
+            )
+            tables = [self._segments[si].table.slice(row, 1) for si, row in locs]
+        table = pa.concat_tables(tables) if tables else self._table_schema.empty_table()
+        if out.suffix == ".arrow":
+            write_segment(out, table)
+        else:
+            with builtins.open(out, "w", encoding="utf-8") as fh:
+                for m in table_to_memories(table):
+                    rec = {f.name: getattr(m, f.name) for f in fields(Memory)}
+                    for key, value in rec.items():
+                        if isinstance(value, datetime):
+                            rec[key] = value.isoformat()
+                    fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+        return len(locs)
+
+    def import_(self, path: str | Path) -> list[str]:
+        """Add the memories of an `export` file (`.jsonl` or `.arrow`) as new memories (version 1).
+
+        Arrow files written with this store's spaces bring their vectors; JSONL records are
+        embedded again. Ids must not exist here yet.
+        """
+        src = Path(path)
+        if src.suffix == ".arrow":
+            table = read_segment(src).table
+            memories = table_to_memories(table)
+            same = all(column_name(sp) in table.column_names for sp in self.schema)
+            vecs: list[dict[str, Any]] = [{} for _ in memories]
+            if same:
+                for sp in self.schema:
+                    batch = from_arrow(sp, table.column(column_name(sp)))
+                    for i in range(len(memories)):
+                        vecs[i][sp.name] = take(batch, [i])
+            records = [_import_record(m, v) for m, v in zip(memories, vecs)]
+        elif src.suffix == ".jsonl":
+            records = []
+            with builtins.open(src, encoding="utf-8") as fh:
+                for line_no, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except ValueError as exc:
+                        raise InvalidMemory(f"{src.name} line {line_no}: not JSON ({exc})") from None
+                    for key in ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at"):
+                        if isinstance(rec.get(key), str):
+                            rec[key] = datetime.fromisoformat(rec[key])
+                    records.append(_import_record(Memory(**rec), {}))
+        else:
+            raise ValueError(f"import path must end in .jsonl or .arrow, got {src.name!r}")
+        return self.add_many(records)
+
     # ----------------------------------------------------------------------------- reads
     def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:  # noqa: A002
         """The current version of a memory, or None (unknown, or forgotten unless asked)."""
@@ -535,6 +602,15 @@ def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list
     scores = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, docs=rows, threads=1) / qv.tokens.shape[0]
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _import_record(m: Memory, vectors: dict[str, Any]) -> dict[str, Any]:
+    """An add_many record from an exported memory (history fields kept, version restarts)."""
+    rec = {f.name: getattr(m, f.name) for f in fields(Memory)}
+    for key in ("version", "learned_at", "expired_at"):
+        rec.pop(key)
+    rec["vectors"] = vectors
+    return rec
 
 
 def _default_embedders(schema: Schema) -> dict[str, Embedder]:
