@@ -68,7 +68,7 @@ SNOWBALL_STOPWORDS: frozenset[str] = frozenset(
     again further then once here there when where why how
     all any both each few more most other some such
     no nor not only own same so than too very
-    """.split()
+    """.split()  # noqa: SIM905 - the list as Snowball lays it out
 )
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -158,13 +158,7 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The analysed terms of `text` in order (duplicates kept)."""
-        term_of = self._term_of
-        out = []
-        for tok in _TOKEN_RE.findall(normalize(text)):
-            t = term_of(tok)
-            if t is not None:
-                out.append(t)
-        return out
+        return [t for t in map(self._term_of, _TOKEN_RE.findall(normalize(text))) if t is not None]
 
     def term_ids(self, text: str) -> list[int]:
         """`term_id` of each of `terms(text)`, in order (duplicates kept)."""

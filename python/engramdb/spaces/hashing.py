@@ -4,8 +4,8 @@ A text becomes the signed, hashed sum of three kinds of feature, then is L2-norm
 
 - word unigrams: each content word w (see below) adds ``W_WORD * e(w)``;
 - character n-grams: each word also adds its n = 3, 4, 5 grams of ``"<" + w + ">"``
-  (fastText-style boundary markers), each with weight ``W_CHAR / sqrt(m_w)`` where m_w is the
-  word's n-gram count, so the n-gram part of every word has norm ~W_CHAR whatever its length
+  (fastText-style boundary markers), each with weight ``W_CHAR / sqrt(m_w)`` (in float32) where
+  m_w is the word's n-gram count, so the n-gram part of every word has norm ~W_CHAR whatever its length
   (words longer than `MAX_NGRAM_CHARS` contribute the n-grams of their first `MAX_NGRAM_CHARS`
   characters, without the end marker);
 - word bigrams: each pair of adjacent content words adds ``W_BIGRAM * e(w1 w2)``.
@@ -28,7 +28,12 @@ Hashes (all stable across processes, machines and versions of Python and numpy):
 - n-gram: over the Unicode code points c_1..c_n, ``h = n * 0x9E3779B97F4A7C15``, then per code
   point ``h = (h xor c_j) * 0x100000001B3`` (FNV-1a steps), then the splitmix64 finaliser;
 - bigram: ``splitmix64(h(w1) * 0x9E3779B97F4A7C15 + h(w2))``;
-  all arithmetic modulo 2^64.
+  all arithmetic modulo 2^64. (A bigram's tf is counted per 33-bit code, h mod 2^32 and the sign
+  bit: two different bigrams of one text agreeing on those 33 bits, odds 2^-33 a pair, count as one.)
+
+Bitwise determinism: every weighted feature value is rounded to a multiple of 2^-24 before the
+sums, which are then exact in float64, and row norms are summed row by row; so a text gives the
+same float32 bytes alone or in any batch, in any process, whatever the word table's history.
 
 Speed: every distinct word's features are computed once and kept in a bounded per-embedder table
 (cleared when it passes `TABLE_WORDS` words), so a batch costs one regex scan per text, one dict
@@ -46,14 +51,14 @@ import numpy as np
 from .analyzer import SNOWBALL_STOPWORDS, tokenize
 from .protocol import SpaceKind
 
-__all__ = ["HashingEmbedder", "MAX_NGRAM_CHARS", "ngram_hashes", "splitmix64", "word_hash"]
+__all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
 
 W_WORD = 1.0
 W_CHAR = 1.0
 W_BIGRAM = 0.5
 NGRAM_SIZES = (3, 4, 5)
 MAX_NGRAM_CHARS = 48
-TABLE_WORDS = 1 << 17
+TABLE_WORDS = 1 << 16  # words kept in an embedder's feature table (~200 bytes each)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -68,7 +73,8 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     x = x * _M1
     x = x ^ (x >> np.uint64(27))
     x = x * _M2
-    return x ^ (x >> np.uint64(31))
+    out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
 
 
 def word_hash(word: str) -> int:
@@ -85,9 +91,7 @@ def ngram_hashes(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """
     if not words:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-    marked = [
-        "<" + w + ">" if len(w) <= MAX_NGRAM_CHARS else "<" + w[:MAX_NGRAM_CHARS] for w in words
-    ]
+    marked = ["<" + w + ">" if len(w) <= MAX_NGRAM_CHARS else "<" + w[:MAX_NGRAM_CHARS] for w in words]
     cp = np.frombuffer("".join(marked).encode("utf-32-le"), dtype="<u4").astype(np.uint64)
     lens = np.fromiter((len(m) for m in marked), dtype=np.int64, count=len(marked))
     starts = np.cumsum(lens) - lens
@@ -101,7 +105,7 @@ def ngram_hashes(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
             continue
         first = np.cumsum(cnt) - cnt
         pos = np.arange(total, dtype=np.int64) + np.repeat(starts - first, cnt)
-        h = np.full(total, np.uint64(n) * _GOLDEN, dtype=np.uint64)
+        h = np.full(total, (n * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
         for j in range(n):
             h = (h ^ cp[pos + j]) * _FNV_PRIME
         hs.append(splitmix64(h))
@@ -119,9 +123,9 @@ def bucket_sign(h: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
     return idx, sign
 
 
-def word_features(words: Sequence[str], dim: int, w_word: float, w_char: float) -> tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray
-]:
+def word_features(
+    words: Sequence[str], dim: int, w_word: float, w_char: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Signed hashed features of each word on its own (word unigram + its char n-grams).
 
     Returns (word_hashes uint64 (w,), owner int64, bucket int64, value float64): feature i
@@ -140,11 +144,30 @@ def word_features(words: Sequence[str], dim: int, w_word: float, w_char: float) 
     return wh, owner[order], bucket[order], value[order]
 
 
+def _fixed(values: np.ndarray) -> np.ndarray:
+    """Values as whole multiples of 2^-24, scaled by 2^24 (exact integers in float64).
+
+    Sums of such integers are exact in float64 (below 2^53), so a row's sum does not depend on
+    the order its features are added in: the same text gives the same bits in any batch, in any
+    process, whatever the word table's history.
+    """
+    out: np.ndarray = np.rint(values * 16777216.0)
+    return out
+
+
+def row_norms(mat: np.ndarray) -> np.ndarray:
+    """L2 norm of each row, summed in an order fixed by the row alone (numpy's pairwise sum over
+    a contiguous row), not by the batch or the memory alignment (as SIMD dot kernels may be)."""
+    norms: np.ndarray = np.sqrt(np.add.reduce(mat * mat, axis=1))
+    return norms
+
+
 def ragged_gather(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """Positions starts[i] .. starts[i] + lens[i] - 1 for every i, concatenated."""
     total = int(lens.sum())
     first = np.cumsum(lens) - lens
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
+    pos: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
+    return pos
 
 
 class _WordTable:
@@ -159,8 +182,8 @@ class _WordTable:
         self.hashes = np.zeros(0, np.uint64)
         self.starts = np.zeros(0, np.int64)
         self.lens = np.zeros(0, np.int64)
-        self.fidx = np.zeros(0, np.int64)
-        self.fval = np.zeros(0, np.float64)
+        self.fidx = np.zeros(0, np.int32)
+        self.fval = np.zeros(0, np.float32)
 
     def lookup(self, tokens: list[str]) -> np.ndarray:
         """Slot of each token (int64), adding the words not seen yet."""
@@ -181,8 +204,8 @@ class _WordTable:
         self.hashes = np.concatenate([self.hashes, wh])
         self.starts = np.concatenate([self.starts, starts])
         self.lens = np.concatenate([self.lens, lens])
-        self.fidx = np.concatenate([self.fidx, bucket])
-        self.fval = np.concatenate([self.fval, value])
+        self.fidx = np.concatenate([self.fidx, bucket.astype(np.int32)])
+        self.fval = np.concatenate([self.fval, value.astype(np.float32)])
         self.slots.update(zip(words, range(base, base + len(words))))
 
 
@@ -197,7 +220,8 @@ class HashingEmbedder:
     """Dense feature-hashing embedder: word unigrams + bigrams + char 3-5-grams, signed, tf-log.
 
     Deterministic and stateless in output (its word table is only a cache). Empty text (or text
-    without a letter or digit) gives a zero row; every other row has unit L2 norm.
+    without a letter or digit) gives a zero row; every other row has unit L2 norm. `name` is
+    ``hashing-<dim>``.
     """
 
     version = "1"
@@ -207,7 +231,7 @@ class HashingEmbedder:
         if not isinstance(dim, int) or dim < 1:
             raise ValueError(f"dim must be a positive int, got {dim!r}")
         self.dim = dim
-        self.name = f"engramdb-hashing-{dim}"
+        self.name = f"hashing-{dim}"
         self._table = _WordTable(dim)
         self._lock = threading.Lock()
 
@@ -244,26 +268,26 @@ class HashingEmbedder:
             pos = ragged_gather(tab.starts[s], lens)
             wt = np.repeat(1.0 + np.log(tf), lens)
             flat = np.repeat(r * dim, lens) + tab.fidx[pos]
-            out += np.bincount(flat, weights=tab.fval[pos] * wt, minlength=n * dim)
+            val = tab.fval[pos].astype(np.float64) * wt
+            out += np.bincount(flat, weights=_fixed(val), minlength=n * dim)
             # bigrams of adjacent content words within a text
             same = rows[1:] == rows[:-1]
             if same.any():
                 h1 = tab.hashes[slots[:-1][same]]
                 h2 = tab.hashes[slots[1:][same]]
                 bh = splitmix64(h1 * _GOLDEN + h2)
-                # key: row (high bits) | the 33 hash bits that decide bucket and sign
+                # key: row << 33 | sign bit (h bit 63) << 32 | h mod 2^32 (what decides bucket and sign)
+                code = ((bh >> np.uint64(63)) << np.uint64(32)) | (bh & _LOW32)
                 bkey, btf = np.unique(
-                    (rows[1:][same] << np.int64(33)) | (bh >> np.uint64(31)).astype(np.int64),
-                    return_counts=True,
+                    (rows[1:][same] << np.int64(33)) | code.astype(np.int64), return_counts=True
                 )
                 code = (bkey & np.int64((1 << 33) - 1)).astype(np.uint64)
                 bidx = ((code & _LOW32) % np.uint64(dim)).astype(np.int64)
                 bsign = 1.0 - 2.0 * (code >> np.uint64(32)).astype(np.float64)
                 brow = bkey >> np.int64(33)
-                out += np.bincount(
-                    brow * dim + bidx, weights=bsign * W_BIGRAM * (1.0 + np.log(btf)), minlength=n * dim
-                )
+                bval = _fixed(bsign * W_BIGRAM * (1.0 + np.log(btf)))
+                out += np.bincount(brow * dim + bidx, weights=bval, minlength=n * dim)
         mat = out.reshape(n, dim)
-        norms = np.sqrt(np.einsum("ij,ij->i", mat, mat))
+        norms = row_norms(mat)
         np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
         return mat.astype(np.float32)

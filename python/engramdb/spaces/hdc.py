@@ -1,0 +1,126 @@
+"""`BinaryHDCEmbedder`: binary hyperdimensional codes by sign random projection (S5, N4).
+
+Bit j of a text's code is ``<x, r_j> > 0`` where x is the text's embedding in a dense base space
+and r_1..r_bits are random directions (normalised Gaussian vectors: Charikar's SimHash). For
+unit x and y at angle theta, each bit differs with probability theta / pi, so
+``hamming(x, y) / bits`` estimates
+``theta / pi`` with standard deviation ``sqrt(p (1 - p) / bits)`` (at most 0.016 for 1,024 bits):
+Hamming ranking approximates cosine ranking of the base space.
+
+The projection matrix (base.dim, bits) is fixed by (base.name, base.version, base.dim, bits,
+seed): it is drawn from ``np.random.default_rng(SeedSequence(...))``'s PCG64 bit stream (raw
+64-bit words, whose stream NumPy keeps stable across versions, unlike its distribution methods)
+turned into standard normals by Box-Muller in float64, each column then scaled to unit norm
+(which changes no sign). Codes are ``np.packbits`` of the
+(n, bits) sign matrix (bit 0 is the most significant bit of byte 0).
+
+Bits are the signs of the float64 projections, so a text's code is the same alone or in any batch
+and on any BLAS: the product runs in float32 (fast), and every entry whose float32 value lies
+within the rounding-error bound ``1.01 * (dim + 2) * 2^-24 * |x|`` of 0 (a few in 10,000) is
+recomputed in float64. A plain float32 sign would depend on the BLAS kernel's summation order
+for about one 1,024-bit code in a thousand. A zero dense row (empty text) gives the all-zero code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from .protocol import Embedder, SpaceKind
+
+__all__ = ["DEFAULT_SEED", "BinaryHDCEmbedder", "projection_matrix"]
+
+DEFAULT_SEED = 0x5EED
+_DEFAULT_BASE = ("hashing-384", "1")  # the base whose codes are named plainly "hdc-<bits>"
+_CHUNK = 2048  # rows per projection block (bounds the float32 temporaries)
+
+
+def projection_matrix(key: str, dim: int, bits: int, seed: int) -> np.ndarray:
+    """(dim, bits) float64 matrix of unit columns (normalised standard normals: uniformly random
+    directions) fixed by (key, dim, bits, seed)."""
+    kh = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest(), "little")
+    ss = np.random.SeedSequence([seed, kh, dim, bits])
+    size = dim * bits
+    raw = np.random.default_rng(ss).bit_generator.random_raw(2 * ((size + 1) // 2))
+    u = (raw >> np.uint64(11)).astype(np.float64) * 2.0**-53  # [0, 1), 53 bits
+    half = u.shape[0] // 2
+    radius = np.sqrt(-2.0 * np.log(1.0 - u[:half]))  # 1 - u in (0, 1]
+    angle = 2.0 * np.pi * u[half:]
+    z = np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:size]
+    mat = z.reshape(dim, bits)
+    out: np.ndarray = mat / np.sqrt(np.einsum("ij,ij->j", mat, mat))
+    return out
+
+
+class BinaryHDCEmbedder:
+    """Sign random projection of a dense embedder into `bits`-bit packed codes (kind "binary").
+
+    Args:
+        base: a dense `Embedder` (its rows should be unit or zero vectors).
+        bits: code length, a positive multiple of 8 (default 1024).
+        seed: the projection's seed (default `DEFAULT_SEED`).
+
+    `name` is ``hdc-<bits>`` over the default base (``hashing-384`` version 1) with the default
+    seed, and otherwise says what differs (``hdc-1024-seed7-of-mybase-v2``), so two spaces share a
+    name only when they share codes.
+    """
+
+    version = "1"
+    kind: SpaceKind = "binary"
+
+    def __init__(self, base: Embedder, bits: int = 1024, seed: int = DEFAULT_SEED) -> None:
+        if base.kind != "dense":
+            raise ValueError(f"base must be a dense embedder, got kind {base.kind!r}")
+        if not isinstance(bits, int) or bits <= 0 or bits % 8:
+            raise ValueError(f"bits must be a positive multiple of 8, got {bits!r}")
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.base = base
+        self.bits = bits
+        self.seed = seed
+        self.dim = bits
+        name = f"hdc-{bits}"
+        if seed != DEFAULT_SEED:
+            name += f"-seed{seed}"
+        if (base.name, base.version) != _DEFAULT_BASE:
+            name += f"-of-{base.name}-v{base.version}"
+        self.name = name
+        self._proj64 = projection_matrix(f"{base.name}\x00{base.version}", base.dim, bits, seed)
+        self._proj32 = self._proj64.astype(np.float32)
+        self._cols64 = np.ascontiguousarray(self._proj64.T)  # (bits, dim): r_j as a contiguous row
+        # float32 error bound of <x, r_j> for unit r_j: _gamma * |x| (incl. rounding r_j to float32)
+        self._gamma = 1.01 * (base.dim + 2) * 2.0**-24
+
+    def __repr__(self) -> str:
+        return f"BinaryHDCEmbedder({self.base!r}, bits={self.bits}, seed={self.seed})"
+
+    def project(self, dense: np.ndarray) -> np.ndarray:
+        """Codes of already-embedded base vectors: (n, base.dim) -> (n, bits // 8) uint8."""
+        x = np.ascontiguousarray(dense, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.base.dim:
+            raise ValueError(f"dense must have shape (n, {self.base.dim}), got {x.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError("dense holds NaN or inf")
+        out = np.empty((x.shape[0], self.bits // 8), dtype=np.uint8)
+        for a in range(0, x.shape[0], _CHUNK):
+            xc = x[a : a + _CHUNK]
+            y = xc @ self._proj32
+            xn = np.sqrt(np.einsum("ij,ij->i", xc, xc, dtype=np.float64)).astype(np.float32)
+            t = (self._gamma * xn)[:, None]
+            near = (y <= t) & (y >= -t)
+            near[xn == 0] = False  # zero rows: all bits 0, nothing to recheck
+            r, c = np.nonzero(near)
+            if r.size:
+                exact = np.einsum("ij,ij->i", xc[r].astype(np.float64), self._cols64[c])
+                y[r, c] = np.where(exact > 0, 1.0, -1.0)
+            out[a : a + _CHUNK] = np.packbits(y > 0, axis=1)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), bits // 8) uint8 packed codes of the base space's embeddings."""
+        dense = self.base.embed(texts)
+        if not isinstance(dense, np.ndarray):
+            raise TypeError(f"base embedder {self.base.name!r} did not return a dense array")
+        return self.project(dense)
