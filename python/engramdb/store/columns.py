@@ -50,6 +50,11 @@ _PLAIN_FIELDS = ("id", "namespace", "content", "session_id", "seq", "source", "r
                  "version", "supersedes", "superseded_by")
 
 
+def _json(value: dict[str, object]) -> str:
+    """Canonical compact JSON (sorted keys); the empty dict, the common case, without a call."""
+    return "{}" if not value else json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
 def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
     """Arrow table of validated memories, in order, with MEMORY_SCHEMA."""
     cols: dict[str, list[object]] = {f.name: [] for f in MEMORY_SCHEMA}
@@ -58,8 +63,8 @@ def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
             cols[name].append(getattr(m, name))
         for name in _TIME_FIELDS:
             cols[name].append(getattr(m, name))
-        cols["metadata"].append(json.dumps(m.metadata, sort_keys=True, separators=(",", ":"), allow_nan=False))
-        cols["provenance"].append(json.dumps(m.provenance, sort_keys=True, separators=(",", ":"), allow_nan=False))
+        cols["metadata"].append(_json(m.metadata))
+        cols["provenance"].append(_json(m.provenance))
         cols["content_hash"].append(bytes.fromhex(content_hash(m.content)))
     return pa.Table.from_pydict(cols, schema=MEMORY_SCHEMA)
 

@@ -521,6 +521,11 @@ class Store:
             emb = self.embedders.get(sp.name)
             if emb is None:
                 raise SpaceError(f"no vector given for space {sp.name!r} and no embedder for it")
+            if all(h is None for h in have):  # the common case: one batched embed, no reshuffling
+                base = _derived_from(emb, self.embedders, out)
+                made = emb.project(out[base]) if base else emb.embed([m.content for m in memories])  # type: ignore[attr-defined]
+                out[sp.name] = sp.check(made, len(memories))
+                continue
             todo = [i for i, h in enumerate(have) if h is None]
             made = sp.check(emb.embed([memories[i].content for i in todo]), len(todo))
             parts_by_row: list[Embedding | None] = [None] * len(memories)
@@ -602,6 +607,22 @@ def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list
     scores = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, docs=rows, threads=1) / qv.tokens.shape[0]
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def _derived_from(emb: Embedder, embedders: Mapping[str, Embedder], done: Mapping[str, Embedding]) -> str | None:
+    """The space whose fresh vectors `emb` can project instead of embedding the text again.
+
+    An embedder derived from another (binary HDC codes are sign projections of a dense space)
+    exposes `base` and `project`; when that base fills a space already embedded in this batch,
+    projecting saves a second pass of the base model.
+    """
+    base = getattr(emb, "base", None)
+    if base is None or not hasattr(emb, "project"):
+        return None
+    for name, other in embedders.items():
+        if other is base and name in done:
+            return name
+    return None
 
 
 def _import_record(m: Memory, vectors: dict[str, Any]) -> dict[str, Any]:
