@@ -1,22 +1,62 @@
-"""The command line and the demo the README's first command runs."""
+"""The command line, the store demo the README's first command runs, and the kernel demo."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+
 from engramdb import cli
 from engramdb.demo import run_demo
+from engramdb.kernel_demo import run_demo as run_kernel_demo
 
 
-def test_demo_runs_every_kernel_family_and_checks_itself() -> None:
+def test_store_demo_builds_asks_and_keeps_the_store(tmp_path: Path) -> None:
     lines: list[str] = []
-    results = run_demo(rows=3000, dim=48, repeat=1, echo=lines.append)
+    out = run_demo(tmp_path / "demo", echo=lines.append)
+    text = "\n".join(lines)
+    assert "stored 40 turns from 4 sessions" in text
+    assert "as of 2025-04-20: I got the bakery job!" in text  # the superseded fact, in the past
+    assert "now: I got the bakery job" not in text.replace("  ", " ")  # and not in the present
+    assert out["stats"]["memories"] == 40 and (tmp_path / "demo" / "manifest.json").exists()
+    again: list[str] = []
+    run_demo(tmp_path / "demo", echo=again.append)  # a second run reuses the store
+    assert again[0].startswith("reusing the demo store")
+
+
+def test_demo_refuses_a_folder_that_is_not_a_store(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("do not delete")
+    with pytest.raises(SystemExit, match="is not an engramdb store"):
+        run_demo(tmp_path)
+    assert (tmp_path / "precious.txt").read_text() == "do not delete"
+
+
+def test_add_search_stats_export_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    assert cli.main(["add", "Biscuit the cat sleeps in boxes", "--path", path, "--namespace", "n",
+                     "--valid-from", "2025-03-20T09:30:00+00:00"]) == 0
+    mid = capsys.readouterr().out.strip()
+    assert cli.main(["add", "The bakery opens at 4 am", "--path", path, "--namespace", "n"]) == 0
+    capsys.readouterr()
+    assert cli.main(["search", "cat in a box", "--path", path, "--namespace", "n", "-k", "1", "--json"]) == 0
+    hit = json.loads(capsys.readouterr().out)
+    assert hit["id"] == mid
+    assert cli.main(["stats", "--path", path]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == 2
+    assert cli.main(["export", str(tmp_path / "out.jsonl"), "--path", path]) == 0
+    assert (tmp_path / "out.jsonl").read_text().count("\n") == 2
+    assert cli.main(["add", "x", "--path", path, "--namespace", "n", "--valid-from", "2025-03-20"]) == 1
+    assert "naive datetime" in capsys.readouterr().err
+
+
+def test_kernel_demo_runs_every_kernel_family_and_checks_itself() -> None:
+    lines: list[str] = []
+    results = run_kernel_demo(rows=3000, dim=48, repeat=1, echo=lines.append)
     text = "\n".join(lines)
     for name in ("dense top-10, 1 query", "int8 + f32 rescore", "hamming", "jaccard", "maxsim", "k-means", "centroid"):
         assert name in text
     assert results["int8_recall_at_10"] >= 0.95
-    assert all(v > 0 for k, v in results.items() if k != "int8_recall_at_10")
 
 
 def test_capabilities_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,8 +65,8 @@ def test_capabilities_command_prints_json(capsys: pytest.CaptureFixture[str]) ->
     assert caps["isa"] in caps["available"]
 
 
-def test_demo_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["demo", "--rows", "10"]) == 2
+def test_kernel_demo_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["demo", "--kernels", "--rows", "10"]) == 2
     assert "--rows must be >= 1000" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["no-such-command"])

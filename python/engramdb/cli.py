@@ -1,4 +1,4 @@
-"""The `engramdb` command line."""
+"""The `engramdb` command line: demo, add, search, stats, export, capabilities."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 
 from ._capabilities import capabilities
 
@@ -13,12 +14,51 @@ from ._capabilities import capabilities
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="engramdb", description="engramdb: long-term memory engine for AI agents")
     sub = p.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the native kernels on real sizes and print what they measured")
-    demo.add_argument("--rows", type=int, default=100_000, help="vectors to scan (default 100,000)")
-    demo.add_argument("--dim", type=int, default=384, help="dimensions (default 384)")
-    demo.add_argument("--repeat", type=int, default=5, help="timed runs per kernel; the best is shown")
+    demo = sub.add_parser("demo", help="build a store from a demo conversation, ask it questions, keep it on disk")
+    demo.add_argument("--path", default="engramdb-demo", help="store folder (default ./engramdb-demo)")
+    demo.add_argument("--kernels", action="store_true", help="time the native kernels on real sizes instead")
+    demo.add_argument("--rows", type=int, default=100_000, help="with --kernels: vectors to scan")
+    demo.add_argument("--dim", type=int, default=384, help="with --kernels: dimensions")
+    demo.add_argument("--repeat", type=int, default=5, help="with --kernels: timed runs per kernel")
+
+    def store_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--path", default="memory", help="store folder (default ./memory)")
+
+    add = sub.add_parser("add", help="add one memory")
+    store_args(add)
+    add.add_argument("content")
+    add.add_argument("--namespace", required=True)
+    add.add_argument("--session-id")
+    add.add_argument("--role")
+    add.add_argument("--type", dest="memory_type")
+    add.add_argument("--valid-from", help="ISO time with a zone, e.g. 2025-03-02T18:05:00+00:00")
+
+    search = sub.add_parser("search", help="search one namespace")
+    store_args(search)
+    search.add_argument("query")
+    search.add_argument("--namespace", required=True)
+    search.add_argument("-k", type=int, default=10)
+    search.add_argument("--space", help="space to search (default: the main dense space)")
+    search.add_argument("--as-of", help="valid time, ISO with a zone")
+    search.add_argument("--json", action="store_true", help="print JSON lines")
+
+    stats = sub.add_parser("stats", help="counts and layout of a store")
+    store_args(stats)
+    export = sub.add_parser("export", help="write memories to .jsonl or .arrow")
+    store_args(export)
+    export.add_argument("out")
+    export.add_argument("--namespace")
     sub.add_parser("capabilities", help="print what the native core runs on, as JSON")
     return p
+
+
+def _time(value: str | None, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise SystemExit(f"engramdb: {name} {value!r} is not an ISO time") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,14 +68,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(capabilities(), indent=2))
         return 0
     if args.command == "demo":
-        if args.rows < 1000 or args.dim < 8 or args.repeat < 1:
-            print("engramdb demo: --rows must be >= 1000, --dim >= 8, --repeat >= 1", file=sys.stderr)
-            return 2
+        if args.kernels:
+            if args.rows < 1000 or args.dim < 8 or args.repeat < 1:
+                print("engramdb demo: --rows must be >= 1000, --dim >= 8, --repeat >= 1", file=sys.stderr)
+                return 2
+            from .kernel_demo import run_demo as run_kernels
+
+            run_kernels(rows=args.rows, dim=args.dim, repeat=args.repeat)
+            return 0
         from .demo import run_demo
 
-        run_demo(rows=args.rows, dim=args.dim, repeat=args.repeat)
+        run_demo(args.path)
         return 0
-    return 2  # pragma: no cover - argparse rejects unknown commands
+
+    from .store import open as open_store
+
+    try:
+        if args.command == "add":
+            with open_store(args.path) as db:
+                m = db.add(args.content, namespace=args.namespace, session_id=args.session_id, role=args.role,
+                           memory_type=args.memory_type, valid_from=_time(args.valid_from, "--valid-from"))
+                print(m.id)
+            return 0
+        with open_store(args.path, read_only=True) as db:
+            if args.command == "search":
+                hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space,
+                                 as_of=_time(args.as_of, "--as-of"))
+                for h in hits:
+                    if args.json:
+                        print(json.dumps({"id": h.id, "score": h.score, "content": h.memory.content}))
+                    else:
+                        print(f"{h.score:8.4f}  {h.id}  {h.memory.content}")
+            elif args.command == "stats":
+                print(json.dumps(db.stats(), indent=2))
+            elif args.command == "export":
+                print(f"wrote {db.export(args.out, namespace=args.namespace)} memories to {args.out}")
+        return 0
+    except (ValueError, RuntimeError) as exc:
+        print(f"engramdb {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,1 @@
+"""Data shipped for `engramdb demo` (written for the demo; not from any benchmark)."""
