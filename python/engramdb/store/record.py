@@ -45,7 +45,7 @@ def as_utc(name: str, value: Any) -> datetime | None:
             f"{name} is a naive datetime ({value.isoformat()}); pass an aware one, "
             f"e.g. datetime(..., tzinfo=timezone.utc)"
         )
-    return value.astimezone(timezone.utc)
+    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
 
 
 def content_hash(content: str) -> str:
@@ -113,6 +113,8 @@ def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, option
 def _check_json(field_name: str, value: Any) -> None:
     if not isinstance(value, dict):
         raise InvalidMemory(f"{field_name} must be a dict (stored as JSON), got {type(value).__name__}")
+    if not value:
+        return
     try:
         json.dumps(value, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -159,4 +161,6 @@ def validate_memory(m: Memory) -> Memory:
         )
     for name in ("supersedes", "superseded_by"):
         _check_name(name, getattr(m, name), _ID_RE, optional=True)
+    if type(conf) is float and all(times[k] is getattr(m, k) for k in times):
+        return m  # already canonical: skip the copy (the common case on the write path)
     return replace(m, confidence=float(conf), **times)

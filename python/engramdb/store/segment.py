@@ -35,6 +35,8 @@ class Segment:
     file: str | None = None  # committed file name, None while only in the WAL
     ids: list[str] = field(init=False)
     namespaces: np.ndarray = field(init=False)  # object array of namespace strings
+    ns_index: np.ndarray = field(init=False)  # int32 code of each row's namespace
+    ns_codes: dict[str, int] = field(init=False)  # namespace -> code in this segment
     valid_from: np.ndarray = field(init=False)
     valid_until: np.ndarray = field(init=False)
     learned_at: np.ndarray = field(init=False)
@@ -47,6 +49,10 @@ class Segment:
         t = self.table
         self.ids = t.column("id").to_pylist()
         self.namespaces = np.array(t.column("namespace").to_pylist(), dtype=object)
+        # Namespaces as small integer codes: the scan's partition filter is one integer compare.
+        enc = t.column("namespace").combine_chunks().dictionary_encode()
+        self.ns_index = np.array(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+        self.ns_codes = {name: code for code, name in enumerate(enc.dictionary.to_pylist())}
         self.learned_at = _micros(t.column("learned_at"), 0)
         self.valid_from = _micros(t.column("valid_from"), 0)
         self.valid_from = np.where(t.column("valid_from").is_null().to_numpy(zero_copy_only=False),

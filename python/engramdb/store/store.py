@@ -430,7 +430,10 @@ class Store:
             now_us = _micros(utc_now())
             found: list[tuple[float, int, int]] = []
             for si, seg in enumerate(self._segments):
-                mask = (seg.namespaces == namespace) & ~seg.purged
+                code = seg.ns_codes.get(namespace)
+                if code is None:
+                    continue  # the namespace has no row in this segment
+                mask = (seg.ns_index == code) & ~seg.purged
                 if known_us is None:
                     mask &= (seg.sys_end == NEVER) & ~seg.forgotten
                 else:
@@ -515,8 +518,12 @@ class Store:
         for sp in self.schema:
             have = [g.get(sp.name) for g in given]
             if all(h is not None for h in have):
-                parts = [sp.check(h, 1) for h in have]
-                out[sp.name] = concat(parts)
+                width = sp.dim if sp.kind == "dense" else sp.dim // 8
+                arrays = [np.asarray(h) for h in have]
+                if sp.kind in ("dense", "binary") and all(a.shape in ((width,), (1, width)) for a in arrays):
+                    out[sp.name] = sp.check(np.stack([a.reshape(width) for a in arrays]), len(have))
+                    continue  # one stacked array, checked once; odd shapes go row by row below
+                out[sp.name] = concat([sp.check(h, 1) for h in have])
                 continue
             emb = self.embedders.get(sp.name)
             if emb is None:
