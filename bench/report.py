@@ -617,6 +617,14 @@ def main(argv: list[str] | None = None) -> int:
     with open(path) as fh:
         doc = json.load(fh)
     text = render(doc, command, failures)
+    # Sections below the marker are recorded by hand from other runs (each with its command) and
+    # survive a regeneration of the kernel tables above them.
+    marker = "<!-- sections below are recorded separately; report.py keeps them -->"
+    if os.path.exists(args.out):
+        with open(args.out) as fh:
+            old = fh.read()
+        if marker in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index(marker):]
     with open(args.out, "w") as fh:
         fh.write(text)
     print(f"wrote {args.out}")
