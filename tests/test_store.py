@@ -220,3 +220,25 @@ def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
         assert hit.id == b.id and hit.score == pytest.approx(1.0)
     with pytest.raises(ValueError, match="must end in .jsonl or .arrow"):
         db.export(tmp_path / "x.csv")
+
+
+def test_compact_merges_segments_and_keeps_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 3)
+    db = open_store(tmp_path / "mem")
+    ids = [db.add(f"fact {i}", namespace="n").id for i in range(10)]
+    before_update = db.get(ids[0]).learned_at  # type: ignore[union-attr]
+    db.update(ids[0], content="fact zero, revised")
+    db.forget(ids[1])
+    assert db.stats()["segments"] >= 3
+    expected = {i: db.get(i, include_forgotten=True) for i in ids}
+    assert db.compact() >= 3
+    assert db.stats()["segments"] == 1
+    assert {i: db.get(i, include_forgotten=True) for i in ids} == expected
+    old = db.search("fact 0", namespace="n", k=1, known_at=before_update)  # history survived
+    assert old[0].memory.content == "fact 0"
+    db.close()
+    names = sorted(p.name for p in (tmp_path / "mem").iterdir() if p.suffix == ".arrow")
+    assert len(names) == 1
+    again = open_store(tmp_path / "mem")
+    assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
+    again.close()

@@ -1,5 +1,5 @@
 """A Hypothesis state machine: the store against a plain-Python model (add, update, supersede,
-forget, restore, checkpoint, reopen), checked after every step through get() and search()."""
+forget, restore, checkpoint, compact, reopen), checked after every step through get() and search()."""
 
 from __future__ import annotations
 
@@ -90,6 +90,10 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def checkpoint(self) -> None:
         self.db.checkpoint()
+
+    @rule()
+    def compact(self) -> None:
+        self.db.compact()
 
     @rule()
     def reopen(self) -> None:

@@ -271,6 +271,32 @@ class Store:
                 return old
             return self._rewrite(old, forgotten_at=None)
 
+    def compact(self) -> int:
+        """Merge all committed segments (and the WAL) into one segment file (S6).
+
+        Every version is kept (history is data); what goes is the per-segment overhead: fewer
+        files to map on open and fewer scans per query. Atomic: the new manifest lists the merged
+        file in place of the old ones. Returns the number of segments merged.
+        """
+        with self._lock:
+            self._check_writable()
+            self.checkpoint()
+            if self.path is None or len(self._segments) <= 1:
+                return len(self._segments) if self.path is not None else 0
+            old = [s.file for s in self._segments if s.file]
+            table = pa.concat_tables([s.table for s in self._segments])
+            name = f"seg-{self._manifest.next_segment:06d}.arrow"
+            self._manifest.next_segment += 1
+            write_segment(self.path / name, table)
+            merged = read_segment(self.path / name)
+            self._manifest.segments = [{"file": name, "rows": len(merged)}]
+            write_manifest(self.path, self._manifest)  # committed
+            for f in old:
+                (self.path / f).unlink(missing_ok=True)
+            self._segments, self._index = [], {}
+            self._attach(merged)
+            return len(old)
+
     def purge(self, id: str) -> int:  # noqa: A002
         """Hard delete for privacy requests: every version's content leaves every file (S7).
 
