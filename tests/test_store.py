@@ -18,7 +18,8 @@ T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 
 
 def open_store(path: Path | None = None) -> engramdb.store.Store:
-    return engramdb.store.open(path, schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+    # dedup off: these tests store identical contents on purpose (tests/test_dedup.py covers S8)
+    return engramdb.store.open(path, schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
 
 
 def test_add_get_and_search_in_memory() -> None:

@@ -36,7 +36,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="engramdb-sm-"))
-        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
         self.model: dict[str, Model] = {}
         self.counter = 0
 
@@ -98,7 +98,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.db.close()
-        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
 
     @invariant()
     def get_matches_the_model(self) -> None:

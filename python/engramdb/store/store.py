@@ -29,6 +29,7 @@ from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
 from .batches import concat, take
 from .columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
+from .dedup import DedupEvent, Policy, check_policy, within_batch
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
@@ -68,8 +69,15 @@ class Store:
         schema: Schema | None = None,
         embedders: Mapping[str, Embedder] | None = None,
         read_only: bool = False,
+        dedup: str = "skip",
+        dedup_threshold: float = 0.90,
     ) -> None:
         self._lock = threading.RLock()
+        self.dedup: Policy = check_policy(dedup)
+        if not 0 < dedup_threshold <= 1:
+            raise ValueError(f"dedup_threshold must be in (0, 1], got {dedup_threshold!r}")
+        self.dedup_threshold = float(dedup_threshold)
+        self.last_dedup: list[DedupEvent] = []
         self.path = Path(path) if path is not None else None
         self.read_only = read_only
         self._writer_lock: WriterLock | None = None
@@ -222,8 +230,18 @@ class Store:
                 if m.id in self._index or m.id in seen:
                     raise StoreError(f"id {m.id!r} already exists; use update() to change it")
                 seen.add(m.id)
-            self._write(memories, self._vectors_for(memories, given))
-        return [m.id for m in memories]
+            vectors = self._vectors_for(memories, given)
+            self.last_dedup = self._find_duplicates(memories, vectors) if self.dedup != "off" else []
+            if not self.last_dedup:
+                self._write(memories, vectors)
+                return [m.id for m in memories]
+            dup = {e.index: e for e in self.last_dedup}
+            keep = [i for i in range(len(memories)) if i not in dup]
+            if keep:
+                self._write([memories[i] for i in keep], {k: take(v, keep) for k, v in vectors.items()})
+            if self.dedup == "merge":
+                self._merge_duplicates(self.last_dedup, memories)
+            return [dup[i].duplicate_of if i in dup else memories[i].id for i in range(len(memories))]
 
     def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:  # noqa: A002
         """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
@@ -497,6 +515,54 @@ class Store:
                 "path": str(self.path) if self.path else None,
             }
 
+    # ----------------------------------------------------------------------------- dedup (S8)
+    def _find_duplicates(self, memories: list[Memory], vectors: Mapping[str, Embedding]) -> list[DedupEvent]:
+        """Duplicates of each new memory among current memories of its namespace, then within the batch."""
+        main = self.schema[self.schema.main]
+        q = np.asarray(vectors[main.name], dtype=np.float32)
+        action = "merged" if self.dedup == "merge" else "skipped"
+        events: dict[int, DedupEvent] = {}
+        by_ns: dict[str, list[int]] = {}
+        for i, m in enumerate(memories):
+            by_ns.setdefault(m.namespace, []).append(i)
+        for ns, rows in by_ns.items():
+            best: dict[int, tuple[float, int, int]] = {}
+            for si, seg in enumerate(self._segments):
+                code = seg.ns_codes.get(ns)
+                if code is None:
+                    continue
+                mask = (seg.ns_index == code) & (seg.sys_end == NEVER) & ~seg.forgotten & ~seg.purged
+                if not mask.any():
+                    continue
+                idx, sc = kernels.topk(q[rows], np.asarray(seg.vectors(self.schema, main.name)), 1, "cosine",
+                                       mask=mask, threads=1)
+                for j, r in enumerate(rows):
+                    if idx.shape[1] and sc[j, 0] > self.dedup_threshold and sc[j, 0] > best.get(r, (-2.0, 0, 0))[0]:
+                        best[r] = (float(sc[j, 0]), si, int(idx[j, 0]))
+            for r, (sim, si, row) in best.items():
+                old = self._memory_at(si, row)
+                kind = "exact" if old.content == memories[r].content else "near"
+                events[r] = DedupEvent(r, old.id, kind, sim, action)  # type: ignore[arg-type]
+        inside = within_batch(q, [m.namespace for m in memories], self.dedup_threshold)
+        for j, (i, sim) in inside.items():
+            if j in events:
+                continue
+            first = events[i].duplicate_of if i in events else memories[i].id
+            kind = "exact" if memories[i].content == memories[j].content else "near"
+            events[j] = DedupEvent(j, first, kind, sim, action)  # type: ignore[arg-type]
+        return [events[k] for k in sorted(events)]
+
+    def _merge_duplicates(self, events: list[DedupEvent], memories: list[Memory]) -> None:
+        """Record merged copies on the memories they duplicate (one new version each)."""
+        counts: dict[str, int] = {}
+        for e in events:
+            counts[e.duplicate_of] = counts.get(e.duplicate_of, 0) + 1
+        for mid, n in counts.items():
+            old = self._current(mid)
+            meta = dict(old.metadata)
+            meta["merged_duplicates"] = int(meta.get("merged_duplicates", 0)) + n
+            self._rewrite(old, metadata=meta, confidence=old.confidence)
+
     # ----------------------------------------------------------------------------- internals
     def _remove_debris(self) -> None:
         """Delete files a crash left behind: unlisted segments and logs, temp files."""
@@ -683,10 +749,15 @@ def open(  # noqa: A001 - the public name: engramdb.open(path)
     schema: Schema | None = None,
     embedders: Mapping[str, Embedder] | None = None,
     read_only: bool = False,
+    dedup: str = "skip",
+    dedup_threshold: float = 0.90,
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
     One process may write a store at a time (a second writer gets `StoreLocked`); any number
     may open it with `read_only=True`, seeing what was committed or logged at open time.
+    `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
+    a current memory of its namespace exceeds `dedup_threshold` (see `engramdb.store.dedup`).
     """
-    return Store(path, schema=schema, embedders=embedders, read_only=read_only)
+    return Store(path, schema=schema, embedders=embedders, read_only=read_only, dedup=dedup,
+                 dedup_threshold=dedup_threshold)

@@ -1,0 +1,72 @@
+"""S8: duplicates on write, exact and near, per namespace, with the skip / merge / off policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from store_helpers import toy_embedders, toy_schema
+
+import engramdb
+
+
+def open_store(policy: str, threshold: float = 0.9) -> engramdb.store.Store:
+    return engramdb.store.open(None, schema=toy_schema(), embedders=toy_embedders(),  # type: ignore[arg-type]
+                               dedup=policy, dedup_threshold=threshold)
+
+
+def unit(i: int, noise: float = 0.0) -> np.ndarray:
+    v = np.zeros(8, np.float32)
+    v[i] = 1.0
+    v[(i + 1) % 8] = noise
+    return v
+
+
+def test_skip_exact_and_near_duplicates_in_the_same_namespace_only() -> None:
+    db = open_store("skip")
+    first = db.add("Alice moved to Lisbon", namespace="a", vectors={"dense": unit(0)})
+    ids = db.add_many([
+        {"content": "Alice moved to Lisbon", "namespace": "a", "vectors": {"dense": unit(0)}},  # exact
+        {"content": "Alice has moved to Lisbon", "namespace": "a", "vectors": {"dense": unit(0, 0.2)}},  # near (0.98)
+        {"content": "Alice moved to Lisbon", "namespace": "b", "vectors": {"dense": unit(0)}},  # other tenant
+        {"content": "Bob likes tea", "namespace": "a", "vectors": {"dense": unit(3)}},
+        {"content": "Bob likes tea!", "namespace": "a", "vectors": {"dense": unit(3, 0.1)}},  # dup within batch
+    ])
+    assert ids[0] == first.id and ids[1] == first.id
+    assert ids[2] != first.id and db.get(ids[2]) is not None  # never deduplicated across namespaces
+    assert ids[4] == ids[3]
+    kinds = [(e.index, e.kind, e.action) for e in db.last_dedup]
+    assert kinds == [(0, "exact", "skipped"), (1, "near", "skipped"), (4, "near", "skipped")]
+    assert db.last_dedup[1].similarity == pytest.approx(1 / np.sqrt(1.04), abs=1e-5)
+    assert len(db) == 3
+
+
+def test_below_threshold_is_not_a_duplicate() -> None:
+    db = open_store("skip", threshold=0.99)
+    db.add("one", namespace="a", vectors={"dense": unit(0)})
+    db.add("two", namespace="a", vectors={"dense": unit(0, 0.2)})  # cosine 0.98 < 0.99
+    assert db.last_dedup == [] and len(db) == 2
+
+
+def test_merge_counts_the_copies_on_the_original() -> None:
+    db = open_store("merge")
+    first = db.add("Alice moved to Lisbon", namespace="a")
+    db.add_many([{"content": "Alice moved to Lisbon", "namespace": "a"} for _ in range(3)])
+    got = db.get(first.id)
+    assert got is not None and got.metadata["merged_duplicates"] == 3 and got.version == 2
+    assert {e.action for e in db.last_dedup} == {"merged"} and len(db) == 1
+
+
+def test_off_keeps_everything_and_forgotten_memories_do_not_count() -> None:
+    db = open_store("off")
+    db.add_many([{"content": "same", "namespace": "a"}] * 2)
+    assert len(db) == 2 and db.last_dedup == []
+    db2 = open_store("skip")
+    m = db2.add("same", namespace="a")
+    db2.forget(m.id)
+    again = db2.add("same", namespace="a")
+    assert again.id != m.id  # a forgotten memory is not a reason to refuse a new one
+
+
+def test_bad_policy_is_named() -> None:
+    with pytest.raises(ValueError, match="dedup policy must be one of"):
+        open_store("sometimes")
