@@ -26,7 +26,7 @@ from store_helpers import toy_embedders, toy_schema
 from engramdb.store import open as open_store
 from engramdb.store import store as store_mod
 store_mod.CHECKPOINT_ROWS = {checkpoint}
-db = open_store({path!r}, schema=toy_schema(), embedders=toy_embedders())
+db = open_store({path!r}, schema=toy_schema(), embedders=toy_embedders(), dedup="off")
 print("READY", flush=True)
 b = 0
 while True:
