@@ -8,7 +8,7 @@ path="/tmp/st-1m"; shutil.rmtree(path, ignore_errors=True)
 schema = Schema([Space("dense","dense",384,"cosine")])
 rng=np.random.default_rng(0)
 N=1_000_000; B=20_000
-db = engramdb.open(path, schema=schema, embedders={})
+db = engramdb.open(path, schema=schema, embedders={}, dedup="off")
 t=time.perf_counter()
 for b in range(0,N,B):
     X=rng.standard_normal((B,384)).astype(np.float32); X/=np.linalg.norm(X,axis=1,keepdims=True)

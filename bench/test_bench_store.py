@@ -33,7 +33,7 @@ def unit_rows() -> np.ndarray:
 @pytest.fixture(scope="module")
 def store_100k(unit_rows: np.ndarray) -> Any:
     folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-"))
-    db = engramdb.open(folder / "mem", schema=DENSE, embedders={})
+    db = engramdb.open(folder / "mem", schema=DENSE, embedders={}, dedup="off")
     for b in range(0, N, BATCH):
         db.add_many([{"content": f"memory {i}", "namespace": f"ns{i % 10}", "vectors": {"dense": unit_rows[i]}}
                      for i in range(b, b + BATCH)])
@@ -47,7 +47,7 @@ def test_add_many_caller_vectors(benchmark: Any, unit_rows: np.ndarray) -> None:
     records = [{"content": f"memory {i}", "namespace": "n", "vectors": {"dense": unit_rows[i]}} for i in range(BATCH)]
 
     def run() -> None:
-        db = engramdb.open(None, schema=DENSE, embedders={})
+        db = engramdb.open(None, schema=DENSE, embedders={}, dedup="off")
         db.add_many(records)
 
     benchmark.pedantic(run, rounds=5, warmup_rounds=1)
@@ -62,7 +62,7 @@ def test_add_many_caller_vectors_on_disk(benchmark: Any, unit_rows: np.ndarray, 
     runs = iter(range(100))
 
     def run() -> None:
-        with engramdb.open(tmp_path / f"s{next(runs)}", schema=DENSE, embedders={}) as db:
+        with engramdb.open(tmp_path / f"s{next(runs)}", schema=DENSE, embedders={}, dedup="off") as db:
             db.add_many(records)
 
     benchmark.pedantic(run, rounds=5, warmup_rounds=1)
@@ -77,7 +77,7 @@ def test_add_many_builtin_embedders(benchmark: Any) -> None:
     records = [{"content": " ".join(rng.choice(words, size=12)) + f" on day {i}", "namespace": "n"} for i in range(BATCH)]
 
     def run() -> None:
-        db = engramdb.open(None)  # the default profile: dense + lexical + hdc + tokens
+        db = engramdb.open(None, dedup="off")  # the default profile: dense + lexical + hdc + tokens
         db.add_many(records)
 
     benchmark.pedantic(run, rounds=3, warmup_rounds=1)
