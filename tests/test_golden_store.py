@@ -7,12 +7,11 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+import engramdb
 import numpy as np
 import pytest
-from store_helpers import toy_embedders, toy_schema
-
-import engramdb
 from engramdb.store.manifest import FormatError
+from store_helpers import toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
 

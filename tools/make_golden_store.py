@@ -17,10 +17,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from store_helpers import toy_embedders, toy_schema  # noqa: E402
-
-import engramdb  # noqa: E402
-from engramdb.store import store as store_mod  # noqa: E402
+import engramdb
+from engramdb.store import store as store_mod
+from store_helpers import toy_embedders, toy_schema
 
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
 
