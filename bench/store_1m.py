@@ -2,8 +2,13 @@
 
 Run: python bench/store_1m.py  (about 80 s to build; writes /tmp/st-1m). Figures go to RESULTS.md.
 """
-import numpy as np, time, shutil, engramdb
+import shutil
+import time
+
+import engramdb
+import numpy as np
 from engramdb.spaces.schema import Schema, Space
+
 path="/tmp/st-1m"; shutil.rmtree(path, ignore_errors=True)
 schema = Schema([Space("dense","dense",384,"cosine")])
 rng=np.random.default_rng(0)

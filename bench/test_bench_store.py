@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import engramdb
 import numpy as np
 import pytest
-
-import engramdb
 from engramdb.spaces.schema import Schema, Space
 
 N = 100_000
@@ -72,7 +71,7 @@ def test_add_many_caller_vectors_on_disk(benchmark: Any, unit_rows: np.ndarray, 
 
 def test_add_many_builtin_embedders(benchmark: Any) -> None:
     benchmark.group = "store-add"
-    words = "Caroline Melanie painted lake sunrise support group adoption camping hiking pottery kids".split()
+    words = ["Caroline", "Melanie", "painted", "lake", "sunrise", "support", "group", "adoption", "camping", "hiking", "pottery", "kids"]
     rng = np.random.default_rng(3)
     records = [{"content": " ".join(rng.choice(words, size=12)) + f" on day {i}", "namespace": "n"} for i in range(BATCH)]
 

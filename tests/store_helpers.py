@@ -6,7 +6,6 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-
 from engramdb.spaces.schema import Schema, Space
 
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from engramdb import cli
 from engramdb.demo import run_demo
 from engramdb.kernel_demo import run_demo as run_kernel_demo

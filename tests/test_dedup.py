@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import engramdb
 import numpy as np
 import pytest
 from store_helpers import toy_embedders, toy_schema
-
-import engramdb
 
 
 def open_store(policy: str, threshold: float = 0.9) -> engramdb.store.Store:

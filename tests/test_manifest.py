@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from engramdb.store.columns import FORMAT_VERSION
 from engramdb.store.manifest import FormatError, Manifest, read_manifest, write_manifest
 

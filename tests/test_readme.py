@@ -12,7 +12,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def blocks() -> list[str]:
-    found = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    found = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
     assert len(found) >= 2, "README lost its store and kernel examples"
     return found
 

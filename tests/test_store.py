@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import engramdb
 import numpy as np
 import pytest
-from store_helpers import ToyDense, toy_embedders, toy_schema
-
-import engramdb
 from engramdb.spaces.schema import SpaceError
 from engramdb.store import InvalidMemory, StoreError
 from engramdb.store import store as store_mod
+from store_helpers import ToyDense, toy_embedders, toy_schema
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 

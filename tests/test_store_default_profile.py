@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 import engramdb
+import numpy as np
 
 TURNS = [
     "Caroline went to the LGBTQ support group yesterday.",

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from engramdb.store import open as open_store
+from engramdb.store import store as store_mod
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from store_helpers import toy_embedders, toy_schema
-
-from engramdb.store import open as open_store
-from engramdb.store import store as store_mod
 
 
 @dataclass

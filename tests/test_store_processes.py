@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from store_helpers import toy_embedders, toy_schema
-
 from engramdb.store import StoreLocked
 from engramdb.store import open as open_store
+from store_helpers import toy_embedders, toy_schema
 
 TESTS = Path(__file__).resolve().parent
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Union, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class TokenBatch:
         return self.tokens[int(self.offsets[t]) : int(self.offsets[t + 1])]
 
 
-Embedding = Union[np.ndarray, SparseBatch, TokenBatch]
+Embedding = np.ndarray | SparseBatch | TokenBatch
 
 
 @runtime_checkable

@@ -89,10 +89,9 @@ def write_segment(path: Path, table: pa.Table) -> None:
 
     tmp = path.with_suffix(path.suffix + ".tmp")
     batch = table.combine_chunks().to_batches()
-    with pa.OSFile(str(tmp), "wb") as sink:
-        with pa.ipc.new_file(sink, table.schema) as writer:
-            for b in batch:
-                writer.write_batch(b)
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        for b in batch:
+            writer.write_batch(b)
     fd = os.open(tmp, os.O_RDONLY)
     try:
         os.fsync(fd)

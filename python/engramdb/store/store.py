@@ -179,7 +179,7 @@ class Store:
         role: str | None = None,
         memory_type: str | None = None,
         valid_from: datetime | None = None,
-        id: str | None = None,  # noqa: A002 - the public name of the field
+        id: str | None = None,
         vectors: Mapping[str, Any] | None = None,
         **fields_: Any,
     ) -> Memory:
@@ -243,7 +243,7 @@ class Store:
                 self._merge_duplicates(self.last_dedup, memories)
             return [dup[i].duplicate_of if i in dup else memories[i].id for i in range(len(memories))]
 
-    def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:  # noqa: A002
+    def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:
         """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
         vectors = changes.pop("vectors", None)
         bad = set(changes) - (_MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"})
@@ -273,7 +273,7 @@ class Store:
             self._write([o2, n2], vecs)
             return o2, n2
 
-    def forget(self, id: str) -> Memory:  # noqa: A002
+    def forget(self, id: str) -> Memory:
         """Soft delete: hidden from search and get, restorable (S7)."""
         with self._lock:
             old = self._current(id)
@@ -281,7 +281,7 @@ class Store:
                 return old
             return self._rewrite(old, forgotten_at=utc_now())
 
-    def restore(self, id: str) -> Memory:  # noqa: A002
+    def restore(self, id: str) -> Memory:
         """Undo `forget`."""
         with self._lock:
             old = self._current(id, include_forgotten=True)
@@ -315,7 +315,7 @@ class Store:
             self._attach(merged)
             return len(old)
 
-    def purge(self, id: str) -> int:  # noqa: A002
+    def purge(self, id: str) -> int:
         """Hard delete for privacy requests: every version's content leaves every file (S7).
 
         Folds the WAL into a segment first, then rewrites each segment holding the memory without
@@ -425,7 +425,7 @@ class Store:
         return self.add_many(records)
 
     # ----------------------------------------------------------------------------- reads
-    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:  # noqa: A002
+    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
         """The current version of a memory, or None (unknown, or forgotten unless asked)."""
         with self._lock:
             loc = self._index.get(id)
@@ -583,7 +583,7 @@ class Store:
         if self.read_only:
             raise StoreError("the store is open read-only")
 
-    def _current(self, id: str, include_forgotten: bool = False) -> Memory:  # noqa: A002
+    def _current(self, id: str, include_forgotten: bool = False) -> Memory:
         self._check_open()
         m = self.get(id, include_forgotten=include_forgotten)
         if m is None:
@@ -594,7 +594,7 @@ class Store:
         seg = self._segments[si]
         return table_to_memories(seg.table.slice(row, 1))[0]
 
-    def _row_vectors(self, id: str) -> dict[str, Embedding]:  # noqa: A002
+    def _row_vectors(self, id: str) -> dict[str, Embedding]:
         si, row = self._index[id]
         seg = self._segments[si]
         return {s.name: take(seg.vectors(self.schema, s.name), [row]) for s in self.schema}
@@ -743,7 +743,7 @@ def _default_embedders(schema: Schema) -> dict[str, Embedder]:
     return {name: e for name, e in made.items() if name in schema.spaces}
 
 
-def open(  # noqa: A001 - the public name: engramdb.open(path)
+def open(
     path: str | Path | None = None,
     *,
     schema: Schema | None = None,
