@@ -1,5 +1,5 @@
 """A Hypothesis state machine: the store against a plain-Python model (add, update, supersede,
-forget, restore, checkpoint, compact, reopen), checked after every step through get() and search()."""
+forget, restore, purge, checkpoint, compact, reopen), checked after every step through get() and search()."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp(prefix="engramdb-sm-"))
         self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
         self.model: dict[str, Model] = {}
+        self.purged: set[str] = set()
         self.counter = 0
 
     def teardown(self) -> None:
@@ -86,6 +87,14 @@ class StoreMachine(RuleBasedStateMachine):
         self.model[old].version += 1
         self.model[new].version += 1
 
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data())
+    def purge(self, data: st.DataObject) -> None:
+        mid = data.draw(st.sampled_from(sorted(self.model)))
+        self.db.purge(mid)
+        del self.model[mid]
+        self.purged.add(mid)
+
     @rule()
     def checkpoint(self) -> None:
         self.db.checkpoint()
@@ -107,6 +116,11 @@ class StoreMachine(RuleBasedStateMachine):
             assert (got.content, got.namespace, got.version) == (m.content, m.namespace, m.version)
             assert (got.forgotten_at is not None) == m.forgotten
             assert (self.db.get(mid) is None) == m.forgotten
+
+    @invariant()
+    def purged_memories_are_gone(self) -> None:
+        for mid in self.purged:
+            assert self.db.get(mid, include_forgotten=True) is None
 
     @invariant()
     def search_sees_exactly_the_current_memories(self) -> None:
