@@ -37,3 +37,19 @@ def test_hdc_codes_projected_in_the_store_equal_the_embedders_own() -> None:
     seg = db._segments[-1]
     stored = np.asarray(seg.vectors(db.schema, "hdc"))[0]
     np.testing.assert_array_equal(stored, db.embedders["hdc"].embed([m.content])[0])
+
+
+def test_long_batches_embed_in_chunks_with_the_same_result(monkeypatch: object) -> None:
+    from engramdb.store import store as store_mod
+
+    monkeypatch.setattr(store_mod, "PROGRESS_MIN", 10)  # type: ignore[attr-defined]
+    monkeypatch.setattr(store_mod, "EMBED_CHUNK", 7)  # type: ignore[attr-defined]
+    texts = [f"turn {i} about topic {i % 5}" for i in range(30)]
+    db = engramdb.open(dedup="off")
+    db.add_many([{"content": t, "namespace": "n"} for t in texts])
+    seg = db._segments[-1]
+    np.testing.assert_array_equal(np.asarray(seg.vectors(db.schema, "dense")), db.embedders["dense"].embed(texts))
+    tok = seg.vectors(db.schema, "tokens")
+    ref = db.embedders["tokens"].embed(texts)
+    np.testing.assert_array_equal(tok.offsets, ref.offsets)  # type: ignore[union-attr]
+    np.testing.assert_array_equal(tok.tokens, ref.tokens)  # type: ignore[union-attr]

@@ -622,7 +622,10 @@ class Store:
                 raise SpaceError(f"no vector given for space {sp.name!r} and no embedder for it")
             if all(h is None for h in have):  # the common case: one batched embed, no reshuffling
                 base = _derived_from(emb, self.embedders, out)
-                made = emb.project(out[base]) if base else emb.embed([m.content for m in memories])  # type: ignore[attr-defined]
+                if base:
+                    made = emb.project(out[base])  # type: ignore[attr-defined]
+                else:
+                    made = _embed_in_chunks(emb, [m.content for m in memories], sp.name)
                 out[sp.name] = sp.check(made, len(memories))
                 continue
             todo = [i for i, h in enumerate(have) if h is None]
@@ -706,6 +709,29 @@ def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list
     scores = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, docs=rows, threads=1) / qv.tokens.shape[0]
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+PROGRESS_MIN = 5_000  # texts: below this an embed is quick enough to need no progress bar
+EMBED_CHUNK = 2_048
+
+
+def _embed_in_chunks(emb: Embedder, texts: list[str], space: str) -> Embedding:
+    """Embed a long batch in chunks with a progress bar on an interactive terminal (tqdm)."""
+    if len(texts) < PROGRESS_MIN:
+        return emb.embed(texts)
+    import sys
+
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm comes with usearch
+        return emb.embed(texts)
+    parts = []
+    with tqdm(total=len(texts), desc=f"embedding {space}", unit="memory", disable=not sys.stderr.isatty()) as bar:
+        for a in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[a : a + EMBED_CHUNK]
+            parts.append(emb.embed(chunk))
+            bar.update(len(chunk))
+    return concat(parts)
 
 
 def _derived_from(emb: Embedder, embedders: Mapping[str, Embedder], done: Mapping[str, Embedding]) -> str | None:
