@@ -1,7 +1,7 @@
 // isa_scalar.cpp: portable reference implementations of the block primitives.
 // Compiled with the baseline flags only; every other ISA file is tested against this one and
 // against float64 numpy. Eight independent accumulators keep the dependency chains short without
-// reassociating float math behind the compiler's back (no -ffast-math anywhere).
+// reassociating float math behind the compiler's back (no fast-math flags anywhere).
 #include <cstring>
 
 #include "engramdb/isa_kernels.h"
