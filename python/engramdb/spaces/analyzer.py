@@ -36,8 +36,10 @@ import hashlib
 import importlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "SNOWBALL_STOPWORDS",
@@ -163,3 +165,16 @@ class Analyzer:
     def term_ids(self, text: str) -> list[int]:
         """`term_id` of each of `terms(text)`, in order (duplicates kept)."""
         return [term_id(t) for t in self.terms(text)]
+
+
+def split_batch(texts: Sequence[str], split: Callable[[str], list[str]]) -> tuple[np.ndarray, list[str]]:
+    """Token counts per text (int64) and all texts' tokens in order; a non-string is named by index."""
+    counts = np.zeros(len(texts), dtype=np.int64)
+    tokens: list[str] = []
+    for r, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
+        words = split(text)
+        counts[r] = len(words)
+        tokens.extend(words)
+    return counts, tokens

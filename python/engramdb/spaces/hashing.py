@@ -48,7 +48,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, tokenize
+from .analyzer import SNOWBALL_STOPWORDS, split_batch, tokenize
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -241,14 +241,7 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
         n = len(texts)
-        counts = np.zeros(n, dtype=np.int64)
-        tokens: list[str] = []
-        for r, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
-            words = content_words(text)
-            counts[r] = len(words)
-            tokens.extend(words)
+        counts, tokens = split_batch(texts, content_words)
         with self._lock:
             if len(self._table.slots) > TABLE_WORDS:
                 self._table.clear()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, Analyzer, term_id
+from .analyzer import SNOWBALL_STOPWORDS, Analyzer, split_batch, term_id
 from .protocol import SpaceKind, SparseBatch
 
 __all__ = ["LexicalEmbedder"]
@@ -59,15 +59,7 @@ class LexicalEmbedder:
     def embed(self, texts: Sequence[str]) -> SparseBatch:
         """One CSR row per text: sorted unique term ids (int32) with their counts (float32)."""
         n = len(texts)
-        counts = np.zeros(n, dtype=np.int64)
-        terms: list[str] = []
-        analyse = self.analyzer.terms
-        for r, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
-            ts = analyse(text)
-            counts[r] = len(ts)
-            terms.extend(ts)
+        counts, terms = split_batch(texts, self.analyzer.terms)
         ids = np.fromiter(map(term_id, terms), dtype=np.int64, count=len(terms))
         rows = np.repeat(np.arange(n, dtype=np.int64), counts)
         key, tf = np.unique((rows << _ID_BITS) | ids, return_counts=True)

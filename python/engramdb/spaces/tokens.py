@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import Analyzer
+from .analyzer import Analyzer, split_batch
 from .hashing import row_norms, word_features
 from .protocol import SpaceKind, TokenBatch
 
@@ -62,14 +62,9 @@ class TokenEmbedder:
     def embed(self, texts: Sequence[str]) -> TokenBatch:
         """Token vectors of every text, stacked, with offsets (text t owns offsets[t]:offsets[t+1])."""
         n = len(texts)
+        counts, terms = split_batch(texts, self.analyzer.terms)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        terms: list[str] = []
-        analyse = self.analyzer.terms
-        for r, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
-            terms.extend(analyse(text))
-            offsets[r + 1] = len(terms)
+        np.cumsum(counts, out=offsets[1:])
         with self._lock:
             if len(self._slots) > TABLE_TERMS:
                 self._slots = {}
