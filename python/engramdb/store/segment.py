@@ -34,9 +34,9 @@ class Segment:
     table: pa.Table
     file: str | None = None  # committed file name, None while only in the WAL
     ids: list[str] = field(init=False)
-    namespaces: np.ndarray = field(init=False)  # object array of namespace strings
     ns_index: np.ndarray = field(init=False)  # int32 code of each row's namespace
     ns_codes: dict[str, int] = field(init=False)  # namespace -> code in this segment
+    ns_names: list[str] = field(init=False)  # code -> namespace
     valid_from: np.ndarray = field(init=False)
     valid_until: np.ndarray = field(init=False)
     learned_at: np.ndarray = field(init=False)
@@ -48,11 +48,11 @@ class Segment:
     def __post_init__(self) -> None:
         t = self.table
         self.ids = t.column("id").to_pylist()
-        self.namespaces = np.array(t.column("namespace").to_pylist(), dtype=object)
         # Namespaces as small integer codes: the scan's partition filter is one integer compare.
         enc = t.column("namespace").combine_chunks().dictionary_encode()
         self.ns_index = np.array(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
-        self.ns_codes = {name: code for code, name in enumerate(enc.dictionary.to_pylist())}
+        self.ns_names: list[str] = enc.dictionary.to_pylist()
+        self.ns_codes = {name: code for code, name in enumerate(self.ns_names)}
         self.learned_at = _micros(t.column("learned_at"), 0)
         self.valid_from = _micros(t.column("valid_from"), 0)
         self.valid_from = np.where(t.column("valid_from").is_null().to_numpy(zero_copy_only=False),
@@ -65,6 +65,10 @@ class Segment:
     def reset_sys_end(self) -> None:
         """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""
         self.sys_end = _micros(self.table.column("expired_at"), NEVER)
+
+    def namespace(self, row: int) -> str:
+        """The namespace of one row."""
+        return self.ns_names[int(self.ns_index[row])]
 
     def __len__(self) -> int:
         return int(self.table.num_rows)

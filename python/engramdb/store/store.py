@@ -372,7 +372,7 @@ class Store:
             self._check_open()
             locs = sorted(
                 (si, row) for mid, (si, row) in self._index.items()
-                if namespace is None or self._segments[si].namespaces[row] == namespace
+                if namespace is None or self._segments[si].namespace(row) == namespace
             )
             tables = [self._segments[si].table.slice(row, 1) for si, row in locs]
         table = pa.concat_tables(tables) if tables else self._table_schema.empty_table()
@@ -502,7 +502,7 @@ class Store:
         with self._lock:
             namespaces: dict[str, int] = {}
             for s, r in self._index.values():
-                ns = str(self._segments[s].namespaces[r])
+                ns = self._segments[s].namespace(r)
                 namespaces[ns] = namespaces.get(ns, 0) + 1
             return {
                 "memories": len(self._index),
