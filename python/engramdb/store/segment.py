@@ -3,11 +3,13 @@
 Committed segments are Arrow IPC files read through a memory map (the vector columns reach the
 kernels without a copy). The write-ahead log's frames not yet folded into a file are kept as
 in-memory segments of the same shape. Rows never change; what changes is derived state the
-store sets: `sys_end` (when a newer version replaced a row, in system time) and `purged`.
+store sets: `sys_end` (when a newer version replaced a row, in system time). A purge rewrites the
+segments that hold the memory instead of marking rows.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +44,6 @@ class Segment:
     learned_at: np.ndarray = field(init=False)
     sys_end: np.ndarray = field(init=False)  # min(expired_at, next version's learned_at)
     forgotten: np.ndarray = field(init=False)
-    purged: np.ndarray = field(init=False)
     _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -59,7 +60,6 @@ class Segment:
                                    self.learned_at, self.valid_from)
         self.valid_until = _micros(t.column("valid_until"), NEVER)
         self.forgotten = ~t.column("forgotten_at").is_null().to_numpy(zero_copy_only=False)
-        self.purged = np.zeros(len(self.ids), dtype=bool)
         self.reset_sys_end()
 
     def reset_sys_end(self) -> None:
@@ -89,8 +89,6 @@ def read_segment(path: Path) -> Segment:
 
 def write_segment(path: Path, table: pa.Table) -> None:
     """Write a segment file atomically (temp file, fsync, rename); one record batch."""
-    import os
-
     tmp = path.with_suffix(path.suffix + ".tmp")
     batch = table.combine_chunks().to_batches()
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:

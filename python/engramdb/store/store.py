@@ -149,9 +149,8 @@ class Store:
             name = f"seg-{self._manifest.next_segment:06d}.arrow"
             write_segment(self.path / name, table)
             merged = read_segment(self.path / name)
-            # carry derived state (replacements, purges) over to the merged rows
+            # carry derived state (replacements by newer versions) over to the merged rows
             merged.sys_end = np.concatenate([self._segments[i].sys_end for i in pending])
-            merged.purged = np.concatenate([self._segments[i].purged for i in pending])
             # The rows move from the WAL to the file in one atomic step: the new manifest names the
             # segment and a fresh, empty WAL together. A crash before it leaves the old manifest and
             # the old WAL (the new files are debris); after it, the old WAL is the debris.
@@ -477,7 +476,7 @@ class Store:
                 code = seg.ns_codes.get(namespace)
                 if code is None:
                     continue  # the namespace has no row in this segment
-                mask = (seg.ns_index == code) & ~seg.purged
+                mask = seg.ns_index == code
                 if known_us is None:
                     mask &= (seg.sys_end == NEVER) & ~seg.forgotten
                 else:
@@ -531,7 +530,7 @@ class Store:
                 code = seg.ns_codes.get(ns)
                 if code is None:
                     continue
-                mask = (seg.ns_index == code) & (seg.sys_end == NEVER) & ~seg.forgotten & ~seg.purged
+                mask = (seg.ns_index == code) & (seg.sys_end == NEVER) & ~seg.forgotten
                 if not mask.any():
                     continue
                 idx, sc = kernels.topk(q[rows], np.asarray(seg.vectors(self.schema, main.name)), 1, "cosine",
