@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import json
 import threading
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
@@ -30,6 +29,7 @@ from ..spaces.schema import Schema, Space, SpaceError, default_schema
 from .batches import concat, take
 from .columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
 from .dedup import DedupEvent, Policy, check_policy, within_batch
+from .intake import Intake, build_intake
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
@@ -130,7 +130,7 @@ class Store:
                 self._writer_lock.release()
             self._closed = True
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Store:  # noqa: PYI034 - Store is not meant to be subclassed
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,51 +196,30 @@ class Store:
         Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
         record refuses the batch, naming the record and the field.
         """
-        memories: list[Memory] = []
-        given: list[Mapping[str, Any]] = []
-        now = utc_now()
-        for i, rec in enumerate(records):
-            if isinstance(rec, Memory):
-                rec = {f.name: getattr(rec, f.name) for f in fields(Memory)}
-            if not isinstance(rec, Mapping):
-                raise InvalidMemory(f"records[{i}] must be a dict or Memory, got {type(rec).__name__}")
-            rec = dict(rec)
-            vecs = rec.pop("vectors", None) or {}
-            unknown = set(rec) - _MEMORY_FIELDS
-            if unknown:
-                raise InvalidMemory(f"records[{i}] has unknown field(s) {sorted(unknown)}")
-            rec = {k: v for k, v in rec.items() if v is not None}
-            rec.setdefault("id", uuid.uuid4().hex)
-            rec["learned_at"] = now
-            rec["version"] = 1
-            try:
-                memories.append(validate_memory(Memory(**rec)))
-            except TypeError as exc:
-                raise InvalidMemory(f"records[{i}]: {exc}") from None
-            except InvalidMemory as exc:
-                raise InvalidMemory(f"records[{i}]: {exc}") from None
-            given.append(vecs)
-        if not memories:
+        batch = build_intake(records, utc_now())
+        n = len(batch.ids)
+        if not n:
             return []
         with self._lock:
             self._check_open()
-            seen: set[str] = set()
-            for m in memories:
-                if m.id in self._index or m.id in seen:
-                    raise StoreError(f"id {m.id!r} already exists; use update() to change it")
-                seen.add(m.id)
-            vectors = self._vectors_for(memories, given)
-            self.last_dedup = self._find_duplicates(memories, vectors) if self.dedup != "off" else []
+            if len(set(batch.ids)) != n or any(i in self._index for i in batch.ids):
+                seen: set[str] = set()
+                for mid in batch.ids:
+                    if mid in self._index or mid in seen:
+                        raise StoreError(f"id {mid!r} already exists; use update() to change it")
+                    seen.add(mid)
+            vectors = self._vectors_for(batch.contents, batch.vectors)
+            self.last_dedup = self._find_duplicates(batch, vectors) if self.dedup != "off" else []
             if not self.last_dedup:
-                self._write(memories, vectors)
-                return [m.id for m in memories]
+                self._write_table(batch.table, vectors)
+                return batch.ids
             dup = {e.index: e for e in self.last_dedup}
-            keep = [i for i in range(len(memories)) if i not in dup]
+            keep = [i for i in range(n) if i not in dup]
             if keep:
-                self._write([memories[i] for i in keep], {k: take(v, keep) for k, v in vectors.items()})
+                self._write_table(batch.table.take(keep), {k: take(v, keep) for k, v in vectors.items()})
             if self.dedup == "merge":
-                self._merge_duplicates(self.last_dedup, memories)
-            return [dup[i].duplicate_of if i in dup else memories[i].id for i in range(len(memories))]
+                self._merge_duplicates(self.last_dedup)
+            return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
 
     def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:
         """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
@@ -256,7 +235,7 @@ class Store:
             keep = {} if "content" in changes and changes["content"] != old.content else self._row_vectors(id)
             if vectors:
                 keep.update(vectors)
-            self._write([new], self._vectors_for([new], [keep]))
+            self._write([new], self._vectors_for([new.content], [keep]))
             return new
 
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
@@ -268,7 +247,7 @@ class Store:
             o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
                                                   superseded_by=new.id))
             n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
-            vecs = self._vectors_for([o2, n2], [self._row_vectors(old_id), self._row_vectors(new_id)])
+            vecs = self._vectors_for([o2.content, n2.content], [self._row_vectors(old_id), self._row_vectors(new_id)])
             self._write([o2, n2], vecs)
             return o2, n2
 
@@ -515,15 +494,15 @@ class Store:
             }
 
     # ----------------------------------------------------------------------------- dedup (S8)
-    def _find_duplicates(self, memories: list[Memory], vectors: Mapping[str, Embedding]) -> list[DedupEvent]:
+    def _find_duplicates(self, batch: Intake, vectors: Mapping[str, Embedding]) -> list[DedupEvent]:
         """Duplicates of each new memory among current memories of its namespace, then within the batch."""
         main = self.schema[self.schema.main]
         q = np.asarray(vectors[main.name], dtype=np.float32)
         action = "merged" if self.dedup == "merge" else "skipped"
         events: dict[int, DedupEvent] = {}
         by_ns: dict[str, list[int]] = {}
-        for i, m in enumerate(memories):
-            by_ns.setdefault(m.namespace, []).append(i)
+        for i, ns in enumerate(batch.namespaces):
+            by_ns.setdefault(ns, []).append(i)
         for ns, rows in by_ns.items():
             best: dict[int, tuple[float, int, int]] = {}
             for si, seg in enumerate(self._segments):
@@ -540,18 +519,18 @@ class Store:
                         best[r] = (float(sc[j, 0]), si, int(idx[j, 0]))
             for r, (sim, si, row) in best.items():
                 old = self._memory_at(si, row)
-                kind = "exact" if old.content == memories[r].content else "near"
+                kind = "exact" if old.content == batch.contents[r] else "near"
                 events[r] = DedupEvent(r, old.id, kind, sim, action)  # type: ignore[arg-type]
-        inside = within_batch(q, [m.namespace for m in memories], self.dedup_threshold)
+        inside = within_batch(q, batch.namespaces, self.dedup_threshold)
         for j, (i, sim) in inside.items():
             if j in events:
                 continue
-            first = events[i].duplicate_of if i in events else memories[i].id
-            kind = "exact" if memories[i].content == memories[j].content else "near"
+            first = events[i].duplicate_of if i in events else batch.ids[i]
+            kind = "exact" if batch.contents[i] == batch.contents[j] else "near"
             events[j] = DedupEvent(j, first, kind, sim, action)  # type: ignore[arg-type]
         return [events[k] for k in sorted(events)]
 
-    def _merge_duplicates(self, events: list[DedupEvent], memories: list[Memory]) -> None:
+    def _merge_duplicates(self, events: list[DedupEvent]) -> None:
         """Record merged copies on the memories they duplicate (one new version each)."""
         counts: dict[str, int] = {}
         for e in events:
@@ -600,10 +579,10 @@ class Store:
 
     def _rewrite(self, old: Memory, **changes: Any) -> Memory:
         new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
-        self._write([new], self._vectors_for([new], [self._row_vectors(old.id)]))
+        self._write([new], self._vectors_for([new.content], [self._row_vectors(old.id)]))
         return new
 
-    def _vectors_for(self, memories: Sequence[Memory], given: Sequence[Mapping[str, Any]]) -> dict[str, Embedding]:
+    def _vectors_for(self, contents: Sequence[str], given: Sequence[Mapping[str, Any]]) -> dict[str, Embedding]:
         """Every space's vectors for the batch: the caller's where given, else embedded."""
         out: dict[str, Embedding] = {}
         for sp in self.schema:
@@ -624,27 +603,42 @@ class Store:
                 if base:
                     made = emb.project(out[base])  # type: ignore[attr-defined]
                 else:
-                    made = _embed_in_chunks(emb, [m.content for m in memories], sp.name)
-                out[sp.name] = sp.check(made, len(memories))
+                    made = _embed_in_chunks(emb, list(contents), sp.name)
+                out[sp.name] = sp.check(made, len(contents))
                 continue
             todo = [i for i, h in enumerate(have) if h is None]
-            made = sp.check(emb.embed([memories[i].content for i in todo]), len(todo))
-            parts_by_row: list[Embedding | None] = [None] * len(memories)
+            made = sp.check(emb.embed([contents[i] for i in todo]), len(todo))
+            parts_by_row: list[Embedding | None] = [None] * len(contents)
             for j, i in enumerate(todo):
                 parts_by_row[i] = take(made, [j])
             for i, h in enumerate(have):
                 if h is not None:
                     parts_by_row[i] = sp.check(h, 1)
             out[sp.name] = concat([p for p in parts_by_row if p is not None])
-        return self.schema.check_all(out, len(memories))
+        return self.schema.check_all(out, len(contents))
 
     def _write(self, memories: list[Memory], vectors: Mapping[str, Embedding]) -> None:
+        self._write_table(memories_to_table(memories), vectors)
+
+    def _write_table(self, table: pa.Table, vectors: Mapping[str, Embedding]) -> None:
+        """Append rows (MEMORY_SCHEMA) with their vectors: one WAL frame, then an in-memory segment."""
         self._check_writable()
-        table = memories_to_table(memories)
         cols = {column_name(sp): to_arrow(sp, vectors[sp.name]) for sp in self.schema}
         for name, arr in cols.items():
             table = table.append_column(self._table_schema.field(name), arr)
         table = table.replace_schema_metadata(self._table_schema.metadata)
+        if self._wal is not None and self.path is not None and table.num_rows >= CHECKPOINT_ROWS:
+            # A batch this large would be checkpointed at once: write it straight to a segment
+            # file (data written once, not twice), acknowledged when the manifest lists it.
+            self.checkpoint()  # earlier rows first, so file order stays version order
+            name = f"seg-{self._manifest.next_segment:06d}.arrow"
+            write_segment(self.path / name, table)
+            seg = read_segment(self.path / name)
+            self._manifest.segments.append({"file": name, "rows": len(seg)})
+            self._manifest.next_segment += 1
+            write_manifest(self.path, self._manifest)  # acknowledged from here on
+            self._attach(seg)
+            return
         if self._wal is not None:
             self._wal.append(table)  # acknowledged from here on
         self._attach(Segment(table))
