@@ -1,8 +1,12 @@
-"""Golden store folders: what format_version 1 wrote (tools/make_golden_store.py) still opens,
-reads and searches the same, read-only in place and writable from a copy."""
+"""Golden store folders: what each format_version wrote (tools/make_golden_store.py) still opens,
+reads and searches the same, read-only in place and writable from a copy.
+
+store-v1: memories only (engramdb 0.1). store-v2: the same history plus edges, some in an edges
+file and some (a link, an unlink) still in the WAL."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,10 +14,12 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
+from engramdb.store.columns import FORMAT_VERSION
 from engramdb.store.manifest import FormatError
 from store_helpers import toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "store-v2"
 
 
 def check_v1(db: engramdb.store.Store) -> None:
@@ -58,3 +64,49 @@ def test_a_future_format_is_refused_with_the_reason(tmp_path: Path) -> None:
     manifest.write_text(manifest.read_text().replace('"format_version": 1', '"format_version": 99'))
     with pytest.raises(FormatError, match="newer engramdb \\(format_version 99\\)"):
         engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+
+
+def check_v2(db: engramdb.store.Store) -> None:
+    check_v1(db)
+    both = {(e.src, e.dst, e.type, e.confidence) for e in db.edges("g2", direction="in", include_forgotten=True)}
+    assert both == {("g4", "g2", "SUPERSEDES", 1.0), ("g1", "g2", "CAUSED_BY", 0.75)}
+    assert [e.type for e in db.edges("g2", direction="in")] == ["SUPERSEDES"]  # g1 is forgotten
+    assert db.edges("g4") == [e for e in db.edges("g2", direction="in") if e.src == "g4"]
+    assert db.edges("g1", direction="in", include_forgotten=True) == []  # RELATES_TO was unlinked
+    assert db.stats()["edges"] == 2
+
+
+def test_golden_v2_opens_read_only_in_place() -> None:
+    db = engramdb.open(GOLDEN_V2, schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+    check_v2(db)
+    db.close()
+    assert sorted(p.name for p in GOLDEN_V2.iterdir()) == [
+        "edges-000005.arrow", "manifest.json", "seg-000001.arrow", "seg-000003.arrow", "wal-000006.log"
+    ]
+
+
+def test_golden_v2_survives_checkpoint_compact_and_purge(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN_V2, tmp_path / "s")
+    with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        check_v2(db)
+        db.compact()
+        check_v2(db)
+    with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        check_v2(db)
+        db.purge("g1")
+        assert db.stats()["edges"] == 1
+    files = sorted(p.name for p in (tmp_path / "s").iterdir())
+    assert [f for f in files if f.startswith("edges-")] and not any(f.startswith("wal-000006") for f in files)
+    for f in files:  # the purged memory's content and its edges' reasons are in no file
+        data = (tmp_path / "s" / f).read_bytes()
+        assert b"Alice moved to Lisbon" not in data and b"CAUSED_BY" not in data
+
+
+def test_a_v1_store_is_upgraded_when_opened_for_writing(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN, tmp_path / "s")
+    with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        assert json.loads((tmp_path / "s" / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
+        db.link("g4", "g2", "FOLLOWS")
+    with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        check_v1(db)
+        assert [e.type for e in db.edges("g4")] == ["FOLLOWS"]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from engramdb.store import InvalidMemory, Memory, validate_memory
-from engramdb.store.columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
+from engramdb.store.columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,7 +61,7 @@ def test_bitemporal_predicates() -> None:
 
 
 def test_schema_carries_the_format_version() -> None:
-    assert MEMORY_SCHEMA.metadata[b"engramdb.format_version"] == b"1"
+    assert MEMORY_SCHEMA.metadata[b"engramdb.format_version"] == str(FORMAT_VERSION).encode()
 
 
 text = st.text(min_size=1, max_size=40).filter(lambda s: s.strip() != "")

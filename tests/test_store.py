@@ -126,7 +126,8 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: py
     assert db.stats()["segments"] == 1
     db.close()
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
-    assert files == ["LOCK", "manifest.json", "seg-000001.arrow", "seg-000002.arrow", "wal-000003.log"]
+    # file numbers are drawn from one counter: seg-1, wal-2 (first checkpoint), seg-3, wal-4 (on close)
+    assert files == ["LOCK", "manifest.json", "seg-000001.arrow", "seg-000003.arrow", "wal-000004.log"]
     again = open_store(tmp_path / "mem")
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]

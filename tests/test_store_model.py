@@ -1,5 +1,6 @@
-"""A Hypothesis state machine: the store against a plain-Python model (add, update, supersede,
-forget, restore, purge, checkpoint, compact, reopen), checked after every step through get() and search()."""
+"""A Hypothesis state machine: the store against a plain-Python model (add, update, supersede, link,
+unlink, forget, restore, purge, checkpoint, compact, reopen), checked after every step through get(),
+search() and edges()."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
         self.model: dict[str, Model] = {}
         self.purged: set[str] = set()
+        self.edges: dict[tuple[str, str, str], float] = {}  # (src, dst, type) -> confidence
         self.counter = 0
 
     def teardown(self) -> None:
@@ -86,6 +88,28 @@ class StoreMachine(RuleBasedStateMachine):
         self.model[old].superseded = True
         self.model[old].version += 1
         self.model[new].version += 1
+        self.edges[(new, old, "SUPERSEDES")] = 1.0
+
+    @precondition(lambda self: len(self.model) >= 2)
+    @rule(data=st.data(), kind=st.sampled_from(["RELATES_TO", "CAUSED_BY"]), conf=st.sampled_from([0.5, 0.7, 1.0]))
+    def link(self, data: st.DataObject, kind: str, conf: float) -> None:
+        live = sorted(k for k, m in self.model.items() if not m.forgotten)
+        src = data.draw(st.sampled_from(sorted(self.model)))
+        dst = data.draw(st.sampled_from(sorted(self.model)))
+        if src == dst or self.model[src].namespace != self.model[dst].namespace or not {src, dst} <= set(live):
+            with pytest.raises(ValueError if src == dst and src in live else RuntimeError):
+                self.db.link(src, dst, kind, confidence=conf)
+            return
+        self.db.link(src, dst, kind, confidence=conf, reason="because")
+        self.edges[(src, dst, kind)] = conf
+
+    @precondition(lambda self: bool(self.edges))
+    @rule(data=st.data())
+    def unlink(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(sorted(self.edges)))
+        assert self.db.unlink(*key)
+        del self.edges[key]
+        assert not self.db.unlink(*key)
 
     @precondition(lambda self: bool(self.model))
     @rule(data=st.data())
@@ -94,6 +118,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.db.purge(mid)
         del self.model[mid]
         self.purged.add(mid)
+        self.edges = {k: c for k, c in self.edges.items() if mid not in k[:2]}
 
     @rule()
     def checkpoint(self) -> None:
@@ -116,6 +141,15 @@ class StoreMachine(RuleBasedStateMachine):
             assert (got.content, got.namespace, got.version) == (m.content, m.namespace, m.version)
             assert (got.forgotten_at is not None) == m.forgotten
             assert (self.db.get(mid) is None) == m.forgotten
+
+    @invariant()
+    def edges_match_the_model(self) -> None:
+        for mid in self.model:
+            got = {(e.src, e.dst, e.type): e.confidence for e in self.db.edges(mid, include_forgotten=True)}
+            assert got == {k: c for k, c in self.edges.items() if k[0] == mid}
+            into = {(e.src, e.dst, e.type) for e in self.db.edges(mid, direction="in", include_forgotten=True)}
+            assert into == {k for k in self.edges if k[1] == mid}
+        assert self.db.stats()["edges"] == len(self.edges)
 
     @invariant()
     def purged_memories_are_gone(self) -> None:

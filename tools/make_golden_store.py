@@ -1,8 +1,9 @@
-"""Write tests/golden/store-v1: a small store in format_version 1 (committed; never rewritten).
+"""Write tests/golden/store-v<FORMAT_VERSION>: a small store in the current format (committed).
 
-Two segment files and a WAL with frames, versions, a supersede, a forget and caller vectors, so
-tests/test_golden_store.py can prove every later engramdb still opens what this one wrote.
-Run only when adding a new format version (then write store-v2 beside it).
+Segment files and a WAL with frames, versions, a supersede, a forget, caller vectors and (from
+format 2) edges both in an edges file and in the WAL, so tests/test_golden_store.py can prove every
+later engramdb still opens what this one wrote. Run only when adding a new format version: older
+folders (store-v1, written by engramdb 0.1 before edges existed) are never rewritten.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import engramdb
 from engramdb.store import store as store_mod
+from engramdb.store.columns import FORMAT_VERSION
 from store_helpers import toy_embedders, toy_schema
 
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
 
 
 def main() -> None:
-    out = ROOT / "tests" / "golden" / "store-v1"
+    out = ROOT / "tests" / "golden" / f"store-v{FORMAT_VERSION}"
     shutil.rmtree(out, ignore_errors=True)
     store_mod.CHECKPOINT_ROWS = 3
     db = engramdb.open(out, schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
@@ -36,7 +38,12 @@ def main() -> None:
     db.add("Alice runs a market stall", namespace="alice", id="g4",
            valid_from=datetime(2024, 6, 1, tzinfo=timezone.utc), vectors={"dense": v[3]})
     db.supersede("g2", "g4")
+    db.link("g4", "g1", "RELATES_TO", confidence=0.8, reason="both about Alice's life",
+            valid_from=datetime(2024, 6, 1, tzinfo=timezone.utc))
+    db.checkpoint()  # edges so far go to an edges file; the rest stays in the WAL
     db.update("g3", content="Bob likes green tea", vectors={"dense": v[4]})
+    db.link("g1", "g2", "CAUSED_BY", confidence=0.75)
+    db.unlink("g4", "g1", "RELATES_TO")
     db.forget("g1")
     # leave the last writes in the WAL: release the lock without close(), as a crash would
     assert db._writer_lock is not None

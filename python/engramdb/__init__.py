@@ -12,9 +12,10 @@ from __future__ import annotations
 from . import kernels
 from ._capabilities import capabilities
 from ._version import __version__
-from .store import Hit, InvalidMemory, Memory, Store, StoreError, StoreLocked, open
+from .store import Edge, Hit, InvalidMemory, Memory, Store, StoreError, StoreLocked, open
 
 __all__ = [
+    "Edge",
     "Hit",
     "InvalidMemory",
     "Memory",

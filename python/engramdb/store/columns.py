@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .record import Memory, content_hash
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: memories only; 2: + edge files and edge frames in the WAL
 TS = pa.timestamp("us", tz="UTC")
 
 MEMORY_SCHEMA = pa.schema(

