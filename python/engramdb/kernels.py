@@ -166,11 +166,33 @@ def topk(
         raise TypeError("matrix is int8: build it with quantize_i8(rows) so its scale is known")
     m = v.matrix("matrix", matrix, (np.float32, np.float16))
     v.same_dim("queries", q, "matrix", m)
+    rows = _short_allow_list(mask, m.shape[0])
+    if rows is not None:  # a few rows of a big matrix: score just those, no n-byte mask to walk
+        kk = min(kk, len(rows))
+        cand = np.ascontiguousarray(np.broadcast_to(rows, (q.shape[0], len(rows))))
+        idx, sc, bad = _core.dense_rescore(q, m, mcode, cand, kk)
+        _raise_bad_row("matrix", bad)
+        return TopK(*_shape_out((idx, sc), was_1d))
     mk = v.row_mask(mask, m.shape[0])
     kk = min(kk, v.allowed_count(mk, m.shape[0]))
     idx, sc, _, bad = _core.dense_topk(q, m, mcode, kk, mk, nt, False)
     _raise_bad_row("matrix", bad)
     return TopK(*_shape_out((idx, sc), was_1d))
+
+
+def _short_allow_list(mask: Any, n: int) -> np.ndarray | None:
+    """Sorted unique rows of an integer allow-list covering under 1/16 of n rows, else None."""
+    if mask is None or isinstance(mask, (bool, np.bool_)):
+        return None
+    arr = np.asarray(mask)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1 or arr.size * 16 >= n:
+        return None
+    v.row_mask(arr[:0], n)  # dtype/shape checks only
+    rows = np.unique(arr.astype(np.int64, copy=False))
+    if rows.size and (rows[0] < 0 or rows[-1] >= n):
+        bad = rows[0] if rows[0] < 0 else rows[-1]
+        raise ValueError(f"mask allow-list holds row {int(bad)}, outside 0..{n - 1}")
+    return rows
 
 
 def _topk_i8(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import cast
 
 from .protocol import Embedder
 from .schema import Schema, Space, default_schema
@@ -27,7 +28,7 @@ _HDC = re.compile(r"^hdc-(\d+)(?:-seed(\d+))?(?:-of-(.+))?$")
 def _minilm() -> Embedder:
     from .minilm import MiniLMEmbedder
 
-    return MiniLMEmbedder()
+    return cast(Embedder, MiniLMEmbedder())  # its kind is narrower than the protocol's attribute
 
 
 def profile_schema(profile: str) -> Schema:

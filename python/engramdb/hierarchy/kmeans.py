@@ -1,0 +1,80 @@
+"""Spherical k-means on the N2 kernels (J2): assignment by `assign_nearest`, means by `cluster_sums`.
+
+Spherical because the tree scores by cosine: a point joins the centroid it is most similar to,
+and a centroid is the mean direction of its points. Seeding is k-means++ on a sample (D^2
+weighting with 1 - cos as the distance), which matters: random seeds leave many tiny clusters on
+real text. An emptied cluster is re-seeded with the point its cluster fits worst.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels
+
+SEED_SAMPLE = 4_096  # k-means++ runs on at most this many points (or 8 per cluster)
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(a, axis=1, keepdims=True)
+    out: np.ndarray = (a / np.where(n > 0, n, 1.0)).astype(np.float32)
+    return out
+
+
+def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k seeds (rows of x, unit length) chosen by k-means++ with cosine distance on a sample."""
+    m = min(len(x), max(SEED_SAMPLE, 8 * k))
+    sample = x[rng.choice(len(x), m, replace=False)] if m < len(x) else x
+    sample = _unit(np.asarray(sample, dtype=np.float32))
+    seeds = [int(rng.integers(m))]
+    # similarities by the N1 kernel on one thread: numpy's BLAS would spin up threads that then
+    # fight the k-means kernels for the same two cores
+    dist = np.maximum(1.0 - kernels.scores(sample[seeds[0]], sample, threads=1), 0.0).astype(np.float64)
+    for _ in range(1, k):
+        total = float(dist.sum())
+        i = int(rng.choice(m, p=dist / total)) if total > 0 else int(rng.integers(m))
+        seeds.append(i)
+        dist = np.minimum(dist, np.maximum(1.0 - kernels.scores(sample[i], sample, threads=1), 0.0))
+    out: np.ndarray = sample[seeds].copy()
+    return out
+
+
+def spherical_kmeans(
+    x: np.ndarray, k: int, *, iters: int = 12, seed: int = 0, threads: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(unit centroids (k, d) float32, labels (n,) int64) of x's rows; k is capped at len(x).
+
+    Stops early once fewer than 0.1% of the labels change in an iteration.
+    """
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n = len(x)
+    if n == 0:
+        raise ValueError("spherical_kmeans needs at least one vector")
+    k = max(1, min(int(k), n))
+    rng = np.random.default_rng(seed)
+    cent = plus_plus(x, k, rng)
+    labels = np.full(n, -1, dtype=np.int64)
+    for _ in range(iters):
+        new, score = kernels.assign_nearest(x, cent, "cosine", threads=threads)
+        changed = int((new != labels).sum())
+        labels = new
+        sums, counts = kernels.cluster_sums(x, labels, k)
+        empty = np.flatnonzero(counts == 0)
+        if len(empty):  # re-seed each empty cluster with a point its current cluster fits worst
+            worst = np.argsort(score)[: len(empty)]
+            sums[empty] = x[worst]
+            labels[worst] = empty
+        cent = _unit(sums)
+        if changed <= n // 1000:
+            break
+    return cent, labels
+
+
+def two_means(x: np.ndarray, *, seed: int = 0) -> np.ndarray:
+    """Labels 0/1 splitting x's rows in two (a split of a full node, J3); both sides non-empty."""
+    if len(x) < 2:
+        raise ValueError("two_means needs at least two vectors")
+    _, labels = spherical_kmeans(x, 2, iters=8, seed=seed, threads=1)
+    if labels.min() == labels.max():  # identical rows: split by position so both halves exist
+        labels = (np.arange(len(x)) >= len(x) // 2).astype(np.int64)
+    return labels

@@ -1,0 +1,438 @@
+"""The centroid tree (J1-J4): memories in leaves, centroids above them, searched by top-K descent.
+
+Levels: memories are level 0 (they are the keys held by leaves), leaves are level 1, the root is
+level `height`. Every node's centroid is the running mean of the vectors below it (N2
+`centroid_update`), scored against a query by cosine inside the N1 scan (`topk` with an
+allow-list of the candidate nodes, so nothing is gathered or copied).
+
+Search is top-K descent, never thresholds: at each level score all children of the kept nodes
+and keep the best `beam` (at the leaf level `probe`), then scan the kept leaves' memories. Both
+beams are what a caller tunes against recall; `SearchStats` counts every centroid and memory
+scored (the E-computations the issue measures).
+
+Vectors are not copied into the tree: a `VectorSource` gives them by key (rows of one matrix for
+a bare tree; segment rows for the store).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .. import kernels
+from .kmeans import spherical_kmeans, two_means
+from .pca import fit, project
+
+NO_PARENT = -1
+
+
+class VectorSource(Protocol):
+    """Where the tree reads memory vectors: by key, and a top-k scan over a set of keys."""
+
+    def take(self, keys: np.ndarray) -> np.ndarray: ...
+
+    def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class MatrixSource:
+    """Keys are row numbers of one (n, d) float32 matrix (tests, benchmarks, one segment)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        rows: np.ndarray = self.matrix[keys]
+        return rows
+
+    def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(keys) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        idx, sc = kernels.topk(query, self.matrix, k, "cosine", mask=keys, threads=1)
+        return idx, sc
+
+
+@dataclass
+class SearchStats:
+    """What one search scored: centroids per level (top first), memories, leaves probed."""
+
+    centroids: int = 0
+    memories: int = 0
+    leaves: int = 0
+    per_level: tuple[int, ...] = ()
+
+    @property
+    def e_computations(self) -> int:
+        """Vectors scored against the query in all (centroids + memories)."""
+        return self.centroids + self.memories
+
+
+def _leaf_labels(z: np.ndarray, leaf_size: int, iters: int, refine: int, seed: int) -> tuple[np.ndarray, int]:
+    """Leaf label of every row: coarse cells, k-means inside each, then nearest-leaf refinement."""
+    n = len(z)
+    n_leaves = max(1, math.ceil(n / leaf_size))
+    n_cells = max(1, min(n_leaves, round(math.sqrt(n_leaves))))
+    cell_cent, cell = spherical_kmeans(z, n_cells, iters=iters, seed=seed) if n_cells > 1 else \
+        (None, np.zeros(n, np.int64))
+    labels = np.empty(n, np.int64)
+    leaf_cell: list[int] = []
+    for c in range(n_cells):
+        rows = np.flatnonzero(cell == c)
+        if len(rows) == 0:
+            continue
+        k = max(1, math.ceil(len(rows) / leaf_size))
+        _, lab = spherical_kmeans(z[rows], k, iters=iters, seed=seed + 1 + c) if k > 1 else \
+            (None, np.zeros(len(rows), np.int64))
+        labels[rows] = lab + len(leaf_cell)
+        leaf_cell.extend([c] * k)
+    n_leaves = len(leaf_cell)
+    if cell_cent is None or refine <= 0:
+        return labels, n_leaves
+    leaf_cell_a = np.asarray(leaf_cell)
+    near_cells = kernels.topk(z, cell_cent, min(3, n_cells), "cosine").indices  # (n, 3)
+    for _ in range(refine):
+        sums, _ = kernels.cluster_sums(z, labels, n_leaves)
+        lc = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+        lc = lc.astype(np.float32)
+        best = np.full(n, -np.inf, np.float32)
+        for c in range(n_cells):  # each point against the leaves of its nearest cells
+            rows = np.flatnonzero((near_cells == c).any(axis=1))
+            mine = np.flatnonzero(leaf_cell_a == c)
+            if len(rows) == 0 or len(mine) == 0:
+                continue
+            lab, sc = kernels.assign_nearest(np.ascontiguousarray(z[rows]), lc[mine], "cosine")
+            better = sc > best[rows]
+            best[rows[better]] = sc[better]
+            labels[rows[better]] = mine[lab[better]]
+    return labels, n_leaves
+
+
+class CentroidTree:
+    """A hierarchy of centroids over memory keys, grown by batch build and incremental insert."""
+
+    def __init__(self, dim: int, *, leaf_size: int = 64, fanout: int = 32, seed: int = 0) -> None:
+        if leaf_size < 2 or fanout < 2:
+            raise ValueError(f"leaf_size and fanout must be >= 2, got {leaf_size} and {fanout}")
+        self.dim = int(dim)
+        self.leaf_size = int(leaf_size)
+        self.leaf_cap = 2 * self.leaf_size  # a leaf holding more splits in two (J3)
+        self.fanout = int(fanout)
+        self.fanout_cap = 2 * self.fanout
+        self.seed = seed
+        self._splits = 0
+        cap = 16
+        self.centroids = np.zeros((cap, self.dim), np.float32)
+        self.counts = np.zeros(cap, np.int64)
+        self.level = np.zeros(cap, np.int8)
+        self.parent = np.full(cap, NO_PARENT, np.int64)
+        self.first_seq = np.full(cap, np.iinfo(np.int64).max, np.int64)
+        self.last_seq = np.full(cap, -1, np.int64)
+        self.archived = np.zeros(cap, bool)
+        self.children: list[np.ndarray] = []  # internal nodes: child node ids; leaves: empty
+        self.members: list[np.ndarray] = []  # leaves: memory keys (int64); internal nodes: empty
+        self.n_nodes = 0
+        self.root = NO_PARENT
+        self.height = 0
+
+    # ------------------------------------------------------------------------------ structure
+    def __len__(self) -> int:
+        """Memories held."""
+        return int(self.counts[self.root]) if self.root >= 0 else 0
+
+    def leaves(self) -> np.ndarray:
+        """Ids of all leaves."""
+        return np.flatnonzero(self.level[: self.n_nodes] == 1)
+
+    def nodes_per_level(self) -> dict[int, int]:
+        """Level -> node count (level 1 = leaves)."""
+        lv, cnt = np.unique(self.level[: self.n_nodes], return_counts=True)
+        return {int(a): int(b) for a, b in zip(lv, cnt)}
+
+    def _new_node(self, level: int, parent: int) -> int:
+        if self.n_nodes == len(self.counts):
+            grow = len(self.counts)
+            self.centroids = np.concatenate([self.centroids, np.zeros((grow, self.dim), np.float32)])
+            self.counts = np.concatenate([self.counts, np.zeros(grow, np.int64)])
+            self.level = np.concatenate([self.level, np.zeros(grow, np.int8)])
+            self.parent = np.concatenate([self.parent, np.full(grow, NO_PARENT, np.int64)])
+            self.first_seq = np.concatenate([self.first_seq, np.full(grow, np.iinfo(np.int64).max, np.int64)])
+            self.last_seq = np.concatenate([self.last_seq, np.full(grow, -1, np.int64)])
+            self.archived = np.concatenate([self.archived, np.zeros(grow, bool)])
+        nid = self.n_nodes
+        self.n_nodes += 1
+        self.level[nid] = level
+        self.parent[nid] = parent
+        self.children.append(np.empty(0, np.int64))
+        self.members.append(np.empty(0, np.int64))
+        if parent >= 0:
+            self.children[parent] = np.append(self.children[parent], nid)
+        return nid
+
+    def _set_leaf(self, leaf: int, keys: np.ndarray, vectors: np.ndarray, seqs: np.ndarray | None) -> None:
+        self.members[leaf] = keys
+        self.counts[leaf] = len(keys)
+        self.centroids[leaf] = vectors.mean(axis=0, dtype=np.float64) if len(keys) else 0.0
+        if seqs is not None and len(seqs):
+            self.first_seq[leaf], self.last_seq[leaf] = int(seqs.min()), int(seqs.max())
+
+    def _refresh_internal(self, node: int) -> None:
+        """An internal node's count, centroid and seq range from its children's."""
+        ch = self.children[node]
+        w = self.counts[ch].astype(np.float64)
+        self.counts[node] = int(w.sum())
+        if w.sum() > 0:
+            self.centroids[node] = (self.centroids[ch].astype(np.float64) * w[:, None]).sum(0) / w.sum()
+        self.first_seq[node] = self.first_seq[ch].min()
+        self.last_seq[node] = self.last_seq[ch].max()
+
+    # ------------------------------------------------------------------------------ build (J2)
+    @classmethod
+    def build(
+        cls,
+        source: VectorSource,
+        keys: np.ndarray,
+        *,
+        leaf_size: int = 64,
+        fanout: int = 32,
+        pca_dims: int | None = None,
+        seqs: np.ndarray | None = None,
+        seed: int = 0,
+        iters: int = 10,
+        refine: int = 2,
+    ) -> CentroidTree:
+        """Leaves first, then the levels above them from the leaves' centroids.
+
+        Leaves: a coarse k-means (about sqrt(leaves) cells), k-means into leaves of about
+        `leaf_size` inside each cell, then `refine` passes that move every memory to its nearest
+        leaf among the leaves of its 3 nearest cells (top-down splitting alone strands ~10% of
+        points in the wrong cell on noisy data). Upper levels: k-means of the leaf centroids into
+        parents of about `fanout` children, repeated until one root. Clustering runs in `pca_dims`
+        principal dimensions when given; centroids are always kept in full dimension.
+        """
+        keys = np.asarray(keys, dtype=np.int64)
+        if len(keys) == 0:
+            raise ValueError("build needs at least one key (an empty tree grows by insert)")
+        x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
+        tree = cls(x.shape[1], leaf_size=leaf_size, fanout=fanout, seed=seed)
+        z = x
+        if pca_dims is not None and len(keys) > pca_dims:
+            mean, comp = fit(x, pca_dims, seed=seed)
+            z = project(x, mean, comp)
+        labels, n_leaves = _leaf_labels(z, leaf_size, iters, refine, seed)
+        order = np.argsort(labels, kind="stable")
+        starts = np.searchsorted(labels[order], np.arange(n_leaves + 1))
+        groups = [order[starts[i] : starts[i + 1]] for i in range(n_leaves)]
+        groups = [g for g in groups if len(g)]
+        # upper levels, bottom-up over centroids (in full dimension: they are what queries score)
+        level_nodes: list[list[np.ndarray]] = [groups]
+        cents = np.stack([x[g].mean(axis=0) for g in groups]).astype(np.float32)
+        weights = np.array([len(g) for g in groups], np.float64)
+        while len(level_nodes[-1]) > fanout or len(level_nodes) == 1:
+            k = max(1, math.ceil(len(cents) / fanout))
+            _, lab = spherical_kmeans(cents, k, iters=iters, seed=seed + len(level_nodes)) if k > 1 else \
+                (None, np.zeros(len(cents), np.int64))
+            parents = [np.flatnonzero(lab == c) for c in range(k)]
+            parents = [p for p in parents if len(p)]
+            level_nodes.append(parents)
+            w = np.array([weights[p].sum() for p in parents])
+            cents = np.stack([(cents[p] * weights[p, None]).sum(0) / weights[p].sum() for p in parents]).astype(np.float32)
+            weights = w
+        tree.height = len(level_nodes) + 1
+        tree.root = tree._new_node(tree.height, NO_PARENT)
+        tree._attach_build(level_nodes, len(level_nodes) - 1, np.arange(len(level_nodes[-1])), tree.root,
+                           keys, x, seqs)
+        for lvl in range(2, tree.height + 1):  # bottom-up: counts and centroids of internal nodes
+            for node in np.flatnonzero(tree.level[: tree.n_nodes] == lvl):
+                tree._refresh_internal(int(node))
+        for leaf in tree.leaves():  # oversized leaves (uneven clusters) split like inserts do
+            tree._split_if_full(int(leaf), source)
+        for lvl in range(2, tree.height + 1):  # and so do parents k-means made too wide
+            for node in np.flatnonzero(tree.level[: tree.n_nodes] == lvl):
+                tree._split_internal_if_full(int(node))
+        return tree
+
+    def _attach_build(self, level_nodes: list[list[np.ndarray]], depth: int, items: np.ndarray, parent: int,
+                      keys: np.ndarray, x: np.ndarray, seqs: np.ndarray | None) -> None:
+        """Create the nodes `items` of build level `depth` (0 = leaves) under `parent`, recursively."""
+        for i in items:
+            node = self._new_node(depth + 1, parent)
+            if depth == 0:
+                g = level_nodes[0][int(i)]
+                self._set_leaf(node, keys[g], x[g], None if seqs is None else seqs[g])
+            else:
+                self._attach_build(level_nodes, depth - 1, level_nodes[depth][int(i)], node, keys, x, seqs)
+
+    # ------------------------------------------------------------------------------ insert (J3)
+    def insert(self, source: VectorSource, keys: np.ndarray, vectors: np.ndarray, seqs: np.ndarray | None = None) -> None:
+        """Add memories: each joins its nearest leaf by greedy descent (batched per node), the
+        centroids on its path take it into their running means, full leaves split (2-means), a
+        full root grows a new level."""
+        keys = np.asarray(keys, dtype=np.int64)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if len(keys) == 0:
+            return
+        if self.root < 0:
+            self.height = 2
+            self.root = self._new_node(2, NO_PARENT)
+            self._new_node(1, self.root)
+        at = np.full(len(keys), self.root, np.int64)
+        path = []
+        for _ in range(self.height - 1):  # route level by level, one kernel call per node reached
+            nxt = np.empty_like(at)
+            for node in np.unique(at):
+                rows = np.flatnonzero(at == node)
+                ch = self.children[int(node)]
+                if len(ch) == 1:
+                    nxt[rows] = ch[0]
+                    continue
+                lab, _ = kernels.assign_nearest(vectors[rows], self.centroids[ch], "cosine", threads=1)
+                nxt[rows] = ch[lab]
+            path.append(at)
+            at = nxt
+        path.append(at)  # at = the leaf of each vector
+        for nodes in path:  # running means along every path (N2)
+            kernels.centroid_update(self.centroids[: self.n_nodes], self.counts[: self.n_nodes], nodes, vectors)
+            if seqs is not None:
+                np.minimum.at(self.first_seq, nodes, seqs)
+                np.maximum.at(self.last_seq, nodes, seqs)
+        order = np.argsort(at, kind="stable")
+        leaves, starts = np.unique(at[order], return_index=True)
+        bounds = list(starts[1:]) + [len(order)]
+        for leaf, a, b in zip(leaves, starts, bounds):
+            self.members[int(leaf)] = np.concatenate([self.members[int(leaf)], keys[order[a:b]]])
+        for leaf in leaves:
+            self._split_if_full(int(leaf), source)
+
+    def _split_if_full(self, leaf: int, source: VectorSource) -> None:
+        if len(self.members[leaf]) <= self.leaf_cap:
+            return
+        keys = self.members[leaf]
+        x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
+        self._splits += 1
+        labels = two_means(x, seed=self.seed + self._splits)
+        parent = int(self.parent[leaf])
+        sib = self._new_node(1, parent)
+        seq_lo, seq_hi = self.first_seq[leaf], self.last_seq[leaf]
+        self._set_leaf(leaf, keys[labels == 0], x[labels == 0], None)
+        self._set_leaf(sib, keys[labels == 1], x[labels == 1], None)
+        self.first_seq[[leaf, sib]], self.last_seq[[leaf, sib]] = seq_lo, seq_hi  # bounds, not exact
+        self.archived[sib] = self.archived[leaf]
+        for half in (leaf, sib):  # a very uneven split can leave one side still full
+            self._split_if_full(half, source)
+        self._split_internal_if_full(parent)
+
+    def _split_internal_if_full(self, node: int) -> None:
+        if len(self.children[node]) <= self.fanout_cap:
+            return
+        ch = self.children[node]
+        self._splits += 1
+        labels = two_means(self.centroids[ch], seed=self.seed + self._splits)
+        if node == self.root:  # the root splits: a new root one level up
+            self.height += 1
+            self.root = self._new_node(self.height, NO_PARENT)
+            self.parent[node] = self.root
+            self.children[self.root] = np.array([node], np.int64)
+        parent = int(self.parent[node])
+        sib = self._new_node(int(self.level[node]), parent)
+        self.children[node], self.children[sib] = ch[labels == 0], ch[labels == 1]
+        self.parent[self.children[sib]] = sib
+        self._refresh_internal(node)
+        self._refresh_internal(sib)
+        self._refresh_internal(parent)  # same memories below it; a fresh root takes them here
+        for half in (node, sib):  # a very uneven split can leave one side still too wide
+            self._split_internal_if_full(half)
+        self._split_internal_if_full(int(self.parent[node]))
+
+    # ------------------------------------------------------------------------------ search (J4)
+    def search(
+        self,
+        source: VectorSource,
+        query: np.ndarray,
+        k: int,
+        *,
+        probe: int = 32,
+        beam: int | None = None,
+        allowed: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, SearchStats]:
+        """Top-k memory keys for a query by top-K descent.
+
+        `probe`: leaves whose memories are scanned. `beam`: nodes kept per level above the leaves
+        (default: enough parents to hold `probe` leaves twice over). `allowed`: optional bool array
+        indexed by key; other keys are never scored (filters live inside the scan).
+        """
+        stats = SearchStats()
+        if self.root < 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32), stats
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if beam is None:
+            beam = max(4, math.ceil(2 * probe / max(1.0, self._mean_fanout())))
+        frontier = np.array([self.root], np.int64)
+        per_level = []
+        for lvl in range(self.height - 1, 0, -1):
+            cand = np.concatenate([self.children[int(n)] for n in frontier])
+            keep = probe if lvl == 1 else beam
+            if len(cand) > keep:  # score and keep the best; fewer than that are all kept unscored
+                idx, _ = kernels.topk(q, self.centroids[: self.n_nodes], keep, "cosine", mask=cand, threads=1)
+                frontier = idx
+                per_level.append(len(cand))
+            else:
+                frontier = cand
+                per_level.append(0)
+        stats.per_level = tuple(per_level)
+        stats.centroids = sum(per_level)
+        stats.leaves = len(frontier)
+        keys = np.concatenate([self.members[int(leaf)] for leaf in frontier]) if len(frontier) else np.empty(0, np.int64)
+        if allowed is not None and len(keys):
+            keys = keys[allowed[keys]]
+        stats.memories = len(keys)
+        idx, sc = source.topk(q, keys, k)
+        return idx, sc, stats
+
+    def _mean_fanout(self) -> float:
+        internal = self.level[: self.n_nodes] >= 2
+        n_internal = int(internal.sum())
+        return (self.n_nodes - 1) / n_internal if n_internal else 1.0
+
+    # ------------------------------------------------------------------------------ checks
+    def check(self, source: VectorSource | None = None, *, atol: float = 1e-3) -> None:
+        """Raise AssertionError when an invariant fails (tests call this after random operations).
+
+        Every key in exactly one leaf; leaves at level 1 and within leaf_cap; parent/child links
+        agree; counts add up; levels drop by one per edge; with `source`, every centroid is the
+        mean of the vectors below it.
+        """
+        if self.root < 0:
+            return
+        assert self.level[self.root] == self.height and self.parent[self.root] == NO_PARENT
+        seen: list[np.ndarray] = []
+        for node in range(self.n_nodes):
+            lvl = int(self.level[node])
+            if node != self.root:
+                p = int(self.parent[node])
+                assert p >= 0 and node in self.children[p], f"node {node} is not a child of its parent {p}"
+                assert self.level[p] == lvl + 1, f"node {node} at level {lvl} under level {self.level[p]}"
+            if lvl == 1:
+                assert len(self.children[node]) == 0
+                assert self.counts[node] == len(self.members[node]), f"leaf {node} count"
+                assert len(self.members[node]) <= self.leaf_cap, f"leaf {node} over capacity"
+                seen.append(self.members[node])
+            else:
+                assert len(self.members[node]) == 0 and len(self.children[node]) >= 1
+                assert len(self.children[node]) <= self.fanout_cap, f"node {node} over fanout"
+                assert self.counts[node] == self.counts[self.children[node]].sum(), f"node {node} count"
+        keys = np.concatenate(seen) if seen else np.empty(0, np.int64)
+        assert len(np.unique(keys)) == len(keys), "a key is in two leaves"
+        if source is not None:
+            for node in range(self.n_nodes):
+                below = self._keys_under(node)
+                if len(below):
+                    want = source.take(below).mean(axis=0, dtype=np.float64)
+                    assert np.allclose(self.centroids[node], want, atol=atol), f"centroid of node {node}"
+
+    def _keys_under(self, node: int) -> np.ndarray:
+        if self.level[node] == 1:
+            return self.members[node]
+        parts = [self._keys_under(int(c)) for c in self.children[node]]
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)

@@ -1,0 +1,109 @@
+"""J1-J4: the centroid tree's invariants under random builds, inserts and splits, and its recall."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from engramdb import kernels
+from engramdb.hierarchy import CentroidTree, MatrixSource
+from engramdb.hierarchy.kmeans import spherical_kmeans, two_means
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def clustered(n: int, d: int, centers: int, seed: int, sigma: float = 0.05) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((centers, d)).astype(np.float32)
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    x = c[rng.integers(0, centers, n)] + sigma * rng.standard_normal((n, d)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def recall(tree: CentroidTree, src: MatrixSource, x: np.ndarray, q: np.ndarray, **kw: int) -> float:
+    truth = kernels.topk(q, x, 10, "cosine").indices
+    got = [set(tree.search(src, qq, 10, **kw)[0].tolist()) for qq in q]
+    return float(np.mean([len(g & set(t.tolist())) / 10 for g, t in zip(got, truth)]))
+
+
+def test_kmeans_finds_planted_clusters() -> None:
+    x = clustered(600, 16, 6, seed=1, sigma=0.02)
+    cent, labels = spherical_kmeans(x, 6, seed=0)
+    assert cent.shape == (6, 16) and np.allclose(np.linalg.norm(cent, axis=1), 1, atol=1e-5)
+    truth = kernels.assign_nearest(x, cent, "cosine").labels
+    assert (labels == truth).mean() > 0.99  # labels are the nearest centroid's
+    assert len(np.unique(labels)) == 6
+    halves = two_means(np.repeat(x[:1], 10, axis=0))  # identical rows still split in two
+    assert set(halves.tolist()) == {0, 1}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n0=st.integers(0, 400),
+    batches=st.lists(st.integers(1, 150), max_size=5),
+    leaf=st.sampled_from([2, 4, 8]),
+    fanout=st.sampled_from([2, 3, 8]),
+    seed=st.integers(0, 5),
+)
+def test_invariants_after_build_and_inserts(n0: int, batches: list[int], leaf: int, fanout: int, seed: int) -> None:
+    total = n0 + sum(batches)
+    x = clustered(max(total, 1), 8, 5, seed=seed, sigma=0.3)
+    src = MatrixSource(x)
+    if n0:
+        tree = CentroidTree.build(src, np.arange(n0), leaf_size=leaf, fanout=fanout, seed=seed,
+                                  seqs=np.arange(n0))
+    else:
+        tree = CentroidTree(8, leaf_size=leaf, fanout=fanout, seed=seed)
+    tree.check(src)
+    at = n0
+    for b in batches:
+        keys = np.arange(at, at + b)
+        tree.insert(src, keys, x[keys], seqs=keys)
+        at += b
+        tree.check(src)
+    assert len(tree) == total
+    if total:
+        held = np.sort(np.concatenate([tree.members[int(leaf_id)] for leaf_id in tree.leaves()]))
+        assert np.array_equal(held, np.arange(total))
+        assert tree.first_seq[tree.root] == 0 and tree.last_seq[tree.root] == total - 1
+        # every query finds its own vector at rank 1 when all leaves are probed
+        idx, _, _ = tree.search(src, x[total - 1], 1, probe=10_000, beam=10_000)
+        assert kernels.topk(x[total - 1], x, 1, "cosine").scores[0] == pytest.approx(
+            float(x[idx[0]] @ x[total - 1]), abs=1e-5)
+
+
+def test_recall_floor_on_a_seeded_clustered_set() -> None:
+    x = clustered(20_000, 64, 200, seed=3)
+    q = clustered(50, 64, 200, seed=3)  # same centres (same seed), fresh noise below
+    q = clustered(20_050, 64, 200, seed=3)[20_000:]
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(len(x)), leaf_size=32, fanout=16)
+    tree.check()
+    r = recall(tree, src, x, q, probe=8)
+    _, _, stats = tree.search(src, q[0], 10, probe=8)
+    assert r >= 0.95, r
+    assert stats.e_computations < 0.05 * len(x)
+
+
+def test_incremental_tree_keeps_recall_of_a_batch_build() -> None:
+    x = clustered(12_050, 32, 100, seed=5)
+    q, x = x[12_000:], x[:12_000]
+    src = MatrixSource(x)
+    batch = CentroidTree.build(src, np.arange(len(x)), leaf_size=32, fanout=16)
+    grown = CentroidTree.build(src, np.arange(1_000), leaf_size=32, fanout=16)
+    for a in range(1_000, len(x), 500):
+        keys = np.arange(a, min(a + 500, len(x)))
+        grown.insert(src, keys, x[keys])
+    grown.check(src)
+    rb, rg = recall(batch, src, x, q, probe=8), recall(grown, src, x, q, probe=8)
+    assert rg >= rb - 0.02, (rb, rg)
+
+
+def test_allowed_keys_filter_inside_the_scan() -> None:
+    x = clustered(2_000, 16, 10, seed=7)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(len(x)), leaf_size=16, fanout=8)
+    allowed = np.zeros(len(x), bool)
+    allowed[::3] = True
+    idx, _, stats = tree.search(src, x[1], 10, probe=1000, beam=1000, allowed=allowed)
+    assert len(idx) == 10 and allowed[idx].all()
+    assert stats.memories == allowed.sum()
