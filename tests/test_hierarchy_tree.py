@@ -107,3 +107,33 @@ def test_allowed_keys_filter_inside_the_scan() -> None:
     idx, _, stats = tree.search(src, x[1], 10, probe=1000, beam=1000, allowed=allowed)
     assert len(idx) == 10 and allowed[idx].all()
     assert stats.memories == allowed.sum()
+
+
+def test_persistence_round_trip_through_arrow_ipc() -> None:
+    import pyarrow as pa
+    from engramdb.hierarchy.persist import table_to_trees, trees_to_table
+
+    x = clustered(3_000, 16, 12, seed=2)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8, seqs=np.arange(2_000))
+    tree.insert(src, np.arange(2_000, 3_000), x[2_000:], seqs=np.arange(2_000, 3_000))
+    tree.search(src, x[0], 5, probe=4)  # sets last_accessed_at on the probed leaves
+    sink = pa.BufferOutputStream()
+    table = trees_to_table({"ns1": tree, "ns2": CentroidTree.build(src, np.arange(50), leaf_size=16)}, 16)
+    with pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    back = table_to_trees(pa.ipc.open_file(sink.getvalue()).read_all())
+    assert set(back) == {"ns1", "ns2"}
+    t2 = back["ns1"]
+    t2.check(src)
+    assert (t2.height, t2.root, t2.n_nodes) == (tree.height, tree.root, tree.n_nodes)
+    n = tree.n_nodes
+    for name in ("centroids", "counts", "level", "parent", "first_seq", "last_seq", "created_at", "last_accessed_at"):
+        np.testing.assert_array_equal(getattr(t2, name)[:n], getattr(tree, name)[:n])
+    for q in x[:20]:
+        a, sa, _ = tree.search(src, q, 10, probe=4)
+        b, sb, _ = t2.search(src, q, 10, probe=4)
+        np.testing.assert_array_equal(a, b)
+    t2.insert(src, np.arange(0), x[:0])  # still growable
+    with pytest.raises(ValueError, match="not a tree table"):
+        table_to_trees(pa.table({"a": [1]}))

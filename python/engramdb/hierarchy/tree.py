@@ -17,6 +17,8 @@ a bare tree; segment rows for the store).
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,6 +29,11 @@ from .kmeans import spherical_kmeans, two_means
 from .pca import fit, project
 
 NO_PARENT = -1
+KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1_000
 
 
 class VectorSource(Protocol):
@@ -130,6 +137,8 @@ class CentroidTree:
         self.first_seq = np.full(cap, np.iinfo(np.int64).max, np.int64)
         self.last_seq = np.full(cap, -1, np.int64)
         self.archived = np.zeros(cap, bool)
+        self.created_at = np.zeros(cap, np.int64)  # microseconds since the epoch, UTC
+        self.last_accessed_at = np.zeros(cap, np.int64)  # set when a search probes the node
         self.children: list[np.ndarray] = []  # internal nodes: child node ids; leaves: empty
         self.members: list[np.ndarray] = []  # leaves: memory keys (int64); internal nodes: empty
         self.n_nodes = 0
@@ -160,10 +169,13 @@ class CentroidTree:
             self.first_seq = np.concatenate([self.first_seq, np.full(grow, np.iinfo(np.int64).max, np.int64)])
             self.last_seq = np.concatenate([self.last_seq, np.full(grow, -1, np.int64)])
             self.archived = np.concatenate([self.archived, np.zeros(grow, bool)])
+            self.created_at = np.concatenate([self.created_at, np.zeros(grow, np.int64)])
+            self.last_accessed_at = np.concatenate([self.last_accessed_at, np.zeros(grow, np.int64)])
         nid = self.n_nodes
         self.n_nodes += 1
         self.level[nid] = level
         self.parent[nid] = parent
+        self.created_at[nid] = _now_us()
         self.children.append(np.empty(0, np.int64))
         self.members.append(np.empty(0, np.int64))
         if parent >= 0:
@@ -354,13 +366,14 @@ class CentroidTree:
         *,
         probe: int = 32,
         beam: int | None = None,
-        allowed: np.ndarray | None = None,
+        allowed: np.ndarray | KeyFilter | None = None,
     ) -> tuple[np.ndarray, np.ndarray, SearchStats]:
         """Top-k memory keys for a query by top-K descent.
 
         `probe`: leaves whose memories are scanned. `beam`: nodes kept per level above the leaves
-        (default: enough parents to hold `probe` leaves twice over). `allowed`: optional bool array
-        indexed by key; other keys are never scored (filters live inside the scan).
+        (default: enough parents to hold `probe` leaves twice over). `allowed`: a bool array indexed by
+        key, or a function from the probed keys to a bool array; other keys are never scored (the
+        filter runs before the scan, not on its top-k).
         """
         stats = SearchStats()
         if self.root < 0:
@@ -384,8 +397,10 @@ class CentroidTree:
         stats.centroids = sum(per_level)
         stats.leaves = len(frontier)
         keys = np.concatenate([self.members[int(leaf)] for leaf in frontier]) if len(frontier) else np.empty(0, np.int64)
+        if len(frontier):
+            self.last_accessed_at[frontier] = _now_us()
         if allowed is not None and len(keys):
-            keys = keys[allowed[keys]]
+            keys = keys[allowed(keys) if callable(allowed) else allowed[keys]]
         stats.memories = len(keys)
         idx, sc = source.topk(q, keys, k)
         return idx, sc, stats

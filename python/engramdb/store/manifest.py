@@ -33,7 +33,8 @@ class Manifest:
     next_segment: int = 1
     spaces: dict[str, Any] = field(default_factory=dict)
     created_by: str = ""
-    wal: str = "wal-000001.log"  # the live write-ahead log; a checkpoint moves to a fresh one
+    wal: str = "wal-000001.log"
+    row_epoch: int = 0  # bumped when rows are renumbered (purge): derived indexes keyed by row go stale  # the live write-ahead log; a checkpoint moves to a fresh one
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -45,6 +45,7 @@ class Segment:
     sys_end: np.ndarray = field(init=False)  # min(expired_at, next version's learned_at)
     forgotten: np.ndarray = field(init=False)
     _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
+    _ns_counts: np.ndarray | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -65,6 +66,13 @@ class Segment:
     def reset_sys_end(self) -> None:
         """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""
         self.sys_end = _micros(self.table.column("expired_at"), NEVER)
+
+    def ns_count(self, namespace: str) -> int:
+        """Rows of `namespace` in this segment (counted once per segment, then cached)."""
+        if self._ns_counts is None:
+            self._ns_counts = np.bincount(self.ns_index, minlength=len(self.ns_names))
+        code = self.ns_codes.get(namespace)
+        return 0 if code is None else int(self._ns_counts[code])
 
     def namespace(self, row: int) -> str:
         """The namespace of one row."""

@@ -45,6 +45,9 @@ from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
 from .segment import NEVER, Segment, read_segment, write_segment
+from .tree_index import BEAM as TREE_BEAM
+from .tree_index import PROBE as TREE_PROBE
+from .tree_index import TREE_MIN_ROWS, TreeIndex
 from .vectors import column_name, from_arrow, to_arrow, vector_fields
 from .wal import WriteAheadLog, read_frames
 
@@ -98,6 +101,8 @@ class Store:
         self._wal: WriteAheadLog | None = None
         self._edges = EdgeSet()
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
+        self._trees: dict[str, TreeIndex] = {}  # dense space -> its namespaces' centroid trees (derived)
+        self._last_tree_stats: dict[str, Any] = {}
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -154,6 +159,7 @@ class Store:
                 return
             if self._wal is not None:
                 self.checkpoint()
+                self._save_trees()
                 self._wal.close()
             if self._writer_lock is not None:
                 self._writer_lock.release()
@@ -205,6 +211,7 @@ class Store:
                 first = pending[0]
                 self._segments = self._segments[:first] + [merged]
                 self._reindex_from(first)
+                self._save_trees()
 
     # ----------------------------------------------------------------------------- writes
     def add(
@@ -439,7 +446,11 @@ class Store:
                     write_segment(self.path / name, table)
                     kept.append(read_segment(self.path / name))
             edge_tables = self._purge_edges(id, dropped)
+            self._manifest.row_epoch += 1  # rows renumbered: every tree is stale
+            self._trees = {}
             if self.path is not None:
+                for f in (self.path / "index").glob("tree-*") if (self.path / "index").is_dir() else []:
+                    f.unlink()  # derived from the purged rows too: gone before the purge commits
                 self._manifest.segments = [{"file": s.file, "rows": len(s)} for s in kept]
                 write_manifest(self.path, self._manifest)  # committed: the old files are unlisted
                 for name in dropped:
@@ -581,8 +592,8 @@ class Store:
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
         believed then, older versions included. Neither: current memories only.
         """
-        if strategy not in (None, "exact", "dense_only"):
-            raise ValueError(f"strategy {strategy!r} is not available yet; use None, 'exact' or 'dense_only'")
+        if strategy not in (None, "exact", "dense_only", "tree"):
+            raise ValueError(f"strategy {strategy!r} is not available yet; use None, 'exact', 'tree' or 'dense_only'")
         k = int(k)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -595,30 +606,132 @@ class Store:
         with self._lock:
             self._check_open()
             now_us = _micros(utc_now())
+            t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
             found: list[tuple[float, int, int]] = []
-            for si, seg in enumerate(self._segments):
-                code = seg.ns_codes.get(namespace)
-                if code is None:
-                    continue  # the namespace has no row in this segment
-                mask = seg.ns_index == code
-                if known_us is None:
-                    mask &= (seg.sys_end == NEVER) & ~seg.forgotten
-                else:
-                    mask &= (seg.learned_at <= known_us) & (known_us < seg.sys_end)
-                t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
-                if t is not None:
-                    mask &= (seg.valid_from <= t) & (t < seg.valid_until)
-                if not mask.any():
+            tree_info: dict[str, Any] | None = None
+            exact_from = 0  # segments from here on are scanned exactly
+            if sp.kind == "dense" and strategy in (None, "tree"):
+                tree_info = self._tree_search(sp, namespace, qv, k, known_us, t, strategy == "tree", found)
+                if tree_info is not None:
+                    exact_from = tree_info.pop("_committed")
+            for si in range(exact_from, len(self._segments)):
+                seg = self._segments[si]
+                mask = self._row_filter(seg, namespace, known_us, t)
+                if mask is None:
                     continue
                 for row, score in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, k):
                     found.append((score, si, row))
-            found.sort(key=lambda x: (-x[0], x[1], x[2]))
+            found = sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))
             hits = []
             for score, si, row in found[:k]:
                 m = self._memory_at(si, row)
-                why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row} if explain else None
+                why = None
+                if explain:
+                    why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
+                           "strategy": "tree" if tree_info is not None else "exact"}
+                    if tree_info is not None:
+                        why["tree"] = tree_info
                 hits.append(Hit(m.id, float(score), m, why))
             return hits
+
+    def _row_filter(self, seg: Segment, namespace: str, known_us: int | None, t: int | None,
+                    rows: np.ndarray | None = None) -> np.ndarray | None:
+        """Which rows (all, or `rows`) a query may see: its namespace, alive then, valid then."""
+        code = seg.ns_codes.get(namespace)
+        if code is None:
+            return None  # the namespace has no row in this segment
+
+        def pick(a: np.ndarray) -> np.ndarray:
+            return a if rows is None else a[rows]
+
+        mask = pick(seg.ns_index) == code
+        sys_end = pick(seg.sys_end)
+        if known_us is None:
+            mask &= (sys_end == NEVER) & ~pick(seg.forgotten)
+        else:
+            mask &= (pick(seg.learned_at) <= known_us) & (known_us < sys_end)
+        if t is not None:
+            mask &= (pick(seg.valid_from) <= t) & (t < pick(seg.valid_until))
+        return mask if rows is not None or mask.any() else None
+
+    def _tree_search(self, sp: Space, namespace: str, qv: Any, k: int, known_us: int | None, t: int | None,
+                     forced: bool, found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
+        """Search the namespace's centroid tree (J4) into `found`; None when exact scan should run.
+
+        The tree covers committed rows; the caller scans the WAL's rows exactly, and the newest
+        HOT_ROWS keys of the namespace are scanned here directly (J5), so a memory added a moment
+        ago is found whatever leaf it joined.
+        """
+        committed = [s for s in self._segments if s.file]
+        if not forced and sum(s.ns_count(namespace) for s in committed) < TREE_MIN_ROWS:
+            return None
+        ti = self._tree_index(sp)
+        src = ti.sync(committed, self.schema, self._manifest.row_epoch)
+        tree = ti.trees.get(namespace)
+        if tree is None:
+            return None  # no tree yet (a small namespace): brute force answers
+
+        def allowed(keys: np.ndarray) -> np.ndarray:
+            seg_of, row = src.locate(keys)
+            ok = np.zeros(len(keys), bool)
+            for s_i in np.unique(seg_of):
+                sel = seg_of == s_i
+                got = self._row_filter(committed[int(s_i)], namespace, known_us, t, rows=row[sel])
+                ok[sel] = got if got is not None else False
+            return ok
+
+        q = np.asarray(qv, dtype=np.float32).reshape(-1)
+        keys, scores, st = tree.search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM, allowed=allowed)
+        hot = ti.recent.get(namespace, np.empty(0, np.int64))
+        hot = hot[allowed(hot)] if len(hot) else hot
+        hk, hs = src.topk(q, hot, k) if len(hot) else (np.empty(0, np.int64), np.empty(0, np.float32))
+        for key, score in zip(np.concatenate([keys, hk]).tolist(), np.concatenate([scores, hs]).tolist()):
+            seg_i, row_i = src.locate(np.array([key]))
+            found.append((float(score), int(seg_i[0]), int(row_i[0])))
+        self._last_tree_stats = {"namespace": namespace, "space": sp.name, "e_computations": st.e_computations + len(hot),
+                                 "centroids": st.centroids, "memories": st.memories + len(hot), "leaves": st.leaves,
+                                 "hot_rows": len(hot)}
+        return {**self._last_tree_stats, "_committed": len(committed)}
+
+    def _tree_index(self, sp: Space) -> TreeIndex:
+        ti = self._trees.get(sp.name)
+        if ti is None:
+            ti = self._trees[sp.name] = TreeIndex(sp.name, sp.dim)
+            if self.path is not None:
+                committed = sum(len(s) for s in self._segments if s.file)
+                ti.load(self.path, self._manifest.row_epoch, committed)
+        return ti
+
+    def _save_trees(self) -> None:
+        """Bring the trees up to the committed rows and write them (derived files, writer only)."""
+        if self.path is None or self.read_only:
+            return
+        committed = [s for s in self._segments if s.file]
+        for ti in self._trees.values():
+            ti.sync(committed, self.schema, self._manifest.row_epoch)
+            if ti.dirty:
+                ti.save(self.path)
+
+    def tree_recall(self, namespace: str, *, space: str | None = None, sample: int = 50, k: int = 10) -> float:
+        """Recall@k of the namespace's tree against exact search, on `sample` of its own vectors
+        used as queries (J6). NaN when the namespace has no tree."""
+        sp = self.schema[space or self.schema.main]
+        with self._lock:
+            committed = [s for s in self._segments if s.file]
+            ti = self._tree_index(sp)
+            src = ti.sync(committed, self.schema, self._manifest.row_epoch)
+            tree = ti.trees.get(namespace)
+            if tree is None:
+                return float("nan")
+            keys = np.sort(np.concatenate([tree.members[int(x)] for x in tree.leaves()]))
+            rng = np.random.default_rng(0)
+            qs = src.take(rng.choice(keys, min(sample, len(keys)), replace=False))
+            hit = 0
+            for q in qs:
+                want, _ = src.topk(q, keys, k)
+                got, _, _ = tree.search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM)
+                hit += len(set(want.tolist()) & set(got.tolist()))
+            return hit / (k * len(qs))
 
     def stats(self) -> dict[str, Any]:
         """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces."""
@@ -637,6 +750,12 @@ class Store:
                 "edges": len(self._edges),
                 "spaces": [s.name for s in self.schema],
                 "path": str(self.path) if self.path else None,
+                "trees": {
+                    name: {ns: {"levels": t.height, "nodes_per_level": t.nodes_per_level(), "memories": len(t)}
+                           for ns, t in ti.trees.items()}
+                    for name, ti in self._trees.items()
+                },
+                "last_tree_search": dict(self._last_tree_stats),
             }
 
     # ----------------------------------------------------------------------------- dedup (S8)

@@ -1,0 +1,102 @@
+"""Trees <-> one Arrow table (J1): a row per node, any Arrow reader can open it.
+
+Columns: namespace, node_id, level (1 = leaf), parent (-1 for a root), centroid, count,
+first_seq / last_seq, created_at / last_accessed_at (timestamps, UTC), archived, children (node
+ids) and members (memory keys: global row numbers of the store's committed segments). Tree-wide
+settings (leaf_size, fanout, height, root) travel in the schema metadata as JSON, per namespace.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from .tree import CentroidTree
+
+TREE_FORMAT = 1
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def trees_to_table(trees: dict[str, CentroidTree], dim: int) -> pa.Table:
+    """One table holding every namespace's tree."""
+    cols: dict[str, list[pa.Array]] = {k: [] for k in ("namespace", "node_id", "level", "parent", "centroid", "count",
+                                                        "first_seq", "last_seq", "created_at", "last_accessed_at",
+                                                        "archived", "children", "members")}
+    settings = {}
+    for ns, t in sorted(trees.items()):
+        n = t.n_nodes
+        settings[ns] = {"leaf_size": t.leaf_size, "fanout": t.fanout, "height": t.height, "root": t.root,
+                        "seed": t.seed, "splits": t._splits}
+        cols["namespace"].append(pa.array([ns] * n, pa.string()))
+        cols["node_id"].append(pa.array(np.arange(n, dtype=np.int64)))
+        cols["level"].append(pa.array(t.level[:n]))
+        cols["parent"].append(pa.array(t.parent[:n]))
+        flat = pa.array(np.ascontiguousarray(t.centroids[:n]).reshape(-1))
+        cols["centroid"].append(pa.FixedSizeListArray.from_arrays(flat, dim))
+        cols["count"].append(pa.array(t.counts[:n]))
+        cols["first_seq"].append(pa.array(t.first_seq[:n]))
+        cols["last_seq"].append(pa.array(t.last_seq[:n]))
+        cols["created_at"].append(pa.array(t.created_at[:n]).cast(_TS))
+        cols["last_accessed_at"].append(pa.array(t.last_accessed_at[:n]).cast(_TS))
+        cols["archived"].append(pa.array(t.archived[:n]))
+        cols["children"].append(_lists(t.children[:n]))
+        cols["members"].append(_lists(t.members[:n]))
+    meta = {b"engramdb.tree_format": str(TREE_FORMAT).encode(), b"engramdb.trees": json.dumps(settings).encode()}
+    if not trees:
+        empty: dict[str, list[object]] = {k: [] for k in cols}
+        return pa.table(empty).replace_schema_metadata(meta)
+    table = pa.table({k: pa.chunked_array(v) for k, v in cols.items()})
+    return table.replace_schema_metadata(meta)
+
+
+def _lists(parts: list[np.ndarray]) -> pa.Array:
+    offsets = np.zeros(len(parts) + 1, np.int32)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    values = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+
+
+def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
+    """The trees of a table written by `trees_to_table` (ValueError when it is not one)."""
+    meta = table.schema.metadata or {}
+    if meta.get(b"engramdb.tree_format") != str(TREE_FORMAT).encode():
+        raise ValueError(f"not a tree table of format {TREE_FORMAT}")
+    settings = json.loads(meta[b"engramdb.trees"])
+    out: dict[str, CentroidTree] = {}
+    if not settings:
+        return out
+    ns_col = table.column("namespace").to_numpy(zero_copy_only=False)
+    for ns, cfg in settings.items():
+        rows = np.flatnonzero(ns_col == ns)
+        part = table.take(pa.array(rows))
+        n = len(rows)
+        cent = part.column("centroid").combine_chunks()
+        dim = cent.type.list_size
+        t = CentroidTree(dim, leaf_size=cfg["leaf_size"], fanout=cfg["fanout"], seed=cfg["seed"])
+        t._splits = cfg["splits"]
+        cap = max(16, n)
+        t.centroids = np.zeros((cap, dim), np.float32)
+        t.centroids[:n] = cent.flatten().to_numpy().reshape(n, dim)
+        for name, dtype in (("counts", np.int64), ("level", np.int8), ("parent", np.int64), ("first_seq", np.int64),
+                            ("last_seq", np.int64), ("archived", bool)):
+            src = part.column("count" if name == "counts" else name).to_numpy()
+            arr = np.zeros(cap, dtype)
+            arr[:n] = src
+            setattr(t, name, arr)
+        for name in ("created_at", "last_accessed_at"):
+            arr = np.zeros(cap, np.int64)
+            arr[:n] = part.column(name).cast(pa.int64()).to_numpy()
+            setattr(t, name, arr)
+        t.children = _unlists(part.column("children").combine_chunks())
+        t.members = _unlists(part.column("members").combine_chunks())
+        t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
+        out[ns] = t
+    return out
+
+
+def _unlists(col: pa.ListArray) -> list[np.ndarray]:
+    offsets = col.offsets.to_numpy()
+    values = col.values.to_numpy()
+    return [values[offsets[i] : offsets[i + 1]].astype(np.int64) for i in range(len(col))]

@@ -1,0 +1,121 @@
+"""J + S6: the store's centroid trees: filters inside the tree scan, the hot path, and the tree
+files as derived data (rebuilt when missing, corrupt or stale; gone with a purge)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.spaces.schema import Schema, Space
+from engramdb.store import tree_index
+
+D = 32
+SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
+
+
+@pytest.fixture(autouse=True)
+def small_trees(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tree_index, "TREE_MIN_ROWS", 500)
+    monkeypatch.setattr("engramdb.store.store.TREE_MIN_ROWS", 500)
+    monkeypatch.setattr(tree_index, "LEAF_SIZE", 16)
+
+
+def vectors(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((20, D)).astype(np.float32)
+    x = c[rng.integers(0, 20, n)] + 0.3 * rng.standard_normal((n, D)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def filled(path: Path | None, n: int = 1_500) -> tuple[engramdb.Store, np.ndarray]:
+    x = vectors(n)
+    db = engramdb.open(path, schema=SCHEMA, embedders={}, dedup="off")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
+                  "vectors": {"dense": x[i]}} for i in range(n)])
+    db.checkpoint()
+    return db, x
+
+
+def test_tree_search_agrees_with_exact_and_keeps_namespaces_apart(tmp_path: Path) -> None:
+    db, x = filled(tmp_path / "s")
+    hits = db.search(x[1], namespace="a", k=10, explain=True)
+    assert hits[0].explain is not None and hits[0].explain["strategy"] == "tree"
+    assert hits[0].id == "m1"
+    exact = db.search(x[1], namespace="a", k=10, strategy="exact")
+    assert len({h.id for h in hits} & {h.id for h in exact}) >= 8
+    assert all(int(h.id[1:]) % 3 for h in hits)  # never a memory of namespace b
+    for q in x[:30:3]:  # b's rows as queries against a: still only a's
+        assert all(int(h.id[1:]) % 3 for h in db.search(q, namespace="a", k=20))
+    assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_000
+    assert db.stats()["last_tree_search"]["e_computations"] > 0
+    assert db.tree_recall("a") >= 0.8
+
+
+def test_forgotten_superseded_and_future_rows_stay_out_of_tree_results(tmp_path: Path) -> None:
+    db, x = filled(tmp_path / "s")
+    db.forget("m1")
+    db.supersede("m2", "m4")
+    db.update("m5", valid_from=datetime(2999, 1, 1, tzinfo=timezone.utc))
+    db.checkpoint()
+    for mid in ("m1", "m2", "m5"):
+        q = x[int(mid[1:])]
+        ids = [h.id for h in db.search(q, namespace="a", k=50, strategy="tree")]
+        assert mid not in ids
+    then = db.search(x[5], namespace="a", k=1, strategy="tree", as_of=datetime(2999, 6, 1, tzinfo=timezone.utc))
+    assert then[0].id == "m5"
+
+
+def test_a_memory_added_a_moment_ago_is_found_first(tmp_path: Path) -> None:
+    db, _ = filled(tmp_path / "s")
+    fresh = vectors(1, seed=99)[0]
+    db.add("just now", namespace="a", id="new1", vectors={"dense": fresh})
+    assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # in the WAL: scanned exactly
+    db.checkpoint()
+    assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # committed: the hot rows
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt", "stale"])
+def test_tree_files_are_rebuilt_when_missing_corrupt_or_stale(tmp_path: Path, damage: str) -> None:
+    db, x = filled(tmp_path / "s")
+    before = [h.id for h in db.search(x[7], namespace="a", k=5)]
+    db.close()
+    data = tmp_path / "s" / "index" / "tree-dense.arrow"
+    side = data.with_suffix(".json")
+    assert data.exists() and side.exists()
+    if damage == "delete":
+        data.unlink()
+    elif damage == "corrupt":
+        raw = bytearray(data.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        data.write_bytes(bytes(raw))
+    else:
+        side.write_text(side.read_text().replace('"epoch": 0', '"epoch": 7'))
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    assert [h.id for h in db.search(x[7], namespace="a", k=5)] == before
+    reason = db._trees["dense"].rebuilt_reason
+    assert reason is not None and reason.split()[0] in ("missing", "corrupt", "stale")
+    db.close()
+    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    again.search(x[7], namespace="a", k=5)
+    assert again._trees["dense"].rebuilt_reason is None  # the rebuilt file was saved and is trusted
+
+
+def test_purge_removes_tree_files_and_renumbers(tmp_path: Path) -> None:
+    db, x = filled(tmp_path / "s")
+    db.search(x[1], namespace="a", k=5)
+    db.close()
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    db.purge("m1")
+    assert not list((tmp_path / "s" / "index").glob("tree-*"))
+    hits = db.search(x[1], namespace="a", k=5)
+    assert "m1" not in [h.id for h in hits] and hits[0].memory.content != "m1"
+    assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # keys after the purged row still right
+
+
+def test_small_namespaces_and_memory_stores_use_exact_scan() -> None:
+    db, x = filled(None, n=600)
+    hits = db.search(x[0], namespace="b", k=3, explain=True)  # 200 rows in b: below the threshold
+    assert hits[0].explain is not None and hits[0].explain["strategy"] == "exact"
