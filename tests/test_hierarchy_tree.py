@@ -49,15 +49,14 @@ def test_invariants_after_build_and_inserts(n0: int, batches: list[int], leaf: i
     x = clustered(max(total, 1), 8, 5, seed=seed, sigma=0.3)
     src = MatrixSource(x)
     if n0:
-        tree = CentroidTree.build(src, np.arange(n0), leaf_size=leaf, fanout=fanout, seed=seed,
-                                  seqs=np.arange(n0))
+        tree = CentroidTree.build(src, np.arange(n0), leaf_size=leaf, fanout=fanout, seed=seed)
     else:
         tree = CentroidTree(8, leaf_size=leaf, fanout=fanout, seed=seed)
     tree.check(src)
     at = n0
     for b in batches:
         keys = np.arange(at, at + b)
-        tree.insert(src, keys, x[keys], seqs=keys)
+        tree.insert(src, keys, x[keys])
         at += b
         tree.check(src)
     assert len(tree) == total
@@ -115,8 +114,8 @@ def test_persistence_round_trip_through_arrow_ipc() -> None:
 
     x = clustered(3_000, 16, 12, seed=2)
     src = MatrixSource(x)
-    tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8, seqs=np.arange(2_000))
-    tree.insert(src, np.arange(2_000, 3_000), x[2_000:], seqs=np.arange(2_000, 3_000))
+    tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8)
+    tree.insert(src, np.arange(2_000, 3_000), x[2_000:])
     tree.search(src, x[0], 5, probe=4)  # sets last_accessed_at on the probed leaves
     sink = pa.BufferOutputStream()
     table = trees_to_table({"ns1": tree, "ns2": CentroidTree.build(src, np.arange(50), leaf_size=16)}, 16)
@@ -134,6 +133,7 @@ def test_persistence_round_trip_through_arrow_ipc() -> None:
         a, sa, _ = tree.search(src, q, 10, probe=4)
         b, sb, _ = t2.search(src, q, 10, probe=4)
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sa, sb)
     t2.insert(src, np.arange(0), x[:0])  # still growable
     with pytest.raises(ValueError, match="not a tree table"):
         table_to_trees(pa.table({"a": [1]}))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import kernels
 
-SEED_SAMPLE = 4_096  # k-means++ runs on at most this many points (or 8 per cluster)
+SEED_SAMPLE = 256  # k-means++ runs on a sample of 8 points per cluster, at least this many
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -23,7 +23,7 @@ def _unit(a: np.ndarray) -> np.ndarray:
 
 def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """k seeds (rows of x, unit length) chosen by k-means++ with cosine distance on a sample."""
-    m = min(len(x), max(SEED_SAMPLE, 8 * k))
+    m = min(len(x), max(SEED_SAMPLE, 8 * k))  # enough to seed well, small enough to stay cheap
     sample = x[rng.choice(len(x), m, replace=False)] if m < len(x) else x
     sample = _unit(np.asarray(sample, dtype=np.float32))
     seeds = [int(rng.integers(m))]

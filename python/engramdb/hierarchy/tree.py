@@ -29,6 +29,8 @@ from .kmeans import spherical_kmeans, two_means
 from .pca import fit, project
 
 NO_PARENT = -1
+ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many leaves
+ROUTE_BEAM = 4
 KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
 
 
@@ -157,7 +159,7 @@ class CentroidTree:
     def nodes_per_level(self) -> dict[int, int]:
         """Level -> node count (level 1 = leaves)."""
         lv, cnt = np.unique(self.level[: self.n_nodes], return_counts=True)
-        return {int(a): int(b) for a, b in zip(lv, cnt)}
+        return {int(a): int(b) for a, b in zip(lv, cnt) if a > 0}  # level 0: detached nodes
 
     def _new_node(self, level: int, parent: int) -> int:
         if self.n_nodes == len(self.counts):
@@ -182,12 +184,14 @@ class CentroidTree:
             self.children[parent] = np.append(self.children[parent], nid)
         return nid
 
-    def _set_leaf(self, leaf: int, keys: np.ndarray, vectors: np.ndarray, seqs: np.ndarray | None) -> None:
+    def _set_leaf(self, leaf: int, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """A leaf's members, count, centroid and seq range (keys are given in insertion order, so
+        a leaf's first/last seq are its smallest and largest key)."""
         self.members[leaf] = keys
         self.counts[leaf] = len(keys)
         self.centroids[leaf] = vectors.mean(axis=0, dtype=np.float64) if len(keys) else 0.0
-        if seqs is not None and len(seqs):
-            self.first_seq[leaf], self.last_seq[leaf] = int(seqs.min()), int(seqs.max())
+        if len(keys):
+            self.first_seq[leaf], self.last_seq[leaf] = int(keys.min()), int(keys.max())
 
     def _refresh_internal(self, node: int) -> None:
         """An internal node's count, centroid and seq range from its children's."""
@@ -209,7 +213,6 @@ class CentroidTree:
         leaf_size: int = 64,
         fanout: int = 32,
         pca_dims: int | None = None,
-        seqs: np.ndarray | None = None,
         seed: int = 0,
         iters: int = 10,
         refine: int = 2,
@@ -253,8 +256,7 @@ class CentroidTree:
             weights = w
         tree.height = len(level_nodes) + 1
         tree.root = tree._new_node(tree.height, NO_PARENT)
-        tree._attach_build(level_nodes, len(level_nodes) - 1, np.arange(len(level_nodes[-1])), tree.root,
-                           keys, x, seqs)
+        tree._attach_build(level_nodes, len(level_nodes) - 1, np.arange(len(level_nodes[-1])), tree.root, keys, x)
         for lvl in range(2, tree.height + 1):  # bottom-up: counts and centroids of internal nodes
             for node in np.flatnonzero(tree.level[: tree.n_nodes] == lvl):
                 tree._refresh_internal(int(node))
@@ -262,25 +264,25 @@ class CentroidTree:
             tree._split_if_full(int(leaf), source)
         for lvl in range(2, tree.height + 1):  # and so do parents k-means made too wide
             for node in np.flatnonzero(tree.level[: tree.n_nodes] == lvl):
-                tree._split_internal_if_full(int(node))
+                tree._split_internal_if_full(int(node), source)
         return tree
 
     def _attach_build(self, level_nodes: list[list[np.ndarray]], depth: int, items: np.ndarray, parent: int,
-                      keys: np.ndarray, x: np.ndarray, seqs: np.ndarray | None) -> None:
+                      keys: np.ndarray, x: np.ndarray) -> None:
         """Create the nodes `items` of build level `depth` (0 = leaves) under `parent`, recursively."""
         for i in items:
             node = self._new_node(depth + 1, parent)
             if depth == 0:
                 g = level_nodes[0][int(i)]
-                self._set_leaf(node, keys[g], x[g], None if seqs is None else seqs[g])
+                self._set_leaf(node, keys[g], x[g])
             else:
-                self._attach_build(level_nodes, depth - 1, level_nodes[depth][int(i)], node, keys, x, seqs)
+                self._attach_build(level_nodes, depth - 1, level_nodes[depth][int(i)], node, keys, x)
 
     # ------------------------------------------------------------------------------ insert (J3)
-    def insert(self, source: VectorSource, keys: np.ndarray, vectors: np.ndarray, seqs: np.ndarray | None = None) -> None:
-        """Add memories: each joins its nearest leaf by greedy descent (batched per node), the
-        centroids on its path take it into their running means, full leaves split (2-means), a
-        full root grows a new level."""
+    def insert(self, source: VectorSource, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add memories: each joins its nearest leaf (`_route`), the centroids on the leaf's path
+        take it into their running means (N2), full leaves split (2-means), a full root grows a
+        new level."""
         keys = np.asarray(keys, dtype=np.int64)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if len(keys) == 0:
@@ -289,26 +291,14 @@ class CentroidTree:
             self.height = 2
             self.root = self._new_node(2, NO_PARENT)
             self._new_node(1, self.root)
-        at = np.full(len(keys), self.root, np.int64)
-        path = []
-        for _ in range(self.height - 1):  # route level by level, one kernel call per node reached
-            nxt = np.empty_like(at)
-            for node in np.unique(at):
-                rows = np.flatnonzero(at == node)
-                ch = self.children[int(node)]
-                if len(ch) == 1:
-                    nxt[rows] = ch[0]
-                    continue
-                lab, _ = kernels.assign_nearest(vectors[rows], self.centroids[ch], "cosine", threads=1)
-                nxt[rows] = ch[lab]
-            path.append(at)
-            at = nxt
-        path.append(at)  # at = the leaf of each vector
+        at = self._route(vectors)
+        path = [at]  # the leaf, then its ancestors up to the root
+        for _ in range(self.height - 1):
+            path.append(self.parent[path[-1]])
         for nodes in path:  # running means along every path (N2)
             kernels.centroid_update(self.centroids[: self.n_nodes], self.counts[: self.n_nodes], nodes, vectors)
-            if seqs is not None:
-                np.minimum.at(self.first_seq, nodes, seqs)
-                np.maximum.at(self.last_seq, nodes, seqs)
+            np.minimum.at(self.first_seq, nodes, keys)
+            np.maximum.at(self.last_seq, nodes, keys)
         order = np.argsort(at, kind="stable")
         leaves, starts = np.unique(at[order], return_index=True)
         bounds = list(starts[1:]) + [len(order)]
@@ -317,27 +307,69 @@ class CentroidTree:
         for leaf in leaves:
             self._split_if_full(int(leaf), source)
 
+    def _route(self, vectors: np.ndarray) -> np.ndarray:
+        """The leaf each vector joins: the nearest of all leaves while there are at most
+        ROUTE_ALL_LEAVES (one kernel call; greedy routing on early, coarse centroids strands
+        memories in the wrong subtree and cost 25 points of recall in the incremental bench),
+        beyond that a beam descent that keeps ROUTE_BEAM nodes per level."""
+        leaves = self.leaves()
+        if len(leaves) <= ROUTE_ALL_LEAVES:
+            lab, _ = kernels.assign_nearest(vectors, self.centroids[leaves], "cosine")
+            return leaves[lab]
+        out = np.empty(len(vectors), np.int64)
+        for i, v in enumerate(vectors):
+            frontier = np.array([self.root], np.int64)
+            for lvl in range(self.height - 1, 0, -1):
+                cand = np.concatenate([self.children[int(n)] for n in frontier])
+                keep = 1 if lvl == 1 else ROUTE_BEAM
+                if len(cand) > keep:
+                    frontier, _ = kernels.topk(v, self.centroids[: self.n_nodes], keep, "cosine", mask=cand, threads=1)
+                else:
+                    frontier = cand
+            out[i] = frontier[0]
+        return out
+
     def _split_if_full(self, leaf: int, source: VectorSource) -> None:
+        """A leaf over capacity becomes two; with its nearest sibling (when there is one and
+        neither is archived) the pair is re-clustered into three, which mends a leaf that had
+        grown into a mix of two groups instead of cutting the mix in half."""
         if len(self.members[leaf]) <= self.leaf_cap:
             return
-        keys = self.members[leaf]
+        parent = int(self.parent[leaf])
+        pair = [leaf]
+        sibs = self.children[parent]
+        sibs = sibs[(sibs != leaf) & ~self.archived[sibs]]
+        if len(sibs) and not self.archived[leaf]:
+            near, _ = kernels.topk(self.centroids[leaf], self.centroids[: self.n_nodes], 1, "cosine", mask=sibs,
+                                   threads=1)
+            pair.append(int(near[0]))
+        keys = np.concatenate([self.members[n] for n in pair])
         x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
         self._splits += 1
-        labels = two_means(x, seed=self.seed + self._splits)
-        parent = int(self.parent[leaf])
-        sib = self._new_node(1, parent)
-        seq_lo, seq_hi = self.first_seq[leaf], self.last_seq[leaf]
-        self._set_leaf(leaf, keys[labels == 0], x[labels == 0], None)
-        self._set_leaf(sib, keys[labels == 1], x[labels == 1], None)
-        self.first_seq[[leaf, sib]], self.last_seq[[leaf, sib]] = seq_lo, seq_hi  # bounds, not exact
-        self.archived[sib] = self.archived[leaf]
-        for half in (leaf, sib):  # a very uneven split can leave one side still full
-            self._split_if_full(half, source)
-        self._split_internal_if_full(parent)
+        if len(pair) == 2 and len(keys) >= 3:
+            _, labels = spherical_kmeans(x, 3, iters=5, seed=self.seed + self._splits, threads=1)
+        else:
+            labels = two_means(x, seed=self.seed + self._splits)
+        groups = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
+        groups = [g for g in groups if len(g)]
+        while len(groups) < len(pair):  # k-means merged groups: keep every existing leaf non-empty
+            big = max(range(len(groups)), key=lambda i: len(groups[i]))
+            g = groups.pop(big)
+            halves = two_means(x[g], seed=self.seed + self._splits)
+            groups += [g[halves == 0], g[halves == 1]]
+        ids = pair + [self._new_node(1, parent) for _ in range(len(groups) - len(pair))]
+        for node, g in zip(ids, groups):
+            self._set_leaf(node, keys[g], x[g])
+            self.archived[node] = self.archived[leaf]
+        for node in ids:  # a very uneven split can leave one part still full
+            self._split_if_full(node, source)
+        self._split_internal_if_full(int(self.parent[leaf]), source)
 
-    def _split_internal_if_full(self, node: int) -> None:
+    def _split_internal_if_full(self, node: int, source: VectorSource) -> None:
         if len(self.children[node]) <= self.fanout_cap:
             return
+        if self.level[node] == 2:
+            self._recluster_leaves(node, source)
         ch = self.children[node]
         self._splits += 1
         labels = two_means(self.centroids[ch], seed=self.seed + self._splits)
@@ -354,8 +386,44 @@ class CentroidTree:
         self._refresh_internal(sib)
         self._refresh_internal(parent)  # same memories below it; a fresh root takes them here
         for half in (node, sib):  # a very uneven split can leave one side still too wide
-            self._split_internal_if_full(half)
-        self._split_internal_if_full(int(self.parent[node]))
+            self._split_internal_if_full(half, source)
+        self._split_internal_if_full(int(self.parent[node]), source)
+
+    def _recluster_leaves(self, node: int, source: VectorSource) -> None:
+        """Before a parent of leaves splits, re-run k-means over all its leaves' memories.
+
+        Leaves grown by inserts and 2-means splits drift into mixtures (each split only sees its
+        own members, in arrival order); re-clustering the parent's ~fanout_cap leaves at once
+        gives them batch-build quality again, at the cost of one k-means on a few thousand rows
+        every ~fanout leaf splits. Archived leaves are left as they are.
+        """
+        leaves = self.children[node]
+        if self.archived[leaves].any():
+            return
+        keys = np.concatenate([self.members[int(leaf)] for leaf in leaves])
+        x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
+        k = max(len(leaves), math.ceil(len(keys) / self.leaf_size))
+        self._splits += 1
+        _, labels = spherical_kmeans(x, k, iters=8, seed=self.seed + self._splits, threads=1)
+        todo = [np.flatnonzero(labels == c) for c in range(k)]
+        groups = []
+        while todo:  # a cluster over capacity is halved (2-means) until every leaf fits
+            g = todo.pop()
+            if len(g) > self.leaf_cap:
+                halves = two_means(x[g], seed=self.seed + len(todo))
+                todo += [g[halves == 0], g[halves == 1]]
+            elif len(g):
+                groups.append(g)
+        groups += [np.empty(0, np.int64)] * max(0, len(leaves) - len(groups))  # k-means may merge some
+        ids = list(leaves) + [self._new_node(1, node) for _ in range(len(groups) - len(leaves))]
+        for leaf, g in zip(ids, groups):
+            self._set_leaf(int(leaf), keys[g], x[g])
+        empty = [int(leaf) for leaf in ids if self.counts[leaf] == 0]
+        if empty:  # rare: fewer clusters than leaves; drop the empty ones from the parent
+            self.children[node] = np.array([c for c in self.children[node] if int(c) not in empty], np.int64)
+            for leaf in empty:
+                self.parent[leaf] = NO_PARENT
+                self.level[leaf] = 0  # detached: no level, never scored
 
     # ------------------------------------------------------------------------------ search (J4)
     def search(
@@ -424,6 +492,9 @@ class CentroidTree:
         seen: list[np.ndarray] = []
         for node in range(self.n_nodes):
             lvl = int(self.level[node])
+            if lvl == 0:  # detached by a re-clustering: unreachable, holds nothing
+                assert self.counts[node] == 0 and len(self.members[node]) == 0
+                continue
             if node != self.root:
                 p = int(self.parent[node])
                 assert p >= 0 and node in self.children[p], f"node {node} is not a child of its parent {p}"
@@ -440,7 +511,8 @@ class CentroidTree:
         keys = np.concatenate(seen) if seen else np.empty(0, np.int64)
         assert len(np.unique(keys)) == len(keys), "a key is in two leaves"
         if source is not None:
-            for node in range(self.n_nodes):
+            for node in np.flatnonzero(self.level[: self.n_nodes] > 0):
+                node = int(node)
                 below = self._keys_under(node)
                 if len(below):
                     want = source.take(below).mean(axis=0, dtype=np.float64)

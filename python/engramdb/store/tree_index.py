@@ -31,7 +31,7 @@ TREE_MIN_ROWS = 20_000  # a namespace's trees start here (bench/test_bench_hiera
 LEAF_SIZE = 64
 FANOUT = 32
 PROBE = 8  # leaves scanned per query and nodes kept per level: see bench/RESULTS.md (hierarchy)
-BEAM = 8
+BEAM = 16
 HOT_ROWS = 100  # the newest keys of each namespace, scanned directly on every tree search (J5)
 
 
@@ -102,11 +102,11 @@ class TreeIndex:
             self.recent[ns] = np.concatenate([self.recent.get(ns, np.empty(0, np.int64)), keys])[-HOT_ROWS:]
             tree = self.trees.get(ns)
             if tree is not None:
-                tree.insert(src, keys, src.take(keys), seqs=keys)
+                tree.insert(src, keys, src.take(keys))
                 continue
             all_keys = _keys_of(segments, src, ns)
             if len(all_keys) >= TREE_MIN_ROWS:
-                self.trees[ns] = CentroidTree.build(src, all_keys, leaf_size=LEAF_SIZE, fanout=FANOUT, seqs=all_keys)
+                self.trees[ns] = CentroidTree.build(src, all_keys, leaf_size=LEAF_SIZE, fanout=FANOUT)
         self.covered = src.total
         self.dirty = True
         return src
