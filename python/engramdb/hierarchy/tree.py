@@ -315,7 +315,8 @@ class CentroidTree:
         leaves = self.leaves()
         if len(leaves) <= ROUTE_ALL_LEAVES:
             lab, _ = kernels.assign_nearest(vectors, self.centroids[leaves], "cosine")
-            return leaves[lab]
+            routed: np.ndarray = leaves[lab]
+            return routed
         out = np.empty(len(vectors), np.int64)
         for i, v in enumerate(vectors):
             frontier = np.array([self.root], np.int64)
@@ -511,8 +512,8 @@ class CentroidTree:
         keys = np.concatenate(seen) if seen else np.empty(0, np.int64)
         assert len(np.unique(keys)) == len(keys), "a key is in two leaves"
         if source is not None:
-            for node in np.flatnonzero(self.level[: self.n_nodes] > 0):
-                node = int(node)
+            for nid in np.flatnonzero(self.level[: self.n_nodes] > 0):
+                node = int(nid)
                 below = self._keys_under(node)
                 if len(below):
                     want = source.take(below).mean(axis=0, dtype=np.float64)
