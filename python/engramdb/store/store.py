@@ -621,10 +621,10 @@ class Store:
                     continue
                 for row, score in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, k):
                     found.append((score, si, row))
-            found = sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))
+            found = sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k]
+            memories = self._memories_at([(si, row) for _, si, row in found])
             hits = []
-            for score, si, row in found[:k]:
-                m = self._memory_at(si, row)
+            for (score, si, row), m in zip(found, memories):
                 why = None
                 if explain:
                     why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
@@ -833,6 +833,19 @@ class Store:
         if m is None:
             raise StoreError(f"no memory with id {id!r}" + ("" if include_forgotten else " (or it is forgotten)"))
         return m
+
+    def _memories_at(self, locs: list[tuple[int, int]]) -> list[Memory]:
+        """Memories at (segment, row) locations, in order: one Arrow take per segment, not per row."""
+        if not locs:
+            return []
+        by_seg: dict[int, list[int]] = {}
+        for si, row in locs:
+            by_seg.setdefault(si, []).append(row)
+        names = [f.name for f in MEMORY_SCHEMA]  # records only: taking vector columns costs more than the rest
+        parts = [self._segments[si].table.select(names).take(pa.array(rows)) for si, rows in by_seg.items()]
+        order = [(si, row) for si, rows in by_seg.items() for row in rows]
+        found = dict(zip(order, table_to_memories(pa.concat_tables(parts))))
+        return [found[loc] for loc in locs]
 
     def _memory_at(self, si: int, row: int) -> Memory:
         seg = self._segments[si]
