@@ -119,3 +119,32 @@ def test_small_namespaces_and_memory_stores_use_exact_scan() -> None:
     db, x = filled(None, n=600)
     hits = db.search(x[0], namespace="b", k=3, explain=True)  # 200 rows in b: below the threshold
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "exact"
+
+
+def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
+    x = vectors(1_500)
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off", index="hnsw")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
+                  "vectors": {"dense": x[i]}} for i in range(1_500)])
+    db.checkpoint()
+    hits = db.search(x[1], namespace="a", k=10, explain=True)
+    assert hits[0].explain is not None and hits[0].explain["strategy"] == "hnsw" and hits[0].id == "m1"
+    exact = db.search(x[1], namespace="a", k=10, strategy="exact")
+    assert len({h.id for h in hits} & {h.id for h in exact}) >= 9
+    assert all(int(h.id[1:]) % 3 for h in hits)
+    db.forget("m1")
+    db.checkpoint()
+    assert "m1" not in [h.id for h in db.search(x[1], namespace="a", k=10)]
+    db.close()
+    graphs = list((tmp_path / "s" / "index").glob("hnsw-dense-*.usearch"))
+    assert graphs
+    graphs[0].unlink()
+    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="hnsw")
+    assert again.search(x[4], namespace="a", k=1)[0].id == "m4"
+    assert again._hnsw["dense"].rebuilt_reason is not None
+    assert again.search(x[4], namespace="a", k=1, strategy="tree")[0].id == "m4"  # either kind on demand
+
+
+def test_index_kind_is_checked() -> None:
+    with pytest.raises(ValueError, match="index must be 'tree', 'hnsw' or 'none', got 'ivf'"):
+        engramdb.open(None, schema=SCHEMA, embedders={}, index="ivf")

@@ -30,6 +30,7 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     segments: list[dict[str, Any]] = field(default_factory=list)  # {"file", "rows"}
     edges: list[dict[str, Any]] = field(default_factory=list)  # edge files {"file", "rows"} (format 2+)
+    archives: list[dict[str, Any]] = field(default_factory=list)  # archived content {"file", "rows"} (J7)
     next_segment: int = 1
     spaces: dict[str, Any] = field(default_factory=dict)
     created_by: str = ""

@@ -88,6 +88,11 @@ class Segment:
         return self._vectors[space]
 
 
+def read_arrow(path: Path) -> pa.Table:
+    """Any of the store's Arrow IPC files (segments, edges, archives) through a memory map."""
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+
+
 def read_segment(path: Path) -> Segment:
     """Open a committed segment file through a memory map (nothing is read until used)."""
     source = pa.memory_map(str(path), "r")

@@ -28,6 +28,7 @@ from .. import kernels
 from ..spaces.profiles import embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
+from .archive import restore_content, rows_of, strip_content
 from .batches import concat, take
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
 from .dedup import DedupEvent, Policy, check_policy, within_batch
@@ -40,11 +41,12 @@ from .edges import (
     table_to_edges,
     validate_edge_fields,
 )
+from .hnsw_index import HnswIndex
 from .intake import Intake, build_intake
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .record import InvalidMemory, Memory, as_utc, utc_now, validate_memory
-from .segment import NEVER, Segment, read_segment, write_segment
+from .segment import NEVER, Segment, read_arrow, read_segment, write_segment
 from .tree_index import BEAM as TREE_BEAM
 from .tree_index import PROBE as TREE_PROBE
 from .tree_index import TREE_MIN_ROWS, TreeIndex
@@ -67,6 +69,7 @@ class Hit:
     score: float
     memory: Memory
     explain: dict[str, Any] | None = None
+    archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
 
 
 def _micros(t: datetime) -> int:
@@ -86,6 +89,7 @@ class Store:
         dedup: str = "skip",
         dedup_threshold: float = 0.90,
         profile: str | None = None,
+        index: str = "tree",
     ) -> None:
         self._lock = threading.RLock()
         self.dedup: Policy = check_policy(dedup)
@@ -102,7 +106,12 @@ class Store:
         self._edges = EdgeSet()
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
         self._trees: dict[str, TreeIndex] = {}  # dense space -> its namespaces' centroid trees (derived)
+        self._hnsw: dict[str, HnswIndex] = {}  # dense space -> its namespaces' usearch graphs (derived)
+        if index not in ("tree", "hnsw", "none"):
+            raise ValueError(f"index must be 'tree', 'hnsw' or 'none', got {index!r}")
+        self.index_kind = index
         self._last_tree_stats: dict[str, Any] = {}
+        self._archived: dict[str, str] = {}  # memory id -> the archive file holding its content (J7)
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -137,6 +146,9 @@ class Store:
                 self._attach(read_segment(self.path / entry["file"]))
             for entry in self._manifest.edges:
                 self._edges.apply(table_to_edges(read_edges_file(self.path / entry["file"])))
+            for entry in self._manifest.archives:
+                ids = read_arrow(self.path / entry["file"]).column("id").to_pylist()
+                self._archived.update(dict.fromkeys(ids, entry["file"]))
             if read_only:  # the WAL as it is now; never repaired or appended by a reader
                 if (self.path / self._manifest.wal).exists():
                     for table in read_frames(self.path / self._manifest.wal)[0]:
@@ -446,10 +458,12 @@ class Store:
                     write_segment(self.path / name, table)
                     kept.append(read_segment(self.path / name))
             edge_tables = self._purge_edges(id, dropped)
+            if id in self._archived and self.path is not None:
+                self._purge_archive(id, dropped)
             self._manifest.row_epoch += 1  # rows renumbered: every tree is stale
-            self._trees = {}
+            self._trees, self._hnsw = {}, {}
             if self.path is not None:
-                for f in (self.path / "index").glob("tree-*") if (self.path / "index").is_dir() else []:
+                for f in (self.path / "index").glob("*") if (self.path / "index").is_dir() else []:
                     f.unlink()  # derived from the purged rows too: gone before the purge commits
                 self._manifest.segments = [{"file": s.file, "rows": len(s)} for s in kept]
                 write_manifest(self.path, self._manifest)  # committed: the old files are unlisted
@@ -492,6 +506,171 @@ class Store:
         else:
             self._manifest.edges = entries
         return out
+
+    def _purge_archive(self, id: str, dropped: list[str]) -> None:
+        """Rewrite the archive file holding `id` without its rows (the manifest is written by purge)."""
+        assert self.path is not None
+        name = self._archived.pop(id)
+        entries = []
+        for e in self._manifest.archives:
+            if e["file"] != name:
+                entries.append(e)
+                continue
+            table = read_arrow(self.path / name)
+            keep = table.filter(pa.array(~rows_of(table, {id})))
+            dropped.append(name)
+            if keep.num_rows:
+                new = self._next_file("archive")
+                write_segment(self.path / new, keep)
+                entries.append({"file": new, "rows": keep.num_rows})
+                for mid in set(keep.column("id").to_pylist()):
+                    self._archived[mid] = new
+        self._manifest.archives = entries
+
+    # ----------------------------------------------------------------------------- archival (J7)
+    def archive(self, older_than: datetime, *, namespace: str | None = None) -> dict[str, Any]:
+        """Move the content of old memories to an archive file (J7); vectors and tree stay.
+
+        A memory is old when its current version was learned before `older_than`. Where its
+        namespace has a centroid tree, whole leaves go (every memory of a leaf is old); elsewhere
+        memory by memory. Archived memories still match searches (their hits carry
+        `archived=True` and empty content) and can be brought back with `unarchive`. Returns a
+        report: memories and leaves archived, and the archive file.
+        """
+        cutoff = _micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
+        with self._lock:
+            self._check_writable()
+            if self.path is None:
+                raise StoreError("archive needs a store folder: the archive is a file")
+            self.checkpoint()
+            old = {mid for mid, (si, r) in self._index.items()
+                   if self._segments[si].learned_at[r] < cutoff and mid not in self._archived
+                   and (namespace is None or self._segments[si].namespace(r) == namespace)}
+            chosen, leaves = self._archivable(old, namespace)
+            if not chosen:
+                return {"memories": 0, "leaves": 0, "file": None}
+            parts: list[pa.Table] = []
+
+            def strip(table: pa.Table) -> pa.Table | None:
+                mask = rows_of(table, chosen)
+                if not mask.any():
+                    return None
+                stripped, records = strip_content(table, mask)
+                parts.append(records)
+                return stripped
+
+            dropped = self._rewrite_segments(strip)
+            name = self._next_file("archive")
+            records = pa.concat_tables(parts)
+            write_segment(self.path / name, records)
+            self._manifest.archives.append({"file": name, "rows": records.num_rows})
+            self._commit_rewrite(dropped)
+            self._archived.update(dict.fromkeys(chosen, name))
+            for tree, leaf in leaves:
+                tree.archived[leaf] = True
+            for ti in self._trees.values():
+                ti.dirty = True  # the archived marks are saved with the trees
+            return {"memories": len(chosen), "leaves": len(leaves), "file": name}
+
+    def unarchive(self, ids: Iterable[str] | None = None) -> int:
+        """Put archived content back (all archived memories when `ids` is None); returns how many."""
+        with self._lock:
+            self._check_writable()
+            which = set(self._archived) if ids is None else set(ids)
+            unknown = sorted(which - set(self._archived))
+            if unknown:
+                raise StoreError(f"not archived: {unknown[:5]}")
+            if not which or self.path is None:
+                return 0
+            self.checkpoint()
+            files = sorted({self._archived[i] for i in which})
+            back = pa.concat_tables([read_arrow(self.path / f) for f in files])
+            back = back.filter(pa.array(rows_of(back, which)))
+
+            def put_back(table: pa.Table) -> pa.Table | None:
+                restored, n = restore_content(table, back)
+                return restored if n else None
+
+            dropped = self._rewrite_segments(put_back)
+            entries = []
+            for e in self._manifest.archives:
+                if e["file"] not in files:
+                    entries.append(e)
+                    continue
+                table = read_arrow(self.path / e["file"])
+                keep = table.filter(pa.array(~rows_of(table, which)))
+                dropped.append(e["file"])
+                if keep.num_rows:
+                    new = self._next_file("archive")
+                    write_segment(self.path / new, keep)
+                    entries.append({"file": new, "rows": keep.num_rows})
+                    for mid in set(keep.column("id").to_pylist()):
+                        self._archived[mid] = new
+            self._manifest.archives = entries
+            self._commit_rewrite(dropped)
+            for mid in which:
+                del self._archived[mid]
+            for ti in self._trees.values():  # leaves are archived only while all they hold is
+                ti.dirty = True
+                for tree in ti.trees.values():
+                    tree.archived[: tree.n_nodes] = False
+            return len(which)
+
+    def is_archived(self, id: str) -> bool:
+        """True when the memory's content is in an archive file (J7)."""
+        with self._lock:
+            return id in self._archived
+
+    def _archivable(self, old: set[str], namespace: str | None) -> tuple[set[str], list[tuple[Any, int]]]:
+        """The old memories to archive: whole old leaves in namespaces with a tree, the rest one by one."""
+        main = self.schema[self.schema.main]
+        chosen: set[str] = set()
+        leaves: list[tuple[Any, int]] = []
+        treed: set[str] = set()
+        if main.kind == "dense" and self.index_kind == "tree":
+            committed = [s for s in self._segments if s.file]
+            ti = self._tree_index(main)
+            src = ti.sync(committed, self.schema, self._manifest.row_epoch)
+            for ns, tree in ti.trees.items():
+                if namespace is not None and ns != namespace:
+                    continue
+                treed.add(ns)
+                for leaf in tree.leaves():
+                    keys = tree.members[int(leaf)]
+                    seg_of, row = src.locate(keys)
+                    ids = {committed[int(a)].ids[int(b)] for a, b in zip(seg_of, row)}
+                    if ids and ids <= old:
+                        chosen |= ids
+                        leaves.append((tree, int(leaf)))
+        for mid in old:
+            si, r = self._index[mid]
+            if self._segments[si].namespace(r) not in treed:
+                chosen.add(mid)
+        return chosen, leaves
+
+    def _rewrite_segments(self, change: Any) -> list[str]:
+        """Replace each committed segment `change(table)` alters (same rows, same order: keys and
+        trees stay valid) by a new file; returns the replaced files (commit with _commit_rewrite)."""
+        assert self.path is not None
+        dropped = []
+        for i, seg in enumerate(self._segments):
+            new_table = change(seg.table) if seg.file else None
+            if new_table is None:
+                continue
+            name = self._next_file("seg")
+            write_segment(self.path / name, new_table)
+            new = read_segment(self.path / name)
+            new.sys_end = seg.sys_end.copy()
+            dropped.append(seg.file)
+            self._segments[i] = new
+        return [d for d in dropped if d]
+
+    def _commit_rewrite(self, dropped: list[str]) -> None:
+        assert self.path is not None
+        self._manifest.segments = [{"file": s.file, "rows": len(s)} for s in self._segments if s.file]
+        write_manifest(self.path, self._manifest)  # committed: the replaced files are unlisted
+        for name in dropped:
+            (self.path / name).unlink(missing_ok=True)
 
     def export(self, path: str | Path, *, namespace: str | None = None) -> int:
         """Write current memories (forgotten ones included, marked) to `.jsonl` or `.arrow`.
@@ -592,8 +771,9 @@ class Store:
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
         believed then, older versions included. Neither: current memories only.
         """
-        if strategy not in (None, "exact", "dense_only", "tree"):
-            raise ValueError(f"strategy {strategy!r} is not available yet; use None, 'exact', 'tree' or 'dense_only'")
+        if strategy not in (None, "exact", "dense_only", "tree", "hnsw"):
+            raise ValueError(
+                f"strategy {strategy!r} is not available yet; use None, 'exact', 'tree', 'hnsw' or 'dense_only'")
         k = int(k)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -610,8 +790,9 @@ class Store:
             found: list[tuple[float, int, int]] = []
             tree_info: dict[str, Any] | None = None
             exact_from = 0  # segments from here on are scanned exactly
-            if sp.kind == "dense" and strategy in (None, "tree"):
-                tree_info = self._tree_search(sp, namespace, qv, k, known_us, t, strategy == "tree", found)
+            kind = strategy if strategy in ("tree", "hnsw") else self.index_kind if strategy is None else "none"
+            if sp.kind == "dense" and kind != "none":
+                tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, strategy is not None, found)
                 if tree_info is not None:
                     exact_from = tree_info.pop("_committed")
             for si in range(exact_from, len(self._segments)):
@@ -628,10 +809,10 @@ class Store:
                 why = None
                 if explain:
                     why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
-                           "strategy": "tree" if tree_info is not None else "exact"}
+                           "strategy": tree_info["index"] if tree_info is not None else "exact"}
                     if tree_info is not None:
                         why["tree"] = tree_info
-                hits.append(Hit(m.id, float(score), m, why))
+                hits.append(Hit(m.id, float(score), m, why, m.id in self._archived))
             return hits
 
     def _row_filter(self, seg: Segment, namespace: str, known_us: int | None, t: int | None,
@@ -654,22 +835,22 @@ class Store:
             mask &= (pick(seg.valid_from) <= t) & (t < pick(seg.valid_until))
         return mask if rows is not None or mask.any() else None
 
-    def _tree_search(self, sp: Space, namespace: str, qv: Any, k: int, known_us: int | None, t: int | None,
-                     forced: bool, found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
-        """Search the namespace's centroid tree (J4) into `found`; None when exact scan should run.
+    def _index_search(self, kind: str, sp: Space, namespace: str, qv: Any, k: int, known_us: int | None,
+                      t: int | None, forced: bool, found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
+        """Search the namespace's index ("tree": J4, "hnsw": usearch) into `found`; None when
+        exact scan should answer instead (a small namespace, or no index for it yet).
 
-        The tree covers committed rows; the caller scans the WAL's rows exactly, and the newest
+        Indexes cover committed rows; the caller scans the WAL's rows exactly, and the newest
         HOT_ROWS keys of the namespace are scanned here directly (J5), so a memory added a moment
-        ago is found whatever leaf it joined.
+        ago is found whatever leaf or graph neighbourhood it joined.
         """
         committed = [s for s in self._segments if s.file]
         if not forced and sum(s.ns_count(namespace) for s in committed) < TREE_MIN_ROWS:
             return None
-        ti = self._tree_index(sp)
+        ti: TreeIndex | HnswIndex = self._tree_index(sp) if kind == "tree" else self._hnsw_index(sp)
         src = ti.sync(committed, self.schema, self._manifest.row_epoch)
-        tree = ti.trees.get(namespace)
-        if tree is None:
-            return None  # no tree yet (a small namespace): brute force answers
+        if namespace not in (ti.trees if isinstance(ti, TreeIndex) else ti.graphs):
+            return None  # no index yet (a small namespace): brute force answers
 
         def allowed(keys: np.ndarray) -> np.ndarray:
             seg_of, row = src.locate(keys)
@@ -681,17 +862,32 @@ class Store:
             return ok
 
         q = np.asarray(qv, dtype=np.float32).reshape(-1)
-        keys, scores, st = tree.search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM, allowed=allowed)
+        if isinstance(ti, TreeIndex):
+            keys, scores, st = ti.trees[namespace].search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM, allowed=allowed)
+            info: dict[str, Any] = {"e_computations": st.e_computations, "centroids": st.centroids,
+                                    "memories": st.memories, "leaves": st.leaves}
+        else:
+            keys, scores, info = ti.query(namespace, q, k, allowed)
         hot = ti.recent.get(namespace, np.empty(0, np.int64))
         hot = hot[allowed(hot)] if len(hot) else hot
         hk, hs = src.topk(q, hot, k) if len(hot) else (np.empty(0, np.int64), np.empty(0, np.float32))
         for key, score in zip(np.concatenate([keys, hk]).tolist(), np.concatenate([scores, hs]).tolist()):
             seg_i, row_i = src.locate(np.array([key]))
             found.append((float(score), int(seg_i[0]), int(row_i[0])))
-        self._last_tree_stats = {"namespace": namespace, "space": sp.name, "e_computations": st.e_computations + len(hot),
-                                 "centroids": st.centroids, "memories": st.memories + len(hot), "leaves": st.leaves,
-                                 "hot_rows": len(hot)}
+        if "e_computations" in info:
+            info["e_computations"] += len(hot)
+            info["memories"] += len(hot)
+        self._last_tree_stats = {"index": kind, "namespace": namespace, "space": sp.name, **info, "hot_rows": len(hot)}
         return {**self._last_tree_stats, "_committed": len(committed)}
+
+    def _hnsw_index(self, sp: Space) -> HnswIndex:
+        hi = self._hnsw.get(sp.name)
+        if hi is None:
+            hi = self._hnsw[sp.name] = HnswIndex(sp.name, sp.dim)
+            if self.path is not None:
+                committed = sum(len(s) for s in self._segments if s.file)
+                hi.load(self.path, self._manifest.row_epoch, committed)
+        return hi
 
     def _tree_index(self, sp: Space) -> TreeIndex:
         ti = self._trees.get(sp.name)
@@ -707,7 +903,8 @@ class Store:
         if self.path is None or self.read_only:
             return
         committed = [s for s in self._segments if s.file]
-        for ti in self._trees.values():
+        indexes: list[TreeIndex | HnswIndex] = [*self._trees.values(), *self._hnsw.values()]
+        for ti in indexes:
             ti.sync(committed, self.schema, self._manifest.row_epoch)
             if ti.dirty:
                 ti.save(self.path)
@@ -810,12 +1007,12 @@ class Store:
     def _remove_debris(self) -> None:
         """Delete files a crash left behind: unlisted segments and logs, temp files."""
         assert self.path is not None
-        keep = {e["file"] for e in self._manifest.segments + self._manifest.edges}
+        keep = {e["file"] for e in self._manifest.segments + self._manifest.edges + self._manifest.archives}
         keep |= {self._manifest.wal, "manifest.json", "LOCK"}
         for p in self.path.iterdir():
             if p.name in keep or not p.is_file():
                 continue
-            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-", "edges-")) and p.suffix in (".arrow", ".log")):
+            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-", "edges-", "archive-")) and p.suffix in (".arrow", ".log")):
                 p.unlink(missing_ok=True)
 
     def _check_open(self) -> None:
@@ -829,6 +1026,8 @@ class Store:
 
     def _current(self, id: str, include_forgotten: bool = False) -> Memory:
         self._check_open()
+        if id in self._archived:
+            raise StoreError(f"memory {id!r} is archived (its content is in {self._archived[id]}); unarchive it first")
         m = self.get(id, include_forgotten=include_forgotten)
         if m is None:
             raise StoreError(f"no memory with id {id!r}" + ("" if include_forgotten else " (or it is forgotten)"))
@@ -1066,6 +1265,7 @@ def open(
     dedup: str = "skip",
     dedup_threshold: float = 0.90,
     profile: str | None = None,
+    index: str = "tree",
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
@@ -1073,8 +1273,10 @@ def open(
     may open it with `read_only=True`, seeing what was committed or logged at open time.
     `profile` names a built-in schema: "default" (model-free) or "minilm" (all-MiniLM-L6-v2 as the
     dense space; needs `engramdb[minilm]`); a reopened store keeps the schema it was created with
-    and gets its embedders back from the names the schema stores. `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
+    and gets its embedders back from the names the schema stores. `index` is what searches a
+    namespace of 20,000 or more memories in a dense space: "tree" (the centroid hierarchy,
+    default), "hnsw" (usearch graphs; slow to build) or "none" (always exact). `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
     a current memory of its namespace exceeds `dedup_threshold` (see `engramdb.store.dedup`).
     """
     return Store(path, schema=schema, embedders=embedders, read_only=read_only, dedup=dedup,
-                 dedup_threshold=dedup_threshold, profile=profile)
+                 dedup_threshold=dedup_threshold, profile=profile, index=index)
