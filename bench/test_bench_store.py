@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _data
 import engramdb
 import numpy as np
 import pytest
@@ -82,6 +83,48 @@ def test_add_many_builtin_embedders(benchmark: Any) -> None:
     benchmark.pedantic(run, rounds=3, warmup_rounds=1)
     benchmark.extra_info["memories_per_s"] = BATCH / benchmark.stats.stats.median
     benchmark.extra_info["target_per_s"] = 5_000
+
+
+@pytest.fixture(scope="module")
+def store_100k_one_namespace() -> Any:
+    """100,000 clustered memories (bench/_data.py) in one namespace, tree built and saved (build_index)."""
+    rows = _data.dense("clustered").X
+    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-"))
+    with engramdb.open(folder / "mem", schema=DENSE, embedders={}, dedup="off") as db:
+        for b in range(0, N, 20_000):
+            db.add_many([{"content": f"memory {i}", "namespace": "one", "vectors": {"dense": rows[i]}}
+                         for i in range(b, b + 20_000)])
+        t0 = time.perf_counter()
+        db.build_index()
+        build_s = time.perf_counter() - t0
+    yield folder / "mem", build_s
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("strategy", ["tree", "exact"])
+def test_search_100k_one_namespace(benchmark: Any, store_100k_one_namespace: Any, strategy: str) -> None:
+    """p50/p95 of store.search (hits materialised) on a 100K namespace: centroid tree vs exact scan."""
+    benchmark.group = "store-search-100k-one-namespace"
+    path, build_s = store_100k_one_namespace
+    db = engramdb.open(path, schema=DENSE, embedders={}, read_only=True)
+    queries = db_queries = _data.dense("clustered").Q  # fresh draws from the same clusters
+    lat, found = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        hits = db.search(q, namespace="one", k=10, strategy=strategy)
+        lat.append(time.perf_counter() - t0)
+        found.append({h.id for h in hits})
+    if strategy == "tree":
+        exact = [{h.id for h in db.search(q, namespace="one", k=10, strategy="exact")} for q in db_queries[:50]]
+        benchmark.extra_info["recall_at_10"] = float(np.mean([len(a & b) / 10 for a, b in zip(found, exact)]))
+        benchmark.extra_info["tree_build_s"] = build_s
+        benchmark.extra_info["e_computations"] = db.stats()["last_tree_search"]["e_computations"]
+    lat.sort()
+    benchmark.extra_info["p50_ms"] = 1e3 * lat[len(lat) // 2]
+    benchmark.extra_info["p95_ms"] = 1e3 * lat[int(len(lat) * 0.95)]
+    benchmark.pedantic(lambda: db.search(queries[0], namespace="one", k=10, strategy=strategy), rounds=20,
+                       warmup_rounds=2)
+    db.close()
 
 
 def test_reopen_100k(benchmark: Any, store_100k: Path) -> None:

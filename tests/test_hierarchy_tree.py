@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from engramdb import kernels
@@ -137,3 +139,31 @@ def test_persistence_round_trip_through_arrow_ipc() -> None:
     t2.insert(src, np.arange(0), x[:0])  # still growable
     with pytest.raises(ValueError, match="not a tree table"):
         table_to_trees(pa.table({"a": [1]}))
+
+
+def test_native_descent_matches_the_python_one() -> None:
+    x = clustered(5_000, 24, 40, seed=9)
+    src = MatrixSource(x)
+    slow = _python_only(src)  # no `matrices()`: the Python descent
+    tree = CentroidTree.build(src, np.arange(4_000), leaf_size=16, fanout=8)
+    tree.insert(src, np.arange(4_000, 5_000), x[4_000:])
+    allowed = np.random.default_rng(0).random(len(x)) < 0.7
+    for q in x[:40]:
+        for probe, beam in ((1, 2), (3, 5), (50, 50)):
+            for mask in (None, allowed):
+                a, sa, st_a = tree.search(src, q, 7, probe=probe, beam=beam, allowed=mask)
+                b, sb, st_b = tree.search(slow, q, 7, probe=probe, beam=beam, allowed=mask)
+                np.testing.assert_array_equal(a, b)
+                np.testing.assert_allclose(sa, sb, rtol=1e-6)
+                assert (st_a.centroids, st_a.memories, st_a.leaves) == (st_b.centroids, st_b.memories, st_b.leaves)
+
+
+def _python_only(src: MatrixSource) -> Any:
+    class Plain:
+        def take(self, keys: np.ndarray) -> np.ndarray:
+            return src.take(keys)
+
+        def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            return src.topk(query, keys, k)
+
+    return Plain()

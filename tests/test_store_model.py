@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from engramdb.store import open as open_store
 from engramdb.store import store as store_mod
+from engramdb.store import tree_index
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -176,3 +177,28 @@ StoreMachine.TestCase.settings = settings(
     max_examples=25, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestStoreMachine = StoreMachine.TestCase
+
+
+class TreeStoreMachine(StoreMachine):
+    """The same rules with every namespace searched through an exhaustive centroid tree (probe and
+    beam unbounded, so its answers must equal the exact scan's): key mapping, filters, the cached
+    mask, tree files across purge/compact/reopen are all checked against the model."""
+
+    def __init__(self) -> None:
+        self._saved = (store_mod.TREE_MIN_ROWS, store_mod.TREE_PROBE, store_mod.TREE_BEAM,
+                       tree_index.TREE_MIN_ROWS, tree_index.LEAF_SIZE)
+        store_mod.TREE_MIN_ROWS = tree_index.TREE_MIN_ROWS = 3
+        store_mod.TREE_PROBE = store_mod.TREE_BEAM = 1_000_000
+        tree_index.LEAF_SIZE = 2
+        super().__init__()
+
+    def teardown(self) -> None:
+        super().teardown()
+        (store_mod.TREE_MIN_ROWS, store_mod.TREE_PROBE, store_mod.TREE_BEAM,
+         tree_index.TREE_MIN_ROWS, tree_index.LEAF_SIZE) = self._saved
+
+
+TreeStoreMachine.TestCase.settings = settings(
+    max_examples=20, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestTreeStoreMachine = TreeStoreMachine.TestCase

@@ -148,3 +148,34 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
 def test_index_kind_is_checked() -> None:
     with pytest.raises(ValueError, match="index must be 'tree', 'hnsw' or 'none', got 'ivf'"):
         engramdb.open(None, schema=SCHEMA, embedders={}, index="ivf")
+
+
+def test_build_index_after_a_bulk_load_serves_readers(tmp_path: Path) -> None:
+    x = vectors(1_200)
+    with engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off") as db:
+        db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
+                     for i in range(1_200)])
+        assert db.build_index() == {"a": 1_200}
+    reader = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, read_only=True)
+    hit = reader.search(x[3], namespace="a", k=1, explain=True)[0]
+    assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "tree"
+    ti = reader._trees["dense"]
+    assert ti.rebuilt_reason is None and not ti.dirty  # loaded from the writer's file, not rebuilt
+    assert sorted(p.name for p in (tmp_path / "s" / "index").iterdir()) == ["tree-dense.arrow", "tree-dense.json"]
+
+
+def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
+    import time as _time
+    from datetime import timedelta
+
+    db, x = filled(tmp_path / "s")
+    assert db.search(x[2], namespace="a", k=1)[0].id == "m2"
+    db.forget("m2")
+    db.checkpoint()
+    assert db.search(x[2], namespace="a", k=1)[0].id != "m2"  # a write invalidates the mask
+    soon = datetime.now(timezone.utc) + timedelta(seconds=0.6)
+    db.update("m4", valid_from=soon)
+    db.checkpoint()
+    assert db.search(x[4], namespace="a", k=1)[0].id != "m4"  # not valid yet
+    _time.sleep(0.7)
+    assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # the clock passed its valid_from

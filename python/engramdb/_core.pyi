@@ -2,10 +2,11 @@
 engramdb native kernels (private: use engramdb.kernels)
 """
 from __future__ import annotations
+import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum']
+__all__: list[str] = ['assign_nearest', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -73,4 +74,8 @@ def set_isa(name: str) -> bool:
 def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
     """
     Sum of a float32 array by a plain streaming read (memory-bandwidth probe).
+    """
+def tree_search(query: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], child_ptr: numpy.typing.NDArray[numpy.int64], child_idx: numpy.typing.NDArray[numpy.int64], member_ptr: numpy.typing.NDArray[numpy.int64], member_idx: numpy.typing.NDArray[numpy.int64], root: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, matrices: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.float32]], bases: numpy.typing.NDArray[numpy.int64], allowed: numpy.typing.NDArray[numpy.uint8] | None, beam: typing.SupportsInt | typing.SupportsIndex, probe: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], tuple[int, int, int], numpy.typing.NDArray[numpy.int64], int]:
+    """
+    Top-K beam descent of a centroid tree and a top-k cosine scan of the kept leaves' members. Returns (keys, scores, (centroids, memories, leaves) scored, kept leaf ids, bad_key).
     """

@@ -92,6 +92,7 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
         t.children = _unlists(part.column("children").combine_chunks())
         t.members = _unlists(part.column("members").combine_chunks())
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
+        t._csr_cache = None
         out[ns] = t
     return out
 

@@ -20,11 +20,11 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from .. import kernels
+from .. import _core, kernels
 from .kmeans import spherical_kmeans, two_means
 from .pca import fit, project
 
@@ -61,6 +61,10 @@ class MatrixSource:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         idx, sc = kernels.topk(query, self.matrix, k, "cosine", mask=keys, threads=1)
         return idx, sc
+
+    def matrices(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The matrices keys index, and where each starts (for the native descent)."""
+        return [self.matrix], np.array([0, len(self.matrix)], np.int64)
 
 
 @dataclass
@@ -146,6 +150,7 @@ class CentroidTree:
         self.n_nodes = 0
         self.root = NO_PARENT
         self.height = 0
+        self._csr_cache: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------------------ structure
     def __len__(self) -> int:
@@ -175,6 +180,7 @@ class CentroidTree:
             self.last_accessed_at = np.concatenate([self.last_accessed_at, np.zeros(grow, np.int64)])
         nid = self.n_nodes
         self.n_nodes += 1
+        self._csr_cache = None
         self.level[nid] = level
         self.parent[nid] = parent
         self.created_at[nid] = _now_us()
@@ -188,6 +194,7 @@ class CentroidTree:
         """A leaf's members, count, centroid and seq range (keys are given in insertion order, so
         a leaf's first/last seq are its smallest and largest key)."""
         self.members[leaf] = keys
+        self._csr_cache = None
         self.counts[leaf] = len(keys)
         self.centroids[leaf] = vectors.mean(axis=0, dtype=np.float64) if len(keys) else 0.0
         if len(keys):
@@ -287,6 +294,7 @@ class CentroidTree:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if len(keys) == 0:
             return
+        self._csr_cache = None
         if self.root < 0:
             self.height = 2
             self.root = self._new_node(2, NO_PARENT)
@@ -373,6 +381,7 @@ class CentroidTree:
             self._recluster_leaves(node, source)
         ch = self.children[node]
         self._splits += 1
+        self._csr_cache = None
         labels = two_means(self.centroids[ch], seed=self.seed + self._splits)
         if node == self.root:  # the root splits: a new root one level up
             self.height += 1
@@ -420,6 +429,7 @@ class CentroidTree:
         for leaf, g in zip(ids, groups):
             self._set_leaf(int(leaf), keys[g], x[g])
         empty = [int(leaf) for leaf in ids if self.counts[leaf] == 0]
+        self._csr_cache = None
         if empty:  # rare: fewer clusters than leaves; drop the empty ones from the parent
             self.children[node] = np.array([c for c in self.children[node] if int(c) not in empty], np.int64)
             for leaf in empty:
@@ -450,6 +460,8 @@ class CentroidTree:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if beam is None:
             beam = max(4, math.ceil(2 * probe / max(1.0, self._mean_fanout())))
+        if hasattr(source, "matrices") and not callable(allowed):
+            return self._search_fused(source, q, k, probe, beam, allowed)
         frontier = np.array([self.root], np.int64)
         per_level = []
         for lvl in range(self.height - 1, 0, -1):
@@ -473,6 +485,37 @@ class CentroidTree:
         stats.memories = len(keys)
         idx, sc = source.topk(q, keys, k)
         return idx, sc, stats
+
+    def _search_fused(self, source: Any, q: np.ndarray, k: int, probe: int, beam: int,
+                      allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
+        """The same descent in one native call (`_core.tree_search`) over flat CSR views."""
+        cp, ci, mp, mi = self._csr()
+        mats, bases = source.matrices()
+        mask = None if allowed is None else np.ascontiguousarray(allowed, dtype=bool).view(np.uint8)
+        keys, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
+            q, self.centroids[: self.n_nodes], cp, ci, mp, mi, self.root, self.height, mats, bases, mask,
+            beam, probe, k)
+        if bad >= 0:
+            raise ValueError(f"the vector of key {bad} contains NaN or inf")
+        leaves = leaves[leaves >= 0]
+        if len(leaves):
+            self.last_accessed_at[leaves] = _now_us()
+        found = keys >= 0
+        stats = SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
+        return keys[found], scores[found], stats
+
+    def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(child_ptr, child_idx, member_ptr, member_idx) of the current tree, cached until it changes."""
+        if self._csr_cache is None:
+            n = self.n_nodes
+            out = []
+            for lists in (self.children[:n], self.members[:n]):
+                ptr = np.zeros(n + 1, np.int64)
+                np.cumsum(np.fromiter((len(x) for x in lists), np.int64, n), out=ptr[1:])
+                idx = np.concatenate(lists).astype(np.int64) if ptr[-1] else np.empty(0, np.int64)
+                out += [ptr, idx]
+            self._csr_cache = (out[0], out[1], out[2], out[3])
+        return self._csr_cache
 
     def _mean_fanout(self) -> float:
         internal = self.level[: self.n_nodes] >= 2

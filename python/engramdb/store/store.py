@@ -112,6 +112,9 @@ class Store:
         self.index_kind = index
         self._last_tree_stats: dict[str, Any] = {}
         self._archived: dict[str, str] = {}  # memory id -> the archive file holding its content (J7)
+        self._generation = 0  # bumped whenever rows or their derived state change (mask cache key)
+        self._mask_cache: dict[str, tuple[int, int, np.ndarray]] = {}
+        self._now_query = False
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -663,6 +666,7 @@ class Store:
             new.sys_end = seg.sys_end.copy()
             dropped.append(seg.file)
             self._segments[i] = new
+            self._generation += 1
         return [d for d in dropped if d]
 
     def _commit_rewrite(self, dropped: list[str]) -> None:
@@ -787,6 +791,7 @@ class Store:
             self._check_open()
             now_us = _micros(utc_now())
             t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
+            self._now_query = as_of_us is None and known_us is None  # the cacheable filter
             found: list[tuple[float, int, int]] = []
             tree_info: dict[str, Any] | None = None
             exact_from = 0  # segments from here on are scanned exactly
@@ -852,18 +857,15 @@ class Store:
         if namespace not in (ti.trees if isinstance(ti, TreeIndex) else ti.graphs):
             return None  # no index yet (a small namespace): brute force answers
 
+        mask = self._key_mask(committed, namespace, known_us, t)
+
         def allowed(keys: np.ndarray) -> np.ndarray:
-            seg_of, row = src.locate(keys)
-            ok = np.zeros(len(keys), bool)
-            for s_i in np.unique(seg_of):
-                sel = seg_of == s_i
-                got = self._row_filter(committed[int(s_i)], namespace, known_us, t, rows=row[sel])
-                ok[sel] = got if got is not None else False
-            return ok
+            out: np.ndarray = mask[keys]
+            return out
 
         q = np.asarray(qv, dtype=np.float32).reshape(-1)
         if isinstance(ti, TreeIndex):
-            keys, scores, st = ti.trees[namespace].search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM, allowed=allowed)
+            keys, scores, st = ti.trees[namespace].search(src, q, k, probe=TREE_PROBE, beam=TREE_BEAM, allowed=mask)
             info: dict[str, Any] = {"e_computations": st.e_computations, "centroids": st.centroids,
                                     "memories": st.memories, "leaves": st.leaves}
         else:
@@ -879,6 +881,31 @@ class Store:
             info["memories"] += len(hot)
         self._last_tree_stats = {"index": kind, "namespace": namespace, "space": sp.name, **info, "hot_rows": len(hot)}
         return {**self._last_tree_stats, "_committed": len(committed)}
+
+    def _key_mask(self, committed: list[Segment], namespace: str, known_us: int | None, t: int | None) -> np.ndarray:
+        """Which committed keys a query may see (its namespace, alive, valid): one bool per key.
+
+        The common query (current memories, valid now) reuses its mask until the store changes or
+        the clock passes the next valid_from / valid_until of the namespace; others build theirs.
+        """
+        now_query = known_us is None and t is not None and self._now_query
+        cached = self._mask_cache.get(namespace)
+        if now_query and t is not None and cached is not None and cached[0] == self._generation and t < cached[1]:
+            return cached[2]
+        parts, change = [], NEVER
+        for seg in committed:
+            m = self._row_filter(seg, namespace, known_us, t)
+            parts.append(m if m is not None else np.zeros(len(seg), bool))
+            if now_query and t is not None and namespace in seg.ns_codes:  # even when no row passes now
+                mine = seg.ns_index == seg.ns_codes[namespace]
+                for edge in (seg.valid_from[mine], seg.valid_until[mine]):
+                    later = edge[edge > t]
+                    if len(later):
+                        change = min(change, int(later.min()))
+        mask = np.concatenate(parts) if parts else np.zeros(0, bool)
+        if now_query and t is not None:
+            self._mask_cache[namespace] = (self._generation, change, mask)
+        return mask
 
     def _hnsw_index(self, sp: Space) -> HnswIndex:
         hi = self._hnsw.get(sp.name)
@@ -908,6 +935,27 @@ class Store:
             ti.sync(committed, self.schema, self._manifest.row_epoch)
             if ti.dirty:
                 ti.save(self.path)
+
+    def build_index(self, *, space: str | None = None) -> dict[str, int]:
+        """Build (or bring up to date) the index of every namespace with TREE_MIN_ROWS or more
+        committed memories in a dense space, and save it. Indexes are otherwise built by the
+        first search that needs one; call this after a bulk load so no query pays for it.
+        Returns namespace -> memories indexed."""
+        sp = self.schema[space or self.schema.main]
+        if sp.kind != "dense" or self.index_kind == "none":
+            return {}
+        with self._lock:
+            self._check_open()
+            if not self.read_only:
+                self.checkpoint()
+            committed = [s for s in self._segments if s.file]
+            ti: TreeIndex | HnswIndex = self._tree_index(sp) if self.index_kind == "tree" else self._hnsw_index(sp)
+            ti.sync(committed, self.schema, self._manifest.row_epoch)
+            if self.path is not None and not self.read_only and ti.dirty:
+                ti.save(self.path)
+            if isinstance(ti, TreeIndex):
+                return {ns: len(t) for ns, t in ti.trees.items()}
+            return {ns: len(g) for ns, g in ti.graphs.items()}
 
     def tree_recall(self, namespace: str, *, space: str | None = None, sample: int = 50, k: int = 10) -> float:
         """Recall@k of the namespace's tree against exact search, on `sample` of its own vectors
@@ -1150,6 +1198,7 @@ class Store:
         return loc is not None and not self._segments[loc[0]].forgotten[loc[1]]
 
     def _attach(self, seg: Segment) -> None:
+        self._generation += 1
         si = len(self._segments)
         self._segments.append(seg)
         self._index_rows(si)
@@ -1166,6 +1215,7 @@ class Store:
 
     def _reindex_from(self, first: int) -> None:
         """Rebuild index entries pointing at segments >= first (after they were merged)."""
+        self._generation += 1
         for mid, (s, _) in list(self._index.items()):
             if s >= first:
                 del self._index[mid]

@@ -43,6 +43,10 @@ class SegmentsSource:
         self.bases = np.zeros(len(segments) + 1, np.int64)
         np.cumsum([len(s) for s in segments], out=self.bases[1:])
 
+    def matrices(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The segments' matrices and where each starts in key space (for the native descent)."""
+        return [np.ascontiguousarray(m, dtype=np.float32) for m in self.mats], self.bases
+
     @property
     def total(self) -> int:
         return int(self.bases[-1])
