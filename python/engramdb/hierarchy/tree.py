@@ -352,20 +352,21 @@ class CentroidTree:
             near, _ = kernels.topk(self.centroids[leaf], self.centroids[: self.n_nodes], 1, "cosine", mask=sibs,
                                    threads=1)
             pair.append(int(near[0]))
-        keys = np.concatenate([self.members[n] for n in pair])
-        x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
         self._splits += 1
-        if len(pair) == 2 and len(keys) >= 3:
+        groups: list[np.ndarray] = []
+        if len(pair) == 2:
+            keys = np.concatenate([self.members[n] for n in pair])
+            x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
             _, labels = spherical_kmeans(x, 3, iters=5, seed=self.seed + self._splits, threads=1)
-        else:
-            labels = two_means(x, seed=self.seed + self._splits)
-        groups = [np.flatnonzero(labels == c) for c in range(int(labels.max()) + 1)]
-        groups = [g for g in groups if len(g)]
-        while len(groups) < len(pair):  # k-means merged groups: keep every existing leaf non-empty
-            big = max(range(len(groups)), key=lambda i: len(groups[i]))
-            g = groups.pop(big)
-            halves = two_means(x[g], seed=self.seed + self._splits)
-            groups += [g[halves == 0], g[halves == 1]]
+            groups = [g for g in (np.flatnonzero(labels == c) for c in range(3)) if len(g)]
+            if len(groups) < 3 or max(len(g) for g in groups) > self.leaf_cap:
+                groups = []  # k-means could not part them (e.g. identical rows): split the leaf alone
+        if not groups:
+            pair = [leaf]
+            keys = self.members[leaf]
+            x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
+            halves = two_means(x, seed=self.seed + self._splits)
+            groups = [np.flatnonzero(halves == 0), np.flatnonzero(halves == 1)]
         ids = pair + [self._new_node(1, parent) for _ in range(len(groups) - len(pair))]
         for node, g in zip(ids, groups):
             self._set_leaf(node, keys[g], x[g])

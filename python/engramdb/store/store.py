@@ -642,8 +642,8 @@ class Store:
                     keys = tree.members[int(leaf)]
                     seg_of, row = src.locate(keys)
                     ids = {committed[int(a)].ids[int(b)] for a, b in zip(seg_of, row)}
-                    if ids and ids <= old:
-                        chosen |= ids
+                    if ids and all(i in old or i in self._archived for i in ids):  # the whole leaf is old
+                        chosen |= ids & old
                         leaves.append((tree, int(leaf)))
         for mid in old:
             si, r = self._index[mid]
