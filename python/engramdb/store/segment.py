@@ -46,6 +46,7 @@ class Segment:
     forgotten: np.ndarray = field(init=False)
     _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
     _ns_counts: np.ndarray | None = field(init=False, default=None)
+    _records: pa.Table | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -66,6 +67,14 @@ class Segment:
     def reset_sys_end(self) -> None:
         """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""
         self.sys_end = _micros(self.table.column("expired_at"), NEVER)
+
+    def records(self) -> pa.Table:
+        """The table without its vector columns (cached): what materialising memories reads."""
+        if self._records is None:
+            from .columns import MEMORY_SCHEMA
+
+            self._records = self.table.select([f.name for f in MEMORY_SCHEMA])
+        return self._records
 
     def ns_count(self, namespace: str) -> int:
         """Rows of `namespace` in this segment (counted once per segment, then cached)."""

@@ -1088,8 +1088,8 @@ class Store:
         by_seg: dict[int, list[int]] = {}
         for si, row in locs:
             by_seg.setdefault(si, []).append(row)
-        names = [f.name for f in MEMORY_SCHEMA]  # records only: taking vector columns costs more than the rest
-        parts = [self._segments[si].table.select(names).take(pa.array(rows)) for si, rows in by_seg.items()]
+        parts = [self._segments[si].records().slice(rows[0], 1) if len(rows) == 1  # a slice is free; take is not
+                 else self._segments[si].records().take(pa.array(rows)) for si, rows in by_seg.items()]
         order = [(si, row) for si, rows in by_seg.items() for row in rows]
         found = dict(zip(order, table_to_memories(pa.concat_tables(parts))))
         return [found[loc] for loc in locs]
