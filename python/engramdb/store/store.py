@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,6 +72,14 @@ class Hit:
     archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
 
 
+_ROW = (1 << 32) - 1
+
+
+def _split(loc: int) -> tuple[int, int]:
+    """(segment, row) of an id-index entry."""
+    return loc >> 32, loc & _ROW
+
+
 def _micros(t: datetime) -> int:
     return int((t - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds() * 1_000_000)
 
@@ -101,7 +109,8 @@ class Store:
         self.read_only = read_only
         self._writer_lock: WriterLock | None = None
         self._segments: list[Segment] = []
-        self._index: dict[str, tuple[int, int]] = {}  # id -> (segment, row) of its newest version
+        # id -> segment << 32 | row of its newest version (ints, not tuples: a 1M reopen builds it)
+        self._index: dict[str, int] = {}
         self._wal: WriteAheadLog | None = None
         self._edges = EdgeSet()
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
@@ -546,7 +555,7 @@ class Store:
             if self.path is None:
                 raise StoreError("archive needs a store folder: the archive is a file")
             self.checkpoint()
-            old = {mid for mid, (si, r) in self._index.items()
+            old = {mid for mid, (si, r) in self._locations()
                    if self._segments[si].learned_at[r] < cutoff and mid not in self._archived
                    and (namespace is None or self._segments[si].namespace(r) == namespace)}
             chosen, leaves = self._archivable(old, namespace)
@@ -646,7 +655,7 @@ class Store:
                         chosen |= ids & old
                         leaves.append((tree, int(leaf)))
         for mid in old:
-            si, r = self._index[mid]
+            si, r = _split(self._index[mid])
             if self._segments[si].namespace(r) not in treed:
                 chosen.add(mid)
         return chosen, leaves
@@ -688,7 +697,7 @@ class Store:
         with self._lock:
             self._check_open()
             locs = sorted(
-                (si, row) for mid, (si, row) in self._index.items()
+                (si, row) for mid, (si, row) in self._locations()
                 if namespace is None or self._segments[si].namespace(row) == namespace
             )
             tables = [self._segments[si].table.slice(row, 1) for si, row in locs]
@@ -748,7 +757,7 @@ class Store:
             loc = self._index.get(id)
             if loc is None:
                 return None
-            m = self._memory_at(*loc)
+            m = self._memory_at(*_split(loc))
             if m.forgotten_at is not None and not include_forgotten:
                 return None
             return m
@@ -756,7 +765,7 @@ class Store:
     def __len__(self) -> int:
         """Memories with a current version that is not forgotten."""
         with self._lock:
-            return sum(1 for s, r in self._index.values() if not self._segments[s].forgotten[r])
+            return sum(1 for _, (s, r) in self._locations() if not self._segments[s].forgotten[r])
 
     def search(
         self,
@@ -982,7 +991,7 @@ class Store:
         """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces."""
         with self._lock:
             namespaces: dict[str, int] = {}
-            for s, r in self._index.values():
+            for _, (s, r) in self._locations():
                 ns = self._segments[s].namespace(r)
                 namespaces[ns] = namespaces.get(ns, 0) + 1
             return {
@@ -1099,7 +1108,7 @@ class Store:
         return table_to_memories(seg.table.slice(row, 1))[0]
 
     def _row_vectors(self, id: str) -> dict[str, Embedding]:
-        si, row = self._index[id]
+        si, row = _split(self._index[id])
         seg = self._segments[si]
         return {s.name: take(seg.vectors(self.schema, s.name), [row]) for s in self.schema}
 
@@ -1195,7 +1204,7 @@ class Store:
 
     def _live(self, id: str) -> bool:
         loc = self._index.get(id)
-        return loc is not None and not self._segments[loc[0]].forgotten[loc[1]]
+        return loc is not None and not self._segments[loc >> 32].forgotten[loc & _ROW]
 
     def _attach(self, seg: Segment) -> None:
         self._generation += 1
@@ -1204,24 +1213,42 @@ class Store:
         self._index_rows(si)
 
     def _index_rows(self, si: int) -> None:
+        """Point the id index at segment si's rows; a row replacing an earlier version closes
+        that version's system time (sys_end) where the new one was learned."""
         seg = self._segments[si]
-        for row, mid in enumerate(seg.ids):
-            prev = self._index.get(mid)
+        ids, index = seg.ids, self._index
+        if len(set(ids)) == len(ids):  # no id twice in this segment: bulk paths (a 1M reopen)
+            older = index.keys() & ids
+            if older:
+                row_of = {mid: r for r, mid in enumerate(ids)}
+                for mid in older:
+                    self._close_version(index[mid], int(seg.learned_at[row_of[mid]]))
+            index.update(zip(ids, range(si << 32, (si << 32) + len(ids))))
+            return
+        for row, mid in enumerate(ids):
+            prev = index.get(mid)
             if prev is not None:
-                ps, pr = prev
-                old = self._segments[ps]
-                old.sys_end[pr] = min(int(old.sys_end[pr]), int(seg.learned_at[row]))
-            self._index[mid] = (si, row)
+                self._close_version(prev, int(seg.learned_at[row]))
+            index[mid] = si << 32 | row
+
+    def _close_version(self, loc: int, at: int) -> None:
+        old, row = self._segments[loc >> 32], loc & _ROW
+        old.sys_end[row] = min(int(old.sys_end[row]), at)
+
+    def _locations(self) -> Iterator[tuple[str, tuple[int, int]]]:
+        """(id, (segment, row)) of every memory's newest version."""
+        for mid, loc in self._index.items():
+            yield mid, (loc >> 32, loc & _ROW)
 
     def _reindex_from(self, first: int) -> None:
         """Rebuild index entries pointing at segments >= first (after they were merged)."""
         self._generation += 1
-        for mid, (s, _) in list(self._index.items()):
-            if s >= first:
+        for mid, loc in list(self._index.items()):
+            if loc >> 32 >= first:
                 del self._index[mid]
         seg = self._segments[first]
         for row, mid in enumerate(seg.ids):
-            self._index[mid] = (first, row)
+            self._index[mid] = first << 32 | row
 
     def _query_vector(self, sp: Space, query: Any) -> Any:
         if isinstance(query, str):
