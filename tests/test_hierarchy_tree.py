@@ -85,7 +85,9 @@ def test_recall_floor_on_a_seeded_clustered_set() -> None:
     assert stats.e_computations < 0.05 * len(x)
 
 
-def test_incremental_tree_keeps_recall_of_a_batch_build() -> None:
+@pytest.mark.parametrize("route_all", [4_096, 16])  # 16: the batched two-stage routing of big trees
+def test_incremental_tree_keeps_recall_of_a_batch_build(monkeypatch: pytest.MonkeyPatch, route_all: int) -> None:
+    monkeypatch.setattr("engramdb.hierarchy.tree.ROUTE_ALL_LEAVES", route_all)
     x = clustered(12_050, 32, 100, seed=5)
     q, x = x[12_000:], x[:12_000]
     src = MatrixSource(x)

@@ -30,7 +30,7 @@ from .pca import fit, project
 
 NO_PARENT = -1
 ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many leaves
-ROUTE_BEAM = 4
+ROUTE_BEAM = 8  # parents of leaves kept per vector past ROUTE_ALL_LEAVES (4: -7 recall points, 16: -20% speed)
 KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
 
 
@@ -318,24 +318,26 @@ class CentroidTree:
     def _route(self, vectors: np.ndarray) -> np.ndarray:
         """The leaf each vector joins: the nearest of all leaves while there are at most
         ROUTE_ALL_LEAVES (one kernel call; greedy routing on early, coarse centroids strands
-        memories in the wrong subtree and cost 25 points of recall in the incremental bench),
-        beyond that a beam descent that keeps ROUTE_BEAM nodes per level."""
+        memories in the wrong subtree and cost 25 points of recall in the incremental bench).
+        Beyond that, batched two-stage routing: every vector scores all parents of leaves and
+        keeps its ROUTE_BEAM best, then joins the nearest leaf under those (one kernel call per
+        parent reached, not a Python descent per vector)."""
         leaves = self.leaves()
         if len(leaves) <= ROUTE_ALL_LEAVES:
             lab, _ = kernels.assign_nearest(vectors, self.centroids[leaves], "cosine")
             routed: np.ndarray = leaves[lab]
             return routed
-        out = np.empty(len(vectors), np.int64)
-        for i, v in enumerate(vectors):
-            frontier = np.array([self.root], np.int64)
-            for lvl in range(self.height - 1, 0, -1):
-                cand = np.concatenate([self.children[int(n)] for n in frontier])
-                keep = 1 if lvl == 1 else ROUTE_BEAM
-                if len(cand) > keep:
-                    frontier, _ = kernels.topk(v, self.centroids[: self.n_nodes], keep, "cosine", mask=cand, threads=1)
-                else:
-                    frontier = cand
-            out[i] = frontier[0]
+        parents = np.flatnonzero(self.level[: self.n_nodes] == 2)
+        near = kernels.topk(vectors, self.centroids[parents], min(ROUTE_BEAM, len(parents)), "cosine").indices
+        out = np.full(len(vectors), -1, np.int64)
+        best = np.full(len(vectors), -np.inf, np.float32)
+        for p in np.unique(near):
+            rows = np.flatnonzero((near == p).any(axis=1))
+            ch = self.children[int(parents[p])]
+            lab, sc = kernels.assign_nearest(np.ascontiguousarray(vectors[rows]), self.centroids[ch], "cosine", threads=1)
+            better = sc > best[rows]
+            best[rows[better]] = sc[better]
+            out[rows[better]] = ch[lab[better]]
         return out
 
     def _split_if_full(self, leaf: int, source: VectorSource) -> None:
