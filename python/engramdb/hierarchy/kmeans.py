@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernels
+from .. import _core, kernels
 
 SEED_SAMPLE = 256  # k-means++ runs on a sample of 8 points per cluster, at least this many
+FULL_MATRIX = 512  # samples up to this size get their similarity matrix in one kernel call
+_COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._ASSIGN_METRICS)
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -27,14 +29,21 @@ def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     sample = x[rng.choice(len(x), m, replace=False)] if m < len(x) else x
     sample = _unit(np.asarray(sample, dtype=np.float32))
     seeds = [int(rng.integers(m))]
-    # similarities by the N1 kernel on one thread: numpy's BLAS would spin up threads that then
-    # fight the k-means kernels for the same two cores
-    dist = np.maximum(1.0 - kernels.scores(sample[seeds[0]], sample, threads=1), 0.0).astype(np.float64)
+    # similarities by the N1 kernel: numpy's BLAS would spin up threads that then fight the
+    # k-means kernels for the same two cores. A small sample gets its whole similarity matrix in
+    # one call (k calls of one row each cost more in call overhead than in arithmetic).
+    full = kernels.scores(sample, sample) if m <= FULL_MATRIX else None
+
+    def sims(i: int) -> np.ndarray:
+        row: np.ndarray = full[i] if full is not None else kernels.scores(sample[i], sample, threads=1)
+        return row
+
+    dist = np.maximum(1.0 - sims(seeds[0]), 0.0).astype(np.float64)
     for _ in range(1, k):
         total = float(dist.sum())
         i = int(rng.choice(m, p=dist / total)) if total > 0 else int(rng.integers(m))
         seeds.append(i)
-        dist = np.minimum(dist, np.maximum(1.0 - kernels.scores(sample[i], sample, threads=1), 0.0))
+        dist = np.minimum(dist, np.maximum(1.0 - sims(i), 0.0))
     out: np.ndarray = sample[seeds].copy()
     return out
 
@@ -50,15 +59,20 @@ def spherical_kmeans(
     n = len(x)
     if n == 0:
         raise ValueError("spherical_kmeans needs at least one vector")
+    if not np.isfinite(x).all():
+        raise ValueError("spherical_kmeans: the vectors contain NaN or inf")
     k = max(1, min(int(k), n))
     rng = np.random.default_rng(seed)
     cent = plus_plus(x, k, rng)
     labels = np.full(n, -1, dtype=np.int64)
+    nt = 0 if threads is None else int(threads)
     for _ in range(iters):
-        new, score = kernels.assign_nearest(x, cent, "cosine", threads=threads)
+        # the native calls directly: x was checked once above, the public wrappers would
+        # re-validate the same rows on every iteration (a third of a build's time)
+        new, score, _ = _core.assign_nearest(x, cent, _COSINE, nt)
         changed = int((new != labels).sum())
         labels = new
-        sums, counts = kernels.cluster_sums(x, labels, k)
+        sums, counts = _core.cluster_sums(x, labels, k)
         empty = np.flatnonzero(counts == 0)
         if len(empty):  # re-seed each empty cluster with a point its current cluster fits worst
             worst = np.argsort(score)[: len(empty)]

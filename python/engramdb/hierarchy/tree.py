@@ -96,7 +96,8 @@ def _leaf_labels(z: np.ndarray, leaf_size: int, iters: int, refine: int, seed: i
         if len(rows) == 0:
             continue
         k = max(1, math.ceil(len(rows) / leaf_size))
-        _, lab = spherical_kmeans(z[rows], k, iters=iters, seed=seed + 1 + c) if k > 1 else \
+        # half the iterations inside a cell: the refinement passes below move what they leave
+        _, lab = spherical_kmeans(z[rows], k, iters=max(4, iters // 2), seed=seed + 1 + c) if k > 1 else \
             (None, np.zeros(len(rows), np.int64))
         labels[rows] = lab + len(leaf_cell)
         leaf_cell.extend([c] * k)
@@ -104,7 +105,7 @@ def _leaf_labels(z: np.ndarray, leaf_size: int, iters: int, refine: int, seed: i
     if cell_cent is None or refine <= 0:
         return labels, n_leaves
     leaf_cell_a = np.asarray(leaf_cell)
-    near_cells = kernels.topk(z, cell_cent, min(3, n_cells), "cosine").indices  # (n, 3)
+    near_cells = _nearest_cells(z, cell_cent, min(3, n_cells))  # (n, 3)
     for _ in range(refine):
         sums, _ = kernels.cluster_sums(z, labels, n_leaves)
         lc = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
@@ -120,6 +121,17 @@ def _leaf_labels(z: np.ndarray, leaf_size: int, iters: int, refine: int, seed: i
             best[rows[better]] = sc[better]
             labels[rows[better]] = mine[lab[better]]
     return labels, n_leaves
+
+
+def _nearest_cells(z: np.ndarray, cells: np.ndarray, m: int) -> np.ndarray:
+    """The m most similar cells of every row, (n, m). Scored as a few queries (the cells)
+    against many rows, chunk by chunk: the scan parallelises over rows, and a top-3 of 100 cells
+    per row is one argpartition (topk with n queries would run one heap per row on one thread)."""
+    out = np.empty((len(z), m), np.int64)
+    for a in range(0, len(z), 65_536):
+        sims = kernels.scores(cells, z[a : a + 65_536], "cosine")  # (cells, chunk)
+        out[a : a + 65_536] = np.argpartition(-sims, m - 1, axis=0)[:m].T
+    return out
 
 
 class CentroidTree:
