@@ -179,3 +179,26 @@ def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     assert db.search(x[4], namespace="a", k=1)[0].id != "m4"  # not valid yet
     _time.sleep(0.7)
     assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # the clock passed its valid_from
+
+
+def test_a_tree_grown_past_twice_its_build_is_rebuilt(tmp_path: Path) -> None:
+    x = vectors(2_000)
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(600)])
+    db.build_index()
+    ti = db._trees["dense"]
+    first = ti.trees["a"]
+    assert ti.built["a"] == 600
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
+                 for i in range(600, 1_100)])
+    db.build_index()
+    assert ti.trees["a"] is first and len(first) == 1_100  # grown by inserts
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
+                 for i in range(1_100, 1_300)])
+    db.build_index()
+    assert ti.trees["a"] is not first and ti.built["a"] == 1_300  # past 2 x 600: rebuilt whole
+    ti.trees["a"].check()
+    db.close()
+    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, read_only=True)
+    again.search(x[0], namespace="a", k=1)
+    assert again._trees["dense"].built["a"] == 1_300  # the build size travels in the sidecar

@@ -2,7 +2,8 @@
 
 Columns: namespace, node_id, level (1 = leaf), parent (-1 for a root), centroid, count,
 first_seq / last_seq, created_at / last_accessed_at (timestamps, UTC), archived, children (node
-ids) and members (memory keys: global row numbers of the store's committed segments). Tree-wide
+ids), members (memory keys: global row numbers of the store's committed segments) and spill (keys
+whose second leaf this is). Tree-wide
 settings (leaf_size, fanout, height, root) travel in the schema metadata as JSON, per namespace.
 """
 
@@ -15,7 +16,7 @@ import pyarrow as pa
 
 from .tree import CentroidTree
 
-TREE_FORMAT = 1
+TREE_FORMAT = 2  # 2: + spill (second-leaf keys); a format-1 file is stale derived data, rebuilt
 _TS = pa.timestamp("us", tz="UTC")
 
 
@@ -23,12 +24,12 @@ def trees_to_table(trees: dict[str, CentroidTree], dim: int) -> pa.Table:
     """One table holding every namespace's tree."""
     cols: dict[str, list[pa.Array]] = {k: [] for k in ("namespace", "node_id", "level", "parent", "centroid", "count",
                                                         "first_seq", "last_seq", "created_at", "last_accessed_at",
-                                                        "archived", "children", "members")}
+                                                        "archived", "children", "members", "spill")}
     settings = {}
     for ns, t in sorted(trees.items()):
         n = t.n_nodes
         settings[ns] = {"leaf_size": t.leaf_size, "fanout": t.fanout, "height": t.height, "root": t.root,
-                        "seed": t.seed, "splits": t._splits}
+                        "seed": t.seed, "splits": t._splits, "spill": t.spill_enabled}
         cols["namespace"].append(pa.array([ns] * n, pa.string()))
         cols["node_id"].append(pa.array(np.arange(n, dtype=np.int64)))
         cols["level"].append(pa.array(t.level[:n]))
@@ -43,6 +44,7 @@ def trees_to_table(trees: dict[str, CentroidTree], dim: int) -> pa.Table:
         cols["archived"].append(pa.array(t.archived[:n]))
         cols["children"].append(_lists(t.children[:n]))
         cols["members"].append(_lists(t.members[:n]))
+        cols["spill"].append(_lists(t.spill[:n]))
     meta = {b"engramdb.tree_format": str(TREE_FORMAT).encode(), b"engramdb.trees": json.dumps(settings).encode()}
     if not trees:
         empty: dict[str, list[object]] = {k: [] for k in cols}
@@ -74,7 +76,7 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
         n = len(rows)
         cent = part.column("centroid").combine_chunks()
         dim = cent.type.list_size
-        t = CentroidTree(dim, leaf_size=cfg["leaf_size"], fanout=cfg["fanout"], seed=cfg["seed"])
+        t = CentroidTree(dim, leaf_size=cfg["leaf_size"], fanout=cfg["fanout"], seed=cfg["seed"], spill=cfg["spill"])
         t._splits = cfg["splits"]
         cap = max(16, n)
         t.centroids = np.zeros((cap, dim), np.float32)
@@ -91,6 +93,7 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
             setattr(t, name, arr)
         t.children = _unlists(part.column("children").combine_chunks())
         t.members = _unlists(part.column("members").combine_chunks())
+        t.spill = _unlists(part.column("spill").combine_chunks())
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
         t._csr_cache = None
         out[ns] = t

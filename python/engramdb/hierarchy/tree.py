@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,6 +30,8 @@ from .kmeans import spherical_kmeans, two_means
 from .pca import fit, project
 
 NO_PARENT = -1
+SPILL_CANDIDATES = 8  # a batch build picks each key's second leaf among its nearest leaves
+SOAR_LAMBDA = 1.0  # weight of residual parallelism in the second-leaf choice (SOAR, Sun et al. 2023)
 ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many leaves
 ROUTE_BEAM = 8  # parents of leaves kept per vector past ROUTE_ALL_LEAVES (4: -7 recall points, 16: -20% speed)
 KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
@@ -137,7 +140,7 @@ def _nearest_cells(z: np.ndarray, cells: np.ndarray, m: int) -> np.ndarray:
 class CentroidTree:
     """A hierarchy of centroids over memory keys, grown by batch build and incremental insert."""
 
-    def __init__(self, dim: int, *, leaf_size: int = 64, fanout: int = 32, seed: int = 0) -> None:
+    def __init__(self, dim: int, *, leaf_size: int = 64, fanout: int = 32, seed: int = 0, spill: bool = True) -> None:
         if leaf_size < 2 or fanout < 2:
             raise ValueError(f"leaf_size and fanout must be >= 2, got {leaf_size} and {fanout}")
         self.dim = int(dim)
@@ -146,6 +149,7 @@ class CentroidTree:
         self.fanout = int(fanout)
         self.fanout_cap = 2 * self.fanout
         self.seed = seed
+        self.spill_enabled = spill  # keys also listed in a second leaf (search recall per vector scored)
         self._splits = 0
         cap = 16
         self.centroids = np.zeros((cap, self.dim), np.float32)
@@ -159,6 +163,9 @@ class CentroidTree:
         self.last_accessed_at = np.zeros(cap, np.int64)  # set when a search probes the node
         self.children: list[np.ndarray] = []  # internal nodes: child node ids; leaves: empty
         self.members: list[np.ndarray] = []  # leaves: memory keys (int64); internal nodes: empty
+        # leaves: keys whose *second* leaf this is (spilled assignment, see `_second_leaves`); they
+        # are scanned with the leaf but take no part in its centroid or count
+        self.spill: list[np.ndarray] = []
         self.n_nodes = 0
         self.root = NO_PARENT
         self.height = 0
@@ -198,6 +205,7 @@ class CentroidTree:
         self.created_at[nid] = _now_us()
         self.children.append(np.empty(0, np.int64))
         self.members.append(np.empty(0, np.int64))
+        self.spill.append(np.empty(0, np.int64))
         if parent >= 0:
             self.children[parent] = np.append(self.children[parent], nid)
         return nid
@@ -235,6 +243,7 @@ class CentroidTree:
         seed: int = 0,
         iters: int = 10,
         refine: int = 2,
+        spill: bool = True,
     ) -> CentroidTree:
         """Leaves first, then the levels above them from the leaves' centroids.
 
@@ -249,7 +258,7 @@ class CentroidTree:
         if len(keys) == 0:
             raise ValueError("build needs at least one key (an empty tree grows by insert)")
         x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
-        tree = cls(x.shape[1], leaf_size=leaf_size, fanout=fanout, seed=seed)
+        tree = cls(x.shape[1], leaf_size=leaf_size, fanout=fanout, seed=seed, spill=spill)
         z = x
         if pca_dims is not None and len(keys) > pca_dims:
             mean, comp = fit(x, pca_dims, seed=seed)
@@ -284,6 +293,15 @@ class CentroidTree:
         for lvl in range(2, tree.height + 1):  # and so do parents k-means made too wide
             for node in np.flatnonzero(tree.level[: tree.n_nodes] == lvl):
                 tree._split_internal_if_full(int(node), source)
+        if spill and len(tree.leaves()) > 1:
+            primary = np.empty(len(keys), np.int64)  # each key's leaf, by position in `keys`
+            order = np.argsort(keys)
+            for leaf in tree.leaves():
+                primary[order[np.searchsorted(keys[order], tree.members[int(leaf)])]] = leaf
+            # a batch build can afford each key's 8 nearest leaves anywhere in the tree as
+            # candidates (+4 s at 100K; inserts use the primary's siblings, which is cheaper)
+            cand = tree._top_leaves(x, SPILL_CANDIDATES)
+            tree._add_spill(keys, tree._second_leaves_among(x, primary, cand))
         return tree
 
     def _attach_build(self, level_nodes: list[list[np.ndarray]], depth: int, items: np.ndarray, parent: int,
@@ -312,6 +330,7 @@ class CentroidTree:
             self.root = self._new_node(2, NO_PARENT)
             self._new_node(1, self.root)
         at = self._route(vectors)
+        second = self._second_leaves(vectors, at) if self.spill_enabled else np.full(len(keys), -1, np.int64)
         path = [at]  # the leaf, then its ancestors up to the root
         for _ in range(self.height - 1):
             path.append(self.parent[path[-1]])
@@ -324,8 +343,83 @@ class CentroidTree:
         bounds = list(starts[1:]) + [len(order)]
         for leaf, a, b in zip(leaves, starts, bounds):
             self.members[int(leaf)] = np.concatenate([self.members[int(leaf)], keys[order[a:b]]])
+        self._add_spill(keys, second)
         for leaf in leaves:
             self._split_if_full(int(leaf), source)
+
+    def _top_leaves(self, vectors: np.ndarray, m: int) -> np.ndarray:
+        """The m leaves with the most similar centroids, per vector ((n, m)); the two halves of
+        the batch run on two threads (the kernel parallelises over rows, and here the rows are
+        the few leaves while the queries are many)."""
+        leaves = self.leaves()
+        m = min(m, len(leaves))
+        cents = self.centroids[leaves]
+        half = (len(vectors) + 1) // 2
+        parts = [vectors[:half], vectors[half:]]
+        with ThreadPoolExecutor(2) as pool:
+            found = list(pool.map(lambda v: kernels.topk(v, cents, m, "cosine", threads=1).indices.reshape(len(v), m)
+                                  if len(v) else np.empty((0, m), np.int64), parts))
+        out: np.ndarray = leaves[np.concatenate(found)]
+        return out
+
+    def _second_leaves_among(self, vectors: np.ndarray, primary: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """SOAR's choice (see `_second_leaves`) among each vector's own candidate leaves (n, m)."""
+        out = np.full(len(vectors), -1, np.int64)
+        for a in range(0, len(vectors), 4_096):
+            x, p, cs = vectors[a : a + 4_096], primary[a : a + 4_096], cand[a : a + 4_096]
+            r = x - self.centroids[p]
+            rn = r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
+            diff = x[:, None, :] - self.centroids[cs]  # (b, m, d)
+            score = np.einsum("bmd,bmd->bm", diff, diff) + SOAR_LAMBDA * np.einsum("bd,bmd->bm", rn, diff) ** 2
+            score[cs == p[:, None]] = np.inf
+            best = np.argmin(score, axis=1)
+            ok = np.isfinite(score[np.arange(len(x)), best])
+            out[a : a + 4_096] = np.where(ok, cs[np.arange(len(x)), best], -1)
+        return out
+
+    def _second_leaves(self, vectors: np.ndarray, primary: np.ndarray) -> np.ndarray:
+        """Each vector's spill leaf among the siblings of its primary leaf, chosen as SOAR does:
+        small distance, and a residual as orthogonal as possible to the one the primary leaf
+        leaves, so a query the primary centroid misjudges is likely caught by the second
+        (Sun et al. 2023). -1 where the primary leaf has no sibling."""
+        out = np.full(len(vectors), -1, np.int64)
+        parents = self.parent[primary]
+        for p in np.unique(parents):
+            rows = np.flatnonzero(parents == p)
+            sibs = self.children[int(p)]
+            sibs = sibs[self.level[sibs] == 1]
+            if len(sibs) < 2:
+                continue
+            x = vectors[rows]
+            c = self.centroids[sibs]
+            r = x - self.centroids[primary[rows]]
+            rn = r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
+            xc, rc = x @ c.T, rn @ c.T  # (rows, sibs): small products, no BLAS threads needed
+            dist = (x * x).sum(1)[:, None] + (c * c).sum(1)[None, :] - 2 * xc
+            par = (rn * x).sum(1)[:, None] - rc
+            score = dist + SOAR_LAMBDA * par * par
+            score[sibs[None, :] == primary[rows][:, None]] = np.inf
+            out[rows] = sibs[np.argmin(score, axis=1)]
+        return out
+
+    def _add_spill(self, keys: np.ndarray, leaves: np.ndarray) -> None:
+        """Append keys to the spill lists of their second leaves (-1: none)."""
+        keep = leaves >= 0
+        keys, leaves = keys[keep], leaves[keep]
+        order = np.argsort(leaves, kind="stable")
+        uniq, starts = np.unique(leaves[order], return_index=True)
+        bounds = list(starts[1:]) + [len(order)]
+        for leaf, a, b in zip(uniq, starts, bounds):
+            self.spill[int(leaf)] = np.concatenate([self.spill[int(leaf)], keys[order[a:b]]])
+        self._csr_cache = None
+
+    def _respill(self, source: VectorSource, spilled: np.ndarray, targets: list[int]) -> None:
+        """Spilled keys of leaves just rebuilt go to the nearest of the rebuilt leaves `targets`."""
+        if len(spilled) == 0:
+            return
+        x = np.ascontiguousarray(source.take(spilled), dtype=np.float32)
+        lab, _ = kernels.assign_nearest(x, self.centroids[targets], "cosine", threads=1)
+        self._add_spill(spilled, np.asarray(targets, np.int64)[lab])
 
     def _route(self, vectors: np.ndarray) -> np.ndarray:
         """The leaf each vector joins: the nearest of all leaves while there are at most
@@ -381,10 +475,14 @@ class CentroidTree:
             x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
             halves = two_means(x, seed=self.seed + self._splits)
             groups = [np.flatnonzero(halves == 0), np.flatnonzero(halves == 1)]
+        spilled = np.concatenate([self.spill[n] for n in pair])
+        for n in pair:
+            self.spill[n] = np.empty(0, np.int64)
         ids = pair + [self._new_node(1, parent) for _ in range(len(groups) - len(pair))]
         for node, g in zip(ids, groups):
             self._set_leaf(node, keys[g], x[g])
             self.archived[node] = self.archived[leaf]
+        self._respill(source, spilled, ids)
         for node in ids:  # a very uneven split can leave one part still full
             self._split_if_full(node, source)
         self._split_internal_if_full(int(self.parent[leaf]), source)
@@ -440,11 +538,15 @@ class CentroidTree:
             elif len(g):
                 groups.append(g)
         groups += [np.empty(0, np.int64)] * max(0, len(leaves) - len(groups))  # k-means may merge some
+        spilled = np.concatenate([self.spill[int(leaf)] for leaf in leaves])
+        for leaf in leaves:
+            self.spill[int(leaf)] = np.empty(0, np.int64)
         ids = list(leaves) + [self._new_node(1, node) for _ in range(len(groups) - len(leaves))]
         for leaf, g in zip(ids, groups):
             self._set_leaf(int(leaf), keys[g], x[g])
         empty = [int(leaf) for leaf in ids if self.counts[leaf] == 0]
         self._csr_cache = None
+        self._respill(source, spilled, [int(i) for i in ids if self.counts[i] > 0])
         if empty:  # rare: fewer clusters than leaves; drop the empty ones from the parent
             self.children[node] = np.array([c for c in self.children[node] if int(c) not in empty], np.int64)
             for leaf in empty:
@@ -492,7 +594,9 @@ class CentroidTree:
         stats.per_level = tuple(per_level)
         stats.centroids = sum(per_level)
         stats.leaves = len(frontier)
-        keys = np.concatenate([self.members[int(leaf)] for leaf in frontier]) if len(frontier) else np.empty(0, np.int64)
+        keys = np.unique(np.concatenate([self.members[int(leaf)] for leaf in frontier]
+                                        + [self.spill[int(leaf)] for leaf in frontier])) if len(frontier) \
+            else np.empty(0, np.int64)
         if len(frontier):
             self.last_accessed_at[frontier] = _now_us()
         if allowed is not None and len(keys):
@@ -524,7 +628,8 @@ class CentroidTree:
         if self._csr_cache is None:
             n = self.n_nodes
             out = []
-            for lists in (self.children[:n], self.members[:n]):
+            scanned = [np.concatenate([m, sp]) if len(sp) else m for m, sp in zip(self.members[:n], self.spill[:n])]
+            for lists in (self.children[:n], scanned):
                 ptr = np.zeros(n + 1, np.int64)
                 np.cumsum(np.fromiter((len(x) for x in lists), np.int64, n), out=ptr[1:])
                 idx = np.concatenate(lists).astype(np.int64) if ptr[-1] else np.empty(0, np.int64)
@@ -569,6 +674,11 @@ class CentroidTree:
                 assert self.counts[node] == self.counts[self.children[node]].sum(), f"node {node} count"
         keys = np.concatenate(seen) if seen else np.empty(0, np.int64)
         assert len(np.unique(keys)) == len(keys), "a key is in two leaves"
+        spilled = np.concatenate([self.spill[i] for i in range(self.n_nodes)]) if self.n_nodes else keys[:0]
+        assert len(np.unique(spilled)) == len(spilled), "a key is spilled to two leaves"
+        assert np.isin(spilled, keys).all(), "a spilled key is in no leaf"
+        for node in range(self.n_nodes):
+            assert len(self.spill[node]) == 0 or self.level[node] == 1, f"node {node} holds spilled keys"
         if source is not None:
             for nid in np.flatnonzero(self.level[: self.n_nodes] > 0):
                 node = int(nid)

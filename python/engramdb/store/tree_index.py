@@ -32,6 +32,7 @@ LEAF_SIZE = 64
 FANOUT = 32
 PROBE = 8  # leaves scanned per query and nodes kept per level: see bench/RESULTS.md (hierarchy)
 BEAM = 16
+REBUILD_GROWTH = 2.0  # a tree grown to this multiple of its last batch build is rebuilt
 HOT_ROWS = 100  # the newest keys of each namespace, scanned directly on every tree search (J5)
 
 
@@ -90,6 +91,7 @@ class TreeIndex:
         self.dirty = False
         self.rebuilt_reason: str | None = None  # why the last load fell back to a rebuild
         self.recent: dict[str, np.ndarray] = {}  # namespace -> its newest HOT_ROWS keys
+        self.built: dict[str, int] = {}  # namespace -> memories its tree held when last batch-built
 
     # ------------------------------------------------------------------------------ upkeep
     def sync(self, segments: list[Segment], schema: Schema, epoch: int) -> SegmentsSource:
@@ -97,7 +99,7 @@ class TreeIndex:
         that crossed TREE_MIN_ROWS. Returns the vector source the trees read."""
         src = SegmentsSource(segments, schema, self.space)
         if epoch != self.epoch or self.covered > src.total:
-            self.trees, self.covered, self.epoch = {}, 0, epoch
+            self.trees, self.covered, self.epoch, self.built = {}, 0, epoch, {}
         if self.covered == src.total:
             return src
         new = np.arange(self.covered, src.total)
@@ -105,12 +107,16 @@ class TreeIndex:
         for ns, keys in by_ns.items():
             self.recent[ns] = np.concatenate([self.recent.get(ns, np.empty(0, np.int64)), keys])[-HOT_ROWS:]
             tree = self.trees.get(ns)
-            if tree is not None:
+            if tree is not None and len(tree) + len(keys) <= REBUILD_GROWTH * self.built.get(ns, 0):
                 tree.insert(src, keys, src.take(keys))
                 continue
+            # new, or grown past REBUILD_GROWTH x its last build: a batch build (inserted trees
+            # drift from batch quality on real text; rebuilding at each doubling bounds that at
+            # an amortised ~2 build-costs per memory)
             all_keys = _keys_of(segments, src, ns)
             if len(all_keys) >= TREE_MIN_ROWS:
                 self.trees[ns] = CentroidTree.build(src, all_keys, leaf_size=LEAF_SIZE, fanout=FANOUT)
+                self.built[ns] = len(all_keys)
         self.covered = src.total
         self.dirty = True
         return src
@@ -126,7 +132,7 @@ class TreeIndex:
         write_segment(data, trees_to_table(self.trees, self.dim))
         raw = data.read_bytes()
         meta = {"format": TREE_FORMAT, "epoch": self.epoch, "covered": self.covered, "bytes": len(raw),
-                "crc32": zlib.crc32(raw)}
+                "crc32": zlib.crc32(raw), "built": self.built}
         tmp = side.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(meta))
         os.replace(tmp, side)
@@ -147,6 +153,7 @@ class TreeIndex:
                 reason = "corrupt (size or CRC-32 mismatch)"
             else:
                 self.trees = table_to_trees(pa.ipc.open_file(pa.py_buffer(raw)).read_all())
+                self.built = {ns: int(meta.get("built", {}).get(ns, len(t))) for ns, t in self.trees.items()}
                 self.covered, self.epoch = int(meta["covered"]), epoch
                 return True
         except FileNotFoundError:
