@@ -69,3 +69,21 @@ def test_kernel_demo_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> No
     assert "--rows must be >= 1000" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["no-such-command"])
+
+
+def test_search_explain_index_and_archive_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    assert cli.main(["add", "Biscuit the cat sleeps in boxes", "--path", path, "--namespace", "n"]) == 0
+    mid = capsys.readouterr().out.strip()
+    assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "-k", "1", "--json", "--explain",
+                     "--strategy", "exact"]) == 0
+    hit = json.loads(capsys.readouterr().out)
+    assert hit["id"] == mid and hit["explain"]["strategy"] == "exact" and hit["archived"] is False
+    assert cli.main(["index", "--path", path]) == 0  # one small namespace: nothing to index yet
+    assert json.loads(capsys.readouterr().out)["namespaces"] == {}
+    assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01T00:00:00+00:00"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == 1
+    assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "-k", "1"]) == 0
+    assert "(archived)" in capsys.readouterr().out
+    assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01"]) == 1
+    assert "naive datetime" in capsys.readouterr().err

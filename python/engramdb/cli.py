@@ -1,10 +1,11 @@
-"""The `engramdb` command line: demo, add, search, stats, export, capabilities."""
+"""The `engramdb` command line: demo, add, search, stats, index, archive, export, capabilities."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -41,9 +42,19 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--space", help="space to search (default: the main dense space)")
     search.add_argument("--as-of", help="valid time, ISO with a zone")
     search.add_argument("--json", action="store_true", help="print JSON lines")
+    search.add_argument("--strategy", choices=["exact", "tree", "hnsw"],
+                        help="force the exact scan or an index (default: the store's choice)")
+    search.add_argument("--explain", action="store_true", help="print how each hit was found")
 
     stats = sub.add_parser("stats", help="counts and layout of a store")
     store_args(stats)
+    index = sub.add_parser("index", help="build (or update) the search index of every large namespace")
+    store_args(index)
+    index.add_argument("--kind", choices=["tree", "hnsw"], default="tree")
+    archive = sub.add_parser("archive", help="move the content of memories learned before a time to an archive file")
+    store_args(archive)
+    archive.add_argument("--older-than", required=True, help="ISO time with a zone")
+    archive.add_argument("--namespace")
     export = sub.add_parser("export", help="write memories to .jsonl or .arrow")
     store_args(export)
     export.add_argument("out")
@@ -90,15 +101,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                            memory_type=args.memory_type, valid_from=_time(args.valid_from, "--valid-from"))
                 print(m.id)
             return 0
+        if args.command == "index":
+            with open_store(args.path, index=args.kind) as db:
+                t0 = time.perf_counter()
+                built = db.build_index()
+                print(json.dumps({"kind": args.kind, "namespaces": built, "seconds": round(time.perf_counter() - t0, 2)}))
+            return 0
+        if args.command == "archive":
+            older = _time(args.older_than, "--older-than")
+            with open_store(args.path) as db:
+                print(json.dumps(db.archive(older, namespace=args.namespace)))  # type: ignore[arg-type]
+            return 0
         with open_store(args.path, read_only=True) as db:
             if args.command == "search":
                 hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space,
-                                 as_of=_time(args.as_of, "--as-of"))
+                                 as_of=_time(args.as_of, "--as-of"), strategy=args.strategy, explain=args.explain)
                 for h in hits:
+                    text = "(archived)" if h.archived else h.memory.content
                     if args.json:
-                        print(json.dumps({"id": h.id, "score": h.score, "content": h.memory.content}))
+                        row = {"id": h.id, "score": h.score, "content": h.memory.content, "archived": h.archived}
+                        if args.explain:
+                            row["explain"] = h.explain
+                        print(json.dumps(row))
                     else:
-                        print(f"{h.score:8.4f}  {h.id}  {h.memory.content}")
+                        print(f"{h.score:8.4f}  {h.id}  {text}")
+                        if args.explain:
+                            print(f"          {json.dumps(h.explain)}")
             elif args.command == "stats":
                 print(json.dumps(db.stats(), indent=2))
             elif args.command == "export":
