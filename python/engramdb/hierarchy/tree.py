@@ -329,8 +329,17 @@ class CentroidTree:
             self.height = 2
             self.root = self._new_node(2, NO_PARENT)
             self._new_node(1, self.root)
-        at = self._route(vectors)
-        second = self._second_leaves(vectors, at) if self.spill_enabled else np.full(len(keys), -1, np.int64)
+        second = np.full(len(keys), -1, np.int64)
+        if self.spill_enabled and 1 < len(self.leaves()) <= ROUTE_ALL_LEAVES:
+            # one scan gives both: the nearest leaf joins, the spill leaf is chosen among the
+            # nearest SPILL_CANDIDATES as in a batch build (siblings only would drift from it)
+            cand = self._top_leaves(vectors, SPILL_CANDIDATES)
+            at = cand[:, 0].copy()
+            second = self._second_leaves_among(vectors, at, cand)
+        else:
+            at = self._route(vectors)
+            if self.spill_enabled:
+                second = self._second_leaves(vectors, at)
         path = [at]  # the leaf, then its ancestors up to the root
         for _ in range(self.height - 1):
             path.append(self.parent[path[-1]])
