@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from ..spaces.schema import Schema
 from . import tree_index
+from .derived import fingerprint, intact, stale_reason, write_sidecar
 from .segment import Segment
 from .tree_index import SegmentsSource, _keys_of, _namespaces_of
 
@@ -95,12 +95,9 @@ class HnswIndex:
             tmp = folder / "index" / (name + ".tmp")
             graph.save(str(tmp))
             os.replace(tmp, folder / "index" / name)
-            raw = (folder / "index" / name).read_bytes()
-            files[ns] = {"file": name, "bytes": len(raw), "crc32": zlib.crc32(raw)}
-        meta = {"format": FORMAT, "epoch": self.epoch, "covered": self.covered, "graphs": files}
-        tmp = self._side(folder).with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, self._side(folder))
+            files[ns] = {"file": name, **fingerprint((folder / "index" / name).read_bytes())}
+        write_sidecar(self._side(folder), {"format": FORMAT, "epoch": self.epoch, "covered": self.covered,
+                                           "graphs": files})
         self.dirty = False
 
     def load(self, folder: Path, epoch: int, committed: int) -> bool:
@@ -109,15 +106,12 @@ class HnswIndex:
         reason = None
         try:
             meta = json.loads(self._side(folder).read_text())
-            if meta.get("format") != FORMAT:
-                reason = f"format {meta.get('format')!r}"
-            elif meta.get("epoch") != epoch or meta.get("covered", 0) > committed:
-                reason = "stale (the segments were rewritten since)"
-            else:
+            reason = stale_reason(meta, FORMAT, epoch, committed)
+            if reason is None:
                 graphs = {}
                 for ns, f in meta["graphs"].items():
                     raw = (folder / "index" / f["file"]).read_bytes()
-                    if len(raw) != f["bytes"] or zlib.crc32(raw) != f["crc32"]:
+                    if not intact(raw, f):
                         reason = f"corrupt ({f['file']}: size or CRC-32 mismatch)"
                         break
                     graphs[ns] = Index.restore(raw)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from .. import kernels
 from ..hierarchy.persist import TREE_FORMAT, table_to_trees, trees_to_table
 from ..hierarchy.tree import CentroidTree
 from ..spaces.schema import Schema
+from .derived import fingerprint, intact, stale_reason, write_sidecar
 from .segment import Segment, write_segment
 
 log = logging.getLogger("engramdb.tree")
@@ -130,12 +129,9 @@ class TreeIndex:
         data, side = self.paths(folder)
         data.parent.mkdir(exist_ok=True)
         write_segment(data, trees_to_table(self.trees, self.dim))
-        raw = data.read_bytes()
-        meta = {"format": TREE_FORMAT, "epoch": self.epoch, "covered": self.covered, "bytes": len(raw),
-                "crc32": zlib.crc32(raw), "built": self.built}
-        tmp = side.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, side)
+        meta = {"format": TREE_FORMAT, "epoch": self.epoch, "covered": self.covered, "built": self.built,
+                **fingerprint(data.read_bytes())}
+        write_sidecar(side, meta)
         self.dirty = False
 
     def load(self, folder: Path, epoch: int, committed: int) -> bool:
@@ -145,13 +141,10 @@ class TreeIndex:
         try:
             meta = json.loads(side.read_text())
             raw = data.read_bytes()
-            if meta.get("format") != TREE_FORMAT:
-                reason = f"format {meta.get('format')!r}"
-            elif meta.get("epoch") != epoch or meta.get("covered", 0) > committed:
-                reason = "stale (the segments were rewritten since)"
-            elif len(raw) != meta.get("bytes") or zlib.crc32(raw) != meta.get("crc32"):
+            reason = stale_reason(meta, TREE_FORMAT, epoch, committed)
+            if reason is None and not intact(raw, meta):
                 reason = "corrupt (size or CRC-32 mismatch)"
-            else:
+            if reason is None:
                 self.trees = table_to_trees(pa.ipc.open_file(pa.py_buffer(raw)).read_all())
                 self.built = {ns: int(meta.get("built", {}).get(ns, len(t))) for ns, t in self.trees.items()}
                 self.covered, self.epoch = int(meta["covered"]), epoch
