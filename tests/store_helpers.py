@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from engramdb.spaces.schema import Schema, Space
@@ -46,3 +47,13 @@ def toy_schema() -> Schema:
 
 def toy_embedders() -> dict[str, object]:
     return {"dense": ToyDense(8), "bits": ToyBits()}
+
+
+def small_trees(monkeypatch: Any, min_rows: int, leaf_size: int) -> None:
+    """Let namespaces of `min_rows` memories get centroid trees of `leaf_size`-memory leaves, so
+    tests reach the tree paths with small stores (the store reads the threshold from two modules)."""
+    from engramdb.store import tree_index
+
+    monkeypatch.setattr(tree_index, "TREE_MIN_ROWS", min_rows)
+    monkeypatch.setattr("engramdb.store.store.TREE_MIN_ROWS", min_rows)
+    monkeypatch.setattr(tree_index, "LEAF_SIZE", leaf_size)

@@ -10,8 +10,8 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
+import store_helpers
 from engramdb.spaces.schema import Schema, Space
-from engramdb.store import tree_index
 from engramdb.store.record import InvalidMemory
 from engramdb.store.store import StoreError
 
@@ -21,9 +21,7 @@ SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
 
 @pytest.fixture(autouse=True)
 def small_trees(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tree_index, "TREE_MIN_ROWS", 200)
-    monkeypatch.setattr("engramdb.store.store.TREE_MIN_ROWS", 200)
-    monkeypatch.setattr(tree_index, "LEAF_SIZE", 8)
+    store_helpers.small_trees(monkeypatch, 200, 8)
 
 
 def two_eras(path: Path) -> tuple[engramdb.Store, np.ndarray, datetime]:

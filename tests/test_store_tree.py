@@ -9,8 +9,8 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
+import store_helpers
 from engramdb.spaces.schema import Schema, Space
-from engramdb.store import tree_index
 
 D = 32
 SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
@@ -18,9 +18,7 @@ SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
 
 @pytest.fixture(autouse=True)
 def small_trees(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tree_index, "TREE_MIN_ROWS", 500)
-    monkeypatch.setattr("engramdb.store.store.TREE_MIN_ROWS", 500)
-    monkeypatch.setattr(tree_index, "LEAF_SIZE", 16)
+    store_helpers.small_trees(monkeypatch, 500, 16)
 
 
 def vectors(n: int, seed: int = 0) -> np.ndarray:
