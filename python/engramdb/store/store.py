@@ -123,7 +123,6 @@ class Store:
         self._archived: dict[str, str] = {}  # memory id -> the archive file holding its content (J7)
         self._generation = 0  # bumped whenever rows or their derived state change (mask cache key)
         self._mask_cache: dict[str, tuple[int, int, np.ndarray]] = {}
-        self._now_query = False
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -800,13 +799,13 @@ class Store:
             self._check_open()
             now_us = _micros(utc_now())
             t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
-            self._now_query = as_of_us is None and known_us is None  # the cacheable filter
             found: list[tuple[float, int, int]] = []
             tree_info: dict[str, Any] | None = None
             exact_from = 0  # segments from here on are scanned exactly
             kind = strategy if strategy in ("tree", "hnsw") else self.index_kind if strategy is None else "none"
             if sp.kind == "dense" and kind != "none":
-                tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, strategy is not None, found)
+                tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, as_of_us is None,
+                                               strategy is not None, found)
                 if tree_info is not None:
                     exact_from = tree_info.pop("_committed")
             for si in range(exact_from, len(self._segments)):
@@ -850,7 +849,8 @@ class Store:
         return mask if rows is not None or mask.any() else None
 
     def _index_search(self, kind: str, sp: Space, namespace: str, qv: Any, k: int, known_us: int | None,
-                      t: int | None, forced: bool, found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
+                      t: int | None, at_now: bool, forced: bool,
+                      found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
         """Search the namespace's index ("tree": J4, "hnsw": usearch) into `found`; None when
         exact scan should answer instead (a small namespace, or no index for it yet).
 
@@ -866,7 +866,7 @@ class Store:
         if namespace not in (ti.trees if isinstance(ti, TreeIndex) else ti.graphs):
             return None  # no index yet (a small namespace): brute force answers
 
-        mask = self._key_mask(committed, namespace, known_us, t)
+        mask = self._key_mask(committed, namespace, known_us, t, at_now)
 
         def allowed(keys: np.ndarray) -> np.ndarray:
             out: np.ndarray = mask[keys]
@@ -891,13 +891,14 @@ class Store:
         self._last_tree_stats = {"index": kind, "namespace": namespace, "space": sp.name, **info, "hot_rows": len(hot)}
         return {**self._last_tree_stats, "_committed": len(committed)}
 
-    def _key_mask(self, committed: list[Segment], namespace: str, known_us: int | None, t: int | None) -> np.ndarray:
+    def _key_mask(self, committed: list[Segment], namespace: str, known_us: int | None, t: int | None,
+                  at_now: bool) -> np.ndarray:
         """Which committed keys a query may see (its namespace, alive, valid): one bool per key.
 
         The common query (current memories, valid now) reuses its mask until the store changes or
         the clock passes the next valid_from / valid_until of the namespace; others build theirs.
         """
-        now_query = known_us is None and t is not None and self._now_query
+        now_query = known_us is None and t is not None and at_now  # t is the clock: cacheable
         cached = self._mask_cache.get(namespace)
         if now_query and t is not None and cached is not None and cached[0] == self._generation and t < cached[1]:
             return cached[2]
