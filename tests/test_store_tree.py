@@ -200,3 +200,15 @@ def test_a_tree_grown_past_twice_its_build_is_rebuilt(tmp_path: Path) -> None:
     again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, read_only=True)
     again.search(x[0], namespace="a", k=1)
     assert again._trees["dense"].built["a"] == 1_300  # the build size travels in the sidecar
+
+
+def test_indexes_serve_cosine_spaces_only(tmp_path: Path) -> None:
+    schema = Schema([Space("dense", "dense", D, "dot")])
+    x = vectors(700)
+    db = engramdb.open(tmp_path / "s", schema=schema, embedders={}, dedup="off")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(700)])
+    db.checkpoint()
+    hit = db.search(x[3], namespace="a", k=1, explain=True)[0]
+    assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "exact"
+    with pytest.raises(ValueError, match="strategy 'tree' needs a dense cosine space; 'dense' is dense with metric 'dot'"):
+        db.search(x[3], namespace="a", k=1, strategy="tree")

@@ -803,7 +803,12 @@ class Store:
             tree_info: dict[str, Any] | None = None
             exact_from = 0  # segments from here on are scanned exactly
             kind = strategy if strategy in ("tree", "hnsw") else self.index_kind if strategy is None else "none"
-            if sp.kind == "dense" and kind != "none":
+            if kind in ("tree", "hnsw") and (sp.kind != "dense" or sp.metric != "cosine"):
+                if strategy is not None:
+                    raise ValueError(f"strategy {strategy!r} needs a dense cosine space; {sp.name!r} is "
+                                     f"{sp.kind} with metric {sp.metric!r}: use strategy='exact'")
+                kind = "none"  # indexes rank by cosine: other metrics are scanned exactly
+            if kind != "none":
                 tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, as_of_us is None,
                                                strategy is not None, found)
                 if tree_info is not None:
@@ -882,9 +887,8 @@ class Store:
         hot = ti.recent.get(namespace, np.empty(0, np.int64))
         hot = hot[allowed(hot)] if len(hot) else hot
         hk, hs = src.topk(q, hot, k) if len(hot) else (np.empty(0, np.int64), np.empty(0, np.float32))
-        for key, score in zip(np.concatenate([keys, hk]).tolist(), np.concatenate([scores, hs]).tolist()):
-            seg_i, row_i = src.locate(np.array([key]))
-            found.append((float(score), int(seg_i[0]), int(row_i[0])))
+        seg_i, row_i = src.locate(np.concatenate([keys, hk]))
+        found.extend(zip(np.concatenate([scores, hs]).astype(float).tolist(), seg_i.tolist(), row_i.tolist()))
         if "e_computations" in info:
             info["e_computations"] += len(hot)
             info["memories"] += len(hot)
