@@ -101,6 +101,7 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
 
 
 def _unlists(col: pa.ListArray) -> list[np.ndarray]:
+    """Per-node int64 arrays of a list column: views into one copy of its values (np.split)."""
     offsets = col.offsets.to_numpy()
-    values = col.values.to_numpy()
-    return [values[offsets[i] : offsets[i + 1]].astype(np.int64) for i in range(len(col))]
+    values = np.asarray(col.values.to_numpy(), dtype=np.int64)[offsets[0] : offsets[-1]]
+    return list(np.split(values, offsets[1:-1] - offsets[0]))
