@@ -3,6 +3,7 @@ hits say so and never carry the text, unarchive brings it back, purge removes it
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -102,3 +103,17 @@ def test_archive_needs_a_folder_and_an_aware_time(tmp_path: Path) -> None:
         db.archive(datetime(2020, 1, 1))
     assert db.archive(datetime(2000, 1, 1, tzinfo=timezone.utc)) == {"memories": 0, "leaves": 0, "file": None}
     assert db.archive(datetime.now(timezone.utc) + timedelta(days=1), namespace="elsewhere")["memories"] == 0
+
+
+def test_export_carries_archived_text(tmp_path: Path) -> None:
+    db, _, cut = two_eras(tmp_path / "s")
+    db.archive(cut)
+    mid = next(f"m{i}" for i in range(300) if db.is_archived(f"m{i}"))
+    assert db.export(tmp_path / "out.jsonl") == 400
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())}
+    assert rows[mid]["content"] == f"old secret {mid[1:]}" and rows["m350"]["content"] == "fresh 350"
+    db.export(tmp_path / "out.arrow")
+    fresh = engramdb.open(None, schema=SCHEMA, embedders={}, dedup="off")
+    fresh.import_(tmp_path / "out.arrow")
+    got = fresh.get(mid)
+    assert got is not None and got.content == f"old secret {mid[1:]}"

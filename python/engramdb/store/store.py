@@ -687,7 +687,7 @@ class Store:
     def export(self, path: str | Path, *, namespace: str | None = None) -> int:
         """Write current memories (forgotten ones included, marked) to `.jsonl` or `.arrow`.
 
-        JSONL holds the records (any tool reads it; vectors are re-made on import). Arrow holds
+        Archived memories are written with their text (read back from the archive). JSONL holds the records (any tool reads it; vectors are re-made on import). Arrow holds
         records and every space's vectors, in the segment layout. Returns the count written.
         """
         out = Path(path)
@@ -700,7 +700,11 @@ class Store:
                 if namespace is None or self._segments[si].namespace(row) == namespace
             )
             tables = [self._segments[si].table.slice(row, 1) for si, row in locs]
-        table = pa.concat_tables(tables) if tables else self._table_schema.empty_table()
+            table = pa.concat_tables(tables) if tables else self._table_schema.empty_table()
+            archived = {self._archived[i] for i in table.column("id").to_pylist() if i in self._archived}
+            if archived and self.path is not None:  # an export carries the text, wherever it lives now
+                texts = pa.concat_tables([read_arrow(self.path / f) for f in sorted(archived)])
+                table, _ = restore_content(table, texts)
         if out.suffix == ".arrow":
             write_segment(out, table)
         else:
