@@ -243,3 +243,21 @@ def test_compact_merges_segments_and_keeps_history(tmp_path: Path, monkeypatch: 
     again = open_store(tmp_path / "mem")
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     again.close()
+
+
+def test_reopen_closes_old_versions_without_the_id_index(tmp_path: Path) -> None:
+    """A reader that only searches never builds the id index, yet sees current versions only."""
+    db = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+    db.add("alpha one", namespace="n", id="a")
+    db.add("beta two", namespace="n", id="b")
+    db.checkpoint()
+    db.update("a", content="gamma three")  # in the WAL: replaces a committed row
+    db.forget("b")
+    db.checkpoint()
+    db.update("a", content="delta four")  # stays in the WAL
+    reader = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+    hits = reader.search("alpha one", namespace="n", k=10)
+    assert [h.memory.content for h in hits] == ["delta four"]
+    assert reader._index_map is None  # the search needed no id index
+    assert reader.get("a") is not None and reader.get("a").content == "delta four"  # type: ignore[union-attr]
+    assert reader.get("b") is None and len(reader) == 1
