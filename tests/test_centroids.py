@@ -48,6 +48,40 @@ def test_assign_nearest_matches_reference(isa: str, rng: np.random.Generator, me
     np.testing.assert_allclose(s[np.arange(n), labels], best, atol=tol)  # the label achieves the best
 
 
+@pytest.mark.parametrize("metric", ["l2", "dot", "cosine", "born"])
+@pytest.mark.parametrize("n", [0, 1, 9, 1023])
+@pytest.mark.parametrize("d", [1, 384])
+@pytest.mark.parametrize("m", [1, 3, 13])
+def test_assign_topk_matches_reference(isa: str, rng: np.random.Generator, metric: str, n: int, d: int,
+                                       m: int) -> None:
+    v = rng.standard_normal((n, d)).astype(np.float32)
+    c = rng.standard_normal((13, d)).astype(np.float32)
+    labels, scores = kernels.assign_topk(v, c, m, metric)  # type: ignore[arg-type]
+    assert labels.shape == (n, m) and scores.shape == (n, m)
+    if metric == "l2":
+        s = ((v.astype(np.float64)[:, None, :] - c.astype(np.float64)[None]) ** 2).sum(-1)
+        want = np.sort(s, axis=1)[:, :m] if n else np.zeros((0, m))
+    else:
+        s = ref.dense_scores(v, c, metric) if n else np.zeros((0, 13))
+        want = -np.sort(-s, axis=1)[:, :m] if n else np.zeros((0, m))
+    tol = 1e-4 * max(1.0, float(np.abs(want).max(initial=1.0)))
+    np.testing.assert_allclose(scores, want, atol=tol)  # the m best scores, best first
+    np.testing.assert_allclose(np.take_along_axis(s, labels, axis=1), want, atol=tol)  # achieved by the labels
+    assert all(len(set(row)) == m for row in labels.tolist())
+    if n:
+        np.testing.assert_array_equal(labels[:, 0], kernels.assign_nearest(v, c, metric).labels)  # type: ignore[arg-type]
+
+
+def test_assign_topk_ties_and_bounds(isa: str) -> None:
+    c = np.array([[1, 0], [1, 0], [0, 1]], np.float32)
+    labels, _ = kernels.assign_topk(np.array([[1, 0]], np.float32), c, 3, "l2")
+    np.testing.assert_array_equal(labels, [[0, 1, 2]])
+    with pytest.raises(ValueError, match="m must be at most the number of centroids \\(3\\), got 4"):
+        kernels.assign_topk(np.zeros((1, 2), np.float32), c, 4)
+    with pytest.raises(ValueError, match="vectors row 0"):
+        kernels.assign_topk(np.array([[np.nan, 0]], np.float32), c, 2)
+
+
 def test_assign_ties_go_to_lower_centroid(isa: str) -> None:
     c = np.array([[1, 0], [1, 0], [0, 1]], np.float32)
     labels, _ = kernels.assign_nearest(np.array([[1, 0], [0, 1]], np.float32), c, "l2")

@@ -47,6 +47,28 @@ std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carr
     return {labels, scores, bad};
 }
 
+std::tuple<carray<int64_t>, carray<float>, int64_t> assign_topk_py(const carray<float>& V, const carray<float>& C, int metric,
+                                                                   py::ssize_t m, py::ssize_t threads) {
+    require_rank(V, 2, "vectors");
+    require_rank(C, 2, "centroids");
+    const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
+    require_len(C.shape(1), d, "centroids columns");
+    if (c < 1) throw py::value_error("centroids must have at least one row");
+    if (metric < 0 || metric > 3) throw py::value_error("bad metric");
+    if (m < 1 || m > c) throw py::value_error("m must be in 1..number of centroids");
+    carray<int64_t> labels({n, m});
+    carray<float> scores({n, m});
+    const float *vp = V.data(), *cp = C.data();
+    int64_t* lp = labels.mutable_data();
+    float* sp = scores.mutable_data();
+    int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = assign_topk(vp, uz(n), cp, uz(c), uz(d), static_cast<AssignMetric>(metric), uz(m), uz(threads), lp, sp);
+    }
+    return {labels, scores, bad};
+}
+
 std::tuple<carray<double>, carray<int64_t>> cluster_sums_py(const carray<float>& V, const carray<int64_t>& labels, py::ssize_t c) {
     require_rank(V, 2, "vectors");
     require_rank(labels, 1, "labels");
@@ -78,6 +100,9 @@ void bind_centroids(py::module_& m) {
     m.def("assign_nearest", &assign_nearest_py, py::arg("vectors").noconvert(), py::arg("centroids").noconvert(),
           py::arg("metric"), py::arg("threads") = 0,
           "Nearest centroid per vector. Returns (labels, scores, bad_row).");
+    m.def("assign_topk", &assign_topk_py, py::arg("vectors").noconvert(), py::arg("centroids").noconvert(),
+          py::arg("metric"), py::arg("m"), py::arg("threads") = 0,
+          "The m nearest centroids per vector, nearest first. Returns (labels (n, m), scores (n, m), bad_row).");
     m.def("cluster_sums", &cluster_sums_py, py::arg("vectors").noconvert(), py::arg("labels").noconvert(),
           py::arg("n_clusters"), "Per-cluster float64 sums and int64 counts.");
 }

@@ -9,6 +9,7 @@
 #include "engramdb/dispatch.h"
 #include "engramdb/panels.h"
 #include "engramdb/parallel.h"
+#include "engramdb/topk.h"
 
 namespace engramdb {
 
@@ -120,6 +121,62 @@ int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_
                 }
                 labels[b + r] = static_cast<int64_t>(best);
                 scores[b + r] = best_v;
+            }
+        }
+    });
+    for (int64_t b : bad)
+        if (b >= 0) return b;
+    return -1;
+}
+
+int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric, size_t m,
+                    size_t threads, int64_t* labels, float* scores) {
+    const IsaKernels& K = kernels();
+    std::vector<float> csq(c), cn;
+    K.sqnorm_f32(C, c, d, csq.data());
+    const float* Cp = C;
+    if (metric == AssignMetric::cosine) {
+        cn.assign(C, C + c * d);
+        for (size_t j = 0; j < c; ++j) {
+            const float inv = csq[j] > 0 ? 1.f / std::sqrt(csq[j]) : 0.f;
+            for (size_t i = 0; i < d; ++i) cn[j * d + i] *= inv;
+        }
+        Cp = cn.data();
+    }
+    const PanelBuffer panels = pack_panels(Cp, c, d);
+    bool finite_c = true;
+    for (size_t j = 0; j < c; ++j) finite_c &= std::isfinite(csq[j]);
+    const size_t block = std::clamp<size_t>(65536 / std::max<size_t>(c, 1), 6, 1020) / 6 * 6;
+    const size_t nt = plan_threads(n, threads, 256);
+    std::vector<int64_t> bad(nt, -1);
+    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
+        std::vector<float> buf(block * c), vsq(block, 0.f);
+        for (size_t b = begin; b < end; b += block) {
+            const size_t rows = std::min(block, end - b);
+            K.dot_panels(panels.get(), c, V + b * d, rows, d, buf.data());
+            if (metric == AssignMetric::l2 || metric == AssignMetric::cosine) K.sqnorm_f32(V + b * d, rows, d, vsq.data());
+            for (size_t r = 0; r < rows; ++r) {
+                const float* s = buf.data() + r * c;
+                bool finite = std::isfinite(vsq[r]) && finite_c;
+                for (size_t j = 0; j < c; ++j) finite &= (s[j] - s[j]) == 0.f;
+                if (!finite) {
+                    bad[t] = static_cast<int64_t>(b + r);
+                    return;
+                }
+                TopK best(m);  // higher first, then lower centroid index
+                for (size_t j = 0; j < c; ++j) {
+                    const float v = metric == AssignMetric::l2 ? 2.f * s[j] - csq[j] : s[j];  // l2: larger is nearer
+                    if (v > best.threshold()) best.push(v, static_cast<int64_t>(j));
+                }
+                int64_t* lab = labels + (b + r) * m;
+                float* sc = scores + (b + r) * m;
+                best.write(lab, sc);
+                for (size_t i = 0; i < m; ++i) {
+                    if (lab[i] < 0) continue;
+                    if (metric == AssignMetric::l2) sc[i] = std::max(0.f, vsq[r] - sc[i]);
+                    if (metric == AssignMetric::cosine) sc[i] = vsq[r] > 0 ? sc[i] / std::sqrt(vsq[r]) : 0.f;
+                    if (metric == AssignMetric::born) sc[i] = sc[i] > 0 ? sc[i] * sc[i] : 0.f;
+                }
             }
         }
     });

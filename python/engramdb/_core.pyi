@@ -6,10 +6,14 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
+    """
+def assign_topk(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, m: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    The m nearest centroids per vector, nearest first. Returns (labels (n, m), scores (n, m), bad_row).
     """
 def available_isas() -> list[str]:
     """

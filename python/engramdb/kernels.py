@@ -479,6 +479,28 @@ def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "
     return Assignment(labels, sc)
 
 
+def assign_topk(vectors: np.ndarray, centroids: Any, m: int, metric: AssignMetric = "l2", *,
+                threads: int | None = None) -> Assignment:
+    """The m nearest centroids of every vector, nearest first: `labels` and `scores` are (n, m).
+
+    Scores as `assign_nearest`'s (squared distance for l2, similarity otherwise); ties go to the
+    lower centroid index. One pass over the centroids per block of vectors, parallel over vectors.
+    """
+    nt = v.check_threads(threads)
+    mcode = _metric(metric, _ASSIGN_METRICS)
+    vec = v.matrix("vectors", vectors, (np.float32,))
+    c, _ = v.float_queries("centroids", centroids)
+    v.same_dim("centroids", c, "vectors", vec)
+    if c.shape[0] < 1:
+        raise ValueError("centroids must have at least one row")
+    mm = v.check_k(m)
+    if mm > c.shape[0]:
+        raise ValueError(f"m must be at most the number of centroids ({c.shape[0]}), got {m}")
+    labels, sc, bad = _core.assign_topk(vec, c, mcode, mm, nt)
+    _raise_bad_row("vectors", bad)
+    return Assignment(labels, sc)
+
+
 def cluster_sums(vectors: np.ndarray, labels: Any, n_clusters: int) -> ClusterSums:
     """Per-cluster float64 sums and counts (the update step of k-means: means = sums / counts)."""
     vec = v.matrix("vectors", vectors, (np.float32,))

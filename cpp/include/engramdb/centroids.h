@@ -24,6 +24,12 @@ enum class AssignMetric : int { l2 = 0, dot = 1, cosine = 2, born = 3 };
 int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
                        size_t threads, int64_t* labels, float* scores);
 
+// The m nearest centroids of every vector, nearest first (labels and scores are (n, m) row-major;
+// scores as assign_nearest's). Ties go to the lower centroid index. Returns the first vector with a
+// non-finite score, or -1.
+int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric, size_t m,
+                    size_t threads, int64_t* labels, float* scores);
+
 void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
                   int64_t* counts);
 

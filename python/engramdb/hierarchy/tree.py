@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -357,18 +356,12 @@ class CentroidTree:
             self._split_if_full(int(leaf), source)
 
     def _top_leaves(self, vectors: np.ndarray, m: int) -> np.ndarray:
-        """The m leaves with the most similar centroids, per vector ((n, m)); the two halves of
-        the batch run on two threads (the kernel parallelises over rows, and here the rows are
-        the few leaves while the queries are many)."""
+        """The m leaves with the most similar centroids, per vector ((n, m), best first): one
+        N2 `assign_topk` call, parallel over the vectors."""
         leaves = self.leaves()
-        m = min(m, len(leaves))
-        cents = self.centroids[leaves]
-        half = (len(vectors) + 1) // 2
-        parts = [vectors[:half], vectors[half:]]
-        with ThreadPoolExecutor(2) as pool:
-            found = list(pool.map(lambda v: kernels.topk(v, cents, m, "cosine", threads=1).indices.reshape(len(v), m)
-                                  if len(v) else np.empty((0, m), np.int64), parts))
-        out: np.ndarray = leaves[np.concatenate(found)]
+        lab, _ = kernels.assign_topk(np.ascontiguousarray(vectors, dtype=np.float32), self.centroids[leaves],
+                                     min(m, len(leaves)), "cosine")
+        out: np.ndarray = leaves[lab]
         return out
 
     def _second_leaves_among(self, vectors: np.ndarray, primary: np.ndarray, cand: np.ndarray) -> np.ndarray:
