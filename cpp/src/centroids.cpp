@@ -59,12 +59,17 @@ int64_t centroid_update(float* C, int64_t* counts, size_t c, size_t d, const int
     return bad;
 }
 
-int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
-                       size_t threads, int64_t* labels, float* scores) {
+namespace {
+
+// The scan both assignment kernels share: every vector's raw scores against all centroids, block
+// by block, in parallel over the vectors. Centroid-side terms are computed once: squared norms
+// (l2) or normalised copies (cosine), packed into panels. fn(row, scores of that row, |v|^2) sees
+// finite scores only; the first row with a non-finite score is returned (or -1).
+template <typename F>
+int64_t scan_scores(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
+                    size_t threads, const std::vector<float>& csq, F&& fn) {
     const IsaKernels& K = kernels();
-    // Centroid-side terms computed once: squared norms (l2) or normalised copies (cosine).
-    std::vector<float> csq(c), cn;
-    K.sqnorm_f32(C, c, d, csq.data());
+    std::vector<float> cn;
     const float* Cp = C;
     if (metric == AssignMetric::cosine) {
         cn.assign(C, C + c * d);
@@ -89,38 +94,13 @@ int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_
             if (metric == AssignMetric::l2 || metric == AssignMetric::cosine) K.sqnorm_f32(V + b * d, m, d, vsq.data());
             for (size_t r = 0; r < m; ++r) {
                 const float* s = buf.data() + r * c;
-                // One vectorisable finiteness pass, then a branch-light arg-best loop.
-                bool finite = std::isfinite(vsq[r]) && finite_c;
+                bool finite = std::isfinite(vsq[r]) && finite_c;  // one vectorisable pass
                 for (size_t j = 0; j < c; ++j) finite &= (s[j] - s[j]) == 0.f;
                 if (!finite) {
                     bad[t] = static_cast<int64_t>(b + r);
                     return;
                 }
-                size_t best = 0;
-                float best_v;
-                if (metric == AssignMetric::l2) {
-                    // argmin of |c|^2 - 2<v, c>; |v|^2 is the same for every centroid.
-                    best_v = csq[0] - 2.f * s[0];
-                    for (size_t j = 1; j < c; ++j) {
-                        const float v = csq[j] - 2.f * s[j];
-                        if (v < best_v) {
-                            best_v = v;
-                            best = j;
-                        }
-                    }
-                    best_v = std::max(0.f, vsq[r] + best_v);
-                } else {
-                    best_v = s[0];
-                    for (size_t j = 1; j < c; ++j)
-                        if (s[j] > best_v) {
-                            best_v = s[j];
-                            best = j;
-                        }
-                    if (metric == AssignMetric::cosine) best_v = vsq[r] > 0 ? best_v / std::sqrt(vsq[r]) : 0.f;
-                    if (metric == AssignMetric::born) best_v = best_v > 0 ? best_v * best_v : 0.f;
-                }
-                labels[b + r] = static_cast<int64_t>(best);
-                scores[b + r] = best_v;
+                fn(b + r, s, vsq[r]);
             }
         }
     });
@@ -129,60 +109,55 @@ int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_
     return -1;
 }
 
-int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric, size_t m,
-                    size_t threads, int64_t* labels, float* scores) {
-    const IsaKernels& K = kernels();
-    std::vector<float> csq(c), cn;
-    K.sqnorm_f32(C, c, d, csq.data());
-    const float* Cp = C;
-    if (metric == AssignMetric::cosine) {
-        cn.assign(C, C + c * d);
-        for (size_t j = 0; j < c; ++j) {
-            const float inv = csq[j] > 0 ? 1.f / std::sqrt(csq[j]) : 0.f;
-            for (size_t i = 0; i < d; ++i) cn[j * d + i] *= inv;
-        }
-        Cp = cn.data();
-    }
-    const PanelBuffer panels = pack_panels(Cp, c, d);
-    bool finite_c = true;
-    for (size_t j = 0; j < c; ++j) finite_c &= std::isfinite(csq[j]);
-    const size_t block = std::clamp<size_t>(65536 / std::max<size_t>(c, 1), 6, 1020) / 6 * 6;
-    const size_t nt = plan_threads(n, threads, 256);
-    std::vector<int64_t> bad(nt, -1);
-    parallel_for(n, nt, [&](size_t begin, size_t end, size_t t) {
-        std::vector<float> buf(block * c), vsq(block, 0.f);
-        for (size_t b = begin; b < end; b += block) {
-            const size_t rows = std::min(block, end - b);
-            K.dot_panels(panels.get(), c, V + b * d, rows, d, buf.data());
-            if (metric == AssignMetric::l2 || metric == AssignMetric::cosine) K.sqnorm_f32(V + b * d, rows, d, vsq.data());
-            for (size_t r = 0; r < rows; ++r) {
-                const float* s = buf.data() + r * c;
-                bool finite = std::isfinite(vsq[r]) && finite_c;
-                for (size_t j = 0; j < c; ++j) finite &= (s[j] - s[j]) == 0.f;
-                if (!finite) {
-                    bad[t] = static_cast<int64_t>(b + r);
-                    return;
-                }
-                TopK best(m);  // higher first, then lower centroid index
-                for (size_t j = 0; j < c; ++j) {
-                    const float v = metric == AssignMetric::l2 ? 2.f * s[j] - csq[j] : s[j];  // l2: larger is nearer
-                    if (v > best.threshold()) best.push(v, static_cast<int64_t>(j));
-                }
-                int64_t* lab = labels + (b + r) * m;
-                float* sc = scores + (b + r) * m;
-                best.write(lab, sc);
-                for (size_t i = 0; i < m; ++i) {
-                    if (lab[i] < 0) continue;
-                    if (metric == AssignMetric::l2) sc[i] = std::max(0.f, vsq[r] - sc[i]);
-                    if (metric == AssignMetric::cosine) sc[i] = vsq[r] > 0 ? sc[i] / std::sqrt(vsq[r]) : 0.f;
-                    if (metric == AssignMetric::born) sc[i] = sc[i] > 0 ? sc[i] * sc[i] : 0.f;
-                }
+// A raw score turned into what callers get: squared distance for l2 (from 2<v,c> - |c|^2, larger
+// is nearer), cosine over |v|, born = max(0, s)^2, dot as is.
+inline float finish(AssignMetric metric, float raw, float vsq) {
+    if (metric == AssignMetric::l2) return std::max(0.f, vsq - raw);
+    if (metric == AssignMetric::cosine) return vsq > 0 ? raw / std::sqrt(vsq) : 0.f;
+    if (metric == AssignMetric::born) return raw > 0 ? raw * raw : 0.f;
+    return raw;
+}
+
+}  // namespace
+
+int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
+                       size_t threads, int64_t* labels, float* scores) {
+    std::vector<float> csq(c);
+    kernels().sqnorm_f32(C, c, d, csq.data());
+    const bool l2 = metric == AssignMetric::l2;
+    return scan_scores(V, n, C, c, d, metric, threads, csq, [&](size_t row, const float* s, float vsq) {
+        // arg-best of 2<v,c> - |c|^2 (l2: |v|^2 is the same for every centroid) or of the similarity
+        size_t best = 0;
+        float best_v = l2 ? 2.f * s[0] - csq[0] : s[0];
+        for (size_t j = 1; j < c; ++j) {
+            const float v = l2 ? 2.f * s[j] - csq[j] : s[j];
+            if (v > best_v) {
+                best_v = v;
+                best = j;
             }
         }
+        labels[row] = static_cast<int64_t>(best);
+        scores[row] = finish(metric, best_v, vsq);
     });
-    for (int64_t b : bad)
-        if (b >= 0) return b;
-    return -1;
+}
+
+int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric, size_t m,
+                    size_t threads, int64_t* labels, float* scores) {
+    std::vector<float> csq(c);
+    kernels().sqnorm_f32(C, c, d, csq.data());
+    const bool l2 = metric == AssignMetric::l2;
+    return scan_scores(V, n, C, c, d, metric, threads, csq, [&](size_t row, const float* s, float vsq) {
+        TopK best(m);  // higher first, then lower centroid index
+        for (size_t j = 0; j < c; ++j) {
+            const float v = l2 ? 2.f * s[j] - csq[j] : s[j];
+            if (v > best.threshold()) best.push(v, static_cast<int64_t>(j));
+        }
+        int64_t* lab = labels + row * m;
+        float* sc = scores + row * m;
+        best.write(lab, sc);
+        for (size_t i = 0; i < m; ++i)
+            if (lab[i] >= 0) sc[i] = finish(metric, sc[i], vsq);
+    });
 }
 
 void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
