@@ -461,12 +461,8 @@ def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, ve
         raise ValueError(f"vectors row {bad} contains NaN or inf (or overflows its centroid); nothing was updated")
 
 
-def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "l2", *, threads: int | None = None) -> Assignment:
-    """Nearest centroid for every vector (the assignment step of k-means).
-
-    "l2" minimises squared Euclidean distance; "dot", "cosine" and "born" maximise similarity.
-    Ties go to the lower centroid index.
-    """
+def _assign_args(vectors: Any, centroids: Any, metric: str, threads: int | None) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Checked (vectors, centroids, metric code, threads) of the assignment kernels."""
     nt = v.check_threads(threads)
     mcode = _metric(metric, _ASSIGN_METRICS)
     vec = v.matrix("vectors", vectors, (np.float32,))
@@ -474,6 +470,16 @@ def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "
     v.same_dim("centroids", c, "vectors", vec)
     if c.shape[0] < 1:
         raise ValueError("centroids must have at least one row")
+    return vec, c, mcode, nt
+
+
+def assign_nearest(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "l2", *, threads: int | None = None) -> Assignment:
+    """Nearest centroid for every vector (the assignment step of k-means).
+
+    "l2" minimises squared Euclidean distance; "dot", "cosine" and "born" maximise similarity.
+    Ties go to the lower centroid index.
+    """
+    vec, c, mcode, nt = _assign_args(vectors, centroids, metric, threads)
     labels, sc, bad = _core.assign_nearest(vec, c, mcode, nt)
     _raise_bad_row("vectors", bad)
     return Assignment(labels, sc)
@@ -486,13 +492,7 @@ def assign_topk(vectors: np.ndarray, centroids: Any, m: int, metric: AssignMetri
     Scores as `assign_nearest`'s (squared distance for l2, similarity otherwise); ties go to the
     lower centroid index. One pass over the centroids per block of vectors, parallel over vectors.
     """
-    nt = v.check_threads(threads)
-    mcode = _metric(metric, _ASSIGN_METRICS)
-    vec = v.matrix("vectors", vectors, (np.float32,))
-    c, _ = v.float_queries("centroids", centroids)
-    v.same_dim("centroids", c, "vectors", vec)
-    if c.shape[0] < 1:
-        raise ValueError("centroids must have at least one row")
+    vec, c, mcode, nt = _assign_args(vectors, centroids, metric, threads)
     mm = v.check_k(m)
     if mm > c.shape[0]:
         raise ValueError(f"m must be at most the number of centroids ({c.shape[0]}), got {m}")
