@@ -38,6 +38,18 @@ def test_kmeans_finds_planted_clusters() -> None:
     assert set(halves.tolist()) == {0, 1}
 
 
+def test_kmeans_warm_start_keeps_a_good_partition_and_pads_missing_seeds() -> None:
+    x = clustered(600, 16, 6, seed=3, sigma=0.02)
+    cent, labels = spherical_kmeans(x, 6, seed=0)
+    # started from its own answer, one iteration changes nothing
+    cent2, labels2 = spherical_kmeans(x, 6, iters=1, init=cent * 3.0)  # init need not be unit length
+    assert (labels2 == labels).all()
+    assert np.allclose(cent2, cent, atol=1e-5)
+    # fewer starting centroids than k: the rest are seeded, every cluster is used
+    cent3, labels3 = spherical_kmeans(x, 6, init=cent[:2], seed=1)
+    assert cent3.shape == (6, 16) and len(np.unique(labels3)) == 6
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     n0=st.integers(0, 400),

@@ -18,8 +18,9 @@ _COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._ASSIGN
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(a, axis=1, keepdims=True)
-    out: np.ndarray = (a / np.where(n > 0, n, 1.0)).astype(np.float32)
+    a = np.asarray(a, dtype=np.float32)
+    n = np.sqrt(np.einsum("ij,ij->i", a, a))[:, None]  # einsum: no BLAS threads, less overhead than norm
+    out: np.ndarray = a / np.where(n > 0, n, np.float32(1.0))
     return out
 
 
@@ -30,9 +31,10 @@ def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     sample = _unit(np.asarray(sample, dtype=np.float32))
     seeds = [int(rng.integers(m))]
     # similarities by the N1 kernel: numpy's BLAS would spin up threads that then fight the
-    # k-means kernels for the same two cores. A small sample gets its whole similarity matrix in
-    # one call (k calls of one row each cost more in call overhead than in arithmetic).
-    full = kernels.scores(sample, sample) if m <= FULL_MATRIX else None
+    # k-means kernels for the same two cores. When k is a good part of a small sample, the whole
+    # similarity matrix in one call (k calls of one row each cost more in call overhead than in
+    # arithmetic); for a handful of seeds (a leaf split's k = 2 or 3), only their k rows.
+    full = kernels.scores(sample, sample, threads=1) if m <= FULL_MATRIX and 8 * k >= m else None
 
     def sims(i: int) -> np.ndarray:
         row: np.ndarray = full[i] if full is not None else kernels.scores(sample[i], sample, threads=1)
@@ -40,8 +42,9 @@ def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
     dist = np.maximum(1.0 - sims(seeds[0]), 0.0).astype(np.float64)
     for _ in range(1, k):
-        total = float(dist.sum())
-        i = int(rng.choice(m, p=dist / total)) if total > 0 else int(rng.integers(m))
+        cum = np.cumsum(dist)  # D^2 sampling by inverse CDF: rng.choice(p=...) re-checks p each time
+        total = float(cum[-1])
+        i = min(int(np.searchsorted(cum, rng.random() * total, side="right")), m - 1) if total > 0 else int(rng.integers(m))
         seeds.append(i)
         dist = np.minimum(dist, np.maximum(1.0 - sims(i), 0.0))
     out: np.ndarray = sample[seeds].copy()
@@ -49,11 +52,14 @@ def plus_plus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def spherical_kmeans(
-    x: np.ndarray, k: int, *, iters: int = 12, seed: int = 0, threads: int | None = None
+    x: np.ndarray, k: int, *, iters: int = 12, seed: int = 0, threads: int | None = None,
+    init: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(unit centroids (k, d) float32, labels (n,) int64) of x's rows; k is capped at len(x).
 
-    Stops early once fewer than 0.1% of the labels change in an iteration.
+    `init`: starting centroids (rows beyond k are dropped; missing ones are seeded by k-means++),
+    for re-clustering points that already have a fair partition. Stops early once fewer than
+    0.1% of the labels change in an iteration.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = len(x)
@@ -63,7 +69,12 @@ def spherical_kmeans(
         raise ValueError("spherical_kmeans: the vectors contain NaN or inf")
     k = max(1, min(int(k), n))
     rng = np.random.default_rng(seed)
-    cent = plus_plus(x, k, rng)
+    if init is None:
+        cent = plus_plus(x, k, rng)
+    else:
+        cent = _unit(np.asarray(init, dtype=np.float32)[:k])
+        if len(cent) < k:
+            cent = np.concatenate([cent, plus_plus(x, k - len(cent), rng)])
     labels = np.full(n, -1, dtype=np.int64)
     nt = 0 if threads is None else int(threads)
     for _ in range(iters):

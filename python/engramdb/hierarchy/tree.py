@@ -32,6 +32,7 @@ NO_PARENT = -1
 SPILL_CANDIDATES = 8  # a batch build picks each key's second leaf among its nearest leaves
 SOAR_LAMBDA = 1.0  # weight of residual parallelism in the second-leaf choice (SOAR, Sun et al. 2023)
 ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many leaves
+RECLUSTER_ITERS = 4  # k-means iterations when a parent's leaves are re-clustered from their own centroids
 ROUTE_BEAM = 8  # parents of leaves kept per vector past ROUTE_ALL_LEAVES (4: -7 recall points, 16: -20% speed)
 KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
 
@@ -367,12 +368,17 @@ class CentroidTree:
     def _second_leaves_among(self, vectors: np.ndarray, primary: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """SOAR's choice (see `_second_leaves`) among each vector's own candidate leaves (n, m)."""
         out = np.full(len(vectors), -1, np.int64)
+        norms2 = np.einsum("cd,cd->c", self.centroids[: self.n_nodes], self.centroids[: self.n_nodes])
         for a in range(0, len(vectors), 4_096):
             x, p, cs = vectors[a : a + 4_096], primary[a : a + 4_096], cand[a : a + 4_096]
             r = x - self.centroids[p]
             rn = r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
-            diff = x[:, None, :] - self.centroids[cs]  # (b, m, d)
-            score = np.einsum("bmd,bmd->bm", diff, diff) + SOAR_LAMBDA * np.einsum("bd,bmd->bm", rn, diff) ** 2
+            # |x - c|^2 + lambda (rn . (x - c))^2 expanded into dot products: two passes over the
+            # gathered candidates instead of materialising every difference (2.4x faster)
+            g = self.centroids[cs]  # (b, m, d)
+            xc, rc = np.einsum("bd,bmd->bm", x, g), np.einsum("bd,bmd->bm", rn, g)
+            xx, rx = np.einsum("bd,bd->b", x, x)[:, None], np.einsum("bd,bd->b", rn, x)[:, None]
+            score = xx - 2 * xc + norms2[cs] + SOAR_LAMBDA * (rx - rc) ** 2
             score[cs == p[:, None]] = np.inf
             best = np.argmin(score, axis=1)
             ok = np.isfinite(score[np.arange(len(x)), best])
@@ -459,9 +465,10 @@ class CentroidTree:
         sibs = self.children[parent]
         sibs = sibs[(sibs != leaf) & ~self.archived[sibs]]
         if len(sibs) and not self.archived[leaf]:
-            near, _ = kernels.topk(self.centroids[leaf], self.centroids[: self.n_nodes], 1, "cosine", mask=sibs,
-                                   threads=1)
-            pair.append(int(near[0]))
+            # a few dozen dot products: plain numpy beats a kernel call's validation and dispatch
+            c = self.centroids[sibs]
+            cos = (c @ self.centroids[leaf]) / np.maximum(np.linalg.norm(c, axis=1), 1e-12)
+            pair.append(int(sibs[int(np.argmax(cos))]))
         self._splits += 1
         groups: list[np.ndarray] = []
         if len(pair) == 2:
@@ -529,7 +536,10 @@ class CentroidTree:
         x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
         k = max(len(leaves), math.ceil(len(keys) / self.leaf_size))
         self._splits += 1
-        _, labels = spherical_kmeans(x, k, iters=8, seed=self.seed + self._splits, threads=1)
+        # warm start from the leaves as they are: they are a fair partition already, so a few
+        # iterations settle it (a cold k-means++ start cost 2.5 of 6.5 s in 100K inserts)
+        _, labels = spherical_kmeans(x, k, iters=RECLUSTER_ITERS, seed=self.seed + self._splits,
+                                     init=self.centroids[leaves])
         todo = [np.flatnonzero(labels == c) for c in range(k)]
         groups = []
         while todo:  # a cluster over capacity is halved (2-means) until every leaf fits
