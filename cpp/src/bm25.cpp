@@ -1,0 +1,76 @@
+// bm25.cpp: N3 BM25 term-at-a-time scoring into a dense accumulator, then a top-k over the docs
+// the query touched. Scalar on purpose: the loop is a random read-modify-write per posting
+// (latency-bound), as in bm25s and Lucene's term-at-a-time scorers.
+#include "engramdb/bm25.h"
+
+#include <cmath>
+#include <vector>
+
+#include "engramdb/parallel.h"
+#include "engramdb/topk.h"
+
+namespace engramdb {
+
+Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
+                    const int64_t* indptr, size_t n_rows, const int32_t* docs, const float* tf, size_t n_postings,
+                    const float* norm, size_t n_docs, float k1, const uint8_t* mask, size_t k, size_t threads,
+                    int64_t* idx, float* scores) {
+    // one query per task; a thread keeps its accumulator (zeroed again through the touched list)
+    const size_t nt = plan_threads(nq, threads, 1);
+    std::vector<Bm25Error> errs(nt);
+    const float kp1 = k1 + 1.f;
+    parallel_for(nq, nt, [&](size_t begin, size_t end, size_t t) {
+        std::vector<float> acc(n_docs, 0.f);
+        std::vector<int32_t> touched;
+        for (size_t q = begin; q < end; ++q) {
+            int err = 0;
+            touched.clear();
+            for (int64_t j = q_indptr[q]; j < q_indptr[q + 1] && err == 0; ++j) {
+                const int64_t r = q_rows[j];
+                const float w = q_w[j];
+                if (!(w >= 0.f) || !std::isfinite(w)) {
+                    err = 4;
+                    break;
+                }
+                if (r < 0 || w == 0.f) continue;
+                if (static_cast<uint64_t>(r) >= n_rows) {
+                    err = 1;
+                    break;
+                }
+                const int64_t a = indptr[r], b = indptr[r + 1];
+                if (a < 0 || b < a || static_cast<uint64_t>(b) > n_postings) {
+                    err = 2;
+                    break;
+                }
+                for (int64_t p = a; p < b; ++p) {
+                    const int32_t d = docs[p];
+                    if (static_cast<uint32_t>(d) >= n_docs) {
+                        err = 3;
+                        break;
+                    }
+                    const float f = tf[p];
+                    if (acc[static_cast<size_t>(d)] == 0.f) touched.push_back(d);
+                    acc[static_cast<size_t>(d)] += w * f * kp1 / (f + norm[d]);
+                }
+            }
+            TopK h(k);
+            for (const int32_t d : touched) {
+                const float v = acc[static_cast<size_t>(d)];
+                acc[static_cast<size_t>(d)] = 0.f;
+                if (v > 0.f && (mask == nullptr || mask[d])) h.push(v, d);
+            }
+            // a doc touched once may be listed again if a zero-tf posting left it at 0: harmless
+            if (err != 0) {
+                if (errs[t].query < 0) errs[t] = {static_cast<int64_t>(q), err};
+                continue;
+            }
+            h.write(idx + q * k, scores + q * k);
+        }
+    });
+    Bm25Error first;
+    for (const Bm25Error& e : errs)
+        if (e.query >= 0 && (first.query < 0 || e.query < first.query)) first = e;
+    return first;
+}
+
+}  // namespace engramdb

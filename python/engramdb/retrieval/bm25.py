@@ -1,0 +1,216 @@
+"""BM25 over one corpus (H1): an incremental inverted index scored by the N3 kernel.
+
+Documents arrive as sparse term-count rows (the lexical space: Snowball-stemmed, stop words
+removed, 31-bit term ids; see `engramdb.spaces.analyzer`) under caller keys (the store uses global
+row numbers). Postings live in a few immutable CSR chunks, merged like a log-structured tree: a
+new batch is a chunk, and whenever the newest chunk is at least a quarter of the one before they
+merge. Adding is then amortised O(log n) per posting and a query scores O(log n) chunks, while
+corpus statistics (N, document frequency, average length) always cover every chunk, so scores
+match a from-scratch index exactly.
+
+Scoring is Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (never negative),
+tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), summed over query terms, each term
+weighted by how often the query holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _core
+
+K1 = 1.2
+B = 0.75
+MERGE_RATIO = 4  # merge the newest chunk into the one before once it is at least 1/4 of its size
+_ERRORS = {1: "names a posting row out of range", 2: "has bad posting offsets", 3: "names a document out of range",
+           4: "has a weight that is negative or not finite"}
+
+
+@dataclass
+class Chunk:
+    """Postings of a contiguous run of documents: term -> (doc numbers ascending, tf)."""
+
+    terms: np.ndarray  # int32 (T,), sorted unique term ids
+    indptr: np.ndarray  # int64 (T + 1,)
+    docs: np.ndarray  # int32 (P,), index-local doc numbers
+    tf: np.ndarray  # float32 (P,)
+    n_docs: int
+
+    @staticmethod
+    def from_rows(first_doc: int, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> Chunk:
+        """Invert CSR document rows (doc i of the batch is doc number first_doc + i)."""
+        n = len(indptr) - 1
+        doc_of = np.repeat(np.arange(first_doc, first_doc + n, dtype=np.int32), np.diff(indptr))
+        uniq, inv = np.unique(terms, return_inverse=True)
+        order = np.argsort(inv, kind="stable")  # stable: docs stay ascending within a term
+        ptr = np.zeros(len(uniq) + 1, np.int64)
+        np.cumsum(np.bincount(inv, minlength=len(uniq)), out=ptr[1:])
+        return Chunk(uniq.astype(np.int32), ptr, doc_of[order], counts[order].astype(np.float32), n)
+
+    @staticmethod
+    def merge(a: Chunk, b: Chunk) -> Chunk:
+        """One chunk holding both (b's docs follow a's)."""
+        ta = np.repeat(a.terms, np.diff(a.indptr))
+        tb = np.repeat(b.terms, np.diff(b.indptr))
+        terms = np.concatenate([ta, tb])
+        docs = np.concatenate([a.docs, b.docs])
+        tf = np.concatenate([a.tf, b.tf])
+        uniq, inv = np.unique(terms, return_inverse=True)
+        order = np.argsort(inv, kind="stable")  # a's postings precede b's within a term: docs ascend
+        ptr = np.zeros(len(uniq) + 1, np.int64)
+        np.cumsum(np.bincount(inv, minlength=len(uniq)), out=ptr[1:])
+        return Chunk(uniq.astype(np.int32), ptr, docs[order], tf[order], a.n_docs + b.n_docs)
+
+    def rows_of(self, terms: np.ndarray) -> np.ndarray:
+        """The posting row of each term (-1 where this chunk lacks it)."""
+        pos = np.searchsorted(self.terms, terms)
+        pos = np.minimum(pos, max(len(self.terms) - 1, 0))
+        hit = (self.terms[pos] == terms) if len(self.terms) else np.zeros(len(terms), bool)
+        return np.where(hit, pos, -1).astype(np.int64)
+
+    def df(self, rows: np.ndarray) -> np.ndarray:
+        safe = np.maximum(rows, 0)
+        return np.where(rows >= 0, self.indptr[safe + 1] - self.indptr[safe], 0)
+
+
+class Bm25Index:
+    """BM25 over documents added in batches; keys are the caller's int64 document keys."""
+
+    def __init__(self, *, k1: float = K1, b: float = B) -> None:
+        if not (k1 >= 0 and np.isfinite(k1)):
+            raise ValueError(f"k1 must be finite and >= 0, got {k1!r}")
+        if not 0 <= b <= 1:
+            raise ValueError(f"b must be in [0, 1], got {b!r}")
+        self.k1, self.b = float(k1), float(b)
+        self.chunks: list[Chunk] = []
+        self.keys = np.empty(0, np.int64)
+        self.lengths = np.empty(0, np.float32)
+        self._norm: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def postings(self) -> int:
+        return sum(len(c.docs) for c in self.chunks)
+
+    def add(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> None:
+        """Index documents: row i (terms[indptr[i]:indptr[i+1]] with their counts) under keys[i].
+
+        Within a row, term ids must be unique (the lexical space's rows are); counts > 0.
+        """
+        keys = np.asarray(keys, np.int64)
+        indptr = np.asarray(indptr, np.int64)
+        terms = np.asarray(terms, np.int32)
+        counts = np.asarray(counts, np.float32)
+        if len(indptr) != len(keys) + 1 or indptr[0] != 0 or indptr[-1] != len(terms) or len(counts) != len(terms):
+            raise ValueError(f"add: {len(keys)} keys need indptr of {len(keys) + 1} offsets from 0 to len(terms)")
+        if len(counts) and not (np.isfinite(counts).all() and (counts > 0).all()):
+            raise ValueError("add: term counts must be finite and > 0")
+        if len(keys) == 0:
+            return
+        first = len(self.keys)
+        self.keys = np.concatenate([self.keys, keys])
+        row_of = np.repeat(np.arange(len(keys)), np.diff(indptr))
+        lengths = np.bincount(row_of, weights=counts, minlength=len(keys))
+        self.lengths = np.concatenate([self.lengths, lengths.astype(np.float32)])
+        self.chunks.append(Chunk.from_rows(first, indptr, terms, counts))
+        while len(self.chunks) > 1 and MERGE_RATIO * self.chunks[-1].n_docs >= self.chunks[-2].n_docs:
+            b = self.chunks.pop()
+            self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
+        self._norm = None
+
+    def norm(self) -> np.ndarray:
+        """k1 * (1 - b + b * len / avgdl) per document (cached until the next add)."""
+        if self._norm is None:
+            avgdl = float(self.lengths.mean()) if len(self.lengths) else 1.0
+            self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
+        return self._norm
+
+    def idf(self, terms: np.ndarray) -> np.ndarray:
+        """Lucene's idf of each term over the whole index (float64)."""
+        df = np.zeros(len(terms), np.int64)
+        for c in self.chunks:
+            df += c.df(c.rows_of(terms))
+        n = len(self.keys)
+        out: np.ndarray = np.log1p((n - df + 0.5) / (df + 0.5))
+        return out
+
+    def search(
+        self,
+        terms: np.ndarray,
+        counts: np.ndarray,
+        k: int,
+        *,
+        allowed: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, scores) of the k best documents for a query's term ids and counts, best first.
+
+        `allowed`: a bool array indexed by key, or a function from keys to bools; documents it
+        refuses are never returned (filtered inside the scan, before the top-k cut).
+        """
+        terms = np.asarray(terms, np.int32).reshape(-1)
+        counts = np.asarray(counts, np.float32).reshape(-1)
+        if len(terms) != len(counts):
+            raise ValueError(f"terms has {len(terms)} entries but counts has {len(counts)}")
+        if k < 1 or len(self.keys) == 0 or len(terms) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        w = (self.idf(terms) * counts).astype(np.float32)
+        mask = None
+        if allowed is not None:
+            ok = allowed(self.keys) if callable(allowed) else allowed[self.keys]
+            mask = np.ascontiguousarray(ok, dtype=np.uint8)
+        norm = self.norm()
+        qptr = np.array([0, len(terms)], np.int64)
+        found_d, found_s = [], []
+        for c in self.chunks:
+            rows = c.rows_of(terms)
+            if not (rows >= 0).any():
+                continue
+            idx, sc, bad, code = _core.bm25_topk(qptr, rows, w, c.indptr, c.docs, c.tf, norm, self.k1, int(k), mask, 1)
+            if bad >= 0:
+                raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
+            keep = idx[0] >= 0
+            found_d.append(idx[0][keep])
+            found_s.append(sc[0][keep])
+        if not found_d:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        docs, scores = np.concatenate(found_d), np.concatenate(found_s)
+        order = np.lexsort((docs, -scores))[:k]
+        return self.keys[docs[order]], scores[order]
+
+    # ------------------------------------------------------------------------------ persistence
+    def compact(self) -> None:
+        """Merge every chunk into one (before saving: one CSR per corpus on disk)."""
+        while len(self.chunks) > 1:
+            b = self.chunks.pop()
+            self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The whole index as flat arrays (one chunk), for an Arrow row."""
+        self.compact()
+        c = self.chunks[0] if self.chunks else Chunk(np.empty(0, np.int32), np.zeros(1, np.int64),
+                                                     np.empty(0, np.int32), np.empty(0, np.float32), 0)
+        return {"terms": c.terms, "indptr": c.indptr, "docs": c.docs, "tf": c.tf, "keys": self.keys,
+                "lengths": self.lengths}
+
+    @staticmethod
+    def from_arrays(a: dict[str, np.ndarray], *, k1: float = K1, b: float = B) -> Bm25Index:
+        """The inverse of `arrays` (checked: offsets, doc numbers and lengths must agree)."""
+        ix = Bm25Index(k1=k1, b=b)
+        keys, lengths = np.asarray(a["keys"], np.int64), np.asarray(a["lengths"], np.float32)
+        terms, indptr = np.asarray(a["terms"], np.int32), np.asarray(a["indptr"], np.int64)
+        docs, tf = np.asarray(a["docs"], np.int32), np.asarray(a["tf"], np.float32)
+        if len(keys) != len(lengths) or len(indptr) != len(terms) + 1 or len(docs) != len(tf):
+            raise ValueError("BM25 arrays disagree in length")
+        if indptr[0] != 0 or indptr[-1] != len(docs) or (np.diff(indptr) < 0).any():
+            raise ValueError("BM25 posting offsets are not a valid CSR")
+        if len(docs) and (docs.min() < 0 or docs.max() >= len(keys)):
+            raise ValueError("BM25 postings name a document that does not exist")
+        ix.keys, ix.lengths = keys, lengths
+        if len(keys):
+            ix.chunks = [Chunk(terms, indptr, docs, tf, len(keys))]
+        return ix

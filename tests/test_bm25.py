@@ -1,0 +1,158 @@
+"""BM25 (H1, N3): the native scorer against a float64 numpy reference, incremental growth,
+filters, persistence and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from engramdb import _core
+from engramdb.retrieval.bm25 import Bm25Index
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def corpus(rng: np.random.Generator, n: int, vocab: int = 40) -> list[tuple[np.ndarray, np.ndarray]]:
+    docs = []
+    for _ in range(n):
+        t = np.unique(rng.integers(0, vocab, rng.integers(0, 9))).astype(np.int32)
+        docs.append((t, rng.integers(1, 5, len(t)).astype(np.float32)))
+    return docs
+
+
+def csr(docs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum([len(t) for t, _ in docs], out=ptr[1:])
+    terms = np.concatenate([t for t, _ in docs]) if docs else np.empty(0, np.int32)
+    counts = np.concatenate([c for _, c in docs]) if docs else np.empty(0, np.float32)
+    return ptr, terms.astype(np.int32), counts.astype(np.float32)
+
+
+def reference(docs: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, qc: np.ndarray, k1: float = 1.2,
+              b: float = 0.75) -> np.ndarray:
+    """Lucene BM25 of every doc in float64, straight from the definition."""
+    n = len(docs)
+    lengths = np.array([float(c.sum()) for _, c in docs])
+    avgdl = lengths.mean() if n else 1.0
+    out = np.zeros(n)
+    for term, qtf in zip(q.tolist(), qc.tolist()):
+        df = sum(term in set(t.tolist()) for t, _ in docs)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        for i, (t, c) in enumerate(docs):
+            hit = np.flatnonzero(t == term)
+            if len(hit):
+                tf = float(c[hit[0]])
+                out[i] += qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / max(avgdl, 1e-9)))
+    return out
+
+
+def check(ix: Bm25Index, docs: list[tuple[np.ndarray, np.ndarray]], keys: np.ndarray, q: np.ndarray,
+          qc: np.ndarray, k: int, allowed: np.ndarray | None = None) -> None:
+    ref = reference(docs, q, qc, ix.k1, ix.b)
+    ok = ref > 0
+    if allowed is not None:
+        ok &= allowed[keys]
+    got_k, got_s = ix.search(q, qc, k, allowed=allowed)
+    want = np.flatnonzero(ok)
+    want = want[np.lexsort((want, -ref[want]))][:k]
+    assert len(got_k) == len(want)
+    pos = {int(key): i for i, key in enumerate(keys)}
+    got_rows = np.array([pos[int(x)] for x in got_k], np.int64)
+    np.testing.assert_allclose(got_s, ref[got_rows], rtol=1e-5, atol=1e-6)
+    if len(want):  # same scores as the reference's top-k (ties may order differently by a rounding)
+        np.testing.assert_allclose(np.sort(got_s), np.sort(ref[want]), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), batches=st.lists(st.integers(0, 40), min_size=1, max_size=6),
+       k=st.sampled_from([1, 3, 10, 100]), k1=st.sampled_from([0.0, 0.9, 1.2, 2.0]), b=st.sampled_from([0.0, 0.75, 1.0]))
+def test_matches_float64_reference_when_grown_in_batches(seed: int, batches: list[int], k: int, k1: float,
+                                                         b: float) -> None:
+    rng = np.random.default_rng(seed)
+    ix = Bm25Index(k1=k1, b=b)
+    docs: list[tuple[np.ndarray, np.ndarray]] = []
+    for n in batches:
+        part = corpus(rng, n)
+        ptr, terms, counts = csr(part)
+        ix.add(np.arange(len(docs), len(docs) + n, dtype=np.int64) * 3 + 7, ptr, terms, counts)
+        docs += part
+    keys = np.arange(len(docs), dtype=np.int64) * 3 + 7
+    q = np.unique(rng.integers(0, 45, rng.integers(1, 6))).astype(np.int32)  # some terms never indexed
+    qc = rng.integers(1, 3, len(q)).astype(np.float32)
+    check(ix, docs, keys, q, qc, k)
+    allowed = np.zeros(int(keys.max(initial=0)) + 1, bool)
+    allowed[keys[rng.random(len(keys)) < 0.5]] = True
+    check(ix, docs, keys, q, qc, k, allowed)  # the filter acts before the top-k cut
+    assert len(ix.chunks) <= 1 + int(np.log2(max(len(docs), 1)) * 2)
+
+
+def test_incremental_equals_one_batch_and_round_trips() -> None:
+    rng = np.random.default_rng(5)
+    docs = corpus(rng, 300, vocab=80)
+    one = Bm25Index()
+    one.add(np.arange(300), *csr(docs))
+    grown = Bm25Index()
+    for a in range(0, 300, 7):
+        grown.add(np.arange(a, min(a + 7, 300)), *csr(docs[a : a + 7]))
+    assert len(grown.chunks) > 1
+    q, qc = np.array([3, 17, 40], np.int32), np.array([1, 2, 1], np.float32)
+    k1, s1 = one.search(q, qc, 20)
+    k2, s2 = grown.search(q, qc, 20)
+    np.testing.assert_allclose(s1, s2, rtol=1e-6)
+    assert k1.tolist() == k2.tolist()
+    back = Bm25Index.from_arrays(grown.arrays())
+    k3, s3 = back.search(q, qc, 20)
+    assert k3.tolist() == k1.tolist() and np.allclose(s3, s1)
+    assert len(back) == 300 and back.postings == one.postings
+
+
+def test_empty_and_unknown_queries() -> None:
+    ix = Bm25Index()
+    assert ix.search(np.array([1], np.int32), np.array([1], np.float32), 5)[0].size == 0
+    ix.add(np.array([0, 1]), np.array([0, 1, 1]), np.array([4], np.int32), np.array([1], np.float32))
+    assert ix.search(np.array([9], np.int32), np.array([1], np.float32), 5)[0].size == 0  # no match: nothing
+    keys, _ = ix.search(np.array([4], np.int32), np.array([1], np.float32), 5)
+    assert keys.tolist() == [0]  # doc 1 is empty: it matches nothing and is never returned
+
+
+def test_bad_input_is_refused_and_changes_nothing() -> None:
+    with pytest.raises(ValueError, match="k1"):
+        Bm25Index(k1=-1)
+    with pytest.raises(ValueError, match="b must"):
+        Bm25Index(b=1.5)
+    ix = Bm25Index()
+    ix.add(np.array([0]), np.array([0, 1]), np.array([4], np.int32), np.array([2], np.float32))
+    with pytest.raises(ValueError, match="indptr"):
+        ix.add(np.array([1, 2]), np.array([0, 1]), np.array([4], np.int32), np.array([1], np.float32))
+    with pytest.raises(ValueError, match="counts"):
+        ix.add(np.array([1]), np.array([0, 1]), np.array([4], np.int32), np.array([0], np.float32))
+    assert len(ix) == 1 and ix.postings == 1
+    with pytest.raises(ValueError, match="CSR"):
+        Bm25Index.from_arrays({**ix.arrays(), "indptr": np.array([0, 5], np.int64)})
+
+
+def test_kernel_reports_bad_postings_instead_of_crashing() -> None:
+    q = np.array([0, 1], np.int64)
+    w = np.array([1.0], np.float32)
+    ptr, docs, tf = np.array([0, 2], np.int64), np.array([0, 7], np.int32), np.ones(2, np.float32)
+    norm = np.ones(3, np.float32)
+    *_, bad, code = _core.bm25_topk(q, np.array([0], np.int64), w, ptr, docs, tf, norm, 1.2, 2, None, 1)
+    assert (bad, code) == (0, 3)  # doc 7 of 3
+    *_, bad, code = _core.bm25_topk(q, np.array([5], np.int64), w, ptr, docs, tf, norm, 1.2, 2, None, 1)
+    assert (bad, code) == (0, 1)  # row 5 of 1
+    *_, bad, code = _core.bm25_topk(q, np.array([0], np.int64), np.array([-1.0], np.float32), ptr, docs, tf, norm,
+                                    1.2, 2, None, 1)
+    assert (bad, code) == (0, 4)
+    # many queries at once, on two threads, equal one at a time
+    rng = np.random.default_rng(0)
+    ix = Bm25Index()
+    ix.add(np.arange(200), *csr(corpus(rng, 200)))
+    c = ix.chunks[0]
+    rows = c.rows_of(np.arange(40, dtype=np.int32))
+    qptr = np.arange(0, 41, 4, dtype=np.int64)
+    ws = np.ones(40, np.float32)
+    bi, bs, bad, _ = _core.bm25_topk(qptr, rows, ws, c.indptr, c.docs, c.tf, ix.norm(), 1.2, 5, None, 2)
+    assert bad == -1
+    for i in range(10):
+        si, ss, _, _ = _core.bm25_topk(np.array([0, 4], np.int64), rows[4 * i : 4 * i + 4], ws[:4], c.indptr, c.docs,
+                                       c.tf, ix.norm(), 1.2, 5, None, 1)
+        assert si[0].tolist() == bi[i].tolist() and np.allclose(ss[0], bs[i], equal_nan=True)
