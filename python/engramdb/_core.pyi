@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -18,6 +18,10 @@ def assign_topk(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.t
 def available_isas() -> list[str]:
     """
     Instruction sets this CPU runs, best first.
+    """
+def bm25_topk(query_indptr: numpy.typing.NDArray[numpy.int64], query_rows: numpy.typing.NDArray[numpy.int64], query_weights: numpy.typing.NDArray[numpy.float32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int, int]:
+    """
+    BM25 top-k of CSR queries (posting rows + weights) over CSR postings. Returns (indices, scores, error_query, error_code).
     """
 def centroid_update(centroids: numpy.typing.NDArray[numpy.float32], counts: numpy.typing.NDArray[numpy.int64], node_ids: numpy.typing.NDArray[numpy.int64], vectors: numpy.typing.NDArray[numpy.float32]) -> int:
     """
