@@ -47,6 +47,7 @@ class Segment:
     _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
     _ns_counts: np.ndarray | None = field(init=False, default=None)
     _records: pa.Table | None = field(init=False, default=None)
+    _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -82,6 +83,18 @@ class Segment:
             self._ns_counts = np.bincount(self.ns_index, minlength=len(self.ns_names))
         code = self.ns_codes.get(namespace)
         return 0 if code is None else int(self._ns_counts[code])
+
+    def type_mask(self, types: frozenset[str]) -> np.ndarray:
+        """Rows whose memory_type is one of `types` (the column is dictionary-encoded once)."""
+        if self._types is None:
+            import pyarrow.compute as pc
+
+            enc = self.table.column("memory_type").combine_chunks().dictionary_encode()
+            codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
+            self._types = (codes, enc.dictionary.to_pylist())
+        codes, names = self._types
+        wanted = [i for i, name in enumerate(names) if name in types]
+        return np.isin(codes, wanted)
 
     def namespace(self, row: int) -> str:
         """The namespace of one row."""

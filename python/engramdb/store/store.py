@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
 from .archive import restore_content, rows_of, strip_content
 from .batches import concat, take
+from .bm25_index import StoreBm25
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
 from .dedup import DedupEvent, Policy, check_policy, within_batch
 from .edges import (
@@ -118,13 +119,14 @@ class Store:
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
         self._trees: dict[str, TreeIndex] = {}  # dense space -> its namespaces' centroid trees (derived)
         self._hnsw: dict[str, HnswIndex] = {}  # dense space -> its namespaces' usearch graphs (derived)
+        self._bm25: dict[str, StoreBm25] = {}  # sparse space -> its namespaces' BM25 indexes (derived)
         if index not in ("tree", "hnsw", "none"):
             raise ValueError(f"index must be 'tree', 'hnsw' or 'none', got {index!r}")
         self.index_kind = index
         self._last_tree_stats: dict[str, Any] = {}
         self._archived: dict[str, str] = {}  # memory id -> the archive file holding its content (J7)
         self._generation = 0  # bumped whenever rows or their derived state change (mask cache key)
-        self._mask_cache: dict[str, tuple[int, int, np.ndarray]] = {}
+        self._mask_cache: dict[tuple[str, int, frozenset[str] | None], tuple[int, int, np.ndarray]] = {}
         self._closed = False
         manifest = None
         if self.path is not None:
@@ -786,66 +788,206 @@ class Store:
         strategy: str | None = None,
         as_of: datetime | None = None,
         known_at: datetime | None = None,
+        types: Iterable[str] | None = None,
         explain: bool = False,
+        weights: Mapping[str, float] | None = None,
+        query_vector: np.ndarray | None = None,
+        recency: bool | None = None,
+        stages: Mapping[str, int] | None = None,
     ) -> list[Hit]:
-        """Exact search of one space, filtered in the scan by namespace and time.
+        """The k memories of a namespace that best match a query, filtered inside every method by
+        time and type (H4).
+
+        Strategies:
+        - None: the main dense space through its index (tree or HNSW) when the namespace has one,
+          else an exact scan; "exact", "tree", "hnsw" force one; "dense_only" (C1) is None's
+          behaviour under its C1 name.
+        - "bm25": BM25 over the content alone (H1).
+        - "hybrid" (H3): dense + BM25 + 2-hop graph expansion fused by weighted RRF.
+        - "multi_space" (C1): hybrid plus the enhancer spaces, routed by the query's intent and
+          the strong/weak main-match rule (C2).
+        - "pipeline" (C1): sparse recall -> dense -> RRF -> topic filter (when topics exist) ->
+          MaxSim rerank; stage sizes in `stages` ("sparse", "dense", "fused", "topics").
 
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
-        believed then, older versions included. Neither: current memories only.
+        believed then, older versions included. Neither: current memories only. `types`: only
+        memories of these memory_type values. `weights`: RRF weights per method ("vector",
+        "bm25", "graph", enhancer space names). `query_vector`: the main space's query vector when
+        the caller already has it (the text still feeds BM25 and the other spaces). `recency`:
+        apply the C3 recency factors (default on for multi_space and pipeline). `explain`: each hit
+        carries why it ranked (fused score, methods, ranks, scores).
         """
-        if strategy not in (None, "exact", "dense_only", "tree", "hnsw"):
-            raise ValueError(
-                f"strategy {strategy!r} is not available yet; use None, 'exact', 'tree', 'hnsw' or 'dense_only'")
+        from .hybrid import DENSE_STRATEGIES, FUSED_STRATEGIES, run_fused
+
+        if strategy not in DENSE_STRATEGIES and strategy not in FUSED_STRATEGIES:
+            raise ValueError(f"strategy must be one of {sorted(s for s in DENSE_STRATEGIES if s)} or "
+                             f"{sorted(FUSED_STRATEGIES)} (or None), got {strategy!r}")
         k = int(k)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if not isinstance(namespace, str) or not namespace:
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        type_set = None
+        if types is not None:
+            if isinstance(types, str):
+                types = [types]
+            type_set = frozenset(types)
+            if not type_set or not all(isinstance(x, str) and x for x in type_set):
+                raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
         sp = self.schema[space or self.schema.main]
         as_of_us = _micros(as_utc("as_of", as_of)) if as_of is not None else None  # type: ignore[arg-type]
         known_us = _micros(as_utc("known_at", known_at)) if known_at is not None else None  # type: ignore[arg-type]
-        qv = self._query_vector(sp, query)
+        if strategy in FUSED_STRATEGIES:
+            return run_fused(self, strategy, query, namespace=namespace, k=k, main=sp, as_of_us=as_of_us,
+                             known_us=known_us, types=type_set, explain=explain, weights=weights,
+                             query_vector=query_vector, recency=recency, stages=stages)
+        qv = sp.check(query_vector, 1) if query_vector is not None else self._query_vector(sp, query)
         with self._lock:
             self._check_open()
-            now_us = _micros(utc_now())
-            t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
-            found: list[tuple[float, int, int]] = []
-            tree_info: dict[str, Any] | None = None
-            exact_from = 0  # segments from here on are scanned exactly
-            kind = strategy if strategy in ("tree", "hnsw") else self.index_kind if strategy is None else "none"
-            if kind in ("tree", "hnsw") and (sp.kind != "dense" or sp.metric != "cosine"):
-                if strategy is not None:
-                    raise ValueError(f"strategy {strategy!r} needs a dense cosine space; {sp.name!r} is "
-                                     f"{sp.kind} with metric {sp.metric!r}: use strategy='exact'")
-                kind = "none"  # indexes rank by cosine: other metrics are scanned exactly
-            if kind != "none":
-                tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, as_of_us is None,
-                                               strategy is not None, found)
-                if tree_info is not None:
-                    exact_from = tree_info.pop("_committed")
-            for si in range(exact_from, len(self._segments)):
-                seg = self._segments[si]
-                mask = self._row_filter(seg, namespace, known_us, t)
-                if mask is None:
-                    continue
-                for row, score in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, k):
-                    found.append((score, si, row))
-            found = sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k]
+            found, info = self._dense_found(sp, qv, namespace, k, known_us, as_of_us, strategy, type_set)
             memories = self._memories_at([(si, row) for _, si, row in found])
             hits = []
             for (score, si, row), m in zip(found, memories):
                 why = None
                 if explain:
                     why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
-                           "strategy": tree_info["index"] if tree_info is not None else "exact"}
-                    if tree_info is not None:
-                        why["tree"] = tree_info
+                           "strategy": info["index"] if info is not None else "exact"}
+                    if info is not None:
+                        why["tree"] = info
                 hits.append(Hit(m.id, float(score), m, why, m.id in self._archived))
             return hits
 
+    def _when(self, known_us: int | None, as_of_us: int | None) -> tuple[int | None, bool]:
+        """(valid time to filter on, whether it is the clock's now) for a query's time options."""
+        now_us = _micros(utc_now())
+        t = as_of_us if as_of_us is not None else (now_us if known_us is None else None)
+        return t, as_of_us is None
+
+    def _dense_found(self, sp: Space, qv: Any, namespace: str, k: int, known_us: int | None,
+                     as_of_us: int | None, strategy: str | None,
+                     types: frozenset[str] | None) -> tuple[list[tuple[float, int, int]], dict[str, Any] | None]:
+        """The k best (score, segment, row) of one space: its index when it has one (tree or HNSW,
+        plus hot rows and the WAL scanned exactly), else an exact scan. Caller holds the lock."""
+        t, at_now = self._when(known_us, as_of_us)
+        found: list[tuple[float, int, int]] = []
+        tree_info: dict[str, Any] | None = None
+        exact_from = 0  # segments from here on are scanned exactly
+        kind = strategy if strategy in ("tree", "hnsw") else self.index_kind if strategy in (None, "dense_only") else "none"
+        if kind in ("tree", "hnsw") and (sp.kind != "dense" or sp.metric != "cosine"):
+            if strategy in ("tree", "hnsw"):
+                raise ValueError(f"strategy {strategy!r} needs a dense cosine space; {sp.name!r} is "
+                                 f"{sp.kind} with metric {sp.metric!r}: use strategy='exact'")
+            kind = "none"  # indexes rank by cosine: other metrics are scanned exactly
+        if kind != "none":
+            tree_info = self._index_search(kind, sp, namespace, qv, k, known_us, t, at_now,
+                                           strategy in ("tree", "hnsw"), found, types)
+            if tree_info is not None:
+                exact_from = tree_info.pop("_committed")
+        for si in range(exact_from, len(self._segments)):
+            seg = self._segments[si]
+            mask = self._row_filter(seg, namespace, known_us, t, types=types)
+            if mask is None:
+                continue
+            for row, score in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, k):
+                found.append((score, si, row))
+        return sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k], tree_info
+
+    # ----------------------------------------------------------------------------- fused methods
+    def _lexical_space(self) -> Space | None:
+        """The sparse space BM25 indexes: the first sparse space with an embedder (its term counts)."""
+        for sp in self.schema:
+            if sp.kind == "sparse" and sp.name in self.embedders:
+                found: Space = sp
+                return found
+        return None
+
+    def _query_terms(self, sp: Space, text: str) -> tuple[np.ndarray, np.ndarray]:
+        from .hybrid import query_terms
+
+        sb = self.embedders[sp.name].embed([text])
+        assert isinstance(sb, SparseBatch)
+        return query_terms(sb)
+
+    def _bm25_index(self, sp: Space) -> StoreBm25:
+        bi = self._bm25.get(sp.name)
+        if bi is None:
+            bi = self._bm25[sp.name] = StoreBm25(sp.name)
+            if self.path is not None:
+                committed = sum(len(s) for s in self._segments if s.file)
+                bi.load(self.path, self._manifest.row_epoch, committed)
+        return bi
+
+    def _bm25_found(self, terms: tuple[np.ndarray, np.ndarray], namespace: str, n: int, known_us: int | None,
+                    t: int | None, at_now: bool, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
+        """BM25's n best ((segment, row), score) in a namespace, filtered inside the scan (H1, H4)."""
+        sp = self._lexical_space()
+        if sp is None:
+            raise ValueError("this store has no sparse lexical space for BM25")
+        bi = self._bm25_index(sp)
+        bases = bi.sync(self._segments, self.schema, self._manifest.row_epoch)
+        ix = bi.indexes.get(namespace)
+        if ix is None or len(terms[0]) == 0:
+            return []
+        mask = self._key_mask(self._segments, namespace, known_us, t, at_now, types)
+        keys, scores = ix.search(terms[0], terms[1], n, allowed=mask)
+        seg = np.searchsorted(bases, keys, side="right") - 1
+        rows = keys - bases[seg]
+        return [((int(a), int(b)), float(c)) for a, b, c in zip(seg, rows, scores)]
+
+    def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
+                     t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
+        """Memories up to 2 hops from the seeds over live typed edges valid at t (H2), scored by the
+        product of edge confidences (x HOP_DECAY for the second hop), best first; seeds excluded."""
+        from .hybrid import HOP_DECAY
+
+        when = None if t is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=t)
+        seed_ids = {self._segments[si].ids[row] for si, row in seeds}
+        best: dict[str, float] = {}
+        frontier = {mid: 1.0 for mid in seed_ids}
+        for hop in range(2):
+            nxt: dict[str, float] = {}
+            for mid, s in frontier.items():
+                for e in self._edges.outgoing(mid) + self._edges.incoming(mid):
+                    if when is not None and not e.valid_at(when):
+                        continue
+                    other = e.dst if e.src == mid else e.src
+                    if other in seed_ids:
+                        continue
+                    v = s * e.confidence * (HOP_DECAY if hop == 1 else 1.0)
+                    if v > best.get(other, 0.0):
+                        best[other] = v
+                        nxt[other] = max(nxt.get(other, 0.0), s * e.confidence)
+            frontier = nxt
+        out = []
+        for mid, score in best.items():
+            loc = self._index.get(mid)
+            if loc is None:
+                continue
+            si, row = loc >> 32, loc & _ROW
+            ok = self._row_filter(self._segments[si], namespace, known_us, t, rows=np.array([row]), types=types)
+            if ok is not None and bool(ok[0]):
+                out.append(((si, row), score))
+        out.sort(key=lambda x: (-x[1], x[0]))
+        return out[:n]
+
+    def _scan_locations(self, sp: Space, qv: Any, locs: list[tuple[int, int]], n: int) -> list[tuple[tuple[int, int], float]]:
+        """Exact scores of one space for given locations only, n best first (rerank, restricted scans)."""
+        by_seg: dict[int, list[int]] = {}
+        for si, row in locs:
+            by_seg.setdefault(si, []).append(row)
+        found: list[tuple[tuple[int, int], float]] = []
+        for si, rows in by_seg.items():
+            seg = self._segments[si]
+            mask = np.zeros(len(seg), bool)
+            mask[rows] = True
+            found += [((si, r), s) for r, s in _scan(sp, qv, seg.vectors(self.schema, sp.name), mask, n)]
+        found.sort(key=lambda x: (-x[1], x[0]))
+        return found[:n]
+
     def _row_filter(self, seg: Segment, namespace: str, known_us: int | None, t: int | None,
-                    rows: np.ndarray | None = None) -> np.ndarray | None:
-        """Which rows (all, or `rows`) a query may see: its namespace, alive then, valid then."""
+                    rows: np.ndarray | None = None, types: frozenset[str] | None = None) -> np.ndarray | None:
+        """Which rows (all, or `rows`) a query may see: its namespace, alive then, valid then,
+        of one of `types` when given."""
         code = seg.ns_codes.get(namespace)
         if code is None:
             return None  # the namespace has no row in this segment
@@ -861,11 +1003,14 @@ class Store:
             mask &= (pick(seg.learned_at) <= known_us) & (known_us < sys_end)
         if t is not None:
             mask &= (pick(seg.valid_from) <= t) & (t < pick(seg.valid_until))
+        if types is not None:
+            mask &= pick(seg.type_mask(types))
         return mask if rows is not None or mask.any() else None
 
     def _index_search(self, kind: str, sp: Space, namespace: str, qv: Any, k: int, known_us: int | None,
                       t: int | None, at_now: bool, forced: bool,
-                      found: list[tuple[float, int, int]]) -> dict[str, Any] | None:
+                      found: list[tuple[float, int, int]],
+                      types: frozenset[str] | None = None) -> dict[str, Any] | None:
         """Search the namespace's index ("tree": J4, "hnsw": usearch) into `found`; None when
         exact scan should answer instead (a small namespace, or no index for it yet).
 
@@ -881,7 +1026,7 @@ class Store:
         if namespace not in (ti.trees if isinstance(ti, TreeIndex) else ti.graphs):
             return None  # no index yet (a small namespace): brute force answers
 
-        mask = self._key_mask(committed, namespace, known_us, t, at_now)
+        mask = self._key_mask(committed, namespace, known_us, t, at_now, types)
 
         def allowed(keys: np.ndarray) -> np.ndarray:
             out: np.ndarray = mask[keys]
@@ -906,19 +1051,21 @@ class Store:
         return {**self._last_tree_stats, "_committed": len(committed)}
 
     def _key_mask(self, committed: list[Segment], namespace: str, known_us: int | None, t: int | None,
-                  at_now: bool) -> np.ndarray:
-        """Which committed keys a query may see (its namespace, alive, valid): one bool per key.
+                  at_now: bool, types: frozenset[str] | None = None) -> np.ndarray:
+        """Which keys of `committed` (a prefix of the segments) a query may see (its namespace,
+        alive, valid, typed): one bool per key.
 
         The common query (current memories, valid now) reuses its mask until the store changes or
         the clock passes the next valid_from / valid_until of the namespace; others build theirs.
         """
         now_query = known_us is None and t is not None and at_now  # t is the clock: cacheable
-        cached = self._mask_cache.get(namespace)
+        cache_key = (namespace, len(committed), types)
+        cached = self._mask_cache.get(cache_key)
         if now_query and t is not None and cached is not None and cached[0] == self._generation and t < cached[1]:
             return cached[2]
         parts, change = [], NEVER
         for seg in committed:
-            m = self._row_filter(seg, namespace, known_us, t)
+            m = self._row_filter(seg, namespace, known_us, t, types=types)
             parts.append(m if m is not None else np.zeros(len(seg), bool))
             if now_query and t is not None and namespace in seg.ns_codes:  # even when no row passes now
                 mine = seg.ns_index == seg.ns_codes[namespace]
@@ -928,7 +1075,7 @@ class Store:
                         change = min(change, int(later.min()))
         mask = np.concatenate(parts) if parts else np.zeros(0, bool)
         if now_query and t is not None:
-            self._mask_cache[namespace] = (self._generation, change, mask)
+            self._mask_cache[cache_key] = (self._generation, change, mask)
         return mask
 
     def _hnsw_index(self, sp: Space) -> HnswIndex:
@@ -959,6 +1106,11 @@ class Store:
             ti.sync(committed, self.schema, self._manifest.row_epoch)
             if ti.dirty:
                 ti.save(self.path)
+        if len(committed) == len(self._segments):  # BM25 keys span every segment: save when all are files
+            for bi in self._bm25.values():
+                bi.sync(committed, self.schema, self._manifest.row_epoch)
+                if bi.dirty:
+                    bi.save(self.path)
 
     def build_index(self, *, space: str | None = None) -> dict[str, int]:
         """Build (or bring up to date) the index of every namespace with TREE_MIN_ROWS or more

@@ -1,0 +1,59 @@
+"""Weighted reciprocal rank fusion (H3): sum over methods of w_m / (k + rank_m).
+
+Ranks start at 1. A key a method did not return gets nothing from it, so fusion is monotone in
+every rank (a better rank never lowers a fused score) and a method that failed or found nothing
+simply drops out. Ties of fused score go to the key seen first in method order, then to the
+lower key, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+RRF_K = 60
+DEFAULT_WEIGHTS: dict[str, float] = {"vector": 1.0, "bm25": 0.8, "graph": 0.6}
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class Fused(Generic[K]):
+    """One fused result: its key, fused score, and per method (rank, score) where it was found."""
+
+    key: K
+    score: float
+    methods: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+def rrf(
+    ranked: Mapping[str, Sequence[tuple[K, float]]],
+    weights: Mapping[str, float],
+    *,
+    k: int = RRF_K,
+) -> list[Fused[K]]:
+    """Fuse ranked lists {method: [(key, score), ...] best first} by weighted RRF, best first.
+
+    A method missing from `weights` weighs 1.0; weights must be finite and >= 0.
+    """
+    if k < 0:
+        raise ValueError(f"rrf k must be >= 0, got {k}")
+    out: dict[K, Fused[K]] = {}
+    order: dict[K, int] = {}
+    for method, items in ranked.items():
+        w = float(weights.get(method, 1.0))
+        if not w >= 0 or w == float("inf"):
+            raise ValueError(f"weight of method {method!r} must be finite and >= 0, got {w!r}")
+        seen: set[K] = set()
+        for rank, (key, score) in enumerate(items, start=1):
+            if key in seen:
+                continue  # a method's own duplicate keeps its best rank only
+            seen.add(key)
+            f = out.get(key)
+            if f is None:
+                f = out[key] = Fused(key, 0.0)
+                order[key] = len(order)
+            f.score += w / (k + rank)
+            f.methods[method] = (rank, float(score))
+    return sorted(out.values(), key=lambda f: (-f.score, order[f.key]))

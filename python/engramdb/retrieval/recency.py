@@ -1,0 +1,18 @@
+"""Recency factors (C3): applied to fused results after retrieval, never inside a method."""
+
+from __future__ import annotations
+
+HOUR_US = 3_600 * 1_000_000
+DAY_US = 24 * HOUR_US
+# (age below, factor): the first bound an age is under gives its factor; older than all: 0.8
+RECENCY: tuple[tuple[int, float], ...] = ((HOUR_US, 1.3), (DAY_US, 1.2), (7 * DAY_US, 1.1), (30 * DAY_US, 1.0),
+                                          (90 * DAY_US, 0.9))
+OLDEST = 0.8
+
+
+def recency_factor(age_us: int) -> float:
+    """The multiplier for a memory this old (microseconds; a future memory counts as new)."""
+    for bound, factor in RECENCY:
+        if age_us < bound:
+            return factor
+    return OLDEST
