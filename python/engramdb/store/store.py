@@ -937,7 +937,7 @@ class Store:
     def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
                      t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
         """Memories up to 2 hops from the seeds over live typed edges valid at t (H2), scored by the
-        product of edge confidences (x HOP_DECAY for the second hop), best first; seeds excluded."""
+        product of edge confidences (x HOP_DECAY for the second hop), best first."""
         from .hybrid import HOP_DECAY
 
         when = None if t is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=t)
@@ -951,8 +951,8 @@ class Store:
                     if when is not None and not e.valid_at(when):
                         continue
                     other = e.dst if e.src == mid else e.src
-                    if other in seed_ids:
-                        continue
+                    if other == mid:
+                        continue  # a seed that is also a neighbour of another seed keeps the vote
                     v = s * e.confidence * (HOP_DECAY if hop == 1 else 1.0)
                     if v > best.get(other, 0.0):
                         best[other] = v

@@ -1,0 +1,171 @@
+"""Fused search through the public API (H1-H4, C1-C3): every strategy filters in time, type and
+namespace inside its methods, explains every hit, and survives a failing method."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.store.store import Store
+
+T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+FUSED = ["bm25", "hybrid", "multi_space", "pipeline"]
+ALL = [None, "dense_only", "exact", *FUSED]
+
+
+def make(path: Path | None = None) -> Store:
+    db = engramdb.open(path, dedup="off")
+    db.add_many([
+        {"content": "Caroline went to the LGBTQ support group yesterday", "namespace": "a", "memory_type": "event"},
+        {"content": "Melanie painted a sunrise over the lake", "namespace": "a", "memory_type": "event"},
+        {"content": "We adopted a puppy and named him Oscar", "namespace": "a", "memory_type": "fact"},
+        {"content": "The vet said the dog needs vaccinations", "namespace": "a", "memory_type": "fact"},
+        {"content": "Pizza with anchovies is my favourite food", "namespace": "a", "memory_type": "preference"},
+        {"content": "Caroline went to the LGBTQ support group yesterday", "namespace": "b"},
+    ])
+    return db
+
+
+@pytest.mark.parametrize("strategy", FUSED)
+def test_every_fused_strategy_finds_the_lexical_match_and_explains_it(strategy: str) -> None:
+    db = make()
+    hits = db.search("When did Caroline go to the support group?", namespace="a", k=3, strategy=strategy,
+                     explain=True)
+    assert hits[0].memory.content.startswith("Caroline went")
+    for h in hits:
+        why = h.explain
+        assert why is not None and why["strategy"] == strategy
+        assert why["methods"], "every hit names the methods that found it"
+        for m in why["methods"].values():
+            assert m["rank"] >= 1 and np.isfinite(m["score"])
+        assert why["score"] == pytest.approx(h.score)
+        assert why["failed"] == {}
+        assert set(why["weights"]) >= ({"bm25"} if strategy == "bm25" else {"vector", "bm25", "graph"})
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    if strategy == "pipeline":
+        assert set(hits[0].explain["stages"]) == {"sparse", "candidates", "dense", "fused", "topics"}  # type: ignore[index]
+
+
+@pytest.mark.parametrize("strategy", ALL)
+def test_namespaces_are_isolated(strategy: str | None) -> None:
+    db = make()
+    for ns, n in (("a", 5), ("b", 1)):
+        hits = db.search("Caroline support group", namespace=ns, k=10, strategy=strategy)
+        assert {h.memory.namespace for h in hits} == {ns}
+        if strategy in ("bm25",):
+            assert len(hits) <= n
+        else:
+            assert len(hits) == n
+    assert db.search("Caroline", namespace="nobody", k=5, strategy=strategy) == []
+
+
+@pytest.mark.parametrize("strategy", ALL)
+def test_superseded_and_not_yet_learned_facts_are_filtered_inside_every_method(strategy: str | None) -> None:
+    db = engramdb.open(None, dedup="off")
+    old = db.add("Alice works at the bakery on Main Street", namespace="n", valid_from=T0)
+    for i in range(30):  # enough other memories that a post-hoc filter of a short top-k would run dry
+        db.add(f"Alice bakery note {i} about bread and the street", namespace="n", valid_from=T0 + timedelta(days=60))
+    new = db.add("Alice works at the library", namespace="n", valid_from=T0 + timedelta(days=30))
+    db.supersede(old.id, new.id)
+    q = "where does Alice work, the bakery on Main Street?"
+    now = [h.id for h in db.search(q, namespace="n", k=40, strategy=strategy)]
+    assert old.id not in now  # superseded before now: never returned
+    then = db.search(q, namespace="n", k=3, strategy=strategy, as_of=T0 + timedelta(days=1))
+    assert [h.id for h in then] == [old.id]  # only the bakery was true then
+    learned = db.get(new.id).learned_at  # type: ignore[union-attr]
+    assert learned is not None
+    before = db.search("library", namespace="n", k=40, strategy=strategy, known_at=learned - timedelta(days=1))
+    assert new.id not in [h.id for h in before]  # not known yet
+
+
+@pytest.mark.parametrize("strategy", ALL)
+def test_types_filter(strategy: str | None) -> None:
+    db = make()
+    hits = db.search("the dog Oscar", namespace="a", k=10, strategy=strategy, types=["fact"])
+    assert hits and {h.memory.memory_type for h in hits} == {"fact"}
+    hits = db.search("the dog Oscar", namespace="a", k=10, strategy=strategy, types="preference")
+    assert {h.memory.memory_type for h in hits} <= {"preference"}
+
+
+def test_graph_brings_a_linked_memory_that_shares_no_words() -> None:
+    db = make()
+    puppy = db.search("puppy Oscar", namespace="a", k=1, strategy="bm25")[0]
+    far = db.add("Vaccination appointment booked for Thursday at nine", namespace="a")
+    db.link(puppy.id, far.id, "CAUSED", confidence=0.9)
+    hits = db.search("puppy Oscar", namespace="a", k=6, strategy="hybrid", explain=True)
+    got = {h.id: h for h in hits}
+    assert far.id in got and "graph" in got[far.id].explain["methods"]  # type: ignore[index]
+    # the graph weight is respected: at 0 the linked memory has no way in
+    hits0 = db.search("puppy Oscar", namespace="a", k=6, strategy="hybrid", weights={"graph": 0}, explain=True)
+    assert all("graph" not in h.explain["methods"] for h in hits0)  # type: ignore[index]
+
+
+def test_a_failing_method_is_logged_and_skipped(monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    db = make()
+
+    def broken(*a: object, **kw: object) -> None:
+        raise RuntimeError("index offline")
+
+    monkeypatch.setattr(db, "_bm25_found", broken)
+    with caplog.at_level(logging.WARNING, logger="engramdb.search"):
+        hits = db.search("Caroline support group", namespace="a", k=3, strategy="hybrid", explain=True)
+    assert hits, "the other methods still answer"
+    assert hits[0].explain["failed"] == {"bm25": "RuntimeError: index offline"}  # type: ignore[index]
+    assert all("bm25" not in h.explain["methods"] for h in hits)  # type: ignore[index]
+    assert "index offline" in caplog.text
+
+
+def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    first = db.search("vaccinations", namespace="a", k=3, strategy="bm25")
+    assert [h.memory.content for h in first] == ["The vet said the dog needs vaccinations"]
+    m = db.add("Second round of vaccinations next month", namespace="a")  # in the WAL
+    assert m.id in [h.id for h in db.search("vaccinations", namespace="a", k=3, strategy="bm25")]
+    db.checkpoint()
+    side = tmp_path / "s" / "index" / "bm25-lexical.json"
+    assert side.exists()
+    want = [(h.id, h.score) for h in db.search("vaccinations dog", namespace="a", k=5, strategy="bm25")]
+    db.close()
+    db2 = engramdb.open(tmp_path / "s")
+    got = [(h.id, h.score) for h in db2.search("vaccinations dog", namespace="a", k=5, strategy="bm25")]
+    assert got == want
+    assert db2._bm25["lexical"].rebuilt_reason is None  # adopted from the file, not rebuilt
+    db2.close()
+    data = tmp_path / "s" / "index" / "bm25-lexical.arrow"
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    db3 = engramdb.open(tmp_path / "s")
+    assert [(h.id, h.score) for h in db3.search("vaccinations dog", namespace="a", k=5, strategy="bm25")] == want
+    assert "corrupt" in (db3._bm25["lexical"].rebuilt_reason or "")
+    db3.close()
+
+
+def test_bad_arguments_name_the_field() -> None:
+    db = make()
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        db.search("x", namespace="a", strategy="magic")
+    with pytest.raises(ValueError, match="needs the query as text"):
+        db.search(np.ones(384, np.float32), namespace="a", strategy="hybrid")
+    with pytest.raises(ValueError, match=r"weights\['bm25'\]"):
+        db.search("x", namespace="a", strategy="hybrid", weights={"bm25": -1})
+    with pytest.raises(ValueError, match="stages has no stage 'rerank'"):
+        db.search("x", namespace="a", strategy="pipeline", stages={"rerank": 3})
+    with pytest.raises(ValueError, match="types must be"):
+        db.search("x", namespace="a", types=[])
+    assert len(db) == 6  # nothing lost
+
+
+def test_query_vector_is_used_for_the_dense_part() -> None:
+    db = make()
+    target = db.search("Pizza with anchovies", namespace="a", k=1)[0]
+    vec = db.embedders["dense"].embed([target.memory.content])
+    hits = db.search("completely unrelated words", namespace="a", k=1, strategy="dense_only", query_vector=vec[0])
+    assert hits[0].id == target.id
+    hy = db.search("anchovies", namespace="a", k=1, strategy="hybrid", query_vector=vec[0], explain=True)
+    assert hy[0].id == target.id and set(hy[0].explain["methods"]) >= {"vector", "bm25"}  # type: ignore[index]
