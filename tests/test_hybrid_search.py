@@ -169,3 +169,19 @@ def test_query_vector_is_used_for_the_dense_part() -> None:
     assert hits[0].id == target.id
     hy = db.search("anchovies", namespace="a", k=1, strategy="hybrid", query_vector=vec[0], explain=True)
     assert hy[0].id == target.id and set(hy[0].explain["methods"]) >= {"vector", "bm25"}  # type: ignore[index]
+
+
+def test_neighbouring_turns_bring_the_reply() -> None:
+    db = engramdb.open(None, dedup="off")
+    turns = ["Hi Mel, long time no see!", "How long have you been married?", "Five years already, time flies!",
+             "Wow, congratulations!", "I went hiking in the mountains yesterday"]
+    db.add_many([{"content": t, "namespace": "c", "session_id": "s1", "seq": i} for i, t in enumerate(turns)])
+    db.add_many([{"content": f"unrelated chatter number {i} about been there", "namespace": "c"} for i in range(20)])
+    hits = db.search("How long have they been married?", namespace="c", k=3, strategy="hybrid", explain=True)
+    got = [h.memory.content for h in hits]
+    assert got[0] == turns[1] and turns[2] in got  # the matching question, then its answer
+    reply = next(h for h in hits if h.memory.content == turns[2])
+    assert "neighbours" in reply.explain["methods"]  # type: ignore[index]
+    off = db.search("How long have they been married?", namespace="c", k=3, strategy="hybrid",
+                    weights={"neighbours": 0}, explain=True)
+    assert all("neighbours" not in h.explain["methods"] for h in off)  # type: ignore[index]

@@ -153,6 +153,9 @@ class _Context:
     def graph(self, seeds: list[Loc], n: int) -> Ranked:
         return self.store._graph_found(seeds, self.namespace, n, self.known_us, self.t, self.types)
 
+    def neighbours(self, seeds: list[Loc], n: int) -> Ranked:
+        return self.store._neighbours_found(seeds, self.namespace, n, self.known_us, self.t, self.types)
+
 
 def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
             terms: tuple[np.ndarray, np.ndarray] | None, enh: dict[str, Any], w: dict[str, float],
@@ -183,8 +186,12 @@ def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
         got.update(ctx.run(extra))
     first = rrf(got, w)
     seeds = [f.key for f in first[:GRAPH_SEEDS]]
+    expand: dict[str, Callable[[], Ranked]] = {}
     if seeds and w.get("graph", 0) > 0:
-        got.update(ctx.run({"graph": lambda: ctx.graph(seeds, n)}))
+        expand["graph"] = lambda: ctx.graph(seeds, n)
+    if seeds and w.get("neighbours", 0) > 0:
+        expand["neighbours"] = lambda: ctx.neighbours(seeds, n)
+    got.update(ctx.run(expand))
     info["weights"] = w
     return rrf(got, w), info
 
@@ -200,8 +207,14 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     ranked = {"vector": dense, "bm25": got.get("bm25", [])[: st["dense"]]}
     sizes["dense"] = len(dense)
     first = rrf(ranked, w)
-    if w.get("graph", 0) > 0 and first:
-        ranked.update(ctx.run({"graph": lambda: ctx.graph([f.key for f in first[:GRAPH_SEEDS]], 2 * k)}))
+    seeds = [f.key for f in first[:GRAPH_SEEDS]]
+    expand: dict[str, Callable[[], Ranked]] = {}
+    if seeds and w.get("graph", 0) > 0:
+        expand["graph"] = lambda: ctx.graph(seeds, 2 * k)
+    if seeds and w.get("neighbours", 0) > 0:
+        expand["neighbours"] = lambda: ctx.neighbours(seeds, 2 * k)
+    if expand:
+        ranked.update(ctx.run(expand))
         first = rrf(ranked, w)
     fused = first[: st["fused"]]
     sizes["fused"] = len(fused)

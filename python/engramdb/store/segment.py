@@ -48,6 +48,7 @@ class Segment:
     _ns_counts: np.ndarray | None = field(init=False, default=None)
     _records: pa.Table | None = field(init=False, default=None)
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
+    _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -95,6 +96,18 @@ class Segment:
         codes, names = self._types
         wanted = [i for i, name in enumerate(names) if name in types]
         return np.isin(codes, wanted)
+
+    def turns(self) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """(session code per row, -1 when none; session names; seq per row, -1 when none): where
+        each row sits in its conversation, for finding a turn's neighbours."""
+        if self._turns is None:
+            import pyarrow.compute as pc
+
+            enc = self.table.column("session_id").combine_chunks().dictionary_encode()
+            codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
+            seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
+            self._turns = (codes, enc.dictionary.to_pylist(), seq)
+        return self._turns
 
     def namespace(self, row: int) -> str:
         """The namespace of one row."""

@@ -120,6 +120,7 @@ class Store:
         self._trees: dict[str, TreeIndex] = {}  # dense space -> its namespaces' centroid trees (derived)
         self._hnsw: dict[str, HnswIndex] = {}  # dense space -> its namespaces' usearch graphs (derived)
         self._bm25: dict[str, StoreBm25] = {}  # sparse space -> its namespaces' BM25 indexes (derived)
+        self._turn_maps: dict[str, tuple[int, dict[tuple[str, int], tuple[int, int]]]] = {}
         if index not in ("tree", "hnsw", "none"):
             raise ValueError(f"index must be 'tree', 'hnsw' or 'none', got {index!r}")
         self.index_kind = index
@@ -968,6 +969,48 @@ class Store:
             if ok is not None and bool(ok[0]):
                 out.append(((si, row), score))
         out.sort(key=lambda x: (-x[1], x[0]))
+        return out[:n]
+
+    def _turn_map(self, namespace: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """(session_id, seq) -> newest location of that turn in a namespace (cached per generation)."""
+        cached = self._turn_maps.get(namespace)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        for si, seg in enumerate(self._segments):
+            code = seg.ns_codes.get(namespace)
+            if code is None:
+                continue
+            sess, names, seq = seg.turns()
+            rows = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0))
+            for r, c, q in zip(rows.tolist(), sess[rows].tolist(), seq[rows].tolist()):
+                out[(names[c], q)] = (si, r)
+        if len(self._turn_maps) > 64:
+            self._turn_maps.clear()
+        self._turn_maps[namespace] = (self._generation, out)
+        return out
+
+    def _neighbours_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
+                          t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
+        """The turns just after and just before each seed in its session (same session_id, seq +- 1),
+        in seed order, the reply first: an answer often sits in the turn after the one that
+        matched the question's words. Scored 1 / seed rank."""
+        turns = self._turn_map(namespace)
+        out: list[tuple[tuple[int, int], float]] = []
+        seen: set[tuple[int, int]] = set()  # a seed next to another seed gets the vote too
+        for rank, (si, row) in enumerate(seeds, start=1):
+            sess, names, seq = self._segments[si].turns()
+            if sess[row] < 0 or seq[row] < 0:
+                continue
+            for step in (1, -1):
+                loc = turns.get((names[int(sess[row])], int(seq[row]) + step))
+                if loc is None or loc in seen:
+                    continue
+                ok = self._row_filter(self._segments[loc[0]], namespace, known_us, t, rows=np.array([loc[1]]),
+                                      types=types)
+                if ok is not None and bool(ok[0]):
+                    seen.add(loc)
+                    out.append((loc, 1.0 / rank))
         return out[:n]
 
     def _scan_locations(self, sp: Space, qv: Any, locs: list[tuple[int, int]], n: int) -> list[tuple[tuple[int, int], float]]:
