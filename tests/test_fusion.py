@@ -87,3 +87,18 @@ def test_recency_table() -> None:
     assert recency_factor(20 * DAY_US) == 1.0
     assert recency_factor(60 * DAY_US) == 0.9
     assert recency_factor(400 * DAY_US) == 0.8
+
+
+@given(lists, st.integers(1, 40))
+def test_array_fusion_equals_the_list_fusion(d: dict[str, list[int]], top: int) -> None:
+    import numpy as np
+    from engramdb.retrieval.fusion import rrf_arrays
+
+    ranked = as_ranked(d)
+    w = {"vector": 1.0, "bm25": 0.8, "graph": 0.6}
+    want = rrf(ranked, w)[:top]
+    arrays = {m: (np.array([x for x, _ in r], np.int64), np.array([s for _, s in r])) for m, r in ranked.items()}
+    got = rrf_arrays(arrays, w, top=top)
+    assert [f.key for f in got] == [f.key for f in want]
+    for a, b in zip(got, want):
+        assert a.score == pytest.approx(b.score) and a.methods == pytest.approx(b.methods)

@@ -72,6 +72,8 @@ class Chunk:
         return np.where(hit, pos, -1).astype(np.int64)
 
     def df(self, rows: np.ndarray) -> np.ndarray:
+        if len(self.terms) == 0:  # a chunk of empty documents
+            return np.zeros(len(rows), np.int64)
         safe = np.maximum(rows, 0)
         return np.where(rows >= 0, self.indptr[safe + 1] - self.indptr[safe], 0)
 
@@ -158,19 +160,25 @@ class Bm25Index:
             raise ValueError(f"terms has {len(terms)} entries but counts has {len(counts)}")
         if k < 1 or len(self.keys) == 0 or len(terms) == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        w = (self.idf(terms) * counts).astype(np.float32)
+        # each chunk's posting rows are looked up once and serve both the idf and the scan
+        rows = [c.rows_of(terms) for c in self.chunks]
+        df = np.zeros(len(terms), np.int64)
+        for c, r in zip(self.chunks, rows):
+            df += c.df(r)
+        n = len(self.keys)
+        w = (np.log1p((n - df + 0.5) / (df + 0.5)) * counts).astype(np.float32)
         mask = None
         if allowed is not None:
             ok = allowed(self.keys) if callable(allowed) else allowed[self.keys]
-            mask = np.ascontiguousarray(ok, dtype=np.uint8)
+            mask = ok.view(np.uint8) if ok.dtype == np.bool_ and ok.flags.c_contiguous else \
+                np.ascontiguousarray(ok, dtype=np.uint8)
         norm = self.norm()
         qptr = np.array([0, len(terms)], np.int64)
         found_d, found_s = [], []
-        for c in self.chunks:
-            rows = c.rows_of(terms)
-            if not (rows >= 0).any():
+        for c, r in zip(self.chunks, rows):
+            if not (r >= 0).any():
                 continue
-            idx, sc, bad, code = _core.bm25_topk(qptr, rows, w, c.indptr, c.docs, c.tf, norm, self.k1, int(k), mask, 1)
+            idx, sc, bad, code = _core.bm25_topk(qptr, r, w, c.indptr, c.docs, c.tf, norm, self.k1, int(k), mask, 1)
             if bad >= 0:
                 raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
             keep = idx[0] >= 0
@@ -178,6 +186,8 @@ class Bm25Index:
             found_s.append(sc[0][keep])
         if not found_d:
             return np.empty(0, np.int64), np.empty(0, np.float32)
+        if len(found_d) == 1:  # one chunk: the kernel's order is already final
+            return self.keys[found_d[0]], found_s[0]
         docs, scores = np.concatenate(found_d), np.concatenate(found_s)
         order = np.lexsort((docs, -scores))[:k]
         return self.keys[docs[order]], scores[order]

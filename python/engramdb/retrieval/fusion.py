@@ -12,6 +12,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+import numpy as np
+
 RRF_K = 60
 # SPEC H3 names vector 1.0, BM25 0.8, graph 0.6. BM25 is raised to 1.0 (lexical and semantic recall
 # weigh the same): at 0.8 with k = 60 no BM25 hit can outrank the vector's 10th, and on LoCoMo
@@ -61,3 +63,48 @@ def rrf(
             f.score += w / (k + rank)
             f.methods[method] = (rank, float(score))
     return sorted(out.values(), key=lambda f: (-f.score, order[f.key]))
+
+
+def rrf_arrays(
+    ranked: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    weights: Mapping[str, float],
+    *,
+    k: int = RRF_K,
+    top: int | None = None,
+) -> list[Fused[int]]:
+    """`rrf` for long lists of int64 keys given as (keys, scores) arrays, best first (vectorised:
+    thousands of candidates per method cost array passes, not Python loops). Same scores and
+    tie order as `rrf`; only the `top` best become `Fused` objects."""
+    names = [m for m in ranked if len(ranked[m][0])]
+    if not names:
+        return []
+    keys_all = np.concatenate([np.asarray(ranked[m][0], np.int64) for m in names])
+    uniq, inv = np.unique(keys_all, return_inverse=True)
+    fused = np.zeros(len(uniq))
+    first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
+    ranks: dict[str, np.ndarray] = {}
+    scores: dict[str, np.ndarray] = {}
+    at = 0
+    span = int(max(len(ranked[m][0]) for m in names)) + 1
+    for mi, m in enumerate(names):
+        w = float(weights.get(m, 1.0))
+        if not w >= 0 or w == float("inf"):
+            raise ValueError(f"weight of method {m!r} must be finite and >= 0, got {w!r}")
+        n = len(ranked[m][0])
+        idx = inv[at : at + n]
+        at += n
+        r = np.zeros(len(uniq), np.int64)  # 0: not returned by this method
+        s = np.zeros(len(uniq), np.float64)
+        rk = np.arange(n, 0, -1, dtype=np.int64)  # written in reverse: a duplicate key keeps its best rank
+        r[idx[::-1]] = rk
+        s[idx[::-1]] = np.asarray(ranked[m][1], np.float64)[::-1]
+        hit = r > 0
+        fused[hit] += w / (k + r[hit])
+        np.minimum.at(first, idx, mi * span + np.arange(1, n + 1))
+        ranks[m], scores[m] = r, s
+    order = np.lexsort((first, -fused))[: top if top is not None else len(uniq)]
+    out = []
+    for i in order.tolist():
+        methods = {m: (int(ranks[m][i]), float(scores[m][i])) for m in names if ranks[m][i] > 0}
+        out.append(Fused(int(uniq[i]), float(fused[i]), methods))
+    return out

@@ -22,6 +22,7 @@ Strategies:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, rrf
+from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, rrf, rrf_arrays
 from ..retrieval.recency import recency_factor
 from ..retrieval.routing import enhancer_mode, route
 from ..spaces.protocol import SparseBatch
@@ -46,7 +47,7 @@ DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50}
 GRAPH_SEEDS = 5  # best fused hits the graph expands from
 HOP_DECAY = 0.5  # a 2-hop neighbour scores half the product of its edges' confidences
 MAXSIM_WEIGHT = 0.5  # the token space's say against the RRF rank in the pipeline's last stage
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engramdb-search")
+POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engramdb-search")
 
 Loc = tuple[int, int]
 Ranked = list[tuple[Loc, float]]
@@ -130,7 +131,7 @@ class _Context:
 
     def run(self, methods: Mapping[str, Callable[[], Ranked]]) -> dict[str, Ranked]:
         """Run methods in parallel; a failing one is logged, recorded and left out."""
-        futures = {name: _POOL.submit(fn) for name, fn in methods.items()}
+        futures = {name: POOL.submit(fn) for name, fn in methods.items()}
         out = {}
         for name, fut in futures.items():
             try:
@@ -146,6 +147,9 @@ class _Context:
         found, _ = self.store._dense_found(sp, qv, self.namespace, n, self.known_us, self.as_of_us,
                                            "exact" if exact else None, self.types)
         return [((si, row), score) for score, si, row in found]
+
+    def bm25_keys(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.store._bm25_keys(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types)
 
     def bm25(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> Ranked:
         return self.store._bm25_found(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types)
@@ -199,34 +203,50 @@ def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
 def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.ndarray] | None,
               enh: dict[str, Any], w: dict[str, float], st: dict[str, int],
               k: int) -> tuple[list[Fused[Loc]], dict[str, Any]]:
+    """Stages on int64 key arrays (thousands of candidates), objects only for the last few."""
     assert terms is not None
-    got = ctx.run({"bm25": lambda: ctx.bm25(terms, st["sparse"]), "vector": lambda: ctx.dense(main, qv, st["dense"])})
-    candidates = {loc for ranked in got.values() for loc, _ in ranked}
-    sizes = {"sparse": len(got.get("bm25", [])), "candidates": len(candidates)}
-    dense = ctx.dense(main, qv, st["dense"], only=candidates) if candidates else []
-    ranked = {"vector": dense, "bm25": got.get("bm25", [])[: st["dense"]]}
-    sizes["dense"] = len(dense)
-    first = rrf(ranked, w)
-    seeds = [f.key for f in first[:GRAPH_SEEDS]]
+    store = ctx.store
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return round((clock[-1] - clock[-2]) * 1e3, 3)
+
+    ms_: dict[str, float] = {}
+    got = ctx.run({"bm25": lambda: _as_ranked(ctx.bm25_keys(terms, st["sparse"])),
+                   "vector": lambda: ctx.dense(main, qv, st["dense"])})
+    bm_keys, bm_scores = _arrays(store, got.get("bm25", []))
+    vec_keys, _ = _arrays(store, got.get("vector", []))
+    candidates = np.union1d(bm_keys, vec_keys)
+    sizes = {"sparse": len(bm_keys), "candidates": len(candidates)}
+    ms_["recall"] = lap()
+    dense = store._dense_keys(main, qv, candidates, st["dense"]) if len(candidates) else (bm_keys[:0], bm_scores[:0])
+    ranked = {"vector": dense, "bm25": (bm_keys[: st["dense"]], bm_scores[: st["dense"]])}
+    sizes["dense"] = len(dense[0])
+    ms_["dense"] = lap()
+    first = rrf_arrays(ranked, w, top=max(st["fused"], GRAPH_SEEDS))
+    seeds = store._locs(np.array([f.key for f in first[:GRAPH_SEEDS]], np.int64))
     expand: dict[str, Callable[[], Ranked]] = {}
     if seeds and w.get("graph", 0) > 0:
         expand["graph"] = lambda: ctx.graph(seeds, 2 * k)
     if seeds and w.get("neighbours", 0) > 0:
         expand["neighbours"] = lambda: ctx.neighbours(seeds, 2 * k)
     if expand:
-        ranked.update(ctx.run(expand))
-        first = rrf(ranked, w)
-    fused = first[: st["fused"]]
+        for name, found in ctx.run(expand).items():
+            ranked[name] = _arrays(store, found)
+        first = rrf_arrays(ranked, w, top=st["fused"])
+    locs = store._locs(np.array([f.key for f in first], np.int64))
+    fused = [Fused(loc, f.score, f.methods) for loc, f in zip(locs, first)][: st["fused"]]
     sizes["fused"] = len(fused)
     fused = fused[: st["topics"]]  # topic filter: no topics are stored yet, the best pass through
     sizes["topics"] = len(fused)
-    info: dict[str, Any] = {"stages": sizes, "topic_filter": "no topics yet"}
+    ms_["fuse"] = lap()
+    info: dict[str, Any] = {"stages": sizes, "topic_filter": "no topics yet", "stage_ms": ms_}
     tokens = next(iter(enh.items()), None)
     if tokens is not None and fused:
-        sp = ctx.store.schema[tokens[0]]
-        order = {f.key: i + 1 for i, f in enumerate(fused)}
+        sp = store.schema[tokens[0]]
         try:
-            ms = ctx.store._scan_locations(sp, tokens[1], list(order), len(order))
+            ms = store._scan_locations(sp, tokens[1], [f.key for f in fused], len(fused))
         except Exception as exc:  # noqa: BLE001 - the rerank is an enhancement; keep the fused order
             log.warning("MaxSim rerank failed and was skipped: %s", exc)
             ctx.failed["maxsim"] = f"{type(exc).__name__}: {exc}"
@@ -241,8 +261,20 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
                 out.append(Fused(r.key, r.score, f.methods))
             fused = out
             info["rerank"] = {"space": sp.name, "weight": MAXSIM_WEIGHT}
+    ms_["rerank"] = lap()
     info["weights"] = w
     return fused, info
+
+
+def _arrays(store: Store, found: Ranked) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, scores) arrays of a ranked location list (a key array passes through)."""
+    if isinstance(found, tuple):
+        return found
+    return store._keys([loc for loc, _ in found]), np.array([s for _, s in found], np.float64)
+
+
+def _as_ranked(pair: tuple[np.ndarray, np.ndarray]) -> Any:
+    return pair  # BM25's key arrays travel as they are (see `_arrays`)
 
 
 def _bind(ctx: _Context, sp: Space, qv: Any, n: int, only: set[Loc] | None) -> Callable[[], Ranked]:

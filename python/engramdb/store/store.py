@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import kernels
+from .. import _core, kernels
 from ..spaces.profiles import embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
@@ -121,6 +121,7 @@ class Store:
         self._hnsw: dict[str, HnswIndex] = {}  # dense space -> its namespaces' usearch graphs (derived)
         self._bm25: dict[str, StoreBm25] = {}  # sparse space -> its namespaces' BM25 indexes (derived)
         self._turn_maps: dict[str, tuple[int, dict[tuple[str, int], tuple[int, int]]]] = {}
+        self._bases_cache: tuple[tuple[int, int], np.ndarray] | None = None
         if index not in ("tree", "hnsw", "none"):
             raise ValueError(f"index must be 'tree', 'hnsw' or 'none', got {index!r}")
         self.index_kind = index
@@ -924,16 +925,85 @@ class Store:
         sp = self._lexical_space()
         if sp is None:
             raise ValueError("this store has no sparse lexical space for BM25")
+        keys, scores = self._bm25_keys(terms, namespace, n, known_us, t, at_now, types)
+        return list(zip(self._locs(keys), scores.tolist()))
+
+    def _bm25_keys(self, terms: tuple[np.ndarray, np.ndarray], namespace: str, n: int, known_us: int | None,
+                   t: int | None, at_now: bool, types: frozenset[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's n best as (global keys, scores) arrays: keys number rows across all segments."""
+        sp = self._lexical_space()
+        if sp is None:
+            raise ValueError("this store has no sparse lexical space for BM25")
         bi = self._bm25_index(sp)
-        bases = bi.sync(self._segments, self.schema, self._manifest.row_epoch)
+        bi.sync(self._segments, self.schema, self._manifest.row_epoch)
         ix = bi.indexes.get(namespace)
         if ix is None or len(terms[0]) == 0:
-            return []
+            return np.empty(0, np.int64), np.empty(0, np.float32)
         mask = self._key_mask(self._segments, namespace, known_us, t, at_now, types)
-        keys, scores = ix.search(terms[0], terms[1], n, allowed=mask)
+        return ix.search(terms[0], terms[1], n, allowed=mask)
+
+    def _bases(self) -> np.ndarray:
+        """Where each segment starts in the global key space (and the total), cached per generation."""
+        if self._bases_cache is None or self._bases_cache[0] != (self._generation, len(self._segments)):
+            b = np.zeros(len(self._segments) + 1, np.int64)
+            np.cumsum([len(sg) for sg in self._segments], out=b[1:])
+            self._bases_cache = ((self._generation, len(self._segments)), b)
+        return self._bases_cache[1]
+
+    def _locs(self, keys: np.ndarray) -> list[tuple[int, int]]:
+        """(segment, row) of global keys."""
+        bases = self._bases()
         seg = np.searchsorted(bases, keys, side="right") - 1
-        rows = keys - bases[seg]
-        return [((int(a), int(b)), float(c)) for a, b, c in zip(seg, rows, scores)]
+        return list(zip(seg.tolist(), (keys - bases[seg]).tolist()))
+
+    def _keys(self, locs: list[tuple[int, int]]) -> np.ndarray:
+        """Global keys of (segment, row) locations."""
+        if not locs:
+            return np.empty(0, np.int64)
+        a = np.asarray(locs, np.int64)
+        out: np.ndarray = self._bases()[a[:, 0]] + a[:, 1]
+        return out
+
+    def _dense_keys(self, sp: Space, qv: Any, keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of one dense space for the given keys only, n best first, as arrays (the
+        pipeline's dense stage over thousands of candidates: one masked kernel call per segment)."""
+        bases = self._bases()
+        keys = np.unique(keys)
+        seg = np.searchsorted(bases, keys, side="right") - 1
+        metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
+        q = np.asarray(qv, np.float32).reshape(-1)
+        out_k, out_s = [], []
+        q2 = q[None, :]
+        cuts = np.searchsorted(seg, np.arange(len(bases)))  # keys are sorted: each segment's run
+        parts = [si for si in range(len(bases) - 1) if cuts[si] < cuts[si + 1]]
+
+        def score(si: int) -> tuple[np.ndarray, np.ndarray]:
+            rows = (keys[cuts[si] : cuts[si + 1]] - bases[si])[None, :]
+            mat = np.asarray(self._segments[si].vectors(self.schema, sp.name))
+            # a gather-and-score of just these rows (rows come from this store's own keys, in range)
+            idx, sc, bad = _core.dense_rescore(q2, mat, kernels._METRICS[metric], rows, min(n, rows.shape[1]))
+            if bad >= 0:
+                raise ValueError(f"segment {si} row {bad} holds a non-finite vector")
+            return idx[0] + bases[si], sc[0]
+
+        # random gathers are memory-bound: with thousands of candidates over several segments,
+        # the second core halves them (the kernel releases the GIL)
+        from .hybrid import POOL
+
+        if len(keys) >= 2_048 and len(parts) > 1:
+            half = len(parts) // 2
+            other = POOL.submit(lambda: [score(si) for si in parts[half:]])
+            done = [score(si) for si in parts[:half]] + other.result()
+        else:
+            done = [score(si) for si in parts]
+        for ks, ss in done:
+            out_k.append(ks)
+            out_s.append(ss)
+        if not out_k:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        ak, asc = np.concatenate(out_k), np.concatenate(out_s)
+        order = np.lexsort((ak, -asc))[:n]
+        return ak[order], asc[order]
 
     def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
                      t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
