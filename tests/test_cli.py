@@ -87,3 +87,22 @@ def test_search_explain_index_and_archive_commands(tmp_path: Path, capsys: pytes
     assert "(archived)" in capsys.readouterr().out
     assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01"]) == 1
     assert "naive datetime" in capsys.readouterr().err
+
+
+def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    for text, typ in (("Biscuit the cat sleeps in boxes", "fact"), ("The dog chases the cat", "event"),
+                      ("Tea is best without sugar", "preference")):
+        assert cli.main(["add", text, "--path", path, "--namespace", "n", "--type", typ]) == 0
+    capsys.readouterr()
+    for strategy in ("bm25", "hybrid", "multi_space", "pipeline"):
+        assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "-k", "2", "--json", "--explain",
+                         "--strategy", strategy, "--weight", "bm25=1.5", "--type", "fact"]) == 0
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert [r["content"] for r in rows] == ["Biscuit the cat sleeps in boxes"]  # --type fact only
+        assert rows[0]["explain"]["strategy"] == strategy and "bm25" in rows[0]["explain"]["methods"]
+        if strategy != "bm25":
+            assert rows[0]["explain"]["weights"]["bm25"] == 1.5
+    assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "hybrid",
+                     "--weight", "bm25"]) == 1
+    assert "--weight must be METHOD=NUMBER" in capsys.readouterr().err

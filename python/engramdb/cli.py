@@ -42,8 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--space", help="space to search (default: the main dense space)")
     search.add_argument("--as-of", help="valid time, ISO with a zone")
     search.add_argument("--json", action="store_true", help="print JSON lines")
-    search.add_argument("--strategy", choices=["exact", "tree", "hnsw"],
-                        help="force the exact scan or an index (default: the store's choice)")
+    search.add_argument("--known-at", help="system time: what the store believed then (ISO with a zone)")
+    search.add_argument("--strategy", choices=["dense_only", "exact", "tree", "hnsw", "bm25", "hybrid", "multi_space",
+                                               "pipeline"],
+                        help="dense_only/exact/tree/hnsw: the main dense space (default: its index when it has one); "
+                             "bm25; hybrid: dense + BM25 + graph + neighbouring turns fused by RRF; multi_space: "
+                             "hybrid + routed enhancer spaces; pipeline: sparse -> dense -> RRF -> MaxSim rerank")
+    search.add_argument("--type", dest="types", action="append", help="only this memory_type (repeatable)")
+    search.add_argument("--weight", action="append", default=[], metavar="METHOD=W",
+                        help="RRF weight of a method, e.g. --weight bm25=0.8 (repeatable)")
     search.add_argument("--explain", action="store_true", help="print how each hit was found")
 
     stats = sub.add_parser("stats", help="counts and layout of a store")
@@ -115,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open_store(args.path, read_only=True) as db:
             if args.command == "search":
                 hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space,
-                                 as_of=_time(args.as_of, "--as-of"), strategy=args.strategy, explain=args.explain)
+                                 as_of=_time(args.as_of, "--as-of"), known_at=_time(args.known_at, "--known-at"),
+                                 strategy=args.strategy, explain=args.explain, types=args.types,
+                                 weights=_weights(args.weight) or None)
                 for h in hits:
                     text = "(archived)" if h.archived else h.memory.content
                     if args.json:
@@ -135,6 +144,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"engramdb {args.command}: {exc}", file=sys.stderr)
         return 1
+
+
+def _weights(pairs: list[str]) -> dict[str, float]:
+    """--weight METHOD=W options as a dict (a malformed one names itself)."""
+    out = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--weight must be METHOD=NUMBER, e.g. bm25=0.8, got {p!r}") from None
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1227,16 +1227,22 @@ class Store:
 
     def build_index(self, *, space: str | None = None) -> dict[str, int]:
         """Build (or bring up to date) the index of every namespace with TREE_MIN_ROWS or more
-        committed memories in a dense space, and save it. Indexes are otherwise built by the
+        committed memories in a dense space, and the BM25 index of every namespace, and save them. Indexes are otherwise built by the
         first search that needs one; call this after a bulk load so no query pays for it.
         Returns namespace -> memories indexed."""
         sp = self.schema[space or self.schema.main]
-        if sp.kind != "dense" or self.index_kind == "none":
-            return {}
         with self._lock:
             self._check_open()
             if not self.read_only:
                 self.checkpoint()
+            lex = self._lexical_space()
+            if lex is not None and space is None:  # BM25 of every namespace, saved with the trees
+                bi = self._bm25_index(lex)
+                bi.sync(self._segments, self.schema, self._manifest.row_epoch)
+                if self.path is not None and not self.read_only and bi.dirty and all(s.file for s in self._segments):
+                    bi.save(self.path)
+            if sp.kind != "dense" or self.index_kind == "none":
+                return {}
             committed = [s for s in self._segments if s.file]
             ti: TreeIndex | HnswIndex = self._tree_index(sp) if self.index_kind == "tree" else self._hnsw_index(sp)
             ti.sync(committed, self.schema, self._manifest.row_epoch)
