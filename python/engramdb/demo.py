@@ -62,13 +62,15 @@ def run_demo(path: str | Path = "engramdb-demo", echo: Callable[[str], None] = p
         latencies: list[float] = []
         for q in QUESTIONS:
             echo(f"Q: {q}")
-            for space in ("dense", "lexical"):
+            # the dense space alone, then hybrid: dense + BM25 + neighbouring turns, fused by RRF
+            for label, opts in (("dense", {"space": "dense"}), ("hybrid", {"strategy": "hybrid", "explain": True})):
                 t0 = time.perf_counter()
-                hits = db.search(q, namespace=NAMESPACE, k=3, space=space)
+                hits = db.search(q, namespace=NAMESPACE, k=3, **opts)  # type: ignore[arg-type]
                 latencies.append(time.perf_counter() - t0)
                 for rank, h in enumerate(hits, 1):
                     when = h.memory.valid_from.date().isoformat() if h.memory.valid_from else "?"
-                    echo(f"   {space:>7} #{rank} {h.score:6.3f}  [{when} {h.memory.role}] {h.memory.content}")
+                    how = f"  <- {'+'.join(h.explain['methods'])}" if h.explain else ""
+                    echo(f"   {label:>7} #{rank} {h.score:6.3f}  [{when} {h.memory.role}] {h.memory.content}{how}")
             echo("")
         then = datetime(2025, 4, 20, tzinfo=timezone.utc)
         q = "got the bakery job, start in April"
@@ -84,7 +86,7 @@ def run_demo(path: str | Path = "engramdb-demo", echo: Callable[[str], None] = p
              f"p50 {lat[len(lat) // 2] * 1e3:.2f} ms, max {lat[-1] * 1e3:.2f} ms")
         stats = db.stats()
         echo(f"store: {stats['memories']} memories, {stats['versions']} versions, left on disk at {folder.resolve()}")
-        echo(f"try:   engramdb search 'Biscuit the cat' --path {folder} --namespace {NAMESPACE}")
+        echo(f"try:   engramdb search 'Biscuit the cat' --path {folder} --namespace {NAMESPACE} --strategy hybrid --explain")
         return {"latencies": lat, "stats": stats}
     finally:
         db.close()
