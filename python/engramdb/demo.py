@@ -65,7 +65,7 @@ def run_demo(path: str | Path = "engramdb-demo", echo: Callable[[str], None] = p
             # the dense space alone, then hybrid: dense + BM25 + neighbouring turns, fused by RRF
             for label, opts in (("dense", {"space": "dense"}), ("hybrid", {"strategy": "hybrid", "explain": True})):
                 t0 = time.perf_counter()
-                hits = db.search(q, namespace=NAMESPACE, k=3, **opts)  # type: ignore[arg-type]
+                hits = db.search(q, namespace=NAMESPACE, k=3, **opts)
                 latencies.append(time.perf_counter() - t0)
                 for rank, h in enumerate(hits, 1):
                     when = h.memory.valid_from.date().isoformat() if h.memory.valid_from else "?"

@@ -75,7 +75,8 @@ def run_fused(store: Store, strategy: str, query: Any, *, namespace: str, k: int
     enh: dict[str, Any] = {}
     if strategy in ("multi_space", "pipeline"):
         for sp in store.schema:
-            if sp.name in (main.name,) or sp.category == "temporal":
+            # the main space runs as "vector"; the space BM25 indexes is already the "bm25" method
+            if sp.name == main.name or (lex is not None and sp.name == lex.name) or sp.category == "temporal":
                 continue
             if strategy == "pipeline" and sp.kind != "multivector":
                 continue
@@ -131,15 +132,25 @@ class _Context:
 
     def run(self, methods: Mapping[str, Callable[[], Ranked]]) -> dict[str, Ranked]:
         """Run methods in parallel; a failing one is logged, recorded and left out."""
-        futures = {name: POOL.submit(fn) for name, fn in methods.items()}
         out = {}
+        if len(methods) == 1:  # nothing to overlap with: no thread hop
+            (name, fn), = methods.items()
+            try:
+                out[name] = fn()
+            except Exception as exc:  # noqa: BLE001 - one method failing must not fail the search
+                self._fail(name, exc)
+            return out
+        futures = {name: POOL.submit(fn) for name, fn in methods.items()}
         for name, fut in futures.items():
             try:
                 out[name] = fut.result()
             except Exception as exc:  # noqa: BLE001 - one method failing must not fail the search
-                log.warning("search method %r failed and was skipped: %s", name, exc)
-                self.failed[name] = f"{type(exc).__name__}: {exc}"
+                self._fail(name, exc)
         return out
+
+    def _fail(self, name: str, exc: Exception) -> None:
+        log.warning("search method %r failed and was skipped: %s", name, exc)
+        self.failed[name] = f"{type(exc).__name__}: {exc}"
 
     def dense(self, sp: Space, qv: Any, n: int, *, exact: bool = False, only: set[Loc] | None = None) -> Ranked:
         if only is not None:

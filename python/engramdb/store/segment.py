@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,7 @@ from ..spaces.schema import Schema
 from .vectors import column_name, from_arrow
 
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
+MEMO_ROWS = 4_096  # materialised memories kept per segment (rows never change, so they never go stale)
 
 
 def _micros(col: pa.ChunkedArray, null: int) -> np.ndarray:
@@ -49,6 +51,7 @@ class Segment:
     _records: pa.Table | None = field(init=False, default=None)
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
+    memo: dict[int, Any] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -108,6 +111,12 @@ class Segment:
             seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
             self._turns = (codes, enc.dictionary.to_pylist(), seq)
         return self._turns
+
+    def remember(self, row: int, memory: Any) -> None:
+        """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""
+        if len(self.memo) >= MEMO_ROWS:
+            self.memo.clear()
+        self.memo[row] = memory
 
     def namespace(self, row: int) -> str:
         """The namespace of one row."""

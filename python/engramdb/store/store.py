@@ -1380,14 +1380,23 @@ class Store:
         """Memories at (segment, row) locations, in order: one Arrow take per segment, not per row."""
         if not locs:
             return []
+        memo = [self._segments[si].memo.get(row) for si, row in locs]  # memories are immutable per row
+        if all(m is not None for m in memo):
+            return memo  # type: ignore[return-value]
         by_seg: dict[int, list[int]] = {}
-        for si, row in locs:
-            by_seg.setdefault(si, []).append(row)
+        for (si, row), m in zip(locs, memo):
+            if m is None:
+                by_seg.setdefault(si, []).append(row)
         parts = [self._segments[si].records().slice(rows[0], 1) if len(rows) == 1  # a slice is free; take is not
-                 else self._segments[si].records().take(pa.array(rows)) for si, rows in by_seg.items()]
+                 # from numpy: pa.array(list) runs type inference, which re-tries importing
+                 # python-dateutil on every call where it is not installed (~150 us)
+                 else self._segments[si].records().take(pa.array(np.asarray(rows, np.int64)))
+                 for si, rows in by_seg.items()]
         order = [(si, row) for si, rows in by_seg.items() for row in rows]
         found = dict(zip(order, table_to_memories(pa.concat_tables(parts))))
-        return [found[loc] for loc in locs]
+        for (si, row), m in found.items():
+            self._segments[si].remember(row, m)
+        return [m if m is not None else found[loc] for loc, m in zip(locs, memo)]
 
     def _memory_at(self, si: int, row: int) -> Memory:
         seg = self._segments[si]
