@@ -231,7 +231,7 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     candidates = np.union1d(bm_keys, vec_keys)
     sizes = {"sparse": len(bm_keys), "candidates": len(candidates)}
     ms_["recall"] = lap()
-    dense = store._dense_keys(main, qv, candidates, st["dense"]) if len(candidates) else (bm_keys[:0], bm_scores[:0])
+    dense = store._dense_keys(main, qv, candidates, st["dense"], unique=True) if len(candidates) else (bm_keys[:0], bm_scores[:0])
     ranked = {"vector": dense, "bm25": (bm_keys[: st["dense"]], bm_scores[: st["dense"]])}
     sizes["dense"] = len(dense[0])
     ms_["dense"] = lap()

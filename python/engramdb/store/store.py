@@ -964,11 +964,13 @@ class Store:
         out: np.ndarray = self._bases()[a[:, 0]] + a[:, 1]
         return out
 
-    def _dense_keys(self, sp: Space, qv: Any, keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _dense_keys(self, sp: Space, qv: Any, keys: np.ndarray, n: int, *,
+                    unique: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Exact scores of one dense space for the given keys only, n best first, as arrays (the
         pipeline's dense stage over thousands of candidates: one masked kernel call per segment)."""
         bases = self._bases()
-        keys = np.unique(keys)
+        if not unique:
+            keys = np.unique(keys)
         seg = np.searchsorted(bases, keys, side="right") - 1
         metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
         q = np.asarray(qv, np.float32).reshape(-1)
@@ -1615,7 +1617,13 @@ def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list
     rows = np.flatnonzero(mask)
     if qv.tokens.shape[0] == 0:
         return []
-    scores = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, docs=rows, threads=1) / qv.tokens.shape[0]
+    # the native call directly: the segment's offsets were checked when it was written, and the
+    # public wrapper's O(n) offset check per call cost more than scoring a shortlist
+    raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), vecs.tokens, vecs.offsets,
+                            rows.astype(np.int64), 1)
+    if bad >= 0:
+        raise ValueError(f"token vectors of row {bad} contain NaN or inf")
+    scores = raw / qv.tokens.shape[0]
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]
 
