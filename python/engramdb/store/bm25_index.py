@@ -13,7 +13,6 @@ covered, size, CRC-32). A missing, stale or corrupt file is rebuilt from the seg
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pyarrow as pa
 from ..retrieval.bm25 import Bm25Index
 from ..spaces.protocol import SparseBatch
 from ..spaces.schema import Schema
-from .derived import fingerprint, intact, stale_reason, write_sidecar
+from .derived import fingerprint, read_checked, write_sidecar
 from .segment import Segment, write_segment
 
 log = logging.getLogger("engramdb.bm25")
@@ -96,16 +95,11 @@ class StoreBm25:
     def load(self, folder: Path, epoch: int, committed: int) -> bool:
         """Adopt the saved indexes when whole and current; else say why and start empty."""
         data, side = self.paths(folder)
-        reason = None
-        try:
-            meta = json.loads(side.read_text())
-            raw = data.read_bytes()
-            reason = stale_reason(meta, BM25_FORMAT, epoch, committed)
-            if reason is None and (meta.get("k1"), meta.get("b")) != (self.k1, self.b):
-                reason = f"built with k1={meta.get('k1')}, b={meta.get('b')}"
-            if reason is None and not intact(raw, meta):
-                reason = "corrupt (size or CRC-32 mismatch)"
-            if reason is None:
+        got = read_checked(data, side, BM25_FORMAT, epoch, committed, {"k1": self.k1, "b": self.b})
+        reason = got if isinstance(got, str) else None
+        if not isinstance(got, str):
+            raw, meta = got
+            try:
                 table = pa.ipc.open_file(pa.py_buffer(raw)).read_all()
                 indexes = {}
                 for i, ns in enumerate(table.column("namespace").to_pylist()):
@@ -113,10 +107,8 @@ class StoreBm25:
                     indexes[ns] = Bm25Index.from_arrays(arrays, k1=self.k1, b=self.b)
                 self.indexes, self.covered, self.epoch = indexes, int(meta["covered"]), epoch
                 return True
-        except FileNotFoundError:
-            reason = "missing"
-        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
-            reason = f"unreadable ({exc})"
+            except (ValueError, KeyError, pa.ArrowException) as exc:
+                reason = f"unreadable ({exc})"
         self.rebuilt_reason = reason
         log.info("BM25 index %s: %s; rebuilding from the segments", data.name, reason)
         return False

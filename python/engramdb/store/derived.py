@@ -39,3 +39,28 @@ def write_sidecar(path: Path, meta: dict[str, Any]) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(meta))
     os.replace(tmp, path)
+
+
+def read_checked(data: Path, side: Path, fmt: int, epoch: int, committed: int,
+                 expect: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]] | str:
+    """The bytes and sidecar of one derived data file when they are whole and current, else the
+    reason they cannot be used ("missing", "stale ...", "corrupt ...", "unreadable ...").
+    `expect`: sidecar entries that must hold these values (e.g. the parameters it was built with)."""
+    try:
+        meta = json.loads(side.read_text())
+        raw = data.read_bytes()
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError) as exc:
+        return f"unreadable ({exc})"
+    if not isinstance(meta, dict):
+        return "unreadable (the sidecar is not a JSON object)"
+    reason = stale_reason(meta, fmt, epoch, committed)
+    if reason is None:
+        for key, want in (expect or {}).items():
+            if meta.get(key) != want:
+                reason = f"built with {key}={meta.get(key)!r}, not {want!r}"
+                break
+    if reason is None and not intact(raw, meta):
+        reason = "corrupt (size or CRC-32 mismatch)"
+    return reason if reason is not None else (raw, meta)

@@ -10,7 +10,6 @@ segments and never trusted. Namespaces below `TREE_MIN_ROWS` get no tree: exact 
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from .. import kernels
 from ..hierarchy.persist import TREE_FORMAT, table_to_trees, trees_to_table
 from ..hierarchy.tree import CentroidTree
 from ..spaces.schema import Schema
-from .derived import fingerprint, intact, stale_reason, write_sidecar
+from .derived import fingerprint, read_checked, write_sidecar
 from .segment import Segment, write_segment
 
 log = logging.getLogger("engramdb.tree")
@@ -137,22 +136,17 @@ class TreeIndex:
     def load(self, folder: Path, epoch: int, committed: int) -> bool:
         """Adopt saved trees when they are whole and match this store; else say why and keep none."""
         data, side = self.paths(folder)
-        reason = None
-        try:
-            meta = json.loads(side.read_text())
-            raw = data.read_bytes()
-            reason = stale_reason(meta, TREE_FORMAT, epoch, committed)
-            if reason is None and not intact(raw, meta):
-                reason = "corrupt (size or CRC-32 mismatch)"
-            if reason is None:
+        got = read_checked(data, side, TREE_FORMAT, epoch, committed)
+        reason = got if isinstance(got, str) else None
+        if not isinstance(got, str):
+            raw, meta = got
+            try:
                 self.trees = table_to_trees(pa.ipc.open_file(pa.py_buffer(raw)).read_all())
                 self.built = {ns: int(meta.get("built", {}).get(ns, len(t))) for ns, t in self.trees.items()}
                 self.covered, self.epoch = int(meta["covered"]), epoch
                 return True
-        except FileNotFoundError:
-            reason = "missing"
-        except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
-            reason = f"unreadable ({exc})"
+            except (ValueError, KeyError, pa.ArrowException) as exc:
+                reason = f"unreadable ({exc})"
         self.rebuilt_reason = reason
         log.info("tree index %s for space %r: %s; rebuilding from the segments", data.name, self.space, reason)
         return False
