@@ -32,7 +32,8 @@ NO_PARENT = -1
 SPILL_CANDIDATES = 8  # a batch build picks each key's second leaf among its nearest leaves
 SOAR_LAMBDA = 1.0  # weight of residual parallelism in the second-leaf choice (SOAR, Sun et al. 2023)
 ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many leaves
-RECLUSTER_ITERS = 4  # k-means iterations when a parent's leaves are re-clustered from their own centroids
+RECLUSTER_ITERS = 4  # k-means iterations re-clustering a parent's leaves from their own centroids (3: up to -4 recall points at narrow beams)
+SPLIT_ITERS = 5  # k-means iterations of a full leaf re-clustered with its nearest sibling (3: -0.8 recall points)
 ROUTE_BEAM = 8  # parents of leaves kept per vector past ROUTE_ALL_LEAVES (4: -7 recall points, 16: -20% speed)
 KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
 
@@ -474,7 +475,7 @@ class CentroidTree:
         if len(pair) == 2:
             keys = np.concatenate([self.members[n] for n in pair])
             x = np.ascontiguousarray(source.take(keys), dtype=np.float32)
-            _, labels = spherical_kmeans(x, 3, iters=5, seed=self.seed + self._splits, threads=1)
+            _, labels = spherical_kmeans(x, 3, iters=SPLIT_ITERS, seed=self.seed + self._splits, threads=1)
             groups = [g for g in (np.flatnonzero(labels == c) for c in range(3)) if len(g)]
             if len(groups) < 3 or max(len(g) for g in groups) > self.leaf_cap:
                 groups = []  # k-means could not part them (e.g. identical rows): split the leaf alone
