@@ -104,3 +104,13 @@ def test_array_fusion_equals_the_list_fusion(d: dict[str, list[int]], top: int) 
         assert a.score == pytest.approx(b.score) and set(a.methods) == set(b.methods)
         for m, (rank, score) in b.methods.items():
             assert a.methods[m][0] == rank and a.methods[m][1] == pytest.approx(score)
+
+
+def test_match_strength_scales_the_main_space_between_its_thresholds() -> None:
+    from engramdb.retrieval.routing import match_strength
+
+    assert match_strength(0.9, 0.8, 0.4) == 1.0
+    assert match_strength(0.2, 0.8, 0.4) == 0.0
+    assert match_strength(0.6, 0.8, 0.4) == pytest.approx(0.5)
+    assert match_strength(None, 0.8, 0.4) == 0.0  # the space returned nothing
+    assert match_strength(0.5, 0.4, 0.4) == 1.0  # degenerate thresholds: no scaling

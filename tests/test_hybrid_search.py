@@ -185,3 +185,17 @@ def test_neighbouring_turns_bring_the_reply() -> None:
     off = db.search("How long have they been married?", namespace="c", k=3, strategy="hybrid",
                     weights={"neighbours": 0}, explain=True)
     assert all("neighbours" not in h.explain["methods"] for h in off)  # type: ignore[index]
+
+
+def test_the_vector_weight_follows_the_main_match() -> None:
+    db = make()
+    exact = db.embedders["dense"].embed(["Pizza with anchovies is my favourite food"])[0]
+    strong = db.search("anchovies", namespace="a", k=3, strategy="hybrid", query_vector=exact, explain=True)
+    assert strong[0].explain["vector_strength"] == 1.0  # type: ignore[index]
+    assert strong[0].explain["weights"]["vector"] == 1.0  # type: ignore[index]
+    far = -exact  # nothing in the namespace points this way: the dense ranking is noise
+    weak = db.search("anchovies", namespace="a", k=3, strategy="hybrid", query_vector=far, explain=True)
+    assert weak[0].explain["vector_strength"] == 0.0  # type: ignore[index]
+    assert weak[0].memory.content.startswith("Pizza")  # BM25 still answers
+    assert all("vector" not in h.explain["methods"] or h.explain["weights"]["vector"] == 0  # type: ignore[index]
+               for h in weak)

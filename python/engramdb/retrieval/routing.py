@@ -7,8 +7,10 @@ Rules, each visible in `explain`:
 - causal questions (why, cause, because, led to, result of): the graph weighs x1.5, since
   cause/effect lives in typed edges more than in similar wording.
 The strong/weak rule on the main space's best score decides what enhancer spaces may do: above
-the space's `strong` threshold they only rerank the candidates already found; below `weak` they
-also add candidates; in between they add candidates at half weight.
+the space's `high` threshold they only rerank the candidates already found; below `low` they
+also add candidates; in between they add candidates at half weight. The same score sets the main
+space's own say (`match_strength`): its RRF weight runs from 0 at `low` (the space found nothing
+like the query, its ranking is noise) to full at `high`.
 """
 
 from __future__ import annotations
@@ -57,3 +59,11 @@ def enhancer_mode(best_main: float | None, strong: float, weak: float) -> str:
     if best_main > strong:
         return "rerank"
     return "add-half"
+
+
+def match_strength(best_main: float | None, high: float, low: float) -> float:
+    """How much the main space's ranking is worth for this query, 0..1: linear from its `low`
+    threshold (0) to its `high` threshold (1) on its best score."""
+    if best_main is None or not high > low:
+        return 1.0 if best_main is not None else 0.0
+    return min(1.0, max(0.0, (best_main - low) / (high - low)))

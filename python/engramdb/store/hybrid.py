@@ -32,7 +32,7 @@ import numpy as np
 
 from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, rrf, rrf_arrays
 from ..retrieval.recency import recency_factor
-from ..retrieval.routing import enhancer_mode, route
+from ..retrieval.routing import enhancer_mode, match_strength, route
 from ..spaces.protocol import SparseBatch
 from ..spaces.schema import Space
 
@@ -185,6 +185,7 @@ def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
     if terms is not None:
         methods["bm25"] = lambda: ctx.bm25(terms, n)
     got = ctx.run(methods)
+    w = _main_say(w, got.get("vector"), main, info)
     if strategy == "multi_space" and enh:
         best = got.get("vector", [])
         mode = enhancer_mode(best[0][1] if best else None, main.high, main.low)
@@ -234,6 +235,9 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     dense = store._dense_keys(main, qv, candidates, st["dense"], unique=True) if len(candidates) else (bm_keys[:0], bm_scores[:0])
     ranked = {"vector": dense, "bm25": (bm_keys[: st["dense"]], bm_scores[: st["dense"]])}
     sizes["dense"] = len(dense[0])
+    info: dict[str, Any] = {}
+    best = [((0, 0), float(dense[1][0]))] if len(dense[1]) else []
+    w = _main_say(w, best, main, info)
     ms_["dense"] = lap()
     first = rrf_arrays(ranked, w, top=max(st["fused"], GRAPH_SEEDS))
     seeds = store._locs(np.array([f.key for f in first[:GRAPH_SEEDS]], np.int64))
@@ -252,7 +256,7 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     fused = fused[: st["topics"]]  # topic filter: no topics are stored yet, the best pass through
     sizes["topics"] = len(fused)
     ms_["fuse"] = lap()
-    info: dict[str, Any] = {"stages": sizes, "topic_filter": "no topics yet", "stage_ms": ms_}
+    info.update({"stages": sizes, "topic_filter": "no topics yet", "stage_ms": ms_})
     tokens = next(iter(enh.items()), None)
     if tokens is not None and fused:
         sp = store.schema[tokens[0]]
@@ -286,6 +290,15 @@ def _arrays(store: Store, found: Ranked) -> tuple[np.ndarray, np.ndarray]:
 
 def _as_ranked(pair: tuple[np.ndarray, np.ndarray]) -> Any:
     return pair  # BM25's key arrays travel as they are (see `_arrays`)
+
+
+def _main_say(w: dict[str, float], vector: Ranked | None, main: Space, info: dict[str, Any]) -> dict[str, float]:
+    """Scale the vector method's weight by its match strength (C2: 0 at the main space's `low`
+    threshold, full at `high`); the strength is reported in explain."""
+    best = vector[0][1] if vector else None
+    strength = match_strength(best, main.high, main.low)
+    info["vector_strength"] = strength
+    return {**w, "vector": w.get("vector", 1.0) * strength}
 
 
 def _bind(ctx: _Context, sp: Space, qv: Any, n: int, only: set[Loc] | None) -> Callable[[], Ranked]:
