@@ -110,3 +110,27 @@ def test_a_v1_store_is_upgraded_when_opened_for_writing(tmp_path: Path) -> None:
     with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
         check_v1(db)
         assert [e.type for e in db.edges("g4")] == ["FOLLOWS"]
+
+
+GOLDEN_BM25 = Path(__file__).parent / "golden" / "bm25-v1"
+
+
+def test_golden_bm25_index_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -> None:
+    """tests/golden/bm25-v1 (tools/make_golden_bm25.py): the saved BM25 file of format 1 is read,
+    not rebuilt, and ranks exactly as an index rebuilt from the segments does."""
+    queries = [("alice", "bakery sourdough"), ("alice", "cat Biscuit"), ("bob", "sourdough tea")]
+    with engramdb.open(GOLDEN_BM25, read_only=True) as db:
+        saved = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
+                 for ns, q in queries]
+        assert db._bm25["lexical"].rebuilt_reason is None  # adopted from the file
+    copy = tmp_path / "s"
+    shutil.copytree(GOLDEN_BM25, copy)
+    for f in (copy / "index").glob("bm25-*"):
+        f.unlink()
+    with engramdb.open(copy, read_only=True) as db:
+        rebuilt = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
+                   for ns, q in queries]
+        assert db._bm25["lexical"].rebuilt_reason == "missing"
+    assert saved == rebuilt
+    assert [h[0] for h in saved[0]][:2] == ["alice-2", "alice-1"]  # both bakery turns, the sourdough one first
+    assert {h[0] for h in saved[2]} == {"bob-0", "bob-1"}  # namespace bob only
