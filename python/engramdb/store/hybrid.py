@@ -75,8 +75,13 @@ def run_fused(store: Store, strategy: str, query: Any, *, namespace: str, k: int
     enh: dict[str, Any] = {}
     if strategy in ("multi_space", "pipeline"):
         for sp in store.schema:
-            # the main space runs as "vector"; the space BM25 indexes is already the "bm25" method
+            # the main space runs as "vector"; the space BM25 indexes is already the "bm25" method;
+            # a space projected from the main one (HDC codes of its vectors) repeats the vector's
+            # evidence, so it would only weigh the vector twice
             if sp.name == main.name or (lex is not None and sp.name == lex.name) or sp.category == "temporal":
+                continue
+            base = getattr(store.embedders.get(sp.name), "base", None)
+            if base is not None and base is store.embedders.get(main.name):
                 continue
             if strategy == "pipeline" and sp.kind != "multivector":
                 continue
