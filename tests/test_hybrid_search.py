@@ -127,6 +127,8 @@ def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) ->
     m = db.add("Second round of vaccinations next month", namespace="a")  # in the WAL
     assert m.id in [h.id for h in db.search("vaccinations", namespace="a", k=3, strategy="bm25")]
     db.checkpoint()
+    st = db.stats()["bm25"]["lexical"]
+    assert st["a"]["documents"] == 6 and st["b"]["documents"] == 1 and st["a"]["postings"] > 0
     side = tmp_path / "s" / "index" / "bm25-lexical.json"
     assert side.exists()
     want = [(h.id, h.score) for h in db.search("vaccinations dog", namespace="a", k=5, strategy="bm25")]
@@ -199,3 +201,16 @@ def test_the_vector_weight_follows_the_main_match() -> None:
     assert weak[0].memory.content.startswith("Pizza")  # BM25 still answers
     assert all("vector" not in h.explain["methods"] or h.explain["weights"]["vector"] == 0  # type: ignore[index]
                for h in weak)
+
+
+def test_purge_leaves_nothing_for_bm25_to_find(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    secret = db.add("the vault combination is tangerine-seven", namespace="a")
+    assert db.search("tangerine vault", namespace="a", k=3, strategy="bm25")[0].id == secret.id
+    db.build_index()  # the BM25 file now holds the secret's terms
+    assert (tmp_path / "s" / "index" / "bm25-lexical.arrow").exists()
+    db.purge(secret.id)
+    assert not (tmp_path / "s" / "index" / "bm25-lexical.arrow").exists()  # derived files go with it
+    for strategy in FUSED:
+        assert secret.id not in [h.id for h in db.search("tangerine vault", namespace="a", k=10, strategy=strategy)]
+    db.close()

@@ -482,7 +482,7 @@ class Store:
             if id in self._archived and self.path is not None:
                 self._purge_archive(id, dropped)
             self._manifest.row_epoch += 1  # rows renumbered: every tree is stale
-            self._trees, self._hnsw = {}, {}
+            self._trees, self._hnsw, self._bm25 = {}, {}, {}
             if self.path is not None:
                 for f in (self.path / "index").glob("*") if (self.path / "index").is_dir() else []:
                     f.unlink()  # derived from the purged rows too: gone before the purge commits
@@ -1298,6 +1298,11 @@ class Store:
                     for name, ti in self._trees.items()
                 },
                 "last_tree_search": dict(self._last_tree_stats),
+                "bm25": {  # indexes loaded or built so far (searches and build_index build them)
+                    name: {ns: {"documents": len(ix), "postings": ix.postings, "chunks": len(ix.chunks)}
+                           for ns, ix in bi.indexes.items()}
+                    for name, bi in self._bm25.items()
+                },
             }
 
     # ----------------------------------------------------------------------------- dedup (S8)
