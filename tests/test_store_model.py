@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engramdb.store import open as open_store
@@ -39,11 +40,14 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="engramdb-sm-"))
-        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+        self.db = self.open()
         self.model: dict[str, Model] = {}
         self.purged: set[str] = set()
         self.edges: dict[tuple[str, str, str], float] = {}  # (src, dst, type) -> confidence
         self.counter = 0
+
+    def open(self) -> Any:
+        return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
 
     def teardown(self) -> None:
         self.db.close()
@@ -156,7 +160,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.db.close()
-        self.db = open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+        self.db = self.open()
 
     @invariant()
     def get_matches_the_model(self) -> None:
@@ -231,3 +235,35 @@ TreeStoreMachine.TestCase.settings = settings(
     max_examples=20, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestTreeStoreMachine = TreeStoreMachine.TestCase
+
+
+class HybridStoreMachine(StoreMachine):
+    """The same rules on a store with a lexical space: BM25 (kept incrementally, saved at
+    checkpoints, reloaded, reset by purge) must find exactly the current memories holding a word,
+    and every fused strategy must return only current memories of the namespace."""
+
+    def open(self) -> Any:
+        from engramdb.spaces.lexical import LexicalEmbedder
+        from engramdb.spaces.schema import Schema, Space
+
+        schema = Schema([*toy_schema(), Space("lexical", "sparse", 2**31, "jaccard", embedder="lexical")])
+        return open_store(self.dir / "mem", schema=schema, embedders={**toy_embedders(), "lexical": LexicalEmbedder()},
+                          dedup="off")
+
+    @invariant()
+    def bm25_finds_exactly_the_current_memories_holding_a_word(self) -> None:
+        for ns in NAMESPACES:
+            current = {k: m for k, m in self.model.items() if m.namespace == ns and not m.forgotten and not m.superseded}
+            for word in ("alpha", "gamma"):
+                want = {k for k, m in current.items() if word in m.content.split()}
+                got = {h.id for h in self.db.search(word, namespace=ns, k=1000, strategy="bm25")}
+                assert got == want
+            for strategy in ("hybrid", "pipeline"):
+                hits = self.db.search("alpha gamma", namespace=ns, k=1000, strategy=strategy)
+                assert {h.id for h in hits} <= set(current)
+
+
+HybridStoreMachine.TestCase.settings = settings(
+    max_examples=15, stateful_step_count=20, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestHybridStoreMachine = HybridStoreMachine.TestCase
