@@ -114,3 +114,15 @@ def test_match_strength_scales_the_main_space_between_its_thresholds() -> None:
     assert match_strength(0.6, 0.8, 0.4) == pytest.approx(0.5)
     assert match_strength(None, 0.8, 0.4) == 0.0  # the space returned nothing
     assert match_strength(0.5, 0.4, 0.4) == 1.0  # degenerate thresholds: no scaling
+
+
+@given(lists, st.integers(1, 6), st.lists(st.sampled_from([0.0, 0.3, 0.6, 1.0, 1.5]), min_size=3, max_size=3))
+def test_exact_depth_keeps_the_top_keys_exact(d: dict[str, list[int]], top: int, ws: list[float]) -> None:
+    from engramdb.retrieval.fusion import exact_depth
+
+    w = dict(zip(["vector", "bm25", "graph"], ws))
+    ranked = as_ranked(d)
+    depth = exact_depth([w[m] for m in ranked], top)
+    full = [f.key for f in rrf(ranked, w) if f.score > 0][:top]
+    cut = [f.key for f in rrf({m: r[:depth] for m, r in ranked.items()}, w) if f.score > 0][:top]
+    assert cut == full

@@ -2,12 +2,13 @@
 
 Ranks start at 1. A key a method did not return gets nothing from it, so fusion is monotone in
 every rank (a better rank never lowers a fused score) and a method that failed or found nothing
-simply drops out. Ties of fused score go to the key seen first in method order, then to the
-lower key, so results are deterministic.
+simply drops out. Ties of fused score go to the key the heaviest method ranked first (methods
+taken by weight, then in the order given), so results are deterministic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -22,6 +23,7 @@ RRF_K = 60
 DEFAULT_WEIGHTS: dict[str, float] = {"vector": 1.0, "bm25": 1.0, "graph": 0.6, "neighbours": 1.0}
 
 K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 @dataclass
@@ -31,6 +33,16 @@ class Fused(Generic[K]):
     key: K
     score: float
     methods: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+def _heaviest_first(ranked: Mapping[str, V], weights: Mapping[str, float]) -> list[tuple[str, V]]:
+    """Methods by weight, heaviest first (stable): equal fused scores go to the more trusted method's pick."""
+    return sorted(ranked.items(), key=lambda kv: -_weight(weights, kv[0]))
+
+
+def _weight(weights: Mapping[str, float], method: str) -> float:
+    w = float(weights.get(method, 1.0))
+    return w if not math.isnan(w) else 0.0  # NaN is refused where the weight is used
 
 
 def rrf(
@@ -47,7 +59,7 @@ def rrf(
         raise ValueError(f"rrf k must be >= 0, got {k}")
     out: dict[K, Fused[K]] = {}
     order: dict[K, int] = {}
-    for method, items in ranked.items():
+    for method, items in _heaviest_first(ranked, weights):
         w = float(weights.get(method, 1.0))
         if not w >= 0 or w == float("inf"):
             raise ValueError(f"weight of method {method!r} must be finite and >= 0, got {w!r}")
@@ -75,7 +87,7 @@ def rrf_arrays(
     """`rrf` for long lists of int64 keys given as (keys, scores) arrays, best first (vectorised:
     thousands of candidates per method cost array passes, not Python loops). Same scores and
     tie order as `rrf`; only the `top` best become `Fused` objects."""
-    names = [m for m in ranked if len(ranked[m][0])]
+    names = [m for m, pair in _heaviest_first(ranked, weights) if len(pair[0])]
     if not names:
         return []
     keys_all = np.concatenate([np.asarray(ranked[m][0], np.int64) for m in names])
@@ -108,3 +120,15 @@ def rrf_arrays(
         methods = {m: (int(ranks[m][i]), float(scores[m][i])) for m in names if ranks[m][i] > 0}
         out.append(Fused(int(uniq[i]), float(fused[i]), methods))
     return out
+
+
+def exact_depth(weights: Sequence[float], top: int, *, k: int = RRF_K) -> int:
+    """How deep each list must be read for the `top` best fused keys to be exact.
+
+    The heaviest method's own `top` keys each score at least w_max / (k + top); a key past depth D
+    in every list scores at most sum(w) / (k + D + 1). So D = ceil(sum(w) (k + top) / w_max) - k
+    lists suffice (e.g. two methods of weight 1, k = 60, top 5: 70)."""
+    ws = [float(w) for w in weights if w > 0]
+    if not ws:
+        return top
+    return max(top, math.ceil(sum(ws) * (k + top) / max(ws)) - k)

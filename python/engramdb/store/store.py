@@ -1043,6 +1043,28 @@ class Store:
         out.sort(key=lambda x: (-x[1], x[0]))
         return out[:n]
 
+    def _maxsim_locations(self, qv: Any, sp: Space, locs: list[tuple[int, int]],
+                          n: int) -> list[tuple[tuple[int, int], float]]:
+        """MaxSim of a shortlist spread over segments in one kernel call: the rows' token vectors
+        are gathered into one ragged batch (a call per segment cost more than the scoring)."""
+        assert isinstance(qv, TokenBatch)
+        if qv.tokens.shape[0] == 0:
+            return []
+        parts = []
+        for si, row in locs:
+            tb = self._segments[si].vectors(self.schema, sp.name)
+            assert isinstance(tb, TokenBatch)
+            parts.append(tb.tokens[int(tb.offsets[row]) : int(tb.offsets[row + 1])])
+        offsets = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        tokens = np.ascontiguousarray(np.concatenate(parts), np.float32)
+        raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), tokens, offsets, None, 1)
+        if bad >= 0:
+            raise ValueError(f"token vectors of {locs[bad]} contain NaN or inf")
+        scores = raw / qv.tokens.shape[0]
+        order = np.lexsort((np.arange(len(locs)), -scores))[:n]
+        return [(locs[i], float(scores[i])) for i in order.tolist()]
+
     def _turn_map(self, namespace: str) -> dict[tuple[str, int], tuple[int, int]]:
         """(session_id, seq) -> newest location of that turn in a namespace (cached per generation)."""
         cached = self._turn_maps.get(namespace)
@@ -1087,6 +1109,8 @@ class Store:
 
     def _scan_locations(self, sp: Space, qv: Any, locs: list[tuple[int, int]], n: int) -> list[tuple[tuple[int, int], float]]:
         """Exact scores of one space for given locations only, n best first (rerank, restricted scans)."""
+        if sp.kind == "multivector" and locs:
+            return self._maxsim_locations(qv, sp, locs, n)
         by_seg: dict[int, list[int]] = {}
         for si, row in locs:
             by_seg.setdefault(si, []).append(row)
