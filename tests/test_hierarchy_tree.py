@@ -181,3 +181,19 @@ def _python_only(src: MatrixSource) -> Any:
             return src.topk(query, keys, k)
 
     return Plain()
+
+
+@pytest.mark.parametrize("n,k,seed", [(1, 1, 0), (7, 2, 1), (190, 3, 2), (500, 8, 3), (64, 64, 4)])
+def test_native_kmeans_loop_matches_the_python_loop(n: int, k: int, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engramdb.hierarchy.kmeans as km
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 24)).astype(np.float32)
+    x[: n // 3] += 3.0  # some structure, so clusters are real
+    init = rng.standard_normal((k, 24)).astype(np.float32)
+    native_c, native_l = km.spherical_kmeans(x, k, iters=6, init=init, threads=1)
+    monkeypatch.setattr(km, "NATIVE_LOOP", -1)  # force the Python loop
+    py_c, py_l = km.spherical_kmeans(x, k, iters=6, init=init, threads=1)
+    assert (native_l == py_l).all()
+    np.testing.assert_allclose(native_c, py_c, atol=1e-5)
+    assert len(np.unique(native_l)) == min(k, n)  # empty clusters were re-seeded the same way

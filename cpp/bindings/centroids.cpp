@@ -1,6 +1,8 @@
 // Bindings for N2 (running-mean centroid updates, nearest-centroid assignment, cluster sums).
 #include "engramdb/centroids.h"
 
+#include <algorithm>
+
 #include "util.h"
 
 namespace engramdb::bind {
@@ -90,9 +92,34 @@ std::tuple<carray<double>, carray<int64_t>> cluster_sums_py(const carray<float>&
     return {sums, counts};
 }
 
+std::tuple<carray<float>, carray<int64_t>, int64_t> spherical_kmeans_loop_py(const carray<float>& V, const carray<float>& C0,
+                                                                            py::ssize_t iters) {
+    require_rank(V, 2, "vectors");
+    require_rank(C0, 2, "centroids");
+    const py::ssize_t n = V.shape(0), d = V.shape(1), k = C0.shape(0);
+    require_len(C0.shape(1), d, "centroids columns");
+    if (k < 1 || iters < 0) throw py::value_error("need at least one centroid and iters >= 0");
+    carray<float> C({k, d});
+    std::copy(C0.data(), C0.data() + k * d, C.mutable_data());
+    carray<int64_t> labels({n});
+    const float* vp = V.data();
+    float* cp = C.mutable_data();
+    int64_t* lp = labels.mutable_data();
+    int64_t ran;
+    {
+        py::gil_scoped_release release;
+        ran = spherical_kmeans_loop(vp, uz(n), uz(d), cp, uz(k), uz(iters), lp);
+    }
+    return {C, labels, ran};
+}
+
 }  // namespace
 
 void bind_centroids(py::module_& m) {
+    m.def("spherical_kmeans_loop", &spherical_kmeans_loop_py, py::arg("vectors").noconvert(),
+          py::arg("centroids").noconvert(), py::arg("iters"),
+          "Spherical k-means iterations from unit centroids (one thread). Returns (centroids, labels, "
+          "iterations or -(1 + bad row)).");
     m.def("centroid_update", &centroid_update_py, py::arg("centroids").noconvert(), py::arg("counts").noconvert(),
           py::arg("node_ids").noconvert(), py::arg("vectors").noconvert(),
           "In-place running-mean update of centroids and counts for (node, vector) pairs, in order. "

@@ -172,4 +172,50 @@ void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, siz
     }
 }
 
+int64_t spherical_kmeans_loop(const float* V, size_t n, size_t d, float* C, size_t k, size_t iters, int64_t* labels) {
+    std::vector<int64_t> next(n);
+    std::vector<float> score(n);
+    std::vector<double> sums(k * d);
+    std::vector<int64_t> counts(k);
+    for (size_t r = 0; r < n; ++r) labels[r] = -1;
+    size_t it = 0;
+    while (it < iters) {
+        ++it;
+        const int64_t bad = assign_nearest(V, n, C, k, d, AssignMetric::cosine, 1, next.data(), score.data());
+        if (bad >= 0) return -(1 + bad);
+        size_t changed = 0;
+        for (size_t r = 0; r < n; ++r) {
+            changed += next[r] != labels[r];
+            labels[r] = next[r];
+        }
+        cluster_sums(V, n, d, labels, k, sums.data(), counts.data());
+        std::vector<size_t> empty;
+        for (size_t c = 0; c < k; ++c)
+            if (counts[c] == 0) empty.push_back(c);
+        if (!empty.empty()) {  // re-seed each empty cluster with a vector its cluster fits worst
+            std::vector<size_t> order(n);
+            for (size_t r = 0; r < n; ++r) order[r] = r;
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+            for (size_t j = 0; j < empty.size() && j < n; ++j) {
+                const size_t w = order[j], c = empty[j];
+                for (size_t t = 0; t < d; ++t) sums[c * d + t] = V[w * d + t];
+                labels[w] = static_cast<int64_t>(c);
+            }
+        }
+        for (size_t c = 0; c < k; ++c) {  // cast first, then normalise in float32 (as kmeans._unit)
+            float* row = C + c * d;
+            double nn = 0;
+            for (size_t t = 0; t < d; ++t) {
+                row[t] = static_cast<float>(sums[c * d + t]);
+                nn += static_cast<double>(row[t]) * row[t];
+            }
+            const float norm = static_cast<float>(std::sqrt(nn));
+            if (norm > 0)
+                for (size_t t = 0; t < d; ++t) row[t] /= norm;
+        }
+        if (changed <= n / 1000) break;
+    }
+    return static_cast<int64_t>(it);
+}
+
 }  // namespace engramdb

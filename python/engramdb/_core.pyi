@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -78,6 +78,10 @@ def maxsim(query_tokens: numpy.typing.NDArray[numpy.float32], doc_tokens: numpy.
 def set_isa(name: str) -> bool:
     """
     Switch the active instruction set; returns False if it is not available.
+    """
+def spherical_kmeans_loop(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], iters: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.int64], int]:
+    """
+    Spherical k-means iterations from unit centroids (one thread). Returns (centroids, labels, iterations or -(1 + bad row)).
     """
 def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
     """

@@ -33,4 +33,13 @@ int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d
 void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
                   int64_t* counts);
 
+// Spherical k-means iterations from unit starting centroids C (k, d), updated in place; labels (n)
+// are written. Each iteration: cosine assignment (assign_nearest), float64 cluster sums, an empty
+// cluster re-seeded with the vector its cluster fits worst (lowest cosine, ties to the lower
+// index), sums normalised to unit length. Stops after `iters` or once at most n / 1000 labels
+// changed. One thread: for the small problems of a tree's leaf splits, where a Python loop over
+// the same steps cost more than the arithmetic. Returns the iterations run, or -(1 + row) for a
+// vector with a non-finite score.
+int64_t spherical_kmeans_loop(const float* V, size_t n, size_t d, float* C, size_t k, size_t iters, int64_t* labels);
+
 }  // namespace engramdb

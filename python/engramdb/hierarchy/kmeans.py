@@ -15,6 +15,7 @@ from .. import _core, kernels
 SEED_SAMPLE = 256  # k-means++ runs on a sample of 8 points per cluster, at least this many
 FULL_MATRIX = 512  # samples up to this size get their similarity matrix in one kernel call
 _COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._ASSIGN_METRICS)
+NATIVE_LOOP = 4_096  # rows x clusters up to which the iterations run in one native call (one thread)
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -75,6 +76,13 @@ def spherical_kmeans(
         cent = _unit(np.asarray(init, dtype=np.float32)[:k])
         if len(cent) < k:
             cent = np.concatenate([cent, plus_plus(x, k - len(cent), rng)])
+    if n * k <= NATIVE_LOOP and threads in (None, 1):
+        # small problems (a leaf split: ~200 rows, k = 2 or 3) run the whole loop natively: the same
+        # steps from Python cost ~1.5 ms a call in overhead, most of a 100K insert run's time
+        cent, labels, ran = _core.spherical_kmeans_loop(x, np.ascontiguousarray(cent, dtype=np.float32), iters)
+        if ran < 0:
+            raise ValueError(f"spherical_kmeans: row {-ran - 1} has a non-finite score")
+        return cent, labels
     labels = np.full(n, -1, dtype=np.int64)
     nt = 0 if threads is None else int(threads)
     for _ in range(iters):
