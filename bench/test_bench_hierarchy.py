@@ -34,6 +34,7 @@ run saved it (keyed by the data's hash and the usearch version); otherwise it is
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Callable
@@ -175,6 +176,36 @@ def test_hierarchy_1q_tree(benchmark, request, data):
     if optional_peer(request, "faiss") is not None:
         fns["ivf"] = _all_queries(_ivf_searcher(s), s.Q)
     benchmark.extra_info["paired"] = paired(fns, "tree", reps=9)
+
+
+@functools.cache
+def _packed_tree(name: str) -> Any:
+    """The setup's tree with its leaves packed (CentroidTree.pack): a shallow copy, so the other
+    benches keep searching the gathering layout."""
+    s = _setup(name)
+    tree = copy.copy(s.tree)
+    tree.pack(s.src)
+    return tree
+
+
+@pytest.mark.parametrize("data", DATA)
+def test_hierarchy_1q_tree_packed(benchmark, request, data):
+    """The same tree and settings with leaf-contiguous vectors (a second copy, as HNSW and IVF keep)."""
+    s = _setup(data)
+    cfg = SETTINGS[data]
+    benchmark.group = f"hierarchy-1q[{data}]"
+    tree = _packed_tree(data)
+    searcher = sweep.tree_searcher(tree, s.src, cfg["probe"], cfg["beam"])
+    q = _quality(searcher, s)
+    tag(benchmark, f"engramdb CentroidTree packed probe={cfg['probe']} beam={cfg['beam']}", role="engramdb", key="tree_packed",
+        threads=1, items=len(s.Q), packed_mb=tree._packed[1].nbytes / 1e6, **q)
+    run(benchmark, _all_queries(searcher, s.Q))
+    fns = {"tree_packed": _all_queries(searcher, s.Q), "tree": _all_queries(_tree_searcher(s), s.Q)}
+    if optional_peer(request, "usearch_index") is not None:
+        fns["hnsw"] = _all_queries(_hnsw_searcher(s), s.Q)
+    if optional_peer(request, "faiss") is not None:
+        fns["ivf"] = _all_queries(_ivf_searcher(s), s.Q)
+    benchmark.extra_info["paired"] = paired(fns, "tree_packed", reps=9)
 
 
 @pytest.mark.parametrize("data", DATA)

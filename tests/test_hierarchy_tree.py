@@ -197,3 +197,23 @@ def test_native_kmeans_loop_matches_the_python_loop(n: int, k: int, seed: int, m
     assert (native_l == py_l).all()
     np.testing.assert_allclose(native_c, py_c, atol=1e-5)
     assert len(np.unique(native_l)) == min(k, n)  # empty clusters were re-seeded the same way
+
+
+def test_packed_leaves_answer_like_the_gathering_scan() -> None:
+    x = clustered(3_000, 16, 30, seed=9, sigma=0.2)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(2_900), leaf_size=16, fanout=8, seed=0)
+    q = clustered(20, 16, 30, seed=10, sigma=0.2)
+    allowed = np.random.default_rng(1).random(3_000) < 0.7
+    want = [tree.search(src, qq, 10, probe=6, beam=4, allowed=a) for qq in q for a in (None, allowed)]
+    assert tree.pack(src) == tree._csr()[3].shape[0] * 16 * 4
+    got = [tree.search(src, qq, 10, probe=6, beam=4, allowed=a) for qq in q for a in (None, allowed)]
+    for (wk, ws, _), (gk, gs, _) in zip(want, got):
+        assert sorted(gk.tolist()) == sorted(wk.tolist()) and len(set(gk.tolist())) == len(gk)
+        np.testing.assert_allclose(np.sort(gs), np.sort(ws), rtol=1e-6)
+    k2, _, _ = tree.search(src, q[0], 10, probe=6, beam=4, allowed=allowed)
+    assert allowed[k2].all()  # the filter by position is the filter by key
+    tree.insert(src, np.arange(2_900, 3_000), x[2_900:])  # a change: the packed copy is stale, not used
+    assert tree._packed is not None and tree._packed[0] is not tree._csr()
+    k3, _, _ = tree.search(src, q[0], 10, probe=6, beam=4)
+    assert len(k3) == 10
