@@ -144,7 +144,7 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
 
 
 def test_index_kind_is_checked() -> None:
-    with pytest.raises(ValueError, match="index must be 'tree', 'hnsw' or 'none', got 'ivf'"):
+    with pytest.raises(ValueError, match="index must be 'tree', 'tree-packed', 'hnsw' or 'none', got 'ivf'"):
         engramdb.open(None, schema=SCHEMA, embedders={}, index="ivf")
 
 
@@ -212,3 +212,22 @@ def test_indexes_serve_cosine_spaces_only(tmp_path: Path) -> None:
     assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "exact"
     with pytest.raises(ValueError, match="strategy 'tree' needs a dense cosine space; 'dense' is dense with metric 'dot'"):
         db.search(x[3], namespace="a", k=1, strategy="tree")
+
+
+def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
+    db, x = filled(tmp_path / "s")
+    plain = [[h.id for h in db.search(x[i], namespace="a", k=10)] for i in range(0, 300, 7)]
+    db.close()
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="tree-packed", dedup="off")
+    packed = [[h.id for h in db.search(x[i], namespace="a", k=10)] for i in range(0, 300, 7)]
+    assert packed == plain
+    tree = db._trees["dense"].trees["a"]
+    assert tree.packed
+    db.forget("m7")  # the filter reaches the packed copy too
+    assert "m7" not in [h.id for h in db.search(x[7], namespace="a", k=10)]
+    db.add("fresh", namespace="a", id="fresh", vectors={"dense": x[7]})
+    db.checkpoint()  # the tree grows: its copy is stale until the next search packs it again
+    assert db.search(x[7], namespace="a", k=1)[0].id == "fresh" and tree.packed
+    db.close()
+    with pytest.raises(ValueError, match="tree-packed"):
+        engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="packed")

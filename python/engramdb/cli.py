@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     store_args(stats)
     index = sub.add_parser("index", help="build (or update) the search index of every large namespace")
     store_args(index)
-    index.add_argument("--kind", choices=["tree", "hnsw"], default="tree")
+    index.add_argument("--kind", choices=["tree", "tree-packed", "hnsw"], default="tree")
     archive = sub.add_parser("archive", help="move the content of memories learned before a time to an archive file")
     store_args(archive)
     archive.add_argument("--older-than", required=True, help="ISO time with a zone")

@@ -636,6 +636,11 @@ class CentroidTree:
         self._positions = np.arange(len(csr[3]), dtype=np.int64)  # the packed copy's own keys
         return int(self._packed[1].nbytes)
 
+    @property
+    def packed(self) -> bool:
+        """True while a `pack` copy matches the tree (it goes stale at the next change)."""
+        return self._packed is not None and self._packed[0] is self._csr_cache
+
     def _search_packed(self, q: np.ndarray, k: int, probe: int, beam: int,
                        allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
         """`_search_fused` over the packed copy: keys are positions in it (a leaf's block is one
@@ -674,7 +679,7 @@ class CentroidTree:
                       allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
         """The same descent in one native call (`_core.tree_search`) over flat CSR views."""
         cp, ci, mp, mi = self._csr()
-        if self._packed is not None and self._packed[0] is self._csr_cache:
+        if self.packed:
             return self._search_packed(q, k, probe, beam, allowed)
         mats, bases = source.matrices()
         mask = None if allowed is None else np.ascontiguousarray(allowed, dtype=bool).view(np.uint8)
