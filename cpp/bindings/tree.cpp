@@ -13,7 +13,8 @@ std::tuple<carray<int64_t>, carray<float>, std::tuple<int64_t, int64_t, int64_t>
 tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int64_t>& child_ptr,
                const carray<int64_t>& child_idx, const carray<int64_t>& member_ptr, const carray<int64_t>& member_idx,
                int64_t root, int height, const std::vector<carray<float>>& mats, const carray<int64_t>& bases,
-               const std::optional<carray<uint8_t>>& allowed, py::ssize_t beam, py::ssize_t probe, py::ssize_t k) {
+               const std::optional<carray<uint8_t>>& allowed, py::ssize_t beam, py::ssize_t probe, py::ssize_t k,
+               bool unit_rows) {
     require_rank(q, 1, "query");
     require_rank(C, 2, "centroids");
     const py::ssize_t n_nodes = C.shape(0), d = C.shape(1);
@@ -53,7 +54,7 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
         py::gil_scoped_release release;
         bad = tree_search(q.data(), view, mp_rows.data(), bp, mp_rows.size(), ap, static_cast<size_t>(n_keys),
                           uz(beam), uz(probe), uz(k), keys.mutable_data(), scores.mutable_data(), &st,
-                          leaves.mutable_data());
+                          leaves.mutable_data(), unit_rows);
     }
     return {keys, scores, {st.centroids, st.memories, st.leaves}, leaves, bad};
 }
@@ -65,8 +66,9 @@ void bind_tree(py::module_& m) {
           py::arg("child_ptr").noconvert(), py::arg("child_idx").noconvert(), py::arg("member_ptr").noconvert(),
           py::arg("member_idx").noconvert(), py::arg("root"), py::arg("height"), py::arg("matrices"),
           py::arg("bases").noconvert(), py::arg("allowed").noconvert(), py::arg("beam"), py::arg("probe"),
-          py::arg("k"),
+          py::arg("k"), py::arg("unit_rows") = false,
           "Top-K beam descent of a centroid tree and a top-k cosine scan of the kept leaves' members. "
+          "unit_rows: the matrices' rows are unit length (cosine = dot). "
           "Returns (keys, scores, (centroids, memories, leaves) scored, kept leaf ids, bad_key).");
 }
 

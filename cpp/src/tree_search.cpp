@@ -35,6 +35,15 @@ struct Scorer {
         }
         return dot.data();
     }
+
+    // dot products with m consecutive unit rows: already cosines
+    const float* dot_run(const float* x, size_t m) {
+        dot.resize(m);
+        K.dot_f32(q.data(), 1, x, m, d, dot.data());
+        for (size_t i = 0; i < m; ++i)
+            if (!std::isfinite(dot[i])) dot[i] = std::numeric_limits<float>::quiet_NaN();
+        return dot.data();
+    }
 };
 
 // Calls fn(first, count) for each run of consecutive values in sorted ids.
@@ -62,7 +71,8 @@ inline void prefetch_row(const float* x, size_t d) {
 
 int64_t tree_search(const float* q, const TreeView& t, const float* const* mats, const int64_t* bases,
                     size_t n_mats, const uint8_t* allowed, size_t n_keys, size_t beam, size_t probe, size_t k,
-                    int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves) {
+                    int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves,
+                    bool unit_rows) {
     Scorer s{kernels(), std::vector<float>(q, q + t.d), t.d, {}, {}};
     double nq = 0;
     for (size_t i = 0; i < t.d; ++i) nq += static_cast<double>(q[i]) * q[i];
@@ -124,7 +134,7 @@ int64_t tree_search(const float* q, const TreeView& t, const float* const* mats,
             const size_t len = std::min<size_t>(m - done, static_cast<size_t>(bases[mat + 1] - key));
             next = a + done + len;
             if (next < members.size()) prefetch_row(row_of(members[next]), t.d);
-            const float* v = s.cosine_run(row_of(key), len);
+            const float* v = unit_rows ? s.dot_run(row_of(key), len) : s.cosine_run(row_of(key), len);
             for (size_t i = 0; i < len; ++i) {
                 if (std::isnan(v[i])) {
                     bad = members[a + done + i];

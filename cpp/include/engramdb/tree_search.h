@@ -34,9 +34,11 @@ struct TreeSearchStats {
 };
 
 // Writes k keys and scores best first (padded with -1 / NaN). Returns -1, or the first key whose
-// vector is not finite.
+// vector is not finite. `unit_rows`: the matrices' rows are already unit length (a tree's packed
+// copy), so a member's cosine is its dot product alone (no norm pass over the row).
 int64_t tree_search(const float* q, const TreeView& tree, const float* const* mats, const int64_t* bases,
                     size_t n_mats, const uint8_t* allowed, size_t n_keys, size_t beam, size_t probe, size_t k,
-                    int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves);
+                    int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves,
+                    bool unit_rows = false);
 
 }  // namespace engramdb

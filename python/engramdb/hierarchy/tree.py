@@ -631,7 +631,10 @@ class CentroidTree:
         HNSW index's own copy. Valid until the tree changes; call again after inserts. Returns the
         bytes held."""
         csr = self._csr()
-        self._packed = (csr, np.ascontiguousarray(source.take(csr[3]), dtype=np.float32), csr[3])
+        rows = np.ascontiguousarray(source.take(csr[3]), dtype=np.float32)
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
+        rows /= np.where(norms > 0, norms, np.float32(1.0))  # unit rows: the scan's cosine is a dot
+        self._packed = (csr, rows, csr[3])
         self._packed_mask = None
         self._positions = np.arange(len(csr[3]), dtype=np.int64)  # the packed copy's own keys
         return int(self._packed[1].nbytes)
@@ -657,7 +660,7 @@ class CentroidTree:
         bases = np.array([0, len(pos_keys)], np.int64)
         pos, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
             q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root, self.height, [packed], bases, mask,
-            beam, probe, 2 * k)  # a key may come twice (member and spill copies)
+            beam, probe, 2 * k, True)  # a key may come twice (member and spill copies)
         if bad >= 0:
             raise ValueError(f"the vector of key {int(pos_keys[bad])} contains NaN or inf")
         leaves = leaves[leaves >= 0]
