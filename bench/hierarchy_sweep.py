@@ -5,6 +5,8 @@
     python bench/hierarchy_sweep.py --dataset clustered --n 100000 --reuse-hnsw           # HNSW from the cache
     python bench/hierarchy_sweep.py --dataset clustered --n 1000000                       # no HNSW above 100K
     python bench/hierarchy_sweep.py --dataset minilm --n 100000 --reuse-hnsw --probes 32,64,128,160,192
+    python bench/hierarchy_sweep.py --dataset minilm --n 100000 --reuse-hnsw --packed --probes 24,32 --beams 32 \
+        --efs 40,48,56,64 --no-ivf                                                    # matched recall, packed
 
 What it does, on n unit vectors of d = 384 and --queries fresh queries (100 by default):
   * exact truth: engramdb.kernels.topk(Q, X, 10, "cosine") (recall@10 is measured against it);
@@ -427,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--efs", type=_ints, default=HNSW_EFS, help="HNSW expansion_search grid")
     ap.add_argument("--nprobes", type=_ints, default=IVF_NPROBES, help="IVF nprobe grid")
     ap.add_argument("--no-hnsw", action="store_true", help="leave HNSW out (its build takes minutes)")
+    ap.add_argument("--packed", action="store_true", help="search the tree with packed leaves (CentroidTree.pack)")
     ap.add_argument(
         "--reuse-hnsw",
         action="store_true",
@@ -470,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
         X, leaf_size=args.leaf_size, fanout=args.fanout, pca_dims=args.pca_dims
     )
     print(f"tree build: {builds['tree']:.2f} s; {tree_shape(tree)}")
+    if args.packed:
+        t0 = time.perf_counter()
+        held = tree.pack(src)
+        print(f"packed leaves: {held / 1e6:.0f} MB in {time.perf_counter() - t0:.2f} s (tree rows below are packed)")
     for probe in args.probes:
         for beam in args.beams:
             points.append(
