@@ -199,14 +199,15 @@ def test_native_kmeans_loop_matches_the_python_loop(n: int, k: int, seed: int, m
     assert len(np.unique(native_l)) == min(k, n)  # empty clusters were re-seeded the same way
 
 
-def test_packed_leaves_answer_like_the_gathering_scan() -> None:
+@pytest.mark.parametrize("half", [True, False])
+def test_packed_leaves_answer_like_the_gathering_scan(half: bool) -> None:
     x = clustered(3_000, 16, 30, seed=9, sigma=0.2)
     src = MatrixSource(x)
     tree = CentroidTree.build(src, np.arange(2_900), leaf_size=16, fanout=8, seed=0)
     q = clustered(20, 16, 30, seed=10, sigma=0.2)
     allowed = np.random.default_rng(1).random(3_000) < 0.7
     want = [tree.search(src, qq, 10, probe=6, beam=4, allowed=a) for qq in q for a in (None, allowed)]
-    assert tree.pack(src) == tree._csr()[3].shape[0] * 16 * 4
+    assert tree.pack(src, half=half) == tree._csr()[3].shape[0] * 16 * (2 if half else 4)
     got = [tree.search(src, qq, 10, probe=6, beam=4, allowed=a) for qq in q for a in (None, allowed)]
     for (wk, ws, _), (gk, gs, _) in zip(want, got):
         assert sorted(gk.tolist()) == sorted(wk.tolist()) and len(set(gk.tolist())) == len(gk)

@@ -14,7 +14,7 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
                const carray<int64_t>& child_idx, const carray<int64_t>& member_ptr, const carray<int64_t>& member_idx,
                int64_t root, int height, const std::vector<carray<float>>& mats, const carray<int64_t>& bases,
                const std::optional<carray<uint8_t>>& allowed, py::ssize_t beam, py::ssize_t probe, py::ssize_t k,
-               bool unit_rows) {
+               bool unit_rows, const std::optional<carray<uint16_t>>& rows_f16) {
     require_rank(q, 1, "query");
     require_rank(C, 2, "centroids");
     const py::ssize_t n_nodes = C.shape(0), d = C.shape(1);
@@ -40,7 +40,14 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
         require_len(mats[s].shape(0), bp[s + 1] - bp[s], "matrix rows (bases)");
         mp_rows.push_back(mats[s].data());
     }
-    const py::ssize_t n_keys = mats.empty() ? 0 : bp[mats.size()];
+    py::ssize_t n_keys = mats.empty() ? 0 : bp[mats.size()];
+    const uint16_t* hp = nullptr;
+    if (rows_f16.has_value()) {
+        require_rank(*rows_f16, 2, "rows_f16");
+        require_len(rows_f16->shape(1), d, "rows_f16 columns");
+        n_keys = rows_f16->shape(0);
+        hp = rows_f16->data();
+    }
     const uint8_t* ap = opt_ptr(allowed, n_keys, "allowed");
     TreeView view{C.data(), static_cast<size_t>(n_nodes), static_cast<size_t>(d), cp, child_idx.data(), mp,
                   member_idx.data(), root, height};
@@ -54,7 +61,7 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
         py::gil_scoped_release release;
         bad = tree_search(q.data(), view, mp_rows.data(), bp, mp_rows.size(), ap, static_cast<size_t>(n_keys),
                           uz(beam), uz(probe), uz(k), keys.mutable_data(), scores.mutable_data(), &st,
-                          leaves.mutable_data(), unit_rows);
+                          leaves.mutable_data(), unit_rows, hp);
     }
     return {keys, scores, {st.centroids, st.memories, st.leaves}, leaves, bad};
 }
@@ -66,9 +73,10 @@ void bind_tree(py::module_& m) {
           py::arg("child_ptr").noconvert(), py::arg("child_idx").noconvert(), py::arg("member_ptr").noconvert(),
           py::arg("member_idx").noconvert(), py::arg("root"), py::arg("height"), py::arg("matrices"),
           py::arg("bases").noconvert(), py::arg("allowed").noconvert(), py::arg("beam"), py::arg("probe"),
-          py::arg("k"), py::arg("unit_rows") = false,
+          py::arg("k"), py::arg("unit_rows") = false, py::arg("rows_f16").noconvert() = py::none(),
           "Top-K beam descent of a centroid tree and a top-k cosine scan of the kept leaves' members. "
-          "unit_rows: the matrices' rows are unit length (cosine = dot). "
+          "unit_rows: the matrices' rows are unit length (cosine = dot). rows_f16: member keys are rows of "
+          "this binary16 unit-row matrix instead (a packed copy). "
           "Returns (keys, scores, (centroids, memories, leaves) scored, kept leaf ids, bad_key).");
 }
 

@@ -36,6 +36,15 @@ struct Scorer {
         return dot.data();
     }
 
+    // the same over half-precision unit rows
+    const float* dot_run_f16(const uint16_t* x, size_t m) {
+        dot.resize(m);
+        K.dot_f16(q.data(), 1, x, m, d, dot.data());
+        for (size_t i = 0; i < m; ++i)
+            if (!std::isfinite(dot[i])) dot[i] = std::numeric_limits<float>::quiet_NaN();
+        return dot.data();
+    }
+
     // dot products with m consecutive unit rows: already cosines
     const float* dot_run(const float* x, size_t m) {
         dot.resize(m);
@@ -72,7 +81,7 @@ inline void prefetch_row(const float* x, size_t d) {
 int64_t tree_search(const float* q, const TreeView& t, const float* const* mats, const int64_t* bases,
                     size_t n_mats, const uint8_t* allowed, size_t n_keys, size_t beam, size_t probe, size_t k,
                     int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves,
-                    bool unit_rows) {
+                    bool unit_rows, const uint16_t* rows_f16) {
     Scorer s{kernels(), std::vector<float>(q, q + t.d), t.d, {}, {}};
     double nq = 0;
     for (size_t i = 0; i < t.d; ++i) nq += static_cast<double>(q[i]) * q[i];
@@ -124,6 +133,23 @@ int64_t tree_search(const float* q, const TreeView& t, const float* const* mats,
     TopK top(k);
     int64_t bad = -1;
     size_t next = 0;
+    if (rows_f16 != nullptr) {  // one half-precision matrix of unit rows: runs never split
+        for_id_runs(members, [&](size_t a, size_t m) {
+            if (bad >= 0) return;
+            const float* v = s.dot_run_f16(rows_f16 + static_cast<size_t>(members[a]) * t.d, m);
+            for (size_t i = 0; i < m; ++i) {
+                if (std::isnan(v[i])) {
+                    bad = members[a + i];
+                    return;
+                }
+                if (v[i] > top.threshold()) top.push(v[i], members[a + i]);
+            }
+        });
+        if (bad >= 0) return bad;
+        stats->memories = static_cast<int64_t>(members.size());
+        top.write(keys, scores);
+        return -1;
+    }
     for_id_runs(members, [&](size_t a, size_t m) {
         if (bad >= 0) return;
         // a run never crosses a matrix boundary: split it where the next matrix starts

@@ -39,6 +39,8 @@ struct TreeSearchStats {
 int64_t tree_search(const float* q, const TreeView& tree, const float* const* mats, const int64_t* bases,
                     size_t n_mats, const uint8_t* allowed, size_t n_keys, size_t beam, size_t probe, size_t k,
                     int64_t* keys, float* scores, TreeSearchStats* stats, int64_t* kept_leaves,
-                    bool unit_rows = false);
+                    bool unit_rows = false, const uint16_t* rows_f16 = nullptr);
+// rows_f16: when given, member keys are rows of this one (n_keys, d) matrix of IEEE binary16 unit
+// rows (a tree's half-precision packed copy); mats and bases are then not read.
 
 }  // namespace engramdb
