@@ -679,16 +679,19 @@ class CentroidTree:
             self.last_accessed_at[leaves] = _now_us()
         found = pos >= 0
         keys, scores = pos_keys[pos[found]], scores[found]
+        stats = SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
+        if half:  # exact scores of the distinct candidates decide
+            uniq = np.unique(keys)
+            if not len(uniq):
+                return uniq, np.empty(0, np.float32), stats
+            exact_k, exact_s = _rescore(source, q, uniq, k)
+            return exact_k, exact_s, stats
         seen: set[int] = set()
         keep = []
         for i, key in enumerate(keys.tolist()):  # best first already: keep each key's first copy
             if key not in seen:
                 seen.add(key)
                 keep.append(i)
-        stats = SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
-        if half and len(keep):
-            exact_k, exact_s = _rescore(source, q, keys[keep], k)
-            return exact_k, exact_s, stats
         keep = keep[:k]
         return keys[keep], scores[keep], stats
 
@@ -790,8 +793,13 @@ def _rescore(source: Any, q: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.n
         got_k, got_s = source.topk(q, keys, k)
         return np.asarray(got_k, np.int64), np.asarray(got_s, np.float32)
     mats, bases = source.matrices()
-    seg = np.searchsorted(bases, keys, side="right") - 1
     q2 = np.ascontiguousarray(q, dtype=np.float32)[None, :]
+    if len(mats) == 1:  # one matrix: one call, already best first
+        idx, sc, bad = _core.dense_rescore(q2, mats[0], kernels._METRICS["cosine"], keys[None, :], min(k, len(keys)))
+        if bad >= 0:
+            raise ValueError(f"the vector of key {bad} contains NaN or inf")
+        return idx[0], sc[0]
+    seg = np.searchsorted(bases, keys, side="right") - 1
     out_k, out_s = [], []
     for si in np.unique(seg).tolist():
         rows = np.ascontiguousarray(keys[seg == si] - bases[si])[None, :]
