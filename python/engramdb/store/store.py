@@ -124,8 +124,8 @@ class Store:
         self._bases_cache: tuple[tuple[int, int], np.ndarray] | None = None
         if index not in ("tree", "tree-packed", "hnsw", "none"):
             raise ValueError(f"index must be 'tree', 'tree-packed', 'hnsw' or 'none', got {index!r}")
-        # "tree-packed": trees that keep their own leaf-ordered copy of the vectors (about twice the
-        # dense space's memory, like HNSW's copy) and scan contiguous blocks: ~1.8x faster on real text
+        # "tree-packed": trees that keep their own leaf-ordered half-precision copy of the vectors
+        # (about the dense space's size again, like HNSW's copy) and scan contiguous blocks
         self.pack_trees = index == "tree-packed"
         self.index_kind = "tree" if self.pack_trees else index
         self._last_tree_stats: dict[str, Any] = {}
@@ -1730,8 +1730,8 @@ def open(
     dense space; needs `engramdb[minilm]`); a reopened store keeps the schema it was created with
     and gets its embedders back from the names the schema stores. `index` is what searches a
     namespace of 20,000 or more memories in a dense space: "tree" (the centroid hierarchy,
-    default), "tree-packed" (the same trees keeping a leaf-ordered copy of their vectors: about
-    twice the dense space's memory, ~1.8x faster scans on real text), "hnsw" (usearch graphs; slow
+    default), "tree-packed" (the same trees keeping a leaf-ordered half-precision copy of their
+    vectors: about the dense space's size again, ~2.5x faster scans on real text), "hnsw" (usearch graphs; slow
     to build) or "none" (always exact). `dedup` ("skip" | "merge" | "off") is what happens to a new memory whose main-space cosine to
     a current memory of its namespace exceeds `dedup_threshold` (see `engramdb.store.dedup`).
     """
