@@ -237,6 +237,21 @@ TreeStoreMachine.TestCase.settings = settings(
 TestTreeStoreMachine = TreeStoreMachine.TestCase
 
 
+class PackedTreeStoreMachine(TreeStoreMachine):
+    """The tree-backed rules with packed (half-precision, leaf-ordered) tree copies: the copy goes
+    stale on every insert and is re-made by the next search; answers must still equal exact."""
+
+    def open(self) -> Any:
+        return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off",  # type: ignore[arg-type]
+                          index="tree-packed")
+
+
+PackedTreeStoreMachine.TestCase.settings = settings(
+    max_examples=10, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestPackedTreeStoreMachine = PackedTreeStoreMachine.TestCase
+
+
 class HybridStoreMachine(StoreMachine):
     """The same rules on a store with a lexical space: BM25 (kept incrementally, saved at
     checkpoints, reloaded, reset by purge) must find exactly the current memories holding a word,
