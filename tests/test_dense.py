@@ -230,3 +230,13 @@ def test_a_short_allow_list_scores_only_its_rows_like_the_mask_scan(isa: str, me
     assert sorted(few.indices.tolist()) == [3, 7]
     with pytest.raises(ValueError, match="allow-list holds row 5000"):
         kernels.topk(x[0], x, 5, metric, mask=np.array([1, 5_000]))
+
+
+def test_merge_topk_orders_by_score_then_key() -> None:
+    from engramdb.kernels import merge_topk
+
+    keys, scores = merge_topk([np.array([5, 1]), np.array([3, 9, 2])],
+                              [np.array([0.5, 0.9], np.float32), np.array([0.9, 0.1, 0.5], np.float32)], 4)
+    assert keys.tolist() == [1, 3, 2, 5] and scores.tolist() == pytest.approx([0.9, 0.9, 0.5, 0.5])
+    empty_k, empty_s = merge_topk([], [], 3)
+    assert empty_k.size == 0 and empty_s.size == 0

@@ -575,3 +575,14 @@ __all__: Sequence[str] = [
     "topk",
     "use_isa",
 ]
+
+
+def merge_topk(keys: Sequence[np.ndarray], scores: Sequence[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of several (keys, scores) top-k lists of disjoint key sets (one per matrix or
+    segment), higher score first, ties to the lower key: the order every scan in engramdb uses."""
+    if not keys:
+        return np.empty(0, np.int64), np.empty(0, np.float32)
+    ak = np.concatenate([np.asarray(x, np.int64) for x in keys])
+    asc = np.concatenate([np.asarray(x, np.float32) for x in scores])
+    order = np.lexsort((ak, -asc))[:k]
+    return ak[order], asc[order]

@@ -808,6 +808,4 @@ def _rescore(source: Any, q: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.n
             raise ValueError(f"the vector of key {int(bases[si] + bad)} contains NaN or inf")
         out_k.append(idx[0] + bases[si])
         out_s.append(sc[0])
-    ak, asc = np.concatenate(out_k), np.concatenate(out_s)
-    order = np.lexsort((ak, -asc))[:k]
-    return ak[order].astype(np.int64), asc[order].astype(np.float32)
+    return kernels.merge_topk(out_k, out_s, k)

@@ -977,7 +977,6 @@ class Store:
         seg = np.searchsorted(bases, keys, side="right") - 1
         metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
         q = np.asarray(qv, np.float32).reshape(-1)
-        out_k, out_s = [], []
         q2 = q[None, :]
         cuts = np.searchsorted(seg, np.arange(len(bases)))  # keys are sorted: each segment's run
         parts = [si for si in range(len(bases) - 1) if cuts[si] < cuts[si + 1]]
@@ -1001,14 +1000,7 @@ class Store:
             done = [score(si) for si in parts[:half]] + other.result()
         else:
             done = [score(si) for si in parts]
-        for ks, ss in done:
-            out_k.append(ks)
-            out_s.append(ss)
-        if not out_k:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
-        ak, asc = np.concatenate(out_k), np.concatenate(out_s)
-        order = np.lexsort((ak, -asc))[:n]
-        return ak[order], asc[order]
+        return kernels.merge_topk([ks for ks, _ in done], [ss for _, ss in done], n)
 
     def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
                      t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:

@@ -70,11 +70,7 @@ class SegmentsSource:
             idx, sc = kernels.topk(query, self.mats[int(s)], k, "cosine", mask=row[seg == s], threads=1)
             found_k.append(idx + self.bases[int(s)])
             found_s.append(sc)
-        if not found_k:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
-        allk, alls = np.concatenate(found_k), np.concatenate(found_s)
-        order = np.lexsort((allk, -alls))[:k]
-        return allk[order], alls[order]
+        return kernels.merge_topk(found_k, found_s, k)
 
 
 class TreeIndex:
