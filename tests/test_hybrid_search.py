@@ -214,3 +214,20 @@ def test_purge_leaves_nothing_for_bm25_to_find(tmp_path: Path) -> None:
     for strategy in FUSED:
         assert secret.id not in [h.id for h in db.search("tangerine vault", namespace="a", k=10, strategy=strategy)]
     db.close()
+
+
+def test_concurrent_fused_searches_answer_as_alone() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    stores = [make(), make()]
+    queries = [("Caroline support group", s) for s in FUSED] + [("dog vaccinations Oscar", s) for s in FUSED]
+    alone = [[[h.id for h in db.search(q, namespace="a", k=4, strategy=s)] for q, s in queries] for db in stores]
+
+    def run(i: int) -> list[list[str]]:
+        db = stores[i % 2]
+        return [[h.id for h in db.search(q, namespace="a", k=4, strategy=s)] for q, s in queries]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:  # more callers than the search pool's two workers
+        results = list(pool.map(run, range(8)))
+    for i, got in enumerate(results):
+        assert got == alone[i % 2]
