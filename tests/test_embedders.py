@@ -23,6 +23,8 @@ from engramdb.spaces.builtin import (
     TokenEmbedder,
     default_embedders,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KINDS = {"dense": "dense", "lexical": "sparse", "hdc": "binary", "tokens": "multivector"}
 DIMS = {"dense": 384, "lexical": 2**31, "hdc": 1024, "tokens": 128}
@@ -608,3 +610,15 @@ def test_thread_safe(embs: dict[str, Embedder]) -> None:
     for t in threads:
         t.join()
     assert all(got[(k, i)] == ref[k] for k in fresh for i in range(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abcde fgh'.,ÉéßIİ0123", max_size=40), min_size=1, max_size=4))
+def test_lexical_single_text_path_equals_the_batch_path(texts: list[str]) -> None:
+    emb = LexicalEmbedder()
+    batch = emb.embed(texts)
+    for i, text in enumerate(texts):
+        one = emb.embed([text])  # the one-text (query) path
+        ids, w = batch.row(i)
+        assert one.indices.tolist() == ids.tolist() and one.weights.tolist() == w.tolist()
+        assert one.indices.dtype == np.int32 and one.weights.dtype == np.float32 and one.indptr.dtype == np.int64

@@ -59,6 +59,14 @@ class LexicalEmbedder:
     def embed(self, texts: Sequence[str]) -> SparseBatch:
         """One CSR row per text: sorted unique term ids (int32) with their counts (float32)."""
         n = len(texts)
+        if n == 1:  # a query: a dict count beats the batch path's array passes on a few terms
+            tally: dict[int, int] = {}
+            for t in self.analyzer.terms(texts[0]):
+                tid = term_id(t)
+                tally[tid] = tally.get(tid, 0) + 1
+            ids = sorted(tally)
+            return SparseBatch(np.array([0, len(ids)], np.int64), np.array(ids, np.int32),
+                               np.array([tally[i] for i in ids], np.float32))
         counts, terms = split_batch(texts, self.analyzer.terms)
         ids = np.fromiter(map(term_id, terms), dtype=np.int64, count=len(terms))
         rows = np.repeat(np.arange(n, dtype=np.int64), counts)
