@@ -64,9 +64,9 @@ class LexicalEmbedder:
             for t in self.analyzer.terms(texts[0]):
                 tid = term_id(t)
                 tally[tid] = tally.get(tid, 0) + 1
-            ids = sorted(tally)
-            return SparseBatch(np.array([0, len(ids)], np.int64), np.array(ids, np.int32),
-                               np.array([tally[i] for i in ids], np.float32))
+            order = sorted(tally)
+            return SparseBatch(np.array([0, len(order)], np.int64), np.array(order, np.int32),
+                               np.array([tally[i] for i in order], np.float32))
         counts, terms = split_batch(texts, self.analyzer.terms)
         ids = np.fromiter(map(term_id, terms), dtype=np.int64, count=len(terms))
         rows = np.repeat(np.arange(n, dtype=np.int64), counts)
