@@ -156,3 +156,13 @@ def test_kernel_reports_bad_postings_instead_of_crashing() -> None:
         si, ss, _, _ = _core.bm25_topk(np.array([0, 4], np.int64), rows[4 * i : 4 * i + 4], ws[:4], c.indptr, c.docs,
                                        c.tf, ix.norm(), 1.2, 5, None, 1)
         assert si[0].tolist() == bi[i].tolist() and np.allclose(ss[0], bs[i], equal_nan=True)
+
+
+def test_large_k_uses_selection_and_matches_the_reference() -> None:
+    rng = np.random.default_rng(11)
+    docs = corpus(rng, 2_000, vocab=12)  # a small vocabulary: most documents match
+    ix = Bm25Index()
+    ix.add(np.arange(2_000), *csr(docs))
+    q, qc = np.array([1, 4, 7], np.int32), np.array([1, 1, 2], np.float32)
+    for k in (300, 1_000, 5_000):  # past the kernel's heap limit (256)
+        check(ix, docs, np.arange(2_000), q, qc, k)

@@ -20,6 +20,8 @@ struct Hit {
     int64_t doc;
 };
 
+constexpr size_t kHeapK = 256;  // up to this k a heap beats selection
+
 }  // namespace
 
 Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
@@ -77,7 +79,14 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
                 if (errs[t].query < 0) errs[t] = {static_cast<int64_t>(q), err};
                 continue;
             }
-            // top-k by selection then a sort of the k kept: O(n + k log k), where a heap costs
+            if (k <= kHeapK) {  // a few results: a bounded heap rejects most docs at its threshold
+                TopK h(k);
+                for (const Hit& x : hits)
+                    if (x.score >= h.threshold()) h.push(x.score, x.doc);
+                h.write(idx + q * k, scores + q * k);
+                continue;
+            }
+            // many results: selection then a sort of the k kept, O(n + k log k), where a heap costs
             // O(n log k) (a pipeline asks for 10,000 candidates)
             auto better = [](const Hit& a, const Hit& b) { return TopK::better(a.score, a.doc, b.score, b.doc); };
             const size_t keep = hits.size() < k ? hits.size() : k;
