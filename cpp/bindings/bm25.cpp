@@ -12,7 +12,7 @@ namespace {
 std::tuple<carray<int64_t>, carray<float>, int64_t, int> bm25_topk_py(
     const carray<int64_t>& q_indptr, const carray<int64_t>& q_rows, const carray<float>& q_w,
     const carray<int64_t>& indptr, const carray<int32_t>& docs, const carray<float>& tf, const carray<float>& norm,
-    float k1, py::ssize_t k, const std::optional<carray<uint8_t>>& mask, py::ssize_t threads, bool eager) {
+    float k1, py::ssize_t k, const std::optional<carray<uint8_t>>& mask, py::ssize_t threads) {
     require_rank(q_indptr, 1, "query_indptr");
     require_rank(q_rows, 1, "query_rows");
     require_rank(indptr, 1, "indptr");
@@ -41,7 +41,7 @@ std::tuple<carray<int64_t>, carray<float>, int64_t, int> bm25_topk_py(
     {
         py::gil_scoped_release release;
         err = bm25_topk(qi, uz(nq), qr, qw, ip, n_rows, dp, tp, n_post, np_, uz(n_docs), k1, mp, uz(k), uz(threads),
-                        op, sp, eager);
+                        op, sp);
     }
     return {idx, scores, err.query, err.code};
 }
@@ -52,9 +52,8 @@ void bind_bm25(py::module_& m) {
     m.def("bm25_topk", &bm25_topk_py, py::arg("query_indptr").noconvert(), py::arg("query_rows").noconvert(),
           py::arg("query_weights").noconvert(), py::arg("indptr").noconvert(), py::arg("docs").noconvert(),
           py::arg("tf").noconvert(), py::arg("norm").noconvert(), py::arg("k1"), py::arg("k"),
-          py::arg("mask").noconvert() = py::none(), py::arg("threads") = 0, py::arg("eager") = false,
-          "BM25 top-k of CSR queries (posting rows + weights) over CSR postings; eager: tf holds "
-          "precomputed term scores. "
+          py::arg("mask").noconvert() = py::none(), py::arg("threads") = 0,
+          "BM25 top-k of CSR queries (posting rows + weights) over CSR postings. "
           "Returns (indices, scores, error_query, error_code).");
 }
 

@@ -27,18 +27,15 @@ constexpr size_t kHeapK = 256;  // up to this k a heap beats selection
 Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
                     const int64_t* indptr, size_t n_rows, const int32_t* docs, const float* tf, size_t n_postings,
                     const float* norm, size_t n_docs, float k1, const uint8_t* mask, size_t k, size_t threads,
-                    int64_t* idx, float* scores, bool eager) {
+                    int64_t* idx, float* scores) {
     // one query per task; a thread keeps its accumulator (zeroed again through the touched list)
     const size_t nt = plan_threads(nq, threads, 1);
     std::vector<Bm25Error> errs(nt);
     const float kp1 = k1 + 1.f;
     parallel_for(nq, nt, [&](size_t begin, size_t end, size_t t) {
-        // the accumulator outlives the call on this thread: every query leaves it all zero again
-        // (through the touched list), so the next call skips allocating and zeroing n_docs floats
-        thread_local std::vector<float> acc;
-        thread_local std::vector<int32_t> touched;
-        thread_local std::vector<Hit> hits;
-        if (acc.size() < n_docs) acc.resize(n_docs, 0.f);
+        std::vector<float> acc(n_docs, 0.f);
+        std::vector<int32_t> touched;
+        std::vector<Hit> hits;
         for (size_t q = begin; q < end; ++q) {
             int err = 0;
             touched.clear();
@@ -67,8 +64,7 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
                     }
                     const float f = tf[p];
                     if (acc[static_cast<size_t>(d)] == 0.f) touched.push_back(d);
-                    // eager: tf holds the posting's whole term score (no division, no norm read)
-                    acc[static_cast<size_t>(d)] += eager ? w * f : w * f * kp1 / (f + norm[d]);
+                    acc[static_cast<size_t>(d)] += w * f * kp1 / (f + norm[d]);
                 }
             }
             // gather the allowed, matching docs (and zero the accumulator for the next query); a

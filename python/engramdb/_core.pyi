@@ -19,9 +19,9 @@ def available_isas() -> list[str]:
     """
     Instruction sets this CPU runs, best first.
     """
-def bm25_topk(query_indptr: numpy.typing.NDArray[numpy.int64], query_rows: numpy.typing.NDArray[numpy.int64], query_weights: numpy.typing.NDArray[numpy.float32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, eager: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int, int]:
+def bm25_topk(query_indptr: numpy.typing.NDArray[numpy.int64], query_rows: numpy.typing.NDArray[numpy.int64], query_weights: numpy.typing.NDArray[numpy.float32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int, int]:
     """
-    BM25 top-k of CSR queries (posting rows + weights) over CSR postings; eager: tf holds precomputed term scores. Returns (indices, scores, error_query, error_code).
+    BM25 top-k of CSR queries (posting rows + weights) over CSR postings. Returns (indices, scores, error_query, error_code).
     """
 def centroid_update(centroids: numpy.typing.NDArray[numpy.float32], counts: numpy.typing.NDArray[numpy.int64], node_ids: numpy.typing.NDArray[numpy.int64], vectors: numpy.typing.NDArray[numpy.float32]) -> int:
     """

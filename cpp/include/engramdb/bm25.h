@@ -27,8 +27,6 @@ struct Bm25Error {
 Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
                     const int64_t* indptr, size_t n_rows, const int32_t* docs, const float* tf, size_t n_postings,
                     const float* norm, size_t n_docs, float k1, const uint8_t* mask, size_t k, size_t threads,
-                    int64_t* idx, float* scores, bool eager = false);
-// eager: tf[p] is already the posting's term score tf (k1 + 1) / (tf + norm[doc]) (precomputed by
-// the caller while the corpus statistics hold), so a posting costs one multiply-add.
+                    int64_t* idx, float* scores);
 
 }  // namespace engramdb

@@ -91,7 +91,6 @@ class Bm25Index:
         self.keys = np.empty(0, np.int64)
         self.lengths = np.empty(0, np.float32)
         self._norm: np.ndarray | None = None
-        self._eager: list[np.ndarray] | None = None  # per chunk: each posting's term score (see `eager`)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -125,7 +124,6 @@ class Bm25Index:
             b = self.chunks.pop()
             self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
         self._norm = None
-        self._eager = None
 
     def norm(self) -> np.ndarray:
         """k1 * (1 - b + b * len / avgdl) per document (cached until the next add)."""
@@ -133,15 +131,6 @@ class Bm25Index:
             avgdl = float(self.lengths.mean()) if len(self.lengths) else 1.0
             self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
         return self._norm
-
-    def eager(self) -> list[np.ndarray]:
-        """Per chunk, every posting's term score tf (k1 + 1) / (tf + norm[doc]), computed once while
-        the corpus statistics hold (until the next add): a query then costs one multiply-add per
-        posting, as in bm25s, while adds stay incremental."""
-        if self._eager is None:
-            norm = self.norm()
-            self._eager = [(c.tf * (self.k1 + 1) / (c.tf + norm[c.docs])).astype(np.float32) for c in self.chunks]
-        return self._eager
 
     def idf(self, terms: np.ndarray) -> np.ndarray:
         """Lucene's idf of each term over the whole index (float64)."""
@@ -184,13 +173,12 @@ class Bm25Index:
             mask = ok.view(np.uint8) if ok.dtype == np.bool_ and ok.flags.c_contiguous else \
                 np.ascontiguousarray(ok, dtype=np.uint8)
         norm = self.norm()
-        scores_of = self.eager()
         qptr = np.array([0, len(terms)], np.int64)
         found_d, found_s = [], []
-        for c, r, es in zip(self.chunks, rows, scores_of):
+        for c, r in zip(self.chunks, rows):
             if not (r >= 0).any():
                 continue
-            idx, sc, bad, code = _core.bm25_topk(qptr, r, w, c.indptr, c.docs, es, norm, self.k1, int(k), mask, 1, True)
+            idx, sc, bad, code = _core.bm25_topk(qptr, r, w, c.indptr, c.docs, c.tf, norm, self.k1, int(k), mask, 1)
             if bad >= 0:
                 raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
             keep = idx[0] >= 0
@@ -210,7 +198,6 @@ class Bm25Index:
         while len(self.chunks) > 1:
             b = self.chunks.pop()
             self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
-        self._eager = None  # one score array per chunk
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The whole index as flat arrays (one chunk), for an Arrow row."""
