@@ -33,9 +33,12 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
     std::vector<Bm25Error> errs(nt);
     const float kp1 = k1 + 1.f;
     parallel_for(nq, nt, [&](size_t begin, size_t end, size_t t) {
-        std::vector<float> acc(n_docs, 0.f);
-        std::vector<int32_t> touched;
-        std::vector<Hit> hits;
+        // the accumulator outlives the call on this thread: every query leaves it all zero again
+        // (through the touched list), so the next call skips allocating and zeroing n_docs floats
+        thread_local std::vector<float> acc;
+        thread_local std::vector<int32_t> touched;
+        thread_local std::vector<Hit> hits;
+        if (acc.size() < n_docs) acc.resize(n_docs, 0.f);
         for (size_t q = begin; q < end; ++q) {
             int err = 0;
             touched.clear();
