@@ -91,6 +91,7 @@ class Bm25Index:
         self.keys = np.empty(0, np.int64)
         self.lengths = np.empty(0, np.float32)
         self._norm: np.ndarray | None = None
+        self._mask_cache: tuple[np.ndarray, int, np.ndarray] | None = None  # (filter, documents, by doc)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -168,10 +169,16 @@ class Bm25Index:
         n = len(self.keys)
         w = (np.log1p((n - df + 0.5) / (df + 0.5)) * counts).astype(np.float32)
         mask = None
-        if allowed is not None:
-            ok = allowed(self.keys) if callable(allowed) else allowed[self.keys]
-            mask = ok.view(np.uint8) if ok.dtype == np.bool_ and ok.flags.c_contiguous else \
-                np.ascontiguousarray(ok, dtype=np.uint8)
+        if callable(allowed):
+            mask = np.ascontiguousarray(allowed(self.keys), dtype=bool).view(np.uint8)
+        elif allowed is not None:
+            # a store passes the same filter array while nothing changes: gather it per document
+            # once (holding the array itself, so a new one can never pass for it)
+            cached = self._mask_cache
+            if cached is None or cached[0] is not allowed or cached[1] != len(self.keys):
+                cached = self._mask_cache = (allowed, len(self.keys),
+                                             np.ascontiguousarray(allowed[self.keys], dtype=bool).view(np.uint8))
+            mask = cached[2]
         norm = self.norm()
         qptr = np.array([0, len(terms)], np.int64)
         found_d, found_s = [], []
