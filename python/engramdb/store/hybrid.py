@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +50,8 @@ POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engramdb-search")
 
 Loc = tuple[int, int]
 Ranked = list[tuple[Loc, float]]
+Found = Ranked | tuple[np.ndarray, np.ndarray]  # a ranked list, or (keys, scores) arrays
+T = TypeVar("T")
 
 
 def run_fused(store: Store, strategy: str, query: Any, *, namespace: str, k: int, main: Space,
@@ -134,9 +136,9 @@ class _Context:
         self.now_us = time.time_ns() // 1_000  # the clock recency factors measure ages against
         self.failed: dict[str, str] = {}
 
-    def run(self, methods: Mapping[str, Callable[[], Ranked]]) -> dict[str, Ranked]:
+    def run(self, methods: Mapping[str, Callable[[], T]]) -> dict[str, T]:
         """Run methods in parallel; a failing one is logged, recorded and left out."""
-        out = {}
+        out: dict[str, T] = {}
         if len(methods) == 1:  # nothing to overlap with: no thread hop
             (name, fn), = methods.items()
             try:
@@ -229,8 +231,9 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
         return round((clock[-1] - clock[-2]) * 1e3, 3)
 
     ms_: dict[str, float] = {}
-    got = ctx.run({"bm25": lambda: _as_ranked(ctx.bm25_keys(terms, st["sparse"])),
-                   "vector": lambda: ctx.dense(main, qv, st["dense"])})
+    recall: dict[str, Callable[[], Found]] = {"bm25": lambda: ctx.bm25_keys(terms, st["sparse"]),
+                                              "vector": lambda: ctx.dense(main, qv, st["dense"])}
+    got = ctx.run(recall)
     bm_keys, bm_scores = _arrays(store, got.get("bm25", []))
     vec_keys, _ = _arrays(store, got.get("vector", []))
     candidates = np.union1d(bm_keys, vec_keys)
@@ -288,15 +291,11 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     return fused, info
 
 
-def _arrays(store: Store, found: Ranked) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(store: Store, found: Found) -> tuple[np.ndarray, np.ndarray]:
     """(keys, scores) arrays of a ranked location list (a key array passes through)."""
     if isinstance(found, tuple):
         return found
     return store._keys([loc for loc, _ in found]), np.array([s for _, s in found], np.float64)
-
-
-def _as_ranked(pair: tuple[np.ndarray, np.ndarray]) -> Any:
-    return pair  # BM25's key arrays travel as they are (see `_arrays`)
 
 
 def _main_say(w: dict[str, float], vector: Ranked | None, main: Space, info: dict[str, Any]) -> dict[str, float]:
