@@ -218,3 +218,21 @@ def test_packed_leaves_answer_like_the_gathering_scan(half: bool) -> None:
     assert tree._packed is not None and tree._packed[0] is not tree._csr()
     k3, _, _ = tree.search(src, q[0], 10, probe=6, beam=4)
     assert len(k3) == 10
+
+
+def test_large_builds_spill_among_siblings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engramdb.hierarchy.tree as tree_mod
+
+    monkeypatch.setattr(tree_mod, "ROUTE_ALL_LEAVES", 8)  # as if the tree had more leaves than that
+    x = clustered(2_000, 16, 40, seed=12, sigma=0.2)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8, seed=0)
+    tree.check(src)
+    spilled = [int(tree.parent[leaf]) for leaf in tree.leaves() for _ in tree.spill[int(leaf)]]
+    assert spilled, "keys still get a second leaf"
+    for leaf in tree.leaves():  # every spilled key sits in a sibling of its primary leaf
+        for key in tree.spill[int(leaf)].tolist():
+            home = next(int(lf) for lf in tree.leaves() if key in set(tree.members[int(lf)].tolist()))
+            assert tree.parent[home] == tree.parent[int(leaf)] and home != int(leaf)
+    q = clustered(10, 16, 40, seed=13, sigma=0.2)
+    assert recall(tree, src, x, q, probe=8, beam=4) > 0.8

@@ -304,10 +304,14 @@ class CentroidTree:
             order = np.argsort(keys)
             for leaf in tree.leaves():
                 primary[order[np.searchsorted(keys[order], tree.members[int(leaf)])]] = leaf
-            # a batch build can afford each key's 8 nearest leaves anywhere in the tree as
-            # candidates (+4 s at 100K; inserts use the primary's siblings, which is cheaper)
-            cand = tree._top_leaves(x, SPILL_CANDIDATES)
-            tree._add_spill(keys, tree._second_leaves_among(x, primary, cand))
+            if len(tree.leaves()) <= ROUTE_ALL_LEAVES:
+                # each key's 8 nearest leaves anywhere in the tree as candidates (+2 s at 100K)
+                cand = tree._top_leaves(x, SPILL_CANDIDATES)
+                tree._add_spill(keys, tree._second_leaves_among(x, primary, cand))
+            else:
+                # past that, every key against every leaf grows as n^2 (1M keys x 18,600 leaves:
+                # 534 s of a build that took 77 s without spill): the primary's siblings instead
+                tree._add_spill(keys, tree._second_leaves(x, primary))
         return tree
 
     def _attach_build(self, level_nodes: list[list[np.ndarray]], depth: int, items: np.ndarray, parent: int,
