@@ -171,11 +171,16 @@ def test_hierarchy_1q_tree(benchmark, request, data):
         "tree": _all_queries(_tree_searcher(s), s.Q),
         "exact": _all_queries(sweep.exact_searcher(s.X), s.Q),
     }
+    benchmark.extra_info["paired"] = paired(_with_peers(request, s, fns), "tree", reps=9)
+
+
+def _with_peers(request: Any, s: Setup, fns: dict[str, Fn]) -> dict[str, Fn]:
+    """fns plus HNSW and IVF over the same queries, for the peers that are installed."""
     if optional_peer(request, "usearch_index") is not None:
         fns["hnsw"] = _all_queries(_hnsw_searcher(s), s.Q)
     if optional_peer(request, "faiss") is not None:
         fns["ivf"] = _all_queries(_ivf_searcher(s), s.Q)
-    benchmark.extra_info["paired"] = paired(fns, "tree", reps=9)
+    return fns
 
 
 @functools.cache
@@ -201,11 +206,7 @@ def test_hierarchy_1q_tree_packed(benchmark, request, data):
         threads=1, items=len(s.Q), packed_mb=tree._packed[1].nbytes / 1e6, **q)
     run(benchmark, _all_queries(searcher, s.Q))
     fns = {"tree_packed": _all_queries(searcher, s.Q), "tree": _all_queries(_tree_searcher(s), s.Q)}
-    if optional_peer(request, "usearch_index") is not None:
-        fns["hnsw"] = _all_queries(_hnsw_searcher(s), s.Q)
-    if optional_peer(request, "faiss") is not None:
-        fns["ivf"] = _all_queries(_ivf_searcher(s), s.Q)
-    benchmark.extra_info["paired"] = paired(fns, "tree_packed", reps=9)
+    benchmark.extra_info["paired"] = paired(_with_peers(request, s, fns), "tree_packed", reps=9)
 
 
 @pytest.mark.parametrize("data", DATA)

@@ -29,13 +29,19 @@ int64_t centroid_update_py(carray<float> C, carray<int64_t> counts, const carray
     return centroid_update(cp, kp, uz(c), uz(d), np_, vp, uz(m));
 }
 
-std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
+// The checks assign_nearest and assign_topk share: 2-D vectors and centroids of one width, at
+// least one centroid, a known metric.
+void check_assign(const carray<float>& V, const carray<float>& C, int metric) {
     require_rank(V, 2, "vectors");
     require_rank(C, 2, "centroids");
-    const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
-    require_len(C.shape(1), d, "centroids columns");
-    if (c < 1) throw py::value_error("centroids must have at least one row");
+    require_len(C.shape(1), V.shape(1), "centroids columns");
+    if (C.shape(0) < 1) throw py::value_error("centroids must have at least one row");
     if (metric < 0 || metric > 3) throw py::value_error("bad metric");
+}
+
+std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carray<float>& V, const carray<float>& C, int metric, py::ssize_t threads) {
+    check_assign(V, C, metric);
+    const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
     carray<int64_t> labels({n});
     carray<float> scores({n});
     const float *vp = V.data(), *cp = C.data();
@@ -51,12 +57,8 @@ std::tuple<carray<int64_t>, carray<float>, int64_t> assign_nearest_py(const carr
 
 std::tuple<carray<int64_t>, carray<float>, int64_t> assign_topk_py(const carray<float>& V, const carray<float>& C, int metric,
                                                                    py::ssize_t m, py::ssize_t threads) {
-    require_rank(V, 2, "vectors");
-    require_rank(C, 2, "centroids");
+    check_assign(V, C, metric);
     const py::ssize_t n = V.shape(0), d = V.shape(1), c = C.shape(0);
-    require_len(C.shape(1), d, "centroids columns");
-    if (c < 1) throw py::value_error("centroids must have at least one row");
-    if (metric < 0 || metric > 3) throw py::value_error("bad metric");
     if (m < 1 || m > c) throw py::value_error("m must be in 1..number of centroids");
     carray<int64_t> labels({n, m});
     carray<float> scores({n, m});
