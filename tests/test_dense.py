@@ -240,3 +240,56 @@ def test_merge_topk_orders_by_score_then_key() -> None:
     assert keys.tolist() == [1, 3, 2, 5] and scores.tolist() == pytest.approx([0.9, 0.9, 0.5, 0.5])
     empty_k, empty_s = merge_topk([], [], 3)
     assert empty_k.size == 0 and empty_s.size == 0
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rescore_keys_matches_reference_across_matrices(isa: str, rng: np.random.Generator, metric: str,
+                                                       dtype: type, threads: int) -> None:
+    """Keys over several matrices, in any order and repeated, score like one stacked matrix."""
+    sizes = [0, 5, 1, 3000, 777]  # an empty segment and a one-row one too
+    d = 384
+    mats = [rng.standard_normal((n, d)).astype(dtype) for n in sizes]
+    stacked = np.concatenate(mats).astype(np.float32)
+    q = rng.standard_normal(d).astype(np.float32)
+    keys = rng.integers(0, len(stacked), 5000)
+    keys = np.concatenate([keys, keys[:700]])  # repeats, as two recall methods give them
+    full = ref.dense_scores(q[None, :], stacked, metric)[0]
+    uniq = np.unique(keys)
+    for k in (1, 50, len(uniq) + 10):
+        got_k, got_s = kernels.rescore_keys(q, mats, keys, k, metric, threads=threads)
+        want = min(k, len(uniq))
+        assert len(got_k) == want and len(set(got_k.tolist())) == want, "repeats must be scored once"
+        assert set(got_k.tolist()) <= set(uniq.tolist())
+        tol = ref.dense_tolerance(q[None, :], stacked, metric)
+        np.testing.assert_allclose(got_s, full[got_k], atol=tol, rtol=0)
+        assert np.all(np.diff(got_s) <= 0)
+        kth = np.sort(full[uniq])[::-1][want - 1]
+        assert full[got_k].min() >= kth - 2 * tol, "a better key was left out"
+
+
+def test_rescore_keys_breaks_ties_to_the_lower_key(isa: str) -> None:
+    mats = [np.ones((4, 8), np.float32), np.ones((4, 8), np.float32)]
+    got_k, got_s = kernels.rescore_keys(np.ones(8, np.float32), mats, [7, 2, 5, 0, 2], 3, "dot", threads=2)
+    assert got_k.tolist() == [0, 2, 5] and got_s.tolist() == [8.0, 8.0, 8.0]
+
+
+def test_rescore_keys_refuses_bad_input_by_name() -> None:
+    a = np.zeros((3, 4), np.float32)
+    q = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="key 6 is outside 0..5"):
+        kernels.rescore_keys(q, [a, a], [1, 6], 2)
+    with pytest.raises(ValueError, match="key -1"):
+        kernels.rescore_keys(q, [a, a], [-1], 2)
+    with pytest.raises(TypeError, match="must all be float32 or all float16"):
+        kernels.rescore_keys(q, [a, a.astype(np.float16)], [1], 2)
+    with pytest.raises(ValueError, match="columns"):
+        kernels.rescore_keys(np.ones(5, np.float32), [a], [1], 2)
+    with pytest.raises(ValueError, match="one vector"):
+        kernels.rescore_keys(np.ones((2, 4), np.float32), [a], [1], 2)
+    bad = a.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"matrices\[1\] row 2 \(key 5\)"):
+        kernels.rescore_keys(q, [a, bad], [0, 5], 2)
+    assert kernels.rescore_keys(q, [a], [], 3).indices.shape == (0,)

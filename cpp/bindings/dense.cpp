@@ -100,6 +100,58 @@ std::tuple<carray<int64_t>, carray<float>, int64_t> dense_rescore_py(const carra
     return {idx, scores, bad};
 }
 
+std::tuple<carray<int64_t>, carray<float>, int64_t> dense_rescore_keys_py(const carray<float>& q, const std::vector<py::array>& matrices,
+                                                                         const carray<int64_t>& bases,
+                                                                         const carray<int64_t>& keys, int metric,
+                                                                         py::ssize_t k, py::ssize_t threads) {
+    require_rank(q, 1, "query");
+    require_rank(bases, 1, "bases");
+    require_rank(keys, 1, "keys");
+    const auto nseg = static_cast<py::ssize_t>(matrices.size());
+    require_len(bases.shape(0), nseg + 1, "bases");
+    if (k < 0 || metric < 0 || metric > 2) throw py::value_error("bad k or metric");
+    const int64_t* bp = bases.data();
+    if (bp[0] != 0) throw py::value_error("bases must start at 0");
+    std::vector<const void*> mats;  // `matrices` holds the arrays while the GIL is released
+    bool f16 = false;
+    for (py::ssize_t s = 0; s < nseg; ++s) {
+        const py::array& m = matrices[static_cast<size_t>(s)];
+        bool this_f16 = false;
+        mats.push_back(float_rows(m, &this_f16));
+        if (s == 0) f16 = this_f16;
+        if (this_f16 != f16) throw py::type_error("matrices must all be float32 or all float16");
+        require_len(m.shape(1), q.shape(0), "matrix columns");
+        if (bp[s + 1] - bp[s] != m.shape(0))
+            throw py::value_error("matrix " + std::to_string(s) + " has " + std::to_string(m.shape(0)) +
+                                  " rows, bases say " + std::to_string(bp[s + 1] - bp[s]));
+    }
+    const int64_t total = bp[nseg];
+    const int64_t* kp = keys.data();
+    const auto nk = keys.shape(0);
+    for (py::ssize_t i = 0; i < nk; ++i)
+        if (kp[i] < 0 || kp[i] >= total)
+            throw py::value_error("key " + std::to_string(kp[i]) + " is outside 0.." + std::to_string(total - 1));
+    carray<int64_t> idx({k});
+    carray<float> scores({k});
+    int64_t* ip = idx.mutable_data();
+    float* sp = scores.mutable_data();
+    const float* qp = q.data();
+    size_t got = 0;
+    int64_t bad;
+    {
+        py::gil_scoped_release release;
+        bad = dense_rescore_keys(qp, uz(q.shape(0)), mats.data(), f16, bp, uz(nseg), static_cast<Metric>(metric), kp,
+                                 uz(nk), uz(k), uz(threads), ip, sp, &got);
+    }
+    if (bad >= 0) return {carray<int64_t>({0}), carray<float>({0}), bad};
+    const auto n = static_cast<py::ssize_t>(got);
+    carray<int64_t> ok({n});
+    carray<float> os({n});
+    std::copy(ip, ip + n, ok.mutable_data());
+    std::copy(sp, sp + n, os.mutable_data());
+    return {ok, os, -1};
+}
+
 double stream_sum_py(const carray<float>& x, py::ssize_t threads) {
     const float* p = x.data();
     const std::size_t n = uz(x.size());
@@ -119,6 +171,11 @@ void bind_dense(py::module_& m) {
     m.def("dense_rescore", &dense_rescore_py, py::arg("queries").noconvert(), py::arg("matrix"), py::arg("metric"),
           py::arg("candidates").noconvert(), py::arg("k"),
           "Exact rescoring of candidate rows. Returns (indices, scores, bad_row).");
+    m.def("dense_rescore_keys", &dense_rescore_keys_py, py::arg("query").noconvert(), py::arg("matrices"),
+          py::arg("bases").noconvert(), py::arg("keys").noconvert(), py::arg("metric"), py::arg("k"),
+          py::arg("threads") = 0,
+          "Exact scores of global keys over segment matrices (matrix s holds keys bases[s]..bases[s+1]-1); "
+          "duplicates scored once. Returns (keys, scores, bad_key), best first.");
     m.def("stream_sum", &stream_sum_py, py::arg("x").noconvert(), py::arg("threads") = 0,
           "Sum of a float32 array by a plain streaming read (memory-bandwidth probe).");
 }

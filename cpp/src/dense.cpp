@@ -222,6 +222,68 @@ int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t
     return rescore(Q, nq, static_cast<const float*>(X), n, d, metric, cand, L, k, idx, scores);
 }
 
+namespace {
+template <typename T>
+int64_t rescore_keys(const float* q, size_t d, const T* const* mats, const int64_t* bases, size_t nseg, Metric metric,
+                     const std::vector<int64_t>& keys, size_t k, size_t threads, std::vector<TopK>& heaps) {
+    const IsaKernels& K = kernels();
+    const bool cosine = metric == Metric::cosine;
+    std::vector<float> qn;
+    if (cosine) qn = normalised(q, 1, d);
+    const float* qp = cosine ? qn.data() : q;
+    const size_t nt = plan_threads(keys.size(), threads, 2048);
+    heaps.assign(nt, TopK(k));
+    std::vector<int64_t> bad(nt, -1);
+    parallel_for(keys.size(), nt, [&](size_t begin, size_t end, size_t t) {
+        TopK& h = heaps[t];
+        for (size_t i = begin; i < end; ++i) {
+            const int64_t key = keys[i];
+            // segments are few: a binary search over their starts finds the key's one
+            const size_t s = static_cast<size_t>(std::upper_bound(bases, bases + nseg + 1, key) - bases) - 1;
+            const T* row = mats[s] + static_cast<size_t>(key - bases[s]) * d;
+            float raw = 0.f, sq = 0.f;
+            dot_block(K, qp, 1, row, 1, d, &raw);
+            if (cosine) norm_block(K, row, 1, d, &sq);
+            if (!std::isfinite(raw) || !std::isfinite(sq)) {
+                bad[t] = key;
+                return;
+            }
+            h.push(apply_metric(metric, raw, sq), key);
+        }
+    });
+    for (int64_t b : bad)
+        if (b >= 0) return b;
+    return -1;
+}
+}  // namespace
+
+int64_t dense_rescore_keys(const float* q, size_t d, const void* const* mats, bool f16, const int64_t* bases,
+                           size_t nseg, Metric metric, const int64_t* keys, size_t nkeys, size_t k, size_t threads,
+                           int64_t* out_keys, float* out_scores, size_t* out_n) {
+    // duplicates (a key found by two recall methods) are scored once: a bitmap over the key space
+    const size_t total = static_cast<size_t>(bases[nseg]);
+    std::vector<uint64_t> seen((total + 63) / 64, 0);
+    std::vector<int64_t> uniq;
+    uniq.reserve(nkeys);
+    for (size_t i = 0; i < nkeys; ++i) {
+        const auto key = static_cast<uint64_t>(keys[i]);
+        uint64_t& word = seen[key >> 6];
+        const uint64_t bit = uint64_t{1} << (key & 63);
+        if (word & bit) continue;
+        word |= bit;
+        uniq.push_back(keys[i]);
+    }
+    std::vector<TopK> heaps;
+    const int64_t bad =
+        f16 ? rescore_keys(q, d, reinterpret_cast<const uint16_t* const*>(mats), bases, nseg, metric, uniq, k, threads, heaps)
+            : rescore_keys(q, d, reinterpret_cast<const float* const*>(mats), bases, nseg, metric, uniq, k, threads, heaps);
+    if (bad >= 0) return bad;
+    for (size_t t = 1; t < heaps.size(); ++t) heaps[0].merge(heaps[t]);
+    *out_n = heaps.empty() ? 0 : heaps[0].size();
+    if (!heaps.empty()) heaps[0].write(out_keys, out_scores);
+    return -1;
+}
+
 double stream_sum(const float* x, size_t n, size_t threads) {
     const IsaKernels& K = kernels();
     const size_t nt = plan_threads(n, threads, size_t{1} << 20);

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -38,6 +38,10 @@ def compiled_isas() -> list[str]:
 def dense_rescore(queries: numpy.typing.NDArray[numpy.float32], matrix: numpy.ndarray, metric: typing.SupportsInt | typing.SupportsIndex, candidates: numpy.typing.NDArray[numpy.int64], k: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Exact rescoring of candidate rows. Returns (indices, scores, bad_row).
+    """
+def dense_rescore_keys(query: numpy.typing.NDArray[numpy.float32], matrices: collections.abc.Sequence[numpy.ndarray], bases: numpy.typing.NDArray[numpy.int64], keys: numpy.typing.NDArray[numpy.int64], metric: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    Exact scores of global keys over segment matrices (matrix s holds keys bases[s]..bases[s+1]-1); duplicates scored once. Returns (keys, scores, bad_key), best first.
     """
 def dense_topk(queries: numpy.typing.NDArray[numpy.float32], matrix: numpy.ndarray, metric: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, full: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32] | None, int]:
     """

@@ -180,6 +180,48 @@ def topk(
     return TopK(*_shape_out((idx, sc), was_1d))
 
 
+def rescore_keys(
+    query: Any,
+    matrices: Sequence[np.ndarray],
+    keys: Any,
+    k: int,
+    metric: Metric = "dot",
+    *,
+    threads: int | None = None,
+) -> TopK:
+    """Exact scores of one query for rows named by global keys across several matrices.
+
+    Keys number the rows of `matrices` one after another (matrix 0's rows first), the way a
+    store numbers its segments' rows. They may come in any order and repeat (each is scored
+    once), so the candidates of several recall methods can be passed concatenated. Returns the
+    min(k, unique keys) best as (keys, scores), higher first, ties to the lower key.
+
+    Args:
+        query: (d,) or (1, d) floats.
+        matrices: (n_s, d) float32 or float16 C-contiguous arrays, all of one dtype.
+        keys: int64 keys in [0, total rows).
+        k: number of results (>= 1).
+        metric: "dot", "cosine" or "born", as in `topk`.
+        threads: as in `topk`; a thread takes at least 2,048 keys.
+    """
+    kk = v.check_k(k)
+    nt = v.check_threads(threads)
+    mcode = _metric(metric, _METRICS)
+    q, _ = v.float_queries("query", query)
+    if q.shape[0] != 1:
+        raise ValueError(f"query must be one vector, (d,) or (1, d), got shape {np.shape(query)}")
+    mats = [v.matrix(f"matrices[{i}]", m, (np.float32, np.float16)) for i, m in enumerate(matrices)]
+    bases = np.zeros(len(mats) + 1, np.int64)
+    np.cumsum([m.shape[0] for m in mats], out=bases[1:])
+    ks = np.ascontiguousarray(keys, np.int64).reshape(-1)
+    idx, sc, bad = _core.dense_rescore_keys(q[0], mats, bases, ks, mcode, kk, nt)
+    if bad >= 0:
+        s = int(np.searchsorted(bases, bad, side="right")) - 1
+        raise ValueError(f"matrices[{s}] row {bad - int(bases[s])} (key {bad}) holds a non-finite value or "
+                         "overflows float32")
+    return TopK(idx, sc)
+
+
 def _short_allow_list(mask: Any, n: int) -> np.ndarray | None:
     """Sorted unique rows of an integer allow-list covering under 1/16 of n rows, else None."""
     if mask is None or isinstance(mask, (bool, np.bool_)):
@@ -571,6 +613,7 @@ __all__: Sequence[str] = [
     "maxsim",
     "quantize_i8",
     "read_bandwidth_probe",
+    "rescore_keys",
     "scores",
     "topk",
     "use_isa",

@@ -28,6 +28,15 @@ void dense_topk_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t n, size_t
 int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t n, size_t d, Metric metric,
                       const int64_t* cand, size_t L, size_t k, int64_t* idx, float* scores);
 
+// Exact scores of a query (d,) for global keys over several row matrices (segments): matrix s
+// holds keys bases[s] .. bases[s+1]-1, all float32 or all binary16. keys may repeat and come in
+// any order (each is scored once); they must lie in [0, bases[nseg]). Writes the min(k, unique)
+// best (key, score) pairs, best first, ties to the lower key, and their count to out_n (out
+// arrays hold k). Returns the first key whose score is not finite, else -1.
+int64_t dense_rescore_keys(const float* q, size_t d, const void* const* mats, bool f16, const int64_t* bases,
+                           size_t nseg, Metric metric, const int64_t* keys, size_t nkeys, size_t k, size_t threads,
+                           int64_t* out_keys, float* out_scores, size_t* out_n);
+
 // Plain read of n floats (the bandwidth ceiling a scan is measured against).
 double stream_sum(const float* x, size_t n, size_t threads);
 

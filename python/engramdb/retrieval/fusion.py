@@ -91,14 +91,13 @@ def rrf_arrays(
     if not names:
         return []
     keys_all = np.concatenate([np.asarray(ranked[m][0], np.int64) for m in names])
-    uniq, inv = np.unique(keys_all, return_inverse=True)
+    # lists are concatenated heaviest first, so a key's first position is its tie-break order
+    uniq, first, inv = np.unique(keys_all, return_index=True, return_inverse=True)
     fused = np.zeros(len(uniq))
-    first = np.full(len(uniq), np.iinfo(np.int64).max, np.int64)
     ranks: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
     at = 0
-    span = int(max(len(ranked[m][0]) for m in names)) + 1
-    for mi, m in enumerate(names):
+    for m in names:
         w = float(weights.get(m, 1.0))
         if not w >= 0 or w == float("inf"):
             raise ValueError(f"weight of method {m!r} must be finite and >= 0, got {w!r}")
@@ -112,13 +111,19 @@ def rrf_arrays(
         s[idx[::-1]] = np.asarray(ranked[m][1], np.float64)[::-1]
         hit = r > 0
         fused[hit] += w / (k + r[hit])
-        np.minimum.at(first, idx, mi * span + np.arange(1, n + 1))
         ranks[m], scores[m] = r, s
-    order = np.lexsort((first, -fused))[: top if top is not None else len(uniq)]
+    if top is not None and top < len(uniq):
+        # only the best `top` (and any tied with the last of them) need the full sort
+        cut = np.partition(-fused, top - 1)[top - 1]
+        sel = np.flatnonzero(-fused <= cut)
+        order = sel[np.lexsort((first[sel], -fused[sel]))][:top]
+    else:
+        order = np.lexsort((first, -fused))
     out = []
-    for i in order.tolist():
-        methods = {m: (int(ranks[m][i]), float(scores[m][i])) for m in names if ranks[m][i] > 0}
-        out.append(Fused(int(uniq[i]), float(fused[i]), methods))
+    rows = {m: (ranks[m][order].tolist(), scores[m][order].tolist()) for m in names}
+    for j, (key, score) in enumerate(zip(uniq[order].tolist(), fused[order].tolist())):
+        methods = {m: (rr[j], ss[j]) for m, (rr, ss) in rows.items() if rr[j] > 0}
+        out.append(Fused(key, score, methods))
     return out
 
 

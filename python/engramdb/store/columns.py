@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pyarrow as pa
 
@@ -69,15 +70,31 @@ def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
     return pa.Table.from_pydict(cols, schema=MEMORY_SCHEMA)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _times(col: pa.ChunkedArray) -> list[datetime | None]:
+    """UTC datetimes of a timestamp[us] column: plain arithmetic on the integers (pyarrow's own
+    conversion goes through a time-zone lookup per value, ~7 us each, most of a hit's cost)."""
+    us = col.cast(pa.int64()).to_pylist()
+    return [None if x is None else _EPOCH + timedelta(microseconds=x) for x in us]
+
+
+def _loads(s: str) -> dict[str, Any]:
+    return {} if s == "{}" else dict(json.loads(s))
+
+
 def table_to_memories(table: pa.Table) -> list[Memory]:
-    """Memories of a table written with MEMORY_SCHEMA (or a compatible older layout)."""
-    py = table.select([f.name for f in MEMORY_SCHEMA if f.name != "content_hash"]).to_pylist()
-    out = []
-    for row in py:
-        row["metadata"] = json.loads(row["metadata"])
-        row["provenance"] = json.loads(row["provenance"])
-        for name in _TIME_FIELDS:
-            value = row[name]
-            assert value is None or isinstance(value, datetime)
-        out.append(Memory(**row))
-    return out
+    """Memories of a table written with MEMORY_SCHEMA (or a compatible older layout): column by
+    column, since search materialises its hits this way on every query."""
+    names = [f.name for f in MEMORY_SCHEMA if f.name != "content_hash"]
+    cols: dict[str, list[Any]] = {}
+    for name in names:
+        col = table.column(name)
+        if name in _TIME_FIELDS:
+            cols[name] = _times(col)
+        elif name in ("metadata", "provenance"):
+            cols[name] = [_loads(x) for x in col.to_pylist()]
+        else:
+            cols[name] = col.to_pylist()
+    return [Memory(**dict(zip(names, values))) for values in zip(*(cols[n] for n in names))]

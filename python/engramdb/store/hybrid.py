@@ -12,8 +12,9 @@ Strategies:
 - multi_space: hybrid + enhancer spaces. Weights are routed by the query's intent (C2 rules); the
   strong/weak rule on the main space's best score decides whether enhancers add candidates or
   only rerank; recency factors (C3) scale the fused scores.
-- pipeline: sparse recall (BM25, `sparse` candidates, joined by the vector index's `dense` best so
-  a query sharing no word still finds its matches) -> exact dense scores of every candidate,
+- pipeline: sparse recall (BM25, `sparse` candidates, joined by the vector index's `fused` best so
+  a query sharing no word still finds its matches: a key only the index finds needs a dense rank
+  that good to reach the fused stage) -> exact dense scores of every candidate,
   best `dense` kept -> RRF of dense, BM25 and graph, best `fused` kept -> topic filter (none
   until topics exist: the `topics` best pass) -> MaxSim rerank on the token space, fused with
   the RRF rank -> recency.
@@ -136,15 +137,16 @@ class _Context:
         self.now_us = time.time_ns() // 1_000  # the clock recency factors measure ages against
         self.failed: dict[str, str] = {}
 
-    def run(self, methods: Mapping[str, Callable[[], T]]) -> dict[str, T]:
-        """Run methods in parallel; a failing one is logged, recorded and left out."""
+    def run(self, methods: Mapping[str, Callable[[], T]], *, parallel: bool = True) -> dict[str, T]:
+        """Run methods (in parallel unless told not to: methods that are short Python loops gain
+        nothing from a thread hop but GIL hand-offs); a failing one is logged, recorded and left out."""
         out: dict[str, T] = {}
-        if len(methods) == 1:  # nothing to overlap with: no thread hop
-            (name, fn), = methods.items()
-            try:
-                out[name] = fn()
-            except Exception as exc:  # noqa: BLE001 - one method failing must not fail the search
-                self._fail(name, exc)
+        if len(methods) == 1 or not parallel:  # nothing to overlap with: no thread hop
+            for name, fn in methods.items():
+                try:
+                    out[name] = fn()
+                except Exception as exc:  # noqa: BLE001 - one method failing must not fail the search
+                    self._fail(name, exc)
             return out
         futures = {name: POOL.submit(fn) for name, fn in methods.items()}
         for name, fut in futures.items():
@@ -213,7 +215,7 @@ def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
         expand["graph"] = lambda: ctx.graph(seeds, n)
     if seeds and w.get("neighbours", 0) > 0:
         expand["neighbours"] = lambda: ctx.neighbours(seeds, n)
-    got.update(ctx.run(expand))
+    got.update(ctx.run(expand, parallel=False))
     info["weights"] = w
     return rrf(got, w), info
 
@@ -232,14 +234,14 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
 
     ms_: dict[str, float] = {}
     recall: dict[str, Callable[[], Found]] = {"bm25": lambda: ctx.bm25_keys(terms, st["sparse"]),
-                                              "vector": lambda: ctx.dense(main, qv, st["dense"])}
+                                              "vector": lambda: ctx.dense(main, qv, st["fused"])}
     got = ctx.run(recall)
     bm_keys, bm_scores = _arrays(store, got.get("bm25", []))
     vec_keys, _ = _arrays(store, got.get("vector", []))
-    candidates = np.union1d(bm_keys, vec_keys)
-    sizes = {"sparse": len(bm_keys), "candidates": len(candidates)}
+    candidates = np.concatenate([bm_keys, vec_keys])  # the dense kernel scores a repeated key once
+    sizes = {"sparse": len(bm_keys)}
     ms_["recall"] = lap()
-    dense = store._dense_keys(main, qv, candidates, st["dense"], unique=True) if len(candidates) else (bm_keys[:0], bm_scores[:0])
+    dense = store._dense_keys(main, qv, candidates, st["dense"]) if len(candidates) else (bm_keys[:0], bm_scores[:0])
     ranked = {"vector": dense, "bm25": (bm_keys[: st["dense"]], bm_scores[: st["dense"]])}
     sizes["dense"] = len(dense[0])
     info: dict[str, Any] = {}
@@ -257,7 +259,7 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
             expand["graph"] = lambda: ctx.graph(seeds, 2 * k)
         if seeds and w.get("neighbours", 0) > 0:
             expand["neighbours"] = lambda: ctx.neighbours(seeds, 2 * k)
-        for name, found in ctx.run(expand).items():
+        for name, found in ctx.run(expand, parallel=False).items():
             ranked[name] = _arrays(store, found)
     first = rrf_arrays(ranked, w, top=st["fused"])
     locs = store._locs(np.array([f.key for f in first], np.int64))

@@ -967,40 +967,14 @@ class Store:
         out: np.ndarray = self._bases()[a[:, 0]] + a[:, 1]
         return out
 
-    def _dense_keys(self, sp: Space, qv: Any, keys: np.ndarray, n: int, *,
-                    unique: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of one dense space for the given keys only, n best first, as arrays (the
-        pipeline's dense stage over thousands of candidates: one masked kernel call per segment)."""
-        bases = self._bases()
-        if not unique:
-            keys = np.unique(keys)
-        seg = np.searchsorted(bases, keys, side="right") - 1
+    def _dense_keys(self, sp: Space, qv: Any, keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of one dense space for the given global keys only (any order, repeats
+        allowed), n best first, as arrays: the pipeline's dense stage over thousands of candidates,
+        one native call across all segments (both cores when there are thousands)."""
         metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
-        q = np.asarray(qv, np.float32).reshape(-1)
-        q2 = q[None, :]
-        cuts = np.searchsorted(seg, np.arange(len(bases)))  # keys are sorted: each segment's run
-        parts = [si for si in range(len(bases) - 1) if cuts[si] < cuts[si + 1]]
-
-        def score(si: int) -> tuple[np.ndarray, np.ndarray]:
-            rows = (keys[cuts[si] : cuts[si + 1]] - bases[si])[None, :]
-            mat = np.asarray(self._segments[si].vectors(self.schema, sp.name))
-            # a gather-and-score of just these rows (rows come from this store's own keys, in range)
-            idx, sc, bad = _core.dense_rescore(q2, mat, kernels._METRICS[metric], rows, min(n, rows.shape[1]))
-            if bad >= 0:
-                raise ValueError(f"segment {si} row {bad} holds a non-finite vector")
-            return idx[0] + bases[si], sc[0]
-
-        # random gathers are memory-bound: with thousands of candidates over several segments,
-        # the second core halves them (the kernel releases the GIL)
-        from .hybrid import POOL
-
-        if len(keys) >= 2_048 and len(parts) > 1:
-            half = len(parts) // 2
-            other = POOL.submit(lambda: [score(si) for si in parts[half:]])
-            done = [score(si) for si in parts[:half]] + other.result()
-        else:
-            done = [score(si) for si in parts]
-        return kernels.merge_topk([ks for ks, _ in done], [ss for _, ss in done], n)
+        mats = [np.asarray(seg.vectors(self.schema, sp.name)) for seg in self._segments]
+        got = kernels.rescore_keys(qv, mats, keys, max(n, 1), metric)
+        return got.indices[:n], got.scores[:n]
 
     def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
                      t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
@@ -1412,16 +1386,10 @@ class Store:
         memo = [self._segments[si].memo.get(row) for si, row in locs]  # memories are immutable per row
         if all(m is not None for m in memo):
             return memo  # type: ignore[return-value]
-        by_seg: dict[int, list[int]] = {}
-        for (si, row), m in zip(locs, memo):
-            if m is None:
-                by_seg.setdefault(si, []).append(row)
-        parts = [self._segments[si].records().slice(rows[0], 1) if len(rows) == 1  # a slice is free; take is not
-                 # from numpy: pa.array(list) runs type inference, which re-tries importing
-                 # python-dateutil on every call where it is not installed (~150 us)
-                 else self._segments[si].records().take(pa.array(np.asarray(rows, np.int64)))
-                 for si, rows in by_seg.items()]
-        order = [(si, row) for si, rows in by_seg.items() for row in rows]
+        order = list(dict.fromkeys(loc for loc, m in zip(locs, memo) if m is None))
+        # one-row slices are free and one concatenation joins them: cheaper than a take per
+        # segment for the few rows a search returns
+        parts = [self._segments[si].records().slice(row, 1) for si, row in order]
         found = dict(zip(order, table_to_memories(pa.concat_tables(parts))))
         for (si, row), m in found.items():
             self._segments[si].remember(row, m)
