@@ -376,17 +376,28 @@ def takes_query_vector(db: Any) -> bool:
 
 
 def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *, prefix: bool = True,
-             use_query_vectors: bool = True, on_disk: bool = False) -> ProfileResult:
+             use_query_vectors: bool = True, on_disk: bool = False, infer_edges: bool = False) -> ProfileResult:
     """Build one profile's store of `ds` and run every strategy on its questions."""
     vectors = minilm_turn_vectors(data, ds, prefix) if profile == "minilm" else None
     with tempfile.TemporaryDirectory(prefix="locomo-store-") as tmp:
         db, ids, spent = build_store(profile, ds, prefix=prefix, vectors=vectors, path=Path(tmp) if on_disk else None)
         try:
+            edges = ""
+            if infer_edges:  # the built-in heuristic (H2) over every conversation, before any question
+                t0 = time.perf_counter()
+                reports = [db.infer_edges(namespace=ns) for ns in sorted({t.conversation for t in ds.turns})]
+                stored = sum(len(r.stored) for r in reports)
+                kinds: dict[str, int] = {}
+                for r in reports:
+                    for e in r.stored:
+                        kinds[e.type] = kinds.get(e.type, 0) + 1
+                edges = f"; inferred {stored:,} edges {kinds} in {time.perf_counter() - t0:.1f} s"
             qvecs = None
             if profile == "minilm" and use_query_vectors and takes_query_vector(db):
                 qvecs = minilm_question_vectors(data, ds)
             out = ProfileResult(profile, len(ids), spent,
-                                "cached MiniLM" if vectors is not None else "embedded by the store", qvecs is not None)
+                                ("cached MiniLM" if vectors is not None else "embedded by the store") + edges,
+                                qvecs is not None)
             for s in strategies:
                 out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs))
         finally:
@@ -492,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="auto: pass cached MiniLM question vectors when search() takes query_vector=")
     ap.add_argument("--limit-conversations", type=int, default=None, metavar="N", help="only the first N")
     ap.add_argument("--on-disk", action="store_true", help="store in a temporary folder instead of in memory")
+    ap.add_argument("--infer-edges", action="store_true",
+                    help="run the built-in edge inference (H2) on every conversation before searching")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write every number here")
     args = ap.parse_args(argv)
 
@@ -514,7 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     results: list[ProfileResult] = []
     for profile in profiles:
         pr = evaluate(args.data, ds, profile, strategies, prefix=args.prefix,
-                      use_query_vectors=args.query_vectors == "auto", on_disk=args.on_disk)
+                      use_query_vectors=args.query_vectors == "auto", on_disk=args.on_disk,
+                      infer_edges=args.infer_edges)
         results.append(pr)
         print()
         print(format_table(pr), flush=True)

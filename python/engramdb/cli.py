@@ -58,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build (or update) the search index of every large namespace")
     store_args(index)
     index.add_argument("--kind", choices=["tree", "tree-packed", "hnsw"], default="tree")
+    infer = sub.add_parser("infer-edges", help="propose typed edges between memories with the built-in heuristic "
+                                                "and store those with confidence >= 0.7 (H2)")
+    store_args(infer)
+    infer.add_argument("--namespace", help="every live memory of this namespace")
+    infer.add_argument("--id", dest="ids", action="append", help="this memory (repeatable; instead of --namespace)")
+    infer.add_argument("--candidates", type=int, default=10, help="nearest memories shown per memory (default 10)")
+    infer.add_argument("--min-confidence", type=float, default=0.7, help="store edges at least this sure (>= 0.7)")
+    infer.add_argument("--json", action="store_true", help="print each stored edge as a JSON line")
     archive = sub.add_parser("archive", help="move the content of memories learned before a time to an archive file")
     store_args(archive)
     archive.add_argument("--older-than", required=True, help="ISO time with a zone")
@@ -113,6 +121,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 built = db.build_index()
                 print(json.dumps({"kind": args.kind, "namespaces": built, "seconds": round(time.perf_counter() - t0, 2)}))
+            return 0
+        if args.command == "infer-edges":
+            with open_store(args.path) as db:
+                report = db.infer_edges(args.ids, namespace=args.namespace, candidates=args.candidates,
+                                        min_confidence=args.min_confidence)
+                for e in report.stored:
+                    if args.json:
+                        print(json.dumps({"src": e.src, "dst": e.dst, "type": e.type, "confidence": e.confidence,
+                                          "reason": e.reason}))
+                    else:
+                        print(f"{e.src} -[{e.type} {e.confidence:.2f}]-> {e.dst}  {e.reason}")
+                print(report.summary(), file=sys.stderr if args.json else sys.stdout)
             return 0
         if args.command == "archive":
             older = _time(args.older_than, "--older-than")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _core, kernels
+from ..retrieval.edge_inference import MIN_CONFIDENCE, InferenceReport, Inferrer
+from ..spaces.analyzer import term_id
 from ..spaces.profiles import embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space, SpaceError, default_schema
@@ -361,6 +363,58 @@ class Store:
             edge = Edge(a.id, b.id, type, a.namespace, conf, reason, start, end, created_at=utc_now())
             self._write_edges([edge])
             return edge
+
+    def infer_edges(
+        self,
+        ids: Iterable[str] | None = None,
+        *,
+        namespace: str | None = None,
+        inferrer: Inferrer | None = None,
+        candidates: int = 10,
+        min_confidence: float = MIN_CONFIDENCE,
+    ) -> InferenceReport:
+        """Propose typed edges for memories and store the sure ones (H2).
+
+        Give `ids` (these memories) or `namespace` (every live memory in it). Each memory's
+        `candidates` nearest memories in the main space are shown to `inferrer`, a callable
+        `(memory, candidates) -> EdgeProposal`s (an LLM hook, say); the default is the built-in
+        `HeuristicInferrer` (CAUSED_BY from causal cues, RELATED_TO from shared words and high
+        similarity). Only valid proposals with confidence >= `min_confidence` (at least 0.7)
+        become edges, written as `link` writes them; the report lists what was stored, what was
+        below the bar, what was rejected and why, and where the inferrer failed.
+        """
+        from .inference import infer_edges
+
+        return infer_edges(self, ids, namespace, inferrer, candidates, min_confidence)
+
+    def _idf(self, namespace: str) -> Callable[[Sequence[str]], Sequence[float]] | None:
+        """BM25 idf of analysed terms within a namespace (None without a lexical space)."""
+        sp = self._lexical_space()
+        if sp is None:
+            return None
+        with self._lock:
+            bi = self._bm25_index(sp)
+            bi.sync(self._segments, self.schema, self._manifest.row_epoch)
+            ix = bi.indexes.get(namespace)
+        if ix is None:
+            return None
+
+        def idf(terms: Sequence[str]) -> Sequence[float]:
+            ids = np.array([term_id(t) for t in terms], np.int64)
+            return ix.idf(ids).tolist()  # type: ignore[no-any-return]
+
+        return idf
+
+    def _live_ids(self, namespace: str) -> list[str]:
+        """Ids of the current memories of a namespace, in key order."""
+        with self._lock:
+            self._check_open()
+            t, at_now = self._when(None, None)
+            mask = self._key_mask(self._segments, namespace, None, t, at_now)
+            out: list[str] = []
+            for si, row in self._locs(np.flatnonzero(mask)):
+                out.append(self._segments[si].ids[row])
+            return out
 
     def unlink(self, src: str, dst: str, type: str) -> bool:
         """End the edge `src -[type]-> dst`; False when there was none. History keeps the old rows."""
