@@ -223,6 +223,8 @@ int64_t dense_rescore(const float* Q, size_t nq, const void* X, bool f16, size_t
 }
 
 namespace {
+constexpr size_t kKeysAhead = 6;  // rows requested ahead of the one being scored
+
 template <typename T>
 int64_t rescore_keys(const float* q, size_t d, const T* const* mats, const int64_t* bases, size_t nseg, Metric metric,
                      const std::vector<int64_t>& keys, size_t k, size_t threads, std::vector<TopK>& heaps) {
@@ -236,11 +238,20 @@ int64_t rescore_keys(const float* q, size_t d, const T* const* mats, const int64
     std::vector<int64_t> bad(nt, -1);
     parallel_for(keys.size(), nt, [&](size_t begin, size_t end, size_t t) {
         TopK& h = heaps[t];
-        for (size_t i = begin; i < end; ++i) {
-            const int64_t key = keys[i];
+        auto row_of = [&](int64_t key) {
             // segments are few: a binary search over their starts finds the key's one
             const size_t s = static_cast<size_t>(std::upper_bound(bases, bases + nseg + 1, key) - bases) - 1;
-            const T* row = mats[s] + static_cast<size_t>(key - bases[s]) * d;
+            return mats[s] + static_cast<size_t>(key - bases[s]) * d;
+        };
+        for (size_t i = begin; i < end; ++i) {
+            // scattered rows are latency-bound (a page walk and a DRAM trip each): request the
+            // rows a few keys ahead so their misses overlap this row's arithmetic
+            if (i + kKeysAhead < end) {
+                const char* p = reinterpret_cast<const char*>(row_of(keys[i + kKeysAhead]));
+                for (size_t b = 0; b < d * sizeof(T); b += 64) __builtin_prefetch(p + b);
+            }
+            const int64_t key = keys[i];
+            const T* row = row_of(key);
             float raw = 0.f, sq = 0.f;
             dot_block(K, qp, 1, row, 1, d, &raw);
             if (cosine) norm_block(K, row, 1, d, &sq);
