@@ -166,3 +166,37 @@ def test_large_k_uses_selection_and_matches_the_reference() -> None:
     q, qc = np.array([1, 4, 7], np.int32), np.array([1, 1, 2], np.float32)
     for k in (300, 1_000, 5_000):  # past the kernel's heap limit (256)
         check(ix, docs, np.arange(2_000), q, qc, k)
+
+
+def test_query_entry_finds_rows_and_folds_idf_like_the_batch_kernel() -> None:
+    rng = np.random.default_rng(3)
+    ix = Bm25Index()
+    ix.add(np.arange(300), *csr(corpus(rng, 300)))
+    c, norm, n = ix.chunks[0], ix.norm(), 300
+    q = np.array([2, 5, 9, 44], np.int32)  # 44: never indexed
+    qc = np.array([1, 2, 1, 1], np.float32)
+    rows = c.rows_of(q)
+    df = c.df(rows)
+    w = (np.log1p((n - df + 0.5) / (df + 0.5)) * qc).astype(np.float32)
+    want_i, want_s, _, _ = _core.bm25_topk(np.array([0, 4], np.int64), rows, w, c.indptr, c.docs, c.tf, norm, 1.2, 7,
+                                           None, 1)
+    got_i, got_s, code = _core.bm25_query(q, qc, c.terms, c.indptr, c.docs, c.tf, norm, 1.2, 7, n)
+    assert code == 0 and got_i.tolist() == want_i[0].tolist()
+    np.testing.assert_allclose(got_s, want_s[0], rtol=1e-6)
+    # df given for the whole index (several chunks) overrides this chunk's own
+    big = np.full(4, 150, np.int64)
+    _, s_big, _ = _core.bm25_query(q, qc, c.terms, c.indptr, c.docs, c.tf, norm, 1.2, 7, n, big)
+    assert np.all(s_big < got_s)  # a commoner term weighs less
+    mask = np.zeros(300, np.uint8)
+    mask[got_i[1:]] = 1
+    m_i, _, _ = _core.bm25_query(q, qc, c.terms, c.indptr, c.docs, c.tf, norm, 1.2, 7, n, None, mask)
+    assert got_i[0] not in m_i.tolist()
+    # bad postings and weights give a code, never a crash; shapes are refused by name
+    ptr, docs, tf = np.array([0, 2], np.int64), np.array([0, 7], np.int32), np.ones(2, np.float32)
+    one = np.array([3], np.int32)
+    assert _core.bm25_query(one, np.ones(1, np.float32), one, ptr, docs, tf, np.ones(3, np.float32), 1.2, 2, 3)[2] == 3
+    assert _core.bm25_query(one, -np.ones(1, np.float32), one, ptr, docs, tf, np.ones(8, np.float32), 1.2, 2, 3)[2] == 4
+    with pytest.raises(ValueError, match="counts"):
+        _core.bm25_query(one, np.ones(2, np.float32), one, ptr, docs, tf, np.ones(8, np.float32), 1.2, 2, 3)
+    with pytest.raises(ValueError, match="indptr"):
+        _core.bm25_query(one, np.ones(1, np.float32), one, ptr[:1], docs, tf, np.ones(8, np.float32), 1.2, 2, 3)

@@ -41,7 +41,7 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
         if (acc.size() < n_docs) acc.resize(n_docs, 0.f);
         for (size_t q = begin; q < end; ++q) {
             int err = 0;
-            touched.clear();
+            size_t n_touched = 0;
             for (int64_t j = q_indptr[q]; j < q_indptr[q + 1] && err == 0; ++j) {
                 const int64_t r = q_rows[j];
                 const float w = q_w[j];
@@ -59,6 +59,13 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
                     err = 2;
                     break;
                 }
+                // a doc is listed when its cell is still 0: written always, counted when new, so
+                // the loop has no branch on data (whether a doc is new is a coin toss after the
+                // first term, and a mispredict per posting cost a third of the query)
+                size_t used = n_touched;
+                if (touched.size() < used + static_cast<size_t>(b - a)) touched.resize(used + static_cast<size_t>(b - a));
+                int32_t* list = touched.data();
+                float* cells = acc.data();
                 for (int64_t p = a; p < b; ++p) {
                     const int32_t d = docs[p];
                     if (static_cast<uint32_t>(d) >= n_docs) {
@@ -66,28 +73,37 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
                         break;
                     }
                     const float f = tf[p];
-                    if (acc[static_cast<size_t>(d)] == 0.f) touched.push_back(d);
-                    acc[static_cast<size_t>(d)] += w * f * kp1 / (f + norm[d]);
+                    float& cell = cells[static_cast<size_t>(d)];
+                    list[used] = d;
+                    used += cell == 0.f ? 1 : 0;
+                    cell += w * f * kp1 / (f + norm[d]);
                 }
+                n_touched = used;
             }
             // gather the allowed, matching docs (and zero the accumulator for the next query); a
             // doc listed twice (a zero-tf posting left it at 0) is read at 0 the second time
-            hits.clear();
-            for (const int32_t d : touched) {
-                const float v = acc[static_cast<size_t>(d)];
-                acc[static_cast<size_t>(d)] = 0.f;
-                if (v > 0.f && (mask == nullptr || mask[d])) hits.push_back({v, d});
-            }
             if (err != 0) {
+                for (size_t i = 0; i < n_touched; ++i) acc[static_cast<size_t>(touched[i])] = 0.f;
                 if (errs[t].query < 0) errs[t] = {static_cast<int64_t>(q), err};
                 continue;
             }
             if (k <= kHeapK) {  // a few results: a bounded heap rejects most docs at its threshold
                 TopK h(k);
-                for (const Hit& x : hits)
-                    if (x.score >= h.threshold()) h.push(x.score, x.doc);
+                for (size_t i = 0; i < n_touched; ++i) {
+                    const int32_t d = touched[i];
+                    const float v = acc[static_cast<size_t>(d)];
+                    acc[static_cast<size_t>(d)] = 0.f;
+                    if (v > 0.f && v >= h.threshold() && (mask == nullptr || mask[d])) h.push(v, d);
+                }
                 h.write(idx + q * k, scores + q * k);
                 continue;
+            }
+            hits.clear();
+            for (size_t i = 0; i < n_touched; ++i) {
+                const int32_t d = touched[i];
+                const float v = acc[static_cast<size_t>(d)];
+                acc[static_cast<size_t>(d)] = 0.f;
+                if (v > 0.f && (mask == nullptr || mask[d])) hits.push_back({v, d});
             }
             // many results: selection then a sort of the k kept, O(n + k log k), where a heap costs
             // O(n log k) (a pipeline asks for 10,000 candidates)

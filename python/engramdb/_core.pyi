@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -18,6 +18,10 @@ def assign_topk(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.t
 def available_isas() -> list[str]:
     """
     Instruction sets this CPU runs, best first.
+    """
+def bm25_query(terms: numpy.typing.NDArray[numpy.int32], counts: numpy.typing.NDArray[numpy.float32], chunk_terms: numpy.typing.NDArray[numpy.int32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, n_total: typing.SupportsInt | typing.SupportsIndex, df_total: numpy.typing.NDArray[numpy.int64] | None = None, mask: numpy.typing.NDArray[numpy.uint8] | None = None) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    BM25 top-k of one query given as term ids and counts against one postings chunk (sorted term ids); Lucene idf over n_total docs (df from this chunk, or df_total). Returns (docs, scores, error_code), only real hits.
     """
 def bm25_topk(query_indptr: numpy.typing.NDArray[numpy.int64], query_rows: numpy.typing.NDArray[numpy.int64], query_weights: numpy.typing.NDArray[numpy.float32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int, int]:
     """

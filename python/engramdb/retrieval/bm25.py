@@ -161,13 +161,12 @@ class Bm25Index:
             raise ValueError(f"terms has {len(terms)} entries but counts has {len(counts)}")
         if k < 1 or len(self.keys) == 0 or len(terms) == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        # each chunk's posting rows are looked up once and serve both the idf and the scan
-        rows = [c.rows_of(terms) for c in self.chunks]
-        df = np.zeros(len(terms), np.int64)
-        for c, r in zip(self.chunks, rows):
-            df += c.df(r)
         n = len(self.keys)
-        w = (np.log1p((n - df + 0.5) / (df + 0.5)) * counts).astype(np.float32)
+        df = None
+        if len(self.chunks) > 1:  # idf counts documents over every chunk
+            df = np.zeros(len(terms), np.int64)
+            for c in self.chunks:
+                df += c.df(c.rows_of(terms))
         mask = None
         if callable(allowed):
             mask = np.ascontiguousarray(allowed(self.keys), dtype=bool).view(np.uint8)
@@ -180,19 +179,15 @@ class Bm25Index:
                                              np.ascontiguousarray(allowed[self.keys], dtype=bool).view(np.uint8))
             mask = cached[2]
         norm = self.norm()
-        qptr = np.array([0, len(terms)], np.int64)
         found_d, found_s = [], []
-        for c, r in zip(self.chunks, rows):
-            if not (r >= 0).any():
-                continue
-            idx, sc, bad, code = _core.bm25_topk(qptr, r, w, c.indptr, c.docs, c.tf, norm, self.k1, int(k), mask, 1)
-            if bad >= 0:
+        for c in self.chunks:
+            # one native call: term lookup, idf, scoring and the top-k cut
+            idx, sc, code = _core.bm25_query(terms, counts, c.terms, c.indptr, c.docs, c.tf, norm, self.k1, int(k),
+                                             n, df, mask)
+            if code:
                 raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
-            keep = idx[0] >= 0
-            found_d.append(idx[0][keep])
-            found_s.append(sc[0][keep])
-        if not found_d:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
+            found_d.append(idx)
+            found_s.append(sc)
         if len(found_d) == 1:  # one chunk: the kernel's order is already final
             return self.keys[found_d[0]], found_s[0]
         docs, scores = np.concatenate(found_d), np.concatenate(found_s)
