@@ -200,3 +200,19 @@ def test_query_entry_finds_rows_and_folds_idf_like_the_batch_kernel() -> None:
         _core.bm25_query(one, np.ones(2, np.float32), one, ptr, docs, tf, np.ones(8, np.float32), 1.2, 2, 3)
     with pytest.raises(ValueError, match="indptr"):
         _core.bm25_query(one, np.ones(1, np.float32), one, ptr[:1], docs, tf, np.ones(8, np.float32), 1.2, 2, 3)
+
+
+def test_sorted_k_orders_only_the_head_and_keeps_the_same_set() -> None:
+    rng = np.random.default_rng(8)
+    docs = corpus(rng, 3_000, vocab=15)
+    ix = Bm25Index()
+    ix.add(np.arange(3_000), *csr(docs))
+    q, qc = np.array([2, 3, 11], np.int32), np.array([1, 1, 1], np.float32)
+    full_k, _ = ix.search(q, qc, 1_500)
+    for sorted_k in (0, 10, 700, 1_500, 5_000):
+        got_k, got_s = ix.search(q, qc, 1_500, sorted_k=sorted_k)
+        head = min(sorted_k, len(full_k))
+        assert got_k[:head].tolist() == full_k[:head].tolist()
+        assert set(got_k.tolist()) == set(full_k.tolist())
+        if head < len(got_s):
+            assert got_s[head:].max() <= got_s[:head].min(initial=np.inf)

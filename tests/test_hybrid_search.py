@@ -231,3 +231,24 @@ def test_concurrent_fused_searches_answer_as_alone() -> None:
         results = list(pool.map(run, range(8)))
     for i, got in enumerate(results):
         assert got == alone[i % 2]
+
+
+def test_pipeline_reading_lists_to_the_exact_depth_changes_no_hit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's RRF reads its vector and BM25 lists only to the depth that can reach the
+    fused stage; reading them whole must give the same hits, scores and ranks."""
+    from engramdb.store import hybrid
+
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(60)]
+    db = engramdb.open(None, dedup="off")
+    db.add_many([{"content": " ".join(rng.choice(words, 8)), "namespace": "a"} for _ in range(1_500)])
+    stages = {"sparse": 1_200, "dense": 600, "fused": 40, "topics": 20}
+    queries = [" ".join(rng.choice(words, 3)) for _ in range(10)]
+    weights = [None, {"vector": 3.0, "bm25": 0.5}]
+    cut = [[(h.id, h.score) for h in db.search(q, namespace="a", k=10, strategy="pipeline", stages=stages,
+                                                weights=w)] for q in queries for w in weights]
+    assert hybrid._read_depth(dict(hybrid.DEFAULT_WEIGHTS), {**hybrid.DEFAULT_STAGES, **stages}) < 600
+    monkeypatch.setattr(hybrid, "_read_depth", lambda w, st: st["dense"])
+    whole = [[(h.id, h.score) for h in db.search(q, namespace="a", k=10, strategy="pipeline", stages=stages,
+                                                  weights=w)] for q in queries for w in weights]
+    assert cut == whole

@@ -55,7 +55,7 @@ std::tuple<carray<int64_t>, carray<float>, int> bm25_query_py(
     const carray<int32_t>& terms, const carray<float>& counts, const carray<int32_t>& chunk_terms,
     const carray<int64_t>& indptr, const carray<int32_t>& docs, const carray<float>& tf, const carray<float>& norm,
     float k1, py::ssize_t k, int64_t n_total, const std::optional<carray<int64_t>>& df_total,
-    const std::optional<carray<uint8_t>>& mask) {
+    const std::optional<carray<uint8_t>>& mask, std::optional<py::ssize_t> sorted_k) {
     require_rank(terms, 1, "terms");
     require_rank(chunk_terms, 1, "chunk_terms");
     require_rank(indptr, 1, "indptr");
@@ -92,7 +92,8 @@ std::tuple<carray<int64_t>, carray<float>, int> bm25_query_py(
     {
         py::gil_scoped_release release;
         err = bm25_topk(qptr, 1, rows.data(), w.data(), ip, T, dp, tf.data(), uz(docs.shape(0)), norm.data(),
-                        uz(n_docs), k1, mp, uz(k), 1, idx.data(), sc.data());
+                        uz(n_docs), k1, mp, uz(k), 1, idx.data(), sc.data(),
+                        sorted_k ? uz(std::max<py::ssize_t>(*sorted_k, 0)) : SIZE_MAX);
     }
     py::ssize_t n = 0;
     while (n < k && idx[static_cast<size_t>(n)] >= 0) ++n;
@@ -116,9 +117,10 @@ void bind_bm25(py::module_& m) {
           py::arg("chunk_terms").noconvert(), py::arg("indptr").noconvert(), py::arg("docs").noconvert(),
           py::arg("tf").noconvert(), py::arg("norm").noconvert(), py::arg("k1"), py::arg("k"), py::arg("n_total"),
           py::arg("df_total").noconvert() = py::none(), py::arg("mask").noconvert() = py::none(),
+          py::arg("sorted_k") = py::none(),
           "BM25 top-k of one query given as term ids and counts against one postings chunk (sorted term "
           "ids); Lucene idf over n_total docs (df from this chunk, or df_total). Returns (docs, scores, "
-          "error_code), only real hits.");
+          "error_code), only real hits; best first up to sorted_k (default all), the rest unordered.");
 }
 
 }  // namespace engramdb::bind

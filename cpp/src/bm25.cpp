@@ -27,7 +27,7 @@ constexpr size_t kHeapK = 256;  // up to this k a heap beats selection
 Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
                     const int64_t* indptr, size_t n_rows, const int32_t* docs, const float* tf, size_t n_postings,
                     const float* norm, size_t n_docs, float k1, const uint8_t* mask, size_t k, size_t threads,
-                    int64_t* idx, float* scores) {
+                    int64_t* idx, float* scores, size_t sorted_k) {
     // one query per task; a thread keeps its accumulator (zeroed again through the touched list)
     const size_t nt = plan_threads(nq, threads, 1);
     std::vector<Bm25Error> errs(nt);
@@ -110,7 +110,13 @@ Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, c
             auto better = [](const Hit& a, const Hit& b) { return TopK::better(a.score, a.doc, b.score, b.doc); };
             const size_t keep = hits.size() < k ? hits.size() : k;
             if (keep < hits.size()) std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(keep), hits.end(), better);
-            std::sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(keep), better);
+            // only the first `sorted_k` need an order (a pipeline ranks the best ~1,000 of its
+            // 10,000 candidates); the rest follow them, each worse than every sorted one
+            const size_t ordered = keep < sorted_k ? keep : sorted_k;
+            if (ordered < keep)
+                std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(ordered),
+                                 hits.begin() + static_cast<std::ptrdiff_t>(keep), better);
+            std::sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(ordered), better);
             for (size_t i = 0; i < k; ++i) {
                 idx[q * k + i] = i < keep ? hits[i].doc : -1;
                 scores[q * k + i] = i < keep ? hits[i].score : std::numeric_limits<float>::quiet_NaN();

@@ -11,7 +11,8 @@
 // term frequencies tf (> 0). Queries are CSR too: query i names posting rows
 // q_rows[q_indptr[i]:q_indptr[i+1]] (-1 = a term absent from this chunk) with weights q_w (>= 0).
 // Docs outside `mask` (if given) are never returned; a doc matching no query term scores 0 and is
-// never returned either. Ties go to the lower doc number. Only the posting rows a query touches
+// never returned either. Ties go to the lower doc number. Results are best first up to `sorted_k`;
+// past it they are in no order, each worse than every sorted one. Only the posting rows a query touches
 // are read, so only those are checked (bad offsets or doc numbers return an error, never crash).
 #pragma once
 #include <cstddef>
@@ -27,6 +28,6 @@ struct Bm25Error {
 Bm25Error bm25_topk(const int64_t* q_indptr, size_t nq, const int64_t* q_rows, const float* q_w,
                     const int64_t* indptr, size_t n_rows, const int32_t* docs, const float* tf, size_t n_postings,
                     const float* norm, size_t n_docs, float k1, const uint8_t* mask, size_t k, size_t threads,
-                    int64_t* idx, float* scores);
+                    int64_t* idx, float* scores, size_t sorted_k = SIZE_MAX);
 
 }  // namespace engramdb

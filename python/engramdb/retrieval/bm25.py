@@ -149,11 +149,14 @@ class Bm25Index:
         k: int,
         *,
         allowed: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
+        sorted_k: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(keys, scores) of the k best documents for a query's term ids and counts, best first.
 
         `allowed`: a bool array indexed by key, or a function from keys to bools; documents it
         refuses are never returned (filtered inside the scan, before the top-k cut).
+        `sorted_k`: only the first sorted_k need to be in order (the rest follow, unordered, each
+        worse than those): a candidate stage that ranks only its head skips sorting its tail.
         """
         terms = np.asarray(terms, np.int32).reshape(-1)
         counts = np.asarray(counts, np.float32).reshape(-1)
@@ -183,7 +186,7 @@ class Bm25Index:
         for c in self.chunks:
             # one native call: term lookup, idf, scoring and the top-k cut
             idx, sc, code = _core.bm25_query(terms, counts, c.terms, c.indptr, c.docs, c.tf, norm, self.k1, int(k),
-                                             n, df, mask)
+                                             n, df, mask, sorted_k if len(self.chunks) == 1 else None)
             if code:
                 raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
             found_d.append(idx)

@@ -23,6 +23,7 @@ Strategies:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -167,8 +168,10 @@ class _Context:
                                            "exact" if exact else None, self.types)
         return [((si, row), score) for score, si, row in found]
 
-    def bm25_keys(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.store._bm25_keys(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types)
+    def bm25_keys(self, terms: tuple[np.ndarray, np.ndarray], n: int,
+                  sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return self.store._bm25_keys(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types,
+                                     sorted_k)
 
     def bm25(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> Ranked:
         return self.store._bm25_found(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types)
@@ -233,7 +236,8 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
         return round((clock[-1] - clock[-2]) * 1e3, 3)
 
     ms_: dict[str, float] = {}
-    recall: dict[str, Callable[[], Found]] = {"bm25": lambda: ctx.bm25_keys(terms, st["sparse"]),
+    read = _read_depth(w, st)
+    recall: dict[str, Callable[[], Found]] = {"bm25": lambda: ctx.bm25_keys(terms, st["sparse"], read),
                                               "vector": lambda: ctx.dense(main, qv, st["fused"])}
     got = ctx.run(recall)
     bm_keys, bm_scores = _arrays(store, got.get("bm25", []))
@@ -242,7 +246,7 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     sizes = {"sparse": len(bm_keys)}
     ms_["recall"] = lap()
     dense = store._dense_keys(main, qv, candidates, st["dense"]) if len(candidates) else (bm_keys[:0], bm_scores[:0])
-    ranked = {"vector": dense, "bm25": (bm_keys[: st["dense"]], bm_scores[: st["dense"]])}
+    ranked = {"vector": (dense[0][:read], dense[1][:read]), "bm25": (bm_keys[:read], bm_scores[:read])}
     sizes["dense"] = len(dense[0])
     info: dict[str, Any] = {}
     best = [((0, 0), float(dense[1][0]))] if len(dense[1]) else []
@@ -291,6 +295,19 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     ms_["rerank"] = lap()
     info["weights"] = w
     return fused, info
+
+
+def _read_depth(w: dict[str, float], st: dict[str, int]) -> int:
+    """How deep the pipeline's RRF reads its vector and BM25 lists: past exact_depth no key can
+    reach the fused stage's `fused` best, so the lists need no order there. The vector weight
+    may still shrink with its match strength, so the bound takes it at full weight in the sum
+    and at zero for the heaviest list."""
+    others = [w.get(m, 1.0) for m in ("bm25", "graph", "neighbours") if w.get(m, 1.0) > 0]
+    vec = max(w.get("vector", 1.0), 0.0)
+    if not others:
+        return min(st["dense"], st["fused"])
+    depth = math.ceil((sum(others) + vec) * (RRF_K + st["fused"]) / max(others)) - RRF_K
+    return min(st["dense"], max(st["fused"], depth))
 
 
 def _arrays(store: Store, found: Found) -> tuple[np.ndarray, np.ndarray]:

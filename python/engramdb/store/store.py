@@ -986,8 +986,10 @@ class Store:
         return list(zip(self._locs(keys), scores.tolist()))
 
     def _bm25_keys(self, terms: tuple[np.ndarray, np.ndarray], namespace: str, n: int, known_us: int | None,
-                   t: int | None, at_now: bool, types: frozenset[str] | None) -> tuple[np.ndarray, np.ndarray]:
-        """BM25's n best as (global keys, scores) arrays: keys number rows across all segments."""
+                   t: int | None, at_now: bool, types: frozenset[str] | None,
+                   sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """BM25's n best as (global keys, scores) arrays: keys number rows across all segments
+        (best first up to `sorted_k`, see `Bm25Index.search`)."""
         sp = self._lexical_space()
         if sp is None:
             raise ValueError("this store has no sparse lexical space for BM25")
@@ -997,7 +999,7 @@ class Store:
         if ix is None or len(terms[0]) == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         mask = self._key_mask(self._segments, namespace, known_us, t, at_now, types)
-        return ix.search(terms[0], terms[1], n, allowed=mask)
+        return ix.search(terms[0], terms[1], n, allowed=mask, sorted_k=sorted_k)
 
     def _bases(self) -> np.ndarray:
         """Where each segment starts in the global key space (and the total), cached per generation."""
