@@ -12,11 +12,16 @@ from __future__ import annotations
 from . import kernels
 from ._capabilities import capabilities
 from ._version import __version__
+from .retrieval.edge_inference import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
 from .store import Edge, Hit, InvalidMemory, Memory, Store, StoreError, StoreLocked, open
 
 __all__ = [
+    "Candidate",
     "Edge",
+    "EdgeProposal",
+    "HeuristicInferrer",
     "Hit",
+    "InferenceReport",
     "InvalidMemory",
     "Memory",
     "Store",
