@@ -47,7 +47,7 @@ def test_every_fused_strategy_finds_the_lexical_match_and_explains_it(strategy: 
         assert set(why["weights"]) >= ({"bm25"} if strategy == "bm25" else {"vector", "bm25", "graph"})
     assert hits == sorted(hits, key=lambda h: -h.score)
     if strategy == "pipeline":
-        assert set(hits[0].explain["stages"]) == {"sparse", "dense", "fused", "topics"}  # type: ignore[index]
+        assert set(hits[0].explain["stages"]) == {"sparse", "feedback", "dense", "fused", "topics"}  # type: ignore[index]
 
 
 @pytest.mark.parametrize("strategy", ALL)

@@ -133,11 +133,17 @@ class Bm25Index:
             self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
         return self._norm
 
-    def idf(self, terms: np.ndarray) -> np.ndarray:
-        """Lucene's idf of each term over the whole index (float64)."""
+    def df(self, terms: np.ndarray) -> np.ndarray:
+        """How many documents of the whole index hold each term (int64)."""
+        terms = np.asarray(terms, np.int32)
         df = np.zeros(len(terms), np.int64)
         for c in self.chunks:
             df += c.df(c.rows_of(terms))
+        return df
+
+    def idf(self, terms: np.ndarray) -> np.ndarray:
+        """Lucene's idf of each term over the whole index (float64)."""
+        df = self.df(terms)
         n = len(self.keys)
         out: np.ndarray = np.log1p((n - df + 0.5) / (df + 0.5))
         return out

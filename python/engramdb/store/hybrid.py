@@ -12,7 +12,8 @@ Strategies:
 - multi_space: hybrid + enhancer spaces. Weights are routed by the query's intent (C2 rules); the
   strong/weak rule on the main space's best score decides whether enhancers add candidates or
   only rerank; recency factors (C3) scale the fused scores.
-- pipeline: sparse recall (BM25, `sparse` candidates, joined by the vector index's `fused` best so
+- pipeline: sparse recall (BM25 of the query expanded by RM3 from its own `feedback` best hits,
+  `sparse` candidates, joined by the vector index's `fused` best so
   a query sharing no word still finds its matches: a key only the index finds needs a dense rank
   that good to reach the fused stage) -> exact dense scores of every candidate,
   best `dense` kept -> RRF of dense, BM25 and graph, best `fused` kept -> topic filter (none
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ..retrieval.feedback import FB_DOCS, FB_MAX_DF, rm3_query
 from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, exact_depth, rrf, rrf_arrays
 from ..retrieval.recency import recency_factor
 from ..retrieval.routing import enhancer_mode, match_strength, route
@@ -44,7 +46,9 @@ log = logging.getLogger("engramdb.search")
 
 DENSE_STRATEGIES = frozenset({None, "exact", "dense_only", "tree", "hnsw"})
 FUSED_STRATEGIES = frozenset({"bm25", "hybrid", "multi_space", "pipeline"})
-DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50}
+# "feedback": how many of a first BM25 pass's best hits expand the sparse recall's query (RM3,
+# retrieval/feedback.py); 0 turns the expansion off
+DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, "feedback": FB_DOCS}
 GRAPH_SEEDS = 5  # best fused hits the graph expands from
 HOP_DECAY = 0.5  # a 2-hop neighbour scores half the product of its edges' confidences
 MAXSIM_WEIGHT = 0.5  # the token space's say against the RRF rank in the pipeline's last stage
@@ -173,6 +177,17 @@ class _Context:
         return self.store._bm25_keys(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types,
                                      sorted_k)
 
+    def bm25_feedback(self, terms: tuple[np.ndarray, np.ndarray], n: int, sorted_k: int,
+                      docs: int) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of the query expanded by RM3 from its own `docs` best hits (pseudo-relevance
+        feedback), filtered like every method; the plain query when nothing matches it."""
+        keys, scores = self.bm25_keys(terms, docs)
+        if len(keys) == 0:
+            return keys, scores
+        expanded = rm3_query(terms[0], terms[1], self.store._sparse_rows(keys), scores,
+                             too_common=self.store._common_terms(self.namespace, FB_MAX_DF))
+        return self.bm25_keys(expanded, n, sorted_k)
+
     def bm25(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> Ranked:
         return self.store._bm25_found(terms, self.namespace, n, self.known_us, self.t, self.at_now, self.types)
 
@@ -237,13 +252,18 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
 
     ms_: dict[str, float] = {}
     read = _read_depth(w, st)
-    recall: dict[str, Callable[[], Found]] = {"bm25": lambda: ctx.bm25_keys(terms, st["sparse"], read),
+    def sparse() -> Found:
+        if st["feedback"] > 0:
+            return ctx.bm25_feedback(terms, st["sparse"], read, st["feedback"])
+        return ctx.bm25_keys(terms, st["sparse"], read)
+
+    recall: dict[str, Callable[[], Found]] = {"bm25": sparse,
                                               "vector": lambda: ctx.dense(main, qv, st["fused"])}
     got = ctx.run(recall)
     bm_keys, bm_scores = _arrays(store, got.get("bm25", []))
     vec_keys, _ = _arrays(store, got.get("vector", []))
     candidates = np.concatenate([bm_keys, vec_keys])  # the dense kernel scores a repeated key once
-    sizes = {"sparse": len(bm_keys)}
+    sizes = {"sparse": len(bm_keys), "feedback": st["feedback"]}
     ms_["recall"] = lap()
     dense = store._dense_keys(main, qv, candidates, st["dense"]) if len(candidates) else (bm_keys[:0], bm_scores[:0])
     ranked = {"vector": (dense[0][:read], dense[1][:read]), "bm25": (bm_keys[:read], bm_scores[:read])}
@@ -350,8 +370,9 @@ def _stages(stages: Mapping[str, int] | None) -> dict[str, int]:
     for name, value in (stages or {}).items():
         if name not in DEFAULT_STAGES:
             raise ValueError(f"stages has no stage {name!r}; stages are {list(DEFAULT_STAGES)}")
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"stages[{name!r}] must be an int >= 1, got {value!r}")
+        least = 0 if name == "feedback" else 1
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"stages[{name!r}] must be an int >= {least}, got {value!r}")
         out[name] = int(value)
     return out
 

@@ -52,6 +52,7 @@ class Segment:
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
     memo: dict[int, Any] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
+    _reader: Any = field(init=False, default=None)  # columns.RowReader, made on the first hit
 
     def __post_init__(self) -> None:
         t = self.table
@@ -111,6 +112,18 @@ class Segment:
             seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
             self._turns = (codes, enc.dictionary.to_pylist(), seq)
         return self._turns
+
+    def memory_at(self, row: int) -> Any:
+        """The Memory of one row, read once and then kept (see remember)."""
+        m = self.memo.get(row)
+        if m is None:
+            if self._reader is None:
+                from .columns import RowReader
+
+                self._reader = RowReader(self.table)
+            m = self._reader.memory(row)
+            self.remember(row, m)
+        return m
 
     def remember(self, row: int, memory: Any) -> None:
         """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""

@@ -1001,6 +1001,31 @@ class Store:
         mask = self._key_mask(self._segments, namespace, known_us, t, at_now, types)
         return ix.search(terms[0], terms[1], n, allowed=mask, sorted_k=sorted_k)
 
+    def _sparse_rows(self, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The lexical space's (term ids, tf) row of each global key (BM25 feedback reads them)."""
+        sp = self._lexical_space()
+        assert sp is not None
+        out = []
+        for si, row in self._locs(np.asarray(keys, np.int64)):
+            sb = self._segments[si].vectors(self.schema, sp.name)
+            assert isinstance(sb, SparseBatch)
+            out.append(sb.row(row))
+        return out
+
+    def _common_terms(self, namespace: str, max_df: float) -> Callable[[np.ndarray], np.ndarray]:
+        """A mask function: which term ids occur in more than `max_df` of the namespace's
+        documents (by its BM25 index's document frequencies)."""
+        sp = self._lexical_space()
+        assert sp is not None
+        ix = self._bm25_index(sp).indexes.get(namespace)
+
+        def common(ids: np.ndarray) -> np.ndarray:
+            if ix is None or len(ix) == 0:
+                return np.zeros(len(ids), bool)
+            return ix.df(np.asarray(ids, np.int32)) > max_df * len(ix)
+
+        return common
+
     def _bases(self) -> np.ndarray:
         """Where each segment starts in the global key space (and the total), cached per generation."""
         if self._bases_cache is None or self._bases_cache[0] != (self._generation, len(self._segments)):
@@ -1436,20 +1461,8 @@ class Store:
         return m
 
     def _memories_at(self, locs: list[tuple[int, int]]) -> list[Memory]:
-        """Memories at (segment, row) locations, in order: one Arrow take per segment, not per row."""
-        if not locs:
-            return []
-        memo = [self._segments[si].memo.get(row) for si, row in locs]  # memories are immutable per row
-        if all(m is not None for m in memo):
-            return memo  # type: ignore[return-value]
-        order = list(dict.fromkeys(loc for loc, m in zip(locs, memo) if m is None))
-        # one-row slices are free and one concatenation joins them: cheaper than a take per
-        # segment for the few rows a search returns
-        parts = [self._segments[si].records().slice(row, 1) for si, row in order]
-        found = dict(zip(order, table_to_memories(pa.concat_tables(parts))))
-        for (si, row), m in found.items():
-            self._segments[si].remember(row, m)
-        return [m if m is not None else found[loc] for loc, m in zip(locs, memo)]
+        """Memories at (segment, row) locations, in order (each segment reads and keeps its rows)."""
+        return [self._segments[si].memory_at(row) for si, row in locs]
 
     def _memory_at(self, si: int, row: int) -> Memory:
         seg = self._segments[si]
