@@ -48,7 +48,9 @@ import _corpus  # bench/_corpus.py (beside this file): the LoCoMo turns in cache
 import numpy as np
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-DEFAULT_STRATEGIES = ("dense_only", "bm25", "hybrid", "multi_space", "pipeline")
+DEFAULT_STRATEGIES = ("dense_only", "bm25", "hybrid", "multi_space", "pipeline", "pipeline+feedback")
+# a strategy name with a suffix runs its base strategy with these stages
+VARIANTS = {"pipeline+feedback": ("pipeline", {"feedback": 10})}
 KS = (5, 10)
 # the plain baseline of SPEC "Quality bar on real data" (date-prefixed turns), and the targets
 BASELINE_R10 = {"MiniLM dense": 0.467, "BM25": 0.598, "RRF": 0.595}
@@ -356,7 +358,10 @@ def run_strategy(db: Any, ids: dict[str, str], questions: Sequence[Question], st
     """Search every question (k = 10) with `strategy`; skipped with the reason if search refuses it."""
     res = StrategyResult(strategy)
     for qi, q in enumerate(questions):
-        kw: dict[str, Any] = {"namespace": q.conversation, "k": max(KS), "strategy": strategy}
+        base, stages = VARIANTS.get(strategy, (strategy, None))
+        kw: dict[str, Any] = {"namespace": q.conversation, "k": max(KS), "strategy": base}
+        if stages is not None:
+            kw["stages"] = stages
         if query_vectors is not None:
             kw["query_vector"] = query_vectors[qi]
         t0 = time.perf_counter()

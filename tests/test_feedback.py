@@ -55,3 +55,19 @@ def test_feedback_stage_is_validated() -> None:
     with pytest.raises(ValueError, match=r"stages\['sparse'\] must be an int >= 1, got 0"):
         db.search("ledgers", namespace="a", strategy="pipeline", stages={"sparse": 0})
     assert db.search("ledgers", namespace="a", strategy="pipeline", stages={"feedback": 0})
+
+
+def test_a_postings_budget_skips_costly_expansions_but_keeps_cheaper_ones() -> None:
+    terms, counts = np.array([1], np.int32), np.array([1.0], np.float32)
+    docs = [(np.array([1, 5, 6, 7]), np.array([1.0, 4.0, 2.0, 1.0]))]
+    df = {1: 10, 5: 50, 6: 8, 7: 3}
+
+    def cost(ids: np.ndarray) -> np.ndarray:
+        return np.array([df[int(t)] for t in ids], np.float64)
+
+    # 5 is the heaviest expansion but costs 50 postings against a budget of 12: skipped; 6 (8) fits,
+    # then 7 (3) still fits after it
+    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), cost=cost, budget=12.0)
+    assert ids.tolist() == [1, 6, 7]
+    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), cost=cost, budget=2.0)
+    assert ids.tolist() == [1]

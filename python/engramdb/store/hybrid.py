@@ -12,8 +12,8 @@ Strategies:
 - multi_space: hybrid + enhancer spaces. Weights are routed by the query's intent (C2 rules); the
   strong/weak rule on the main space's best score decides whether enhancers add candidates or
   only rerank; recency factors (C3) scale the fused scores.
-- pipeline: sparse recall (BM25 of the query expanded by RM3 from its own `feedback` best hits,
-  `sparse` candidates, joined by the vector index's `fused` best so
+- pipeline: sparse recall (BM25, `sparse` candidates, the query expanded by RM3 from its own
+  `feedback` best hits when that stage is set, joined by the vector index's `fused` best so
   a query sharing no word still finds its matches: a key only the index finds needs a dense rank
   that good to reach the fused stage) -> exact dense scores of every candidate,
   best `dense` kept -> RRF of dense, BM25 and graph, best `fused` kept -> topic filter (none
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..retrieval.feedback import FB_DOCS, FB_MAX_DF, rm3_query
+from ..retrieval.feedback import FB_BUDGET, FB_MAX_DF, rm3_query
 from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, exact_depth, rrf, rrf_arrays
 from ..retrieval.recency import recency_factor
 from ..retrieval.routing import enhancer_mode, match_strength, route
@@ -47,8 +47,10 @@ log = logging.getLogger("engramdb.search")
 DENSE_STRATEGIES = frozenset({None, "exact", "dense_only", "tree", "hnsw"})
 FUSED_STRATEGIES = frozenset({"bm25", "hybrid", "multi_space", "pipeline"})
 # "feedback": how many of a first BM25 pass's best hits expand the sparse recall's query (RM3,
-# retrieval/feedback.py); 0 turns the expansion off
-DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, "feedback": FB_DOCS}
+# retrieval/feedback.py; FB_DOCS = 10 is the usual setting); off by default: at 100,000 memories
+# it adds ~1-2 ms (the expanded query's postings, a fuller candidate set) to a ~7 ms pipeline,
+# for +1-2 points of LoCoMo recall@10 (bench/RESULTS.md)
+DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, "feedback": 0}
 GRAPH_SEEDS = 5  # best fused hits the graph expands from
 HOP_DECAY = 0.5  # a 2-hop neighbour scores half the product of its edges' confidences
 MAXSIM_WEIGHT = 0.5  # the token space's say against the RRF rank in the pipeline's last stage
@@ -184,8 +186,11 @@ class _Context:
         keys, scores = self.bm25_keys(terms, docs)
         if len(keys) == 0:
             return keys, scores
+        df = self.store._term_df(self.namespace)
+        n_docs = self.store._bm25_docs(self.namespace)
         expanded = rm3_query(terms[0], terms[1], self.store._sparse_rows(keys), scores,
-                             too_common=self.store._common_terms(self.namespace, FB_MAX_DF))
+                             too_common=lambda ids: df(ids) > FB_MAX_DF * n_docs,
+                             cost=df, budget=FB_BUDGET * float(df(terms[0]).sum()))
         return self.bm25_keys(expanded, n, sorted_k)
 
     def bm25(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> Ranked:

@@ -1012,19 +1012,24 @@ class Store:
             out.append(sb.row(row))
         return out
 
-    def _common_terms(self, namespace: str, max_df: float) -> Callable[[np.ndarray], np.ndarray]:
-        """A mask function: which term ids occur in more than `max_df` of the namespace's
-        documents (by its BM25 index's document frequencies)."""
+    def _term_df(self, namespace: str) -> Callable[[np.ndarray], np.ndarray]:
+        """Document frequency of term ids in a namespace (its BM25 index; 0 without one)."""
         sp = self._lexical_space()
         assert sp is not None
         ix = self._bm25_index(sp).indexes.get(namespace)
 
-        def common(ids: np.ndarray) -> np.ndarray:
-            if ix is None or len(ix) == 0:
-                return np.zeros(len(ids), bool)
-            return ix.df(np.asarray(ids, np.int32)) > max_df * len(ix)
+        def df(ids: np.ndarray) -> np.ndarray:
+            if ix is None:
+                return np.zeros(len(ids), np.int64)
+            return ix.df(np.asarray(ids, np.int32))
 
-        return common
+        return df
+
+    def _bm25_docs(self, namespace: str) -> int:
+        """Documents in a namespace's BM25 index."""
+        sp = self._lexical_space()
+        ix = self._bm25_index(sp).indexes.get(namespace) if sp is not None else None
+        return 0 if ix is None else len(ix)
 
     def _bases(self) -> np.ndarray:
         """Where each segment starts in the global key space (and the total), cached per generation."""
