@@ -417,17 +417,17 @@ def _fmt(x: float | None, width: int = 6, digits: int = 3) -> str:
 def format_table(pr: ProfileResult) -> str:
     """Rows = strategies; columns R@5, R@10, R@10 per category, questions, mean/p95 search latency."""
     cats = [name[:11] for name in CATEGORIES.values()]
-    head = f"{'strategy':<12} {'R@5':>6} {'R@10':>6} " + " ".join(f"{c:>11}" for c in cats)
+    head = f"{'strategy':<17} {'R@5':>6} {'R@10':>6} " + " ".join(f"{c:>11}" for c in cats)
     head += f" {'n':>6} {'mean ms':>8} {'p95 ms':>8}"
     title = (f"profile {pr.profile}: {pr.memories:,} memories, add {pr.add_seconds:.2f} s "
              f"(vectors: {pr.vectors}; queries: {'cached MiniLM vectors' if pr.query_vectors else 'text'})")
     lines = [title, head, "-" * len(head)]
     for r in pr.strategies:
         if r.skipped is not None:
-            lines.append(f"{r.strategy:<12} skipped: {r.skipped}")
+            lines.append(f"{r.strategy} skipped: {r.skipped}")
             continue
         s = r.summary()
-        row = f"{r.strategy:<12} {_fmt(s['recall@5'])} {_fmt(s['recall@10'])} "
+        row = f"{r.strategy:<17} {_fmt(s['recall@5'])} {_fmt(s['recall@10'])} "
         row += " ".join(_fmt(r.recall(10, c), 11) for c in CATEGORIES)
         row += f" {len(r.recalls):>6} {_fmt(s['latency_ms']['mean'], 8, 2)} {_fmt(s['latency_ms']['p95'], 8, 2)}"
         lines.append(row)
