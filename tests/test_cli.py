@@ -106,3 +106,20 @@ def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "hybrid",
                      "--weight", "bm25"]) == 1
     assert "--weight must be METHOD=NUMBER" in capsys.readouterr().err
+
+
+def test_search_stage_option_sets_pipeline_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    for text in ("Biscuit the cat sleeps in boxes", "The dog chases the cat", "Tea is best without sugar"):
+        assert cli.main(["add", text, "--path", path, "--namespace", "n"]) == 0
+    capsys.readouterr()
+    assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "--json", "--explain",
+                     "--strategy", "pipeline", "--stage", "feedback=2", "--stage", "sparse=50"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[0]["explain"]["stages"]["feedback"] == 2 and rows[0]["explain"]["stages"]["sparse"] <= 50
+    assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "pipeline",
+                     "--stage", "feedback=ten"]) == 1
+    assert "--stage must be NAME=INTEGER" in capsys.readouterr().err
+    assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "pipeline",
+                     "--stage", "sparse=0"]) == 1
+    assert "stages['sparse'] must be an int >= 1, got 0" in capsys.readouterr().err

@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--type", dest="types", action="append", help="only this memory_type (repeatable)")
     search.add_argument("--weight", action="append", default=[], metavar="METHOD=W",
                         help="RRF weight of a method, e.g. --weight bm25=0.8 (repeatable)")
+    search.add_argument("--stage", action="append", default=[], metavar="NAME=N",
+                        help="pipeline stage size, e.g. --stage feedback=10 or --stage sparse=2000 (repeatable)")
     search.add_argument("--explain", action="store_true", help="print how each hit was found")
 
     stats = sub.add_parser("stats", help="counts and layout of a store")
@@ -144,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space,
                                  as_of=_time(args.as_of, "--as-of"), known_at=_time(args.known_at, "--known-at"),
                                  strategy=args.strategy, explain=args.explain, types=args.types,
-                                 weights=_weights(args.weight) or None)
+                                 weights=_weights(args.weight) or None, stages=_stages(args.stage) or None)
                 for h in hits:
                     text = "(archived)" if h.archived else h.memory.content
                     if args.json:
@@ -177,6 +179,20 @@ def _weights(pairs: list[str]) -> dict[str, float]:
             out[name] = float(value)
         except ValueError:
             raise ValueError(f"--weight must be METHOD=NUMBER, e.g. bm25=0.8, got {p!r}") from None
+    return out
+
+
+def _stages(pairs: list[str]) -> dict[str, int]:
+    """--stage NAME=N options as a dict (a malformed one names itself)."""
+    out = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = int(value)
+        except ValueError:
+            raise ValueError(f"--stage must be NAME=INTEGER, e.g. feedback=10, got {p!r}") from None
     return out
 
 
