@@ -105,7 +105,7 @@ def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             assert rows[0]["explain"]["weights"]["bm25"] == 1.5
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "hybrid",
                      "--weight", "bm25"]) == 1
-    assert "--weight must be METHOD=NUMBER" in capsys.readouterr().err
+    assert "--weight must be NAME=NUMBER" in capsys.readouterr().err
 
 
 def test_search_stage_option_sets_pipeline_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""The `engramdb` command line: demo, add, search, stats, index, archive, export, capabilities."""
+"""The `engramdb` command line: demo, add, search, stats, index, infer-edges, archive, export, capabilities."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from ._capabilities import capabilities
 
@@ -168,32 +169,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _weights(pairs: list[str]) -> dict[str, float]:
-    """--weight METHOD=W options as a dict (a malformed one names itself)."""
-    out = {}
+def _pairs(pairs: list[str], option: str, kind: type[float | int], example: str) -> dict[str, Any]:
+    """NAME=VALUE options as a dict (a malformed one names itself and the option)."""
+    out: dict[str, Any] = {}
     for p in pairs:
         name, sep, value = p.partition("=")
         try:
             if not sep or not name:
                 raise ValueError
-            out[name] = float(value)
+            out[name] = kind(value)
         except ValueError:
-            raise ValueError(f"--weight must be METHOD=NUMBER, e.g. bm25=0.8, got {p!r}") from None
+            what = "NUMBER" if kind is float else "INTEGER"
+            raise ValueError(f"{option} must be NAME={what}, e.g. {example}, got {p!r}") from None
     return out
+
+
+def _weights(pairs: list[str]) -> dict[str, float]:
+    """--weight METHOD=W options."""
+    return _pairs(pairs, "--weight", float, "bm25=0.8")
 
 
 def _stages(pairs: list[str]) -> dict[str, int]:
-    """--stage NAME=N options as a dict (a malformed one names itself)."""
-    out = {}
-    for p in pairs:
-        name, sep, value = p.partition("=")
-        try:
-            if not sep or not name:
-                raise ValueError
-            out[name] = int(value)
-        except ValueError:
-            raise ValueError(f"--stage must be NAME=INTEGER, e.g. feedback=10, got {p!r}") from None
-    return out
+    """--stage NAME=N options."""
+    return _pairs(pairs, "--stage", int, "feedback=10")
 
 
 if __name__ == "__main__":  # pragma: no cover
