@@ -102,12 +102,16 @@ class HeuristicInferrer:
         self.min_shared = min_shared
         self.analyzer = analyzer or Analyzer()
         self.idf = idf
+        self._idf_seen: dict[str, float] = {}
 
     def _weights(self, terms: set[str]) -> dict[str, float]:
         if self.idf is None:
             return dict.fromkeys(terms, 1.0)
-        keys = sorted(terms)
-        return {t: max(0.0, float(w)) for t, w in zip(keys, self.idf(keys))}
+        known = self._idf_seen  # a term's idf is looked up once per run (memories share words)
+        new = sorted(t for t in terms if t not in known)
+        if new:
+            known.update((t, max(0.0, float(w))) for t, w in zip(new, self.idf(new)))
+        return {t: known[t] for t in terms}
 
     def __call__(self, memory: Memory, candidates: Sequence[Candidate]) -> list[EdgeProposal]:
         terms = set(self.analyzer.terms(memory.content))

@@ -5,7 +5,7 @@ with its own stored vector, so no model runs), the inferrer's proposals, then ch
 that names no live memory of the namespace, a malformed type or a confidence outside [0, 1] is
 rejected with its reason; one below the run's minimum confidence (>= 0.7, H2) is counted, not
 stored. An inferrer that raises for one memory is recorded and the run goes on: edges already
-stored stay stored (each memory's edges are written as soon as they are checked).
+stored stay stored (each memory's edges are checked and written together, one WAL frame).
 """
 
 from __future__ import annotations
@@ -72,19 +72,24 @@ def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, 
         except Exception as exc:  # noqa: BLE001 - a hook failing on one memory must not end the run
             report.failed[memory.id] = f"{type(exc).__name__}: {exc}"
             continue
-        for p in proposals:
-            why = _malformed(p)
-            if why is not None:
-                report.rejected.append((memory.id, p, why))
-                continue
-            if p.confidence < min_confidence:
-                report.below_threshold.append((memory.id, p))
-                continue
-            try:
-                report.stored.append(store.link(memory.id, p.dst, p.type, confidence=float(p.confidence),
-                                                reason=p.reason))
-            except (InvalidMemory, StoreError) as exc:  # unknown dst, other namespace, bad type, itself
-                report.rejected.append((memory.id, p, str(exc)))
+        edges = []
+        with store._lock:  # one memory's edges are checked together and written as one WAL frame
+            store._check_open()
+            for p in proposals:
+                why = _malformed(p)
+                if why is not None:
+                    report.rejected.append((memory.id, p, why))
+                    continue
+                if p.confidence < min_confidence:
+                    report.below_threshold.append((memory.id, p))
+                    continue
+                try:
+                    edges.append(store._edge_for(memory.id, p.dst, p.type, float(p.confidence), p.reason, None, None))
+                except (InvalidMemory, StoreError) as exc:  # unknown dst, other namespace, bad type, itself
+                    report.rejected.append((memory.id, p, str(exc)))
+            if edges:
+                store._write_edges(edges)
+        report.stored.extend(edges)
     return report
 
 

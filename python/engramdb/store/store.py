@@ -352,17 +352,22 @@ class Store:
         says why (shown by explain); `valid_from`/`valid_until` bound when the relation held.
         Linking the same (src, dst, type) again replaces the edge.
         """
-        conf, start, end = validate_edge_fields(type, confidence, reason, valid_from, valid_until)
         with self._lock:
-            a, b = self._current(src), self._current(dst)
-            if a.id == b.id:
-                raise InvalidMemory(f"an edge joins two different memories; src and dst are both {src!r}")
-            if a.namespace != b.namespace:
-                raise StoreError(f"src {src!r} is in namespace {a.namespace!r} and dst {dst!r} in {b.namespace!r}: "
-                                 "edges never cross namespaces")
-            edge = Edge(a.id, b.id, type, a.namespace, conf, reason, start, end, created_at=utc_now())
+            edge = self._edge_for(src, dst, type, confidence, reason, valid_from, valid_until)
             self._write_edges([edge])
             return edge
+
+    def _edge_for(self, src: str, dst: str, type: str, confidence: float, reason: str | None,
+                  valid_from: datetime | None, valid_until: datetime | None) -> Edge:
+        """The checked edge `link` would write (the caller holds the lock and writes it)."""
+        conf, start, end = validate_edge_fields(type, confidence, reason, valid_from, valid_until)
+        a, b = self._current(src), self._current(dst)
+        if a.id == b.id:
+            raise InvalidMemory(f"an edge joins two different memories; src and dst are both {src!r}")
+        if a.namespace != b.namespace:
+            raise StoreError(f"src {src!r} is in namespace {a.namespace!r} and dst {dst!r} in {b.namespace!r}: "
+                             "edges never cross namespaces")
+        return Edge(a.id, b.id, type, a.namespace, conf, reason, start, end, created_at=utc_now())
 
     def infer_edges(
         self,
@@ -1470,8 +1475,7 @@ class Store:
         return [self._segments[si].memory_at(row) for si, row in locs]
 
     def _memory_at(self, si: int, row: int) -> Memory:
-        seg = self._segments[si]
-        return table_to_memories(seg.table.slice(row, 1))[0]
+        return self._segments[si].memory_at(row)  # type: ignore[no-any-return]
 
     def _row_vectors(self, id: str) -> dict[str, Embedding]:
         si, row = _split(self._index[id])
