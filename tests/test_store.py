@@ -261,3 +261,17 @@ def test_reopen_closes_old_versions_without_the_id_index(tmp_path: Path) -> None
     assert reader._index_map is None  # the search needed no id index
     assert reader.get("a") is not None and reader.get("a").content == "delta four"  # type: ignore[union-attr]
     assert reader.get("b") is None and len(reader) == 1
+
+
+def test_a_caller_editing_a_returned_memory_changes_nothing_stored_or_returned_later() -> None:
+    db = engramdb.open(None)
+    m = db.add("Biscuit the cat sleeps in boxes", namespace="n", metadata={"tags": ["cat"]})
+    first = db.get(m.id)
+    assert first is not None
+    first.metadata["tags"].append("dog")
+    first.metadata["new"] = 1
+    hit = db.search("cat boxes", namespace="n", k=1)[0]
+    hit.memory.metadata["tags"].append("bird")
+    again = db.get(m.id)
+    assert again is not None and again.metadata == {"tags": ["cat"]}
+    assert db.search("cat boxes", namespace="n", k=1)[0].memory.metadata == {"tags": ["cat"]}

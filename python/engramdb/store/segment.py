@@ -9,6 +9,8 @@ segments that hold the memory instead of marking rows.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +116,9 @@ class Segment:
         return self._turns
 
     def memory_at(self, row: int) -> Any:
-        """The Memory of one row, read once and then kept (see remember)."""
+        """The Memory of one row, read once and then kept (see remember). Each call returns its
+        own copy of the two dict fields: Memory is frozen, its dicts are not, and a caller that
+        edits one must not change what the next caller gets."""
         m = self.memo.get(row)
         if m is None:
             if self._reader is None:
@@ -123,7 +127,8 @@ class Segment:
                 self._reader = RowReader(self.table)
             m = self._reader.memory(row)
             self.remember(row, m)
-        return m
+        return dataclasses.replace(m, metadata=copy.deepcopy(m.metadata) if m.metadata else {},
+                                   provenance=copy.deepcopy(m.provenance) if m.provenance else {})
 
     def remember(self, row: int, memory: Any) -> None:
         """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""
