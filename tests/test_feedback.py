@@ -21,7 +21,10 @@ def test_rm3_matches_a_hand_computation() -> None:
     np.testing.assert_allclose(w, [want[1], want[2], want[3]], rtol=1e-6)
     np.testing.assert_allclose(w.sum(), 1.0, rtol=1e-6)
     # a term judged too common is never added; the query's own terms always stay
-    ids, w = rm3_query(terms, counts, docs, scores, n_terms=2, too_common=lambda t: np.isin(t, [1, 3]))
+    def df(ids: np.ndarray) -> np.ndarray:  # 1 and 3 in 9 of 10 documents, past max_df 0.5
+        return np.where(np.isin(ids, [1, 3]), 9, 1)
+
+    ids, w = rm3_query(terms, counts, docs, scores, n_terms=2, df=df, n_docs=10, max_df=0.5)
     assert ids.tolist() == [1, 2, 4]
     # lam 1 is the query alone; no feedback docs change nothing either
     assert rm3_query(terms, counts, docs, scores, lam=1.0)[0].tolist() == [1, 2]
@@ -65,9 +68,9 @@ def test_a_postings_budget_skips_costly_expansions_but_keeps_cheaper_ones() -> N
     def cost(ids: np.ndarray) -> np.ndarray:
         return np.array([df[int(t)] for t in ids], np.float64)
 
-    # 5 is the heaviest expansion but costs 50 postings against a budget of 12: skipped; 6 (8) fits,
-    # then 7 (3) still fits after it
-    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), cost=cost, budget=12.0)
+    # the query's own postings are 10: a budget of 1.2x allows 12. 5 is the heaviest expansion but
+    # costs 50: skipped; 6 (8) fits, then 7 (3) still fits after it. 1,000 documents: none too common
+    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), df=cost, n_docs=1_000, budget=1.2)
     assert ids.tolist() == [1, 6, 7]
-    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), cost=cost, budget=2.0)
+    ids, _ = rm3_query(terms, counts, docs, np.array([1.0]), df=cost, n_docs=1_000, budget=0.2)
     assert ids.tolist() == [1]

@@ -171,11 +171,7 @@ class Bm25Index:
         if k < 1 or len(self.keys) == 0 or len(terms) == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         n = len(self.keys)
-        df = None
-        if len(self.chunks) > 1:  # idf counts documents over every chunk
-            df = np.zeros(len(terms), np.int64)
-            for c in self.chunks:
-                df += c.df(c.rows_of(terms))
+        df = self.df(terms) if len(self.chunks) > 1 else None  # idf counts documents over every chunk
         mask = None
         if callable(allowed):
             mask = np.ascontiguousarray(allowed(self.keys), dtype=bool).view(np.uint8)

@@ -42,15 +42,18 @@ def rm3_query(
     *,
     n_terms: int = FB_TERMS,
     lam: float = FB_LAMBDA,
-    too_common: Callable[[np.ndarray], np.ndarray] | None = None,
-    cost: Callable[[np.ndarray], np.ndarray] | None = None,
-    budget: float | None = None,
+    df: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_docs: int = 0,
+    max_df: float = FB_MAX_DF,
+    budget: float = FB_BUDGET,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The expanded query as (term ids ascending, weights) from the query's (term ids, counts)
-    and the feedback docs' (term ids, tf) rows with their first-pass scores. `too_common` maps
-    term ids to a bool mask of those never to add (the query's own terms always stay). With
-    `cost` (term ids -> postings each) and `budget`, expansion terms are taken heaviest first
-    while their postings fit the budget (a lighter one may still fit after a heavy one did not)."""
+    and the feedback docs' (term ids, tf) rows with their first-pass scores.
+
+    With `df` (term ids -> documents holding each, over `n_docs` documents) two bounds apply: a
+    term in more than `max_df` of the documents is never added, and expansion terms are taken
+    heaviest first while their postings fit `budget` times the query's own (a lighter one may
+    still fit after a heavy one did not). The query's own terms always stay."""
     if not 0 <= lam <= 1:
         raise ValueError(f"lam must be in [0, 1], got {lam!r}")
     q_ids = np.asarray(terms, np.int64)
@@ -68,21 +71,23 @@ def rm3_query(
         uniq, inv = np.unique(ids, return_inverse=True)
         rel = np.bincount(inv, weights=w, minlength=len(uniq))
         keep = rel > 0
-        if too_common is not None and len(uniq):
-            keep &= ~np.asarray(too_common(uniq), bool)
-        uniq, rel = uniq[keep], rel[keep]
+        cost = np.asarray(df(uniq), np.float64) if df is not None else np.zeros(len(uniq))
+        if df is not None:
+            keep &= cost <= max_df * n_docs
+        uniq, rel, cost = uniq[keep], rel[keep], cost[keep]
         if len(uniq):
             order = np.lexsort((uniq, -rel))  # heaviest first, ties to the lower id
-            if cost is not None and budget is not None:
+            if df is not None:
                 # greedy, not a prefix: a term past the budget is skipped, the next may fit
-                spent, keep_o = 0.0, list[int]()
-                for j, c in zip(order.tolist(), np.asarray(cost(uniq[order]), np.float64).tolist()):
-                    if len(keep_o) == n_terms:
+                allowed = budget * float(np.sum(df(q_ids)))
+                spent, kept = 0.0, list[int]()
+                for j in order.tolist():
+                    if len(kept) == n_terms:
                         break
-                    if spent + c <= budget:
-                        spent += c
-                        keep_o.append(j)
-                order = np.array(keep_o, np.int64)
+                    if spent + cost[j] <= allowed:
+                        spent += cost[j]
+                        kept.append(j)
+                order = np.array(kept, np.int64)
             order = order[:n_terms]
             parts_i.append(uniq[order])
             parts_w.append((1 - lam) * rel[order] / rel[order].sum())

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..retrieval.feedback import FB_BUDGET, FB_MAX_DF, rm3_query
+from ..retrieval.feedback import rm3_query
 from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, Fused, exact_depth, rrf, rrf_arrays
 from ..retrieval.recency import recency_factor
 from ..retrieval.routing import enhancer_mode, match_strength, route
@@ -186,11 +186,9 @@ class _Context:
         keys, scores = self.bm25_keys(terms, docs)
         if len(keys) == 0:
             return keys, scores
-        df = self.store._term_df(self.namespace)
-        n_docs = self.store._bm25_docs(self.namespace)
-        expanded = rm3_query(terms[0], terms[1], self.store._sparse_rows(keys), scores,
-                             too_common=lambda ids: df(ids) > FB_MAX_DF * n_docs,
-                             cost=df, budget=FB_BUDGET * float(df(terms[0]).sum()))
+        ix = self.store._bm25_namespace(self.namespace)
+        assert ix is not None  # it just found keys
+        expanded = rm3_query(terms[0], terms[1], self.store._sparse_rows(keys), scores, df=ix.df, n_docs=len(ix))
         return self.bm25_keys(expanded, n, sorted_k)
 
     def bm25(self, terms: tuple[np.ndarray, np.ndarray], n: int) -> Ranked:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _core, kernels
+from ..retrieval.bm25 import Bm25Index
 from ..retrieval.edge_inference import MIN_CONFIDENCE, InferenceReport, Inferrer
 from ..spaces.analyzer import term_id
 from ..spaces.profiles import embedders_for, names_match, profile_schema
@@ -394,13 +395,8 @@ class Store:
 
     def _idf(self, namespace: str) -> Callable[[Sequence[str]], Sequence[float]] | None:
         """BM25 idf of analysed terms within a namespace (None without a lexical space)."""
-        sp = self._lexical_space()
-        if sp is None:
-            return None
         with self._lock:
-            bi = self._bm25_index(sp)
-            bi.sync(self._segments, self.schema, self._manifest.row_epoch)
-            ix = bi.indexes.get(namespace)
+            ix = self._bm25_namespace(namespace)
         if ix is None:
             return None
 
@@ -995,12 +991,9 @@ class Store:
                    sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """BM25's n best as (global keys, scores) arrays: keys number rows across all segments
         (best first up to `sorted_k`, see `Bm25Index.search`)."""
-        sp = self._lexical_space()
-        if sp is None:
+        if self._lexical_space() is None:
             raise ValueError("this store has no sparse lexical space for BM25")
-        bi = self._bm25_index(sp)
-        bi.sync(self._segments, self.schema, self._manifest.row_epoch)
-        ix = bi.indexes.get(namespace)
+        ix = self._bm25_namespace(namespace)
         if ix is None or len(terms[0]) == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         mask = self._key_mask(self._segments, namespace, known_us, t, at_now, types)
@@ -1017,24 +1010,15 @@ class Store:
             out.append(sb.row(row))
         return out
 
-    def _term_df(self, namespace: str) -> Callable[[np.ndarray], np.ndarray]:
-        """Document frequency of term ids in a namespace (its BM25 index; 0 without one)."""
+    def _bm25_namespace(self, namespace: str) -> Bm25Index | None:
+        """A namespace's BM25 index, brought up to date with every row (None without a lexical
+        space or without documents in that namespace). The caller holds the lock."""
         sp = self._lexical_space()
-        assert sp is not None
-        ix = self._bm25_index(sp).indexes.get(namespace)
-
-        def df(ids: np.ndarray) -> np.ndarray:
-            if ix is None:
-                return np.zeros(len(ids), np.int64)
-            return ix.df(np.asarray(ids, np.int32))
-
-        return df
-
-    def _bm25_docs(self, namespace: str) -> int:
-        """Documents in a namespace's BM25 index."""
-        sp = self._lexical_space()
-        ix = self._bm25_index(sp).indexes.get(namespace) if sp is not None else None
-        return 0 if ix is None else len(ix)
+        if sp is None:
+            return None
+        bi = self._bm25_index(sp)
+        bi.sync(self._segments, self.schema, self._manifest.row_epoch)
+        return bi.indexes.get(namespace)
 
     def _bases(self) -> np.ndarray:
         """Where each segment starts in the global key space (and the total), cached per generation."""
