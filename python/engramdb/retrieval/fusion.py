@@ -40,6 +40,14 @@ def _heaviest_first(ranked: Mapping[str, V], weights: Mapping[str, float]) -> li
     return sorted(ranked.items(), key=lambda kv: -_weight(weights, kv[0]))
 
 
+def _checked_weight(weights: Mapping[str, float], method: str) -> float:
+    """A method's weight (1.0 when not given), refused unless finite and >= 0."""
+    w = float(weights.get(method, 1.0))
+    if not w >= 0 or w == float("inf"):
+        raise ValueError(f"weight of method {method!r} must be finite and >= 0, got {w!r}")
+    return w
+
+
 def _weight(weights: Mapping[str, float], method: str) -> float:
     w = float(weights.get(method, 1.0))
     return w if not math.isnan(w) else 0.0  # NaN is refused where the weight is used
@@ -60,9 +68,7 @@ def rrf(
     out: dict[K, Fused[K]] = {}
     order: dict[K, int] = {}
     for method, items in _heaviest_first(ranked, weights):
-        w = float(weights.get(method, 1.0))
-        if not w >= 0 or w == float("inf"):
-            raise ValueError(f"weight of method {method!r} must be finite and >= 0, got {w!r}")
+        w = _checked_weight(weights, method)
         seen: set[K] = set()
         for rank, (key, score) in enumerate(items, start=1):
             if key in seen:
@@ -98,9 +104,7 @@ def rrf_arrays(
     scores: dict[str, np.ndarray] = {}
     at = 0
     for m in names:
-        w = float(weights.get(m, 1.0))
-        if not w >= 0 or w == float("inf"):
-            raise ValueError(f"weight of method {m!r} must be finite and >= 0, got {w!r}")
+        w = _checked_weight(weights, m)
         n = len(ranked[m][0])
         idx = inv[at : at + n]
         at += n
@@ -127,13 +131,16 @@ def rrf_arrays(
     return out
 
 
-def exact_depth(weights: Sequence[float], top: int, *, k: int = RRF_K) -> int:
+def exact_depth(weights: Sequence[float], top: int, *, k: int = RRF_K, w_max: float | None = None) -> int:
     """How deep each list must be read for the `top` best fused keys to be exact.
 
     The heaviest method's own `top` keys each score at least w_max / (k + top); a key past depth D
     in every list scores at most sum(w) / (k + D + 1). So D = ceil(sum(w) (k + top) / w_max) - k
-    lists suffice (e.g. two methods of weight 1, k = 60, top 5: 70)."""
+    lists suffice (e.g. two methods of weight 1, k = 60, top 5: 70). `w_max`: the weight of the
+    list whose head is counted on, when it is not simply the heaviest (a weight that may still
+    shrink is counted in the sum but not trusted as the head)."""
     ws = [float(w) for w in weights if w > 0]
-    if not ws:
+    head = max(ws, default=0.0) if w_max is None else float(w_max)
+    if not ws or head <= 0:
         return top
-    return max(top, math.ceil(sum(ws) * (k + top) / max(ws)) - k)
+    return max(top, math.ceil(sum(ws) * (k + top) / head) - k)

@@ -24,7 +24,6 @@ Strategies:
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -214,7 +213,8 @@ def _hybrid(ctx: _Context, strategy: str, query: str, main: Space, qv: Any,
     if terms is not None:
         methods["bm25"] = lambda: ctx.bm25(terms, n)
     got = ctx.run(methods)
-    w = _main_say(w, got.get("vector"), main, info)
+    vector = got.get("vector")
+    w = _main_say(w, vector[0][1] if vector else None, main, info)
     if strategy == "multi_space" and enh:
         best = got.get("vector", [])
         mode = enhancer_mode(best[0][1] if best else None, main.high, main.low)
@@ -272,8 +272,7 @@ def _pipeline(ctx: _Context, main: Space, qv: Any, terms: tuple[np.ndarray, np.n
     ranked = {"vector": (dense[0][:read], dense[1][:read]), "bm25": (bm_keys[:read], bm_scores[:read])}
     sizes["dense"] = len(dense[0])
     info: dict[str, Any] = {}
-    best = [((0, 0), float(dense[1][0]))] if len(dense[1]) else []
-    w = _main_say(w, best, main, info)
+    w = _main_say(w, float(dense[1][0]) if len(dense[1]) else None, main, info)
     ms_["dense"] = lap()
     if w.get("graph", 0) > 0 or w.get("neighbours", 0) > 0:
         # the expansions start from the best few fused keys: lists read to `exact_depth` give
@@ -325,12 +324,9 @@ def _read_depth(w: dict[str, float], st: dict[str, int]) -> int:
     reach the fused stage's `fused` best, so the lists need no order there. The vector weight
     may still shrink with its match strength, so the bound takes it at full weight in the sum
     and at zero for the heaviest list."""
-    others = [w.get(m, 1.0) for m in ("bm25", "graph", "neighbours") if w.get(m, 1.0) > 0]
-    vec = max(w.get("vector", 1.0), 0.0)
-    if not others:
-        return min(st["dense"], st["fused"])
-    depth = math.ceil((sum(others) + vec) * (RRF_K + st["fused"]) / max(others)) - RRF_K
-    return min(st["dense"], max(st["fused"], depth))
+    others = [w.get(m, 1.0) for m in ("bm25", "graph", "neighbours")]
+    depth = exact_depth([*others, w.get("vector", 1.0)], st["fused"], w_max=max(others))
+    return min(st["dense"], depth)
 
 
 def _arrays(store: Store, found: Found) -> tuple[np.ndarray, np.ndarray]:
@@ -340,10 +336,10 @@ def _arrays(store: Store, found: Found) -> tuple[np.ndarray, np.ndarray]:
     return store._keys([loc for loc, _ in found]), np.array([s for _, s in found], np.float64)
 
 
-def _main_say(w: dict[str, float], vector: Ranked | None, main: Space, info: dict[str, Any]) -> dict[str, float]:
+def _main_say(w: dict[str, float], best: float | None, main: Space, info: dict[str, Any]) -> dict[str, float]:
     """Scale the vector method's weight by its match strength (C2: 0 at the main space's `low`
-    threshold, full at `high`); the strength is reported in explain."""
-    best = vector[0][1] if vector else None
+    threshold, full at `high`; `best` is the main space's best score); the strength is reported
+    in explain."""
     strength = match_strength(best, main.high, main.low)
     info["vector_strength"] = strength
     return {**w, "vector": w.get("vector", 1.0) * strength}
