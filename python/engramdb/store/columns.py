@@ -47,6 +47,7 @@ MEMORY_SCHEMA = pa.schema(
 )
 
 _TIME_FIELDS = ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
+_READ_FIELDS = tuple(f.name for f in MEMORY_SCHEMA if f.name != "content_hash")  # Memory's fields
 _PLAIN_FIELDS = ("id", "namespace", "content", "session_id", "seq", "source", "role", "memory_type", "confidence",
                  "version", "supersedes", "superseded_by")
 
@@ -73,11 +74,15 @@ def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def _utc(us: int | None) -> datetime | None:
+    """A timestamp's microseconds as a UTC datetime: plain arithmetic (pyarrow's own conversion
+    goes through a time-zone lookup per value, ~7-10 us each, most of a hit's cost)."""
+    return None if us is None else _EPOCH + timedelta(microseconds=us)
+
+
 def _times(col: pa.ChunkedArray) -> list[datetime | None]:
-    """UTC datetimes of a timestamp[us] column: plain arithmetic on the integers (pyarrow's own
-    conversion goes through a time-zone lookup per value, ~7 us each, most of a hit's cost)."""
-    us = col.cast(pa.int64()).to_pylist()
-    return [None if x is None else _EPOCH + timedelta(microseconds=x) for x in us]
+    """UTC datetimes of a timestamp[us] column."""
+    return [_utc(x) for x in col.cast(pa.int64()).to_pylist()]
 
 
 def _loads(s: str) -> dict[str, Any]:
@@ -90,19 +95,18 @@ class RowReader:
     its few hits this way, from wherever in the segments they are)."""
 
     def __init__(self, table: pa.Table) -> None:
-        self.names = [f.name for f in MEMORY_SCHEMA if f.name != "content_hash"]
         self.cols: dict[str, pa.Array] = {}
-        for name in self.names:
+        for name in _READ_FIELDS:
             col = table.column(name).combine_chunks()
             # times as their integer microseconds: pyarrow makes a zoned datetime ~10x slower
             self.cols[name] = col.cast(pa.int64()) if name in _TIME_FIELDS else col
 
     def memory(self, row: int) -> Memory:
         values: dict[str, Any] = {}
-        for name in self.names:
+        for name in _READ_FIELDS:
             v = self.cols[name][row].as_py()
             if name in _TIME_FIELDS:
-                v = None if v is None else _EPOCH + timedelta(microseconds=v)
+                v = _utc(v)
             elif name in ("metadata", "provenance"):
                 v = _loads(v)
             values[name] = v
@@ -110,11 +114,10 @@ class RowReader:
 
 
 def table_to_memories(table: pa.Table) -> list[Memory]:
-    """Memories of a table written with MEMORY_SCHEMA (or a compatible older layout): column by
-    column, since search materialises its hits this way on every query."""
-    names = [f.name for f in MEMORY_SCHEMA if f.name != "content_hash"]
+    """Memories of a table written with MEMORY_SCHEMA (or a compatible older layout), column by
+    column (whole tables: exports, imports, archives; a search's few hits use RowReader)."""
     cols: dict[str, list[Any]] = {}
-    for name in names:
+    for name in _READ_FIELDS:
         col = table.column(name)
         if name in _TIME_FIELDS:
             cols[name] = _times(col)
@@ -122,4 +125,4 @@ def table_to_memories(table: pa.Table) -> list[Memory]:
             cols[name] = [_loads(x) for x in col.to_pylist()]
         else:
             cols[name] = col.to_pylist()
-    return [Memory(**dict(zip(names, values))) for values in zip(*(cols[n] for n in names))]
+    return [Memory(**dict(zip(_READ_FIELDS, values))) for values in zip(*(cols[n] for n in _READ_FIELDS))]

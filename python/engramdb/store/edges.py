@@ -68,13 +68,18 @@ class Edge:
         return (self.valid_from is None or self.valid_from <= t) and (self.valid_until is None or t < self.valid_until)
 
 
+def is_confidence(value: object) -> bool:
+    """A real number in [0, 1] (not a bool, not NaN)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) \
+        and 0 <= value <= 1
+
+
 def validate_edge_fields(type: str, confidence: float, reason: str | None,
                          valid_from: datetime | None, valid_until: datetime | None) -> tuple[float, datetime | None, datetime | None]:
     """Check the caller's part of an edge; returns (confidence, valid_from, valid_until) normalised."""
     if not isinstance(type, str) or not EDGE_TYPE_RE.match(type) or len(type) > 64:
         raise InvalidMemory(f"edge type must be UPPER_SNAKE_CASE (e.g. CAUSED_BY), at most 64 characters, got {type!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not math.isfinite(confidence) \
-            or not 0 <= confidence <= 1:
+    if not is_confidence(confidence):
         raise InvalidMemory(f"edge confidence must be a number in [0, 1], got {confidence!r}")
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
         raise InvalidMemory(f"edge reason must be a string of at most {MAX_REASON} characters, got {reason!r:.80}")

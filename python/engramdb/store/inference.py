@@ -10,7 +10,6 @@ stored stay stored (each memory's edges are checked and written together, one WA
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ from ..retrieval.edge_inference import (
     Inferrer,
 )
 from ..retrieval.routing import match_strength
+from .edges import is_confidence
 from .record import InvalidMemory
 
 if TYPE_CHECKING:
@@ -99,7 +99,6 @@ def _malformed(p: object) -> str | None:
         return f"a proposal must be an EdgeProposal, got {type(p).__name__}"
     if not isinstance(p.dst, str) or not p.dst:
         return f"dst must be a memory id, got {p.dst!r}"
-    c = p.confidence
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or not 0 <= c <= 1:
-        return f"confidence must be a number in [0, 1], got {c!r}"
+    if not is_confidence(p.confidence):
+        return f"confidence must be a number in [0, 1], got {p.confidence!r}"
     return None

@@ -14,13 +14,14 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
+from .columns import MEMORY_SCHEMA, RowReader
+from .record import Memory
 from .vectors import column_name, from_arrow
 
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
@@ -53,8 +54,8 @@ class Segment:
     _records: pa.Table | None = field(init=False, default=None)
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
-    memo: dict[int, Any] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
-    _reader: Any = field(init=False, default=None)  # columns.RowReader, made on the first hit
+    memo: dict[int, Memory] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
+    _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
 
     def __post_init__(self) -> None:
         t = self.table
@@ -79,8 +80,6 @@ class Segment:
     def records(self) -> pa.Table:
         """The table without its vector columns (cached): what materialising memories reads."""
         if self._records is None:
-            from .columns import MEMORY_SCHEMA
-
             self._records = self.table.select([f.name for f in MEMORY_SCHEMA])
         return self._records
 
@@ -115,22 +114,20 @@ class Segment:
             self._turns = (codes, enc.dictionary.to_pylist(), seq)
         return self._turns
 
-    def memory_at(self, row: int) -> Any:
+    def memory_at(self, row: int) -> Memory:
         """The Memory of one row, read once and then kept (see remember). Each call returns its
         own copy of the two dict fields: Memory is frozen, its dicts are not, and a caller that
         edits one must not change what the next caller gets."""
         m = self.memo.get(row)
         if m is None:
             if self._reader is None:
-                from .columns import RowReader
-
                 self._reader = RowReader(self.table)
             m = self._reader.memory(row)
             self.remember(row, m)
         return dataclasses.replace(m, metadata=copy.deepcopy(m.metadata) if m.metadata else {},
                                    provenance=copy.deepcopy(m.provenance) if m.provenance else {})
 
-    def remember(self, row: int, memory: Any) -> None:
+    def remember(self, row: int, memory: Memory) -> None:
         """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""
         if len(self.memo) >= MEMO_ROWS:
             self.memo.clear()

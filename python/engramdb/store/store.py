@@ -1459,7 +1459,7 @@ class Store:
         return [self._segments[si].memory_at(row) for si, row in locs]
 
     def _memory_at(self, si: int, row: int) -> Memory:
-        return self._segments[si].memory_at(row)  # type: ignore[no-any-return]
+        return self._segments[si].memory_at(row)
 
     def _row_vectors(self, id: str) -> dict[str, Embedding]:
         si, row = _split(self._index[id])
