@@ -191,6 +191,17 @@ void dense_topk_i8(const int8_t* Q, size_t nq, const int8_t* X, size_t n, size_t
 }
 
 namespace {
+// One row's score against a prepared query (unit length for cosine); false when it is not finite.
+template <typename T>
+inline bool score_row(const IsaKernels& K, const float* q, const T* row, size_t d, Metric metric, float* out) {
+    float raw = 0.f, sq = 0.f;
+    dot_block(K, q, 1, row, 1, d, &raw);
+    if (metric == Metric::cosine) norm_block(K, row, 1, d, &sq);
+    if (!std::isfinite(raw) || !std::isfinite(sq)) return false;
+    *out = apply_metric(metric, raw, sq);
+    return true;
+}
+
 template <typename T>
 int64_t rescore(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metric metric, const int64_t* cand,
                 size_t L, size_t k, int64_t* idx, float* scores) {
@@ -204,11 +215,9 @@ int64_t rescore(const float* Q, size_t nq, const T* X, size_t n, size_t d, Metri
         for (size_t l = 0; l < L; ++l) {
             const int64_t r = cand[j * L + l];
             if (r < 0 || static_cast<size_t>(r) >= n) continue;
-            float raw = 0.f, sq = 0.f;
-            dot_block(K, Qp + j * d, 1, X + static_cast<size_t>(r) * d, 1, d, &raw);
-            if (cosine) norm_block(K, X + static_cast<size_t>(r) * d, 1, d, &sq);
-            if (!std::isfinite(raw) || !std::isfinite(sq)) return r;
-            h.push(apply_metric(metric, raw, sq), r);
+            float v;
+            if (!score_row(K, Qp + j * d, X + static_cast<size_t>(r) * d, d, metric, &v)) return r;
+            h.push(v, r);
         }
         h.write(idx + j * k, scores + j * k);
     }
@@ -251,15 +260,12 @@ int64_t rescore_keys(const float* q, size_t d, const T* const* mats, const int64
                 for (size_t b = 0; b < d * sizeof(T); b += 64) __builtin_prefetch(p + b);
             }
             const int64_t key = keys[i];
-            const T* row = row_of(key);
-            float raw = 0.f, sq = 0.f;
-            dot_block(K, qp, 1, row, 1, d, &raw);
-            if (cosine) norm_block(K, row, 1, d, &sq);
-            if (!std::isfinite(raw) || !std::isfinite(sq)) {
+            float v;
+            if (!score_row(K, qp, row_of(key), d, metric, &v)) {
                 bad[t] = key;
                 return;
             }
-            h.push(apply_metric(metric, raw, sq), key);
+            h.push(v, key);
         }
     });
     for (int64_t b : bad)
@@ -289,9 +295,9 @@ int64_t dense_rescore_keys(const float* q, size_t d, const void* const* mats, bo
         f16 ? rescore_keys(q, d, reinterpret_cast<const uint16_t* const*>(mats), bases, nseg, metric, uniq, k, threads, heaps)
             : rescore_keys(q, d, reinterpret_cast<const float* const*>(mats), bases, nseg, metric, uniq, k, threads, heaps);
     if (bad >= 0) return bad;
-    for (size_t t = 1; t < heaps.size(); ++t) heaps[0].merge(heaps[t]);
-    *out_n = heaps.empty() ? 0 : heaps[0].size();
-    if (!heaps.empty()) heaps[0].write(out_keys, out_scores);
+    for (size_t t = 1; t < heaps.size(); ++t) heaps[0].merge(heaps[t]);  // plan_threads gives at least one
+    *out_n = heaps[0].size();
+    heaps[0].write(out_keys, out_scores);
     return -1;
 }
 
