@@ -1046,10 +1046,9 @@ class Store:
         """Exact scores of one dense space for the given global keys only (any order, repeats
         allowed), n best first, as arrays: the pipeline's dense stage over thousands of candidates,
         one native call across all segments (both cores when there are thousands)."""
-        metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
         mats = [np.asarray(seg.vectors(self.schema, sp.name)) for seg in self._segments]
-        got = kernels.rescore_keys(qv, mats, keys, max(n, 1), metric)
-        return got.indices[:n], got.scores[:n]
+        got = kernels.rescore_keys(qv, mats, keys, n, _dense_metric(sp))
+        return got.indices, got.scores
 
     def _graph_found(self, seeds: list[tuple[int, int]], namespace: str, n: int, known_us: int | None,
                      t: int | None, types: frozenset[str] | None) -> list[tuple[tuple[int, int], float]]:
@@ -1655,11 +1654,15 @@ class Store:
         return sp.check(query, 1)
 
 
+def _dense_metric(sp: Space) -> kernels.Metric:
+    """The kernels' name of a dense space's metric."""
+    return "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
+
+
 def _scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list[tuple[int, float]]:
     """(row, score) of the k best allowed rows of one segment, higher score = better."""
     if sp.kind == "dense":
-        metric: kernels.Metric = "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
-        idx, sc = kernels.topk(np.asarray(qv)[0], np.asarray(vecs), k, metric, mask=mask, threads=1)
+        idx, sc = kernels.topk(np.asarray(qv)[0], np.asarray(vecs), k, _dense_metric(sp), mask=mask, threads=1)
         return list(zip(idx.tolist(), sc.tolist()))
     if sp.kind == "binary":
         idx, dist = kernels.hamming_topk(np.asarray(qv)[0], np.asarray(vecs), k, mask=mask, threads=1)
