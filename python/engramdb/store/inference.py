@@ -37,8 +37,7 @@ def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, 
         raise ValueError("infer_edges needs ids= or namespace= (exactly one of them)")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= 1_000:
         raise ValueError(f"candidates must be an int in [1, 1000], got {candidates!r}")
-    if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
-            or not MIN_CONFIDENCE <= min_confidence <= 1:
+    if not is_confidence(min_confidence) or min_confidence < MIN_CONFIDENCE:
         raise ValueError(f"min_confidence must be in [{MIN_CONFIDENCE}, 1] (inference never stores less sure "
                          f"edges), got {min_confidence!r}")
     if inferrer is not None and not callable(inferrer):
@@ -55,7 +54,7 @@ def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, 
             report.failed[mid] = "no such memory (or it is forgotten)"
             continue
         report.memories += 1
-        vector = store._row_vectors(memory.id)[main.name]
+        vector = store._row_vector(memory.id, main.name)
         hits = store.search(vector, namespace=memory.namespace, k=candidates + 1)
         cands = [Candidate(h.memory, float(h.score), match_strength(float(h.score), main.high, main.low))
                  for h in hits if h.id != memory.id][:candidates]

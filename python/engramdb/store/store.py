@@ -1461,9 +1461,12 @@ class Store:
         return self._segments[si].memory_at(row)
 
     def _row_vectors(self, id: str) -> dict[str, Embedding]:
+        return {s.name: self._row_vector(id, s.name) for s in self.schema}
+
+    def _row_vector(self, id: str, space: str) -> Embedding:
+        """One space's stored vector of the current version of a memory, as a batch of one."""
         si, row = _split(self._index[id])
-        seg = self._segments[si]
-        return {s.name: take(seg.vectors(self.schema, s.name), [row]) for s in self.schema}
+        return take(self._segments[si].vectors(self.schema, space), [row])
 
     def _rewrite(self, old: Memory, **changes: Any) -> Memory:
         new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
