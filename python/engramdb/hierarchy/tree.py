@@ -678,12 +678,9 @@ class CentroidTree:
                 np.array([0, len(pos_keys)], np.int64), mask, beam, probe, 2 * k, True)  # a key may come twice
         if bad >= 0:
             raise ValueError(f"the vector of key {int(pos_keys[bad])} contains NaN or inf")
-        leaves = leaves[leaves >= 0]
-        if len(leaves):
-            self.last_accessed_at[leaves] = _now_us()
+        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
         found = pos >= 0
         keys, scores = pos_keys[pos[found]], scores[found]
-        stats = SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
         if half:  # exact scores of the distinct candidates decide
             uniq = np.unique(keys)
             if not len(uniq):
@@ -712,12 +709,16 @@ class CentroidTree:
             beam, probe, k)
         if bad >= 0:
             raise ValueError(f"the vector of key {bad} contains NaN or inf")
+        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
+        found = keys >= 0
+        return keys[found], scores[found], stats
+
+    def _visited(self, leaves: np.ndarray, n_cent: int, n_mem: int, n_leaves: int) -> SearchStats:
+        """Stamp the leaves a native descent read (-1 = unused slot) and count its work."""
         leaves = leaves[leaves >= 0]
         if len(leaves):
             self.last_accessed_at[leaves] = _now_us()
-        found = keys >= 0
-        stats = SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
-        return keys[found], scores[found], stats
+        return SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
 
     def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(child_ptr, child_idx, member_ptr, member_idx) of the current tree, cached until it changes."""
