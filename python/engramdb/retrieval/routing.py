@@ -18,6 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..spaces.schema import match_strength
+
+__all__ = ["Route", "enhancer_mode", "match_strength", "route"]
+
 _QUOTED = re.compile(r"\"([^\"]{2,})\"|'([^']{2,})'")
 _CODE = re.compile(r"\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+\.\w+\b|\b\w+\(\)|/\w+/")
 _ENTITY = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")
@@ -59,11 +63,3 @@ def enhancer_mode(best_main: float | None, strong: float, weak: float) -> str:
     if best_main > strong:
         return "rerank"
     return "add-half"
-
-
-def match_strength(best_main: float | None, high: float, low: float) -> float:
-    """How much the main space's ranking is worth for this query, 0..1: linear from its `low`
-    threshold (0) to its `high` threshold (1) on its best score."""
-    if best_main is None or not high > low:
-        return 1.0 if best_main is not None else 0.0
-    return min(1.0, max(0.0, (best_main - low) / (high - low)))

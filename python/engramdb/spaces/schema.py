@@ -220,3 +220,11 @@ def default_schema() -> Schema:
         ],
         main="dense",
     )
+
+
+def match_strength(best_main: float | None, high: float, low: float) -> float:
+    """How much the main space's ranking is worth for this query, 0..1: linear from its `low`
+    threshold (0) to its `high` threshold (1) on its best score."""
+    if best_main is None or not high > low:
+        return 1.0 if best_main is not None else 0.0
+    return min(1.0, max(0.0, (best_main - low) / (high - low)))

@@ -1,8 +1,13 @@
-"""The embedded store (S1-S9): memory records, their Arrow persistence, and the lifecycle verbs."""
+"""The facade: `open` and the `Store` verbs over the layers below (storage, index, ingest, graph,
+retrieval)."""
 
-from .edges import Edge
-from .lock import StoreLocked
-from .record import InvalidMemory, Memory, validate_memory
-from .store import Hit, Store, StoreError, open
+from ..model.edge import Edge
+from ..model.errors import InvalidMemory, StoreError, StoreLocked
+from ..model.hit import Hit, Hits, SearchStats
+from ..model.memory import Memory, validate_memory
+from ..model.tuning import Tuning
+from .options import Options
+from .store import Store, open
 
-__all__ = ["Edge", "Hit", "InvalidMemory", "Memory", "Store", "StoreError", "StoreLocked", "open", "validate_memory"]
+__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Store", "StoreError",
+           "StoreLocked", "Tuning", "open", "validate_memory"]

@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..model.errors import StoreLocked
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no flock; single-process use only
     fcntl = None  # type: ignore[assignment]
-
-
-class StoreLocked(RuntimeError):
-    """Another process has the store open for writing."""
 
 
 class WriterLock:

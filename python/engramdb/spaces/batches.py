@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
+from .protocol import Embedding, SparseBatch, TokenBatch
 
 
 def concat(parts: Sequence[Embedding]) -> Embedding:

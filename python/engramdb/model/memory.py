@@ -17,13 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .errors import InvalidMemory
+
 SOURCES_BUILTIN = ("turn", "hook", "response", "file_chunk", "fact")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
 _NS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
-
-
-class InvalidMemory(ValueError):
-    """A memory field holds a value the store refuses; the message names the field and value."""
 
 
 def utc_now() -> datetime:
@@ -164,3 +162,11 @@ def validate_memory(m: Memory) -> Memory:
     if type(conf) is float and all(times[k] is getattr(m, k) for k in times):
         return m  # already canonical: skip the copy (the common case on the write path)
     return replace(m, confidence=float(conf), **times)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def micros(t: datetime) -> int:
+    """An aware datetime as integer microseconds since the Unix epoch (the scans' time unit)."""
+    return int((t - _EPOCH).total_seconds() * 1_000_000)

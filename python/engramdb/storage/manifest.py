@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.errors import FormatError
 from .columns import FORMAT_VERSION
 
+__all__ = ["MANIFEST", "FormatError", "Manifest", "read_manifest", "write_manifest"]
+
 MANIFEST = "manifest.json"
-
-
-class FormatError(RuntimeError):
-    """The store on disk cannot be opened by this version; the message says exactly why."""
 
 
 @dataclass

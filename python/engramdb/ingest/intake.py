@@ -21,8 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .columns import MEMORY_SCHEMA, _json
-from .record import _ID_RE, _NS_RE, InvalidMemory, Memory, validate_memory
+from ..model.errors import InvalidMemory
+from ..model.memory import _ID_RE, _NS_RE, Memory, validate_memory
+from ..storage.columns import MEMORY_SCHEMA, _json
 
 _FIELDS = tuple(f.name for f in fields(Memory))
 _ALLOWED = frozenset(_FIELDS) | {"vectors"}

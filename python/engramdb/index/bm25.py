@@ -126,6 +126,39 @@ class Bm25Index:
             self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
         self._norm = None
 
+    def added(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> Bm25Index:
+        """A new index holding these documents too; this one is left as it was (searches reading
+        it meanwhile are unaffected: the two share every chunk neither changes)."""
+        new = self._copy()
+        new.add(keys, indptr, terms, counts)
+        return new
+
+    def prefix(self, n: int) -> Bm25Index:
+        """A new index of the first n documents only (for a snapshot older than this index)."""
+        if n >= len(self.keys):
+            return self
+        new = Bm25Index(k1=self.k1, b=self.b)
+        new.keys, new.lengths = self.keys[:n], self.lengths[:n]
+        first = 0
+        for c in self.chunks:  # chunks hold consecutive runs of documents, oldest first
+            if first >= n:
+                break
+            keep = c.docs < n
+            term_of = np.repeat(np.arange(len(c.terms)), np.diff(c.indptr))
+            per_term = np.bincount(term_of[keep], minlength=len(c.terms))
+            live = per_term > 0
+            ptr = np.zeros(int(live.sum()) + 1, np.int64)
+            np.cumsum(per_term[live], out=ptr[1:])
+            new.chunks.append(Chunk(c.terms[live], ptr, c.docs[keep], c.tf[keep], min(c.n_docs, n - first)))
+            first += c.n_docs
+        return new
+
+    def _copy(self) -> Bm25Index:
+        new = Bm25Index(k1=self.k1, b=self.b)
+        new.chunks = list(self.chunks)
+        new.keys, new.lengths = self.keys, self.lengths
+        return new
+
     def norm(self) -> np.ndarray:
         """k1 * (1 - b + b * len / avgdl) per document (cached until the next add)."""
         if self._norm is None:
@@ -201,15 +234,21 @@ class Bm25Index:
 
     # ------------------------------------------------------------------------------ persistence
     def compact(self) -> None:
-        """Merge every chunk into one (before saving: one CSR per corpus on disk)."""
-        while len(self.chunks) > 1:
-            b = self.chunks.pop()
-            self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
+        """Merge every chunk into one (one CSR per corpus). The list is replaced, not edited: a
+        search iterating the old one meanwhile reads it whole."""
+        self.chunks = self._merged()
+
+    def _merged(self) -> list[Chunk]:
+        chunks = list(self.chunks)
+        while len(chunks) > 1:
+            b = chunks.pop()
+            chunks[-1] = Chunk.merge(chunks[-1], b)
+        return chunks
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The whole index as flat arrays (one chunk), for an Arrow row."""
-        self.compact()
-        c = self.chunks[0] if self.chunks else Chunk(np.empty(0, np.int32), np.zeros(1, np.int64),
+        """The whole index as flat arrays (one chunk), for an Arrow row (the index is unchanged)."""
+        chunks = self._merged()
+        c = chunks[0] if chunks else Chunk(np.empty(0, np.int32), np.zeros(1, np.int64),
                                                      np.empty(0, np.int32), np.empty(0, np.float32), 0)
         return {"terms": c.terms, "indptr": c.indptr, "docs": c.docs, "tf": c.tf, "keys": self.keys,
                 "lengths": self.lengths}

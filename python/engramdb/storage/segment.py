@@ -3,7 +3,8 @@
 Committed segments are Arrow IPC files read through a memory map (the vector columns reach the
 kernels without a copy). The write-ahead log's frames not yet folded into a file are kept as
 in-memory segments of the same shape. Rows never change; what changes is derived state the
-store sets: `sys_end` (when a newer version replaced a row, in system time). A purge rewrites the
+store sets: `sys_end` (when a newer version replaced a row, in system time), and only by copy
+(`with_closed`): a segment object a snapshot holds never changes under it. A purge rewrites the
 segments that hold the memory instead of marking rows.
 """
 
@@ -20,8 +21,8 @@ import pyarrow as pa
 
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
+from ..model.memory import Memory
 from .columns import MEMORY_SCHEMA, RowReader
-from .record import Memory
 from .vectors import column_name, from_arrow
 
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
@@ -76,6 +77,18 @@ class Segment:
     def reset_sys_end(self) -> None:
         """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""
         self.sys_end = _micros(self.table.column("expired_at"), NEVER)
+
+    def with_closed(self, rows: np.ndarray, at: np.ndarray) -> Segment:
+        """This segment with the system time of `rows` ended at `at` (or earlier, as it was).
+
+        A new object sharing the table and every cache: rows never change, only this derived
+        array does, so a snapshot still holding the old segment keeps seeing the old versions as
+        current (copy on write; see storage/view.py).
+        """
+        new = copy.copy(self)
+        new.sys_end = self.sys_end.copy()
+        np.minimum.at(new.sys_end, np.asarray(rows, np.int64), np.asarray(at, np.int64))
+        return new
 
     def records(self) -> pa.Table:
         """The table without its vector columns (cached): what materialising memories reads."""

@@ -17,13 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from ..model.edge import Edge
+from ..model.memory import Memory
 from ..spaces.analyzer import Analyzer
-
-if TYPE_CHECKING:
-    from ..store.edges import Edge
-    from ..store.record import Memory
 
 MIN_CONFIDENCE = 0.7  # H2: inference stores only edges at least this sure
 

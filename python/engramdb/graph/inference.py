@@ -1,4 +1,4 @@
-"""`Store.infer_edges` (H2): run an inferrer over memories and store the sure, valid edges.
+"""Edge inference runs (H2): an inferrer over memories, the sure and valid edges stored.
 
 For each memory: its `candidates` nearest memories of the same namespace in the main space (found
 with its own stored vector, so no model runs), the inferrer's proposals, then checks. A proposal
@@ -10,29 +10,32 @@ stored stay stored (each memory's edges are checked and written together, one WA
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from ..retrieval.edge_inference import (
-    MIN_CONFIDENCE,
-    Candidate,
-    EdgeProposal,
-    HeuristicInferrer,
-    InferenceReport,
-    Inferrer,
-)
-from ..retrieval.routing import match_strength
-from .edges import is_confidence
-from .record import InvalidMemory
+import numpy as np
 
-if TYPE_CHECKING:
-    from .store import Store
+from ..index.registry import Indexes
+from ..model.edge import Edge, is_confidence
+from ..model.errors import InvalidMemory, StoreError
+from ..model.hit import Hit
+from ..model.memory import micros, utc_now
+from ..spaces.analyzer import term_id
+from ..spaces.protocol import Embedder, Embedding
+from ..spaces.query import lexical_space
+from ..spaces.schema import match_strength
+from ..storage.engine import Engine
+from ..storage.view import View
+from .heuristic import MIN_CONFIDENCE, Candidate, EdgeProposal, HeuristicInferrer, InferenceReport, Inferrer
+from .links import edge_for
+
+# (a memory's stored main-space vector, its namespace, how many) -> the nearest memories
+Nearest = Callable[[Embedding, str, int], Sequence[Hit]]
 
 
-def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, inferrer: Inferrer | None,
+def infer_edges(engine: Engine, indexes: Indexes, embedders: Mapping[str, Embedder], nearest: Nearest,
+                ids: Iterable[str] | None, namespace: str | None, inferrer: Inferrer | None,
                 candidates: int, min_confidence: float) -> InferenceReport:
     """See `Store.infer_edges`."""
-    from .store import StoreError
     if (ids is None) == (namespace is None):
         raise ValueError("infer_edges needs ids= or namespace= (exactly one of them)")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= 1_000:
@@ -44,36 +47,36 @@ def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, 
         raise TypeError(f"inferrer must be a callable (memory, candidates) -> proposals, got {type(inferrer).__name__}")
     if isinstance(ids, str):
         ids = [ids]
-    targets = list(ids) if ids is not None else store._live_ids(namespace)  # type: ignore[arg-type]
+    view = engine.view
+    targets = list(ids) if ids is not None else live_ids(view, str(namespace))
     heuristics: dict[str, HeuristicInferrer] = {}  # one per namespace: its own idf
-    main = store.schema[store.schema.main]
+    main = view.schema[view.schema.main]
     report = InferenceReport()
     for mid in targets:
-        memory = store.get(mid)
+        view = engine.view
+        memory = view.get(mid)
         if memory is None:
             report.failed[mid] = "no such memory (or it is forgotten)"
             continue
         report.memories += 1
-        vector = store._row_vector(memory.id, main.name)
-        hits = store.search(vector, namespace=memory.namespace, k=candidates + 1)
+        hits = nearest(view.row_vector(memory.id, main.name), memory.namespace, candidates + 1)
         cands = [Candidate(h.memory, float(h.score), match_strength(float(h.score), main.high, main.low))
                  for h in hits if h.id != memory.id][:candidates]
         infer = inferrer
         if infer is None:
             infer = heuristics.get(memory.namespace)
             if infer is None:
-                lex = store._lexical_space()  # the analyzer BM25 indexes with, so idf lookups match
-                analyzer = getattr(store.embedders.get(lex.name), "analyzer", None) if lex is not None else None
-                infer = heuristics[memory.namespace] = HeuristicInferrer(idf=store._idf(memory.namespace),
-                                                                         analyzer=analyzer)
+                lex = lexical_space(view.schema, embedders)  # the analyzer BM25 indexes with: idf lookups match
+                analyzer = getattr(embedders.get(lex.name), "analyzer", None) if lex is not None else None
+                infer = heuristics[memory.namespace] = HeuristicInferrer(
+                    idf=_idf(view, indexes, embedders, memory.namespace), analyzer=analyzer)
         try:
             proposals = list(infer(memory, cands))
         except Exception as exc:  # noqa: BLE001 - a hook failing on one memory must not end the run
             report.failed[memory.id] = f"{type(exc).__name__}: {exc}"
             continue
-        edges = []
-        with store._lock:  # one memory's edges are checked together and written as one WAL frame
-            store._check_open()
+        edges: list[Edge] = []
+        with engine.writing() as now:  # one memory's edges are checked together and written as one WAL frame
             for p in proposals:
                 why = _malformed(p)
                 if why is not None:
@@ -83,13 +86,36 @@ def infer_edges(store: Store, ids: Iterable[str] | None, namespace: str | None, 
                     report.below_threshold.append((memory.id, p))
                     continue
                 try:
-                    edges.append(store._edge_for(memory.id, p.dst, p.type, float(p.confidence), p.reason, None, None))
+                    edges.append(edge_for(now, memory.id, p.dst, p.type, float(p.confidence), p.reason, None, None))
                 except (InvalidMemory, StoreError) as exc:  # unknown dst, other namespace, bad type, itself
                     report.rejected.append((memory.id, p, str(exc)))
             if edges:
-                store._write_edges(edges)
+                engine.append_edges(edges)
         report.stored.extend(edges)
     return report
+
+
+def live_ids(view: View, namespace: str) -> list[str]:
+    """Ids of the current memories of a namespace (valid now, not forgotten), in key order."""
+    mask = view.key_mask(namespace, None, micros(utc_now()), True)
+    return [view.segments[si].ids[row] for si, row in view.locs(np.flatnonzero(mask))]
+
+
+def _idf(view: View, indexes: Indexes, embedders: Mapping[str, Embedder],
+         namespace: str) -> Callable[[Sequence[str]], Sequence[float]] | None:
+    """BM25 idf of analysed terms within a namespace (None without a lexical space)."""
+    lex = lexical_space(view.schema, embedders)
+    if lex is None:
+        return None
+    ix = indexes.bm25(lex, view).sync(view).namespace(namespace, view.rows)
+    if ix is None:
+        return None
+
+    def idf(terms: Sequence[str]) -> Sequence[float]:
+        got = np.array([term_id(t) for t in terms], np.int64)
+        return ix.idf(got).tolist()  # type: ignore[no-any-return]
+
+    return idf
 
 
 def _malformed(p: object) -> str | None:

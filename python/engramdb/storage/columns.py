@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .record import Memory, content_hash
+from ..model.memory import Memory, content_hash
 
 FORMAT_VERSION = 2  # 1: memories only; 2: + edge files and edge frames in the WAL
 TS = pa.timestamp("us", tz="UTC")

@@ -11,12 +11,17 @@ reported: `Store.last_dedup` lists them for the last write.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from .. import kernels
+from ..spaces.protocol import Embedding
+from ..storage.segment import NEVER
+from ..storage.view import View
+from .intake import Intake
 
 Policy = Literal["off", "skip", "merge"]
 POLICIES = ("off", "skip", "merge")
@@ -62,3 +67,42 @@ def check_policy(policy: str) -> Policy:
     if policy not in POLICIES:
         raise ValueError(f"dedup policy must be one of {list(POLICIES)}, got {policy!r}")
     return policy  # type: ignore[return-value]
+
+
+def find_duplicates(view: View, batch: Intake, vectors: Mapping[str, Embedding], threshold: float,
+                    action: Literal["skipped", "merged"]) -> list[DedupEvent]:
+    """Duplicates of each new memory among the current memories of its namespace in the view,
+    then within the batch; one event per duplicate record, in batch order."""
+    schema = view.schema
+    main = schema[schema.main]
+    q = np.asarray(vectors[main.name], dtype=np.float32)
+    events: dict[int, DedupEvent] = {}
+    by_ns: dict[str, list[int]] = {}
+    for i, ns in enumerate(batch.namespaces):
+        by_ns.setdefault(ns, []).append(i)
+    for ns, rows in by_ns.items():
+        best: dict[int, tuple[float, int, int]] = {}
+        for si, seg in enumerate(view.segments):
+            code = seg.ns_codes.get(ns)
+            if code is None:
+                continue
+            mask = (seg.ns_index == code) & (seg.sys_end == NEVER) & ~seg.forgotten
+            if not mask.any():
+                continue
+            idx, sc = kernels.topk(q[rows], np.asarray(seg.vectors(schema, main.name)), 1, "cosine",
+                                   mask=mask, threads=1)
+            for j, r in enumerate(rows):
+                if idx.shape[1] and sc[j, 0] > threshold and sc[j, 0] > best.get(r, (-2.0, 0, 0))[0]:
+                    best[r] = (float(sc[j, 0]), si, int(idx[j, 0]))
+        for r, (sim, si, row) in best.items():
+            old = view.memory_at(si, row)
+            kind = "exact" if old.content == batch.contents[r] else "near"
+            events[r] = DedupEvent(r, old.id, kind, sim, action)  # type: ignore[arg-type]
+    inside = within_batch(q, batch.namespaces, threshold)
+    for j, (i, sim) in inside.items():
+        if j in events:
+            continue
+        first = events[i].duplicate_of if i in events else batch.ids[i]
+        kind = "exact" if batch.contents[i] == batch.contents[j] else "near"
+        events[j] = DedupEvent(j, first, kind, sim, action)  # type: ignore[arg-type]
+    return [events[k] for k in sorted(events)]

@@ -1,0 +1,170 @@
+"""The store's BM25 indexes (H1): one per namespace over a sparse lexical space's term counts.
+
+Keys are global row numbers across *all* segments in order (committed files, then the rows still
+in the WAL): a checkpoint turns the WAL's rows into one file in the same order and compaction
+concatenates files, so keys survive both; a purge renumbers rows and bumps the row epoch, which
+resets the index. New rows are indexed incrementally before a search needs them (`sync`), so BM25
+sees a memory the moment it is added.
+
+Versions: a sync publishes a new `LexicalVersion` whose namespace indexes share every chunk with
+the old one (`Bm25Index.added`), so searches never wait for it. A search scores against exactly
+its snapshot's documents: when the published version holds newer documents of its namespace,
+it reads a prefix of that namespace's index (corpus statistics included).
+
+Saved, like the trees, as derived data: `index/bm25-<space>.arrow` (one row per namespace: the
+postings as one CSR, the document keys and lengths) with a JSON sidecar (format, epoch, rows
+covered, size, CRC-32). A missing, stale or corrupt file is rebuilt from the segments.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..spaces.protocol import SparseBatch
+from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
+from ..storage.view import View
+from .bm25 import Bm25Index
+
+log = logging.getLogger("engramdb.bm25")
+
+BM25_FORMAT = 1
+_COLUMNS = {"terms": pa.int32(), "indptr": pa.int64(), "docs": pa.int32(), "tf": pa.float32(), "keys": pa.int64(),
+            "lengths": pa.float32()}
+
+
+@dataclass(frozen=True)
+class LexicalVersion:
+    """Every namespace's BM25 index as of `covered` keys (immutable once published)."""
+
+    epoch: int
+    covered: int
+    indexes: Mapping[str, Bm25Index] = field(default_factory=dict)
+
+    def namespace(self, namespace: str, rows: int) -> Bm25Index | None:
+        """The namespace's index as of the first `rows` keys (None: no document there)."""
+        ix = self.indexes.get(namespace)
+        if ix is None or not len(ix) or self.covered <= rows or int(ix.keys[-1]) < rows:
+            return ix
+        return ix.prefix(int(np.searchsorted(ix.keys, rows)))  # keys ascend: they were added in order
+
+
+class StoreBm25:
+    """BM25 over one sparse space, per namespace, kept in step with the segments."""
+
+    kind = "bm25"
+
+    def __init__(self, space: str, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.space = space
+        self.k1, self.b = k1, b
+        self.current = LexicalVersion(epoch=-1, covered=0)
+        self.dirty = False
+        self.rebuilt_reason: str | None = None
+        self._lock = threading.Lock()  # one sync at a time; searches never take it
+
+    def sync(self, view: View, *, wait: bool = True) -> LexicalVersion:
+        """A version holding every row of the view (the published one, or a newer one)."""
+        v = self.current
+        if v.epoch == view.epoch and v.covered >= view.rows:
+            return v
+        if v.epoch > view.epoch:  # a snapshot from before a purge: its own index, never published
+            return self._advanced(LexicalVersion(epoch=view.epoch, covered=0), view)
+        with self._lock:  # incremental: only the rows since the last sync (a WAL's worth)
+            v = self.current
+            if v.epoch == view.epoch and v.covered >= view.rows:
+                return v
+            if v.epoch != view.epoch:
+                v = LexicalVersion(epoch=view.epoch, covered=0)
+            self.current = self._advanced(v, view)
+            self.dirty = True
+            return self.current
+
+    def _advanced(self, v: LexicalVersion, view: View) -> LexicalVersion:
+        """`v` with the view's rows from `v.covered` on indexed."""
+        bases = view.bases
+        indexes = dict(v.indexes)
+        for si, seg in enumerate(view.segments):
+            lo, hi = max(v.covered, int(bases[si])), int(bases[si + 1])
+            if lo >= hi:
+                continue
+            sb = seg.vectors(view.schema, self.space)
+            assert isinstance(sb, SparseBatch)
+            rows = np.arange(lo - int(bases[si]), hi - int(bases[si]))
+            codes = seg.ns_index[rows]
+            for code in np.unique(codes):
+                mine = rows[codes == code]
+                ptr, terms, counts = _rows(sb, mine)
+                ns = seg.ns_names[int(code)]
+                ix = indexes.get(ns) or Bm25Index(k1=self.k1, b=self.b)
+                indexes[ns] = ix.added(mine + bases[si], ptr, terms, counts)
+        return LexicalVersion(epoch=view.epoch, covered=view.rows, indexes=indexes)
+
+    def drop(self) -> None:
+        """Forget every index (the rows they index are gone)."""
+        with self._lock:
+            self.current = LexicalVersion(epoch=-1, covered=0)
+            self.dirty = False
+
+    # ------------------------------------------------------------------------------ files
+    def names(self) -> tuple[str, str]:
+        return f"bm25-{self.space}.arrow", f"bm25-{self.space}.json"
+
+    def save(self, files: DerivedFiles) -> None:
+        """Write every namespace's index (one CSR each) and the sidecar, file first."""
+        with self._lock:
+            v = self.current
+            data, side = self.names()
+            names = sorted(v.indexes)
+            arrays = [v.indexes[ns].arrays() for ns in names]
+            cols: dict[str, pa.Array] = {"namespace": pa.array(names, pa.string())}
+            for col, typ in _COLUMNS.items():
+                cols[col] = pa.array([a[col] for a in arrays], pa.large_list(typ))
+            entry = files.write(data, table_bytes(pa.table(cols)))
+            files.write_sidecar(side, {"format": BM25_FORMAT, "epoch": v.epoch, "covered": v.covered, "k1": self.k1,
+                                       "b": self.b, **entry})
+            self.dirty = False
+
+    def load(self, files: DerivedFiles, view: View) -> bool:
+        """Adopt the saved indexes when whole and current; else say why and start empty."""
+        data, side = self.names()
+        got = files.read_checked(data, side, BM25_FORMAT, view.epoch, view.committed_rows, {"k1": self.k1, "b": self.b})
+        reason = got if isinstance(got, str) else None
+        if not isinstance(got, str):
+            raw, meta = got
+            try:
+                table = bytes_table(raw)
+                indexes = {}
+                for i, ns in enumerate(table.column("namespace").to_pylist()):
+                    arrays = {c: table.column(c)[i].values.to_numpy(zero_copy_only=False) for c in _COLUMNS}
+                    indexes[ns] = Bm25Index.from_arrays(arrays, k1=self.k1, b=self.b)
+                with self._lock:
+                    self.current = LexicalVersion(epoch=view.epoch, covered=int(meta["covered"]), indexes=indexes)
+                return True
+            except (ValueError, KeyError, TypeError) as exc:
+                reason = f"unreadable ({exc})"
+            except Exception as exc:  # noqa: BLE001 - pyarrow's errors: a derived file is never trusted
+                reason = f"unreadable ({type(exc).__name__}: {exc})"
+        self.rebuilt_reason = reason
+        log.info("BM25 index %s: %s; rebuilding from the segments", data, reason)
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        """Per namespace: documents, postings, chunks (of the indexes built or loaded so far)."""
+        return {ns: {"documents": len(ix), "postings": ix.postings, "chunks": len(ix.chunks)}
+                for ns, ix in self.current.indexes.items()}
+
+
+def _rows(sb: SparseBatch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR (indptr, term ids, counts) of some rows of a sparse batch."""
+    starts, ends = sb.indptr[rows], sb.indptr[rows + 1]
+    lens = ends - starts
+    ptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lens, out=ptr[1:])
+    take = np.repeat(starts - ptr[:-1], lens) + np.arange(int(ptr[-1]))
+    return ptr, sb.indices[take], sb.weights[take]

@@ -1,0 +1,112 @@
+"""The derived indexes of one store, made (and loaded from their files) on first use."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..model.tuning import Tuning
+from ..spaces.schema import Space
+from ..storage.derived_files import DerivedFiles
+from ..storage.view import View
+from .hnsw import HnswIndex
+from .lexical import StoreBm25
+from .protocol import DerivedIndex
+from .tree import TreeIndex
+from .turns import TurnMaps
+
+INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")
+
+
+class Indexes:
+    """Per dense space a tree or HNSW index, per lexical space BM25, and the turn maps."""
+
+    def __init__(self, files: DerivedFiles, tuning: Tuning, kind: str) -> None:
+        if kind not in INDEX_KINDS:
+            raise ValueError(f"index must be 'tree', 'tree-packed', 'hnsw' or 'none', got {kind!r}")
+        self.files = files
+        self.tuning = tuning
+        # "tree-packed": trees that keep their own leaf-ordered half-precision copy of the vectors
+        # (about the dense space's size again, like HNSW's copy) and scan contiguous blocks
+        self.pack = kind == "tree-packed"
+        self.kind = "tree" if self.pack else kind  # what searches a large namespace by default
+        self._trees: dict[str, TreeIndex] = {}
+        self._graphs: dict[str, HnswIndex] = {}
+        self._bm25: dict[str, StoreBm25] = {}
+        self.turns = TurnMaps()
+        self._lock = threading.Lock()  # makes (and loads) each index once
+
+    def tree(self, space: Space, view: View) -> TreeIndex:
+        """The centroid trees of a dense space."""
+        ix = self._trees.get(space.name)
+        if ix is None:
+            with self._lock:
+                ix = self._trees.get(space.name)
+                if ix is None:
+                    ix = TreeIndex(space.name, space.dim, self.tuning, pack=self.pack)
+                    self._load(ix, view)
+                    self._trees[space.name] = ix
+        return ix
+
+    def graph(self, space: Space, view: View) -> HnswIndex:
+        """The HNSW graphs of a dense space."""
+        ix = self._graphs.get(space.name)
+        if ix is None:
+            with self._lock:
+                ix = self._graphs.get(space.name)
+                if ix is None:
+                    ix = HnswIndex(space.name, space.dim, self.tuning)
+                    self._load(ix, view)
+                    self._graphs[space.name] = ix
+        return ix
+
+    def dense(self, space: Space, view: View, kind: str | None = None) -> TreeIndex | HnswIndex:
+        """The dense index of a space: `kind` ("tree" or "hnsw"), or the store's own."""
+        return self.graph(space, view) if (kind or self.kind) == "hnsw" else self.tree(space, view)
+
+    def bm25(self, space: Space, view: View) -> StoreBm25:
+        """The BM25 indexes of a lexical space."""
+        ix = self._bm25.get(space.name)
+        if ix is None:
+            with self._lock:
+                ix = self._bm25.get(space.name)
+                if ix is None:
+                    ix = StoreBm25(space.name)
+                    self._load(ix, view)
+                    self._bm25[space.name] = ix
+        return ix
+
+    def _load(self, ix: DerivedIndex, view: View) -> None:
+        if self.files.dir is not None:
+            ix.load(self.files, view)
+
+    def loaded(self) -> list[DerivedIndex]:
+        """Every index made so far."""
+        return [*self._trees.values(), *self._graphs.values(), *self._bm25.values()]
+
+    def save(self, view: View) -> None:
+        """Bring the indexes made so far up to the view's committed rows and write the changed
+        ones (the writer, after a checkpoint and on close)."""
+        if not self.files.writable:
+            return
+        for dense in [*self._trees.values(), *self._graphs.values()]:
+            dense.sync(view)
+            if dense.dirty:
+                dense.save(self.files)
+        if view.committed == len(view.segments):  # BM25 keys span every segment: saved when all are files
+            for lex in self._bm25.values():
+                lex.sync(view)
+                if lex.dirty:
+                    lex.save(self.files)
+
+    def drop(self) -> None:
+        """Forget every index (after a purge renumbered the rows; their files are gone)."""
+        for ix in self.loaded():
+            ix.drop()
+        self.turns.drop()
+
+    def describe(self) -> dict[str, Any]:
+        """What `Store.stats` reports of the indexes made so far."""
+        return {"trees": {name: ix.describe() for name, ix in self._trees.items()},
+                "hnsw": {name: ix.describe() for name, ix in self._graphs.items()},
+                "bm25": {name: ix.describe() for name, ix in self._bm25.items()}}

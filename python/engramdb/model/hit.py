@@ -1,0 +1,56 @@
+"""Search results: each hit, and the statistics of the search that found them.
+
+Statistics travel with the result (as usearch's `Matches` carry theirs): two searches running
+side by side each get their own, and nothing store-wide records "the last search".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .memory import Memory
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the memory, its score in the searched space, and why (if asked)."""
+
+    id: str
+    score: float
+    memory: Memory
+    explain: dict[str, Any] | None = None
+    archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    """What one search did.
+
+    `strategy`: the strategy that ran ("exact", "tree", "hnsw", "bm25", "hybrid", ...).
+    `generation`: the store snapshot it read (a write makes the next one).
+    `index`: what the dense index did, when one answered: for a tree, the vectors scored
+    (`e_computations` = `centroids` + `memories`), `leaves` probed and `hot_rows` scanned
+    directly; for HNSW, candidates `fetched` and how many `passed_filters`. Empty for exact scans.
+    `stages`: candidates per pipeline stage; `stage_ms`: milliseconds per pipeline stage.
+    `failed`: methods that raised and were skipped (name -> error).
+    """
+
+    strategy: str
+    generation: int
+    namespace: str
+    index: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, int] = field(default_factory=dict)
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Hits(list[Hit]):
+    """The hits of one search, best first (a list), with that search's `stats`."""
+
+    stats: SearchStats
+
+    def __init__(self, hits: list[Hit], stats: SearchStats) -> None:
+        super().__init__(hits)
+        self.stats = stats

@@ -1,0 +1,59 @@
+"""`Tuning`: the engine's thresholds and sizes, one object passed through `engramdb.open`.
+
+Every number here trades speed, memory or recall and was chosen by a benchmark (bench/RESULTS.md
+names which). They are settings of one store, not module constants: tests and callers give a
+store its own (`engramdb.open(path, tuning=Tuning(tree_min_rows=500))`) without touching others.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Thresholds and sizes of one store (all optional; the defaults are the measured ones).
+
+    - `checkpoint_rows`: WAL rows folded into a segment file at this size (and on close); a
+      batch at least this large is written straight to a segment file.
+    - `tree_min_rows`: a namespace gets a dense index (tree or HNSW) from this many committed
+      memories; below it an exact scan is faster (bench/test_bench_hierarchy.py).
+    - `tree_leaf_size`, `tree_fanout`: memories per leaf and children per node of a new tree.
+    - `tree_probe`, `tree_beam`: leaves scanned per query and nodes kept per level (recall vs
+      speed: bench/RESULTS.md "hierarchy").
+    - `tree_rebuild_growth`: a tree grown to this multiple of its last batch build is rebuilt.
+    - `hot_rows`: each namespace's newest committed memories, scanned directly on every index
+      search, so a memory added a moment ago is found whatever leaf it joined (J5).
+    - `progress_min`: texts in one embed call from which a progress bar is shown (on a terminal).
+    - `embed_chunk`: texts per embed call when a long batch is embedded in chunks.
+    """
+
+    checkpoint_rows: int = 4_096
+    tree_min_rows: int = 20_000
+    tree_leaf_size: int = 64
+    tree_fanout: int = 32
+    tree_probe: int = 8
+    tree_beam: int = 16
+    tree_rebuild_growth: float = 2.0
+    hot_rows: int = 100
+    progress_min: int = 5_000
+    embed_chunk: int = 2_048
+
+    def __post_init__(self) -> None:
+        least = {"tree_leaf_size": 2, "tree_fanout": 2, "hot_rows": 0}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "tree_rebuild_growth":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or value <= 1:
+                    raise ValueError(f"tuning {f.name} must be a number > 1, got {value!r}")
+                continue
+            low = least.get(f.name, 1)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"tuning {f.name} must be an int >= {low}, got {value!r}")
+
+    def with_changes(self, **changes: Any) -> Tuning:
+        """A copy with some settings replaced (checked like the constructor's)."""
+        return replace(self, **changes)

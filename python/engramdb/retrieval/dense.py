@@ -1,0 +1,154 @@
+"""The dense method: the k best rows of one space, through its index or by exact scan.
+
+A namespace with `tuning.tree_min_rows` committed memories or more in a dense cosine space is
+searched through its index (centroid tree, or HNSW) over the committed rows; its newest
+`hot_rows` keys, any committed keys the index has not reached yet, and the WAL's rows are scanned
+exactly, so a memory added a moment ago is always found (J5). Every other case is one exact scan
+per segment with the filters inside the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _core, kernels
+from ..index.hnsw import HnswVersion
+from ..index.source import SegmentsSource
+from ..index.tree import TreeVersion
+from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
+from ..spaces.schema import Space
+from .context import QueryContext
+
+Scored = tuple[float, int, int]  # (score, segment, row)
+
+
+def dense_found(ctx: QueryContext, sp: Space, qv: Any, k: int,
+                strategy: str | None = None) -> tuple[list[Scored], dict[str, Any] | None]:
+    """The k best (score, segment, row) of one space, best first, and what its index did (None
+    when an exact scan answered)."""
+    view = ctx.view
+    found: list[Scored] = []
+    info: dict[str, Any] | None = None
+    exact_from = 0  # segments from here on are scanned exactly
+    kind = strategy if strategy in ("tree", "hnsw") else \
+        ctx.indexes.kind if strategy in (None, "dense_only") else "none"
+    if kind in ("tree", "hnsw") and (sp.kind != "dense" or sp.metric != "cosine"):
+        if strategy in ("tree", "hnsw"):
+            raise ValueError(f"strategy {strategy!r} needs a dense cosine space; {sp.name!r} is "
+                             f"{sp.kind} with metric {sp.metric!r}: use strategy='exact'")
+        kind = "none"  # indexes rank by cosine: other metrics are scanned exactly
+    if kind != "none":
+        info = _index_search(ctx, kind, sp, qv, k, strategy in ("tree", "hnsw"), found)
+        if info is not None:
+            exact_from = view.committed
+            ctx.index_stats = dict(info)
+    for si in range(exact_from, len(view.segments)):
+        mask = ctx.view.row_filter(si, ctx.namespace, ctx.known_us, ctx.t, types=ctx.types)
+        if mask is None:
+            continue
+        for row, score in scan(sp, qv, view.segments[si].vectors(view.schema, sp.name), mask, k):
+            found.append((score, si, row))
+    return sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k], info
+
+
+def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forced: bool,
+                  found: list[Scored]) -> dict[str, Any] | None:
+    """Search the namespace's index over the committed rows into `found`; None when an exact scan
+    should answer instead (a small namespace, or no index for it yet)."""
+    view, ns, tuning = ctx.view, ctx.namespace, ctx.tuning
+    if not forced and view.namespace_rows(ns, committed_only=True) < tuning.tree_min_rows:
+        return None
+    version = ctx.indexes.dense(sp, view, kind).sync(view, wait=False)
+    if version is None:
+        return None
+    if isinstance(version, TreeVersion):
+        if ns not in version.trees:
+            return None  # no tree yet (a small namespace): brute force answers
+    elif ns not in version.namespaces:
+        return None
+    committed = view.committed_rows
+    mask = view.key_mask(ns, ctx.known_us, ctx.t, ctx.at_now, ctx.types, committed_only=True)
+    # the index may be ahead of this snapshot (synced for a later one): it reads its own source,
+    # and keys this snapshot lacks are refused
+    src = version.source if version.covered > committed and version.source is not None else \
+        SegmentsSource(view.segments[: view.committed], view.schema, sp.name)
+    if version.covered > committed:
+        mask = np.concatenate([mask, np.zeros(version.covered - committed, bool)])
+    q = np.asarray(qv, dtype=np.float32).reshape(-1)
+    if isinstance(version, TreeVersion):
+        keys, scores, st = version.trees[ns].search(src, q, k, probe=tuning.tree_probe, beam=tuning.tree_beam,
+                                                     allowed=mask)
+        info: dict[str, Any] = {"e_computations": st.e_computations, "centroids": st.centroids,
+                                "memories": st.memories, "leaves": st.leaves}
+    else:
+        def allowed(keys: np.ndarray) -> np.ndarray:
+            ok = keys < len(mask)
+            ok[ok] = mask[keys[ok]]
+            return ok
+
+        keys, scores, info = version.query(ns, q, k, allowed)
+    # the newest keys, and committed keys the index has not reached (a sync running elsewhere)
+    hot = version.recent.get(ns, np.empty(0, np.int64))
+    hot = hot[hot < committed]
+    hot = hot[mask[hot]]
+    gap = np.arange(version.covered, committed, dtype=np.int64)
+    gap = gap[mask[gap]]
+    direct = np.concatenate([hot, gap])
+    if len(gap):
+        src = SegmentsSource(view.segments[: view.committed], view.schema, sp.name)
+    hk, hs = src.topk(q, direct, k) if len(direct) else (np.empty(0, np.int64), np.empty(0, np.float32))
+    seg_i, row_i = view.locate(np.concatenate([keys, hk]))
+    found.extend(zip(np.concatenate([scores, hs]).astype(float).tolist(), seg_i.tolist(), row_i.tolist()))
+    if "e_computations" in info:
+        info["e_computations"] += len(direct)
+        info["memories"] += len(direct)
+    out = {"index": kind, "namespace": ns, "space": sp.name, **info, "hot_rows": len(hot)}
+    if len(gap):
+        out["unindexed_rows"] = len(gap)
+    return out
+
+
+def dense_metric(sp: Space) -> kernels.Metric:
+    """The kernels' name of a dense space's metric."""
+    return "dot" if sp.metric == "dot" else "born" if sp.metric == "born" else "cosine"
+
+
+def rescore_keys(ctx: QueryContext, sp: Space, qv: Any, keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact scores of one dense space for the given global keys only (any order, repeats
+    allowed), n best first, as arrays: the pipeline's dense stage over thousands of candidates,
+    one native call across all segments (both cores when there are thousands)."""
+    view = ctx.view
+    mats = [np.asarray(seg.vectors(view.schema, sp.name)) for seg in view.segments]
+    got = kernels.rescore_keys(qv, mats, keys, n, dense_metric(sp))
+    return got.indices, got.scores
+
+
+def scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """(row, score) of the k best allowed rows of one segment, higher score = better."""
+    if sp.kind == "dense":
+        idx, sc = kernels.topk(np.asarray(qv)[0], np.asarray(vecs), k, dense_metric(sp), mask=mask, threads=1)
+        return list(zip(idx.tolist(), sc.tolist()))
+    if sp.kind == "binary":
+        idx, dist = kernels.hamming_topk(np.asarray(qv)[0], np.asarray(vecs), k, mask=mask, threads=1)
+        return [(r, 1.0 - d / sp.dim) for r, d in zip(idx.tolist(), dist.tolist())]
+    if sp.kind == "sparse":
+        assert isinstance(qv, SparseBatch) and isinstance(vecs, SparseBatch)
+        ids, w = qv.row(0)
+        kw = {"weights": vecs.weights, "query_weights": w} if sp.metric == "weighted_jaccard" else {}
+        idx, sc = kernels.jaccard_topk(ids, vecs.indptr, vecs.indices, k, mask=mask, threads=1, **kw)
+        return list(zip(idx.tolist(), sc.tolist()))
+    assert isinstance(qv, TokenBatch) and isinstance(vecs, TokenBatch)
+    rows = np.flatnonzero(mask)
+    if qv.tokens.shape[0] == 0:
+        return []
+    # the native call directly: the segment's offsets were checked when it was written, and the
+    # public wrapper's O(n) offset check per call cost more than scoring a shortlist
+    raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), vecs.tokens, vecs.offsets,
+                            rows.astype(np.int64), 1)
+    if bad >= 0:
+        raise ValueError(f"token vectors of row {bad} contain NaN or inf")
+    scores = raw / qv.tokens.shape[0]
+    order = np.lexsort((rows, -scores))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order]

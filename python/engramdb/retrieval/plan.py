@@ -1,0 +1,113 @@
+"""A search plan: `Store.search`'s arguments checked once and held as plain data.
+
+The plan says what a search will do (its strategy's stages, filters, sizes and weights) before
+anything runs; the executor (retrieval/search.py) runs it against one snapshot, and explain and
+the search statistics report from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from ..model.memory import as_utc, micros
+from ..spaces.schema import Schema
+from .fusion import DEFAULT_WEIGHTS
+
+DENSE_STRATEGIES = frozenset({None, "exact", "dense_only", "tree", "hnsw"})
+FUSED_STRATEGIES = frozenset({"bm25", "hybrid", "multi_space", "pipeline"})
+# "feedback": how many of a first BM25 pass's best hits expand the sparse recall's query (RM3,
+# retrieval/feedback.py; FB_DOCS = 10 is the usual setting); off by default: at 100,000 memories
+# it adds ~1-2 ms (the expanded query's postings, a fuller candidate set) to a ~7 ms pipeline,
+# for +1-2 points of LoCoMo recall@10 (bench/RESULTS.md)
+DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, "feedback": 0}
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What one search will do (see the module docstring)."""
+
+    strategy: str | None
+    namespace: str
+    k: int
+    space: str  # the main space of the search (the searched space for dense strategies)
+    as_of_us: int | None = None  # valid time
+    known_us: int | None = None  # system time
+    types: frozenset[str] | None = None
+    weights: Mapping[str, float] = field(default_factory=dict)  # RRF weights (fused strategies)
+    stages: Mapping[str, int] = field(default_factory=dict)  # pipeline stage sizes
+    recency: bool = False
+    explain: bool = False
+
+    @property
+    def fused(self) -> bool:
+        """True for the strategies that fuse several methods (bm25 included: it shares their path)."""
+        return self.strategy in FUSED_STRATEGIES
+
+    @staticmethod
+    def build(schema: Schema, *, namespace: str, k: int, space: str | None, strategy: str | None,
+              as_of: datetime | None, known_at: datetime | None, types: Iterable[str] | None, explain: bool,
+              weights: Mapping[str, float] | None, recency: bool | None,
+              stages: Mapping[str, int] | None) -> SearchPlan:
+        """Check `Store.search`'s arguments; each bad one raises a ValueError naming it and its value."""
+        if strategy not in DENSE_STRATEGIES and strategy not in FUSED_STRATEGIES:
+            raise ValueError(f"strategy must be one of {sorted(s for s in DENSE_STRATEGIES if s)} or "
+                             f"{sorted(FUSED_STRATEGIES)} (or None), got {strategy!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            try:
+                k = int(k)
+            except (TypeError, ValueError):
+                raise ValueError(f"k must be an integer >= 1, got {k!r}") from None
+        k = int(k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        type_set = None
+        if types is not None:
+            if isinstance(types, str):
+                types = [types]
+            type_set = frozenset(types)
+            if not type_set or not all(isinstance(x, str) and x for x in type_set):
+                raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
+        sp = schema[space or schema.main]
+        as_of_t, known_t = as_utc("as_of", as_of), as_utc("known_at", known_at)
+        fused = strategy in FUSED_STRATEGIES
+        return SearchPlan(
+            strategy=strategy, namespace=namespace, k=k, space=sp.name,
+            as_of_us=micros(as_of_t) if as_of_t is not None else None,
+            known_us=micros(known_t) if known_t is not None else None,
+            types=type_set,
+            weights=_weights(weights) if fused else {},
+            stages={**DEFAULT_STAGES, **_stages(stages)} if fused else {},
+            recency=recency if recency is not None else strategy in ("multi_space", "pipeline"),
+            explain=bool(explain),
+        )
+
+
+def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    w = dict(DEFAULT_WEIGHTS)
+    for name, value in (weights or {}).items():
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"weights[{name!r}] must be a finite number >= 0, got {value!r}") from None
+        if not (v >= 0 and np.isfinite(v)):
+            raise ValueError(f"weights[{name!r}] must be finite and >= 0, got {value!r}")
+        w[name] = v
+    return w
+
+
+def _stages(stages: Mapping[str, int] | None) -> dict[str, int]:
+    out = {}
+    for name, value in (stages or {}).items():
+        if name not in DEFAULT_STAGES:
+            raise ValueError(f"stages has no stage {name!r}; stages are {list(DEFAULT_STAGES)}")
+        least = 0 if name == "feedback" else 1
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"stages[{name!r}] must be an int >= {least}, got {value!r}")
+        out[name] = int(value)
+    return out

@@ -1,0 +1,133 @@
+"""The executor: runs a `SearchPlan` against one snapshot and returns its hits with their stats.
+
+Query embeddings are made first (a model call can take milliseconds), then the plan's strategy
+runs: the dense path (one space, through its index or exactly) or a fused strategy's stages,
+then recency (C3) and the cut to k. Nothing here takes the writer's lock: the snapshot is
+immutable and every cache it fills is keyed by what it was built from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..index.registry import Indexes
+from ..model.hit import Hit, Hits, SearchStats
+from ..model.tuning import Tuning
+from ..spaces.protocol import Embedder, Embedding
+from ..spaces.query import embed_query, lexical_space, query_terms
+from ..storage.view import View
+from .context import QueryContext
+from .dense import dense_found
+from .fusion import RRF_K
+from .plan import SearchPlan
+from .recency import recency_factor
+from .strategies import STRATEGIES, Run
+
+
+def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
+               query: str | np.ndarray | Embedding, query_vector: np.ndarray | None = None) -> Hits:
+    """The hits of `plan` for `query` in `view`, best first, with the search's statistics."""
+    t0 = time.perf_counter()
+    if plan.fused:
+        run = _prepare(plan, view, indexes, embedders, tuning, query, query_vector)
+        for stage in STRATEGIES[str(plan.strategy)]:
+            stage(run)
+        hits = _fused_hits(run)
+        ctx, stages, stage_ms = run.ctx, dict(run.sizes), dict(run.stage_ms)
+        name = str(plan.strategy)
+    else:
+        sp = view.schema[plan.space]
+        qv = sp.check(query_vector, 1) if query_vector is not None else embed_query(sp, embedders, query)
+        ctx = QueryContext(view, indexes, embedders, tuning, plan)
+        hits = _dense_hits(ctx, qv)
+        stages, stage_ms = {}, {}
+        name = ctx.index_stats.get("index", "exact") if ctx.index_stats else "exact"
+    stats = SearchStats(strategy=name, generation=view.generation, namespace=plan.namespace,
+                        index=dict(ctx.index_stats), stages=stages, stage_ms=stage_ms, failed=dict(ctx.failed),
+                        seconds=time.perf_counter() - t0)
+    return Hits(hits, stats)
+
+
+def _dense_hits(ctx: QueryContext, qv: Any) -> list[Hit]:
+    plan, view = ctx.plan, ctx.view
+    sp = view.schema[plan.space]
+    found, info = dense_found(ctx, sp, qv, plan.k, plan.strategy)
+    memories = view.memories_at([(si, row) for _, si, row in found])
+    hits = []
+    for (score, si, row), m in zip(found, memories):
+        why = None
+        if plan.explain:
+            why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
+                   "strategy": info["index"] if info is not None else "exact"}
+            if info is not None:
+                why["tree"] = info
+        hits.append(Hit(m.id, float(score), m, why, m.id in view.archived))
+    return hits
+
+
+def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
+             query: Any, query_vector: np.ndarray | None) -> Run:
+    """The query's embeddings in every space its strategy reads, and the run they start."""
+    strategy = plan.strategy
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"strategy {strategy!r} needs the query as text (BM25 reads its words); give the "
+                         f"main space's vector as query_vector= when you have it, got {type(query).__name__}")
+    schema = view.schema
+    main = schema[plan.space]
+    lex = lexical_space(schema, embedders)
+    if lex is None and strategy in ("bm25", "pipeline"):
+        raise ValueError(f"strategy {strategy!r} needs a sparse lexical space (embedder 'lexical'); this store's "
+                         f"spaces are {[s.name for s in schema]}")
+    terms = query_terms(lex, embedders, query) if lex is not None else None
+    qv = None
+    if strategy != "bm25":
+        qv = main.check(query_vector, 1) if query_vector is not None else embed_query(main, embedders, query)
+    enh: dict[str, Any] = {}
+    if strategy in ("multi_space", "pipeline"):
+        for sp in schema:
+            # the main space runs as "vector"; the space BM25 indexes is already the "bm25" method;
+            # a space projected from the main one (HDC codes of its vectors) repeats the vector's
+            # evidence, so it would only weigh the vector twice
+            if sp.name == main.name or (lex is not None and sp.name == lex.name) or sp.category == "temporal":
+                continue
+            base = getattr(embedders.get(sp.name), "base", None)
+            if base is not None and base is embedders.get(main.name):
+                continue
+            if strategy == "pipeline" and sp.kind != "multivector":
+                continue
+            if sp.name in embedders:
+                enh[sp.name] = embed_query(sp, embedders, query)
+    ctx = QueryContext(view, indexes, embedders, tuning, plan)
+    return Run(ctx=ctx, query=query, main=main, qv=qv, terms=terms, enh=enh, w=dict(plan.weights))
+
+
+def _fused_hits(run: Run) -> list[Hit]:
+    """Recency (C3), the cut to k, and the hits with their explanations."""
+    ctx, plan, view = run.ctx, run.ctx.plan, run.ctx.view
+    fused = run.fused
+    factors: dict[tuple[int, int], float] = {}
+    if plan.recency:
+        t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
+        for f in fused:
+            si, row = f.key
+            factors[f.key] = recency_factor(t_ref - int(view.segments[si].valid_from[row]))
+        fused = sorted(fused, key=lambda f: -f.score * factors[f.key])
+    fused = fused[: plan.k]
+    memories = view.memories_at([f.key for f in fused])
+    weights = run.info.get("weights", run.w)
+    hits = []
+    for f, m in zip(fused, memories):
+        factor = factors.get(f.key, 1.0)
+        why = None
+        if plan.explain:
+            why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": f.score * factor,
+                   "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
+                   "weights": weights, "rrf_k": RRF_K, "segment": f.key[0], "row": f.key[1],
+                   "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
+                   **{key: v for key, v in run.info.items() if key != "weights"}, "failed": ctx.failed}
+        hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived))
+    return hits

@@ -1,0 +1,40 @@
+"""A query in a store's spaces: its vector in one space, its terms in the lexical space."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .protocol import Embedder, SparseBatch
+from .schema import Schema, Space, SpaceError
+
+
+def embed_query(space: Space, embedders: Mapping[str, Embedder], query: Any) -> Any:
+    """The query's vector in `space`: a text is embedded, a vector is checked."""
+    if isinstance(query, str):
+        if not query.strip():
+            raise ValueError("query must be a non-empty string or a vector")
+        emb = embedders.get(space.name)
+        if emb is None:
+            raise SpaceError(f"space {space.name!r} has no embedder: pass the query as a vector")
+        return space.check(emb.embed([query]), 1)
+    return space.check(query, 1)
+
+
+def lexical_space(schema: Schema, embedders: Mapping[str, Embedder]) -> Space | None:
+    """The sparse space BM25 indexes: the first sparse space with an embedder (its term counts)."""
+    for sp in schema:
+        if sp.kind == "sparse" and sp.name in embedders:
+            found: Space = sp
+            return found
+    return None
+
+
+def query_terms(space: Space, embedders: Mapping[str, Embedder], text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(term ids, counts) of a query text in the lexical space."""
+    sb = embedders[space.name].embed([text])
+    assert isinstance(sb, SparseBatch)
+    ids, counts = sb.row(0)
+    return np.asarray(ids, np.int32), np.asarray(counts, np.float32)

@@ -1,0 +1,140 @@
+"""Derived files (S6): the `index/` folder, where rebuildable indexes are saved beside the data.
+
+A derived file is written atomically next to a JSON sidecar naming its format, the store's row
+epoch (bumped when rows are renumbered), how many committed rows it covers, and each data file's
+size and CRC-32. A reader adopts it only when all of these agree; otherwise it says why
+("missing", "stale", "corrupt", ...) and the index is rebuilt from the segments. Storage owns the
+folder: the index layer hands it bytes and gets bytes back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+INDEX_DIR = "index"
+DERIVED_PREFIXES = ("tree-", "hnsw-", "bm25-")  # what the index layer names its files
+
+
+def fingerprint(raw: bytes | bytearray) -> dict[str, int]:
+    """Size and CRC-32 of a data file's bytes, as the sidecar records them."""
+    return {"bytes": len(raw), "crc32": zlib.crc32(raw)}
+
+
+def intact(raw: bytes, entry: dict[str, Any]) -> bool:
+    """True when bytes match the size and CRC-32 a sidecar entry recorded for them."""
+    return len(raw) == entry.get("bytes") and zlib.crc32(raw) == entry.get("crc32")
+
+
+def stale_reason(meta: dict[str, Any], fmt: int, epoch: int, committed: int) -> str | None:
+    """Why a sidecar does not describe an index this store can use, or None when it does."""
+    if meta.get("format") != fmt:
+        return f"format {meta.get('format')!r}"
+    if meta.get("epoch") != epoch or meta.get("covered", 0) > committed:
+        return "stale (the segments were rewritten since)"
+    return None
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    """An Arrow table as the bytes of an IPC file (one record batch)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        for b in table.combine_chunks().to_batches():
+            writer.write_batch(b)
+    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
+
+
+def bytes_table(raw: bytes) -> pa.Table:
+    """The Arrow table of an IPC file's bytes."""
+    return pa.ipc.open_file(pa.py_buffer(raw)).read_all()
+
+
+class DerivedFiles:
+    """The `index/` folder of one store (or nothing, for a store kept in memory)."""
+
+    def __init__(self, folder: Path | None, *, writable: bool) -> None:
+        self.dir = folder / INDEX_DIR if folder is not None else None
+        self.writable = writable and folder is not None
+
+    def write(self, name: str, raw: bytes | bytearray) -> dict[str, int]:
+        """Write one data file atomically (temp file, fsync, rename); returns its fingerprint."""
+        assert self.dir is not None and self.writable
+        self.dir.mkdir(exist_ok=True)
+        tmp = self.dir / (name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.dir / name)
+        return fingerprint(raw)
+
+    def write_sidecar(self, name: str, meta: dict[str, Any]) -> None:
+        """Replace a sidecar atomically (its data files are written before it)."""
+        assert self.dir is not None and self.writable
+        self.dir.mkdir(exist_ok=True)
+        tmp = self.dir / (name + ".tmp")
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, self.dir / name)
+
+    def read_sidecar(self, name: str) -> dict[str, Any] | str:
+        """A sidecar's content, or why it cannot be read ("missing", "unreadable ...")."""
+        if self.dir is None:
+            return "missing"
+        try:
+            meta = json.loads((self.dir / name).read_text())
+        except FileNotFoundError:
+            return "missing"
+        except (OSError, ValueError) as exc:
+            return f"unreadable ({exc})"
+        if not isinstance(meta, dict):
+            return "unreadable (the sidecar is not a JSON object)"
+        return meta
+
+    def read(self, name: str, entry: dict[str, Any]) -> bytes | str:
+        """A data file's bytes when they match the sidecar `entry`, else why not."""
+        if self.dir is None:
+            return "missing"
+        try:
+            raw = (self.dir / name).read_bytes()
+        except FileNotFoundError:
+            return "missing"
+        except OSError as exc:
+            return f"unreadable ({exc})"
+        if not intact(raw, entry):
+            return f"corrupt ({name}: size or CRC-32 mismatch)"
+        return raw
+
+    def read_checked(self, data: str, side: str, fmt: int, epoch: int, committed: int,
+                     expect: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]] | str:
+        """The bytes and sidecar of one data file when they are whole and current, else the reason
+        they cannot be used. `expect`: sidecar entries that must hold these values (e.g. the
+        parameters the index was built with)."""
+        meta = self.read_sidecar(side)
+        if isinstance(meta, str):
+            return meta
+        reason = stale_reason(meta, fmt, epoch, committed)
+        if reason is None:
+            for key, want in (expect or {}).items():
+                if meta.get(key) != want:
+                    reason = f"built with {key}={meta.get(key)!r}, not {want!r}"
+                    break
+        if reason is not None:
+            return reason
+        raw = self.read(data, meta)
+        if isinstance(raw, str):
+            return "corrupt (size or CRC-32 mismatch)" if raw.startswith("corrupt") else raw
+        return raw, meta
+
+    def clear(self) -> None:
+        """Delete every derived file (they describe rows that are about to change)."""
+        if self.dir is None or not self.dir.is_dir():
+            return
+        for f in self.dir.iterdir():
+            # only files of the names indexes write: nothing else in the folder is ours to delete
+            if f.is_file() and f.name.startswith(DERIVED_PREFIXES):
+                f.unlink()

@@ -1,0 +1,345 @@
+"""The store folder and its one writer: open, recover, append, checkpoint, close.
+
+Write path: rows (MEMORY_SCHEMA plus one column per space) -> one fsynced WAL frame (the write is
+acknowledged here) -> an in-memory segment -> a new published `View`. When enough rows wait in the
+WAL, or on close, they are folded into an Arrow segment file and the manifest is replaced
+atomically. Every write holds the engine's lock; reads take `engine.view` and hold nothing.
+
+Rewrites that change files wholesale (compaction, purge, archival) live in storage/rewrites.py;
+they run under the same lock and publish a view the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..model.edge import Edge
+from ..model.errors import StoreError
+from ..model.tuning import Tuning
+from ..spaces.protocol import Embedding
+from ..spaces.schema import Schema, SpaceError, default_schema
+from .columns import FORMAT_VERSION, MEMORY_SCHEMA
+from .derived_files import DerivedFiles
+from .edge_files import edges_to_table, is_edge_table, read_edges_file, table_to_edges
+from .edge_log import EdgeLog
+from .filters import MaskCache
+from .ids import IdIndex
+from .lock import WriterLock
+from .manifest import Manifest, read_manifest, write_manifest
+from .segment import Segment, read_arrow, read_segment, write_segment
+from .vectors import column_name, to_arrow, vector_fields
+from .view import View
+from .wal import WriteAheadLog, read_frames
+
+
+class Engine:
+    """One store's files and its writer (a folder, or memory when `path` is None)."""
+
+    def __init__(self, path: str | Path | None, *, schema: Schema | None, read_only: bool, tuning: Tuning) -> None:
+        self.path = Path(path) if path is not None else None
+        self.read_only = read_only
+        self.tuning = tuning
+        self._lock = threading.RLock()
+        self._writer_lock: WriterLock | None = None
+        self._wal: WriteAheadLog | None = None
+        self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
+        self._closed = False
+        # called with the new view after a checkpoint committed rows (the facade syncs indexes)
+        self.on_commit: Callable[[View], None] | None = None
+        manifest = None
+        if self.path is not None:
+            if read_only and not (self.path / "manifest.json").exists():
+                raise StoreError(f"no engramdb store at {self.path} to open read-only")
+            self.path.mkdir(parents=True, exist_ok=True)
+            if not read_only:
+                self._writer_lock = WriterLock(self.path)
+            try:
+                manifest = read_manifest(self.path)
+            except BaseException:
+                self._release()
+                raise
+        if manifest is not None and manifest.spaces:
+            stored = Schema.from_dict(manifest.spaces)
+            if schema is not None and schema != stored:
+                self._release()
+                raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
+            schema = stored
+        self.schema = schema or default_schema()
+        self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb")
+        self.table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema), metadata=MEMORY_SCHEMA.metadata)
+        self.files = DerivedFiles(self.path, writable=not read_only)
+        try:
+            segments, edges, archived = self._load(manifest is None)
+        except BaseException:
+            self._release()
+            raise
+        self._view = View(generation=0, epoch=self._manifest.row_epoch, schema=self.schema,
+                          segments=tuple(segments), ids=IdIndex(), edges=edges, edge_rows=len(edges),
+                          archived=MappingProxyType(archived), masks=MaskCache(), folder=self.path)
+
+    def _load(self, new: bool) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
+        """Segments, edges and archived ids of the folder, the WAL replayed (nothing when in memory)."""
+        segments: list[Segment] = []
+        edges = EdgeLog()
+        archived: dict[str, str] = {}
+        if self.path is None:
+            return segments, edges, archived
+        m = self._manifest
+        for entry in m.segments:
+            segments.append(read_segment(self.path / entry["file"]))
+        for entry in m.edges:
+            edges.append(table_to_edges(read_edges_file(self.path / entry["file"])))
+        for entry in m.archives:
+            ids = read_arrow(self.path / entry["file"]).column("id").to_pylist()
+            archived.update(dict.fromkeys(ids, entry["file"]))
+        if self.read_only:  # the WAL as it is now; never repaired or appended by a reader
+            frames = read_frames(self.path / m.wal)[0] if (self.path / m.wal).exists() else []
+        else:
+            self._wal = WriteAheadLog(self.path / m.wal)
+            frames = self._wal.recover()
+        for table in frames:
+            if is_edge_table(table):
+                self._edges_pending.append(table)
+                edges.append(table_to_edges(table))
+            else:
+                segments.append(Segment(table))
+        if not self.read_only:
+            if new or m.format_version < FORMAT_VERSION:
+                # an older store is upgraded in place before anything newer reaches its WAL
+                m.format_version = FORMAT_VERSION
+                write_manifest(self.path, m)
+            self._remove_debris()
+        close_versions(segments)
+        return segments, edges, archived
+
+    # ------------------------------------------------------------------------------ state
+    @property
+    def view(self) -> View:
+        """The current snapshot (raises once the store is closed)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        return self._view
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def writing(self) -> Iterator[View]:
+        """Hold the writer's lock (a read-modify-write verb's critical section); yields the view."""
+        with self._lock:
+            self.check_writable()
+            yield self._view
+
+    def check_writable(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+        if self.read_only:
+            raise StoreError("the store is open read-only")
+
+    def publish(self, **changes: Any) -> View:
+        """Make a new view current: the old one with `changes` (the caller holds the lock)."""
+        self._view = dataclasses.replace(self._view, generation=self._view.generation + 1, **changes)
+        return self._view
+
+    def next_file(self, kind: str) -> str:
+        """A fresh file name (`seg-000007.arrow`, `edges-000008.arrow`); numbers never repeat."""
+        name = f"{kind}-{self._manifest.next_segment:06d}.arrow"
+        self._manifest.next_segment += 1
+        return name
+
+    @property
+    def manifest(self) -> Manifest:
+        """The committed manifest (rewrites edit it under the lock, then `commit`)."""
+        return self._manifest
+
+    def commit(self, unlisted: Sequence[str] = ()) -> None:
+        """Write the manifest (the commit point), then delete the files it no longer lists."""
+        assert self.path is not None
+        write_manifest(self.path, self._manifest)
+        for name in unlisted:
+            (self.path / name).unlink(missing_ok=True)
+
+    @property
+    def edges_pending(self) -> list[pa.Table]:
+        """Edge frames in the WAL not yet in an edges file (in memory: every edge row)."""
+        return self._edges_pending
+
+    @edges_pending.setter
+    def edges_pending(self, tables: list[pa.Table]) -> None:
+        self._edges_pending = tables
+
+    def wal_bytes(self) -> int:
+        return self._wal.size() if self._wal is not None else 0
+
+    # ------------------------------------------------------------------------------ writes
+    def append(self, table: pa.Table, vectors: Mapping[str, Embedding]) -> View:
+        """Append memory rows (MEMORY_SCHEMA) with every space's vectors; acknowledged on return."""
+        with self._lock:
+            self.check_writable()
+            cols = {column_name(sp): to_arrow(sp, vectors[sp.name]) for sp in self.schema}
+            for name, arr in cols.items():
+                table = table.append_column(self.table_schema.field(name), arr)
+            table = table.replace_schema_metadata(self.table_schema.metadata)
+            if self._wal is not None and self.path is not None and table.num_rows >= self.tuning.checkpoint_rows:
+                # A batch this large would be checkpointed at once: write it straight to a segment
+                # file (data written once, not twice), acknowledged when the manifest lists it.
+                self.checkpoint()  # earlier rows first, so file order stays version order
+                name = self.next_file("seg")
+                write_segment(self.path / name, table)
+                seg = read_segment(self.path / name)
+                self._manifest.segments.append({"file": name, "rows": len(seg)})
+                self.commit()  # acknowledged from here on
+                return self.add_segments([seg])
+            if self._wal is not None:
+                self._wal.append(table)  # acknowledged from here on
+            view = self.add_segments([Segment(table)])
+            if self._wal is not None and sum(len(s) for s in view.segments if s.file is None) >= self.tuning.checkpoint_rows:
+                self.checkpoint()
+            return self._view
+
+    def add_segments(self, new: list[Segment]) -> View:
+        """Publish a view with segments appended; the versions they replace end where they start."""
+        view = self._view
+        view.ids.extend(view.segments, view.bases, view.rows)  # index what is there before the new rows
+        segments = view.segments + tuple(new)
+        bases = np.zeros(len(segments) + 1, np.int64)
+        np.cumsum([len(s) for s in segments], out=bases[1:])
+        replaced = view.ids.extend(segments, bases, int(bases[-1]))
+        if replaced:
+            segments = _with_closures(segments, bases, replaced)
+        return self.publish(segments=segments)
+
+    def append_edges(self, edges: list[Edge]) -> View:
+        """Append edge rows: one WAL frame (acknowledged), then the live set."""
+        with self._lock:
+            self.check_writable()
+            table = edges_to_table(edges)
+            if self._wal is not None:
+                self._wal.append(table)
+            self._edges_pending.append(table)
+            log = self._view.edges
+            log.append(edges)
+            return self.publish(edge_rows=len(log))
+
+    def checkpoint(self) -> None:
+        """Write the rows waiting in the WAL to one segment file, then empty the WAL."""
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            if self.path is None or self._wal is None:
+                return
+            view = self._view
+            pending = [i for i, s in enumerate(view.segments) if s.file is None]
+            if not pending and not self._edges_pending:
+                return
+            merged = None
+            if pending:
+                table = pa.concat_tables([view.segments[i].table for i in pending])
+                name = self.next_file("seg")
+                write_segment(self.path / name, table)
+                merged = read_segment(self.path / name)
+                # carry derived state (replacements by newer versions) over to the merged rows
+                merged.sys_end = np.concatenate([view.segments[i].sys_end for i in pending])
+                self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
+            if self._edges_pending:
+                edges = pa.concat_tables(self._edges_pending)
+                name = self.next_file("edges")
+                write_segment(self.path / name, edges)
+                self._manifest.edges.append({"file": name, "rows": edges.num_rows})
+            # The rows move from the WAL to the files in one atomic step: the new manifest names the
+            # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
+            # the old WAL (the new files are debris); after it, the old WAL is the debris.
+            old_wal = self._wal
+            wal_name = f"wal-{self._manifest.next_segment:06d}.log"
+            self._manifest.next_segment += 1
+            self._wal = WriteAheadLog(self.path / wal_name)
+            self._manifest.wal = wal_name
+            write_manifest(self.path, self._manifest)  # committed
+            old_wal.close()
+            old_wal.path.unlink(missing_ok=True)
+            self._edges_pending = []
+            if merged is not None:
+                # WAL segments always trail the committed ones, so they are replaced as one block;
+                # keys stay the same (same rows, same order), so the id index needs nothing
+                first = pending[0]
+                view = self.publish(segments=view.segments[:first] + (merged,))
+                if self.on_commit is not None:
+                    self.on_commit(view)
+
+    def close(self) -> None:
+        """Fold the WAL into a segment file and release the files. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._wal is not None:
+                    self.checkpoint()
+                    self._wal.close()
+            finally:
+                self._release()
+                self._closed = True
+
+    def _release(self) -> None:
+        if self._writer_lock is not None:
+            self._writer_lock.release()
+            self._writer_lock = None
+
+    def _remove_debris(self) -> None:
+        """Delete files a crash left behind: unlisted segments and logs, temp files."""
+        assert self.path is not None
+        m = self._manifest
+        keep = {e["file"] for e in m.segments + m.edges + m.archives}
+        keep |= {m.wal, "manifest.json", "LOCK"}
+        for p in self.path.iterdir():
+            if p.name in keep or not p.is_file():
+                continue
+            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-", "edges-", "archive-")) and p.suffix in (".arrow", ".log")):
+                p.unlink(missing_ok=True)
+
+
+def close_versions(segments: list[Segment]) -> None:
+    """Set sys_end of every row a later version replaced (at open, before anything is shared),
+    without the full id index: only rows of ids that have a version > 1 somewhere can be replaced
+    (a first version never follows another row of its id: ids are unique at add, and purge
+    removes every row of an id)."""
+    replaced: set[str] = set()
+    for seg in segments:
+        later = np.flatnonzero(np.asarray(seg.table.column("version").to_numpy()) > 1)
+        replaced.update(seg.ids[int(r)] for r in later)
+    if not replaced:
+        return
+    last: dict[str, tuple[int, int]] = {}
+    for si, seg in enumerate(segments):
+        for row, mid in enumerate(seg.ids):
+            if mid in replaced:
+                prev = last.get(mid)
+                if prev is not None:
+                    old = segments[prev[0]]
+                    old.sys_end[prev[1]] = min(int(old.sys_end[prev[1]]), int(seg.learned_at[row]))
+                last[mid] = (si, row)
+
+
+def _with_closures(segments: tuple[Segment, ...], bases: np.ndarray,
+                   replaced: list[tuple[int, int]]) -> tuple[Segment, ...]:
+    """The segments with each replaced row's system time ended where its replacement was learned
+    (copies of the segments touched: a published view's segments never change)."""
+    pairs = np.asarray(replaced, np.int64)
+    new_seg = np.searchsorted(bases, pairs[:, 1], side="right") - 1
+    at = np.array([segments[s].learned_at[k - bases[s]] for s, k in zip(new_seg.tolist(), pairs[:, 1].tolist())],
+                  np.int64)
+    old_seg = np.searchsorted(bases, pairs[:, 0], side="right") - 1
+    out = list(segments)
+    for s in np.unique(old_seg).tolist():
+        sel = old_seg == s
+        out[s] = out[s].with_closed(pairs[sel, 0] - bases[s], at[sel])
+    return tuple(out)

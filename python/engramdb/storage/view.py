@@ -1,0 +1,200 @@
+"""A snapshot of the store: what every read sees, immutable once published.
+
+The writer publishes a new `View` after each write (a new tuple of segments, a higher edge bound);
+a search takes the current view and runs without the writer's lock, however long it takes and
+whatever is written meanwhile. What makes that safe:
+
+- segments never change once in a view: rows are immutable, and when a newer version closes a
+  row's system time the writer copies that segment (`Segment.with_closed`);
+- the id index and the edge log are append-only within a row epoch, and a view reads them only
+  up to its own bounds (`rows`, `edge_rows`);
+- the archived map is replaced, never edited.
+
+Keys: a row's global key is its position across the view's segments in order (committed files,
+then the rows still in the WAL); see storage/ids.py for why keys survive checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ..model.edge import Edge, EdgeKey
+from ..model.memory import Memory
+from ..spaces.batches import take
+from ..spaces.protocol import Embedding
+from ..spaces.schema import Schema
+from .edge_log import EdgeLog
+from .filters import MaskCache, row_filter
+from .ids import IdIndex
+from .segment import Segment
+
+Loc = tuple[int, int]  # (segment, row)
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """One published state of the store (see the module docstring)."""
+
+    generation: int  # bumped by every write: a view of a later generation holds every earlier write
+    epoch: int  # row epoch: keys mean the same rows while it stays (a purge renumbers)
+    schema: Schema
+    segments: tuple[Segment, ...]
+    ids: IdIndex
+    edges: EdgeLog
+    edge_rows: int
+    archived: Mapping[str, str]  # memory id -> the archive file holding its content
+    masks: MaskCache
+    folder: Path | None
+
+    # ------------------------------------------------------------------------------ layout
+    @cached_property
+    def bases(self) -> np.ndarray:
+        """Where each segment starts in key space, then the total."""
+        b = np.zeros(len(self.segments) + 1, np.int64)
+        np.cumsum([len(s) for s in self.segments], out=b[1:])
+        b.flags.writeable = False
+        return b
+
+    @property
+    def rows(self) -> int:
+        """Rows (every version) in the view."""
+        return int(self.bases[-1])
+
+    @cached_property
+    def committed(self) -> int:
+        """How many leading segments are committed files (the WAL's segments always trail them)."""
+        n = 0
+        for s in self.segments:
+            if s.file is None:
+                break
+            n += 1
+        return n
+
+    @property
+    def committed_rows(self) -> int:
+        """Rows in committed files: the keys derived indexes cover."""
+        return int(self.bases[self.committed])
+
+    def locate(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(segment, row) arrays of global keys."""
+        keys = np.asarray(keys, np.int64)
+        seg = np.searchsorted(self.bases, keys, side="right") - 1
+        return seg, keys - self.bases[seg]
+
+    def locs(self, keys: np.ndarray) -> list[Loc]:
+        """(segment, row) of global keys."""
+        seg, row = self.locate(keys)
+        return list(zip(seg.tolist(), row.tolist()))
+
+    def keys(self, locs: list[Loc]) -> np.ndarray:
+        """Global keys of (segment, row) locations."""
+        if not locs:
+            return np.empty(0, np.int64)
+        a = np.asarray(locs, np.int64)
+        out: np.ndarray = self.bases[a[:, 0]] + a[:, 1]
+        return out
+
+    # ------------------------------------------------------------------------------ memories
+    def _ids(self) -> IdIndex:
+        if self.ids.rows < self.rows:
+            self.ids.extend(self.segments, self.bases, self.rows)
+        return self.ids
+
+    def key_of(self, id: str) -> int | None:
+        """The key of a memory's newest row in this view (forgotten or not), or None."""
+        return self._ids().lookup(id, self.rows)
+
+    def loc_of(self, id: str) -> Loc | None:
+        """(segment, row) of a memory's newest row, or None."""
+        key = self.key_of(id)
+        if key is None:
+            return None
+        seg = int(np.searchsorted(self.bases, key, side="right") - 1)
+        return seg, key - int(self.bases[seg])
+
+    def __contains__(self, id: object) -> bool:
+        return isinstance(id, str) and self.key_of(id) is not None
+
+    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
+        """The current version of a memory, or None (unknown, or forgotten unless asked)."""
+        loc = self.loc_of(id)
+        if loc is None:
+            return None
+        m = self.memory_at(*loc)
+        if m.forgotten_at is not None and not include_forgotten:
+            return None
+        return m
+
+    def memory_at(self, seg: int, row: int) -> Memory:
+        """The memory stored at one row (its own copy; see Segment.memory_at)."""
+        return self.segments[seg].memory_at(row)
+
+    def memories_at(self, locs: list[Loc]) -> list[Memory]:
+        """The memories at (segment, row) locations, in order."""
+        return [self.segments[si].memory_at(row) for si, row in locs]
+
+    def is_live(self, id: str) -> bool:
+        """True for a memory with a current version that is not forgotten."""
+        loc = self.loc_of(id)
+        return loc is not None and not bool(self.segments[loc[0]].forgotten[loc[1]])
+
+    def current(self) -> Iterator[tuple[str, Loc]]:
+        """(id, (segment, row)) of every memory's newest version, forgotten ones included."""
+        bases = self.bases
+        for mid, key in self._ids().items(self.rows):
+            seg = int(np.searchsorted(bases, key, side="right") - 1)
+            yield mid, (seg, key - int(bases[seg]))
+
+    def count(self) -> int:
+        """Memories with a version in this view (forgotten ones included)."""
+        return self._ids().count(self.rows)
+
+    def row_vector(self, id: str, space: str) -> Embedding:
+        """One space's stored vector of a memory's current version, as a batch of one."""
+        loc = self.loc_of(id)
+        if loc is None:
+            raise KeyError(id)
+        return take(self.segments[loc[0]].vectors(self.schema, space), [loc[1]])
+
+    def row_vectors(self, id: str) -> dict[str, Embedding]:
+        """Every space's stored vector of a memory's current version."""
+        return {s.name: self.row_vector(id, s.name) for s in self.schema}
+
+    # ------------------------------------------------------------------------------ edges
+    def edge(self, key: EdgeKey) -> Edge | None:
+        """The live edge of (src, dst, type), or None."""
+        return self.edges.get(key, self.edge_rows)
+
+    def outgoing(self, id: str) -> list[Edge]:
+        """Live edges from `id`."""
+        return self.edges.outgoing(id, self.edge_rows)
+
+    def incoming(self, id: str) -> list[Edge]:
+        """Live edges to `id`."""
+        return self.edges.incoming(id, self.edge_rows)
+
+    def live_edges(self) -> list[Edge]:
+        """Every live edge."""
+        return self.edges.live(self.edge_rows)
+
+    # ------------------------------------------------------------------------------ filters
+    def row_filter(self, seg: int, namespace: str, known_us: int | None, t: int | None,
+                   rows: np.ndarray | None = None, types: frozenset[str] | None = None) -> np.ndarray | None:
+        """Which rows of one segment a query may see (storage/filters.py)."""
+        return row_filter(self.segments[seg], namespace, known_us, t, rows, types)
+
+    def key_mask(self, namespace: str, known_us: int | None, t: int | None, at_now: bool,
+                 types: frozenset[str] | None = None, *, committed_only: bool = False) -> np.ndarray:
+        """One bool per key (of every segment, or of the committed ones) a query may see."""
+        run = self.segments[: self.committed] if committed_only else self.segments
+        return self.masks.key_mask(run, namespace, known_us, t, at_now, types)
+
+    def namespace_rows(self, namespace: str, *, committed_only: bool = False) -> int:
+        """Rows (every version) of a namespace."""
+        run = self.segments[: self.committed] if committed_only else self.segments
+        return sum(s.ns_count(namespace) for s in run)

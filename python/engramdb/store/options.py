@@ -1,0 +1,35 @@
+"""How a store is opened: the settings `engramdb.open` checks and `Store` is built from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..ingest.dedup import Policy, check_policy
+from ..model.tuning import Tuning
+from ..spaces.protocol import Embedder
+from ..spaces.schema import Schema
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a store is opened: every argument of `engramdb.open` but the path (checked here)."""
+
+    schema: Schema | None = None
+    embedders: Mapping[str, Embedder] | None = None
+    read_only: bool = False
+    dedup: Policy = "skip"
+    dedup_threshold: float = 0.90
+    profile: str | None = None
+    index: str = "tree"
+    tuning: Tuning = field(default_factory=Tuning)
+
+    def __post_init__(self) -> None:
+        check_policy(self.dedup)
+        if isinstance(self.dedup_threshold, bool) or not isinstance(self.dedup_threshold, (int, float)) \
+                or not 0 < self.dedup_threshold <= 1:
+            raise ValueError(f"dedup_threshold must be in (0, 1], got {self.dedup_threshold!r}")
+        if self.profile is not None and self.schema is not None:
+            raise ValueError("pass schema= or profile=, not both")
+        if not isinstance(self.tuning, Tuning):
+            raise TypeError(f"tuning must be an engramdb.Tuning, got {type(self.tuning).__name__}")
