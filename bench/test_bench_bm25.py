@@ -59,7 +59,7 @@ Stemmer = pytest.importorskip("Stemmer")  # PyStemmer: bm25s's stemmer, and engr
 import _zipf
 import engramdb
 from _data import paired, tag
-from engramdb.retrieval.bm25 import K1, B, Bm25Index
+from engramdb.index.bm25 import K1, B, Bm25Index
 from engramdb.spaces import analyzer
 from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS
 from engramdb.spaces.lexical import LexicalEmbedder

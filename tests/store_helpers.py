@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from engramdb import Tuning
 from engramdb.spaces.schema import Schema, Space
 
 
@@ -49,11 +50,7 @@ def toy_embedders() -> dict[str, object]:
     return {"dense": ToyDense(8), "bits": ToyBits()}
 
 
-def small_trees(monkeypatch: Any, min_rows: int, leaf_size: int) -> None:
-    """Let namespaces of `min_rows` memories get centroid trees of `leaf_size`-memory leaves, so
-    tests reach the tree paths with small stores (the store reads the threshold from two modules)."""
-    from engramdb.store import tree_index
-
-    monkeypatch.setattr(tree_index, "TREE_MIN_ROWS", min_rows)
-    monkeypatch.setattr("engramdb.store.store.TREE_MIN_ROWS", min_rows)
-    monkeypatch.setattr(tree_index, "LEAF_SIZE", leaf_size)
+def small_trees(min_rows: int, leaf_size: int, **more: Any) -> Tuning:
+    """Tuning that gives namespaces of `min_rows` memories centroid trees of `leaf_size`-memory
+    leaves, so tests reach the tree paths with small stores."""
+    return Tuning(tree_min_rows=min_rows, tree_leaf_size=leaf_size, **more)

@@ -13,16 +13,12 @@ import numpy as np
 import pytest
 import store_helpers
 from engramdb.spaces.schema import Schema, Space
-from engramdb.store.record import InvalidMemory
-from engramdb.store.store import StoreError
+import pyarrow as pa
+from engramdb import InvalidMemory, StoreError
 
 D = 16
 SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
-
-
-@pytest.fixture(autouse=True)
-def small_trees(monkeypatch: pytest.MonkeyPatch) -> None:
-    store_helpers.small_trees(monkeypatch, 200, 8)
+TUNING = store_helpers.small_trees(200, 8)  # trees from 200 memories, leaves of 8
 
 
 def two_eras(path: Path) -> tuple[engramdb.Store, np.ndarray, datetime]:
@@ -32,7 +28,7 @@ def two_eras(path: Path) -> tuple[engramdb.Store, np.ndarray, datetime]:
     labels = np.concatenate([rng.integers(0, 10, 300), rng.integers(10, 20, 100)])
     x = centres[labels] + 0.05 * rng.standard_normal((400, D)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    db = engramdb.open(path, schema=SCHEMA, embedders={}, dedup="off")
+    db = engramdb.open(path, schema=SCHEMA, embedders={}, dedup="off", tuning=TUNING)
     db.add_many([{"content": f"old secret {i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(300)])
     time.sleep(0.01)
@@ -53,9 +49,12 @@ def test_old_leaves_are_archived_and_their_hits_say_so(tmp_path: Path) -> None:
     hit = db.search(x[archived[0]], namespace="a", k=1, strategy="tree")[0]
     assert hit.id == f"m{archived[0]}" and hit.archived and hit.memory.content == ""
     assert not db.search(x[350], namespace="a", k=1)[0].archived
-    trees = db._trees["dense"].trees["a"]
-    assert trees.archived[: trees.n_nodes].sum() == report["leaves"]  # centroids kept, marked
     db.close()
+    # centroids kept and marked, in the saved tree file (a plain Arrow file: a row per node)
+    nodes = pa.ipc.open_file(str(tmp_path / "s" / "index" / "tree-dense.arrow")).read_all().to_pydict()
+    marked = [lvl == 1 and arch for ns, lvl, arch in zip(nodes["namespace"], nodes["level"], nodes["archived"])
+              if ns == "a"]
+    assert sum(marked) == report["leaves"]
     for f in (tmp_path / "s").iterdir():  # the text is only in the archive file
         if f.name.startswith("seg-") or f.name.startswith("wal-"):
             assert b"old secret" not in f.read_bytes()
@@ -69,7 +68,7 @@ def test_archived_memories_refuse_changes_until_unarchived(tmp_path: Path) -> No
     with pytest.raises(StoreError, match=f"memory '{mid}' is archived .* unarchive it first"):
         db.update(mid, memory_type="note")
     db.close()
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, tuning=TUNING)
     assert db.is_archived(mid)  # survives reopening
     assert db.unarchive([mid]) == 1
     got = db.get(mid)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from engramdb import _core
-from engramdb.retrieval.bm25 import Bm25Index
+from engramdb.index.bm25 import Bm25Index
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -8,8 +8,8 @@ import pytest
 from store_helpers import toy_embedders, toy_schema
 
 
-def open_store(policy: str, threshold: float = 0.9) -> engramdb.store.Store:
-    return engramdb.store.open(None, schema=toy_schema(), embedders=toy_embedders(),  # type: ignore[arg-type]
+def open_store(policy: str, threshold: float = 0.9) -> engramdb.Store:
+    return engramdb.open(None, schema=toy_schema(), embedders=toy_embedders(),  # type: ignore[arg-type]
                                dedup=policy, dedup_threshold=threshold)
 
 

@@ -12,9 +12,7 @@ from pathlib import Path
 import engramdb
 import pytest
 from engramdb import cli
-from engramdb.retrieval.edge_inference import Candidate, EdgeProposal, HeuristicInferrer
-from engramdb.store.record import Memory
-from engramdb.store.store import Store
+from engramdb import Candidate, EdgeProposal, HeuristicInferrer, Memory, Store
 
 T0 = datetime(2023, 5, 1, tzinfo=timezone.utc)
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
-from engramdb.store.edges import EDGE_TYPE_RE
-from engramdb.store.record import InvalidMemory
-from engramdb.store.store import StoreError
+from engramdb import InvalidMemory, StoreError
+from engramdb.model.edge import EDGE_TYPE_RE
 from store_helpers import toy_embedders, toy_schema
 
 V = np.eye(8, dtype=np.float32)

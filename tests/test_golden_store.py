@@ -14,15 +14,15 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
-from engramdb.store.columns import FORMAT_VERSION
-from engramdb.store.manifest import FormatError
+from engramdb import FormatError
+from engramdb.storage.columns import FORMAT_VERSION
 from store_helpers import toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "store-v2"
 
 
-def check_v1(db: engramdb.store.Store) -> None:
+def check_v1(db: engramdb.Store) -> None:
     g1 = db.get("g1", include_forgotten=True)
     assert g1 is not None and g1.forgotten_at is not None and g1.version == 2 and db.get("g1") is None
     assert g1.valid_from == datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc) and g1.role == "user"
@@ -66,7 +66,7 @@ def test_a_future_format_is_refused_with_the_reason(tmp_path: Path) -> None:
         engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
 
 
-def check_v2(db: engramdb.store.Store) -> None:
+def check_v2(db: engramdb.Store) -> None:
     check_v1(db)
     both = {(e.src, e.dst, e.type, e.confidence) for e in db.edges("g2", direction="in", include_forgotten=True)}
     assert both == {("g4", "g2", "SUPERSEDES", 1.0), ("g1", "g2", "CAUSED_BY", 0.75)}
@@ -122,7 +122,7 @@ def test_golden_bm25_index_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -
     with engramdb.open(GOLDEN_BM25, read_only=True) as db:
         saved = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
                  for ns, q in queries]
-        assert db._bm25["lexical"].rebuilt_reason is None  # adopted from the file
+        assert db.stats()["index_files"] == {"bm25-lexical": "adopted"}  # from the file
     copy = tmp_path / "s"
     shutil.copytree(GOLDEN_BM25, copy)
     for f in (copy / "index").glob("bm25-*"):
@@ -130,7 +130,7 @@ def test_golden_bm25_index_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -
     with engramdb.open(copy, read_only=True) as db:
         rebuilt = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
                    for ns, q in queries]
-        assert db._bm25["lexical"].rebuilt_reason == "missing"
+        assert db.stats()["index_files"] == {"bm25-lexical": "missing"}
     assert saved == rebuilt
     assert [h[0] for h in saved[0]][:2] == ["alice-2", "alice-1"]  # both bakery turns, the sourdough one first
     assert {h[0] for h in saved[2]} == {"bob-0", "bob-1"}  # namespace bob only

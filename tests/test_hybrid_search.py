@@ -10,7 +10,10 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
-from engramdb.store.store import Store
+from engramdb import Store
+from engramdb.retrieval import strategies
+from engramdb.retrieval.fusion import DEFAULT_WEIGHTS
+from engramdb.retrieval.plan import DEFAULT_STAGES
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 FUSED = ["bm25", "hybrid", "multi_space", "pipeline"]
@@ -111,7 +114,7 @@ def test_a_failing_method_is_logged_and_skipped(monkeypatch: pytest.MonkeyPatch,
     def broken(*a: object, **kw: object) -> None:
         raise RuntimeError("index offline")
 
-    monkeypatch.setattr(db, "_bm25_found", broken)
+    monkeypatch.setattr(strategies, "bm25_found", broken)  # fault injection at the retrieval layer's seam
     with caplog.at_level(logging.WARNING, logger="engramdb.search"):
         hits = db.search("Caroline support group", namespace="a", k=3, strategy="hybrid", explain=True)
     assert hits, "the other methods still answer"
@@ -136,7 +139,7 @@ def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) ->
     db2 = engramdb.open(tmp_path / "s")
     got = [(h.id, h.score) for h in db2.search("vaccinations dog", namespace="a", k=5, strategy="bm25")]
     assert got == want
-    assert db2._bm25["lexical"].rebuilt_reason is None  # adopted from the file, not rebuilt
+    assert db2.stats()["index_files"]["bm25-lexical"] == "adopted"  # from the file, not rebuilt
     db2.close()
     data = tmp_path / "s" / "index" / "bm25-lexical.arrow"
     raw = bytearray(data.read_bytes())
@@ -144,7 +147,7 @@ def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) ->
     data.write_bytes(bytes(raw))
     db3 = engramdb.open(tmp_path / "s")
     assert [(h.id, h.score) for h in db3.search("vaccinations dog", namespace="a", k=5, strategy="bm25")] == want
-    assert "corrupt" in (db3._bm25["lexical"].rebuilt_reason or "")
+    assert db3.stats()["index_files"]["bm25-lexical"].startswith("corrupt")
     db3.close()
 
 
@@ -236,8 +239,6 @@ def test_concurrent_fused_searches_answer_as_alone() -> None:
 def test_pipeline_reading_lists_to_the_exact_depth_changes_no_hit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pipeline's RRF reads its vector and BM25 lists only to the depth that can reach the
     fused stage; reading them whole must give the same hits, scores and ranks."""
-    from engramdb.store import hybrid
-
     rng = np.random.default_rng(4)
     words = [f"w{i}" for i in range(60)]
     db = engramdb.open(None, dedup="off")
@@ -247,8 +248,8 @@ def test_pipeline_reading_lists_to_the_exact_depth_changes_no_hit(monkeypatch: p
     weights = [None, {"vector": 3.0, "bm25": 0.5}]
     cut = [[(h.id, h.score) for h in db.search(q, namespace="a", k=10, strategy="pipeline", stages=stages,
                                                 weights=w)] for q in queries for w in weights]
-    assert hybrid._read_depth(dict(hybrid.DEFAULT_WEIGHTS), {**hybrid.DEFAULT_STAGES, **stages}) < 600
-    monkeypatch.setattr(hybrid, "_read_depth", lambda w, st: st["dense"])
+    assert strategies.read_depth(dict(DEFAULT_WEIGHTS), {**DEFAULT_STAGES, **stages}) < 600
+    monkeypatch.setattr(strategies, "read_depth", lambda w, st: st["dense"])
     whole = [[(h.id, h.score) for h in db.search(q, namespace="a", k=10, strategy="pipeline", stages=stages,
                                                   weights=w)] for q in queries for w in weights]
     assert cut == whole

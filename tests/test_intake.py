@@ -7,9 +7,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from engramdb.store.columns import memories_to_table
-from engramdb.store.intake import build_intake
-from engramdb.store.record import InvalidMemory, Memory, validate_memory
+from engramdb.ingest.intake import build_intake
+from engramdb.model import InvalidMemory, Memory, validate_memory
+from engramdb.storage.columns import memories_to_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from engramdb.store.columns import FORMAT_VERSION
-from engramdb.store.manifest import FormatError, Manifest, read_manifest, write_manifest
+from engramdb.storage.columns import FORMAT_VERSION
+from engramdb.storage.manifest import FormatError, Manifest, read_manifest, write_manifest
 
 
 def test_round_trip_and_no_temp_left(tmp_path: Path) -> None:

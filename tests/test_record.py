@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from engramdb.store import InvalidMemory, Memory, validate_memory
-from engramdb.store.columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
+from engramdb.model import InvalidMemory, Memory, validate_memory
+from engramdb.storage.columns import FORMAT_VERSION, MEMORY_SCHEMA, memories_to_table, table_to_memories
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import numpy as np
 import pytest
 from engramdb.spaces.schema import SpaceError
-from engramdb.store import InvalidMemory, StoreError
-from engramdb.store import store as store_mod
+from engramdb import InvalidMemory, StoreError, Tuning
+from engramdb.index import Indexes
+from engramdb.retrieval.plan import SearchPlan
+from engramdb.retrieval.search import run_search
+from engramdb.storage import Engine
 from store_helpers import ToyDense, toy_embedders, toy_schema
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 
 
-def open_store(path: Path | None = None) -> engramdb.store.Store:
+def open_store(path: Path | None = None, **kw: Any) -> engramdb.Store:
     # dedup off: these tests store identical contents on purpose (tests/test_dedup.py covers S8)
-    return engramdb.store.open(path, schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+    return engramdb.open(path, schema=toy_schema(), embedders=toy_embedders(), dedup="off", **kw)  # type: ignore[arg-type]
 
 
 def test_add_get_and_search_in_memory() -> None:
@@ -115,9 +122,8 @@ def test_forget_and_restore() -> None:
         db.forget("ghost")
 
 
-def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 7)
-    db = open_store(tmp_path / "mem")
+def test_persistence_round_trip_with_checkpoints(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=7))
     ids = db.add_many([{"content": f"turn {i}", "namespace": "n", "session_id": "s", "seq": i} for i in range(5)])
     ids += db.add_many([{"content": f"turn {i}", "namespace": "n"} for i in range(5, 9)])  # crosses 7: checkpoint
     db.update(ids[0], content="turn zero, edited")
@@ -128,7 +134,7 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: py
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
     # file numbers are drawn from one counter: seg-1, wal-2 (first checkpoint), seg-3, wal-4 (on close)
     assert files == ["LOCK", "manifest.json", "seg-000001.arrow", "seg-000003.arrow", "wal-000004.log"]
-    again = open_store(tmp_path / "mem")
+    again = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=7))
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]
     assert again.get(ids[1]) is None
@@ -136,13 +142,17 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path, monkeypatch: py
 
 
 def test_unclosed_store_recovers_from_the_wal(tmp_path: Path) -> None:
-    db = open_store(tmp_path / "mem")
-    m = db.add("written but never closed", namespace="n")
-    # no close(): as if the process died (which also drops its lock); the WAL has the write
-    assert db._writer_lock is not None
-    db._writer_lock.release()
-    again = open_store(tmp_path / "mem")
-    assert again.get(m.id) == m
+    # a process that writes and dies without close() (os._exit: no cleanup runs); the WAL has the write
+    script = (f"import engramdb, json, os\n"
+              f"db = engramdb.open({str(tmp_path / 'mem')!r}, dedup='off')\n"
+              f"m = db.add('written but never closed', namespace='n', id='m1')\n"
+              f"print(json.dumps(m.learned_at.isoformat()), flush=True)\n"
+              f"os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    learned = datetime.fromisoformat(json.loads(out.stdout))
+    again = engramdb.open(tmp_path / "mem")  # the dead writer's lock went with it
+    got = again.get("m1")
+    assert got is not None and got.content == "written but never closed" and got.learned_at == learned
     again.close()
 
 
@@ -151,19 +161,21 @@ def test_schema_mismatch_on_reopen_is_refused(tmp_path: Path) -> None:
     from engramdb.spaces.schema import Schema, Space
 
     with pytest.raises(SpaceError, match="has schema"):
-        engramdb.store.open(tmp_path / "mem", schema=Schema([Space("other", "dense", 4, "dot")]), embedders={})
+        engramdb.open(tmp_path / "mem", schema=Schema([Space("other", "dense", 4, "dot")]), embedders={})
 
 
 def test_zero_copy_dense_vectors_from_segment_files(tmp_path: Path) -> None:
     db = open_store(tmp_path / "mem")
     db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(20)])
     db.close()
-    again = open_store(tmp_path / "mem")
-    seg = again._segments[0]
-    vecs = seg.vectors(again.schema, "dense")
+    # storage's seam: the engine's snapshot of the folder, its first segment file
+    engine = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning())
+    seg = engine.view.segments[0]
+    vecs = seg.vectors(engine.schema, "dense")
+    assert seg.file == "seg-000001.arrow"
     assert not vecs.flags.owndata  # a view into the memory-mapped file, not a copy
     np.testing.assert_allclose(vecs[3], ToyDense(8).embed(["row 3"])[0])
-    again.close()
+    engine.close()
 
 
 def test_crash_debris_is_removed_and_never_read(tmp_path: Path) -> None:
@@ -217,15 +229,21 @@ def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
     got = other.get(a.id)
     assert got is not None and (got.content, got.valid_from, got.metadata, got.role) == (a.content, T0, {"k": [1, 2]}, "user")
     hit = other.search(np.eye(8, dtype=np.float32)[2], namespace="alice", k=1)[0]
-    if suffix == ".arrow":  # vectors travel with Arrow exports; JSONL re-embeds the text
+    if suffix == ".arrow":  # vectors travel with Arrow exports
         assert hit.id == b.id and hit.score == pytest.approx(1.0)
+    else:  # JSONL holds the records only: the text is embedded again on import
+        assert hit.score < 0.99  # no row holds the vector given at add any more
+        again = other.search("Alice adopted a cat", namespace="alice", k=1)[0]
+        assert again.id == b.id and again.score == pytest.approx(1.0, abs=1e-5)
+        rows = [json.loads(line) for line in (tmp_path / "alice.jsonl").read_text().splitlines()]
+        assert sorted(r["id"] for r in rows) == sorted([a.id, b.id]) and not any("vectors" in r for r in rows)
+        assert {r["id"]: r["valid_from"] for r in rows}[a.id] == T0.isoformat()
     with pytest.raises(ValueError, match="must end in .jsonl or .arrow"):
         db.export(tmp_path / "x.csv")
 
 
-def test_compact_merges_segments_and_keeps_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 3)
-    db = open_store(tmp_path / "mem")
+def test_compact_merges_segments_and_keeps_history(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=3))
     ids = [db.add(f"fact {i}", namespace="n").id for i in range(10)]
     before_update = db.get(ids[0]).learned_at  # type: ignore[union-attr]
     db.update(ids[0], content="fact zero, revised")
@@ -255,10 +273,17 @@ def test_reopen_closes_old_versions_without_the_id_index(tmp_path: Path) -> None
     db.forget("b")
     db.checkpoint()
     db.update("a", content="delta four")  # stays in the WAL
-    reader = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
-    hits = reader.search("alpha one", namespace="n", k=10)
+    # the retrieval seam over storage's: a plan run against a read-only engine's snapshot
+    engine = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning())
+    view = engine.view
+    plan = SearchPlan.build(view.schema, namespace="n", k=10, space=None, strategy=None, as_of=None,
+                            known_at=None, types=None, explain=False, weights=None, recency=None, stages=None)
+    hits = run_search(plan, view, Indexes(engine.files, Tuning(), "tree"), toy_embedders(), Tuning(),  # type: ignore[arg-type]
+                      "alpha one")
     assert [h.memory.content for h in hits] == ["delta four"]
-    assert reader._index_map is None  # the search needed no id index
+    assert view.ids.rows == 0  # the search needed no id index
+    reader = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+    assert [h.memory.content for h in reader.search("alpha one", namespace="n", k=10)] == ["delta four"]
     assert reader.get("a") is not None and reader.get("a").content == "delta four"  # type: ignore[union-attr]
     assert reader.get("b") is None and len(reader) == 1
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import numpy as np
+import pyarrow as pa
+from engramdb import Tuning
+from engramdb.ingest.embedding import vectors_for
+from engramdb.storage.vectors import column_name, from_arrow
 
 TURNS = [
     "Caroline went to the LGBTQ support group yesterday.",
@@ -31,25 +36,34 @@ def test_every_space_finds_the_matching_turn(tmp_path: Path) -> None:
     again.close()
 
 
-def test_hdc_codes_projected_in_the_store_equal_the_embedders_own() -> None:
+def stored_vectors(db: engramdb.Store, tmp: Path, space: str) -> Any:
+    """A space's vectors as the store holds them, read back from an Arrow export (the segment
+    layout: one column per space)."""
+    db.export(tmp / "all.arrow")
+    table = pa.ipc.open_file(str(tmp / "all.arrow")).read_all()
+    return from_arrow(db.schema[space], table.column(column_name(db.schema[space])))
+
+
+def test_hdc_codes_projected_in_the_store_equal_the_embedders_own(tmp_path: Path) -> None:
     db = engramdb.open()
     m = db.add(TURNS[3], namespace="n")
-    seg = db._segments[-1]
-    stored = np.asarray(seg.vectors(db.schema, "hdc"))[0]
+    stored = np.asarray(stored_vectors(db, tmp_path, "hdc"))[0]
     np.testing.assert_array_equal(stored, db.embedders["hdc"].embed([m.content])[0])
 
 
-def test_long_batches_embed_in_chunks_with_the_same_result(monkeypatch: object) -> None:
-    from engramdb.store import store as store_mod
-
-    monkeypatch.setattr(store_mod, "PROGRESS_MIN", 10)  # type: ignore[attr-defined]
-    monkeypatch.setattr(store_mod, "EMBED_CHUNK", 7)  # type: ignore[attr-defined]
+def test_long_batches_embed_in_chunks_with_the_same_result(tmp_path: Path) -> None:
     texts = [f"turn {i} about topic {i % 5}" for i in range(30)]
-    db = engramdb.open(dedup="off")
+    chunked = Tuning(progress_min=10, embed_chunk=7)  # 30 texts: embedded as 7 + 7 + 7 + 7 + 2
+    db = engramdb.open(dedup="off", tuning=chunked)
     db.add_many([{"content": t, "namespace": "n"} for t in texts])
-    seg = db._segments[-1]
-    np.testing.assert_array_equal(np.asarray(seg.vectors(db.schema, "dense")), db.embedders["dense"].embed(texts))
-    tok = seg.vectors(db.schema, "tokens")
+    dense = stored_vectors(db, tmp_path, "dense")
+    np.testing.assert_array_equal(np.asarray(dense), db.embedders["dense"].embed(texts))
+    tok = stored_vectors(db, tmp_path, "tokens")
     ref = db.embedders["tokens"].embed(texts)
-    np.testing.assert_array_equal(tok.offsets, ref.offsets)  # type: ignore[union-attr]
-    np.testing.assert_array_equal(tok.tokens, ref.tokens)  # type: ignore[union-attr]
+    np.testing.assert_array_equal(tok.offsets, ref.offsets)
+    np.testing.assert_array_equal(tok.tokens, ref.tokens)
+    # the ingest seam: chunked and whole batches give the same vectors in every space
+    whole = vectors_for(db.schema, db.embedders, texts, [{}] * len(texts), Tuning())
+    parts = vectors_for(db.schema, db.embedders, texts, [{}] * len(texts), chunked)
+    np.testing.assert_array_equal(np.asarray(whole["hdc"]), np.asarray(parts["hdc"]))
+    np.testing.assert_array_equal(np.asarray(whole["dense"]), np.asarray(parts["dense"]))

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engramdb.store import open as open_store
-from engramdb.store import store as store_mod
-from engramdb.store import tree_index
+from engramdb import Tuning
+from engramdb import open as open_store
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -37,6 +36,8 @@ CONTENT = st.lists(WORDS, min_size=1, max_size=3).map(" ".join)
 
 
 class StoreMachine(RuleBasedStateMachine):
+    tuning = Tuning(checkpoint_rows=5)  # checkpoints every few steps
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="engramdb-sm-"))
@@ -47,7 +48,8 @@ class StoreMachine(RuleBasedStateMachine):
         self.counter = 0
 
     def open(self) -> Any:
-        return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+        return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off",  # type: ignore[arg-type]
+                          tuning=self.tuning)
 
     def teardown(self) -> None:
         self.db.close()
@@ -201,11 +203,6 @@ class StoreMachine(RuleBasedStateMachine):
                 assert self.model[top.id].content == self.model[mid].content  # (a twin may be archived)
 
 
-@pytest.fixture(autouse=True)
-def small_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_mod, "CHECKPOINT_ROWS", 5)
-
-
 StoreMachine.TestCase.settings = settings(
     max_examples=25, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -217,18 +214,7 @@ class TreeStoreMachine(StoreMachine):
     beam unbounded, so its answers must equal the exact scan's): key mapping, filters, the cached
     mask, tree files across purge/compact/reopen are all checked against the model."""
 
-    def __init__(self) -> None:
-        self._saved = (store_mod.TREE_MIN_ROWS, store_mod.TREE_PROBE, store_mod.TREE_BEAM,
-                       tree_index.TREE_MIN_ROWS, tree_index.LEAF_SIZE)
-        store_mod.TREE_MIN_ROWS = tree_index.TREE_MIN_ROWS = 3
-        store_mod.TREE_PROBE = store_mod.TREE_BEAM = 1_000_000
-        tree_index.LEAF_SIZE = 2
-        super().__init__()
-
-    def teardown(self) -> None:
-        super().teardown()
-        (store_mod.TREE_MIN_ROWS, store_mod.TREE_PROBE, store_mod.TREE_BEAM,
-         tree_index.TREE_MIN_ROWS, tree_index.LEAF_SIZE) = self._saved
+    tuning = Tuning(checkpoint_rows=5, tree_min_rows=3, tree_leaf_size=2, tree_probe=1_000_000, tree_beam=1_000_000)
 
 
 TreeStoreMachine.TestCase.settings = settings(
@@ -243,7 +229,7 @@ class PackedTreeStoreMachine(TreeStoreMachine):
 
     def open(self) -> Any:
         return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off",  # type: ignore[arg-type]
-                          index="tree-packed")
+                          index="tree-packed", tuning=self.tuning)
 
 
 PackedTreeStoreMachine.TestCase.settings = settings(
@@ -263,7 +249,7 @@ class HybridStoreMachine(StoreMachine):
 
         schema = Schema([*toy_schema(), Space("lexical", "sparse", 2**31, "jaccard", embedder="lexical")])
         return open_store(self.dir / "mem", schema=schema, embedders={**toy_embedders(), "lexical": LexicalEmbedder()},
-                          dedup="off")
+                          dedup="off", tuning=self.tuning)
 
     @invariant()
     def bm25_finds_exactly_the_current_memories_holding_a_word(self) -> None:

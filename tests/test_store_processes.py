@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from engramdb.store import StoreLocked
-from engramdb.store import open as open_store
+from engramdb import StoreLocked
+from engramdb import open as open_store
 from store_helpers import toy_embedders, toy_schema
 
 TESTS = Path(__file__).resolve().parent
@@ -23,10 +23,10 @@ WRITER = """
 import sys
 sys.path.insert(0, {tests!r})
 from store_helpers import toy_embedders, toy_schema
-from engramdb.store import open as open_store
-from engramdb.store import store as store_mod
-store_mod.CHECKPOINT_ROWS = {checkpoint}
-db = open_store({path!r}, schema=toy_schema(), embedders=toy_embedders(), dedup="off")
+from engramdb import Tuning
+from engramdb import open as open_store
+db = open_store({path!r}, schema=toy_schema(), embedders=toy_embedders(), dedup="off",
+                tuning=Tuning(checkpoint_rows={checkpoint}))
 print("READY", flush=True)
 b = 0
 while True:

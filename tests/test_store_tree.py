@@ -5,20 +5,24 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import numpy as np
 import pytest
 import store_helpers
+from engramdb import Tuning
+from engramdb.index.tree import TreeIndex
 from engramdb.spaces.schema import Schema, Space
+from engramdb.storage import Engine
 
 D = 32
 SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
+TUNING = store_helpers.small_trees(500, 16)  # trees from 500 memories, leaves of 16
 
 
-@pytest.fixture(autouse=True)
-def small_trees(monkeypatch: pytest.MonkeyPatch) -> None:
-    store_helpers.small_trees(monkeypatch, 500, 16)
+def opened(path: Path | None, **kw: Any) -> engramdb.Store:
+    return engramdb.open(path, schema=SCHEMA, embedders={}, tuning=TUNING, **kw)
 
 
 def vectors(n: int, seed: int = 0) -> np.ndarray:
@@ -30,7 +34,7 @@ def vectors(n: int, seed: int = 0) -> np.ndarray:
 
 def filled(path: Path | None, n: int = 1_500) -> tuple[engramdb.Store, np.ndarray]:
     x = vectors(n)
-    db = engramdb.open(path, schema=SCHEMA, embedders={}, dedup="off")
+    db = opened(path, dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(n)])
     db.checkpoint()
@@ -42,13 +46,14 @@ def test_tree_search_agrees_with_exact_and_keeps_namespaces_apart(tmp_path: Path
     hits = db.search(x[1], namespace="a", k=10, explain=True)
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "tree"
     assert hits[0].id == "m1"
+    assert hits.stats.strategy == "tree" and hits.stats.index["e_computations"] > 0  # the search's own stats
+    assert hits.stats.index["e_computations"] == hits[0].explain["tree"]["e_computations"]
     exact = db.search(x[1], namespace="a", k=10, strategy="exact")
     assert len({h.id for h in hits} & {h.id for h in exact}) >= 8
     assert all(int(h.id[1:]) % 3 for h in hits)  # never a memory of namespace b
     for q in x[:30:3]:  # b's rows as queries against a: still only a's
         assert all(int(h.id[1:]) % 3 for h in db.search(q, namespace="a", k=20))
     assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_000
-    assert db.stats()["last_tree_search"]["e_computations"] > 0
     assert db.tree_recall("a") >= 0.8
 
 
@@ -91,21 +96,21 @@ def test_tree_files_are_rebuilt_when_missing_corrupt_or_stale(tmp_path: Path, da
         data.write_bytes(bytes(raw))
     else:
         side.write_text(side.read_text().replace('"epoch": 0', '"epoch": 7'))
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    db = opened(tmp_path / "s")
     assert [h.id for h in db.search(x[7], namespace="a", k=5)] == before
-    reason = db._trees["dense"].rebuilt_reason
-    assert reason is not None and reason.split()[0] in ("missing", "corrupt", "stale")
+    reason = db.stats()["index_files"]["tree-dense"]
+    assert reason.split()[0] in ("missing", "corrupt", "stale")
     db.close()
-    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    again = opened(tmp_path / "s")
     again.search(x[7], namespace="a", k=5)
-    assert again._trees["dense"].rebuilt_reason is None  # the rebuilt file was saved and is trusted
+    assert again.stats()["index_files"]["tree-dense"] == "adopted"  # the rebuilt file was saved and is trusted
 
 
 def test_purge_removes_tree_files_and_renumbers(tmp_path: Path) -> None:
     db, x = filled(tmp_path / "s")
     db.search(x[1], namespace="a", k=5)
     db.close()
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={})
+    db = opened(tmp_path / "s")
     db.purge("m1")
     assert not list((tmp_path / "s" / "index").glob("tree-*"))
     hits = db.search(x[1], namespace="a", k=5)
@@ -121,7 +126,7 @@ def test_small_namespaces_and_memory_stores_use_exact_scan() -> None:
 
 def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
     x = vectors(1_500)
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off", index="hnsw")
+    db = opened(tmp_path / "s", dedup="off", index="hnsw")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(1_500)])
     db.checkpoint()
@@ -137,28 +142,27 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
     graphs = list((tmp_path / "s" / "index").glob("hnsw-dense-*.usearch"))
     assert graphs
     graphs[0].unlink()
-    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="hnsw")
+    again = opened(tmp_path / "s", index="hnsw")
     assert again.search(x[4], namespace="a", k=1)[0].id == "m4"
-    assert again._hnsw["dense"].rebuilt_reason is not None
+    assert again.stats()["index_files"]["hnsw-dense"].startswith("missing")
     assert again.search(x[4], namespace="a", k=1, strategy="tree")[0].id == "m4"  # either kind on demand
 
 
 def test_index_kind_is_checked() -> None:
     with pytest.raises(ValueError, match="index must be 'tree', 'tree-packed', 'hnsw' or 'none', got 'ivf'"):
-        engramdb.open(None, schema=SCHEMA, embedders={}, index="ivf")
+        opened(None, index="ivf")
 
 
 def test_build_index_after_a_bulk_load_serves_readers(tmp_path: Path) -> None:
     x = vectors(1_200)
-    with engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off") as db:
+    with opened(tmp_path / "s", dedup="off") as db:
         db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                      for i in range(1_200)])
         assert db.build_index() == {"a": 1_200}
-    reader = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, read_only=True)
+    reader = opened(tmp_path / "s", read_only=True)
     hit = reader.search(x[3], namespace="a", k=1, explain=True)[0]
     assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "tree"
-    ti = reader._trees["dense"]
-    assert ti.rebuilt_reason is None and not ti.dirty  # loaded from the writer's file, not rebuilt
+    assert reader.stats()["index_files"] == {"tree-dense": "adopted"}  # the writer's file, not rebuilt
     assert sorted(p.name for p in (tmp_path / "s" / "index").iterdir()) == ["tree-dense.arrow", "tree-dense.json"]
 
 
@@ -171,35 +175,46 @@ def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     db.forget("m2")
     db.checkpoint()
     assert db.search(x[2], namespace="a", k=1)[0].id != "m2"  # a write invalidates the mask
-    soon = datetime.now(timezone.utc) + timedelta(seconds=0.6)
+    soon = datetime.now(timezone.utc) + timedelta(seconds=0.5)
     db.update("m4", valid_from=soon)
     db.checkpoint()
-    assert db.search(x[4], namespace="a", k=1)[0].id != "m4"  # not valid yet
-    _time.sleep(0.7)
+    top = db.search(x[4], namespace="a", k=1)[0].id
+    if datetime.now(timezone.utc) < soon:  # the query's clock was before valid_from (a slow machine skips this)
+        assert top != "m4"  # not valid yet
+    while datetime.now(timezone.utc) <= soon:
+        _time.sleep(0.05)
     assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # the clock passed its valid_from
 
 
 def test_a_tree_grown_past_twice_its_build_is_rebuilt(tmp_path: Path) -> None:
     x = vectors(2_000)
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, dedup="off")
+    db = opened(tmp_path / "s", dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(600)])
     db.build_index()
-    ti = db._trees["dense"]
-    first = ti.trees["a"]
-    assert ti.built["a"] == 600
+
+    def tree_a(store: engramdb.Store) -> dict[str, Any]:
+        info: dict[str, Any] = store.stats()["trees"]["dense"]["a"]
+        return info
+
+    assert tree_a(db)["built"] == 600 and tree_a(db)["memories"] == 600
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(600, 1_100)])
     db.build_index()
-    assert ti.trees["a"] is first and len(first) == 1_100  # grown by inserts
+    assert tree_a(db)["built"] == 600 and tree_a(db)["memories"] == 1_100  # grown by inserts
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(1_100, 1_300)])
     db.build_index()
-    assert ti.trees["a"] is not first and ti.built["a"] == 1_300  # past 2 x 600: rebuilt whole
-    ti.trees["a"].check()
+    assert tree_a(db)["built"] == 1_300  # past 2 x 600: rebuilt whole
     db.close()
-    again = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, read_only=True)
+    # the index layer's seam: the saved tree, loaded over the folder's snapshot, keeps its invariants
+    engine = Engine(tmp_path / "s", schema=None, read_only=True, tuning=TUNING)
+    ix = TreeIndex("dense", D, TUNING)
+    assert ix.load(engine.files, engine.view) and ix.load_state == "adopted"
+    ix.current.trees["a"].check()
+    engine.close()
+    again = opened(tmp_path / "s", read_only=True)
     again.search(x[0], namespace="a", k=1)
-    assert again._trees["dense"].built["a"] == 1_300  # the build size travels in the sidecar
+    assert tree_a(again)["built"] == 1_300  # the build size travels in the sidecar
 
 
 def test_indexes_serve_cosine_spaces_only(tmp_path: Path) -> None:
@@ -218,16 +233,17 @@ def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
     db, x = filled(tmp_path / "s")
     plain = [[h.id for h in db.search(x[i], namespace="a", k=10)] for i in range(0, 300, 7)]
     db.close()
-    db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="tree-packed", dedup="off")
+    db = opened(tmp_path / "s", index="tree-packed", dedup="off")
     packed = [[h.id for h in db.search(x[i], namespace="a", k=10)] for i in range(0, 300, 7)]
     assert packed == plain
-    tree = db._trees["dense"].trees["a"]
-    assert tree.packed
+    assert db.stats()["trees"]["dense"]["a"]["packed"]
     db.forget("m7")  # the filter reaches the packed copy too
     assert "m7" not in [h.id for h in db.search(x[7], namespace="a", k=10)]
     db.add("fresh", namespace="a", id="fresh", vectors={"dense": x[7]})
-    db.checkpoint()  # the tree grows: its copy is stale until the next search packs it again
-    assert db.search(x[7], namespace="a", k=1)[0].id == "fresh" and tree.packed
+    db.checkpoint()  # the tree grows: the new version is packed before it is published
+    # 1,000 rows + the forget's new version + fresh: trees hold every committed row
+    assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_002 and db.stats()["trees"]["dense"]["a"]["packed"]
+    assert db.search(x[7], namespace="a", k=1)[0].id == "fresh"
     db.close()
     with pytest.raises(ValueError, match="tree-packed"):
-        engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, index="packed")
+        opened(tmp_path / "s", index="packed")

@@ -13,9 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from engramdb.store import Memory, validate_memory
-from engramdb.store.columns import memories_to_table, table_to_memories
-from engramdb.store.wal import HEADER, WalError, WriteAheadLog, encode_frame, read_frames
+from engramdb.model import Memory, validate_memory
+from engramdb.storage.columns import memories_to_table, table_to_memories
+from engramdb.storage.wal import HEADER, WalError, WriteAheadLog, encode_frame, read_frames
 
 GOLDEN = Path(__file__).parent / "golden"
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
@@ -98,9 +98,9 @@ def test_acknowledged_frames_survive_sigkill(tmp_path: Path) -> None:
     path = tmp_path / "wal.log"
     code = textwrap.dedent(
         f"""
-        from engramdb.store import Memory, validate_memory
-        from engramdb.store.columns import memories_to_table
-        from engramdb.store.wal import WriteAheadLog
+        from engramdb.model import Memory, validate_memory
+        from engramdb.storage.columns import memories_to_table
+        from engramdb.storage.wal import WriteAheadLog
         wal = WriteAheadLog({str(path)!r})
         i = 0
         while True:

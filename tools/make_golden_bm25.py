@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 import engramdb
-from engramdb.store.bm25_index import BM25_FORMAT
+from engramdb.index.lexical import BM25_FORMAT
 
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
 TEXTS = {

@@ -8,6 +8,7 @@ folders (store-v1, written by engramdb 0.1 before edges existed) are never rewri
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from datetime import datetime, timezone
@@ -19,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import engramdb
-from engramdb.store import store as store_mod
-from engramdb.store.columns import FORMAT_VERSION
+from engramdb.storage.columns import FORMAT_VERSION
 from store_helpers import toy_embedders, toy_schema
 
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
@@ -29,8 +29,8 @@ T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
 def main() -> None:
     out = ROOT / "tests" / "golden" / f"store-v{FORMAT_VERSION}"
     shutil.rmtree(out, ignore_errors=True)
-    store_mod.CHECKPOINT_ROWS = 3
-    db = engramdb.open(out, schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
+    db = engramdb.open(out, schema=toy_schema(), embedders=toy_embedders(), dedup="off",  # type: ignore[arg-type]
+                       tuning=engramdb.Tuning(checkpoint_rows=3))
     v = np.eye(8, dtype=np.float32)
     db.add("Alice moved to Lisbon", namespace="alice", id="g1", valid_from=T0, role="user", vectors={"dense": v[0]})
     db.add("Alice works at the bakery", namespace="alice", id="g2", valid_from=T0, vectors={"dense": v[1]})
@@ -45,11 +45,11 @@ def main() -> None:
     db.link("g1", "g2", "CAUSED_BY", confidence=0.75)
     db.unlink("g4", "g1", "RELATES_TO")
     db.forget("g1")
-    # leave the last writes in the WAL: release the lock without close(), as a crash would
-    assert db._writer_lock is not None
-    db._writer_lock.release()
+    # leave the last writes in the WAL: end the process without close(), as a crash would (its
+    # lock goes with it; the WAL frames are already fsynced)
     (out / "LOCK").unlink()
-    print(sorted(p.name for p in out.iterdir()))
+    print(sorted(p.name for p in out.iterdir()), flush=True)
+    os._exit(0)
 
 
 if __name__ == "__main__":

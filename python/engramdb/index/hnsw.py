@@ -76,7 +76,7 @@ class HnswIndex:
         self.epoch = -1
         self.source: SegmentsSource | None = None
         self.dirty = False
-        self.rebuilt_reason: str | None = None
+        self.load_state: str | None = None  # "adopted" (from its file) or why it was rebuilt; None: never loaded
         self.recent: dict[str, np.ndarray] = {}
         self.rw = ReadWriteLock()  # searches share it; a sync holds it alone
         self._lock = threading.Lock()  # one sync at a time
@@ -163,10 +163,11 @@ class HnswIndex:
                     with self._lock, self.rw.write():
                         self.graphs, self.covered, self.epoch = graphs, int(meta["covered"]), view.epoch
                         self.source = src
+                    self.load_state = "adopted"
                     return True
             except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
                 reason = f"unreadable ({exc})"
-        self.rebuilt_reason = reason
+        self.load_state = reason
         log.info("hnsw index for space %r: %s; rebuilding from the segments", self.space, reason)
         return False
 

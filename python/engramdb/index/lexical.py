@@ -65,7 +65,7 @@ class StoreBm25:
         self.k1, self.b = k1, b
         self.current = LexicalVersion(epoch=-1, covered=0)
         self.dirty = False
-        self.rebuilt_reason: str | None = None
+        self.load_state: str | None = None  # "adopted" (from its file) or why it was rebuilt; None: never loaded
         self._lock = threading.Lock()  # one sync at a time; searches never take it
 
     def sync(self, view: View, *, wait: bool = True) -> LexicalVersion:
@@ -145,12 +145,13 @@ class StoreBm25:
                     indexes[ns] = Bm25Index.from_arrays(arrays, k1=self.k1, b=self.b)
                 with self._lock:
                     self.current = LexicalVersion(epoch=view.epoch, covered=int(meta["covered"]), indexes=indexes)
+                self.load_state = "adopted"
                 return True
             except (ValueError, KeyError, TypeError) as exc:
                 reason = f"unreadable ({exc})"
             except Exception as exc:  # noqa: BLE001 - pyarrow's errors: a derived file is never trusted
                 reason = f"unreadable ({type(exc).__name__}: {exc})"
-        self.rebuilt_reason = reason
+        self.load_state = reason
         log.info("BM25 index %s: %s; rebuilding from the segments", data, reason)
         return False
 

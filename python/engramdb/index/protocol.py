@@ -1,7 +1,7 @@
 """What every derived index of a store offers: tree, HNSW, BM25 (turn maps: a subset, unsaved).
 
 A derived index is rebuildable from the segments alone. It is loaded from its saved files when
-they are whole and current (`load`; `rebuilt_reason` says why not), brought up to a snapshot
+they are whole and current (`load`; `load_state` says "adopted" or why not), brought up to a snapshot
 (`sync`: returns an immutable version a search reads, or one the search can filter down to its
 snapshot), written back by the writer (`save`), and forgotten when rows are renumbered (`drop`).
 """
@@ -19,7 +19,7 @@ class DerivedIndex(Protocol):
 
     kind: str
     dirty: bool  # changed since it was last saved
-    rebuilt_reason: str | None  # why the last load fell back to a rebuild (None: adopted, or never loaded)
+    load_state: str | None  # "adopted" (from its file), or why it was rebuilt; None: never loaded
 
     def load(self, files: DerivedFiles, view: View) -> bool: ...
 

@@ -89,6 +89,7 @@ class Indexes:
         ones (the writer, after a checkpoint and on close)."""
         if not self.files.writable:
             return
+        dense: TreeIndex | HnswIndex
         for dense in [*self._trees.values(), *self._graphs.values()]:
             dense.sync(view)
             if dense.dirty:
@@ -107,6 +108,10 @@ class Indexes:
 
     def describe(self) -> dict[str, Any]:
         """What `Store.stats` reports of the indexes made so far."""
+        files = {f"{kind}-{name}": ix.load_state
+                 for kind, group in (("tree", self._trees), ("hnsw", self._graphs), ("bm25", self._bm25))
+                 for name, ix in group.items() if ix.load_state is not None}
         return {"trees": {name: ix.describe() for name, ix in self._trees.items()},
                 "hnsw": {name: ix.describe() for name, ix in self._graphs.items()},
-                "bm25": {name: ix.describe() for name, ix in self._bm25.items()}}
+                "bm25": {name: ix.describe() for name, ix in self._bm25.items()},
+                "index_files": files}

@@ -15,6 +15,7 @@ publishes a new version, so a search never waits for the writer and never sees a
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Mapping
@@ -57,7 +58,7 @@ class TreeIndex:
         self.pack = pack  # keep each tree's leaf-ordered half-precision copy (index="tree-packed")
         self.current = TreeVersion(epoch=-1, covered=0, source=None)
         self.dirty = False
-        self.rebuilt_reason: str | None = None  # why the last load fell back to a rebuild
+        self.load_state: str | None = None  # "adopted" (from its file) or why it was rebuilt; None: never loaded
         self._lock = threading.Lock()  # one sync at a time; searches never take it
 
     # ------------------------------------------------------------------------------ upkeep
@@ -95,7 +96,7 @@ class TreeIndex:
             recent[ns] = newest(recent.get(ns), keys, t.hot_rows)
             tree = trees.get(ns)
             if tree is not None and len(tree) + len(keys) <= t.tree_rebuild_growth * built.get(ns, 0):
-                tree = tree.copy()  # the published tree keeps answering while this one changes
+                tree = copy.deepcopy(tree)  # the published tree keeps answering while this one changes
                 tree.insert(src, keys, src.take(keys))
                 trees[ns] = tree
                 continue
@@ -109,7 +110,7 @@ class TreeIndex:
         if self.pack:
             for ns, tree in trees.items():
                 if not tree.packed:  # after a build, load or insert: copy once, before publishing
-                    tree = trees[ns] = tree.copy() if tree is v.trees.get(ns) else tree
+                    tree = trees[ns] = copy.deepcopy(tree) if tree is v.trees.get(ns) else tree
                     tree.pack(src)
         return TreeVersion(epoch=view.epoch, covered=src.total, source=src, trees=trees, built=built,
                            recent=recent)
@@ -156,19 +157,23 @@ class TreeIndex:
                 with self._lock:
                     self.current = TreeVersion(epoch=view.epoch, covered=covered, source=src, trees=trees,
                                                built=built)
+                self.load_state = "adopted"
                 return True
             except (ValueError, KeyError, TypeError) as exc:
                 reason = f"unreadable ({exc})"
             except Exception as exc:  # noqa: BLE001 - pyarrow's errors: a derived file is never trusted
                 reason = f"unreadable ({type(exc).__name__}: {exc})"
-        self.rebuilt_reason = reason
+        self.load_state = reason
         log.info("tree index %s for space %r: %s; rebuilding from the segments", data, self.space, reason)
         return False
 
     def describe(self) -> dict[str, Any]:
-        """Per namespace: levels, nodes per level, memories."""
-        return {ns: {"levels": t.height, "nodes_per_level": t.nodes_per_level(), "memories": len(t)}
-                for ns, t in self.current.trees.items()}
+        """Per namespace: levels, nodes per level, memories, memories at its last batch build
+        (a tree is rebuilt whole when it has grown past `tree_rebuild_growth` x that), packed."""
+        v = self.current
+        return {ns: {"levels": t.height, "nodes_per_level": t.nodes_per_level(), "memories": len(t),
+                     "built": int(v.built.get(ns, len(t))), "packed": t.packed}
+                for ns, t in v.trees.items()}
 
     # ------------------------------------------------------------------------------ archival, recall
     def old_leaves(self, view: View, old: set[str], archived: set[str], namespace: str | None

@@ -24,7 +24,6 @@ class TurnMaps:
     def __init__(self) -> None:
         self._maps: OrderedDict[str, tuple[tuple[Segment, ...], dict[tuple[str, int], Loc]]] = OrderedDict()
         self._lock = threading.Lock()
-        self.rebuilt_reason: str | None = None  # never saved: nothing to adopt or refuse
 
     def get(self, view: View, namespace: str) -> dict[tuple[str, int], Loc]:
         """(session_id, seq) -> (segment, row) of the newest row of each turn in a namespace."""

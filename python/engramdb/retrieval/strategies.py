@@ -158,7 +158,7 @@ def sparse_recall(run: Run) -> None:
     """BM25 (with RM3 feedback when that stage is set) joined by the vector index's best."""
     ctx, st, terms = run.ctx, run.st, run.terms
     assert terms is not None
-    read = _read_depth(run.w, st)
+    read = read_depth(run.w, st)
 
     def sparse() -> Found:
         if st["feedback"] > 0:
@@ -174,7 +174,7 @@ def sparse_recall(run: Run) -> None:
 
 def dense_rescore(run: Run) -> None:
     """Exact dense scores of every candidate; the best `dense` kept (and the vector's say set)."""
-    st, read = run.st, _read_depth(run.w, run.st)
+    st, read = run.st, read_depth(run.w, run.st)
     bm_keys, bm_scores = _arrays(run, run.got.get("bm25", []))
     vec_keys, _ = _arrays(run, run.got.get("vector", []))
     candidates = np.concatenate([bm_keys, vec_keys])  # the dense kernel scores a repeated key once
@@ -287,7 +287,7 @@ def _lists(got: dict[str, Found]) -> dict[str, Ranked]:
     return {name: found for name, found in got.items() if isinstance(found, list)}
 
 
-def _read_depth(w: dict[str, float], st: dict[str, int]) -> int:
+def read_depth(w: dict[str, float], st: dict[str, int]) -> int:
     """How deep the pipeline's RRF reads its vector and BM25 lists: past exact_depth no key can
     reach the fused stage's `fused` best, so the lists need no order there. The vector weight
     may still shrink with its match strength, so the bound takes it at full weight in the sum

@@ -448,6 +448,8 @@ class Store:
             "trees": indexes["trees"],
             "hnsw": indexes["hnsw"],
             "bm25": indexes["bm25"],  # indexes loaded or built so far (searches and build_index build them)
+            # per saved index: "adopted" from its file, or why it was rebuilt ("missing", "corrupt ...")
+            "index_files": indexes["index_files"],
         }
 
     # ----------------------------------------------------------------------------- internals
