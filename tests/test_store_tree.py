@@ -118,9 +118,16 @@ def test_purge_removes_tree_files_and_renumbers(tmp_path: Path) -> None:
     assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # keys after the purged row still right
 
 
-def test_small_namespaces_and_memory_stores_use_exact_scan() -> None:
-    db, x = filled(None, n=600)
-    hits = db.search(x[0], namespace="b", k=3, explain=True)  # 200 rows in b: below the threshold
+def test_small_namespaces_and_memory_stores_use_exact_scan(tmp_path: Path) -> None:
+    on_disk, x = filled(tmp_path / "s")  # a: 1,000 rows, b: 500, over the threshold of 500
+    in_memory, _ = filled(None)
+    for ns, q in (("a", x[1]), ("b", x[0])):
+        assert on_disk.search(q, namespace=ns, k=3, explain=True)[0].explain["strategy"] == "tree"  # type: ignore[index]
+        hits = in_memory.search(q, namespace=ns, k=3, explain=True)  # the same rows, never committed: exact
+        assert hits[0].explain is not None and hits[0].explain["strategy"] == "exact" and hits.stats.index == {}
+        assert [h.id for h in hits] == [h.id for h in in_memory.search(q, namespace=ns, k=3, strategy="exact")]
+    small, y = filled(tmp_path / "t", n=600)  # b: 200 rows, below the threshold, even on disk
+    hits = small.search(y[0], namespace="b", k=3, explain=True)
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "exact"
 
 

@@ -7,16 +7,46 @@
 `engramdb.kernels` holds the native kernels; `engramdb.capabilities()` says what they run on.
 The code is layered (README "How the code is laid out"): kernels -> model -> spaces, hierarchy ->
 storage -> index -> retrieval, ingest, graph -> the facade (`engramdb.store`) -> surfaces (CLI).
+The names below load on first use, so `import engramdb.kernels` (or any lower layer) does not
+load the layers above it.
 """
 
 from __future__ import annotations
 
-from . import kernels
-from ._capabilities import capabilities
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
-from .model import Edge, FormatError, Hit, Hits, InvalidMemory, Memory, SearchStats, StoreError, StoreLocked, Tuning
-from .store import Store, open
+
+if TYPE_CHECKING:  # what the lazy names below resolve to
+    from . import kernels
+    from ._capabilities import capabilities
+    from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
+    from .model import (
+        Edge,
+        FormatError,
+        Hit,
+        Hits,
+        InvalidMemory,
+        Memory,
+        SearchStats,
+        StoreError,
+        StoreLocked,
+        Tuning,
+    )
+    from .store import Store, open
+
+_WHERE = {
+    "capabilities": "._capabilities",
+    "Candidate": ".graph.heuristic",
+    "EdgeProposal": ".graph.heuristic",
+    "HeuristicInferrer": ".graph.heuristic",
+    "InferenceReport": ".graph.heuristic",
+    **dict.fromkeys(("Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "SearchStats", "StoreError",
+                     "StoreLocked", "Tuning"), ".model"),
+    "Store": ".store",
+    "open": ".store",
+}
 
 __all__ = [
     "Candidate",
@@ -39,3 +69,23 @@ __all__ = [
     "kernels",
     "open",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names (and subpackages such as `engramdb.kernels`), imported on first use."""
+    where = _WHERE.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(where, __name__), name)
+    else:
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,72 @@
+"""The house: layers import one way (import-linter contracts in pyproject.toml), each layer loads
+without the layers above it, no circular import, modules under 600 lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: import-linter brings tomli
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python" / "engramdb"
+MAX_LINES = 600
+
+
+def layers() -> list[list[str]]:
+    """The layers contract, top first: each layer's sibling modules."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["type"] == "layers")
+    return [[m.strip() for m in layer.replace(":", "|").split("|")] for layer in contract["layers"]]
+
+
+def test_lint_imports_keeps_every_contract() -> None:
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    got = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "0 broken" in got.stdout and "layers import one way KEPT" in got.stdout
+
+
+@pytest.mark.parametrize("level", range(len(layers())))
+def test_each_layer_imports_without_the_layers_above(level: int) -> None:
+    stack = layers()
+    above = {m for layer in stack[:level] for m in layer}
+    for module in stack[level]:
+        if module == "__main__":  # `python -m engramdb`: importing it runs the CLI
+            continue
+        code = (f"import sys, json, engramdb.{module}; "
+                "print(json.dumps(sorted(m for m in sys.modules if m.startswith('engramdb.'))))")
+        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        loaded = {m.split(".")[1] for m in json.loads(got.stdout)}
+        assert module in loaded
+        assert not loaded & above, f"importing engramdb.{module} loaded {sorted(loaded & above)}"
+
+
+def test_only_the_root_package_defers_imports_to_type_checking() -> None:
+    """import-linter ignores TYPE_CHECKING imports (the root package's lazy names need that), so
+    no other module may hide a dependency there."""
+    found = [p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+             if "TYPE_CHECKING" in p.read_text() and p != PACKAGE / "__init__.py"]
+    assert found == []
+
+
+def test_modules_stay_under_600_lines() -> None:
+    long = {p.relative_to(PACKAGE).as_posix(): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_every_layer_is_in_the_contract() -> None:
+    """A new package or top-level module must take its place in the layers contract."""
+    named = {m for layer in layers() for m in layer}
+    present = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    present |= {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert present - named == set(), "add these to [tool.importlinter] layers in pyproject.toml"
