@@ -10,11 +10,11 @@ from pathlib import Path
 
 import engramdb
 import numpy as np
+import pyarrow as pa
 import pytest
 import store_helpers
-from engramdb.spaces.schema import Schema, Space
-import pyarrow as pa
 from engramdb import InvalidMemory, StoreError
+from engramdb.spaces.schema import Schema, Space
 
 D = 16
 SCHEMA = Schema([Space("dense", "dense", D, "cosine")])

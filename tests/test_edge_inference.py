@@ -11,8 +11,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb import cli
-from engramdb import Candidate, EdgeProposal, HeuristicInferrer, Memory, Store
+from engramdb import Candidate, EdgeProposal, HeuristicInferrer, Memory, Store, cli
 
 T0 = datetime(2023, 5, 1, tzinfo=timezone.utc)
 

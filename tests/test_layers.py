@@ -30,7 +30,7 @@ def layers() -> list[list[str]]:
 
 def test_lint_imports_keeps_every_contract() -> None:
     exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
-    got = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    got = subprocess.run([exe, "--no-cache"], check=False, cwd=ROOT, capture_output=True, text=True)
     assert got.returncode == 0, got.stdout + got.stderr
     assert "0 broken" in got.stdout and "layers import one way KEPT" in got.stdout
 

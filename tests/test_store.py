@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import engramdb
 import numpy as np
 import pytest
-from engramdb.spaces.schema import SpaceError
 from engramdb import InvalidMemory, StoreError, Tuning
 from engramdb.index import Indexes
 from engramdb.retrieval.plan import SearchPlan
 from engramdb.retrieval.search import run_search
+from engramdb.spaces.schema import SpaceError
 from engramdb.storage import Engine
 from store_helpers import ToyDense, toy_embedders, toy_schema
 

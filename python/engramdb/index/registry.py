@@ -89,11 +89,11 @@ class Indexes:
         ones (the writer, after a checkpoint and on close)."""
         if not self.files.writable:
             return
-        dense: TreeIndex | HnswIndex
-        for dense in [*self._trees.values(), *self._graphs.values()]:
-            dense.sync(view)
-            if dense.dirty:
-                dense.save(self.files)
+        dense: list[TreeIndex | HnswIndex] = [*self._trees.values(), *self._graphs.values()]
+        for ix in dense:
+            ix.sync(view)
+            if ix.dirty:
+                ix.save(self.files)
         if view.committed == len(view.segments):  # BM25 keys span every segment: saved when all are files
             for lex in self._bm25.values():
                 lex.sync(view)

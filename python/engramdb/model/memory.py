@@ -9,6 +9,7 @@ guessed. Nothing here touches disk: `validate_memory` is the single gate every w
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -92,6 +93,17 @@ class Memory:
     def known_at(self, t: datetime) -> bool:
         """Did the store believe it at system time t? (learned_at <= t < expired_at)."""
         return (self.learned_at is None or self.learned_at <= t) and (self.expired_at is None or t < self.expired_at)
+
+    def detached(self) -> Memory:
+        """A copy with its own metadata and provenance dicts (Memory is frozen, its dicts are not:
+        a caller editing one must not change what the next caller gets). A plain field copy, ~10x
+        cheaper than `dataclasses.replace`: every search materialises its hits through it."""
+        new = object.__new__(Memory)
+        fields_ = new.__dict__
+        fields_.update(self.__dict__)
+        fields_["metadata"] = copy.deepcopy(self.metadata) if self.metadata else {}
+        fields_["provenance"] = copy.deepcopy(self.provenance) if self.provenance else {}
+        return new
 
     def with_changes(self, **changes: Any) -> Memory:
         """A copy with some fields replaced (validated by the caller through validate_memory)."""

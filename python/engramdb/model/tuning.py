@@ -26,6 +26,11 @@ class Tuning:
     - `tree_rebuild_growth`: a tree grown to this multiple of its last batch build is rebuilt.
     - `hot_rows`: each namespace's newest committed memories, scanned directly on every index
       search, so a memory added a moment ago is found whatever leaf it joined (J5).
+    - `search_threads`: threads one search may use for its independent methods (the dense index
+      and BM25 of a hybrid search, say). 1: every method on the calling thread, the throughput
+      setting when searches run side by side (each core answers its own query). 2: a search that
+      runs alone overlaps them on a small pool (lower latency one query at a time); searches that
+      run side by side still take one thread each (bench/test_bench_concurrency.py).
     - `progress_min`: texts in one embed call from which a progress bar is shown (on a terminal).
     - `embed_chunk`: texts per embed call when a long batch is embedded in chunks.
     """
@@ -38,6 +43,7 @@ class Tuning:
     tree_beam: int = 16
     tree_rebuild_growth: float = 2.0
     hot_rows: int = 100
+    search_threads: int = 2
     progress_min: int = 5_000
     embed_chunk: int = 2_048
 
@@ -50,6 +56,8 @@ class Tuning:
                         or value <= 1:
                     raise ValueError(f"tuning {f.name} must be a number > 1, got {value!r}")
                 continue
+            if f.name == "search_threads" and value not in (1, 2):
+                raise ValueError(f"tuning search_threads must be 1 or 2, got {value!r}")
             low = least.get(f.name, 1)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"tuning {f.name} must be an int >= {low}, got {value!r}")

@@ -8,6 +8,7 @@ returns ranked (segment, row) locations or key arrays. Nothing here takes the wr
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -25,8 +26,35 @@ from .plan import SearchPlan
 log = logging.getLogger("engramdb.search")
 
 # Independent methods of one query overlap on this pool (the kernels release the GIL); the
-# calling thread runs one of them itself, so a query costs one thread hop, not two.
+# calling thread runs one of them itself, so a query costs one thread hop, not two. Only a query
+# that runs alone does so: when searches run side by side the cores are already busy, and thread
+# hops and GIL hand-offs would cost throughput (bench/test_bench_concurrency.py).
 POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="engramdb-search")
+
+
+class InFlight:
+    """How many searches of this process are running (a context manager counts one)."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> InFlight:
+        with self._lock:
+            self._n += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._n -= 1
+
+    @property
+    def alone(self) -> bool:
+        """True while at most one search runs."""
+        return self._n <= 1
+
+
+IN_FLIGHT = InFlight()
 
 Ranked = list[tuple[Loc, float]]
 Found = Ranked | tuple[np.ndarray, np.ndarray]  # a ranked list, or (keys, scores) arrays
@@ -50,11 +78,12 @@ class QueryContext:
         self.index_stats: dict[str, Any] = {}  # what the dense index did (SearchStats.index)
 
     def run(self, methods: Mapping[str, Callable[[], T]], *, parallel: bool = True) -> dict[str, T]:
-        """Run methods (overlapped unless told not to: methods that are short Python loops gain
-        nothing from a thread hop but GIL hand-offs); a failing one is logged, recorded and left out."""
+        """Run methods, overlapped when this search runs alone (unless told not to: methods that
+        are short Python loops gain nothing from a thread hop but GIL hand-offs); a failing one is
+        logged, recorded and left out."""
         out: dict[str, T] = {}
         names = list(methods)
-        if len(names) <= 1 or not parallel:
+        if len(names) <= 1 or not parallel or self.tuning.search_threads < 2 or not IN_FLIGHT.alone:
             for name in names:
                 self._call(name, methods[name], out)
             return out

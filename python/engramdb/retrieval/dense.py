@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from .. import _core, kernels
-from ..index.hnsw import HnswVersion
 from ..index.source import SegmentsSource
 from ..index.tree import TreeVersion
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
+from ..storage.view import View
 from .context import QueryContext
 
 Scored = tuple[float, int, int]  # (score, segment, row)
@@ -73,7 +73,7 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     # the index may be ahead of this snapshot (synced for a later one): it reads its own source,
     # and keys this snapshot lacks are refused
     src = version.source if version.covered > committed and version.source is not None else \
-        SegmentsSource(view.segments[: view.committed], view.schema, sp.name)
+        committed_source(view, sp.name)
     if version.covered > committed:
         mask = np.concatenate([mask, np.zeros(version.covered - committed, bool)])
     q = np.asarray(qv, dtype=np.float32).reshape(-1)
@@ -97,7 +97,7 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     gap = gap[mask[gap]]
     direct = np.concatenate([hot, gap])
     if len(gap):
-        src = SegmentsSource(view.segments[: view.committed], view.schema, sp.name)
+        src = committed_source(view, sp.name)
     hk, hs = src.topk(q, direct, k) if len(direct) else (np.empty(0, np.int64), np.empty(0, np.float32))
     seg_i, row_i = view.locate(np.concatenate([keys, hk]))
     found.extend(zip(np.concatenate([scores, hs]).astype(float).tolist(), seg_i.tolist(), row_i.tolist()))
@@ -108,6 +108,16 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     if len(gap):
         out["unindexed_rows"] = len(gap)
     return out
+
+
+def committed_source(view: View, space: str) -> SegmentsSource:
+    """The vectors of one dense space over the snapshot's committed segments (made once per snapshot)."""
+    key = f"source:{space}"
+    src = view.derived.get(key)
+    if src is None:
+        src = view.derived[key] = SegmentsSource(view.segments[: view.committed], view.schema, space)
+    assert isinstance(src, SegmentsSource)
+    return src
 
 
 def dense_metric(sp: Space) -> kernels.Metric:

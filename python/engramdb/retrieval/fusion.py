@@ -65,22 +65,22 @@ def rrf(
     """
     if k < 0:
         raise ValueError(f"rrf k must be >= 0, got {k}")
-    out: dict[K, Fused[K]] = {}
-    order: dict[K, int] = {}
+    # plain dicts while accumulating (one Fused per key at the end): every search runs this
+    score: dict[K, float] = {}
+    methods: dict[K, dict[str, tuple[int, float]]] = {}  # insertion order: the tie-break order
     for method, items in _heaviest_first(ranked, weights):
         w = _checked_weight(weights, method)
-        seen: set[K] = set()
-        for rank, (key, score) in enumerate(items, start=1):
-            if key in seen:
+        for rank, (key, s) in enumerate(items, start=1):
+            found = methods.get(key)
+            if found is None:
+                methods[key] = found = {}
+                score[key] = 0.0
+            elif method in found:
                 continue  # a method's own duplicate keeps its best rank only
-            seen.add(key)
-            f = out.get(key)
-            if f is None:
-                f = out[key] = Fused(key, 0.0)
-                order[key] = len(order)
-            f.score += w / (k + rank)
-            f.methods[method] = (rank, float(score))
-    return sorted(out.values(), key=lambda f: (-f.score, order[f.key]))
+            score[key] += w / (k + rank)
+            found[method] = (rank, float(s))
+    best = sorted(score, key=lambda key: -score[key])  # stable: ties keep first-appearance order
+    return [Fused(key, score[key], methods[key]) for key in best]
 
 
 def rrf_arrays(

@@ -20,7 +20,7 @@ from ..model.tuning import Tuning
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
-from .context import QueryContext
+from .context import IN_FLIGHT, QueryContext
 from .dense import dense_found
 from .fusion import RRF_K
 from .plan import SearchPlan
@@ -31,6 +31,12 @@ from .strategies import STRATEGIES, Run
 def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
                query: str | np.ndarray | Embedding, query_vector: np.ndarray | None = None) -> Hits:
     """The hits of `plan` for `query` in `view`, best first, with the search's statistics."""
+    with IN_FLIGHT:
+        return _run(plan, view, indexes, embedders, tuning, query, query_vector)
+
+
+def _run(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
+         query: str | np.ndarray | Embedding, query_vector: np.ndarray | None) -> Hits:
     t0 = time.perf_counter()
     if plan.fused:
         run = _prepare(plan, view, indexes, embedders, tuning, query, query_vector)

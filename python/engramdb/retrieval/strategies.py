@@ -144,13 +144,17 @@ def expand(run: Run) -> None:
     """Graph and conversation-neighbour expansion from the best fused hits so far."""
     first = rrf(_lists(run.got), run.w)
     seeds = [f.key for f in first[:GRAPH_SEEDS]]
-    run.got.update(_expansions(run, seeds, 2 * run.k))
+    extra = _expansions(run, seeds, 2 * run.k)
+    run.got.update(extra)
+    if not any(extra.values()):  # nothing added (no edges, no turns): the fusion is already done
+        run.fused = first
     run.info["weights"] = run.w
 
 
 def fuse(run: Run) -> None:
-    """Weighted RRF of every method's list."""
-    run.fused = rrf(_lists(run.got), run.w)
+    """Weighted RRF of every method's list (unless expansion found nothing to add to it)."""
+    if not run.fused:
+        run.fused = rrf(_lists(run.got), run.w)
 
 
 # ---------------------------------------------------------------------------------------- pipeline

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+import numpy as np
+
 
 class _Rows(Protocol):
     """What the index reads: each segment's ids, and where each segment starts in key space."""
@@ -39,7 +41,7 @@ class IdIndex:
         """How many keys are indexed."""
         return self._rows
 
-    def extend(self, segments: Sequence[_Rows], bases: Sequence[int], rows: int) -> list[tuple[int, int]]:
+    def extend(self, segments: Sequence[_Rows], bases: np.ndarray, rows: int) -> list[tuple[int, int]]:
         """Index keys up to `rows` (of these segments, which start at `bases`); returns the
         (replaced key, replacing key) pairs of the rows it added, oldest first."""
         replaced: list[tuple[int, int]] = []

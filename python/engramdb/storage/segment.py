@@ -11,7 +11,6 @@ segments that hold the memory instead of marking rows.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ..model.memory import Memory
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
-from ..model.memory import Memory
 from .columns import MEMORY_SCHEMA, RowReader
 from .vectors import column_name, from_arrow
 
@@ -137,8 +136,7 @@ class Segment:
                 self._reader = RowReader(self.table)
             m = self._reader.memory(row)
             self.remember(row, m)
-        return dataclasses.replace(m, metadata=copy.deepcopy(m.metadata) if m.metadata else {},
-                                   provenance=copy.deepcopy(m.provenance) if m.provenance else {})
+        return m.detached()
 
     def remember(self, row: int, memory: Memory) -> None:
         """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""

@@ -17,9 +17,10 @@ then the rows still in the WAL); see storage/ids.py for why keys survive checkpo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,10 @@ class View:
     archived: Mapping[str, str]  # memory id -> the archive file holding its content
     masks: MaskCache
     folder: Path | None
+    # what searches derive from this snapshot alone (a dense space's vector source, ...): filled
+    # on first use by whichever search gets there first; a value is a function of the snapshot,
+    # so two searches racing to fill one store equal values
+    derived: dict[str, Any] = field(default_factory=dict, init=False)  # never carried to the next view
 
     # ------------------------------------------------------------------------------ layout
     @cached_property

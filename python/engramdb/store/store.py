@@ -12,12 +12,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ..graph import inference, links
 from ..graph.heuristic import MIN_CONFIDENCE, InferenceReport, Inferrer
+from ..hierarchy.tree import CentroidTree
 from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
 from ..ingest.embedding import vectors_for
@@ -136,7 +137,7 @@ class Store:
                         raise StoreError(f"id {mid!r} already exists; use update() to change it")
                     seen.add(mid)
             vectors = vectors_for(self.schema, self.embedders, batch.contents, batch.vectors, self.tuning)
-            action = "merged" if self.dedup == "merge" else "skipped"
+            action: Literal["merged", "skipped"] = "merged" if self.dedup == "merge" else "skipped"
             self.last_dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
                 if self.dedup != "off" else []
             if not self.last_dedup:
@@ -219,7 +220,7 @@ class Store:
         below the bar, what was rejected and why, and where the inferrer failed.
         """
         def nearest(vector: Embedding, namespace: str, k: int) -> Hits:
-            return self.search(vector, namespace=namespace, k=k)  # type: ignore[arg-type]
+            return self.search(vector, namespace=namespace, k=k)
 
         return inference.infer_edges(self._engine, self._indexes, self.embedders, nearest, ids, namespace,
                                      inferrer, candidates, min_confidence)
@@ -276,7 +277,9 @@ class Store:
             old = {mid for mid, (si, r) in view.current()
                    if view.segments[si].learned_at[r] < cutoff and mid not in view.archived
                    and (namespace is None or view.segments[si].namespace(r) == namespace)}
-            chosen, leaves, treed = set(), [], set()
+            chosen: set[str] = set()
+            leaves: list[tuple[CentroidTree, int]] = []
+            treed: set[str] = set()
             main = self.schema[self.schema.main]
             tree = self._indexes.tree(main, view) if main.kind == "dense" and self.index_kind == "tree" else None
             if tree is not None:
