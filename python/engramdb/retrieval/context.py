@@ -39,7 +39,7 @@ class InFlight:
         self._n = 0
         self._lock = threading.Lock()
 
-    def __enter__(self) -> InFlight:
+    def __enter__(self) -> InFlight:  # noqa: PYI034 - not meant to be subclassed
         with self._lock:
             self._n += 1
         return self
