@@ -224,3 +224,22 @@ def test_profile_cold(benchmark: Any) -> None:
         return {k: e.embed(turns) for k, e in default_embedders().items()}
 
     _report(benchmark, cold, "default profile (4 spaces), cold caches")
+
+
+def test_analyzer_term_ids(benchmark: Any) -> None:
+    """The lexical analyzer alone (tokenize, stop words, stem, term ids), one text per call as a
+    store's query path calls it: 10,000 chat turns. Was a 1.0 s bound in tests/test_embedders.py
+    (a wall-clock assert on a shared machine); measured here instead."""
+    a = analyzer.Analyzer()
+    turns = [f"Hey, could you remind me to call {n} about the meeting on Thursday at {n % 12}pm?"
+             for n in range(10_000)]
+
+    def each() -> None:
+        for t in turns:
+            a.term_ids(t)
+
+    each()  # warm: the per-token caches hold the vocabulary, as in a running store
+    benchmark.group = GROUP
+    tag(benchmark, "analyzer term_ids, one text a call", role="engramdb", turns=len(turns))
+    run(benchmark, each, rounds=5)
+    benchmark.extra_info["turns_per_s"] = round(len(turns) / benchmark.stats.stats.mean)

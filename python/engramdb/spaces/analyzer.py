@@ -13,9 +13,9 @@ Steps, in order:
    hold the contractions, and is what the Snowball stemmer expects (it strips a final ``'s``).
 3. Stop words: the Snowball English list (`SNOWBALL_STOPWORDS`, 174 words, contractions
    included) is removed; pass ``stopwords=`` to change it (an empty set keeps everything).
-4. Stemming: the Snowball English ("Porter2") stemmer, from PyStemmer (C) when installed, else
-   snowballstemmer (pure Python). Both run the same generated Snowball algorithm and give the
-   same stems (checked on 13,000 words), so ids do not depend on which one is installed.
+4. Stemming: the Snowball English ("Porter2") stemmer of PyStemmer (Snowball's generated C, a
+   dependency). Stems feed the term ids, an on-disk format: there is no second stemmer whose
+   output could drift from it.
 5. Term ids (`term_id`): the first 8 bytes of BLAKE2b (personalised ``engramdb.term``) of the
    term's UTF-8 bytes, little-endian, masked to 31 bits: 0..2^31-1, stable across processes,
    machines and Python versions (never Python's salted ``hash()``).
@@ -33,17 +33,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import numpy as np
+import Stemmer  # PyStemmer
 
 __all__ = [
     "SNOWBALL_STOPWORDS",
-    "STEMMER_BACKEND",
     "Analyzer",
     "normalize",
     "stem",
@@ -79,26 +77,7 @@ _ID_MASK = 0x7FFFFFFF
 _CACHE = 1 << 16  # entries per per-token cache (a few MB at most)
 
 
-def _load_stemmer() -> tuple[str, Callable[[str], str]]:
-    """The Snowball English stemmer: PyStemmer if importable, else snowballstemmer."""
-    mod: Any
-    try:
-        mod = importlib.import_module("Stemmer")
-    except ImportError:
-        pass
-    else:
-        return "PyStemmer", mod.Stemmer("english").stemWord
-    try:
-        mod = importlib.import_module("snowballstemmer")
-    except ImportError as exc:  # pragma: no cover - both missing is an install error
-        raise ImportError(
-            "engramdb's English analyzer needs a Snowball stemmer: pip install PyStemmer "
-            "(or the pure-Python snowballstemmer)"
-        ) from exc
-    return "snowballstemmer", mod.stemmer("english").stemWord
-
-
-STEMMER_BACKEND, _stem_word = _load_stemmer()
+_stem_word: Callable[[str], str] = Stemmer.Stemmer("english").stemWord  # PyStemmer: Snowball's C stemmer
 
 
 @functools.lru_cache(maxsize=_CACHE)
