@@ -236,3 +236,36 @@ def test_large_builds_spill_among_siblings(monkeypatch: pytest.MonkeyPatch) -> N
             assert tree.parent[home] == tree.parent[int(leaf)] and home != int(leaf)
     q = clustered(10, 16, 40, seed=13, sigma=0.2)
     assert recall(tree, src, x, q, probe=8, beam=4) > 0.8
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_copy_grows_while_the_original_answers_unchanged(packed: bool) -> None:
+    """index/tree.py inserts into a copy while searches read the original: nothing may be shared."""
+    x = clustered(3_000, 32, 40, seed=11)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8)
+    if packed:
+        tree.pack(src)
+    q = clustered(3_020, 32, 40, seed=11)[3_000:]
+    before = [tree.search(src, qq, 10, probe=6) for qq in q]
+    arrays = {name: getattr(tree, name).copy() for name in ("centroids", "counts", "level", "parent", "archived")}
+    lists = {name: [a.copy() for a in getattr(tree, name)] for name in ("children", "members", "spill")}
+    twin = tree.copy()
+    direct = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8)
+    new = np.arange(2_000, 3_000)
+    twin.insert(src, new, x[new])
+    direct.insert(src, new, x[new])
+    twin.check(src)
+    assert len(twin) == 3_000 and len(tree) == 2_000
+    for name, a in arrays.items():  # the original's arrays and lists are as they were
+        np.testing.assert_array_equal(getattr(tree, name)[: len(a)], a)
+    for name, parts in lists.items():
+        assert len(getattr(tree, name)) == len(parts)
+        assert all(np.array_equal(p, g) for p, g in zip(parts, getattr(tree, name)))
+    assert tree.packed == packed and not twin.packed  # the copy makes its own packed copy
+    for qq, (k0, s0, _) in zip(q, before):  # and it answers exactly as before
+        k1, s1, _ = tree.search(src, qq, 10, probe=6)
+        assert k1.tolist() == k0.tolist() and np.array_equal(s1, s0)
+    for qq in q:  # the copy answers as a tree that got the insert directly
+        a, b = twin.search(src, qq, 10, probe=6), direct.search(src, qq, 10, probe=6)
+        assert a[0].tolist() == b[0].tolist() and np.array_equal(a[1], b[1])

@@ -14,7 +14,7 @@ from .. import _core, kernels
 
 SEED_SAMPLE = 256  # k-means++ runs on a sample of 8 points per cluster, at least this many
 FULL_MATRIX = 512  # samples up to this size get their similarity matrix in one kernel call
-_COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._ASSIGN_METRICS)
+_COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._common.ASSIGN_METRICS)
 NATIVE_LOOP = 4_096  # rows x clusters up to which the iterations run in one native call (one thread)
 
 

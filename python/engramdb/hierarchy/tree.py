@@ -5,10 +5,9 @@ level `height`. Every node's centroid is the running mean of the vectors below i
 `centroid_update`), scored against a query by cosine inside the N1 scan (`topk` with an
 allow-list of the candidate nodes, so nothing is gathered or copied).
 
-Search is top-K descent, never thresholds: at each level score all children of the kept nodes
-and keep the best `beam` (at the leaf level `probe`), then scan the kept leaves' memories. Both
-beams are what a caller tunes against recall; `SearchStats` counts every centroid and memory
-scored (the E-computations the issue measures).
+Search is top-K descent (hierarchy/descent.py, the search half of the class). A batch build
+labels leaves as hierarchy/leaves.py says, then clusters upwards; inserts route each vector to
+its leaf and split full nodes (J3).
 
 Vectors are not copied into the tree: a `VectorSource` gives them by key (rows of one matrix for
 a bare tree; segment rows for the store).
@@ -17,16 +16,18 @@ a bare tree; segment rows for the store).
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from .. import _core, kernels
+from .. import kernels
+from .descent import Descent, SearchStats, now_us
 from .kmeans import spherical_kmeans, two_means
+from .leaves import leaf_labels
 from .pca import fit, project
+from .source import KeyFilter, MatrixSource, VectorSource
+
+__all__ = ["CentroidTree", "KeyFilter", "MatrixSource", "SearchStats", "VectorSource"]
 
 NO_PARENT = -1
 SPILL_CANDIDATES = 8  # a batch build picks each key's second leaf among its nearest leaves
@@ -35,110 +36,9 @@ ROUTE_ALL_LEAVES = 4_096  # inserts compare against every leaf up to this many l
 RECLUSTER_ITERS = 4  # k-means iterations re-clustering a parent's leaves from their own centroids (3: up to -4 recall points at narrow beams)
 SPLIT_ITERS = 5  # k-means iterations of a full leaf re-clustered with its nearest sibling (3: -0.8 recall points)
 ROUTE_BEAM = 8  # parents of leaves kept per vector past ROUTE_ALL_LEAVES (4: -7 recall points, 16: -20% speed)
-KeyFilter = Callable[[np.ndarray], np.ndarray]  # keys -> bool array: which may be scored
 
 
-def _now_us() -> int:
-    return time.time_ns() // 1_000
-
-
-class VectorSource(Protocol):
-    """Where the tree reads memory vectors: by key, and a top-k scan over a set of keys."""
-
-    def take(self, keys: np.ndarray) -> np.ndarray: ...
-
-    def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-class MatrixSource:
-    """Keys are row numbers of one (n, d) float32 matrix (tests, benchmarks, one segment)."""
-
-    def __init__(self, matrix: np.ndarray) -> None:
-        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-
-    def take(self, keys: np.ndarray) -> np.ndarray:
-        rows: np.ndarray = self.matrix[keys]
-        return rows
-
-    def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if len(keys) == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
-        idx, sc = kernels.topk(query, self.matrix, k, "cosine", mask=keys, threads=1)
-        return idx, sc
-
-    def matrices(self) -> tuple[list[np.ndarray], np.ndarray]:
-        """The matrices keys index, and where each starts (for the native descent)."""
-        return [self.matrix], np.array([0, len(self.matrix)], np.int64)
-
-
-@dataclass
-class SearchStats:
-    """What one search scored: centroids per level (top first), memories, leaves probed."""
-
-    centroids: int = 0
-    memories: int = 0
-    leaves: int = 0
-    per_level: tuple[int, ...] = ()
-
-    @property
-    def e_computations(self) -> int:
-        """Vectors scored against the query in all (centroids + memories)."""
-        return self.centroids + self.memories
-
-
-def _leaf_labels(z: np.ndarray, leaf_size: int, iters: int, refine: int, seed: int) -> tuple[np.ndarray, int]:
-    """Leaf label of every row: coarse cells, k-means inside each, then nearest-leaf refinement."""
-    n = len(z)
-    n_leaves = max(1, math.ceil(n / leaf_size))
-    n_cells = max(1, min(n_leaves, round(math.sqrt(n_leaves))))
-    cell_cent, cell = spherical_kmeans(z, n_cells, iters=iters, seed=seed) if n_cells > 1 else \
-        (None, np.zeros(n, np.int64))
-    labels = np.empty(n, np.int64)
-    leaf_cell: list[int] = []
-    for c in range(n_cells):
-        rows = np.flatnonzero(cell == c)
-        if len(rows) == 0:
-            continue
-        k = max(1, math.ceil(len(rows) / leaf_size))
-        # half the iterations inside a cell: the refinement passes below move what they leave
-        _, lab = spherical_kmeans(z[rows], k, iters=max(4, iters // 2), seed=seed + 1 + c) if k > 1 else \
-            (None, np.zeros(len(rows), np.int64))
-        labels[rows] = lab + len(leaf_cell)
-        leaf_cell.extend([c] * k)
-    n_leaves = len(leaf_cell)
-    if cell_cent is None or refine <= 0:
-        return labels, n_leaves
-    leaf_cell_a = np.asarray(leaf_cell)
-    near_cells = _nearest_cells(z, cell_cent, min(3, n_cells))  # (n, 3)
-    for _ in range(refine):
-        sums, _ = kernels.cluster_sums(z, labels, n_leaves)
-        lc = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
-        lc = lc.astype(np.float32)
-        best = np.full(n, -np.inf, np.float32)
-        for c in range(n_cells):  # each point against the leaves of its nearest cells
-            rows = np.flatnonzero((near_cells == c).any(axis=1))
-            mine = np.flatnonzero(leaf_cell_a == c)
-            if len(rows) == 0 or len(mine) == 0:
-                continue
-            lab, sc = kernels.assign_nearest(np.ascontiguousarray(z[rows]), lc[mine], "cosine")
-            better = sc > best[rows]
-            best[rows[better]] = sc[better]
-            labels[rows[better]] = mine[lab[better]]
-    return labels, n_leaves
-
-
-def _nearest_cells(z: np.ndarray, cells: np.ndarray, m: int) -> np.ndarray:
-    """The m most similar cells of every row, (n, m). Scored as a few queries (the cells)
-    against many rows, chunk by chunk: the scan parallelises over rows, and a top-3 of 100 cells
-    per row is one argpartition (topk with n queries would run one heap per row on one thread)."""
-    out = np.empty((len(z), m), np.int64)
-    for a in range(0, len(z), 65_536):
-        sims = kernels.scores(cells, z[a : a + 65_536], "cosine")  # (cells, chunk)
-        out[a : a + 65_536] = np.argpartition(-sims, m - 1, axis=0)[:m].T
-    return out
-
-
-class CentroidTree:
+class CentroidTree(Descent):
     """A hierarchy of centroids over memory keys, grown by batch build and incremental insert."""
 
     def __init__(self, dim: int, *, leaf_size: int = 64, fanout: int = 32, seed: int = 0, spill: bool = True) -> None:
@@ -177,6 +77,22 @@ class CentroidTree:
         self._packed_mask: tuple[np.ndarray, np.ndarray] | None = None
         self._positions = np.empty(0, np.int64)
 
+    def copy(self) -> CentroidTree:
+        """A deep copy sharing nothing mutable with this tree: a sync inserts into the copy while
+        searches keep reading this one (index/tree.py). Caches (CSR views, a packed copy) are not
+        copied: the copy makes its own when it is next searched or packed."""
+        new = object.__new__(CentroidTree)
+        new.__dict__.update(self.__dict__)
+        for name in ("centroids", "counts", "level", "parent", "first_seq", "last_seq", "archived", "created_at",
+                     "last_accessed_at"):
+            setattr(new, name, getattr(self, name).copy())
+        new.children = [a.copy() for a in self.children]
+        new.members = [a.copy() for a in self.members]
+        new.spill = [a.copy() for a in self.spill]
+        new._csr_cache, new._packed, new._packed_mask = None, None, None
+        new._positions = np.empty(0, np.int64)
+        return new
+
     # ------------------------------------------------------------------------------ structure
     def __len__(self) -> int:
         """Memories held."""
@@ -208,7 +124,7 @@ class CentroidTree:
         self._csr_cache = None
         self.level[nid] = level
         self.parent[nid] = parent
-        self.created_at[nid] = _now_us()
+        self.created_at[nid] = now_us()
         self.children.append(np.empty(0, np.int64))
         self.members.append(np.empty(0, np.int64))
         self.spill.append(np.empty(0, np.int64))
@@ -269,7 +185,7 @@ class CentroidTree:
         if pca_dims is not None and len(keys) > pca_dims:
             mean, comp = fit(x, pca_dims, seed=seed)
             z = project(x, mean, comp)
-        labels, n_leaves = _leaf_labels(z, leaf_size, iters, refine, seed)
+        labels, n_leaves = leaf_labels(z, leaf_size, iters, refine, seed)
         order = np.argsort(labels, kind="stable")
         starts = np.searchsorted(labels[order], np.arange(n_leaves + 1))
         groups = [order[starts[i] : starts[i + 1]] for i in range(n_leaves)]
@@ -575,170 +491,6 @@ class CentroidTree:
                 self.parent[leaf] = NO_PARENT
                 self.level[leaf] = 0  # detached: no level, never scored
 
-    # ------------------------------------------------------------------------------ search (J4)
-    def search(
-        self,
-        source: VectorSource,
-        query: np.ndarray,
-        k: int,
-        *,
-        probe: int = 32,
-        beam: int | None = None,
-        allowed: np.ndarray | KeyFilter | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, SearchStats]:
-        """Top-k memory keys for a query by top-K descent.
-
-        `probe`: leaves whose memories are scanned. `beam`: nodes kept per level above the leaves
-        (default: enough parents to hold `probe` leaves twice over). `allowed`: a bool array indexed by
-        key, or a function from the probed keys to a bool array; other keys are never scored (the
-        filter runs before the scan, not on its top-k).
-        """
-        stats = SearchStats()
-        if self.root < 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32), stats
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if beam is None:
-            beam = max(4, math.ceil(2 * probe / max(1.0, self._mean_fanout())))
-        if hasattr(source, "matrices") and not callable(allowed):
-            return self._search_fused(source, q, k, probe, beam, allowed)
-        frontier = np.array([self.root], np.int64)
-        per_level = []
-        for lvl in range(self.height - 1, 0, -1):
-            cand = np.concatenate([self.children[int(n)] for n in frontier])
-            keep = probe if lvl == 1 else beam
-            if len(cand) > keep:  # score and keep the best; fewer than that are all kept unscored
-                idx, _ = kernels.topk(q, self.centroids[: self.n_nodes], keep, "cosine", mask=cand, threads=1)
-                frontier = idx
-                per_level.append(len(cand))
-            else:
-                frontier = cand
-                per_level.append(0)
-        stats.per_level = tuple(per_level)
-        stats.centroids = sum(per_level)
-        stats.leaves = len(frontier)
-        keys = np.unique(np.concatenate([self.members[int(leaf)] for leaf in frontier]
-                                        + [self.spill[int(leaf)] for leaf in frontier])) if len(frontier) \
-            else np.empty(0, np.int64)
-        if len(frontier):
-            self.last_accessed_at[frontier] = _now_us()
-        if allowed is not None and len(keys):
-            keys = keys[allowed(keys) if callable(allowed) else allowed[keys]]
-        stats.memories = len(keys)
-        idx, sc = source.topk(q, keys, k)
-        return idx, sc, stats
-
-    def pack(self, source: VectorSource, *, half: bool = True) -> int:
-        """Keep a copy of every scanned vector (members and spilled keys) in leaf order, so a search
-        reads each kept leaf as one contiguous block instead of gathering rows scattered through
-        the source (on real text a probe scans ~5,000 vectors: the random reads were most of the
-        latency). Costs (members + spill) x dim x 4 bytes, about twice the vectors, like an IVF or
-        HNSW index's own copy. Valid until the tree changes; call again after inserts. Returns the
-        bytes held.
-
-        `half` (default): the copy is IEEE binary16, half the memory and bandwidth; the scan keeps
-        4k candidates by their half-precision cosine and rescores them exactly from `source`, so
-        scores are float32-exact."""
-        csr = self._csr()
-        rows = np.ascontiguousarray(source.take(csr[3]), dtype=np.float32)
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))[:, None]
-        rows /= np.where(norms > 0, norms, np.float32(1.0))  # unit rows: the scan's cosine is a dot
-        if half:
-            rows = np.ascontiguousarray(rows.astype(np.float16).view(np.uint16))
-        self._packed = (csr, rows, csr[3])
-        self._packed_mask = None
-        self._positions = np.arange(len(csr[3]), dtype=np.int64)  # the packed copy's own keys
-        return int(self._packed[1].nbytes)
-
-    @property
-    def packed(self) -> bool:
-        """True while a `pack` copy matches the tree (it goes stale at the next change)."""
-        return self._packed is not None and self._packed[0] is self._csr_cache
-
-    def _search_packed(self, source: Any, q: np.ndarray, k: int, probe: int, beam: int,
-                       allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
-        """`_search_fused` over the packed copy: keys are positions in it (a leaf's block is one
-        run), mapped back to memory keys after; a key scanned in both its leaves is kept once."""
-        assert self._packed is not None
-        (cp, ci, mp, _), packed, pos_keys = self._packed
-        mask = None
-        if allowed is not None:  # the filter by position, cached while the same mask array is passed
-            # (the cache holds the array itself: an id alone could be reused by a new array)
-            if self._packed_mask is None or self._packed_mask[0] is not allowed:
-                self._packed_mask = (allowed, np.ascontiguousarray(allowed[pos_keys], dtype=bool).view(np.uint8))
-            mask = self._packed_mask[1]
-        positions = self._positions
-        half = packed.dtype == np.uint16
-        if half:  # candidates by half-precision cosine, then exact scores for the few kept
-            pos, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-                q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root, self.height, [],
-                np.zeros(1, np.int64), mask, beam, probe, 4 * k, True, packed)
-        else:
-            pos, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-                q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root, self.height, [packed],
-                np.array([0, len(pos_keys)], np.int64), mask, beam, probe, 2 * k, True)  # a key may come twice
-        if bad >= 0:
-            raise ValueError(f"the vector of key {int(pos_keys[bad])} contains NaN or inf")
-        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
-        found = pos >= 0
-        keys, scores = pos_keys[pos[found]], scores[found]
-        if half:  # exact scores of the distinct candidates decide
-            uniq = np.unique(keys)
-            if not len(uniq):
-                return uniq, np.empty(0, np.float32), stats
-            exact_k, exact_s = _rescore(source, q, uniq, k)
-            return exact_k, exact_s, stats
-        seen: set[int] = set()
-        keep = []
-        for i, key in enumerate(keys.tolist()):  # best first already: keep each key's first copy
-            if key not in seen:
-                seen.add(key)
-                keep.append(i)
-        keep = keep[:k]
-        return keys[keep], scores[keep], stats
-
-    def _search_fused(self, source: Any, q: np.ndarray, k: int, probe: int, beam: int,
-                      allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
-        """The same descent in one native call (`_core.tree_search`) over flat CSR views."""
-        cp, ci, mp, mi = self._csr()
-        if self.packed:
-            return self._search_packed(source, q, k, probe, beam, allowed)
-        mats, bases = source.matrices()
-        mask = None if allowed is None else np.ascontiguousarray(allowed, dtype=bool).view(np.uint8)
-        keys, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-            q, self.centroids[: self.n_nodes], cp, ci, mp, mi, self.root, self.height, mats, bases, mask,
-            beam, probe, k)
-        if bad >= 0:
-            raise ValueError(f"the vector of key {bad} contains NaN or inf")
-        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
-        found = keys >= 0
-        return keys[found], scores[found], stats
-
-    def _visited(self, leaves: np.ndarray, n_cent: int, n_mem: int, n_leaves: int) -> SearchStats:
-        """Stamp the leaves a native descent read (-1 = unused slot) and count its work."""
-        leaves = leaves[leaves >= 0]
-        if len(leaves):
-            self.last_accessed_at[leaves] = _now_us()
-        return SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
-
-    def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(child_ptr, child_idx, member_ptr, member_idx) of the current tree, cached until it changes."""
-        if self._csr_cache is None:
-            n = self.n_nodes
-            out = []
-            scanned = [np.concatenate([m, sp]) if len(sp) else m for m, sp in zip(self.members[:n], self.spill[:n])]
-            for lists in (self.children[:n], scanned):
-                ptr = np.zeros(n + 1, np.int64)
-                np.cumsum(np.fromiter((len(x) for x in lists), np.int64, n), out=ptr[1:])
-                idx = np.concatenate(lists).astype(np.int64) if ptr[-1] else np.empty(0, np.int64)
-                out += [ptr, idx]
-            self._csr_cache = (out[0], out[1], out[2], out[3])
-        return self._csr_cache
-
-    def _mean_fanout(self) -> float:
-        internal = self.level[: self.n_nodes] >= 2
-        n_internal = int(internal.sum())
-        return (self.n_nodes - 1) / n_internal if n_internal else 1.0
-
     # ------------------------------------------------------------------------------ checks
     def check(self, source: VectorSource | None = None, *, atol: float = 1e-3) -> None:
         """Raise AssertionError when an invariant fails (tests call this after random operations).
@@ -789,28 +541,3 @@ class CentroidTree:
             return self.members[node]
         parts = [self._keys_under(int(c)) for c in self.children[node]]
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
-
-
-def _rescore(source: Any, q: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact cosine top-k of a few keys. Sources with `matrices()` go straight to the gather kernel:
-    the keys come from the tree, so the public wrapper's checks (~0.15 ms) buy nothing here."""
-    if not hasattr(source, "matrices"):
-        got_k, got_s = source.topk(q, keys, k)
-        return np.asarray(got_k, np.int64), np.asarray(got_s, np.float32)
-    mats, bases = source.matrices()
-    q2 = np.ascontiguousarray(q, dtype=np.float32)[None, :]
-    if len(mats) == 1:  # one matrix: one call, already best first
-        idx, sc, bad = _core.dense_rescore(q2, mats[0], kernels._METRICS["cosine"], keys[None, :], min(k, len(keys)))
-        if bad >= 0:
-            raise ValueError(f"the vector of key {bad} contains NaN or inf")
-        return idx[0], sc[0]
-    seg = np.searchsorted(bases, keys, side="right") - 1
-    out_k, out_s = [], []
-    for si in np.unique(seg).tolist():
-        rows = np.ascontiguousarray(keys[seg == si] - bases[si])[None, :]
-        idx, sc, bad = _core.dense_rescore(q2, mats[si], kernels._METRICS["cosine"], rows, rows.shape[1])
-        if bad >= 0:
-            raise ValueError(f"the vector of key {int(bases[si] + bad)} contains NaN or inf")
-        out_k.append(idx[0] + bases[si])
-        out_s.append(sc[0])
-    return kernels.merge_topk(out_k, out_s, k)

@@ -15,7 +15,6 @@ publishes a new version, so a search never waits for the writer and never sees a
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Mapping
@@ -96,7 +95,7 @@ class TreeIndex:
             recent[ns] = newest(recent.get(ns), keys, t.hot_rows)
             tree = trees.get(ns)
             if tree is not None and len(tree) + len(keys) <= t.tree_rebuild_growth * built.get(ns, 0):
-                tree = copy.deepcopy(tree)  # the published tree keeps answering while this one changes
+                tree = tree.copy()  # the published tree keeps answering while this one changes
                 tree.insert(src, keys, src.take(keys))
                 trees[ns] = tree
                 continue
@@ -110,7 +109,7 @@ class TreeIndex:
         if self.pack:
             for ns, tree in trees.items():
                 if not tree.packed:  # after a build, load or insert: copy once, before publishing
-                    tree = trees[ns] = copy.deepcopy(tree) if tree is v.trees.get(ns) else tree
+                    tree = trees[ns] = tree.copy() if tree is v.trees.get(ns) else tree
                     tree.pack(src)
         return TreeVersion(epoch=view.epoch, covered=src.total, source=src, trees=trees, built=built,
                            recent=recent)
