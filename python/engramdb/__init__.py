@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         StoreLocked,
         Tuning,
     )
-    from .store import Store, open
+    from .store import Snapshot, Store, open
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -44,6 +44,7 @@ _WHERE = {
     "InferenceReport": ".graph.heuristic",
     **dict.fromkeys(("Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "SearchStats", "StoreError",
                      "StoreLocked", "Tuning"), ".model"),
+    "Snapshot": ".store",
     "Store": ".store",
     "open": ".store",
 }
@@ -60,6 +61,7 @@ __all__ = [
     "InvalidMemory",
     "Memory",
     "SearchStats",
+    "Snapshot",
     "Store",
     "StoreError",
     "StoreLocked",

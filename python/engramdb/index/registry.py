@@ -80,6 +80,16 @@ class Indexes:
         if self.files.dir is not None:
             ix.load(self.files, view)
 
+    def pin(self, view: View) -> None:
+        """Keep in the snapshot the dense index versions that cover it now (what a search of it
+        would pin at first use), so a snapshot taken before a write searches the trees of then."""
+        group: dict[str, TreeIndex] | dict[str, HnswIndex]
+        for kind, group in (("tree", self._trees), ("hnsw", self._graphs)):
+            for name, ix in group.items():
+                v = ix.sync(view, wait=False)
+                if v is not None and v.covered >= view.committed_rows:
+                    view.derived.setdefault(f"index:{kind}:{name}", v)
+
     def loaded(self) -> list[DerivedIndex]:
         """Every index made so far."""
         return [*self._trees.values(), *self._graphs.values(), *self._bm25.values()]

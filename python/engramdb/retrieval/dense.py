@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core, kernels
+from ..index.hnsw import HnswVersion
 from ..index.source import SegmentsSource
 from ..index.tree import TreeVersion
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
@@ -60,7 +61,7 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     view, ns, tuning = ctx.view, ctx.namespace, ctx.tuning
     if not forced and view.namespace_rows(ns, committed_only=True) < tuning.tree_min_rows:
         return None
-    version = ctx.indexes.dense(sp, view, kind).sync(view, wait=False)
+    version = _pinned(ctx, kind, sp)
     if version is None:
         return None
     if isinstance(version, TreeVersion):
@@ -108,6 +109,20 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     if len(gap):
         out["unindexed_rows"] = len(gap)
     return out
+
+
+def _pinned(ctx: QueryContext, kind: str, sp: Space) -> TreeVersion | HnswVersion | None:
+    """The index version this snapshot searches: the first complete one it met, kept in the
+    snapshot, so every search of one snapshot reads the same trees (a later insert copies them)."""
+    view = ctx.view
+    key = f"index:{kind}:{sp.name}"
+    version = view.derived.get(key)
+    if version is None:
+        version = ctx.indexes.dense(sp, view, kind).sync(view, wait=False)
+        if version is not None and version.covered >= view.committed_rows:
+            view.derived[key] = version
+    assert version is None or isinstance(version, (TreeVersion, HnswVersion))
+    return version
 
 
 def committed_source(view: View, space: str) -> SegmentsSource:

@@ -7,7 +7,8 @@ from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from .options import Options
+from .reads import Snapshot
 from .store import Store, open
 
-__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Store", "StoreError",
+__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Snapshot", "Store", "StoreError",
            "StoreLocked", "Tuning", "open", "validate_memory"]

@@ -14,8 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from ..graph import inference, links
 from ..graph.heuristic import MIN_CONFIDENCE, InferenceReport, Inferrer
 from ..hierarchy.tree import CentroidTree
@@ -28,8 +26,6 @@ from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
 from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
 from ..model.tuning import Tuning
-from ..retrieval.plan import SearchPlan
-from ..retrieval.search import run_search
 from ..spaces.profiles import embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import lexical_space
@@ -39,12 +35,13 @@ from ..storage.columns import memories_to_table
 from ..storage.engine import Engine
 from ..storage.view import View
 from .options import Options
+from .reads import Reads, Snapshot
 
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store:
+class Store(Reads):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     def __init__(self, path: str | Path | None = None, options: Options | None = None) -> None:
@@ -334,68 +331,15 @@ class Store:
         """
         return self.add_many(transfer.read_export(path, self.schema))
 
-    # ----------------------------------------------------------------------------- reads
-    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
-        """The current version of a memory, or None (unknown, or forgotten unless asked)."""
-        return self._engine.view.get(id, include_forgotten=include_forgotten)
+    def _view(self) -> View:
+        return self._engine.view
 
-    def edges(self, id: str, *, direction: str = "out", type: str | None = None, as_of: datetime | None = None,
-              include_forgotten: bool = False) -> list[Edge]:
-        """The live edges of a memory: `direction` "out" (id is src), "in" (id is dst) or "both".
-
-        Edges to a forgotten memory are hidden unless asked; `as_of` keeps edges valid then.
-        """
-        return links.edges_of(self._engine.view, id, direction=direction, type=type, as_of=as_of,
-                              include_forgotten=include_forgotten)
-
-    def __len__(self) -> int:
-        """Memories with a current version that is not forgotten."""
+    def snapshot(self) -> Snapshot:
+        """The store as it is now, for reads that must agree with each other (`get`, `edges`,
+        `search`, `len` on it never see a later write). Nothing is copied."""
         view = self._engine.view
-        return sum(1 for _, (s, r) in view.current() if not view.segments[s].forgotten[r])
-
-    def search(
-        self,
-        query: str | np.ndarray | Embedding,
-        *,
-        namespace: str,
-        k: int = 10,
-        space: str | None = None,
-        strategy: str | None = None,
-        as_of: datetime | None = None,
-        known_at: datetime | None = None,
-        types: Iterable[str] | None = None,
-        explain: bool = False,
-        weights: Mapping[str, float] | None = None,
-        query_vector: np.ndarray | None = None,
-        recency: bool | None = None,
-        stages: Mapping[str, int] | None = None,
-    ) -> Hits:
-        """The k memories of a namespace that best match a query, filtered inside every method by
-        time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
-
-        Strategies:
-        - None: the main dense space through its index (tree or HNSW) when the namespace has one,
-          else an exact scan; "exact", "tree", "hnsw" force one; "dense_only" (C1) is None's
-          behaviour under its C1 name.
-        - "bm25": BM25 over the content alone (H1).
-        - "hybrid" (H3): dense + BM25 + 2-hop graph expansion fused by weighted RRF.
-        - "multi_space" (C1): hybrid plus the enhancer spaces, routed by the query's intent and
-          the strong/weak main-match rule (C2).
-        - "pipeline" (C1): sparse recall -> dense -> RRF -> topic filter (when topics exist) ->
-          MaxSim rerank; stage sizes in `stages` ("sparse", "dense", "fused", "topics", "feedback").
-
-        `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
-        believed then, older versions included. Neither: current memories only. `types`: only
-        memories of these memory_type values. `weights`: RRF weights per method ("vector",
-        "bm25", "graph", "neighbours", enhancer space names). `query_vector`: the main space's
-        query vector when the caller already has it (the text still feeds BM25 and the other
-        spaces). `recency`: apply the C3 recency factors (default on for multi_space and
-        pipeline). `explain`: each hit carries why it ranked (fused score, methods, ranks, scores).
-        """
-        plan = SearchPlan.build(self.schema, namespace=namespace, k=k, space=space, strategy=strategy, as_of=as_of,
-                                known_at=known_at, types=types, explain=explain, weights=weights, recency=recency,
-                                stages=stages)
-        return run_search(plan, self._engine.view, self._indexes, self.embedders, self.tuning, query, query_vector)
+        self._indexes.pin(view)
+        return Snapshot(view, self.schema, self.embedders, self.tuning, self._indexes)
 
     # ----------------------------------------------------------------------------- indexes
     def build_index(self, *, space: str | None = None) -> dict[str, int]:

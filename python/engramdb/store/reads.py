@@ -1,0 +1,118 @@
+"""The read verbs (`get`, `edges`, `len`, `search`), shared by a store and its snapshots.
+
+A `Store` reads the snapshot current at each call; a `Snapshot` (`Store.snapshot()`) reads the one
+it was taken from, whatever is written after: several reads that must agree with each other (a
+search, then `get` of its hits, then their edges) take one snapshot and read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+import numpy as np
+
+from ..graph import links
+from ..index.registry import Indexes
+from ..model.edge import Edge
+from ..model.hit import Hits
+from ..model.memory import Memory
+from ..model.tuning import Tuning
+from ..retrieval.plan import SearchPlan
+from ..retrieval.search import run_search
+from ..spaces.protocol import Embedder, Embedding
+from ..spaces.schema import Schema
+from ..storage.view import View
+
+
+class Reads:
+    """The read verbs over `_view()`, the snapshot a read uses (see the module docstring)."""
+
+    schema: Schema
+    embedders: dict[str, Embedder]
+    tuning: Tuning
+    _indexes: Indexes
+
+    def _view(self) -> View:
+        raise NotImplementedError
+
+    def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
+        """The current version of a memory, or None (unknown, or forgotten unless asked)."""
+        return self._view().get(id, include_forgotten=include_forgotten)
+
+    def edges(self, id: str, *, direction: str = "out", type: str | None = None, as_of: datetime | None = None,
+              include_forgotten: bool = False) -> list[Edge]:
+        """The live edges of a memory: `direction` "out" (id is src), "in" (id is dst) or "both".
+
+        Edges to a forgotten memory are hidden unless asked; `as_of` keeps edges valid then.
+        """
+        return links.edges_of(self._view(), id, direction=direction, type=type, as_of=as_of,
+                              include_forgotten=include_forgotten)
+
+    def __len__(self) -> int:
+        """Memories with a current version that is not forgotten."""
+        view = self._view()
+        return sum(1 for _, (s, r) in view.current() if not view.segments[s].forgotten[r])
+
+    def search(
+        self,
+        query: str | np.ndarray | Embedding,
+        *,
+        namespace: str,
+        k: int = 10,
+        space: str | None = None,
+        strategy: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        types: Iterable[str] | None = None,
+        explain: bool = False,
+        weights: Mapping[str, float] | None = None,
+        query_vector: np.ndarray | None = None,
+        recency: bool | None = None,
+        stages: Mapping[str, int] | None = None,
+    ) -> Hits:
+        """The k memories of a namespace that best match a query, filtered inside every method by
+        time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
+
+        Strategies:
+        - None: the main dense space through its index (tree or HNSW) when the namespace has one,
+          else an exact scan; "exact", "tree", "hnsw" force one; "dense_only" (C1) is None's
+          behaviour under its C1 name.
+        - "bm25": BM25 over the content alone (H1).
+        - "hybrid" (H3): dense + BM25 + 2-hop graph expansion fused by weighted RRF.
+        - "multi_space" (C1): hybrid plus the enhancer spaces, routed by the query's intent and
+          the strong/weak main-match rule (C2).
+        - "pipeline" (C1): sparse recall -> dense -> RRF -> topic filter (when topics exist) ->
+          MaxSim rerank; stage sizes in `stages` ("sparse", "dense", "fused", "topics", "feedback").
+
+        `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
+        believed then, older versions included. Neither: current memories only. `types`: only
+        memories of these memory_type values. `weights`: RRF weights per method ("vector",
+        "bm25", "graph", "neighbours", enhancer space names). `query_vector`: the main space's
+        query vector when the caller already has it (the text still feeds BM25 and the other
+        spaces). `recency`: apply the C3 recency factors (default on for multi_space and
+        pipeline). `explain`: each hit carries why it ranked (fused score, methods, ranks, scores).
+        """
+        plan = SearchPlan.build(self.schema, namespace=namespace, k=k, space=space, strategy=strategy, as_of=as_of,
+                                known_at=known_at, types=types, explain=explain, weights=weights, recency=recency,
+                                stages=stages)
+        return run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
+
+
+class Snapshot(Reads):
+    """The store as it was at one moment: reads from it agree with each other, whatever is
+    written meanwhile. Cheap to take (nothing is copied); it keeps the files it reads mapped, so
+    drop it when done."""
+
+    def __init__(self, view: View, schema: Schema, embedders: dict[str, Embedder], tuning: Tuning,
+                 indexes: Indexes) -> None:
+        self._snapshot = view
+        self.schema, self.embedders, self.tuning, self._indexes = schema, embedders, tuning, indexes
+
+    def _view(self) -> View:
+        return self._snapshot
+
+    @property
+    def generation(self) -> int:
+        """Which write this snapshot follows (each write makes the next generation)."""
+        return self._snapshot.generation
