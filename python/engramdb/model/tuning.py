@@ -27,10 +27,11 @@ class Tuning:
     - `hot_rows`: each namespace's newest committed memories, scanned directly on every index
       search, so a memory added a moment ago is found whatever leaf it joined (J5).
     - `search_threads`: threads one search may use for its independent methods (the dense index
-      and BM25 of a hybrid search, say). 1: every method on the calling thread, the throughput
-      setting when searches run side by side (each core answers its own query). 2: a search that
-      runs alone overlaps them on a small pool (lower latency one query at a time); searches that
-      run side by side still take one thread each (bench/test_bench_concurrency.py).
+      and BM25 of a hybrid search, say). 1 (default): every method on the calling thread, so each
+      core answers its own query when searches run side by side. 2: a search that runs alone
+      overlaps them on a small pool (sometimes lower latency one query at a time, on a shared
+      2-core machine no better on the median); searches side by side still take one thread each
+      (bench/test_bench_concurrency.py measures both).
     - `progress_min`: texts in one embed call from which a progress bar is shown (on a terminal).
     - `embed_chunk`: texts per embed call when a long batch is embedded in chunks.
     """
@@ -43,7 +44,7 @@ class Tuning:
     tree_beam: int = 16
     tree_rebuild_growth: float = 2.0
     hot_rows: int = 100
-    search_threads: int = 2
+    search_threads: int = 1
     progress_min: int = 5_000
     embed_chunk: int = 2_048
 

@@ -20,6 +20,7 @@ from ..index.registry import Indexes
 from ..model.memory import micros, utc_now
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedder
+from ..spaces.query import lexical_space
 from ..storage.view import Loc, View
 from .plan import SearchPlan
 
@@ -74,6 +75,7 @@ class QueryContext:
         self.t = plan.as_of_us if plan.as_of_us is not None else (
             micros(utc_now()) if plan.known_us is None else None)
         self.at_now = plan.as_of_us is None
+        self.lexical = lexical_space(view.schema, embedders)  # the space BM25 indexes, or None
         self.failed: dict[str, str] = {}
         self.index_stats: dict[str, Any] = {}  # what the dense index did (SearchStats.index)
 

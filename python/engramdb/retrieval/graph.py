@@ -16,6 +16,8 @@ def graph_found(ctx: QueryContext, seeds: list[tuple[int, int]], n: int) -> Rank
     """Memories up to 2 hops from the seeds over live typed edges valid at the query's time,
     scored by the product of edge confidences (x HOP_DECAY for the second hop), best first."""
     view = ctx.view
+    if view.edge_rows == 0:  # a store without edges: nothing to walk
+        return []
     t = ctx.t
     when = None if t is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=t)
     seed_ids = {view.segments[si].ids[row] for si, row in seeds}

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..index.bm25 import Bm25Index
 from ..spaces.protocol import SparseBatch
-from ..spaces.query import lexical_space
 from .context import QueryContext, Ranked
 from .feedback import rm3_query
 
@@ -17,7 +16,7 @@ Terms = tuple[np.ndarray, np.ndarray]  # (term ids, counts) of a query
 def namespace_index(ctx: QueryContext) -> Bm25Index | None:
     """The query namespace's BM25 index as of the snapshot (None without a lexical space or
     without documents in that namespace)."""
-    sp = lexical_space(ctx.view.schema, ctx.embedders)
+    sp = ctx.lexical
     if sp is None:
         return None
     version = ctx.indexes.bm25(sp, ctx.view).sync(ctx.view)
@@ -27,7 +26,7 @@ def namespace_index(ctx: QueryContext) -> Bm25Index | None:
 def bm25_keys(ctx: QueryContext, terms: Terms, n: int, sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BM25's n best as (global keys, scores) arrays (best first up to `sorted_k`, see
     `Bm25Index.search`)."""
-    if lexical_space(ctx.view.schema, ctx.embedders) is None:
+    if ctx.lexical is None:
         raise ValueError("this store has no sparse lexical space for BM25")
     ix = namespace_index(ctx)
     if ix is None or len(terms[0]) == 0:
@@ -56,7 +55,7 @@ def bm25_feedback(ctx: QueryContext, terms: Terms, n: int, sorted_k: int, docs: 
 
 def sparse_rows(ctx: QueryContext, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """The lexical space's (term ids, tf) row of each global key (what feedback reads)."""
-    sp = lexical_space(ctx.view.schema, ctx.embedders)
+    sp = ctx.lexical
     assert sp is not None
     out = []
     for si, row in ctx.view.locs(np.asarray(keys, np.int64)):

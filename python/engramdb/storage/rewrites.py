@@ -136,16 +136,22 @@ def _purge_edges(engine: Engine, id: str, dropped: list[str]) -> list[pa.Table]:
 
 def _purge_archive(engine: Engine, archived: dict[str, str], id: str, dropped: list[str]) -> None:
     """Rewrite the archive file holding `id` without its rows (the manifest is written by purge)."""
+    _rewrite_archives(engine, archived, {id}, {archived.pop(id)}, dropped)
+
+
+def _rewrite_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str],
+                      dropped: list[str]) -> None:
+    """Rewrite the archive `files` without the rows of `ids` (old names go to `dropped`; ids still
+    archived in them move to the new file). The caller commits the manifest."""
     assert engine.path is not None
-    name = archived.pop(id)
     entries = []
     for e in engine.manifest.archives:
-        if e["file"] != name:
+        if e["file"] not in files:
             entries.append(e)
             continue
-        table = read_arrow(engine.path / name)
-        keep = table.filter(pa.array(~rows_of(table, {id})))
-        dropped.append(name)
+        table = read_arrow(engine.path / e["file"])
+        keep = table.filter(pa.array(~rows_of(table, ids)))
+        dropped.append(e["file"])
         if keep.num_rows:
             new = engine.next_file("archive")
             write_segment(engine.path / new, keep)
@@ -199,21 +205,7 @@ def unarchive(engine: Engine, which: set[str]) -> int:
         return restored if n else None
 
     segments, dropped = _rewrite_segments(engine, put_back)
-    entries = []
-    for e in engine.manifest.archives:
-        if e["file"] not in files:
-            entries.append(e)
-            continue
-        table = read_arrow(engine.path / e["file"])
-        keep = table.filter(pa.array(~rows_of(table, which)))
-        dropped.append(e["file"])
-        if keep.num_rows:
-            new = engine.next_file("archive")
-            write_segment(engine.path / new, keep)
-            entries.append({"file": new, "rows": keep.num_rows})
-            for mid in set(keep.column("id").to_pylist()):
-                archived[mid] = new
-    engine.manifest.archives = entries
+    _rewrite_archives(engine, archived, which, set(files), dropped)
     _commit_rewrite(engine, segments, dropped)
     for mid in which:
         del archived[mid]

@@ -201,5 +201,9 @@ class View:
 
     def namespace_rows(self, namespace: str, *, committed_only: bool = False) -> int:
         """Rows (every version) of a namespace."""
-        run = self.segments[: self.committed] if committed_only else self.segments
-        return sum(s.ns_count(namespace) for s in run)
+        key = f"rows:{namespace}:{committed_only}"
+        n = self.derived.get(key)
+        if n is None:
+            run = self.segments[: self.committed] if committed_only else self.segments
+            n = self.derived[key] = sum(s.ns_count(namespace) for s in run)
+        return int(n)
