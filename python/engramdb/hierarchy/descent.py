@@ -110,6 +110,11 @@ class Descent:
         idx, sc = source.topk(q, keys, k)
         return idx, sc, stats
 
+    def prepare(self) -> None:
+        """Build the read-side views (the CSR of children and members) now, so that searches of a
+        published tree only read it (index/tree.py calls this before publishing a version)."""
+        self._csr()
+
     def pack(self, source: VectorSource, *, half: bool = True) -> int:
         """Keep a copy of every scanned vector (members and spilled keys) in leaf order, so a search
         reads each kept leaf as one contiguous block instead of gathering rows scattered through
@@ -146,9 +151,11 @@ class Descent:
         mask = None
         if allowed is not None:  # the filter by position, cached while the same mask array is passed
             # (the cache holds the array itself: an id alone could be reused by a new array)
-            if self._packed_mask is None or self._packed_mask[0] is not allowed:
-                self._packed_mask = (allowed, np.ascontiguousarray(allowed[pos_keys], dtype=bool).view(np.uint8))
-            mask = self._packed_mask[1]
+            # read once: searches side by side may each put their own mask here meanwhile
+            cached = self._packed_mask
+            if cached is None or cached[0] is not allowed:
+                cached = self._packed_mask = (allowed, np.ascontiguousarray(allowed[pos_keys], dtype=bool).view(np.uint8))
+            mask = cached[1]
         positions = self._positions
         half = packed.dtype == np.uint16
         if half:  # candidates by half-precision cosine, then exact scores for the few kept

@@ -106,11 +106,12 @@ class TreeIndex:
             if len(all_keys) >= t.tree_min_rows:
                 trees[ns] = CentroidTree.build(src, all_keys, leaf_size=t.tree_leaf_size, fanout=t.tree_fanout)
                 built[ns] = len(all_keys)
-        if self.pack:
-            for ns, tree in trees.items():
-                if not tree.packed:  # after a build, load or insert: copy once, before publishing
-                    tree = trees[ns] = tree.copy() if tree is v.trees.get(ns) else tree
-                    tree.pack(src)
+        for ns, tree in trees.items():
+            if tree is v.trees.get(ns):
+                continue  # published already, ready as it is
+            if self.pack and not tree.packed:  # after a build or an insert: copy once, before publishing
+                tree.pack(src)
+            tree.prepare()
         return TreeVersion(epoch=view.epoch, covered=src.total, source=src, trees=trees, built=built,
                            recent=recent)
 
@@ -150,9 +151,10 @@ class TreeIndex:
                 built = {ns: int(meta.get("built", {}).get(ns, len(tr))) for ns, tr in trees.items()}
                 covered = int(meta["covered"])
                 src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
-                if self.pack:
-                    for tree in trees.values():
+                for tree in trees.values():
+                    if self.pack:
                         tree.pack(src)
+                    tree.prepare()  # searches of a published tree only read it
                 with self._lock:
                     self.current = TreeVersion(epoch=view.epoch, covered=covered, source=src, trees=trees,
                                                built=built)
