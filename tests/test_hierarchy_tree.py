@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -238,6 +239,37 @@ def test_large_builds_spill_among_siblings(monkeypatch: pytest.MonkeyPatch) -> N
     assert recall(tree, src, x, q, probe=8, beam=4) > 0.8
 
 
+def _state(tree: CentroidTree) -> dict[str, Any]:
+    """Every attribute of a tree, arrays and lists of arrays copied (caches included)."""
+    def own(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            return v.copy()
+        if isinstance(v, (list, tuple)):
+            return type(v)(own(a) for a in v)
+        return v
+    return {name: own(v) for name, v in vars(tree).items()}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype \
+            and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _buffers(v: Any) -> list[Any]:
+    """The objects owning the memory of every array reachable from `v` (through lists, tuples)."""
+    if isinstance(v, np.ndarray):
+        while isinstance(v.base, np.ndarray):
+            v = v.base
+        return [v if v.base is None else v.base]
+    if isinstance(v, (list, tuple)):
+        return [b for a in v for b in _buffers(a)]
+    return []
+
+
 @pytest.mark.parametrize("packed", [False, True])
 def test_a_copy_grows_while_the_original_answers_unchanged(packed: bool) -> None:
     """index/tree.py inserts into a copy while searches read the original: nothing may be shared."""
@@ -248,24 +280,65 @@ def test_a_copy_grows_while_the_original_answers_unchanged(packed: bool) -> None
         tree.pack(src)
     q = clustered(3_020, 32, 40, seed=11)[3_000:]
     before = [tree.search(src, qq, 10, probe=6) for qq in q]
-    arrays = {name: getattr(tree, name).copy() for name in ("centroids", "counts", "level", "parent", "archived")}
-    lists = {name: [a.copy() for a in getattr(tree, name)] for name in ("children", "members", "spill")}
+    was = _state(tree)
     twin = tree.copy()
+    assert _same(_state(twin)["members"], was["members"]) and len(twin) == len(tree)
+    mine = {id(b) for b in _buffers(list(vars(tree).values()))}
+    shared = [n for n, v in vars(twin).items() if any(id(b) in mine for b in _buffers(v))]
+    assert not shared, f"the copy shares the memory of {shared}"
     direct = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8)
-    new = np.arange(2_000, 3_000)
-    twin.insert(src, new, x[new])
-    direct.insert(src, new, x[new])
+    batches = np.array_split(np.arange(2_000, 3_000), 5)
+
+    # the copy alone takes inserts, is searched (stamping its leaves) and packed: the original,
+    # last-access stamps included, is as it was
+    for t in (twin, direct):
+        t.insert(src, batches[0], x[batches[0]])
+    for qq in q:
+        twin.search(src, qq, 10, probe=6)
+    if packed:
+        twin.pack(src)
+    now = _state(tree)
+    assert now.keys() == was.keys()
+    assert [n for n in was if not _same(now[n], was[n])] == []
+
+    # the rest is inserted while another thread keeps searching the original
+    seen: list[list[tuple[np.ndarray, np.ndarray, Any]]] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def search_original() -> None:
+        try:
+            while not done.is_set() or not seen:
+                seen.append([tree.search(src, qq, 10, probe=6) for qq in q])
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            errors.append(exc)
+
+    reader = threading.Thread(target=search_original)
+    reader.start()
+    try:
+        for b in batches[1:]:
+            twin.insert(src, b, x[b])
+    finally:
+        done.set()
+        reader.join()
+    assert not errors, errors
+    for b in batches[1:]:
+        direct.insert(src, b, x[b])
+    for answers in seen:  # every pass of the reader answered exactly as before the copy
+        for (k0, s0, st0), (k1, s1, st1) in zip(before, answers):
+            assert k1.tolist() == k0.tolist() and np.array_equal(s1, s0) and st1 == st0
+    now = _state(tree)  # only the reader's own last-access stamps may have moved
+    assert [n for n in was if n != "last_accessed_at" and not _same(now[n], was[n])] == []
+    assert (now["last_accessed_at"] >= was["last_accessed_at"]).all()
+    assert tree.packed == packed and len(tree) == 2_000
+    tree.check(src)
+
+    # the copy is the tree that got the inserts directly: same structure, same answers
     twin.check(src)
-    assert len(twin) == 3_000 and len(tree) == 2_000
-    for name, a in arrays.items():  # the original's arrays and lists are as they were
-        np.testing.assert_array_equal(getattr(tree, name)[: len(a)], a)
-    for name, parts in lists.items():
-        assert len(getattr(tree, name)) == len(parts)
-        assert all(np.array_equal(p, g) for p, g in zip(parts, getattr(tree, name)))
-    assert tree.packed == packed and not twin.packed  # the copy makes its own packed copy
-    for qq, (k0, s0, _) in zip(q, before):  # and it answers exactly as before
-        k1, s1, _ = tree.search(src, qq, 10, probe=6)
-        assert k1.tolist() == k0.tolist() and np.array_equal(s1, s0)
-    for qq in q:  # the copy answers as a tree that got the insert directly
+    assert len(twin) == 3_000
+    got, want = _state(twin), _state(direct)
+    clocks = {"created_at", "last_accessed_at", "_packed", "_packed_mask", "_positions", "_csr_cache"}
+    assert [n for n in want if n not in clocks and not _same(got[n], want[n])] == []
+    for qq in q:
         a, b = twin.search(src, qq, 10, probe=6), direct.search(src, qq, 10, probe=6)
         assert a[0].tolist() == b[0].tolist() and np.array_equal(a[1], b[1])
