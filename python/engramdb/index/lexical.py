@@ -67,6 +67,7 @@ class StoreBm25:
         self.dirty = False
         self.load_state: str | None = None  # "adopted" (from its file) or why it was rebuilt; None: never loaded
         self._lock = threading.Lock()  # one sync at a time; searches never take it
+        self._save_lock = threading.Lock()  # one save at a time
 
     def sync(self, view: View, *, wait: bool = True) -> LexicalVersion:
         """A version holding every row of the view (the published one, or a newer one)."""
@@ -117,7 +118,8 @@ class StoreBm25:
 
     def save(self, files: DerivedFiles) -> None:
         """Write every namespace's index (one CSR each) and the sidecar, file first."""
-        with self._lock:
+        # its own lock: a version never changes, so searches and syncs go on while it is written
+        with self._save_lock:
             v = self.current
             data, side = self.names()
             names = sorted(v.indexes)
@@ -128,7 +130,7 @@ class StoreBm25:
             entry = files.write(data, table_bytes(pa.table(cols)))
             files.write_sidecar(side, {"format": BM25_FORMAT, "epoch": v.epoch, "covered": v.covered, "k1": self.k1,
                                        "b": self.b, **entry})
-            self.dirty = False
+            self.dirty = self.current is not v  # a sync published a newer one meanwhile
 
     def load(self, files: DerivedFiles, view: View) -> bool:
         """Adopt the saved indexes when whole and current; else say why and start empty."""

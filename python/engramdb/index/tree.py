@@ -59,6 +59,7 @@ class TreeIndex:
         self.dirty = False
         self.load_state: str | None = None  # "adopted" (from its file) or why it was rebuilt; None: never loaded
         self._lock = threading.Lock()  # one sync at a time; searches never take it
+        self._save_lock = threading.Lock()  # one save at a time
 
     # ------------------------------------------------------------------------------ upkeep
     def sync(self, view: View, *, wait: bool = True) -> TreeVersion | None:
@@ -131,13 +132,14 @@ class TreeIndex:
 
     def save(self, files: DerivedFiles) -> None:
         """Write the trees and their sidecar (atomically, file first)."""
-        with self._lock:
+        # its own lock: a version never changes, so searches and syncs go on while it is written
+        with self._save_lock:
             v = self.current
             data, side = self.names()
             entry = files.write(data, table_bytes(trees_to_table(dict(v.trees), self.dim)))
             files.write_sidecar(side, {"format": TREE_FORMAT, "epoch": v.epoch, "covered": v.covered,
                                        "built": dict(v.built), **entry})
-            self.dirty = False
+            self.dirty = self.current is not v  # a sync published a newer one meanwhile
 
     def load(self, files: DerivedFiles, view: View) -> bool:
         """Adopt saved trees when they are whole and match this store; else say why and keep none."""
