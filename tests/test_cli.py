@@ -103,6 +103,12 @@ def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert rows[0]["explain"]["strategy"] == strategy and "bm25" in rows[0]["explain"]["methods"]
         if strategy != "bm25":
             assert rows[0]["explain"]["weights"]["bm25"] == 1.5
+    assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "--json", "--stats",
+                     "--strategy", "pipeline"]) == 0
+    *hits, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    st = last["stats"]
+    assert hits and st["strategy"] == "pipeline" and st["namespace"] == "n" and st["failed"] == {}
+    assert st["stages"]["fused"] >= len(hits) and set(st["stage_ms"]) == {"recall", "dense", "fuse", "rerank"}
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "hybrid",
                      "--weight", "bm25"]) == 1
     assert "--weight must be NAME=NUMBER" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--stage", action="append", default=[], metavar="NAME=N",
                         help="pipeline stage size, e.g. --stage feedback=10 or --stage sparse=2000 (repeatable)")
     search.add_argument("--explain", action="store_true", help="print how each hit was found")
+    search.add_argument("--stats", action="store_true",
+                        help="print what the search did (strategy, snapshot, index work, stage times) as a last "
+                             "JSON line")
 
     stats = sub.add_parser("stats", help="counts and layout of a store")
     store_args(stats)
@@ -159,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"{h.score:8.4f}  {h.id}  {text}")
                         if args.explain:
                             print(f"          {json.dumps(h.explain)}")
+                if args.stats:
+                    print(json.dumps({"stats": dataclasses.asdict(hits.stats)}))
             elif args.command == "stats":
                 print(json.dumps(db.stats(), indent=2))
             elif args.command == "export":
