@@ -69,3 +69,37 @@ def test_off_keeps_everything_and_forgotten_memories_do_not_count() -> None:
 def test_bad_policy_is_named() -> None:
     with pytest.raises(ValueError, match="dedup policy must be one of"):
         open_store("sometimes")
+
+
+def test_the_default_keeps_every_turn_and_every_acknowledged_id_is_found() -> None:
+    db = engramdb.open()  # default profile, default policy
+    assert db.dedup == "off"
+    ids = db.add_many([{"content": f"memory number {i} about topic {i % 17}", "namespace": "n", "id": f"m{i}"}
+                       for i in range(4_000)])
+    assert ids == [f"m{i}" for i in range(4_000)]
+    assert all(db.get(f"m{i}") is not None for i in range(4_000)) and len(db) == 4_000
+    turns = db.add_many([{"content": t, "namespace": "chat", "session_id": "s", "seq": i}
+                         for i, t in enumerate(["Thanks!", "You're welcome.", "Thanks!"])])
+    assert len(set(turns)) == 3 and [db.get(t).seq for t in turns] == [0, 1, 2]  # type: ignore[union-attr]
+
+
+def test_a_named_record_is_always_stored_and_reported() -> None:
+    db = open_store("skip")
+    first = db.add("Alice moved to Lisbon", namespace="a", id="a1", vectors={"dense": unit(0)})
+    ids = db.add_many([{"content": "Alice moved to Lisbon", "namespace": "a", "id": "a2", "vectors": {"dense": unit(0)}},
+                       {"content": "Alice moved to Lisbon", "namespace": "a", "vectors": {"dense": unit(0)}}])
+    assert ids == ["a2", first.id]  # the named one is stored; the unnamed copy is skipped, its id the original's
+    assert [(e.index, e.duplicate_of, e.action) for e in db.last_dedup] == [(0, "a1", "kept"), (1, "a1", "skipped")]
+    assert db.get("a2") is not None and len(db) == 2
+
+
+@pytest.mark.parametrize("policy", ["skip", "merge"])
+def test_a_negation_is_never_a_duplicate(policy: str) -> None:
+    db = engramdb.open(dedup=policy)  # the default profile's hashing space drops stop words, "don't" among them
+    a = db.add("I like cats", namespace="n")
+    b = db.add("I don't like cats", namespace="n")
+    c = db.add("I never liked cats", namespace="n")
+    assert len({a.id, b.id, c.id}) == 3 and len(db) == 3 and db.last_dedup == []
+    ids = db.add_many([{"content": "She is not coming", "namespace": "n"}, {"content": "She is coming", "namespace": "n"}])
+    assert len(set(ids)) == 2 and len(db) == 5
+    assert db.add("I like cats", namespace="n").id == a.id  # the same statement still is one

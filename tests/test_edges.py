@@ -55,10 +55,16 @@ def test_bad_edges_are_refused_by_field(kwargs: dict[str, object], message: str)
 
 def test_links_need_two_live_memories_of_one_namespace() -> None:
     db = make()
-    with pytest.raises(StoreError, match="edges never cross namespaces"):
+    with pytest.raises(StoreError, match="memories of different namespaces are never linked"):
         db.link("m0", "m3", "RELATES_TO")
     with pytest.raises(InvalidMemory, match="two different memories"):
         db.link("m0", "m0", "RELATES_TO")
+    # supersede joins two memories the same way: one check for both verbs
+    with pytest.raises(InvalidMemory, match="old_id and new_id must be two different memories"):
+        db.supersede("m0", "m0")
+    with pytest.raises(StoreError, match="old_id 'm0' is in namespace .* never linked"):
+        db.supersede("m0", "m3")
+    assert db.stats()["edges"] == 0 and db.get("m0").version == 1  # type: ignore[union-attr]
     with pytest.raises(StoreError, match="no memory with id 'nope'"):
         db.link("m0", "nope", "RELATES_TO")
     db.forget("m2")

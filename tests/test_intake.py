@@ -21,6 +21,9 @@ def per_record(records: list[dict[str, Any]]) -> pa.Table:
     """The reference: a Memory per record through validate_memory, then memories_to_table."""
     out = []
     for i, rec in enumerate(records):
+        for name in ("id", "namespace", "content"):  # required: the error names them
+            if rec.get(name) is None:
+                raise InvalidMemory(f"records[{i}]: {name} is required (a non-empty string), got None")
         rec = {k: v for k, v in rec.items() if v is not None and k != "vectors"}
         rec.update(learned_at=NOW, version=1)
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engramdb import Tuning
+from engramdb import StoreError, Tuning
 from engramdb import open as open_store
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -96,6 +96,10 @@ class StoreMachine(RuleBasedStateMachine):
         live = sorted(k for k, m in self.model.items() if not (m.forgotten or m.superseded or m.archived))
         old = data.draw(st.sampled_from(live))
         new = data.draw(st.sampled_from([k for k in live if k != old]))
+        if self.model[old].namespace != self.model[new].namespace:  # refused, like link: nothing changes
+            with pytest.raises(StoreError, match="never linked"):
+                self.db.supersede(old, new)
+            return
         self.db.supersede(old, new)
         self.model[old].superseded = True
         self.model[old].version += 1

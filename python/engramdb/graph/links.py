@@ -27,13 +27,19 @@ def edge_for(view: View, src: str, dst: str, type: str, confidence: float, reaso
              valid_from: datetime | None, valid_until: datetime | None) -> Edge:
     """The checked edge `link` writes: both ends current memories of one namespace, not the same."""
     conf, start, end = validate_edge_fields(type, confidence, reason, valid_from, valid_until)
-    a, b = current(view, src), current(view, dst)
-    if a.id == b.id:
-        raise InvalidMemory(f"an edge joins two different memories; src and dst are both {src!r}")
-    if a.namespace != b.namespace:
-        raise StoreError(f"src {src!r} is in namespace {a.namespace!r} and dst {dst!r} in {b.namespace!r}: "
-                         "edges never cross namespaces")
+    a, b = pair(view, src, dst, ("src", "dst"))
     return Edge(a.id, b.id, type, a.namespace, conf, reason, start, end, created_at=utc_now())
+
+
+def pair(view: View, first: str, second: str, names: tuple[str, str]) -> tuple[Memory, Memory]:
+    """Two different current memories of one namespace (what an edge, and supersede, join)."""
+    a, b = current(view, first), current(view, second)
+    if a.id == b.id:
+        raise InvalidMemory(f"{names[0]} and {names[1]} must be two different memories; both are {first!r}")
+    if a.namespace != b.namespace:
+        raise StoreError(f"{names[0]} {first!r} is in namespace {a.namespace!r} and {names[1]} {second!r} in "
+                         f"{b.namespace!r}: memories of different namespaces are never linked")
+    return a, b
 
 
 def removal(view: View, src: str, dst: str, type: str) -> Edge | None:

@@ -2,11 +2,16 @@
 
 A new memory is a duplicate when an earlier one *in the same namespace* (stored and current, or
 earlier in the same batch) has cosine similarity above the threshold (default 0.90) in the
-schema's main dense space; it is an exact duplicate when the content is also identical. The
-policy decides what happens: "off" stores everything, "skip" stores nothing for a duplicate and
-returns the earlier memory's id in its place, "merge" does the same and records the duplicate on
-the earlier memory (a new version whose metadata counts the merged copies). Every decision is
-reported: `Store.last_dedup` lists them for the last write.
+schema's main dense space, and both say "no" the same way: two texts whose negations differ
+("I like cats" / "I don't like cats") are never duplicates, whatever an embedder made of them. It
+is an exact duplicate when the content is also identical.
+
+The policy decides what happens. "off" (the default) stores everything: in a conversation log a
+repeated turn is an event. For facts, "skip" stores nothing for a duplicate and returns the
+earlier memory's id in its place, "merge" does the same and records the duplicate on the earlier
+memory (a new version whose metadata counts the merged copies). A record that names its own id is
+always stored (action "kept"): an id the caller chose must be found by `get` forever. Every
+decision is reported: `Store.last_dedup` lists them for the last write.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Literal
 import numpy as np
 
 from .. import kernels
+from ..spaces.analyzer import tokenize
 from ..spaces.protocol import Embedding
 from ..storage.segment import NEVER
 from ..storage.view import View
@@ -25,6 +31,20 @@ from .intake import Intake
 
 Policy = Literal["off", "skip", "merge"]
 POLICIES = ("off", "skip", "merge")
+# words that turn a statement into its opposite: texts differing in them are never duplicates
+NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "nobody", "nothing", "neither", "nowhere", "cannot",
+                       "without"})
+
+
+def negations(text: str) -> frozenset[str]:
+    """The negating words of a text (contractions such as "don't" count as "not")."""
+    out = set()
+    for token in tokenize(text):
+        if token in NEGATIONS:
+            out.add(token)
+        elif token.endswith("n't"):
+            out.add("not")
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -35,7 +55,7 @@ class DedupEvent:
     duplicate_of: str  # id of the memory it duplicates
     kind: Literal["exact", "near"]
     similarity: float
-    action: Literal["skipped", "merged"]
+    action: Literal["skipped", "merged", "kept"]  # kept: the record named its own id, so it is stored
 
 
 def within_batch(vectors: np.ndarray, namespaces: list[str], threshold: float) -> dict[int, tuple[int, float]]:
@@ -96,13 +116,16 @@ def find_duplicates(view: View, batch: Intake, vectors: Mapping[str, Embedding],
                     best[r] = (float(sc[j, 0]), si, int(idx[j, 0]))
         for r, (sim, si, row) in best.items():
             old = view.memory_at(si, row)
+            if negations(old.content) != negations(batch.contents[r]):
+                continue  # one says no where the other does not: a different statement
             kind = "exact" if old.content == batch.contents[r] else "near"
             events[r] = DedupEvent(r, old.id, kind, sim, action)  # type: ignore[arg-type]
     inside = within_batch(q, batch.namespaces, threshold)
     for j, (i, sim) in inside.items():
-        if j in events:
+        if j in events or negations(batch.contents[i]) != negations(batch.contents[j]):
             continue
         first = events[i].duplicate_of if i in events else batch.ids[i]
         kind = "exact" if batch.contents[i] == batch.contents[j] else "near"
         events[j] = DedupEvent(j, first, kind, sim, action)  # type: ignore[arg-type]
-    return [events[k] for k in sorted(events)]
+    return [e if not batch.named[e.index] else DedupEvent(e.index, e.duplicate_of, e.kind, e.similarity, "kept")
+            for e in (events[k] for k in sorted(events))]

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..model.errors import InvalidMemory
 from ..model.tuning import Tuning
 from ..spaces.batches import concat, take
 from ..spaces.protocol import Embedder, Embedding
@@ -54,6 +55,17 @@ def vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Seq
                 parts_by_row[i] = sp.check(h, 1)
         out[sp.name] = concat([p for p in parts_by_row if p is not None])
     return schema.check_all(out, len(contents))
+
+
+def check_vector_names(schema: Schema, given: Sequence[Mapping[str, Any]], where: str = "records") -> None:
+    """Refuse vectors for spaces the schema lacks (a typo would otherwise be embedded over)."""
+    known = set(schema.spaces)
+    for i, g in enumerate(given):
+        unknown = set(g) - known
+        if unknown:
+            label = f"{where}[{i}]: " if where else ""
+            raise InvalidMemory(f"{label}vectors has unknown space(s) {sorted(unknown)}; this store's spaces are "
+                                f"{list(schema.spaces)}")
 
 
 def embed_in_chunks(emb: Embedder, texts: list[str], space: str, tuning: Tuning) -> Embedding:

@@ -40,6 +40,7 @@ class Intake:
     namespaces: list[str]
     contents: list[str]
     vectors: list[Mapping[str, Any]]  # caller vectors per record ({} when none)
+    named: list[bool]  # the caller chose this record's id (dedup never drops such a record)
 
 
 def _new_ids(n: int) -> list[str]:
@@ -75,10 +76,12 @@ def _cheap_ok(name: str, v: Any) -> bool:
     return v is None  # version and learned_at are the store's to set
 
 
-def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime) -> Intake:
+def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
+                 max_content_bytes: int = 1 << 20) -> Intake:
     """Validate a batch and lay it out as MEMORY_SCHEMA columns (version 1, learned_at = now).
 
-    Raises InvalidMemory naming `records[i]` and the field; nothing is written by this step.
+    Raises InvalidMemory naming `records[i]` and the field (content over `max_content_bytes` of
+    UTF-8 included); nothing is written by this step.
     """
     cols: dict[str, list[Any]] = {}  # only the fields some record sets; the rest stay unset
     n = 0
@@ -106,6 +109,7 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime) -
     for name in _FIELDS:
         if name not in ("version", "learned_at"):
             cols.setdefault(name, [None] * n)
+    named = [v is not None for v in cols["id"]]
     missing = [i for i, v in enumerate(cols["id"]) if v is None]
     if missing:
         for i, new in zip(missing, _new_ids(len(missing))):
@@ -125,6 +129,9 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime) -
                     if x is not None and y is not None and i not in suspects and y < x)
     suspects.update(i for i, x in enumerate(cols["expired_at"]) if x is not None and i not in suspects and x < now)
     for i in sorted(suspects):
+        for name in ("id", "namespace", "content"):  # required: name them, not Memory's signature
+            if cols[name][i] is None:
+                raise InvalidMemory(f"records[{i}]: {name} is required (a non-empty string), got None")
         row = {name: cols[name][i] for name in cols if cols[name][i] is not None}
         row.update(learned_at=now, version=1)
         try:
@@ -142,9 +149,41 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime) -
     arrays["provenance"] = [_json(v) if v else "{}" for v in cols["provenance"]]
     arrays["version"] = pa.array([1] * n, pa.int64())
     arrays["learned_at"] = pa.array([now] * n, MEMORY_SCHEMA.field("learned_at").type)
-    arrays["content_hash"] = [hashlib.blake2b(c.encode("utf-8"), digest_size=16).digest() for c in contents]
-    table = pa.Table.from_pydict({f.name: arrays[f.name] for f in MEMORY_SCHEMA}, schema=MEMORY_SCHEMA)
-    return Intake(table, cols["id"], cols["namespace"], contents, vectors)
+    arrays["content_hash"] = [hashlib.blake2b(content_bytes(c, i, max_content_bytes), digest_size=16).digest()
+                              for i, c in enumerate(contents)]
+    try:
+        table = pa.Table.from_pydict({f.name: arrays[f.name] for f in MEMORY_SCHEMA}, schema=MEMORY_SCHEMA)
+    except (UnicodeEncodeError, pa.ArrowException):
+        _name_unencodable(cols)
+        raise
+    return Intake(table, cols["id"], cols["namespace"], contents, vectors, named)
+
+
+def content_bytes(content: str, i: int | None, limit: int) -> bytes:
+    """The UTF-8 of one content, refused (naming the record) when it holds a lone surrogate or is
+    over `limit` bytes."""
+    where = f"records[{i}]: " if i is not None else ""
+    try:
+        raw = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidMemory(f"{where}content holds a character UTF-8 cannot encode ({exc.reason}: "
+                            f"{content[exc.start:exc.end]!r} at position {exc.start})") from None
+    if len(raw) > limit:
+        raise InvalidMemory(f"{where}content is {len(raw):,} bytes of UTF-8; the limit is {limit:,} "
+                            f"(Tuning.max_content_bytes): split long documents into chunks")
+    return raw
+
+
+def _name_unencodable(cols: dict[str, list[Any]]) -> None:
+    """Find the string field Arrow could not store (a lone surrogate) and name it."""
+    for name, col in cols.items():
+        for i, v in enumerate(col):
+            if isinstance(v, str):
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise InvalidMemory(f"records[{i}]: {name} holds a character UTF-8 cannot encode "
+                                        f"({exc.reason}: {v[exc.start:exc.end]!r} at position {exc.start})") from None
 
 
 def _hashable(v: Any) -> Any:

@@ -32,6 +32,8 @@ class Tuning:
       overlaps them on a small pool (sometimes lower latency one query at a time, on a shared
       2-core machine no better on the median); searches side by side still take one thread each
       (bench/test_bench_concurrency.py measures both).
+    - `max_content_bytes`: the largest content a memory may hold, in UTF-8 bytes (1 MiB; every
+      space holds a vector of it and the token space one per word: split long documents).
     - `progress_min`: texts in one embed call from which a progress bar is shown (on a terminal).
     - `embed_chunk`: texts per embed call when a long batch is embedded in chunks.
     """
@@ -45,6 +47,7 @@ class Tuning:
     tree_rebuild_growth: float = 2.0
     hot_rows: int = 100
     search_threads: int = 1
+    max_content_bytes: int = 1 << 20
     progress_min: int = 5_000
     embed_chunk: int = 2_048
 

@@ -56,14 +56,9 @@ class SearchPlan:
         if strategy not in DENSE_STRATEGIES and strategy not in FUSED_STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(s for s in DENSE_STRATEGIES if s)} or "
                              f"{sorted(FUSED_STRATEGIES)} (or None), got {strategy!r}")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-            try:
-                k = int(k)
-            except (TypeError, ValueError):
-                raise ValueError(f"k must be an integer >= 1, got {k!r}") from None
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
         k = int(k)
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
         if not isinstance(namespace, str) or not namespace:
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         type_set = None

@@ -8,6 +8,7 @@ immutable and every cache it fills is keyed by what it was built from.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..index.registry import Indexes
+from ..model.errors import StoreError
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedder, Embedding
@@ -30,9 +32,21 @@ from .strategies import STRATEGIES, Run
 
 def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
                query: str | np.ndarray | Embedding, query_vector: np.ndarray | None = None) -> Hits:
-    """The hits of `plan` for `query` in `view`, best first, with the search's statistics."""
+    """The hits of `plan` for `query` in `view`, best first, with the search's statistics.
+
+    Sizes (k and the pipeline's stages) are capped at the namespace's row count: no method can
+    find more, so the answer is the same and memory follows the store, never the caller's k.
+    A search whose methods raised and that found nothing raises (an error is never an empty
+    answer); one that still found hits names the failures in `stats.failed` and explain.
+    """
+    cap = max(1, view.namespace_rows(plan.namespace))
+    if plan.k > cap or any(v > cap for v in plan.stages.values()):
+        plan = dataclasses.replace(plan, k=min(plan.k, cap), stages={n: min(v, cap) for n, v in plan.stages.items()})
     with IN_FLIGHT:
-        return _run(plan, view, indexes, embedders, tuning, query, query_vector)
+        hits = _run(plan, view, indexes, embedders, tuning, query, query_vector)
+    if not hits and hits.stats.failed:
+        raise StoreError(f"the search failed: {'; '.join(f'{m}: {e}' for m, e in hits.stats.failed.items())}")
+    return hits
 
 
 def _run(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,

@@ -57,6 +57,8 @@ class Engine:
         self.on_commit: Callable[[View], None] | None = None
         manifest = None
         if self.path is not None:
+            if self.path.exists() and not self.path.is_dir():
+                raise StoreError(f"{self.path} is a file, not a store folder: give a folder (new or a store's)")
             if read_only and not (self.path / "manifest.json").exists():
                 raise StoreError(f"no engramdb store at {self.path} to open read-only")
             self.path.mkdir(parents=True, exist_ok=True)

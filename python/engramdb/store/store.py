@@ -19,8 +19,8 @@ from ..graph.heuristic import MIN_CONFIDENCE, InferenceReport, Inferrer
 from ..hierarchy.tree import CentroidTree
 from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
-from ..ingest.embedding import vectors_for
-from ..ingest.intake import build_intake
+from ..ingest.embedding import check_vector_names, vectors_for
+from ..ingest.intake import build_intake, content_bytes
 from ..model.edge import Edge
 from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
@@ -122,10 +122,11 @@ class Store(Reads):
         Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
         record refuses the batch, naming the record and the field.
         """
-        batch = build_intake(records, utc_now())
+        batch = build_intake(records, utc_now(), self.tuning.max_content_bytes)
         n = len(batch.ids)
         if not n:
             return []
+        check_vector_names(self.schema, batch.vectors)
         with self._engine.writing() as view:
             if len(set(batch.ids)) != n or any(i in view for i in batch.ids):
                 seen: set[str] = set()
@@ -137,17 +138,17 @@ class Store(Reads):
             action: Literal["merged", "skipped"] = "merged" if self.dedup == "merge" else "skipped"
             self.last_dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
                 if self.dedup != "off" else []
-            if not self.last_dedup:
+            dup = {e.index: e for e in self.last_dedup if e.action != "kept"}
+            if not dup:
                 self._engine.append(batch.table, vectors)
                 return batch.ids
-            dup = {e.index: e for e in self.last_dedup}
             keep = [i for i in range(n) if i not in dup]
             if keep:
                 from ..spaces.batches import take
 
                 self._engine.append(batch.table.take(keep), {k: take(v, keep) for k, v in vectors.items()})
             if self.dedup == "merge":
-                self._merge_duplicates(self.last_dedup)
+                self._merge_duplicates(list(dup.values()))
             return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
 
     def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:
@@ -156,6 +157,10 @@ class Store(Reads):
         bad = set(changes) - _UPDATABLE
         if bad:
             raise InvalidMemory(f"update cannot change {sorted(bad)}")
+        if vectors:
+            check_vector_names(self.schema, [vectors], "")
+        if "content" in changes and isinstance(changes["content"], str):
+            content_bytes(changes["content"], None, self.tuning.max_content_bytes)
         with self._engine.writing() as view:
             old = links.current(view, id)
             if expected_version is not None and old.version != expected_version:
@@ -170,7 +175,7 @@ class Store(Reads):
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
         """`old` stops being true where `new` starts (S3); both are linked. Nothing is deleted."""
         with self._engine.writing() as view:
-            old, new = links.current(view, old_id), links.current(view, new_id)
+            old, new = links.pair(view, old_id, new_id, ("old_id", "new_id"))
             end = new.valid_from or new.learned_at
             now = utc_now()
             o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
@@ -429,7 +434,7 @@ def open(
     schema: Schema | None = None,
     embedders: Mapping[str, Embedder] | None = None,
     read_only: bool = False,
-    dedup: str = "skip",
+    dedup: str = "off",
     dedup_threshold: float = 0.90,
     profile: str | None = None,
     index: str = "tree",
@@ -450,7 +455,9 @@ def open(
     half-precision copy of their vectors: about the dense space's size again, ~2.5x faster scans on
     real text), "hnsw" (usearch graphs; slow to build) or "none" (always exact). `dedup` ("skip" |
     "merge" | "off") is what happens to a new memory whose main-space cosine to a current memory of
-    its namespace exceeds `dedup_threshold` (see `engramdb.ingest.dedup`). `tuning`: thresholds
+    its namespace exceeds `dedup_threshold`, unless their negations differ; "off" (default: in a
+    conversation log a repeat is an event) keeps everything, and a record naming its own id is
+    always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
     and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
     """
     return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only,
