@@ -133,7 +133,8 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path) -> None:
     db.close()
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
     # file numbers are drawn from one counter: seg-1, wal-2 (first checkpoint), seg-3, wal-4 (on close)
-    assert files == ["LOCK", "manifest.json", "seg-000001.arrow", "seg-000003.arrow", "wal-000004.log"]
+    assert files == ["LOCK", "engramdb.store", "manifest.json", "seg-000001.arrow", "seg-000003.arrow",
+                     "wal-000004.log"]
     again = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=7))
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]
@@ -178,19 +179,53 @@ def test_zero_copy_dense_vectors_from_segment_files(tmp_path: Path) -> None:
     engine.close()
 
 
-def test_crash_debris_is_removed_and_never_read(tmp_path: Path) -> None:
+def test_crash_debris_is_removed_and_only_the_stores_own(tmp_path: Path) -> None:
     db = open_store(tmp_path / "mem")
     ids = db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(3)])
     db.close()
     folder = tmp_path / "mem"
-    # what a crash in the middle of a checkpoint can leave: a segment and a log nobody lists
+    # what a crash in the middle of a checkpoint leaves: a segment and a WAL the journal names (the
+    # writer notes a name before it creates the file) that no manifest lists, and temp files
     (folder / "seg-000042.arrow").write_bytes((folder / "seg-000001.arrow").read_bytes())
-    (folder / "wal-000099.log").write_bytes(b"EGWAL001")
+    (folder / "seg-000042.arrow.tmp").write_bytes(b"half")
+    (folder / "wal-000043.log").write_bytes(b"EGWAL001")
+    (folder / "journal.log").write_text("seg-000042.arrow\nwal-000043.log\n")
     (folder / "manifest.json.tmp").write_text("{")
+    # files that look like ours but that no journal names: a user's, or another program's
+    (folder / "seg-000099.arrow").write_bytes(b"not ours")
+    (folder / "notes.tmp").write_text("mine")
     again = open_store(folder)
-    assert len(again) == 3 and all(again.get(i) is not None for i in ids)
-    assert not any(p.name in ("seg-000042.arrow", "wal-000099.log", "manifest.json.tmp") for p in folder.iterdir())
+    assert len(again) == 3 and all(again.get(i) is not None for i in ids)  # the debris was never read
+    names = {p.name for p in folder.iterdir()}
+    assert not names & {"seg-000042.arrow", "seg-000042.arrow.tmp", "wal-000043.log", "manifest.json.tmp",
+                        "journal.log"}
+    assert (folder / "seg-000099.arrow").read_bytes() == b"not ours" and (folder / "notes.tmp").read_text() == "mine"
     again.close()
+
+
+def test_a_folder_that_is_not_a_store_is_refused_untouched(tmp_path: Path) -> None:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name, data in (("seg-000001.arrow", b"a"), ("wal-000002.log", b"b"), ("x.tmp", b"c"), ("a.jpg", b"d")):
+        (folder / name).write_bytes(data)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="is not an engramdb store|no engramdb store"):
+            engramdb.open(folder, read_only=read_only)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_lost_manifest_never_makes_a_new_empty_store(tmp_path: Path) -> None:
+    db = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=4))
+    db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(10)])
+    db.close()
+    folder = tmp_path / "mem"
+    (folder / "manifest.json").unlink()
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="manifest.json is missing: nothing was changed or deleted"):
+            engramdb.open(folder, read_only=read_only)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # every segment and the WAL still there
 
 
 @pytest.mark.parametrize("persistent", [True, False])

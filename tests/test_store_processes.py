@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from engramdb import StoreLocked
 from engramdb import open as open_store
@@ -92,3 +94,52 @@ def test_one_writer_many_readers(tmp_path: Path) -> None:
         proc.wait()
     writer = open_store(path, schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
     writer.close()  # the dead writer's lock went with its process
+
+
+def test_readers_opening_while_the_writer_checkpoints_see_every_acknowledged_write(tmp_path: Path) -> None:
+    """A read-only open that raced a checkpoint used to read a manifest and a WAL that no longer
+    belonged together (acknowledged rows missing). Here the writer checkpoints every 120 rows (3
+    batches) while this process reopens read-only for ~8 s and reads ids acknowledged before each open."""
+    path = tmp_path / "mem"
+    proc = spawn(path, checkpoint=120)
+    acked = [-1]
+    lock = threading.Lock()
+
+    def follow() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("ACK "):
+                with lock:
+                    acked[0] = int(line.split()[1])
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
+    rng = np.random.default_rng(0)
+    opens, misses = 0, []
+    try:
+        wait_for_ack(acked, lock)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            with lock:
+                last = acked[0]
+            db = open_store(path, schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+            opens += 1
+            for b in {last, *rng.integers(0, last + 1, 5).tolist()}:
+                if db.get(f"b{b}-39") is None:
+                    misses.append((opens, b, last))
+            db.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert opens >= 20 and acked[0] >= 30, (opens, acked[0])  # the writer committed many times meanwhile
+    assert misses == []
+
+
+def wait_for_ack(acked: list[int], lock: threading.Lock) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with lock:
+            if acked[0] >= 0:
+                return
+        time.sleep(0.01)
+    raise AssertionError("the writer acknowledged nothing")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -32,13 +32,24 @@ from .derived_files import DerivedFiles
 from .edge_files import edges_to_table, is_edge_table, read_edges_file, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
+from .folder import MANIFEST, MARKER, classify, write_marker
 from .ids import IdIndex
+from .journal import Journal
 from .lock import WriterLock
-from .manifest import Manifest, read_manifest, write_manifest
-from .segment import Segment, read_arrow, read_segment, write_segment
+from .manifest import Manifest, parse_manifest, read_manifest, write_manifest
+from .segment import Segment, mapped, read_arrow, read_segment, table_of, write_segment
 from .vectors import column_name, to_arrow, vector_fields
 from .view import View
-from .wal import WriteAheadLog, read_frames
+from .wal import WriteAheadLog, decode_frames
+
+READER_ATTEMPTS = 50  # a reader's load starts over at most this often while a writer commits
+
+
+def _manifest_bytes(folder: Path) -> bytes:
+    try:
+        return (folder / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 class Engine:
@@ -56,14 +67,19 @@ class Engine:
         # called with the new view after a checkpoint committed rows (the facade syncs indexes)
         self.on_commit: Callable[[View], None] | None = None
         manifest = None
+        self.journal: Journal | None = None
         if self.path is not None:
-            if self.path.exists() and not self.path.is_dir():
-                raise StoreError(f"{self.path} is a file, not a store folder: give a folder (new or a store's)")
-            if read_only and not (self.path / "manifest.json").exists():
+            kind = classify(self.path)
+            if kind == "lost":
+                raise StoreError(f"{self.path} is an engramdb store ({MARKER} is there) but its {MANIFEST} is missing: "
+                                 "nothing was changed or deleted; restore the manifest from a backup before opening it")
+            if read_only and kind == "new":
                 raise StoreError(f"no engramdb store at {self.path} to open read-only")
-            self.path.mkdir(parents=True, exist_ok=True)
             if not read_only:
+                self.path.mkdir(parents=True, exist_ok=True)
                 self._writer_lock = WriterLock(self.path)
+                write_marker(self.path)
+                self.journal = Journal(self.path)
             try:
                 manifest = read_manifest(self.path)
             except BaseException:
@@ -90,38 +106,85 @@ class Engine:
 
     def _load(self, new: bool) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         """Segments, edges and archived ids of the folder, the WAL replayed (nothing when in memory)."""
-        segments: list[Segment] = []
-        edges = EdgeLog()
-        archived: dict[str, str] = {}
         if self.path is None:
-            return segments, edges, archived
+            return [], EdgeLog(), {}
+        if self.read_only:
+            return self._load_consistent()
+        segments, edges, archived = self._read_files(self._manifest)
+        self._wal = WriteAheadLog(self.path / self._manifest.wal)
+        frames = self._wal.recover()
+        self._replay(frames, segments, edges)
         m = self._manifest
-        for entry in m.segments:
-            segments.append(read_segment(self.path / entry["file"]))
+        if new or m.format_version < FORMAT_VERSION:
+            # an older store is upgraded in place before anything newer reaches its WAL
+            m.format_version = FORMAT_VERSION
+            write_manifest(self.path, m)
+        self._remove_debris()
+        close_versions(segments)
+        return segments, edges, archived
+
+    def _load_consistent(self) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
+        """A reader's load: the files and WAL of one manifest. A writer may commit meanwhile (a
+        checkpoint: a new WAL, the old one deleted; a compaction: old segments deleted), so the
+        reader opens every file its manifest names, then reads the manifest again: unchanged, the
+        open files are that manifest's (and stay readable however the writer moves on); changed, or
+        a file already gone, it starts over. The window is a few file opens, not the whole load."""
+        assert self.path is not None
+        for _ in range(READER_ATTEMPTS):
+            before = _manifest_bytes(self.path)
+            if not before:
+                raise StoreError(f"no engramdb store at {self.path} to open read-only (its {MANIFEST} is gone)")
+            m = parse_manifest(before, self.path / MANIFEST)
+            names = [e["file"] for e in m.segments + m.edges + m.archives] + [m.wal]
+            handles: dict[str, BinaryIO] = {}
+            try:
+                try:
+                    for name in names:
+                        handles[name] = open(self.path / name, "rb")  # noqa: SIM115 - closed below
+                except FileNotFoundError:
+                    continue  # a commit unlisted it since the manifest was read
+                if _manifest_bytes(self.path) != before:
+                    continue
+                segments = [Segment(table_of(mapped(handles[e["file"]])), file=e["file"]) for e in m.segments]
+                edges = EdgeLog()
+                for e in m.edges:
+                    edges.append(table_to_edges(table_of(mapped(handles[e["file"]]))))
+                archived: dict[str, str] = {}
+                for e in m.archives:
+                    ids = table_of(mapped(handles[e["file"]])).column("id").to_pylist()
+                    archived.update(dict.fromkeys(ids, e["file"]))
+                frames = decode_frames(handles[m.wal].read(), self.path / m.wal)[0]
+            finally:
+                for h in handles.values():
+                    h.close()
+            self._manifest = m
+            self._edges_pending = []
+            self._replay(frames, segments, edges)
+            close_versions(segments)
+            return segments, edges, archived
+        raise StoreError(f"{self.path}: the writer committed {READER_ATTEMPTS} times while this reader opened the "
+                         "store; try again")
+
+    def _read_files(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
+        assert self.path is not None
+        segments = [read_segment(self.path / entry["file"]) for entry in m.segments]
+        edges = EdgeLog()
         for entry in m.edges:
             edges.append(table_to_edges(read_edges_file(self.path / entry["file"])))
+        archived: dict[str, str] = {}
         for entry in m.archives:
             ids = read_arrow(self.path / entry["file"]).column("id").to_pylist()
             archived.update(dict.fromkeys(ids, entry["file"]))
-        if self.read_only:  # the WAL as it is now; never repaired or appended by a reader
-            frames = read_frames(self.path / m.wal)[0] if (self.path / m.wal).exists() else []
-        else:
-            self._wal = WriteAheadLog(self.path / m.wal)
-            frames = self._wal.recover()
+        return segments, edges, archived
+
+    def _replay(self, frames: list[pa.Table], segments: list[Segment], edges: EdgeLog) -> None:
+        """WAL frames after the committed files: memory rows as segments, edge rows into the log."""
         for table in frames:
             if is_edge_table(table):
                 self._edges_pending.append(table)
                 edges.append(table_to_edges(table))
             else:
                 segments.append(Segment(table))
-        if not self.read_only:
-            if new or m.format_version < FORMAT_VERSION:
-                # an older store is upgraded in place before anything newer reaches its WAL
-                m.format_version = FORMAT_VERSION
-                write_manifest(self.path, m)
-            self._remove_debris()
-        close_versions(segments)
-        return segments, edges, archived
 
     # ------------------------------------------------------------------------------ state
     @property
@@ -157,6 +220,8 @@ class Engine:
         """A fresh file name (`seg-000007.arrow`, `edges-000008.arrow`); numbers never repeat."""
         name = f"{kind}-{self._manifest.next_segment:06d}.arrow"
         self._manifest.next_segment += 1
+        if self.journal is not None:
+            self.journal.note([name])  # ours from now on: debris if no commit lists it
         return name
 
     @property
@@ -165,11 +230,14 @@ class Engine:
         return self._manifest
 
     def commit(self, unlisted: Sequence[str] = ()) -> None:
-        """Write the manifest (the commit point), then delete the files it no longer lists."""
-        assert self.path is not None
+        """Write the manifest (the commit point), then delete the files it no longer lists (named
+        in the journal first, so a crash between the two leaves them to the next open)."""
+        assert self.path is not None and self.journal is not None
+        self.journal.note(unlisted)
         write_manifest(self.path, self._manifest)
         for name in unlisted:
             (self.path / name).unlink(missing_ok=True)
+        self.journal.clear()
 
     @property
     def edges_pending(self) -> list[pa.Table]:
@@ -264,11 +332,12 @@ class Engine:
             old_wal = self._wal
             wal_name = f"wal-{self._manifest.next_segment:06d}.log"
             self._manifest.next_segment += 1
+            assert self.journal is not None
+            self.journal.note([wal_name])
             self._wal = WriteAheadLog(self.path / wal_name)
             self._manifest.wal = wal_name
-            write_manifest(self.path, self._manifest)  # committed
             old_wal.close()
-            old_wal.path.unlink(missing_ok=True)
+            self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now
             self._edges_pending = []
             if merged is not None:
                 # WAL segments always trail the committed ones, so they are replaced as one block;
@@ -297,16 +366,18 @@ class Engine:
             self._writer_lock = None
 
     def _remove_debris(self) -> None:
-        """Delete files a crash left behind: unlisted segments and logs, temp files."""
-        assert self.path is not None
+        """Delete what a crash left of the store's own files: the ones the journal names that the
+        manifest does not list, their temp files, and the manifest's and marker's temp files.
+        Nothing else is touched, whatever its name."""
+        assert self.path is not None and self.journal is not None
         m = self._manifest
-        keep = {e["file"] for e in m.segments + m.edges + m.archives}
-        keep |= {m.wal, "manifest.json", "LOCK"}
-        for p in self.path.iterdir():
-            if p.name in keep or not p.is_file():
-                continue
-            if p.suffix == ".tmp" or (p.name.startswith(("seg-", "wal-", "edges-", "archive-")) and p.suffix in (".arrow", ".log")):
-                p.unlink(missing_ok=True)
+        listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
+        for name in self.journal.names() - listed:
+            for debris in (self.path / name, self.path / (name + ".tmp")):
+                debris.unlink(missing_ok=True)
+        for name in (MANIFEST + ".tmp", MARKER + ".tmp"):
+            (self.path / name).unlink(missing_ok=True)
+        self.journal.clear()
 
 
 def close_versions(segments: list[Segment]) -> None:

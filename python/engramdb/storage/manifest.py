@@ -17,7 +17,7 @@ from typing import Any
 from ..model.errors import FormatError
 from .columns import FORMAT_VERSION
 
-__all__ = ["MANIFEST", "FormatError", "Manifest", "read_manifest", "write_manifest"]
+__all__ = ["MANIFEST", "FormatError", "Manifest", "parse_manifest", "read_manifest", "write_manifest"]
 
 MANIFEST = "manifest.json"
 
@@ -43,12 +43,21 @@ class Manifest:
 def read_manifest(folder: Path) -> Manifest | None:
     """The manifest of `folder`, or None for a folder without one (a new store)."""
     path = folder / MANIFEST
-    if not path.exists():
-        return None
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{path} is unreadable or not JSON ({exc}); the store cannot be opened") from None
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FormatError(f"{path} is unreadable ({exc}); the store cannot be opened") from None
+    return parse_manifest(data, path)
+
+
+def parse_manifest(data: bytes, path: Path) -> Manifest:
+    """The manifest in `data` (the bytes of `path`); FormatError says what is wrong with it."""
+    try:
+        raw = json.loads(data)
+    except ValueError as exc:
+        raise FormatError(f"{path} is not JSON ({exc}); the store cannot be opened") from None
     if not isinstance(raw, dict) or "format_version" not in raw:
         raise FormatError(f"{path} has no format_version: not an engramdb manifest")
     version = raw["format_version"]

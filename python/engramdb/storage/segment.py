@@ -11,9 +11,11 @@ segments that hold the memory instead of marking rows.
 from __future__ import annotations
 
 import copy
+import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -168,6 +170,19 @@ def read_segment(path: Path) -> Segment:
     source = pa.memory_map(str(path), "r")
     table = pa.ipc.open_file(source).read_all()
     return Segment(table, file=path.name)
+
+
+def mapped(handle: BinaryIO) -> pa.Buffer:
+    """A read-only memory map of an open file, as an Arrow buffer: it stays valid after the file
+    is closed, and after it is unlinked (a reader keeps what it opened while a writer moves on)."""
+    if os.fstat(handle.fileno()).st_size == 0:
+        return pa.py_buffer(b"")
+    return pa.py_buffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+
+
+def table_of(buffer: pa.Buffer) -> pa.Table:
+    """The table of an Arrow IPC file held in a buffer (no copy)."""
+    return pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
 
 
 def write_segment(path: Path, table: pa.Table) -> None:

@@ -81,7 +81,11 @@ class WriteAheadLog:
 
 def read_frames(path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
     """(tables of the intact frames, byte offset where the intact part ends)."""
-    data = Path(path).read_bytes()
+    return decode_frames(Path(path).read_bytes(), path)
+
+
+def decode_frames(data: bytes, path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
+    """`read_frames` of a log's bytes (`path` names it in errors)."""
     if len(data) < len(HEADER):
         if HEADER.startswith(data):  # a crash while writing the header: an empty log
             return [], 0

@@ -1,0 +1,56 @@
+"""What a folder is before a store opens it, and the marker that says a folder is a store.
+
+A store folder holds `engramdb.store` (written when the store is made: a small JSON naming the
+format and the store's id) and `manifest.json` (the committed state). `open()` only ever makes a
+store in a folder that does not exist or is empty, and only ever treats as a store a folder that
+has the marker or a manifest (stores made before the marker get it at their next writable open).
+Any other folder is refused, untouched: a store never deletes, rewrites or reads as its own a
+file it did not create. A folder with the marker but no readable manifest is a store whose
+manifest was lost: it is refused too, never taken for a new, empty store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from ..model.errors import StoreError
+
+MARKER = "engramdb.store"
+MANIFEST = "manifest.json"
+FolderKind = Literal["new", "store", "lost"]
+
+
+def classify(folder: Path) -> FolderKind:
+    """"new" (absent or empty), "store" (a manifest), "lost" (the marker without a manifest);
+    any other folder raises StoreError naming it."""
+    if not folder.exists():
+        return "new"
+    if not folder.is_dir():
+        raise StoreError(f"{folder} is a file, not a store folder: give a folder (new or a store's)")
+    names = {p.name for p in folder.iterdir()}
+    if MANIFEST in names:
+        return "store"
+    if MARKER in names:
+        return "lost"
+    if not names:
+        return "new"
+    shown = sorted(names)[:5]
+    raise StoreError(f"{folder} is not an engramdb store (no {MANIFEST}, no {MARKER}) and is not empty "
+                     f"({len(names)} entries, e.g. {shown}): refusing to use it, nothing was changed; "
+                     "give an empty or new folder")
+
+
+def write_marker(folder: Path) -> None:
+    """Mark a folder as a store (atomically; kept as it is when present)."""
+    path = folder / MARKER
+    if path.exists():
+        return
+    tmp = folder / (MARKER + ".tmp")
+    tmp.write_text(json.dumps({"engramdb": "store", "store_id": uuid.uuid4().hex,
+                               "created_at": datetime.now(timezone.utc).isoformat()}))
+    os.replace(tmp, path)
