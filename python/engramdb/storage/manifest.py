@@ -57,7 +57,7 @@ def parse_manifest(data: bytes, path: Path) -> Manifest:
     try:
         raw = json.loads(data)
     except ValueError as exc:
-        raise FormatError(f"{path} is not JSON ({exc}); the store cannot be opened") from None
+        raise FormatError(f"{path} is unreadable or not JSON ({exc}); the store cannot be opened") from None
     if not isinstance(raw, dict) or "format_version" not in raw:
         raise FormatError(f"{path} has no format_version: not an engramdb manifest")
     version = raw["format_version"]
