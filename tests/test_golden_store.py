@@ -20,6 +20,7 @@ from store_helpers import toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "store-v2"
+GOLDEN_V3 = Path(__file__).parent / "golden" / "store-v3"
 
 
 def check_v1(db: engramdb.Store) -> None:
@@ -134,3 +135,29 @@ def test_golden_bm25_index_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -
     assert saved == rebuilt
     assert [h[0] for h in saved[0]][:2] == ["alice-2", "alice-1"]  # both bakery turns, the sourdough one first
     assert {h[0] for h in saved[2]} == {"bob-0", "bob-1"}  # namespace bob only
+
+
+def test_golden_v3_opens_read_only_in_place_with_every_checksum() -> None:
+    """store-v3 (format 3): the same history; every file listed with its size and XXH3, the manifest
+    with a checksum of itself, the folder marked as a store."""
+    before = {p.name: p.read_bytes() for p in GOLDEN_V3.iterdir()}
+    db = engramdb.open(GOLDEN_V3, schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+    check_v2(db)
+    db.close()
+    assert {p.name: p.read_bytes() for p in GOLDEN_V3.iterdir()} == before
+    manifest = json.loads(before["manifest.json"])
+    assert manifest["format_version"] == 3 and len(manifest["checksum"]) == 16
+    assert all(len(e["xxh3"]) == 16 and e["bytes"] == len(before[e["file"]])
+               for e in manifest["segments"] + manifest["edges"])
+    assert "engramdb.store" in before
+
+
+def test_a_v2_store_gets_checksums_when_opened_for_writing(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN_V2, tmp_path / "s")
+    with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert manifest["format_version"] == 3 and all("xxh3" in e for e in manifest["segments"] + manifest["edges"])
+        check_v2(db)
+    (tmp_path / "s" / "seg-000001.arrow").write_bytes(b"x" + (tmp_path / "s" / "seg-000001.arrow").read_bytes()[1:])
+    with pytest.raises(engramdb.CorruptFile, match="seg-000001.arrow is damaged: its XXH3 checksum"):
+        engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
     from ._capabilities import capabilities
     from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
     from .model import (
+        CorruptFile,
         Edge,
         FormatError,
         Hit,
@@ -42,7 +43,7 @@ _WHERE = {
     "EdgeProposal": ".graph.heuristic",
     "HeuristicInferrer": ".graph.heuristic",
     "InferenceReport": ".graph.heuristic",
-    **dict.fromkeys(("Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "SearchStats", "StoreError",
+    **dict.fromkeys(("CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "SearchStats", "StoreError",
                      "StoreLocked", "Tuning"), ".model"),
     "Snapshot": ".store",
     "Store": ".store",
@@ -51,6 +52,7 @@ _WHERE = {
 
 __all__ = [
     "Candidate",
+    "CorruptFile",
     "Edge",
     "EdgeProposal",
     "FormatError",

@@ -17,3 +17,13 @@ class StoreLocked(RuntimeError):
 
 class FormatError(RuntimeError):
     """The store on disk cannot be opened by this version; the message says exactly why."""
+
+
+class CorruptFile(StoreError):
+    """A store file is damaged (its size or checksum is not what the manifest recorded, or it does
+    not parse); `path` names it. Nothing of it was served."""
+
+    def __init__(self, path: object, why: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is damaged: {why}; nothing of it was read. `engramdb verify` checks every file; "
+                         "open read-only with salvage=True to read the intact ones")

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..model.memory import Memory, content_hash
 
-FORMAT_VERSION = 2  # 1: memories only; 2: + edge files and edge frames in the WAL
+FORMAT_VERSION = 3  # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums
 TS = pa.timestamp("us", tz="UTC")
 
 MEMORY_SCHEMA = pa.schema(

@@ -27,9 +27,10 @@ from ..model.errors import StoreError
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
+from .checksum import ALGORITHM, file_digest, parsed
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA
 from .derived_files import DerivedFiles
-from .edge_files import edges_to_table, is_edge_table, read_edges_file, table_to_edges
+from .edge_files import edges_to_table, is_edge_table, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
 from .folder import MANIFEST, MARKER, classify, write_marker
@@ -37,7 +38,7 @@ from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
 from .manifest import Manifest, parse_manifest, read_manifest, write_manifest
-from .segment import Segment, mapped, read_arrow, read_segment, table_of, write_segment
+from .segment import Segment, digest_of, mapped, read_arrow, read_segment, write_and_open, write_file
 from .vectors import column_name, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
@@ -116,7 +117,13 @@ class Engine:
         self._replay(frames, segments, edges)
         m = self._manifest
         if new or m.format_version < FORMAT_VERSION:
-            # an older store is upgraded in place before anything newer reaches its WAL
+            # an older store is upgraded in place before anything newer reaches its WAL: its files
+            # (checked structurally as they were read) get their checksums
+            for entry in m.segments + m.edges + m.archives:
+                if ALGORITHM not in entry:
+                    entry.update(file_digest(self.path / entry["file"]))
+            for seg, entry in zip(segments, m.segments):
+                seg.digest = digest_of(entry)
             m.format_version = FORMAT_VERSION
             write_manifest(self.path, m)
         self._remove_debris()
@@ -145,13 +152,16 @@ class Engine:
                     continue  # a commit unlisted it since the manifest was read
                 if _manifest_bytes(self.path) != before:
                     continue
-                segments = [Segment(table_of(mapped(handles[e["file"]])), file=e["file"]) for e in m.segments]
+                def table(e: dict[str, Any], opened: dict[str, BinaryIO] = handles, folder: Path = self.path) -> pa.Table:
+                    return parsed(folder / e["file"], mapped(opened[e["file"]]), e)
+
+                segments = [Segment(table(e), file=e["file"], digest=digest_of(e)) for e in m.segments]
                 edges = EdgeLog()
                 for e in m.edges:
-                    edges.append(table_to_edges(table_of(mapped(handles[e["file"]]))))
+                    edges.append(table_to_edges(table(e)))
                 archived: dict[str, str] = {}
                 for e in m.archives:
-                    ids = table_of(mapped(handles[e["file"]])).column("id").to_pylist()
+                    ids = table(e).column("id").to_pylist()
                     archived.update(dict.fromkeys(ids, e["file"]))
                 frames = decode_frames(handles[m.wal].read(), self.path / m.wal)[0]
             finally:
@@ -167,13 +177,21 @@ class Engine:
 
     def _read_files(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         assert self.path is not None
-        segments = [read_segment(self.path / entry["file"]) for entry in m.segments]
+        try:
+            return self._read_listed(m)
+        except FileNotFoundError as exc:
+            raise StoreError(f"{self.path}: {MANIFEST} lists {Path(str(exc.filename)).name}, which is missing; nothing "
+                             "was changed") from None
+
+    def _read_listed(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
+        assert self.path is not None
+        segments = [read_segment(self.path / entry["file"], entry) for entry in m.segments]
         edges = EdgeLog()
         for entry in m.edges:
-            edges.append(table_to_edges(read_edges_file(self.path / entry["file"])))
+            edges.append(table_to_edges(read_arrow(self.path / entry["file"], entry)))
         archived: dict[str, str] = {}
         for entry in m.archives:
-            ids = read_arrow(self.path / entry["file"]).column("id").to_pylist()
+            ids = read_arrow(self.path / entry["file"], entry).column("id").to_pylist()
             archived.update(dict.fromkeys(ids, entry["file"]))
         return segments, edges, archived
 
@@ -265,9 +283,8 @@ class Engine:
                 # file (data written once, not twice), acknowledged when the manifest lists it.
                 self.checkpoint()  # earlier rows first, so file order stays version order
                 name = self.next_file("seg")
-                write_segment(self.path / name, table)
-                seg = read_segment(self.path / name)
-                self._manifest.segments.append({"file": name, "rows": len(seg)})
+                seg = write_and_open(self.path / name, table)
+                self._manifest.segments.append(seg.entry())
                 self.commit()  # acknowledged from here on
                 return self.add_segments([seg])
             if self._wal is not None:
@@ -316,16 +333,14 @@ class Engine:
             if pending:
                 table = pa.concat_tables([view.segments[i].table for i in pending])
                 name = self.next_file("seg")
-                write_segment(self.path / name, table)
-                merged = read_segment(self.path / name)
+                merged = write_and_open(self.path / name, table)
                 # carry derived state (replacements by newer versions) over to the merged rows
                 merged.sys_end = np.concatenate([view.segments[i].sys_end for i in pending])
-                self._manifest.segments.append({"file": name, "rows": merged.table.num_rows})
+                self._manifest.segments.append(merged.entry())
             if self._edges_pending:
                 edges = pa.concat_tables(self._edges_pending)
                 name = self.next_file("edges")
-                write_segment(self.path / name, edges)
-                self._manifest.edges.append({"file": name, "rows": edges.num_rows})
+                self._manifest.edges.append(write_file(self.path / name, edges))
             # The rows move from the WAL to the files in one atomic step: the new manifest names the
             # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
             # the old WAL (the new files are debris); after it, the old WAL is the debris.

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import FormatError
+import xxhash
+
+from ..model.errors import CorruptFile, FormatError
 from .columns import FORMAT_VERSION
 
 __all__ = ["MANIFEST", "FormatError", "Manifest", "parse_manifest", "read_manifest", "write_manifest"]
@@ -37,7 +39,16 @@ class Manifest:
     row_epoch: int = 0  # bumped when rows are renumbered (purge): derived indexes keyed by row go stale  # the live write-ahead log; a checkpoint moves to a fresh one
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
+        """The manifest as JSON, with the checksum of everything else in it."""
+        body = asdict(self)
+        body["checksum"] = _checksum(body)
+        return json.dumps(body, indent=2, sort_keys=True)
+
+
+def _checksum(body: dict[str, Any]) -> str:
+    """XXH3-64 of the manifest's canonical JSON without its checksum field."""
+    canonical = json.dumps({k: v for k, v in body.items() if k != "checksum"}, sort_keys=True, separators=(",", ":"))
+    return xxhash.xxh3_64_hexdigest(canonical.encode("utf-8"))
 
 
 def read_manifest(folder: Path) -> Manifest | None:
@@ -60,6 +71,13 @@ def parse_manifest(data: bytes, path: Path) -> Manifest:
         raise FormatError(f"{path} is unreadable or not JSON ({exc}); the store cannot be opened") from None
     if not isinstance(raw, dict) or "format_version" not in raw:
         raise FormatError(f"{path} has no format_version: not an engramdb manifest")
+    if "checksum" in raw and raw["checksum"] != _checksum(raw):
+        raise CorruptFile(path, "its checksum does not match its content")
+    for key in ("segments", "edges", "archives"):
+        entries = raw.get(key, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("file"), str)
+                                                     and "/" not in e["file"] for e in entries):
+            raise CorruptFile(path, f"its {key} list is malformed")
     version = raw["format_version"]
     if not isinstance(version, int) or version < 1:
         raise FormatError(f"{path}: format_version {version!r} is not a positive integer")

@@ -17,11 +17,11 @@ import pyarrow.compute as pc
 
 from ..model.errors import StoreError
 from .archive import restore_content, rows_of, strip_content
-from .edge_files import read_edges_file, table_to_edges
+from .edge_files import table_to_edges
 from .edge_log import EdgeLog
 from .engine import Engine
 from .ids import IdIndex
-from .segment import Segment, read_arrow, read_segment, write_segment
+from .segment import Segment, read_arrow, write_and_open, write_file
 
 
 def compact(engine: Engine) -> int:
@@ -38,15 +38,12 @@ def compact(engine: Engine) -> int:
             return len(view.segments) if engine.path is not None else 0
         old = [s.file for s in view.segments if s.file] + [e["file"] for e in m.edges]
         name = engine.next_file("seg")
-        write_segment(engine.path / name, pa.concat_tables([s.table for s in view.segments]))
-        merged = read_segment(engine.path / name)
+        merged = write_and_open(engine.path / name, pa.concat_tables([s.table for s in view.segments]))
         merged.sys_end = np.concatenate([s.sys_end for s in view.segments])
-        m.segments = [{"file": name, "rows": len(merged)}]
+        m.segments = [merged.entry()]
         if m.edges:  # every edge row is kept (history), in one file
-            edges = pa.concat_tables([read_edges_file(engine.path / e["file"]) for e in m.edges])
-            ename = engine.next_file("edges")
-            write_segment(engine.path / ename, edges)
-            m.edges = [{"file": ename, "rows": edges.num_rows}]
+            edges = pa.concat_tables([read_arrow(engine.path / e["file"], e) for e in m.edges])
+            m.edges = [write_file(engine.path / engine.next_file("edges"), edges)]
         engine.commit(old)
         engine.publish(segments=(merged,))
         return len(old)
@@ -80,9 +77,7 @@ def purge(engine: Engine, id: str) -> int:
             if engine.path is None:
                 new = Segment(table)
             else:
-                name = engine.next_file("seg")
-                write_segment(engine.path / name, table)
-                new = read_segment(engine.path / name)
+                new = write_and_open(engine.path / engine.next_file("seg"), table)
             # closures are within an id: the other rows keep theirs
             new.sys_end = seg.sys_end[keep]
             kept.append(new)
@@ -94,7 +89,7 @@ def purge(engine: Engine, id: str) -> int:
         m.row_epoch += 1  # rows renumbered: every derived index is stale
         engine.files.clear()  # derived from the purged rows too: gone before the purge commits
         if engine.path is not None:
-            m.segments = [{"file": s.file, "rows": len(s)} for s in kept]
+            m.segments = [s.entry() for s in kept]
             engine.commit(dropped)  # committed: the old files are unlisted
         log = EdgeLog()
         for t in edge_tables:
@@ -108,7 +103,7 @@ def _purge_edges(engine: Engine, id: str, dropped: list[str]) -> list[pa.Table]:
     """Edge tables without any row touching `id` (files rewritten, old names added to `dropped`)."""
     m = engine.manifest
     tables = engine.edges_pending if engine.path is None else \
-        [read_edges_file(engine.path / e["file"]) for e in m.edges]
+        [read_arrow(engine.path / e["file"], e) for e in m.edges]
     out: list[pa.Table] = []
     entries = []
     for i, t in enumerate(tables):
@@ -122,9 +117,7 @@ def _purge_edges(engine: Engine, id: str, dropped: list[str]) -> list[pa.Table]:
         if engine.path is not None:
             dropped.append(m.edges[i]["file"])
             if t.num_rows:
-                name = engine.next_file("edges")
-                write_segment(engine.path / name, t)
-                entries.append({"file": name, "rows": t.num_rows})
+                entries.append(write_file(engine.path / engine.next_file("edges"), t))
         if t.num_rows:
             out.append(t)
     if engine.path is None:
@@ -149,13 +142,13 @@ def _rewrite_archives(engine: Engine, archived: dict[str, str], ids: set[str], f
         if e["file"] not in files:
             entries.append(e)
             continue
-        table = read_arrow(engine.path / e["file"])
+        table = read_arrow(engine.path / e["file"], e)
         keep = table.filter(pa.array(~rows_of(table, ids)))
         dropped.append(e["file"])
         if keep.num_rows:
-            new = engine.next_file("archive")
-            write_segment(engine.path / new, keep)
-            entries.append({"file": new, "rows": keep.num_rows})
+            entry = write_file(engine.path / engine.next_file("archive"), keep)
+            new = entry["file"]
+            entries.append(entry)
             for mid in set(keep.column("id").to_pylist()):
                 archived[mid] = new
     engine.manifest.archives = entries
@@ -181,10 +174,9 @@ def archive(engine: Engine, chosen: set[str]) -> str | None:
         return stripped
 
     segments, dropped = _rewrite_segments(engine, strip)
-    name = engine.next_file("archive")
-    records = pa.concat_tables(parts)
-    write_segment(engine.path / name, records)
-    engine.manifest.archives.append({"file": name, "rows": records.num_rows})
+    entry = write_file(engine.path / engine.next_file("archive"), pa.concat_tables(parts))
+    name = str(entry["file"])
+    engine.manifest.archives.append(entry)
     _commit_rewrite(engine, segments, dropped)
     archived = dict(engine.view.archived)
     archived.update(dict.fromkeys(chosen, name))
@@ -197,7 +189,8 @@ def unarchive(engine: Engine, which: set[str]) -> int:
     assert engine.path is not None
     archived = dict(engine.view.archived)
     files = sorted({archived[i] for i in which})
-    back = pa.concat_tables([read_arrow(engine.path / f) for f in files])
+    entries = {e["file"]: e for e in engine.manifest.archives}
+    back = pa.concat_tables([read_arrow(engine.path / f, entries[f]) for f in files])
     back = back.filter(pa.array(rows_of(back, which)))
 
     def put_back(table: pa.Table) -> pa.Table | None:
@@ -223,9 +216,7 @@ def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | No
         new_table = change(seg.table) if seg.file else None
         if new_table is None:
             continue
-        name = engine.next_file("seg")
-        write_segment(engine.path / name, new_table)
-        new = read_segment(engine.path / name)
+        new = write_and_open(engine.path / engine.next_file("seg"), new_table)
         new.sys_end = seg.sys_end.copy()
         dropped.append(str(seg.file))
         out[i] = new
@@ -233,5 +224,5 @@ def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | No
 
 
 def _commit_rewrite(engine: Engine, segments: tuple[Segment, ...], dropped: list[str]) -> None:
-    engine.manifest.segments = [{"file": s.file, "rows": len(s)} for s in segments if s.file]
+    engine.manifest.segments = [s.entry() for s in segments if s.file]
     engine.commit(dropped)  # committed: the replaced files are unlisted

@@ -15,14 +15,16 @@ import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 
+from ..model.errors import CorruptFile
 from ..model.memory import Memory
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
+from .checksum import ALGORITHM, digest, parsed
 from .columns import MEMORY_SCHEMA, RowReader
 from .vectors import column_name, from_arrow
 
@@ -42,6 +44,7 @@ class Segment:
 
     table: pa.Table
     file: str | None = None  # committed file name, None while only in the WAL
+    digest: dict[str, Any] | None = None  # the file's size and checksum (storage/checksum.py)
     ids: list[str] = field(init=False)
     ns_index: np.ndarray = field(init=False)  # int32 code of each row's namespace
     ns_codes: dict[str, int] = field(init=False)  # namespace -> code in this segment
@@ -90,6 +93,10 @@ class Segment:
         new.sys_end = self.sys_end.copy()
         np.minimum.at(new.sys_end, np.asarray(rows, np.int64), np.asarray(at, np.int64))
         return new
+
+    def entry(self) -> dict[str, Any]:
+        """The manifest's entry for this segment's file: name, rows, size and checksum."""
+        return {"file": self.file, "rows": len(self), **(self.digest or {})}
 
     def records(self) -> pa.Table:
         """The table without its vector columns (cached): what materialising memories reads."""
@@ -160,16 +167,30 @@ class Segment:
         return self._vectors[space]
 
 
-def read_arrow(path: Path) -> pa.Table:
-    """Any of the store's Arrow IPC files (segments, edges, archives) through a memory map."""
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+def read_arrow(path: Path, entry: dict[str, Any] | None = None) -> pa.Table:
+    """Any of the store's Arrow IPC files (segments, edges, archives) through a memory map, its
+    bytes checked against the manifest `entry` before they are parsed (CorruptFile if not)."""
+    try:
+        with open(path, "rb") as handle:
+            data = mapped(handle)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CorruptFile(path, f"unreadable ({exc})") from None
+    return parsed(path, data, entry)
 
 
-def read_segment(path: Path) -> Segment:
-    """Open a committed segment file through a memory map (nothing is read until used)."""
-    source = pa.memory_map(str(path), "r")
-    table = pa.ipc.open_file(source).read_all()
-    return Segment(table, file=path.name)
+def read_segment(path: Path, entry: dict[str, Any] | None = None) -> Segment:
+    """Open a committed segment file through a memory map, checked (see `read_arrow`)."""
+    table = read_arrow(path, entry)
+    return Segment(table, file=path.name, digest=digest_of(entry))
+
+
+def digest_of(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The size and checksum of a manifest entry (None for a file written before checksums)."""
+    if entry is None or ALGORITHM not in entry:
+        return None
+    return {"bytes": entry["bytes"], ALGORITHM: entry[ALGORITHM]}
 
 
 def mapped(handle: BinaryIO) -> pa.Buffer:
@@ -185,16 +206,27 @@ def table_of(buffer: pa.Buffer) -> pa.Table:
     return pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
 
 
-def write_segment(path: Path, table: pa.Table) -> None:
-    """Write a segment file atomically (temp file, fsync, rename); one record batch."""
+def write_segment(path: Path, table: pa.Table) -> dict[str, Any]:
+    """Write a segment file atomically (temp file, fsync, rename); one record batch. Returns its
+    size and checksum, for the manifest."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     batch = table.combine_chunks().to_batches()
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         for b in batch:
             writer.write_batch(b)
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+        sums = digest(mapped(handle))  # from the page cache: what is on its way to the disk
     os.replace(tmp, path)
+    return sums
+
+
+def write_file(path: Path, table: pa.Table) -> dict[str, Any]:
+    """Write an edges or archive file (as `write_segment`); returns its manifest entry."""
+    return {"file": path.name, "rows": table.num_rows, **write_segment(path, table)}
+
+
+def write_and_open(path: Path, table: pa.Table) -> Segment:
+    """Write a segment file and open it (its checksum travels with it to the manifest)."""
+    entry = write_file(path, table)
+    return read_segment(path, entry)
