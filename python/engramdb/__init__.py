@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         StoreLocked,
         Tuning,
     )
-    from .store import Snapshot, Store, open
+    from .store import Snapshot, Store, open, verify
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -48,6 +48,7 @@ _WHERE = {
     "Snapshot": ".store",
     "Store": ".store",
     "open": ".store",
+    "verify": ".store",
 }
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "capabilities",
     "kernels",
     "open",
+    "verify",
 ]
 
 

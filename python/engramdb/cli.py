@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     store_args(export)
     export.add_argument("out")
     export.add_argument("--namespace")
+    verify = sub.add_parser("verify", help="check every file of a store (checksums, frames, index files); "
+                                           "exit 1 when any is damaged")
+    store_args(verify)
     sub.add_parser("capabilities", help="print what the native core runs on, as JSON")
     return p
 
@@ -115,7 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from .store import open as open_store
+    from .store import verify as verify_store
 
+    if args.command == "verify":
+        checked = verify_store(args.path)
+        print(json.dumps(checked, indent=2))
+        return 0 if checked["ok"] else 1
     try:
         if args.command == "add":
             with open_store(args.path) as db:

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..model.edge import Edge
-from ..model.errors import StoreError
+from ..model.errors import CorruptFile, StoreError
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
@@ -56,9 +56,14 @@ def _manifest_bytes(folder: Path) -> bytes:
 class Engine:
     """One store's files and its writer (a folder, or memory when `path` is None)."""
 
-    def __init__(self, path: str | Path | None, *, schema: Schema | None, read_only: bool, tuning: Tuning) -> None:
+    def __init__(self, path: str | Path | None, *, schema: Schema | None, read_only: bool, tuning: Tuning,
+                 salvage: bool = False) -> None:
         self.path = Path(path) if path is not None else None
         self.read_only = read_only
+        if salvage and not read_only:
+            raise ValueError("salvage=True needs read_only=True: a damaged store is read, never written")
+        self.salvage = salvage
+        self.salvaged: dict[str, str] = {}  # file -> why it was left out (salvage only)
         self.tuning = tuning
         self._lock = threading.RLock()
         self._writer_lock: WriterLock | None = None
@@ -152,23 +157,42 @@ class Engine:
                     continue  # a commit unlisted it since the manifest was read
                 if _manifest_bytes(self.path) != before:
                     continue
-                def table(e: dict[str, Any], opened: dict[str, BinaryIO] = handles, folder: Path = self.path) -> pa.Table:
-                    return parsed(folder / e["file"], mapped(opened[e["file"]]), e)
+                skipped: dict[str, str] = {}
 
-                segments = [Segment(table(e), file=e["file"], digest=digest_of(e)) for e in m.segments]
+                def table(e: dict[str, Any], opened: dict[str, BinaryIO] = handles, folder: Path = self.path,
+                          left: dict[str, str] = skipped) -> pa.Table | None:
+                    try:
+                        return parsed(folder / e["file"], mapped(opened[e["file"]]), e)
+                    except CorruptFile as exc:
+                        if not self.salvage:
+                            raise
+                        left[e["file"]] = str(exc)  # salvage: the intact files only
+                        return None
+
+                segments = [Segment(t, file=e["file"], digest=digest_of(e)) for e in m.segments
+                            if (t := table(e)) is not None]
                 edges = EdgeLog()
-                for e in m.edges:
-                    edges.append(table_to_edges(table(e)))
                 archived: dict[str, str] = {}
+                for e in m.edges:
+                    if (t := table(e)) is not None:
+                        edges.append(table_to_edges(t))
                 for e in m.archives:
-                    ids = table(e).column("id").to_pylist()
-                    archived.update(dict.fromkeys(ids, e["file"]))
-                frames = decode_frames(handles[m.wal].read(), self.path / m.wal)[0]
+                    if (t := table(e)) is not None:
+                        archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
+                raw = handles[m.wal].read()
+                try:
+                    frames = decode_frames(raw, self.path / m.wal)[0]
+                except CorruptFile as exc:
+                    if not self.salvage:
+                        raise
+                    skipped[m.wal] = f"{exc} (its intact frames before the damage were read)"
+                    frames = decode_frames(raw, self.path / m.wal, strict=False)[0]
             finally:
                 for h in handles.values():
                     h.close()
             self._manifest = m
             self._edges_pending = []
+            self.salvaged = skipped
             self._replay(frames, segments, edges)
             close_versions(segments)
             return segments, edges, archived

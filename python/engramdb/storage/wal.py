@@ -5,7 +5,8 @@ File layout: an 8-byte header `EGWAL001`, then frames. A frame is
 Arrow IPC stream (schema + record batches). `append` writes a whole frame and fsyncs before it
 returns, so a write is acknowledged only once it is on disk. Recovery reads frames until the first
 one that is short or fails its checksum (a write torn by a crash) and truncates the file there:
-every acknowledged frame survives, a torn one was never acknowledged.
+every acknowledged frame survives, a torn one was never acknowledged. A bad frame with an intact
+frame after it is not a torn write but damage (CorruptFile): nothing is truncated then.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import zlib
 from pathlib import Path
 
 import pyarrow as pa
+
+from ..model.errors import CorruptFile
 
 HEADER = b"EGWAL001"
 FRAME_MAGIC = b"EGF1"
@@ -84,8 +87,9 @@ def read_frames(path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
     return decode_frames(Path(path).read_bytes(), path)
 
 
-def decode_frames(data: bytes, path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
-    """`read_frames` of a log's bytes (`path` names it in errors)."""
+def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = True) -> tuple[list[pa.Table], int]:
+    """`read_frames` of a log's bytes (`path` names it in errors). `strict=False` (salvage): the
+    intact frames before any damage, without raising for the damage."""
     if len(data) < len(HEADER):
         if HEADER.startswith(data):  # a crash while writing the header: an empty log
             return [], 0
@@ -99,9 +103,32 @@ def decode_frames(data: bytes, path: str | os.PathLike[str]) -> tuple[list[pa.Ta
         start, end = pos + _FRAME.size, pos + _FRAME.size + length
         if magic != FRAME_MAGIC or end > len(data) or zlib.crc32(data[start:end]) != crc:
             break
-        tables.append(decode_payload(data[start:end]))
+        try:
+            tables.append(decode_payload(data[start:end]))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            if not strict:
+                break
+            raise CorruptFile(Path(path), f"frame at byte {pos} passes its CRC but holds no Arrow table ({exc})") \
+                from None
         pos = end
+    if strict and pos < len(data) and _intact_frame_after(data, pos + 1):
+        # appends are sequential and fsynced, so a crash can only tear the last frame: a bad frame
+        # with an intact one after it is damage, and what follows it was acknowledged
+        raise CorruptFile(Path(path), f"the frame at byte {pos} is damaged and intact frames follow it")
     return tables, pos
+
+
+def _intact_frame_after(data: bytes, start: int) -> bool:
+    """True when a frame that passes its CRC starts anywhere at or after `start`."""
+    at = data.find(FRAME_MAGIC, start)
+    while at >= 0:
+        if at + _FRAME.size <= len(data):
+            _, length, crc = _FRAME.unpack_from(data, at)
+            end = at + _FRAME.size + length
+            if end <= len(data) and zlib.crc32(data[at + _FRAME.size : end]) == crc:
+                return True
+        at = data.find(FRAME_MAGIC, at + 1)
+    return False
 
 
 def _fsync_dir(path: Path) -> None:

@@ -18,6 +18,7 @@ class Options:
     schema: Schema | None = None
     embedders: Mapping[str, Embedder] | None = None
     read_only: bool = False
+    salvage: bool = False
     dedup: Policy = "off"
     dedup_threshold: float = 0.90
     profile: str | None = None

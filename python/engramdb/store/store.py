@@ -33,6 +33,7 @@ from ..spaces.schema import Schema, SpaceError
 from ..storage import rewrites, transfer
 from ..storage.columns import memories_to_table
 from ..storage.engine import Engine
+from ..storage.verify import verify as storage_verify
 from ..storage.view import View
 from .options import Options
 from .reads import Reads, Snapshot
@@ -52,7 +53,7 @@ class Store(Reads):
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
         self.last_dedup: list[DedupEvent] = []  # what the last add_many found (S8)
-        self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning)
+        self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage)
         try:
             self.schema: Schema = self._engine.schema
             self.embedders: dict[str, Embedder] = dict(o.embedders) if o.embedders is not None \
@@ -402,6 +403,7 @@ class Store(Reads):
             "bm25": indexes["bm25"],  # indexes loaded or built so far (searches and build_index build them)
             # per saved index: "adopted" from its file, or why it was rebuilt ("missing", "corrupt ...")
             "index_files": indexes["index_files"],
+            "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
         }
 
     # ----------------------------------------------------------------------------- internals
@@ -434,6 +436,7 @@ def open(
     schema: Schema | None = None,
     embedders: Mapping[str, Embedder] | None = None,
     read_only: bool = False,
+    salvage: bool = False,
     dedup: str = "off",
     dedup_threshold: float = 0.90,
     profile: str | None = None,
@@ -443,7 +446,9 @@ def open(
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
     One process may write a store at a time (a second writer gets `StoreLocked`); any number
-    may open it with `read_only=True`, seeing what was committed or logged at open time. Within a
+    may open it with `read_only=True`, seeing what was committed or logged at open time (with
+    `salvage=True` too, a damaged store opens with its intact files only: `stats()["salvage"]` names
+    what was left out, `engramdb.verify(path)` checks every file). Within a
     process, searches and reads run side by side, and beside the writer: each reads the snapshot
     current when it started.
 
@@ -460,7 +465,15 @@ def open(
     always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
     and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
     """
-    return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only,
+    return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only, salvage=salvage,
                                dedup=dedup,  # type: ignore[arg-type] # checked by Options
                                dedup_threshold=dedup_threshold, profile=profile, index=index,
                                tuning=tuning if tuning is not None else Tuning()))
+
+
+def verify(path: str | Path) -> dict[str, Any]:
+    """Check every file of the store in folder `path` without opening it (no lock, nothing
+    written): the manifest's checksum, each listed file's size, checksum and row count, the WAL's
+    frames, the index files against their sidecars. Returns {"ok": bool, "files": {name: "ok" or
+    what is wrong}}; `engramdb verify PATH` prints it."""
+    return storage_verify(path)
