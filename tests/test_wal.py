@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -13,9 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from engramdb import CorruptFile
 from engramdb.model import Memory, validate_memory
 from engramdb.storage.columns import memories_to_table, table_to_memories
-from engramdb.storage.wal import HEADER, WalError, WriteAheadLog, encode_frame, read_frames
+from engramdb.storage.wal import HEADER, WalError, WriteAheadLog, decode_frames, encode_frame, read_frames
 
 GOLDEN = Path(__file__).parent / "golden"
 T0 = datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)
@@ -65,17 +67,38 @@ def test_a_torn_tail_is_cut_and_earlier_frames_kept(tmp_path: Path, cut: int) ->
     assert [table_to_memories(t) for t in read_frames(path)[0]] == [batch(0), batch(1), batch(3)]
 
 
-def test_a_corrupt_frame_ends_the_log(tmp_path: Path) -> None:
+def test_a_damaged_frame_is_named_never_cut_off_silently(tmp_path: Path) -> None:
     path = tmp_path / "wal.log"
     wal = WriteAheadLog(path)
     wal.append(memories_to_table(batch(0)))
     wal.append(memories_to_table(batch(1)))
     wal.close()
-    data = bytearray(path.read_bytes())
-    data[-5] ^= 0xFF  # flip a byte inside the second frame's payload
-    path.write_bytes(bytes(data))
-    tables, _ = read_frames(path)
-    assert [table_to_memories(t) for t in tables] == [batch(0)]
+    clean = path.read_bytes()
+    frame = len(HEADER) + 12 + struct.unpack_from("<I", clean, len(HEADER) + 4)[0]  # where frame 2 starts
+    for at, what in ((len(clean) - 5, "fails its CRC-32"),  # the last frame's payload: acknowledged, then changed
+                     (len(HEADER) + 20, "fails its CRC-32"),  # the first frame's, with an intact one after it
+                     (frame + 1, "damaged header"),  # the last frame's magic
+                     (frame + 5, "damaged length")):  # its length: the payload is whole
+        data = bytearray(clean)
+        data[at] ^= 0x40
+        path.write_bytes(bytes(data))
+        with pytest.raises(CorruptFile, match=what):
+            read_frames(path)
+        salvaged, _ = decode_frames(bytes(data), path, strict=False)  # salvage: the intact frames before it
+        assert [table_to_memories(t) for t in salvaged] == [batch(0)][: len(salvaged)]
+
+
+def test_a_torn_last_write_is_cut_off(tmp_path: Path) -> None:
+    path = tmp_path / "wal.log"
+    wal = WriteAheadLog(path)
+    wal.append(memories_to_table(batch(0)))
+    wal.append(memories_to_table(batch(1)))
+    wal.close()
+    clean = path.read_bytes()
+    for torn in (clean[:-7], clean + b"\0" * 4096, clean + b"EGF"):
+        path.write_bytes(torn)
+        tables, _ = read_frames(path)  # short payload, zero-filled tail, a partial header: never acknowledged
+        assert [table_to_memories(t) for t in tables] == ([batch(0), batch(1)] if torn.startswith(clean) else [batch(0)])
 
 
 def test_not_a_wal_is_refused(tmp_path: Path) -> None:

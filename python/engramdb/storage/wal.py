@@ -4,9 +4,10 @@ File layout: an 8-byte header `EGWAL001`, then frames. A frame is
 `b"EGF1" | u32 length | u32 crc32(payload) | payload`, little-endian, where the payload is one
 Arrow IPC stream (schema + record batches). `append` writes a whole frame and fsyncs before it
 returns, so a write is acknowledged only once it is on disk. Recovery reads frames until the first
-one that is short or fails its checksum (a write torn by a crash) and truncates the file there:
-every acknowledged frame survives, a torn one was never acknowledged. A bad frame with an intact
-frame after it is not a torn write but damage (CorruptFile): nothing is truncated then.
+one a crash tore (a partial header, a short payload, a zero-filled tail) and truncates the file
+there: every acknowledged frame survives, a torn one was never acknowledged. A whole frame that
+fails its CRC, or a bad frame with an intact one after it, is damage, not a torn write: CorruptFile
+names it and nothing is truncated (a read-only salvage reads the frames before it).
 """
 
 from __future__ import annotations
@@ -98,11 +99,16 @@ def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = T
         raise WalError(f"{path}: not an engramdb write-ahead log (header {data[:8]!r}, expected {HEADER!r})")
     pos = len(HEADER)
     tables = []
-    while pos + _FRAME.size <= len(data):
-        magic, length, crc = _FRAME.unpack_from(data, pos)
+    while pos < len(data):
+        damage = _frame_damage(data, pos)
+        if damage == "torn":
+            break  # a crash tore the last write: never acknowledged, cut off
+        if damage is not None:
+            if not strict:
+                break
+            raise CorruptFile(Path(path), f"the frame at byte {pos} {damage}")
+        _, length, _ = _FRAME.unpack_from(data, pos)
         start, end = pos + _FRAME.size, pos + _FRAME.size + length
-        if magic != FRAME_MAGIC or end > len(data) or zlib.crc32(data[start:end]) != crc:
-            break
         try:
             tables.append(decode_payload(data[start:end]))
         except (pa.ArrowException, OSError, ValueError) as exc:
@@ -111,11 +117,29 @@ def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = T
             raise CorruptFile(Path(path), f"frame at byte {pos} passes its CRC but holds no Arrow table ({exc})") \
                 from None
         pos = end
-    if strict and pos < len(data) and _intact_frame_after(data, pos + 1):
-        # appends are sequential and fsynced, so a crash can only tear the last frame: a bad frame
-        # with an intact one after it is damage, and what follows it was acknowledged
-        raise CorruptFile(Path(path), f"the frame at byte {pos} is damaged and intact frames follow it")
     return tables, pos
+
+
+def _frame_damage(data: bytes, pos: int) -> str | None:
+    """Why the frame at `pos` cannot be read: None (it is whole), "torn" (what a crash during its
+    append leaves: a partial header, a short payload, or zeros the file system filled in), or
+    a description of damage. Appends are sequential and fsynced, so a whole-length frame whose
+    CRC fails, or a bad frame with an intact one after it, was acknowledged and then damaged."""
+    if len(data) - pos < _FRAME.size:
+        return "torn" if not _intact_frame_after(data, pos + 1) else "has a damaged header"
+    magic, length, crc = _FRAME.unpack_from(data, pos)
+    start, end = pos + _FRAME.size, pos + _FRAME.size + length
+    if magic != FRAME_MAGIC:
+        if not data[pos:].strip(b"\0"):
+            return "torn"
+        return "has a damaged header (no frame magic)"
+    if end > len(data):
+        if zlib.crc32(data[start:]) == crc or _intact_frame_after(data, pos + 1):
+            return "has a damaged length"  # the payload is whole: the length field is what changed
+        return "torn"
+    if zlib.crc32(data[start:end]) != crc:
+        return "fails its CRC-32 (its bytes changed after it was written)"
+    return None
 
 
 def _intact_frame_after(data: bytes, start: int) -> bool:
