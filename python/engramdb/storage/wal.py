@@ -26,7 +26,7 @@ FRAME_MAGIC = b"EGF1"
 _FRAME = struct.Struct("<4sII")
 
 
-class WalError(RuntimeError):
+class WalError(CorruptFile):
     """The log cannot be read at all (not a torn tail: a wrong header or an unreadable file)."""
 
 
@@ -94,9 +94,9 @@ def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = T
     if len(data) < len(HEADER):
         if HEADER.startswith(data):  # a crash while writing the header: an empty log
             return [], 0
-        raise WalError(f"{path}: not an engramdb write-ahead log (bad header {data[:8]!r})")
+        raise WalError(path, f"not an engramdb write-ahead log (bad header {data[:8]!r})")
     if data[: len(HEADER)] != HEADER:
-        raise WalError(f"{path}: not an engramdb write-ahead log (header {data[:8]!r}, expected {HEADER!r})")
+        raise WalError(path, f"not an engramdb write-ahead log (header {data[:8]!r}, expected {HEADER!r})")
     pos = len(HEADER)
     tables = []
     while pos < len(data):
