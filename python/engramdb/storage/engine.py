@@ -11,7 +11,9 @@ they run under the same lock and publish a view the same way.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,6 +45,7 @@ from .vectors import column_name, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
 
+log = logging.getLogger("engramdb.storage")
 READER_ATTEMPTS = 50  # a reader's load starts over at most this often while a writer commits
 
 
@@ -271,15 +274,33 @@ class Engine:
         """The committed manifest (rewrites edit it under the lock, then `commit`)."""
         return self._manifest
 
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A change of files that either commits whole or leaves the engine as it was: when it
+        raises (a full disk, an I/O error), the manifest in memory and the live WAL go back to
+        the committed ones (the files it made are journaled debris, removed at the next open)."""
+        saved = copy.deepcopy(self._manifest)
+        wal = self._wal
+        try:
+            yield
+        except BaseException:
+            if self._wal is not wal and self._wal is not None:
+                self._wal.close()
+            self._manifest, self._wal = saved, wal
+            raise
+
     def commit(self, unlisted: Sequence[str] = ()) -> None:
         """Write the manifest (the commit point), then delete the files it no longer lists (named
         in the journal first, so a crash between the two leaves them to the next open)."""
         assert self.path is not None and self.journal is not None
         self.journal.note(unlisted)
-        write_manifest(self.path, self._manifest)
-        for name in unlisted:
-            (self.path / name).unlink(missing_ok=True)
-        self.journal.clear()
+        write_manifest(self.path, self._manifest)  # the commit point: what follows may fail harmlessly
+        try:
+            for name in unlisted:
+                (self.path / name).unlink(missing_ok=True)
+            self.journal.clear()
+        except OSError as exc:  # the journal still names them: the next open removes them
+            log.warning("after a commit, unlisted files were left for the next open: %s", exc)
 
     @property
     def edges_pending(self) -> list[pa.Table]:
@@ -306,17 +327,27 @@ class Engine:
                 # A batch this large would be checkpointed at once: write it straight to a segment
                 # file (data written once, not twice), acknowledged when the manifest lists it.
                 self.checkpoint()  # earlier rows first, so file order stays version order
-                name = self.next_file("seg")
-                seg = write_and_open(self.path / name, table)
-                self._manifest.segments.append(seg.entry())
-                self.commit()  # acknowledged from here on
+                with self.atomic():
+                    name = self.next_file("seg")
+                    seg = write_and_open(self.path / name, table)
+                    self._manifest.segments.append(seg.entry())
+                    self.commit()  # acknowledged from here on
                 return self.add_segments([seg])
             if self._wal is not None:
                 self._wal.append(table)  # acknowledged from here on
             view = self.add_segments([Segment(table)])
             if self._wal is not None and sum(len(s) for s in view.segments if s.file is None) >= self.tuning.checkpoint_rows:
-                self.checkpoint()
+                self._checkpoint_after_write()
             return self._view
+
+    def _checkpoint_after_write(self) -> None:
+        """The checkpoint a write's size asks for. The write is acknowledged already (in the
+        WAL), so a failure here (a full disk) must not fail it: logged, the rows stay in the WAL,
+        the next checkpoint tries again."""
+        try:
+            self.checkpoint()
+        except OSError as exc:
+            log.warning("checkpoint after a write failed, the rows stay in the WAL: %s", exc)
 
     def add_segments(self, new: list[Segment]) -> View:
         """Publish a view with segments appended; the versions they replace end where they start."""
@@ -353,30 +384,8 @@ class Engine:
             pending = [i for i, s in enumerate(view.segments) if s.file is None]
             if not pending and not self._edges_pending:
                 return
-            merged = None
-            if pending:
-                table = pa.concat_tables([view.segments[i].table for i in pending])
-                name = self.next_file("seg")
-                merged = write_and_open(self.path / name, table)
-                # carry derived state (replacements by newer versions) over to the merged rows
-                merged.sys_end = np.concatenate([view.segments[i].sys_end for i in pending])
-                self._manifest.segments.append(merged.entry())
-            if self._edges_pending:
-                edges = pa.concat_tables(self._edges_pending)
-                name = self.next_file("edges")
-                self._manifest.edges.append(write_file(self.path / name, edges))
-            # The rows move from the WAL to the files in one atomic step: the new manifest names the
-            # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
-            # the old WAL (the new files are debris); after it, the old WAL is the debris.
-            old_wal = self._wal
-            wal_name = f"wal-{self._manifest.next_segment:06d}.log"
-            self._manifest.next_segment += 1
-            assert self.journal is not None
-            self.journal.note([wal_name])
-            self._wal = WriteAheadLog(self.path / wal_name)
-            self._manifest.wal = wal_name
-            old_wal.close()
-            self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now
+            with self.atomic():
+                merged = self._fold(view, pending)
             self._edges_pending = []
             if merged is not None:
                 # WAL segments always trail the committed ones, so they are replaced as one block;
@@ -385,6 +394,35 @@ class Engine:
                 view = self.publish(segments=view.segments[:first] + (merged,))
                 if self.on_commit is not None:
                     self.on_commit(view)
+
+    def _fold(self, view: View, pending: list[int]) -> Segment | None:
+        """Write the WAL's segments and edge frames to files and commit them with a fresh WAL."""
+        assert self.path is not None and self._wal is not None
+        merged = None
+        if pending:
+            table = pa.concat_tables([view.segments[i].table for i in pending])
+            name = self.next_file("seg")
+            merged = write_and_open(self.path / name, table)
+            # carry derived state (replacements by newer versions) over to the merged rows
+            merged.sys_end = np.concatenate([view.segments[i].sys_end for i in pending])
+            self._manifest.segments.append(merged.entry())
+        if self._edges_pending:
+            edges = pa.concat_tables(self._edges_pending)
+            name = self.next_file("edges")
+            self._manifest.edges.append(write_file(self.path / name, edges))
+        # The rows move from the WAL to the files in one atomic step: the new manifest names the
+        # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
+        # the old WAL (the new files are debris); after it, the old WAL is the debris.
+        old_wal = self._wal
+        wal_name = f"wal-{self._manifest.next_segment:06d}.log"
+        self._manifest.next_segment += 1
+        assert self.journal is not None
+        self.journal.note([wal_name])
+        self._wal = WriteAheadLog(self.path / wal_name)
+        self._manifest.wal = wal_name
+        self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now
+        old_wal.close()
+        return merged
 
     def close(self) -> None:
         """Fold the WAL into a segment file and release the files. Idempotent."""

@@ -9,6 +9,7 @@ manifest or the new one, never a mix.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -97,9 +98,12 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
         fh.write(manifest.to_json())
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, folder / MANIFEST)
-    fd = os.open(folder, os.O_RDONLY)
+    os.replace(tmp, folder / MANIFEST)  # committed: readers see the new manifest from here on
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename's durability; a failure here cannot undo the commit
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        logging.getLogger("engramdb.storage").warning("fsync of %s after a manifest swap failed: %s", folder, exc)

@@ -36,15 +36,16 @@ def compact(engine: Engine) -> int:
         m = engine.manifest
         if engine.path is None or (len(view.segments) <= 1 and len(m.edges) <= 1):
             return len(view.segments) if engine.path is not None else 0
-        old = [s.file for s in view.segments if s.file] + [e["file"] for e in m.edges]
-        name = engine.next_file("seg")
-        merged = write_and_open(engine.path / name, pa.concat_tables([s.table for s in view.segments]))
-        merged.sys_end = np.concatenate([s.sys_end for s in view.segments])
-        m.segments = [merged.entry()]
-        if m.edges:  # every edge row is kept (history), in one file
-            edges = pa.concat_tables([read_arrow(engine.path / e["file"], e) for e in m.edges])
-            m.edges = [write_file(engine.path / engine.next_file("edges"), edges)]
-        engine.commit(old)
+        with engine.atomic():  # a failure leaves the committed files and the engine as they were
+            old = [s.file for s in view.segments if s.file] + [e["file"] for e in m.edges]
+            name = engine.next_file("seg")
+            merged = write_and_open(engine.path / name, pa.concat_tables([s.table for s in view.segments]))
+            merged.sys_end = np.concatenate([s.sys_end for s in view.segments])
+            m.segments = [merged.entry()]
+            if m.edges:  # every edge row is kept (history), in one file
+                edges = pa.concat_tables([read_arrow(engine.path / e["file"], e) for e in m.edges])
+                m.edges = [write_file(engine.path / engine.next_file("edges"), edges)]
+            engine.commit(old)
         engine.publish(segments=(merged,))
         return len(old)
 
@@ -60,37 +61,38 @@ def purge(engine: Engine, id: str) -> int:
             raise StoreError(f"no memory with id {id!r} to purge")
         engine.checkpoint()
         view = engine.view
-        removed = 0
-        kept: list[Segment] = []
-        dropped: list[str] = []
-        for seg in view.segments:
-            keep = np.fromiter((i != id for i in seg.ids), dtype=bool, count=len(seg))
-            if keep.all():
-                kept.append(seg)
-                continue
-            removed += int((~keep).sum())
-            table = seg.table.filter(pa.array(keep))
-            if seg.file is not None:
-                dropped.append(seg.file)
-            if table.num_rows == 0:
-                continue
-            if engine.path is None:
-                new = Segment(table)
-            else:
-                new = write_and_open(engine.path / engine.next_file("seg"), table)
-            # closures are within an id: the other rows keep theirs
-            new.sys_end = seg.sys_end[keep]
-            kept.append(new)
-        edge_tables = _purge_edges(engine, id, dropped)
-        archived = dict(view.archived)
-        if id in archived and engine.path is not None:
-            _purge_archive(engine, archived, id, dropped)
-        m = engine.manifest
-        m.row_epoch += 1  # rows renumbered: every derived index is stale
-        engine.files.clear()  # derived from the purged rows too: gone before the purge commits
-        if engine.path is not None:
-            m.segments = [s.entry() for s in kept]
-            engine.commit(dropped)  # committed: the old files are unlisted
+        with engine.atomic():  # a failure leaves the committed files and the engine as they were
+            removed = 0
+            kept: list[Segment] = []
+            dropped: list[str] = []
+            for seg in view.segments:
+                keep = np.fromiter((i != id for i in seg.ids), dtype=bool, count=len(seg))
+                if keep.all():
+                    kept.append(seg)
+                    continue
+                removed += int((~keep).sum())
+                table = seg.table.filter(pa.array(keep))
+                if seg.file is not None:
+                    dropped.append(seg.file)
+                if table.num_rows == 0:
+                    continue
+                if engine.path is None:
+                    new = Segment(table)
+                else:
+                    new = write_and_open(engine.path / engine.next_file("seg"), table)
+                # closures are within an id: the other rows keep theirs
+                new.sys_end = seg.sys_end[keep]
+                kept.append(new)
+            edge_tables = _purge_edges(engine, id, dropped)
+            archived = dict(view.archived)
+            if id in archived and engine.path is not None:
+                _purge_archive(engine, archived, id, dropped)
+            m = engine.manifest
+            m.row_epoch += 1  # rows renumbered: every derived index is stale
+            engine.files.clear()  # derived from the purged rows too: gone before the purge commits
+            if engine.path is not None:
+                m.segments = [s.entry() for s in kept]
+                engine.commit(dropped)  # committed: the old files are unlisted
         log = EdgeLog()
         for t in edge_tables:
             log.append(table_to_edges(t))
@@ -173,11 +175,12 @@ def archive(engine: Engine, chosen: set[str]) -> str | None:
         parts.append(records)
         return stripped
 
-    segments, dropped = _rewrite_segments(engine, strip)
-    entry = write_file(engine.path / engine.next_file("archive"), pa.concat_tables(parts))
-    name = str(entry["file"])
-    engine.manifest.archives.append(entry)
-    _commit_rewrite(engine, segments, dropped)
+    with engine.atomic():  # a failure leaves the committed files and the engine as they were
+        segments, dropped = _rewrite_segments(engine, strip)
+        entry = write_file(engine.path / engine.next_file("archive"), pa.concat_tables(parts))
+        name = str(entry["file"])
+        engine.manifest.archives.append(entry)
+        _commit_rewrite(engine, segments, dropped)
     archived = dict(engine.view.archived)
     archived.update(dict.fromkeys(chosen, name))
     engine.publish(segments=segments, archived=MappingProxyType(archived))
@@ -197,9 +200,10 @@ def unarchive(engine: Engine, which: set[str]) -> int:
         restored, n = restore_content(table, back)
         return restored if n else None
 
-    segments, dropped = _rewrite_segments(engine, put_back)
-    _rewrite_archives(engine, archived, which, set(files), dropped)
-    _commit_rewrite(engine, segments, dropped)
+    with engine.atomic():  # a failure leaves the committed files and the engine as they were
+        segments, dropped = _rewrite_segments(engine, put_back)
+        _rewrite_archives(engine, archived, which, set(files), dropped)
+        _commit_rewrite(engine, segments, dropped)
     for mid in which:
         del archived[mid]
     engine.publish(segments=segments, archived=MappingProxyType(archived))

@@ -58,11 +58,30 @@ class WriteAheadLog:
             _fsync_dir(self.path.parent)
 
     def append(self, table: pa.Table) -> int:
-        """Write one frame and fsync it; returns the file size after the frame."""
-        self._fh.write(encode_frame(table))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        """Write one frame and fsync it; returns the file size after the frame. When the write or
+        the fsync fails (a full disk, an I/O error) the frame is cut off again and the error
+        raised: the write was not acknowledged, and the log stays a sequence of whole frames."""
+        frame = encode_frame(table)
+        start = self._fh.tell()
+        try:
+            self._fh.write(frame)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except BaseException:
+            self._cut(start)
+            raise
         return self._fh.tell()
+
+    def _cut(self, size: int) -> None:
+        """Truncate back to `size` after a failed append (best effort: if even that fails, the
+        next open finds a torn or damaged tail and says so)."""
+        try:
+            self._fh.seek(size)
+            self._fh.truncate(size)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError:
+            pass
 
     def recover(self) -> list[pa.Table]:
         """All intact frames, in order; a torn tail is cut off the file."""
