@@ -8,7 +8,7 @@ engine's lock; searches holding an older view keep reading the files they mapped
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import MappingProxyType
 
 import numpy as np
@@ -50,15 +50,23 @@ def compact(engine: Engine) -> int:
         return len(old)
 
 
-def purge(engine: Engine, id: str) -> int:
-    """Remove every row of one memory from every file (its edges and archived text too).
+def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None) -> int:
+    """Remove every row of these memories (or of a whole namespace) from every file, their edges
+    and archived text too, in one atomic rewrite: one manifest commit, whatever the count.
 
-    Rows are renumbered, so the row epoch moves on and every derived file is deleted before
-    the commit. Returns how many versions were removed.
+    Segments without a purged row are kept as they are (the same files); in a rewritten one the
+    other rows are copied unchanged. Rows are renumbered, so the row epoch moves on and every
+    derived file is deleted before the commit. Returns how many versions were removed.
     """
     with engine.writing() as view:
-        if view.key_of(id) is None:
-            raise StoreError(f"no memory with id {id!r} to purge")
+        gone = set(ids)
+        for mid in sorted(gone):
+            if view.key_of(mid) is None:
+                raise StoreError(f"no memory with id {mid!r} to purge")
+        if namespace is not None:
+            gone |= {mid for mid, (si, row) in view.current() if view.segments[si].namespace(row) == namespace}
+        if not gone:
+            return 0
         engine.checkpoint()
         view = engine.view
         with engine.atomic():  # a failure leaves the committed files and the engine as they were
@@ -66,7 +74,8 @@ def purge(engine: Engine, id: str) -> int:
             kept: list[Segment] = []
             dropped: list[str] = []
             for seg in view.segments:
-                keep = np.fromiter((i != id for i in seg.ids), dtype=bool, count=len(seg))
+                keep = ~rows_of(seg.table, gone) if len(gone) > 8 else \
+                    np.fromiter((i not in gone for i in seg.ids), dtype=bool, count=len(seg))
                 if keep.all():
                     kept.append(seg)
                     continue
@@ -83,10 +92,13 @@ def purge(engine: Engine, id: str) -> int:
                 # closures are within an id: the other rows keep theirs
                 new.sys_end = seg.sys_end[keep]
                 kept.append(new)
-            edge_tables = _purge_edges(engine, id, dropped)
+            edge_tables = _purge_edges(engine, gone, dropped)
             archived = dict(view.archived)
-            if id in archived and engine.path is not None:
-                _purge_archive(engine, archived, id, dropped)
+            held = {archived[mid] for mid in gone if mid in archived}
+            if held and engine.path is not None:
+                for mid in gone:
+                    archived.pop(mid, None)
+                _rewrite_archives(engine, archived, gone, held, dropped)
             m = engine.manifest
             m.row_epoch += 1  # rows renumbered: every derived index is stale
             engine.files.clear()  # derived from the purged rows too: gone before the purge commits
@@ -101,15 +113,16 @@ def purge(engine: Engine, id: str) -> int:
         return removed
 
 
-def _purge_edges(engine: Engine, id: str, dropped: list[str]) -> list[pa.Table]:
-    """Edge tables without any row touching `id` (files rewritten, old names added to `dropped`)."""
+def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.Table]:
+    """Edge tables without any row touching `ids` (files rewritten, old names added to `dropped`)."""
     m = engine.manifest
     tables = engine.edges_pending if engine.path is None else \
         [read_arrow(engine.path / e["file"], e) for e in m.edges]
     out: list[pa.Table] = []
     entries = []
     for i, t in enumerate(tables):
-        touch = pc.or_(pc.equal(t.column("src"), id), pc.equal(t.column("dst"), id))
+        value_set = pa.array(sorted(ids), pa.string())
+        touch = pc.or_(pc.is_in(t.column("src"), value_set=value_set), pc.is_in(t.column("dst"), value_set=value_set))
         if not pc.any(touch).as_py():
             out.append(t)
             if engine.path is not None:
@@ -127,11 +140,6 @@ def _purge_edges(engine: Engine, id: str, dropped: list[str]) -> list[pa.Table]:
     else:
         m.edges = entries
     return out
-
-
-def _purge_archive(engine: Engine, archived: dict[str, str], id: str, dropped: list[str]) -> None:
-    """Rewrite the archive file holding `id` without its rows (the manifest is written by purge)."""
-    _rewrite_archives(engine, archived, {id}, {archived.pop(id)}, dropped)
 
 
 def _rewrite_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str],

@@ -249,15 +249,24 @@ class Store(Reads):
         """
         return rewrites.compact(self._engine)
 
-    def purge(self, id: str) -> int:
-        """Hard delete for privacy requests: every version's content leaves every file (S7).
+    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
+        """Hard delete for privacy requests: every version of these memories (one id, several, or
+        with `namespace=` every memory of a namespace) leaves every file, content, vectors, edges
+        and archived text (S7).
 
-        Folds the WAL into a segment first, then rewrites each segment holding the memory without
-        its rows and drops the old files. Returns how many versions were removed.
+        One atomic rewrite, whatever the count: the WAL is folded into a segment first, each
+        segment holding a purged row is rewritten without it (the other rows copied unchanged;
+        segments without one keep their files), and one manifest commit drops the old files.
+        An unknown id refuses the whole call. Returns how many versions were removed.
         """
+        if isinstance(ids, str):
+            ids = [ids]
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         with self._engine.writing():
-            removed = rewrites.purge(self._engine, id)
-            self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
+            removed = rewrites.purge(self._engine, ids, namespace)
+            if removed:
+                self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
             return removed
 
     # ----------------------------------------------------------------------------- archival (J7)
