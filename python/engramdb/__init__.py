@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         StoreLocked,
         Tuning,
     )
-    from .store import Snapshot, Store, open, verify
+    from .store import Snapshot, Store, backup, open, verify
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -47,6 +47,7 @@ _WHERE = {
                      "StoreLocked", "Tuning"), ".model"),
     "Snapshot": ".store",
     "Store": ".store",
+    "backup": ".store",
     "open": ".store",
     "verify": ".store",
 }
@@ -70,6 +71,7 @@ __all__ = [
     "StoreLocked",
     "Tuning",
     "__version__",
+    "backup",
     "capabilities",
     "kernels",
     "open",

@@ -84,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check every file of a store (checksums, frames, index files); "
                                            "exit 1 when any is damaged")
     store_args(verify)
+    back = sub.add_parser("backup", help="copy a store, every version, edge and archive, while a writer runs; "
+                                         "open the copy to restore")
+    store_args(back)
+    back.add_argument("dest", help="a new or empty folder")
     sub.add_parser("capabilities", help="print what the native core runs on, as JSON")
     return p
 
@@ -117,9 +121,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_demo(args.path)
         return 0
 
+    from .store import backup as backup_store
     from .store import open as open_store
     from .store import verify as verify_store
 
+    if args.command == "backup":
+        try:
+            print(json.dumps(backup_store(args.path, args.dest)))
+        except (ValueError, RuntimeError) as exc:
+            print(f"engramdb backup: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "verify":
         checked = verify_store(args.path)
         print(json.dumps(checked, indent=2))

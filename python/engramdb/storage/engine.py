@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,23 +39,14 @@ from .folder import MANIFEST, MARKER, classify, write_marker
 from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
-from .manifest import Manifest, parse_manifest, read_manifest, write_manifest
+from .manifest import Manifest, read_manifest, write_manifest
+from .pinning import pinned
 from .segment import Segment, digest_of, mapped, read_arrow, read_segment, write_and_open, write_file
 from .vectors import column_name, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
 
 log = logging.getLogger("engramdb.storage")
-READER_ATTEMPTS = 50  # a reader's load starts over at most this often while a writer commits
-
-
-def _manifest_bytes(folder: Path) -> bytes:
-    try:
-        return (folder / MANIFEST).read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
 class Engine:
     """One store's files and its writer (a folder, or memory when `path` is None)."""
 
@@ -139,68 +130,46 @@ class Engine:
         return segments, edges, archived
 
     def _load_consistent(self) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
-        """A reader's load: the files and WAL of one manifest. A writer may commit meanwhile (a
-        checkpoint: a new WAL, the old one deleted; a compaction: old segments deleted), so the
-        reader opens every file its manifest names, then reads the manifest again: unchanged, the
-        open files are that manifest's (and stay readable however the writer moves on); changed, or
-        a file already gone, it starts over. The window is a few file opens, not the whole load."""
+        """A reader's load: the files and WAL of one manifest, pinned (storage/pinning.py) while
+        a writer may commit; with salvage, damaged files are left out and named."""
         assert self.path is not None
-        for _ in range(READER_ATTEMPTS):
-            before = _manifest_bytes(self.path)
-            if not before:
-                raise StoreError(f"no engramdb store at {self.path} to open read-only (its {MANIFEST} is gone)")
-            m = parse_manifest(before, self.path / MANIFEST)
-            names = [e["file"] for e in m.segments + m.edges + m.archives] + [m.wal]
-            handles: dict[str, BinaryIO] = {}
-            try:
-                try:
-                    for name in names:
-                        handles[name] = open(self.path / name, "rb")  # noqa: SIM115 - closed below
-                except FileNotFoundError:
-                    continue  # a commit unlisted it since the manifest was read
-                if _manifest_bytes(self.path) != before:
-                    continue
-                skipped: dict[str, str] = {}
+        skipped: dict[str, str] = {}
+        with pinned(self.path) as (m, handles):
 
-                def table(e: dict[str, Any], opened: dict[str, BinaryIO] = handles, folder: Path = self.path,
-                          left: dict[str, str] = skipped) -> pa.Table | None:
-                    try:
-                        return parsed(folder / e["file"], mapped(opened[e["file"]]), e)
-                    except CorruptFile as exc:
-                        if not self.salvage:
-                            raise
-                        left[e["file"]] = str(exc)  # salvage: the intact files only
-                        return None
-
-                segments = [Segment(t, file=e["file"], digest=digest_of(e)) for e in m.segments
-                            if (t := table(e)) is not None]
-                edges = EdgeLog()
-                archived: dict[str, str] = {}
-                for e in m.edges:
-                    if (t := table(e)) is not None:
-                        edges.append(table_to_edges(t))
-                for e in m.archives:
-                    if (t := table(e)) is not None:
-                        archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
-                raw = handles[m.wal].read()
+            def table(e: dict[str, Any]) -> pa.Table | None:
+                assert self.path is not None
                 try:
-                    frames = decode_frames(raw, self.path / m.wal)[0]
+                    return parsed(self.path / e["file"], mapped(handles[e["file"]]), e)
                 except CorruptFile as exc:
                     if not self.salvage:
                         raise
-                    skipped[m.wal] = f"{exc} (its intact frames before the damage were read)"
-                    frames = decode_frames(raw, self.path / m.wal, strict=False)[0]
-            finally:
-                for h in handles.values():
-                    h.close()
-            self._manifest = m
-            self._edges_pending = []
-            self.salvaged = skipped
-            self._replay(frames, segments, edges)
-            close_versions(segments)
-            return segments, edges, archived
-        raise StoreError(f"{self.path}: the writer committed {READER_ATTEMPTS} times while this reader opened the "
-                         "store; try again")
+                    skipped[e["file"]] = str(exc)  # salvage: the intact files only
+                    return None
+
+            segments = [Segment(t, file=e["file"], digest=digest_of(e)) for e in m.segments
+                        if (t := table(e)) is not None]
+            edges = EdgeLog()
+            archived: dict[str, str] = {}
+            for e in m.edges:
+                if (t := table(e)) is not None:
+                    edges.append(table_to_edges(t))
+            for e in m.archives:
+                if (t := table(e)) is not None:
+                    archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
+            raw = handles[m.wal].read()
+        try:
+            frames = decode_frames(raw, self.path / m.wal)[0]
+        except CorruptFile as exc:
+            if not self.salvage:
+                raise
+            skipped[m.wal] = f"{exc} (its intact frames before the damage were read)"
+            frames = decode_frames(raw, self.path / m.wal, strict=False)[0]
+        self._manifest = m
+        self._edges_pending = []
+        self.salvaged = skipped
+        self._replay(frames, segments, edges)
+        close_versions(segments)
+        return segments, edges, archived
 
     def _read_files(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         assert self.path is not None

@@ -31,6 +31,7 @@ from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import lexical_space
 from ..spaces.schema import Schema, SpaceError
 from ..storage import rewrites, transfer
+from ..storage.backup import backup as storage_backup
 from ..storage.columns import memories_to_table
 from ..storage.engine import Engine
 from ..storage.verify import verify as storage_verify
@@ -346,6 +347,16 @@ class Store(Reads):
         """
         return self.add_many(transfer.read_export(path, self.schema))
 
+    def backup(self, dest: str | Path) -> dict[str, Any]:
+        """A full-fidelity copy of this store in folder `dest` (new or empty): every version,
+        edge and archived text, the known_at history, taken while writes go on. Opening `dest`
+        is the restore. Returns what was copied (see `engramdb.backup`)."""
+        if self.path is None:
+            raise StoreError("backup copies a store folder; this store is in memory: use export()")
+        if self._engine.closed:
+            raise StoreError("the store is closed")
+        return storage_backup(self.path, dest)
+
     def _view(self) -> View:
         return self._engine.view
 
@@ -486,3 +497,11 @@ def verify(path: str | Path) -> dict[str, Any]:
     frames, the index files against their sidecars. Returns {"ok": bool, "files": {name: "ok" or
     what is wrong}}; `engramdb verify PATH` prints it."""
     return storage_verify(path)
+
+
+def backup(path: str | Path, dest: str | Path) -> dict[str, Any]:
+    """Copy the store in folder `path` into `dest` (new or empty), consistently while a writer
+    (this process's or another's) goes on: every committed file, checksum-checked as it is
+    copied, and the whole frames of the WAL. `dest` is a store: open it to restore. Returns
+    {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup PATH DEST`."""
+    return storage_backup(path, dest)
