@@ -89,6 +89,21 @@ class IdIndex:
             if k is not None:
                 yield mid, k
 
+    def keys(self, rows: int) -> np.ndarray:
+        """The newest key of every id with a row among the first `rows` keys (in no order)."""
+        keys = np.fromiter(list(self._latest.values()), np.int64)  # a copy: the writer may add ids
+        late = np.flatnonzero(keys >= rows)
+        if len(late):  # ids rewritten after this view: walk back to the version it saw (rare)
+            back = []
+            for key in keys[late].tolist():
+                k: int | None = key
+                while k is not None and k >= rows:
+                    k = self._previous.get(k)
+                back.append(-1 if k is None else k)
+            keys[late] = back
+            keys = keys[keys >= 0]
+        return keys
+
     def count(self, rows: int) -> int:
         """How many ids have a row among the first `rows` keys."""
         if rows >= self._rows:

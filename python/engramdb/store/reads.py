@@ -51,8 +51,7 @@ class Reads:
 
     def __len__(self) -> int:
         """Memories with a current version that is not forgotten."""
-        view = self._view()
-        return sum(1 for _, (s, r) in view.current() if not view.segments[s].forgotten[r])
+        return self._view().live_count()
 
     def search(
         self,

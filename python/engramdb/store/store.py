@@ -402,10 +402,7 @@ class Store(Reads):
     def stats(self) -> dict[str, Any]:
         """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces, indexes."""
         view = self._engine.view
-        namespaces: dict[str, int] = {}
-        for _, (s, r) in view.current():
-            ns = view.segments[s].namespace(r)
-            namespaces[ns] = namespaces.get(ns, 0) + 1
+        namespaces = view.namespace_counts()
         indexes = self._indexes.describe()
         return {
             "memories": view.count(),
