@@ -63,17 +63,17 @@ def main() -> None:
     for _ in range(args.repeat):
         db = build(path)
         kept = {ns: rows_of(db, ns) for ns in ("user1", "user7")}
-        results["purge(namespace=) of 10,000"].append(timed(lambda: db.purge(namespace="user3")))
+        results["purge(namespace=) of 10,000"].append(timed(lambda db=db: db.purge(namespace="user3")))
         assert db.get("m3") is None and len(db) == N - N // NAMESPACES
         assert {ns: rows_of(db, ns) for ns in kept} == kept, "another namespace changed"
         db.close()
         db = build(path)
         ids = [f"m{i}" for i in range(0, N, N // 1000)]
-        results["purge of 1,000 ids"].append(timed(lambda: db.purge(ids)))
+        results["purge of 1,000 ids"].append(timed(lambda db=db, ids=ids: db.purge(ids)))
         assert len(db) == N - 1000
         dest = path.with_name(path.name + "-backup")
         shutil.rmtree(dest, ignore_errors=True)
-        results["backup"].append(timed(lambda: db.backup(dest)))
+        results["backup"].append(timed(lambda db=db, dest=dest: db.backup(dest)))
         assert len(engramdb.open(dest, schema=SCHEMA, embedders={}, read_only=True)) == N - 1000
         db.close()
         shutil.rmtree(dest, ignore_errors=True)

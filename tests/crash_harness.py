@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,11 @@ class Model:
             self.purged.add(args[0])
 
 
-def round_once(folder: Path, rnd: int, seed: int, model: Model, profile: str, max_wait: float) -> dict[str, Any]:
-    """One round: run the writer, kill it at a random moment, check the folder. Returns figures."""
+def round_once(folder: Path, rnd: int, seed: int, model: Model, profile: str, max_wait: float,
+               lose_manifest: bool = False) -> dict[str, Any]:
+    """One round: run the writer, kill it at a random moment, check the folder. Returns figures.
+    With `lose_manifest`, manifest.json is deleted after the kill: the reopen must rebuild it from
+    the files (storage/repair.py) and still find everything acknowledged."""
     rng = np.random.default_rng(seed)
     proc = subprocess.Popen([sys.executable, "-c", writer_code(profile), str(folder), str(rnd), str(seed), profile],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -125,6 +129,8 @@ def round_once(folder: Path, rnd: int, seed: int, model: Model, profile: str, ma
             acked += 1
             started = None
     in_flight = started
+    if lose_manifest:
+        (folder / "manifest.json").unlink(missing_ok=True)
     return {"acked": acked, "in_flight": in_flight, **check(folder, model, in_flight, profile)}
 
 
@@ -134,7 +140,10 @@ def check(folder: Path, model: Model, in_flight: str | None, profile: str) -> di
     from store_helpers import toy_embedders, toy_schema
 
     kw: dict[str, Any] = {"schema": toy_schema(), "embedders": toy_embedders()} if profile == "toy" else {}
-    db = engramdb.open(folder, tuning=engramdb.Tuning(checkpoint_rows=1_000), **kw)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", engramdb.RepairWarning)
+        db = engramdb.open(folder, tuning=engramdb.Tuning(checkpoint_rows=1_000), **kw)
+    repaired = any(issubclass(w.category, engramdb.RepairWarning) for w in said)
     uncertain: set[str] = set()
     landed = None
     if in_flight:
@@ -171,4 +180,4 @@ def check(folder: Path, model: Model, in_flight: str | None, profile: str) -> di
     db.close()
     assert not lost, f"acknowledged memories lost or altered: {lost[:5]}"
     assert not resurrected, f"acknowledged purges undone: {resurrected[:5]}"
-    return {"memories": n, "batch_landed": landed}
+    return {"memories": n, "batch_landed": landed, "repaired": repaired}

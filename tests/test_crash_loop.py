@@ -21,3 +21,16 @@ def test_twenty_rounds_of_sigkill_lose_nothing_acknowledged(tmp_path: Path) -> N
             in_flight.add(got["in_flight"].split()[0])
     assert ops >= 100 and len(model.content) >= 100, (ops, len(model.content))
     assert len(in_flight) >= 2, in_flight  # kills landed inside different kinds of operation
+
+
+def test_sigkill_then_a_lost_manifest_is_repaired_with_nothing_acknowledged_lost(tmp_path: Path) -> None:
+    """The same loop, and after every kill manifest.json is deleted: each reopen rebuilds it from
+    the self-describing files (whatever the kill left half done) and finds everything."""
+    folder = tmp_path / "store"
+    model = harness.Model()
+    repaired = 0
+    for rnd in range(10):
+        got = harness.round_once(folder, rnd, seed=2_000 + rnd, model=model, profile="toy", max_wait=0.6,
+                                 lose_manifest=True)
+        repaired += got["repaired"]
+    assert repaired == 10 and len(model.content) >= 50, (repaired, len(model.content))

@@ -156,8 +156,75 @@ def test_a_v2_store_gets_checksums_when_opened_for_writing(tmp_path: Path) -> No
     shutil.copytree(GOLDEN_V2, tmp_path / "s")
     with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
         manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
-        assert manifest["format_version"] == 3 and all("xxh3" in e for e in manifest["segments"] + manifest["edges"])
+        assert manifest["format_version"] == FORMAT_VERSION and all("xxh3" in e for e in manifest["segments"] + manifest["edges"])
         check_v2(db)
     (tmp_path / "s" / "seg-000001.arrow").write_bytes(b"x" + (tmp_path / "s" / "seg-000001.arrow").read_bytes()[1:])
     with pytest.raises(engramdb.CorruptFile, match="seg-000001.arrow is damaged: its XXH3 checksum"):
         engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
+
+
+GOLDEN_V4 = Path(__file__).parent / "golden" / "store-v4"
+
+
+def test_golden_v4_opens_read_only_in_place_and_its_files_describe_themselves() -> None:
+    """store-v4 (format 4): the same history; every file says what it is, where it goes and what
+    it replaces (storage/describe.py), the marker holds the spaces, the previous manifest is kept."""
+    before = {p.name: p.read_bytes() for p in GOLDEN_V4.iterdir()}
+    with engramdb.open(GOLDEN_V4, schema=toy_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]
+        check_v2(db)
+    assert {p.name: p.read_bytes() for p in GOLDEN_V4.iterdir()} == before
+    assert json.loads(before["manifest.json"])["format_version"] == 4 and "manifest.prev.json" in before
+    assert "spaces" in json.loads(before["engramdb.store"])
+    report = engramdb.repair(GOLDEN_V4, dry_run=True)
+    assert report["ok"] and not report["needed"]
+
+
+@pytest.mark.parametrize("damage", ["lost", "flipped"])
+def test_golden_v4_without_its_manifest_is_rebuilt_to_the_same_store(tmp_path: Path, damage: str) -> None:
+    shutil.copytree(GOLDEN_V4, tmp_path / "s")
+    manifest = tmp_path / "s" / "manifest.json"
+    if damage == "lost":
+        manifest.unlink()
+    else:
+        manifest.write_bytes(manifest.read_bytes().replace(b'"rows": 3', b'"rows": 4', 1))
+    planned = engramdb.repair(tmp_path / "s", dry_run=True)
+    rebuilt = json.loads((GOLDEN_V4 / "manifest.json").read_text())
+    assert planned["segments"] == [e["file"] for e in rebuilt["segments"]] and planned["wal"] == rebuilt["wal"]
+    assert planned["edges"] == [e["file"] for e in rebuilt["edges"]] and planned["blockers"] == []
+    with pytest.warns(engramdb.RepairWarning):
+        db = engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+    check_v2(db)
+    db.close()
+
+
+def test_golden_v3_without_its_manifest_is_refused_untouched(tmp_path: Path) -> None:
+    """Format 3 files do not describe themselves: their order cannot be rebuilt, so the repair
+    stops and names them (restore the manifest from a backup); nothing is changed."""
+    shutil.copytree(GOLDEN_V3, tmp_path / "s")
+    (tmp_path / "s" / "manifest.json").unlink()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+    with pytest.raises(engramdb.StoreError, match="seg-000001.arrow, seg-000003.arrow.*written before files described"):
+        engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir() if p.name != "LOCK"} == before
+
+
+def test_a_v2_store_upgraded_then_crashed_is_repaired_from_the_previous_manifest(tmp_path: Path) -> None:
+    """An older store's files do not describe themselves, but the manifest generation before the
+    upgrade is kept (manifest.prev.json): when it lists every file, and they are intact, a lost
+    manifest is rebuilt from it."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "s"
+    shutil.copytree(GOLDEN_V2, folder)
+    code = (f"import sys, os; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "import engramdb\nfrom store_helpers import toy_embedders, toy_schema\n"
+            f"engramdb.open({str(folder)!r}, schema=toy_schema(), embedders=toy_embedders())\n"
+            "os._exit(0)  # upgraded (a manifest written, the previous one kept), then gone without a close\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (folder / "manifest.prev.json").read_bytes() == (GOLDEN_V2 / "manifest.json").read_bytes()
+    (folder / "manifest.json").unlink()
+    with pytest.warns(engramdb.RepairWarning):
+        db = engramdb.open(folder, schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
+    check_v2(db)
+    db.close()

@@ -133,8 +133,8 @@ def test_persistence_round_trip_with_checkpoints(tmp_path: Path) -> None:
     db.close()
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
     # file numbers are drawn from one counter: seg-1, wal-2 (first checkpoint), seg-3, wal-4 (on close)
-    assert files == ["LOCK", "engramdb.store", "manifest.json", "seg-000001.arrow", "seg-000003.arrow",
-                     "wal-000004.log"]
+    assert files == ["LOCK", "engramdb.store", "manifest.json", "manifest.prev.json", "seg-000001.arrow",
+                     "seg-000003.arrow", "wal-000004.log"]
     again = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=7))
     assert {i: again.get(i, include_forgotten=True) for i in ids} == expected
     assert again.search("turn 7", namespace="n", k=1)[0].id == ids[7]
@@ -216,16 +216,21 @@ def test_a_folder_that_is_not_a_store_is_refused_untouched(tmp_path: Path) -> No
 
 
 def test_a_lost_manifest_never_makes_a_new_empty_store(tmp_path: Path) -> None:
+    """The bug this replaced: a store without its manifest was taken for a new one and its files
+    deleted. A reader refuses, changing nothing; a writer rebuilds the manifest (tests/test_repair.py)."""
     db = open_store(tmp_path / "mem", tuning=Tuning(checkpoint_rows=4))
-    db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(10)])
+    ids = db.add_many([{"content": f"row {i}", "namespace": "n"} for i in range(10)])
     db.close()
     folder = tmp_path / "mem"
     (folder / "manifest.json").unlink()
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    for read_only in (False, True):
-        with pytest.raises(StoreError, match="manifest.json is missing: nothing was changed or deleted"):
-            engramdb.open(folder, read_only=read_only)
+    with pytest.raises(StoreError, match="manifest.json is missing. Nothing was changed"):
+        engramdb.open(folder, read_only=True)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # every segment and the WAL still there
+    with pytest.warns(engramdb.RepairWarning):
+        again = engramdb.open(folder)
+    assert len(again) == 10 and all(again.get(i) is not None for i in ids)
+    again.close()
 
 
 @pytest.mark.parametrize("persistent", [True, False])

@@ -30,12 +30,13 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         Hits,
         InvalidMemory,
         Memory,
+        RepairWarning,
         SearchStats,
         StoreError,
         StoreLocked,
         Tuning,
     )
-    from .store import Snapshot, Store, backup, open, verify
+    from .store import Snapshot, Store, backup, open, repair, verify
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -43,12 +44,13 @@ _WHERE = {
     "EdgeProposal": ".graph.heuristic",
     "HeuristicInferrer": ".graph.heuristic",
     "InferenceReport": ".graph.heuristic",
-    **dict.fromkeys(("CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "SearchStats", "StoreError",
-                     "StoreLocked", "Tuning"), ".model"),
+    **dict.fromkeys(("CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning",
+                     "SearchStats", "StoreError", "StoreLocked", "Tuning"), ".model"),
     "Snapshot": ".store",
     "Store": ".store",
     "backup": ".store",
     "open": ".store",
+    "repair": ".store",
     "verify": ".store",
 }
 
@@ -64,6 +66,7 @@ __all__ = [
     "InferenceReport",
     "InvalidMemory",
     "Memory",
+    "RepairWarning",
     "SearchStats",
     "Snapshot",
     "Store",
@@ -75,6 +78,7 @@ __all__ = [
     "capabilities",
     "kernels",
     "open",
+    "repair",
     "verify",
 ]
 

@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
                                          "open the copy to restore")
     store_args(back)
     back.add_argument("dest", help="a new or empty folder")
+    fix = sub.add_parser("repair", help="rebuild a lost or damaged manifest from the store's own files; "
+                                        "changes nothing when that would lose data (exit 1)")
+    store_args(fix)
+    fix.add_argument("--dry-run", action="store_true", help="report what would be done, write nothing")
+    fix.add_argument("--accept-loss", action="store_true",
+                     help="rebuild from the intact files even when damaged ones are left out (never deleted)")
     sub.add_parser("capabilities", help="print what the native core runs on, as JSON")
     return p
 
@@ -123,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .store import backup as backup_store
     from .store import open as open_store
+    from .store import repair as repair_store
     from .store import verify as verify_store
 
     if args.command == "backup":
@@ -132,6 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"engramdb backup: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "repair":
+        try:
+            done = repair_store(args.path, accept_loss=args.accept_loss, dry_run=args.dry_run)
+        except (ValueError, RuntimeError) as exc:
+            print(f"engramdb repair: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps(done, indent=2))
+        return 0 if done["ok"] else 1
     if args.command == "verify":
         checked = verify_store(args.path)
         print(json.dumps(checked, indent=2))

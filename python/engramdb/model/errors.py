@@ -19,6 +19,10 @@ class FormatError(RuntimeError):
     """The store on disk cannot be opened by this version; the message says exactly why."""
 
 
+class NewerFormat(FormatError):
+    """The store was written by a newer engramdb (a format this version cannot read)."""
+
+
 class CorruptFile(StoreError):
     """A store file is damaged (its size or checksum is not what the manifest recorded, or it does
     not parse); `path` names it. Nothing of it was served."""
@@ -27,3 +31,7 @@ class CorruptFile(StoreError):
         self.path = path
         super().__init__(f"{path} is damaged: {why}; nothing of it was read. `engramdb verify` checks every file; "
                          "open read-only with salvage=True to read the intact ones")
+
+
+class RepairWarning(UserWarning):
+    """A store was repaired as it opened (its manifest rebuilt from its files); the message says why."""

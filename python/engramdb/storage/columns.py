@@ -17,7 +17,9 @@ import pyarrow as pa
 
 from ..model.memory import Memory, content_hash
 
-FORMAT_VERSION = 3  # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums
+# 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums; 4: + files that
+# describe themselves (storage/describe.py: a lost manifest can be rebuilt), spaces in the marker
+FORMAT_VERSION = 4
 TS = pa.timestamp("us", tz="UTC")
 
 MEMORY_SCHEMA = pa.schema(

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import logging
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,23 +26,25 @@ import numpy as np
 import pyarrow as pa
 
 from ..model.edge import Edge
-from ..model.errors import CorruptFile, StoreError
+from ..model.errors import CorruptFile, RepairWarning, StoreError
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
 from .checksum import ALGORITHM, file_digest, parsed
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA
 from .derived_files import DerivedFiles
+from .describe import description
 from .edge_files import edges_to_table, is_edge_table, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
-from .folder import MANIFEST, MARKER, classify, write_marker
+from .folder import MANIFEST, MARKER, classify, mark_spaces, write_marker
 from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .pinning import pinned
-from .segment import Segment, digest_of, mapped, read_arrow, read_segment, write_and_open, write_file
+from .repair import damaged_manifest, repair_locked
+from .segment import Segment, digest_of, mapped, read_arrow, read_segment, write_file
 from .vectors import column_name, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
@@ -64,23 +67,33 @@ class Engine:
         self._wal: WriteAheadLog | None = None
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
         self._closed = False
+        self._made: list[str] = []  # files an atomic change made so far (removed if it fails)
         # called with the new view after a checkpoint committed rows (the facade syncs indexes)
         self.on_commit: Callable[[View], None] | None = None
         manifest = None
         self.journal: Journal | None = None
         if self.path is not None:
             kind = classify(self.path)
-            if kind == "lost":
-                raise StoreError(f"{self.path} is an engramdb store ({MARKER} is there) but its {MANIFEST} is missing: "
-                                 "nothing was changed or deleted; restore the manifest from a backup before opening it")
             if read_only and kind == "new":
                 raise StoreError(f"no engramdb store at {self.path} to open read-only")
+            why = damaged_manifest(self.path) if kind != "new" else None
+            if why is not None and read_only:
+                raise StoreError(f"{self.path}: {why}. Nothing was changed. The manifest can be rebuilt from the "
+                                 f"store's own files: run `engramdb repair --path {self.path}` (a writable open "
+                                 "repairs it by itself when nothing would be lost)")
             if not read_only:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._writer_lock = WriterLock(self.path)
-                write_marker(self.path)
-                self.journal = Journal(self.path)
             try:
+                if why is not None:
+                    done = repair_locked(self.path, why)
+                    message = (f"{self.path}: {why}; the manifest was rebuilt from {len(done['segments'])} segment, "
+                               f"{len(done['edges'])} edges and {len(done['archives'])} archive files and the WAL "
+                               f"{done['wal']} (the damaged one, if any, kept as {MANIFEST}.damaged)")
+                    warnings.warn(message, RepairWarning, stacklevel=4)
+                if not read_only:
+                    write_marker(self.path)
+                    self.journal = Journal(self.path)
                 manifest = read_manifest(self.path)
             except BaseException:
                 self._release()
@@ -93,6 +106,8 @@ class Engine:
             schema = stored
         self.schema = schema or default_schema()
         self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb")
+        if not read_only and self.path is not None:
+            mark_spaces(self.path, self._manifest.spaces)
         self.table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema), metadata=MEMORY_SCHEMA.metadata)
         self.files = DerivedFiles(self.path, writable=not read_only)
         try:
@@ -146,7 +161,7 @@ class Engine:
                     skipped[e["file"]] = str(exc)  # salvage: the intact files only
                     return None
 
-            segments = [Segment(t, file=e["file"], digest=digest_of(e)) for e in m.segments
+            segments = [Segment(t, file=e["file"], digest=digest_of(e), order=e.get("order")) for e in m.segments
                         if (t := table(e)) is not None]
             edges = EdgeLog()
             archived: dict[str, str] = {}
@@ -181,6 +196,11 @@ class Engine:
 
     def _read_listed(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         assert self.path is not None
+        for entries in (m.segments, m.edges, m.archives):
+            for i, entry in enumerate(entries):
+                # files listed before descriptions had no order: their place in the list is one
+                # (below every seq, so every file written from now on sorts after them)
+                entry.setdefault("order", i)
         segments = [read_segment(self.path / entry["file"], entry) for entry in m.segments]
         edges = EdgeLog()
         for entry in m.edges:
@@ -236,7 +256,24 @@ class Engine:
         self._manifest.next_segment += 1
         if self.journal is not None:
             self.journal.note([name])  # ours from now on: debris if no commit lists it
+        self._made.append(name)
         return name
+
+    def new_file(self, kind: str, table: pa.Table, *, name: str | None = None, order: int | None = None,
+                 replaces: Sequence[str] = (), requires: Sequence[str] = (), wal_bytes: int | None = None) -> dict[str, Any]:
+        """Write a described store file (storage/describe.py) of `kind` ("seg", "edges",
+        "archive"), named afresh unless `name` was taken already; returns its manifest entry."""
+        assert self.path is not None
+        name = name or self.next_file(kind)
+        desc = description(kind, name, order=order, replaces=replaces, requires=requires,
+                           epoch=self._manifest.row_epoch, wal_bytes=wal_bytes)
+        return write_file(self.path / name, table, desc, self._manifest.spaces if kind == "seg" else None)
+
+    def new_segment(self, table: pa.Table, **how: Any) -> Segment:
+        """`new_file` of a segment, opened (its checksum and order travel to the manifest)."""
+        assert self.path is not None
+        entry = self.new_file("seg", table, **how)
+        return read_segment(self.path / entry["file"], entry)
 
     @property
     def manifest(self) -> Manifest:
@@ -247,16 +284,29 @@ class Engine:
     def atomic(self) -> Iterator[None]:
         """A change of files that either commits whole or leaves the engine as it was: when it
         raises (a full disk, an I/O error), the manifest in memory and the live WAL go back to
-        the committed ones (the files it made are journaled debris, removed at the next open)."""
+        the committed ones, and the files it made are deleted (journaled, so the next open removes
+        any a failing disk kept): no half-made file is left claiming to replace a live one."""
         saved = copy.deepcopy(self._manifest)
         wal = self._wal
+        made = len(self._made)
         try:
             yield
         except BaseException:
             if self._wal is not wal and self._wal is not None:
                 self._wal.close()
+            numbers = self._manifest.next_segment
             self._manifest, self._wal = saved, wal
+            self._manifest.next_segment = numbers  # numbers never repeat, not even a failed file's
+            if self.path is not None:
+                for name in self._made[made:]:
+                    for debris in (self.path / name, self.path / (name + ".tmp")):
+                        try:
+                            debris.unlink(missing_ok=True)
+                        except OSError:
+                            pass
             raise
+        finally:
+            del self._made[made:]
 
     def commit(self, unlisted: Sequence[str] = ()) -> None:
         """Write the manifest (the commit point), then delete the files it no longer lists (named
@@ -297,8 +347,7 @@ class Engine:
                 # file (data written once, not twice), acknowledged when the manifest lists it.
                 self.checkpoint()  # earlier rows first, so file order stays version order
                 with self.atomic():
-                    name = self.next_file("seg")
-                    seg = write_and_open(self.path / name, table)
+                    seg = self.new_segment(table)
                     self._manifest.segments.append(seg.entry())
                     self.commit()  # acknowledged from here on
                 return self.add_segments([seg])
@@ -368,25 +417,32 @@ class Engine:
         """Write the WAL's segments and edge frames to files and commit them with a fresh WAL."""
         assert self.path is not None and self._wal is not None
         merged = None
-        if pending:
+        old_wal = self._wal
+        # the WAL's rows move to a segment and its edge frames to an edges file: each replaces
+        # the WAL and needs the other (storage/describe.py), so a repair takes both or neither
+        seg_name = self.next_file("seg") if pending else None
+        edges_name = self.next_file("edges") if self._edges_pending else None
+        wal_only = [old_wal.path.name]
+        wal_bytes = old_wal.size()  # a repair takes these files for the WAL only if it has not grown since
+        if seg_name is not None:
             table = pa.concat_tables([view.segments[i].table for i in pending])
-            name = self.next_file("seg")
-            merged = write_and_open(self.path / name, table)
+            merged = self.new_segment(table, name=seg_name, replaces=wal_only, wal_bytes=wal_bytes,
+                                      requires=[edges_name] if edges_name else ())
             # carry derived state (replacements by newer versions) over to the merged rows
             merged.sys_end = np.concatenate([view.segments[i].sys_end for i in pending])
             self._manifest.segments.append(merged.entry())
-        if self._edges_pending:
+        if edges_name is not None:
             edges = pa.concat_tables(self._edges_pending)
-            name = self.next_file("edges")
-            self._manifest.edges.append(write_file(self.path / name, edges))
+            self._manifest.edges.append(self.new_file("edges", edges, name=edges_name, replaces=wal_only,
+                                                      wal_bytes=wal_bytes, requires=[seg_name] if seg_name else ()))
         # The rows move from the WAL to the files in one atomic step: the new manifest names the
         # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
         # the old WAL (the new files are debris); after it, the old WAL is the debris.
-        old_wal = self._wal
         wal_name = f"wal-{self._manifest.next_segment:06d}.log"
         self._manifest.next_segment += 1
         assert self.journal is not None
         self.journal.note([wal_name])
+        self._made.append(wal_name)
         self._wal = WriteAheadLog(self.path / wal_name)
         self._manifest.wal = wal_name
         self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now

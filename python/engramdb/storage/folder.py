@@ -6,7 +6,8 @@ store in a folder that does not exist or is empty, and only ever treats as a sto
 has the marker or a manifest (stores made before the marker get it at their next writable open).
 Any other folder is refused, untouched: a store never deletes, rewrites or reads as its own a
 file it did not create. A folder with the marker but no readable manifest is a store whose
-manifest was lost: it is refused too, never taken for a new, empty store.
+manifest was lost: never taken for a new, empty store, it is repaired from its own files or
+refused (storage/repair.py).
 """
 
 from __future__ import annotations
@@ -53,4 +54,20 @@ def write_marker(folder: Path) -> None:
     tmp = folder / (MARKER + ".tmp")
     tmp.write_text(json.dumps({"engramdb": "store", "store_id": uuid.uuid4().hex,
                                "created_at": datetime.now(timezone.utc).isoformat()}))
+    os.replace(tmp, path)
+
+
+def mark_spaces(folder: Path, spaces: dict[str, object]) -> None:
+    """Record the store's spaces in its marker (once), so a repair knows them even before any
+    segment file exists."""
+    path = folder / MARKER
+    try:
+        marker = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return  # a marker this version cannot read is left as it is
+    if not isinstance(marker, dict) or marker.get("spaces") == spaces:
+        return
+    marker["spaces"] = spaces
+    tmp = folder / (MARKER + ".tmp")
+    tmp.write_text(json.dumps(marker, sort_keys=True))
     os.replace(tmp, path)

@@ -17,7 +17,7 @@ from typing import Any
 
 import xxhash
 
-from ..model.errors import CorruptFile, FormatError
+from ..model.errors import CorruptFile, FormatError, NewerFormat
 from .columns import FORMAT_VERSION
 
 __all__ = ["MANIFEST", "FormatError", "Manifest", "parse_manifest", "read_manifest", "write_manifest"]
@@ -83,12 +83,28 @@ def parse_manifest(data: bytes, path: Path) -> Manifest:
     if not isinstance(version, int) or version < 1:
         raise FormatError(f"{path}: format_version {version!r} is not a positive integer")
     if version > FORMAT_VERSION:
-        raise FormatError(
+        raise NewerFormat(
             f"{path}: written by a newer engramdb (format_version {version}); this version reads "
             f"format_version <= {FORMAT_VERSION}: upgrade engramdb to open it"
         )
     known = {f for f in Manifest.__dataclass_fields__}
     return Manifest(**{k: v for k, v in raw.items() if k in known})
+
+
+PREVIOUS = "manifest.prev.json"
+
+
+def _keep_previous(folder: Path) -> None:
+    """Keep the generation about to be replaced as manifest.prev.json (a hard link: no copy), for
+    a repair of a store whose files were written before they described themselves."""
+    prev = folder / PREVIOUS
+    try:
+        prev.unlink(missing_ok=True)
+        os.link(folder / MANIFEST, prev)
+    except FileNotFoundError:
+        pass  # a new store: no previous generation
+    except OSError as exc:  # a file system without hard links: the store works without it
+        logging.getLogger("engramdb.storage").debug("no %s kept: %s", prev, exc)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
@@ -98,6 +114,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
         fh.write(manifest.to_json())
         fh.flush()
         os.fsync(fh.fileno())
+    _keep_previous(folder)
     os.replace(tmp, folder / MANIFEST)  # committed: readers see the new manifest from here on
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -8,8 +8,9 @@ engine's lock; searches holding an older view keep reading the files they mapped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +22,15 @@ from .edge_files import table_to_edges
 from .edge_log import EdgeLog
 from .engine import Engine
 from .ids import IdIndex
-from .segment import Segment, read_arrow, write_and_open, write_file
+from .segment import Segment, read_arrow
+
+
+def holders(table: pa.Table, archived: Mapping[str, str]) -> list[str]:
+    """The archive files holding content of a segment's rows (its stripped rows'): a rewritten
+    segment requires them (storage/describe.py), so a repair never takes it without them."""
+    if not archived:
+        return []
+    return sorted({archived[i] for i in set(table.column("id").to_pylist()) if i in archived})
 
 
 def compact(engine: Engine) -> int:
@@ -37,14 +46,17 @@ def compact(engine: Engine) -> int:
         if engine.path is None or (len(view.segments) <= 1 and len(m.edges) <= 1):
             return len(view.segments) if engine.path is not None else 0
         with engine.atomic():  # a failure leaves the committed files and the engine as they were
-            old = [s.file for s in view.segments if s.file] + [e["file"] for e in m.edges]
-            name = engine.next_file("seg")
-            merged = write_and_open(engine.path / name, pa.concat_tables([s.table for s in view.segments]))
+            old_segs = [str(s.file) for s in view.segments if s.file]
+            old_edges = [e["file"] for e in m.edges]
+            old = old_segs + old_edges
+            table = pa.concat_tables([s.table for s in view.segments])
+            merged = engine.new_segment(table, replaces=old_segs, requires=holders(table, view.archived),
+                                        order=min((s.order for s in view.segments if s.order is not None), default=None))
             merged.sys_end = np.concatenate([s.sys_end for s in view.segments])
             m.segments = [merged.entry()]
             if m.edges:  # every edge row is kept (history), in one file
                 edges = pa.concat_tables([read_arrow(engine.path / e["file"], e) for e in m.edges])
-                m.edges = [write_file(engine.path / engine.next_file("edges"), edges)]
+                m.edges = [engine.new_file("edges", edges, replaces=old_edges, order=min(e["order"] for e in m.edges))]
             engine.commit(old)
         engine.publish(segments=(merged,))
         return len(old)
@@ -73,6 +85,12 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             removed = 0
             kept: list[Segment] = []
             dropped: list[str] = []
+            archived = dict(view.archived)
+            held = {archived[mid] for mid in gone if mid in archived}
+            for mid in gone:
+                archived.pop(mid, None)
+            if held and engine.path is not None:  # archives first: the segments below require them
+                _write_archives(engine, _plan_archives(engine, archived, gone, held), dropped)
             for seg in view.segments:
                 keep = ~rows_of(seg.table, gone) if len(gone) > 8 else \
                     np.fromiter((i not in gone for i in seg.ids), dtype=bool, count=len(seg))
@@ -88,17 +106,12 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
                 if engine.path is None:
                     new = Segment(table)
                 else:
-                    new = write_and_open(engine.path / engine.next_file("seg"), table)
+                    new = engine.new_segment(table, replaces=[str(seg.file)], order=seg.order,
+                                             requires=holders(table, archived))
                 # closures are within an id: the other rows keep theirs
                 new.sys_end = seg.sys_end[keep]
                 kept.append(new)
             edge_tables = _purge_edges(engine, gone, dropped)
-            archived = dict(view.archived)
-            held = {archived[mid] for mid in gone if mid in archived}
-            if held and engine.path is not None:
-                for mid in gone:
-                    archived.pop(mid, None)
-                _rewrite_archives(engine, archived, gone, held, dropped)
             m = engine.manifest
             m.row_epoch += 1  # rows renumbered: every derived index is stale
             engine.files.clear()  # derived from the purged rows too: gone before the purge commits
@@ -132,7 +145,7 @@ def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.T
         if engine.path is not None:
             dropped.append(m.edges[i]["file"])
             if t.num_rows:
-                entries.append(write_file(engine.path / engine.next_file("edges"), t))
+                entries.append(engine.new_file("edges", t, replaces=[m.edges[i]["file"]], order=m.edges[i]["order"]))
         if t.num_rows:
             out.append(t)
     if engine.path is None:
@@ -142,25 +155,41 @@ def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.T
     return out
 
 
-def _rewrite_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str],
-                      dropped: list[str]) -> None:
-    """Rewrite the archive `files` without the rows of `ids` (old names go to `dropped`; ids still
-    archived in them move to the new file). The caller commits the manifest."""
+def _plan_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str]) -> list[tuple[dict[str, Any], pa.Table, str | None]]:
+    """How the archive `files` are rewritten without the rows of `ids`: (old entry, the rows
+    kept, the new file's name or None when nothing is kept), names taken now so the segments
+    written before them can require them; `archived` is updated to the new names."""
     assert engine.path is not None
-    entries = []
+    plan = []
     for e in engine.manifest.archives:
         if e["file"] not in files:
-            entries.append(e)
             continue
         table = read_arrow(engine.path / e["file"], e)
         keep = table.filter(pa.array(~rows_of(table, ids)))
-        dropped.append(e["file"])
-        if keep.num_rows:
-            entry = write_file(engine.path / engine.next_file("archive"), keep)
-            new = entry["file"]
-            entries.append(entry)
+        name = engine.next_file("archive") if keep.num_rows else None
+        if name is not None:
             for mid in set(keep.column("id").to_pylist()):
-                archived[mid] = new
+                archived[mid] = name
+        plan.append((e, keep, name))
+    return plan
+
+
+def _write_archives(engine: Engine, plan: list[tuple[dict[str, Any], pa.Table, str | None]], dropped: list[str],
+                    requires: Sequence[str] = ()) -> None:
+    """Write a `_plan_archives` plan (old names go to `dropped`); the caller commits. `requires`:
+    the segments the dropped content now lives in (unarchive), without which the new files are
+    not whole."""
+    rewritten = {e["file"]: (keep, name) for e, keep, name in plan}
+    entries = []
+    for e in engine.manifest.archives:
+        if e["file"] not in rewritten:
+            entries.append(e)
+            continue
+        keep, name = rewritten[e["file"]]
+        dropped.append(e["file"])
+        if name is not None:
+            entries.append(engine.new_file("archive", keep, name=name, replaces=[e["file"]], order=e["order"],
+                                           requires=requires))
     engine.manifest.archives = entries
 
 
@@ -184,8 +213,12 @@ def archive(engine: Engine, chosen: set[str]) -> str | None:
         return stripped
 
     with engine.atomic():  # a failure leaves the committed files and the engine as they were
-        segments, dropped = _rewrite_segments(engine, strip)
-        entry = write_file(engine.path / engine.next_file("archive"), pa.concat_tables(parts))
+        # the stripped segments need the archive file that holds their content (a repair takes
+        # them only with it): its name comes first, its file after theirs
+        archive_name = engine.next_file("archive")
+        after = {**engine.view.archived, **dict.fromkeys(chosen, archive_name)}
+        segments, dropped = _rewrite_segments(engine, strip, after)
+        entry = engine.new_file("archive", pa.concat_tables(parts), name=archive_name)
         name = str(entry["file"])
         engine.manifest.archives.append(entry)
         _commit_rewrite(engine, segments, dropped)
@@ -209,16 +242,20 @@ def unarchive(engine: Engine, which: set[str]) -> int:
         return restored if n else None
 
     with engine.atomic():  # a failure leaves the committed files and the engine as they were
-        segments, dropped = _rewrite_segments(engine, put_back)
-        _rewrite_archives(engine, archived, which, set(files), dropped)
+        # the new archive files and the restored segments need each other (content moved from
+        # one to the other): the archives' names first, then the segments, then the archives
+        after = {k: v for k, v in archived.items() if k not in which}
+        plan = _plan_archives(engine, after, which, set(files))
+        segments, dropped = _rewrite_segments(engine, put_back, after)
+        before = {x.file for x in engine.view.segments}
+        _write_archives(engine, plan, dropped, requires=[str(s.file) for s in segments if s.file not in before])
         _commit_rewrite(engine, segments, dropped)
-    for mid in which:
-        del archived[mid]
-    engine.publish(segments=segments, archived=MappingProxyType(archived))
+    engine.publish(segments=segments, archived=MappingProxyType(after))
     return len(which)
 
 
-def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | None]) -> tuple[tuple[Segment, ...], list[str]]:
+def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | None],
+                      archived: Mapping[str, str]) -> tuple[tuple[Segment, ...], list[str]]:
     """Each committed segment `change(table)` alters (same rows, same order: keys and trees stay
     valid) replaced by a new file; returns the new segments and the replaced files."""
     assert engine.path is not None
@@ -228,7 +265,8 @@ def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | No
         new_table = change(seg.table) if seg.file else None
         if new_table is None:
             continue
-        new = write_and_open(engine.path / engine.next_file("seg"), new_table)
+        new = engine.new_segment(new_table, replaces=[str(seg.file)], order=seg.order,
+                                 requires=holders(new_table, archived))
         new.sys_end = seg.sys_end.copy()
         dropped.append(str(seg.file))
         out[i] = new

@@ -26,6 +26,7 @@ from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
 from .checksum import ALGORITHM, digest, parsed
 from .columns import MEMORY_SCHEMA, RowReader
+from .describe import FILE_KEY, SPACES_KEY, described
 from .vectors import column_name, from_arrow
 
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
@@ -45,6 +46,7 @@ class Segment:
     table: pa.Table
     file: str | None = None  # committed file name, None while only in the WAL
     digest: dict[str, Any] | None = None  # the file's size and checksum (storage/checksum.py)
+    order: int | None = None  # its place among the store's segments (storage/describe.py)
     ids: list[str] = field(init=False)
     ns_index: np.ndarray = field(init=False)  # int32 code of each row's namespace
     ns_codes: dict[str, int] = field(init=False)  # namespace -> code in this segment
@@ -96,7 +98,10 @@ class Segment:
 
     def entry(self) -> dict[str, Any]:
         """The manifest's entry for this segment's file: name, rows, size and checksum."""
-        return {"file": self.file, "rows": len(self), **(self.digest or {})}
+        entry = {"file": self.file, "rows": len(self), **(self.digest or {})}
+        if self.order is not None:
+            entry["order"] = self.order
+        return entry
 
     def records(self) -> pa.Table:
         """The table without its vector columns (cached): what materialising memories reads."""
@@ -183,7 +188,7 @@ def read_arrow(path: Path, entry: dict[str, Any] | None = None) -> pa.Table:
 def read_segment(path: Path, entry: dict[str, Any] | None = None) -> Segment:
     """Open a committed segment file through a memory map, checked (see `read_arrow`)."""
     table = read_arrow(path, entry)
-    return Segment(table, file=path.name, digest=digest_of(entry))
+    return Segment(table, file=path.name, digest=digest_of(entry), order=None if entry is None else entry.get("order"))
 
 
 def digest_of(entry: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -206,12 +211,19 @@ def table_of(buffer: pa.Buffer) -> pa.Table:
     return pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
 
 
-def write_segment(path: Path, table: pa.Table) -> dict[str, Any]:
-    """Write a segment file atomically (temp file, fsync, rename); one record batch. Returns its
-    size and checksum, for the manifest."""
+def write_segment(path: Path, table: pa.Table, desc: dict[str, Any] | None = None,
+                  spaces: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write a segment file atomically (temp file, fsync, rename); one record batch. A store file
+    gets its description (`desc`, storage/describe.py); a file without one (an export) carries
+    none, not even one its rows' table inherited. Returns its size and checksum."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     batch = table.combine_chunks().to_batches()
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    schema = table.schema
+    if desc is not None:
+        schema = described(batch, schema, desc, spaces)
+    elif schema.metadata and (FILE_KEY in schema.metadata or SPACES_KEY in schema.metadata):
+        schema = schema.with_metadata({k: v for k, v in schema.metadata.items() if k not in (FILE_KEY, SPACES_KEY)})
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         for b in batch:
             writer.write_batch(b)
     with open(tmp, "rb") as handle:
@@ -221,12 +233,10 @@ def write_segment(path: Path, table: pa.Table) -> dict[str, Any]:
     return sums
 
 
-def write_file(path: Path, table: pa.Table) -> dict[str, Any]:
-    """Write an edges or archive file (as `write_segment`); returns its manifest entry."""
-    return {"file": path.name, "rows": table.num_rows, **write_segment(path, table)}
-
-
-def write_and_open(path: Path, table: pa.Table) -> Segment:
-    """Write a segment file and open it (its checksum travels with it to the manifest)."""
-    entry = write_file(path, table)
-    return read_segment(path, entry)
+def write_file(path: Path, table: pa.Table, desc: dict[str, Any] | None = None,
+               spaces: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write a store file (as `write_segment`); returns its manifest entry (with its order)."""
+    entry = {"file": path.name, "rows": table.num_rows, **write_segment(path, table, desc, spaces)}
+    if desc is not None:
+        entry["order"] = desc["order"]
+    return entry

@@ -8,7 +8,7 @@ from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from .options import Options
 from .reads import Snapshot
-from .store import Store, backup, open, verify
+from .store import Store, backup, open, repair, verify
 
 __all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Snapshot", "Store", "StoreError",
-           "StoreLocked", "Tuning", "backup", "open", "validate_memory", "verify"]
+           "StoreLocked", "Tuning", "backup", "open", "repair", "validate_memory", "verify"]

@@ -34,6 +34,7 @@ from ..storage import rewrites, transfer
 from ..storage.backup import backup as storage_backup
 from ..storage.columns import memories_to_table
 from ..storage.engine import Engine
+from ..storage.repair import repair as storage_repair
 from ..storage.verify import verify as storage_verify
 from ..storage.view import View
 from .options import Options
@@ -502,3 +503,17 @@ def backup(path: str | Path, dest: str | Path) -> dict[str, Any]:
     copied, and the whole frames of the WAL. `dest` is a store: open it to restore. Returns
     {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup PATH DEST`."""
     return storage_backup(path, dest)
+
+
+def repair(path: str | Path, *, accept_loss: bool = False, dry_run: bool = False) -> dict[str, Any]:
+    """Rebuild the lost or damaged manifest of the store in folder `path` from its own files (each
+    says what it is, where its rows go and what it replaces, with a checksum of its body).
+
+    Nothing is deleted: a damaged manifest is kept as `manifest.json.damaged`; files a sound file
+    replaces are left in place and listed as `superseded`. When rebuilding would lose data (a
+    damaged file nothing replaces, files from before descriptions, two live WALs) it raises
+    StoreError naming them and changes nothing, unless `accept_loss=True` (the damaged files
+    are renamed `<name>.damaged`, a damaged WAL's intact frames kept). `dry_run=True` only
+    reports. A store whose manifest reads is left alone (`needed` False). `open()` repairs by
+    itself, with a RepairWarning, when nothing would be lost. `engramdb repair --path P`."""
+    return storage_repair(path, accept_loss=accept_loss, dry_run=dry_run)

@@ -1,0 +1,192 @@
+"""Repair (storage/repair.py): a lost or damaged manifest is rebuilt from the store's own
+self-describing files, by `open()` itself when nothing would be lost (with a RepairWarning) and by
+`engramdb.repair` / `engramdb repair`; when rebuilding would lose or guess, nothing is changed.
+Golden folders: tests/test_golden_store.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import engramdb
+import pytest
+from engramdb.cli import main as cli
+from store_helpers import toy_embedders, toy_schema
+
+TUNING = engramdb.Tuning(checkpoint_rows=40)
+LATER = datetime(2100, 1, 1, tzinfo=timezone.utc)
+
+
+def open_store(path: Path, **kw: Any) -> engramdb.Store:
+    return engramdb.open(path, schema=toy_schema(), embedders=toy_embedders(), tuning=TUNING, **kw)  # type: ignore[arg-type]
+
+
+def build(path: Path) -> engramdb.Store:
+    """Every kind of file and rewrite: checkpoints, big batches, edges in files and in the WAL,
+    versions, forget, compaction, purge, archive and unarchive, and rows left in the WAL."""
+    db = open_store(path)
+    for b in range(4):
+        db.add_many([{"content": f"turn {b}-{j} about cats and tea", "namespace": "a" if j % 3 else "b",
+                      "id": f"m{b}-{j}"} for j in range(30)])
+    db.link("m0-1", "m0-2", "CAUSED_BY", confidence=0.9)
+    db.update("m0-4", content="turn 0-4 edited")
+    db.forget("m1-1")
+    db.compact()
+    db.add_many([{"content": f"big {j}", "namespace": "a", "id": f"big{j}"} for j in range(60)])  # straight to a file
+    db.purge(["m2-2", "m2-5"])
+    db.archive(LATER, namespace="b")
+    db.unarchive(["m0-3"])
+    db.link("m3-1", "m3-2", "RELATED_TO", confidence=0.7)
+    db.add("still in the WAL", namespace="a", id="wal1")
+    return db
+
+
+def state(db: engramdb.Store) -> Any:
+    ids = [f"m{b}-{j}" for b in range(4) for j in range(30)] + [f"big{j}" for j in range(60)] + ["wal1"]
+    out: list[Any] = []
+    for mid in ids:
+        m = db.get(mid, include_forgotten=True)
+        out.append(None if m is None else (m.id, m.content, m.version, m.namespace, m.learned_at, m.forgotten_at,
+                                           db.is_archived(mid)))
+    out.append(sorted((e.src, e.dst, e.type, e.confidence) for mid in ("m0-1", "m3-1")
+                      for e in db.edges(mid, include_forgotten=True)))
+    out.append(len(db))
+    out.append([[h.id for h in db.search(q, namespace=ns, k=5, strategy="exact")]
+                for q, ns in (("cats and tea", "a"), ("turn 0-4 edited", "a"), ("cats", "b"))])
+    return out
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[Path, Any]:
+    path = tmp_path / "s"
+    db = build(path)
+    expected = state(db)
+    db.close()
+    return path, expected
+
+
+def names(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir() if p.is_file() and p.name != "LOCK"}
+
+
+def test_a_lost_manifest_is_rebuilt_by_open_with_a_warning(built: tuple[Path, Any]) -> None:
+    path, expected = built
+    (path / "manifest.json").unlink()
+    with pytest.warns(engramdb.RepairWarning, match="manifest.json is missing; the manifest was rebuilt"):
+        db = open_store(path)
+    assert state(db) == expected
+    db.add("after the repair", namespace="a", id="after")
+    db.close()
+    assert engramdb.verify(path)["ok"]
+    with open_store(path, read_only=True) as again:
+        assert state(again)[:-3] == expected[:-3] and again.get("after") is not None
+
+
+def test_a_damaged_manifest_is_set_aside_and_rebuilt(built: tuple[Path, Any]) -> None:
+    path, expected = built
+    raw = bytearray((path / "manifest.json").read_bytes())
+    raw[len(raw) // 2] ^= 0x04
+    (path / "manifest.json").write_bytes(bytes(raw))
+    with pytest.warns(engramdb.RepairWarning, match="damaged"):
+        db = open_store(path)
+    assert state(db) == expected
+    db.close()
+    assert (path / "manifest.json.damaged").read_bytes() == bytes(raw)  # kept, never deleted
+
+
+def test_a_read_only_open_of_a_lost_manifest_refuses_and_changes_nothing(built: tuple[Path, Any]) -> None:
+    path, _ = built
+    (path / "manifest.json").unlink()
+    before = names(path)
+    with pytest.raises(engramdb.StoreError, match="manifest.json is missing.*engramdb repair"):
+        open_store(path, read_only=True)
+    assert names(path) == before
+
+
+def test_repair_of_an_intact_store_changes_nothing(built: tuple[Path, Any]) -> None:
+    path, _ = built
+    before = names(path)
+    done = engramdb.repair(path)
+    assert done["ok"] and not done["needed"] and names(path) == before
+
+
+def test_the_cli_repairs_and_reports(built: tuple[Path, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path, expected = built
+    (path / "manifest.json").unlink()
+    assert cli(["repair", "--path", str(path), "--dry-run"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["needed"] and planned["blockers"] == [] and "written" not in planned
+    assert not (path / "manifest.json").exists()  # a dry run writes nothing
+    assert cli(["repair", "--path", str(path)]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["written"] == "manifest.json" and done["wal"].startswith("wal-")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", engramdb.RepairWarning)  # repaired already: no second repair
+        with open_store(path) as db:
+            assert state(db) == expected
+
+
+def flip_body(path: Path) -> None:
+    """Flip a byte in the middle of a file (inside its record batch, past the description)."""
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+def test_a_damaged_file_blocks_the_repair_until_the_loss_is_accepted(built: tuple[Path, Any]) -> None:
+    path, expected = built
+    listed = json.loads((path / "manifest.json").read_text())
+    victim = next(e["file"] for e in listed["segments"] if e["rows"] == 60)  # the big batch's own file
+    (path / "manifest.json").unlink()
+    flip_body(path / victim)
+    before = names(path)
+    with pytest.raises(engramdb.StoreError, match=f"{victim} is damaged.*Nothing was changed"):
+        open_store(path)
+    assert names(path) == before
+    assert cli(["repair", "--path", str(path)]) == 1  # refuses, says why on stderr
+    assert names(path) == before
+    done = engramdb.repair(path, accept_loss=True)
+    assert not done["ok"] and done["damaged"] == [victim] and done["written"] == "manifest.json"
+    assert (path / (victim + ".damaged")).exists() and not (path / victim).exists()  # set aside, not deleted
+    with open_store(path) as db:
+        got = state(db)
+        assert db.get("big0") is None and db.get("wal1") is not None  # only the damaged file's rows are gone
+        assert got[: 4 * 30] == expected[: 4 * 30]
+
+
+def test_a_rewrite_whose_companion_is_missing_is_not_taken(built: tuple[Path, Any]) -> None:
+    """Archived segments need their archive file: without it they are an unfinished rewrite, and
+    since the files they replaced are gone, the repair stops instead of serving empty content."""
+    path, _ = built
+    listed = json.loads((path / "manifest.json").read_text())
+    archive = next(e["file"] for e in listed["archives"])
+    (path / "manifest.json").unlink()
+    (path / archive).rename(path.parent / archive)  # as if it were lost
+    with pytest.raises(engramdb.StoreError, match="unfinished rewrite"):
+        engramdb.repair(path)
+    (path.parent / archive).rename(path / archive)
+    with pytest.warns(engramdb.RepairWarning):
+        open_store(path).close()
+
+
+def test_a_store_without_a_segment_takes_its_spaces_from_the_marker(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    code = (f"import sys, os; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+            "import engramdb\nfrom store_helpers import toy_embedders, toy_schema\n"
+            f"db = engramdb.open({str(path)!r}, schema=toy_schema(), embedders=toy_embedders())\n"
+            "db.add('only in the WAL', namespace='a', id='x')\n"
+            "os._exit(0)  # no close: the row stays in the WAL, no segment file is ever written\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert not list(path.glob("seg-*"))
+    (path / "manifest.json").unlink()
+    with pytest.warns(engramdb.RepairWarning):
+        again = open_store(path)
+    m = again.get("x")
+    assert m is not None and m.content == "only in the WAL"
+    assert again.stats()["spaces"] == open_store(tmp_path / "fresh").stats()["spaces"]
+    again.close()
