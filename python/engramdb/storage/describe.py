@@ -13,9 +13,12 @@ under `engramdb.file`, a JSON description:
   to an archive file needs that archive; a checkpoint's segment and edges file need each other);
 - `wal_bytes` (a checkpoint's files): the size of the WAL they replace when they were written; a
   WAL that grew since (the checkpoint failed and writes went on) is not theirs to replace;
-- `epoch` (the row epoch it was written in), `rows`, and `body`: the XXH3-64 of the file's record
-  batch messages, the bytes between the schema message and the footer. The description lives in
-  the schema message, so it cannot cover itself; everything it describes is covered.
+- `epoch` (the row epoch it was written in), `rows`, `body`: the XXH3-64 of the file's record
+  batch messages (the bytes between the schema message and the footer), `fields`: of the schema
+  without its metadata, and `self`: of the description itself. A repair checks all three and
+  that the footer (with its copy of the schema and metadata) leads to exactly those batches, so
+  no flipped byte a reader would follow goes unnoticed: only padding and the end-of-stream marker
+  are not covered, and no reader reads them (tests/test_repair.py flips bytes to show it).
 
 Segments also carry the store's spaces (`engramdb.spaces`) so a schema can be recovered.
 """
@@ -58,12 +61,23 @@ def described(batches: list[pa.RecordBatch], schema: pa.Schema, desc: dict[str, 
     hasher = xxhash.xxh3_64()
     for b in batches:
         hasher.update(b.serialize())  # exactly the bytes the file writer writes for the batch
-    full = {**desc, "rows": sum(b.num_rows for b in batches), "body": hasher.hexdigest()}
+    full = {**desc, "rows": sum(b.num_rows for b in batches), "body": hasher.hexdigest(),
+            "fields": fields_digest(schema)}
+    full["self"] = _self_digest(full)
     meta = dict(schema.metadata or {})
     meta[FILE_KEY] = json.dumps(full, sort_keys=True).encode()
     if spaces is not None:
         meta[SPACES_KEY] = json.dumps(spaces, sort_keys=True).encode()
     return schema.with_metadata(meta)
+
+
+def fields_digest(schema: pa.Schema) -> str:
+    """XXH3-64 of a schema's fields (its metadata left out: the description lives there)."""
+    return xxhash.xxh3_64_hexdigest(schema.remove_metadata().serialize().to_pybytes())
+
+
+def _self_digest(desc: dict[str, Any]) -> str:
+    return xxhash.xxh3_64_hexdigest(json.dumps({k: v for k, v in desc.items() if k != "self"}, sort_keys=True).encode())
 
 
 def read_description(data: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:
@@ -92,11 +106,36 @@ def read_description(data: Any) -> tuple[dict[str, Any] | None, dict[str, Any] |
     try:
         desc = json.loads(meta[FILE_KEY])
         spaces = json.loads(meta[SPACES_KEY]) if SPACES_KEY in meta else None
-        if not isinstance(desc, dict) or not {"kind", "seq", "order", "body", "rows"} <= desc.keys():
+        if not isinstance(desc, dict) or not {"kind", "seq", "order", "body", "rows", "fields", "self"} <= desc.keys():
             raise ValueError("fields missing")
     except ValueError as exc:
         return None, None, f"its description is unreadable ({exc})"
+    if _self_digest(desc) != desc["self"]:
+        return None, None, "its description does not match its own checksum"
+    if fields_digest(schema) != desc["fields"]:
+        return desc, spaces, "its schema's fields do not match its description"
     got = xxhash.xxh3_64_hexdigest(view[start:end])
     if got != desc["body"]:
         return desc, spaces, f"its body's XXH3 is {got}, its description says {desc['body']}"
-    return desc, spaces, ""
+    return desc, spaces, _footer_problem(data, schema, desc)
+
+
+def _footer_problem(data: Any, schema: pa.Schema, desc: dict[str, Any]) -> str:
+    """What is wrong with the footer (the block index the reader follows), or "": it must lead
+    to exactly the batches the body checksum covers, with the schema the description covers."""
+    try:
+        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(data)))
+        if not reader.schema.equals(schema, check_metadata=True):
+            return "its footer's schema differs from its schema message"
+        hasher = xxhash.xxh3_64()
+        rows = 0
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            batch.validate(full=True)
+            rows += batch.num_rows
+            hasher.update(batch.serialize())
+    except (pa.ArrowException, ValueError, OSError, UnicodeDecodeError) as exc:
+        return f"its footer is unreadable ({type(exc).__name__})"
+    if rows != desc["rows"] or hasher.hexdigest() != desc["body"]:
+        return "its footer does not lead to the batches its description covers"
+    return ""
