@@ -249,3 +249,17 @@ def test_every_flipped_byte_of_a_described_file_is_caught_by_the_repair(built: t
     assert results[eos.start] == "ok, inert"  # the end-of-stream marker: no reader follows it
     inert = [p for p, r in results.items() if r == "ok, inert"]
     assert len(inert) <= 10, inert  # padding only: nearly every byte is covered
+
+
+def test_a_file_gone_missing_stops_the_repair(built: tuple[Path, Any]) -> None:
+    """A file that is simply gone cannot speak for itself; the previous manifest generation still
+    names it, so the repair stops instead of rebuilding a store without its rows."""
+    path, _ = built
+    listed = json.loads((path / "manifest.json").read_text())
+    victim = next(e["file"] for e in listed["segments"] if e["rows"] == 60)
+    (path / "manifest.json").unlink()
+    (path / victim).rename(path.parent / victim)  # as if a copy of the folder had missed it
+    before = names(path)
+    with pytest.raises(engramdb.StoreError, match=f"{victim}, listed by the previous manifest.*is gone"):
+        open_store(path)
+    assert names(path) == before

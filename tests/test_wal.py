@@ -67,13 +67,18 @@ def test_a_torn_tail_is_cut_and_earlier_frames_kept(tmp_path: Path, cut: int) ->
     assert [table_to_memories(t) for t in read_frames(path)[0]] == [batch(0), batch(1), batch(3)]
 
 
-def test_a_damaged_frame_is_named_never_cut_off_silently(tmp_path: Path) -> None:
+def two_frames(tmp_path: Path) -> tuple[Path, bytes]:
+    """A WAL of two frames (batches 0 and 1): its path and its bytes."""
     path = tmp_path / "wal.log"
     wal = WriteAheadLog(path)
     wal.append(memories_to_table(batch(0)))
     wal.append(memories_to_table(batch(1)))
     wal.close()
-    clean = path.read_bytes()
+    return path, path.read_bytes()
+
+
+def test_a_damaged_frame_is_named_never_cut_off_silently(tmp_path: Path) -> None:
+    path, clean = two_frames(tmp_path)
     frame = len(HEADER) + 12 + struct.unpack_from("<I", clean, len(HEADER) + 4)[0]  # where frame 2 starts
     for at, what in ((len(clean) - 5, "fails its CRC-32"),  # the last frame's payload: acknowledged, then changed
                      (len(HEADER) + 20, "fails its CRC-32"),  # the first frame's, with an intact one after it
@@ -89,12 +94,7 @@ def test_a_damaged_frame_is_named_never_cut_off_silently(tmp_path: Path) -> None
 
 
 def test_a_torn_last_write_is_cut_off(tmp_path: Path) -> None:
-    path = tmp_path / "wal.log"
-    wal = WriteAheadLog(path)
-    wal.append(memories_to_table(batch(0)))
-    wal.append(memories_to_table(batch(1)))
-    wal.close()
-    clean = path.read_bytes()
+    path, clean = two_frames(tmp_path)
     for torn in (clean[:-7], clean + b"\0" * 4096, clean + b"EGF"):
         path.write_bytes(torn)
         tables, _ = read_frames(path)  # short payload, zero-filled tail, a partial header: never acknowledged

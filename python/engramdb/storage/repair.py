@@ -149,6 +149,10 @@ def plan(folder: str | Path) -> Plan:
         p.blockers.append(f"{', '.join(legacy)} were written before files described themselves: their place "
                           f"cannot be read from them, and no intact {PREVIOUS} lists them (restore the manifest "
                           "from a backup)")
+    vanished = _vanished(path, found, replaced)
+    if vanished:
+        p.blockers.append(f"{', '.join(vanished)}, listed by the previous manifest ({PREVIOUS}), "
+                          "is gone and no file replaces it: a file may be missing (a copy cut short?)")
     for n in p.unfinished:  # its rows are in the plan only if what it would replace is live
         gone = [r for r in arrow[n].desc["replaces"] if r not in live and r not in wals]  # type: ignore[index]
         if gone or not arrow[n].desc["replaces"]:  # type: ignore[index]
@@ -187,6 +191,19 @@ def plan(folder: str | Path) -> Plan:
                           archives=lists["archives"], next_segment=next_seq, spaces=spaces or {},
                           created_by="engramdb repair", wal=wal, row_epoch=epoch + 1)  # +1: derived indexes rebuild
     return p
+
+
+def _vanished(folder: Path, found: dict[str, Found], replaced: set[str]) -> list[str]:
+    """Files the previous manifest generation lists that are neither here nor replaced by a file
+    that is: a repair cannot see a file that is gone unless something names it. (A purge that
+    empties a whole file replaces it with nothing, so right after one this can stop a repair
+    that would have been sound: it then asks for accept_loss rather than guess.)"""
+    try:
+        prev = parse_manifest((folder / PREVIOUS).read_bytes(), folder / PREVIOUS)
+    except (OSError, StoreError, FormatError):
+        return []
+    listed = [e["file"] for e in prev.segments + prev.edges + prev.archives] + [prev.wal]
+    return sorted(n for n in listed if n not in found and n not in replaced)
 
 
 def _wal_grew(folder: Path, desc: dict[str, Any]) -> bool:
@@ -313,7 +330,7 @@ def _apply(path: Path, p: Plan) -> None:
     # would come back to life once whatever replaced them is compacted away)
     Journal(path).note([n for n in p.superseded + p.unfinished if n not in p.live])
     write_manifest(path, m)
-    log.warning("repaired %s: a manifest rebuilt from %d files", path, len(p.live))
+    log.info("repaired %s: a manifest rebuilt from %d files", path, len(p.live))
 
 
 def _set_aside(path: Path, suffix: str) -> None:
