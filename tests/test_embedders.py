@@ -148,7 +148,7 @@ def check_invariants(space: str, emb: Embedder, out: object, texts: list[str]) -
 def test_protocol_conformance(embs: dict[str, Embedder], space: str) -> None:
     e = embs[space]
     assert isinstance(e, Embedder)
-    assert e.kind == KINDS[space] and e.dim == DIMS[space] and e.version == "1"
+    assert e.kind == KINDS[space] and e.dim == DIMS[space] and e.version == ("2" if space == "dense" else "1")
     assert isinstance(e.name, str) and e.name and e.name.isprintable()
     out = e.embed(TEXTS)
     check_invariants(space, e, out, TEXTS)
@@ -159,16 +159,16 @@ def test_default_profile(embs: dict[str, Embedder]) -> None:
     hdc = embs["hdc"]
     assert isinstance(hdc, BinaryHDCEmbedder) and hdc.base is embs["dense"]
     assert {k: e.name for k, e in embs.items()} == {
-        "dense": "hashing-384",
+        "dense": "hashing2-384",
         "lexical": "lexical",
-        "hdc": "hdc-1024",
+        "hdc": "hdc-1024-of-hashing2-384-v2",
         "tokens": "tokens-128",
     }
     schema = pytest.importorskip("engramdb.spaces.schema")
     for space in schema.default_schema().spaces.values():  # the default schema names these embedders
         e = embs[space.name]
         assert (space.embedder, space.kind, space.dim) == (e.name, e.kind, e.dim)
-    assert HashingEmbedder(256).name != HashingEmbedder(384).name
+    assert HashingEmbedder(256).name != HashingEmbedder(384).name != HashingEmbedder(384, version=1).name
     assert BinaryHDCEmbedder(embs["dense"], 1024, seed=1).name != hdc.name
     assert LexicalEmbedder(an.Analyzer(stem=False)).name != LexicalEmbedder().name
 

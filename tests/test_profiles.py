@@ -8,7 +8,7 @@ import engramdb
 import numpy as np
 import pytest
 from engramdb.spaces.hashing import HashingEmbedder
-from engramdb.spaces.profiles import embedders_for, profile_schema
+from engramdb.spaces.profiles import earlier_schemas, embedders_for, profile_schema
 from engramdb.spaces.schema import Schema, Space, SpaceError, default_schema
 
 
@@ -16,7 +16,7 @@ def test_default_profile_and_its_embedders() -> None:
     assert profile_schema("default") == default_schema()
     made = embedders_for(default_schema())
     assert {k: e.name for k, e in made.items()} == {
-        "dense": "hashing-384", "lexical": "lexical", "hdc": "hdc-1024", "tokens": "tokens-128"}
+        "dense": "hashing2-384", "lexical": "lexical", "hdc": "hdc-1024-of-hashing2-384-v2", "tokens": "tokens-128"}
     assert made["hdc"].base is made["dense"]  # type: ignore[attr-defined]  # codes projected, not re-embedded
 
 
@@ -37,8 +37,10 @@ def test_a_space_with_an_unknown_embedder_takes_caller_vectors_only() -> None:
 
 
 def test_an_embedder_that_contradicts_the_schema_is_refused() -> None:
-    with pytest.raises(SpaceError, match="declared to hold 'hashing-384' vectors .* given for it is 'hashing-256'"):
+    with pytest.raises(SpaceError, match="declared to hold 'hashing2-384' vectors .* given for it is 'hashing2-256'"):
         engramdb.open(None, embedders={"dense": HashingEmbedder(256)})
+    with pytest.raises(SpaceError, match="declared to hold 'hashing2-384' vectors .* given for it is 'hashing-384'"):
+        engramdb.open(None, embedders={"dense": HashingEmbedder(384, version=1)})  # a version is a different space
 
 
 def test_hdc_of_other_bases_and_seeds_is_rebuilt_by_name() -> None:
@@ -68,3 +70,21 @@ def test_minilm_profile_round_trip(tmp_path: Path) -> None:
         assert db.search("who has a dog?", namespace="n", k=1)[0].id == "dog"
     with pytest.raises(SpaceError, match="has schema"):
         engramdb.open(tmp_path / "s", profile="default")
+
+
+def test_negations_are_kept_by_the_default_dense_space_and_a_version_1_store_keeps_version_1(tmp_path: Path) -> None:
+    """Version 2 of the hashing embedder (the default since format 4) keeps "not" and every
+    contraction of it; a store made with version 1 (schema `hashing-384`, `hdc-1024`) reopens with
+    version 1, also when opened with profile="default"."""
+    e2, e1 = HashingEmbedder(384), HashingEmbedder(384, version=1)
+    texts = ["I like cats", "I don't like cats", "I do not like cats"]
+    v1, v2 = e1.embed(texts), e2.embed(texts)
+    assert np.allclose(v1[0], v1[1])  # version 1: the negation was a stop word, the vectors equal
+    assert float(v2[0] @ v2[1]) < 0.9 and np.allclose(v2[1], v2[2])  # don't == do not, != like
+    old = earlier_schemas("default")[0]
+    with engramdb.open(tmp_path / "old", schema=old) as db:
+        db.add("I don't like cats", namespace="n", id="a")
+    for kw in ({}, {"profile": "default"}):
+        with engramdb.open(tmp_path / "old", read_only=True, **kw) as db:  # type: ignore[arg-type]
+            assert db.embedders["dense"].name == "hashing-384" and db.embedders["hdc"].name == "hdc-1024"
+            assert db.search("I don't like cats", namespace="n", k=1, strategy="dense_only")[0].score > 0.999

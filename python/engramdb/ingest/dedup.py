@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 
 from .. import kernels
-from ..spaces.analyzer import tokenize
+from ..spaces.analyzer import negation, tokenize
 from ..spaces.protocol import Embedding
 from ..storage.segment import NEVER
 from ..storage.view import View
@@ -31,20 +31,11 @@ from .intake import Intake
 
 Policy = Literal["off", "skip", "merge"]
 POLICIES = ("off", "skip", "merge")
-# words that turn a statement into its opposite: texts differing in them are never duplicates
-NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "nobody", "nothing", "neither", "nowhere", "cannot",
-                       "without"})
 
 
 def negations(text: str) -> frozenset[str]:
     """The negating words of a text (contractions such as "don't" count as "not")."""
-    out = set()
-    for token in tokenize(text):
-        if token in NEGATIONS:
-            out.add(token)
-        elif token.endswith("n't"):
-            out.add("not")
-    return frozenset(out)
+    return frozenset(n for token in tokenize(text) if (n := negation(token)) is not None)
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,10 @@ import numpy as np
 import Stemmer  # PyStemmer
 
 __all__ = [
+    "NEGATIONS",
     "SNOWBALL_STOPWORDS",
     "Analyzer",
+    "negation",
     "normalize",
     "stem",
     "term_id",
@@ -70,6 +72,20 @@ SNOWBALL_STOPWORDS: frozenset[str] = frozenset(
     no nor not only own same so than too very
     """.split()  # noqa: SIM905 - the list as Snowball lays it out
 )
+
+# Words that turn a statement into its opposite. Most are Snowball stop words, so a path that drops
+# stop words must keep these (dedup's guard, the v2 hashing embedder): "I like cats" / "I don't".
+NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "nor", "none", "nobody", "nothing", "neither",
+                                       "nowhere", "cannot", "without"})
+
+
+def negation(token: str) -> str | None:
+    """The negation a token says (contractions such as "don't", "isn't", "can't" and "cannot" say
+    "not"), or None."""
+    if token.endswith("n't") or token == "cannot":
+        return "not"
+    return token if token in NEGATIONS else None
+
 
 _TOKEN_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})

@@ -22,7 +22,7 @@ __all__ = [
 def default_embedders() -> dict[str, Embedder]:
     """Fresh embedders of the default profile, keyed by space name.
 
-    ``dense``: `HashingEmbedder` (384), ``lexical``: `LexicalEmbedder`, ``hdc``:
+    ``dense``: `HashingEmbedder` (384, version 2), ``lexical``: `LexicalEmbedder`, ``hdc``:
     `BinaryHDCEmbedder` (1,024 bits) over that same dense embedder, ``tokens``: `TokenEmbedder` (128).
     """
     dense = HashingEmbedder(384)

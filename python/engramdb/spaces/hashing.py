@@ -22,6 +22,12 @@ digits, inner apostrophes kept) minus the Snowball English stop words; a text ma
 words keeps them all (so "what is it" is not the empty vector). Words are not stemmed: the
 character n-grams already bring morphological neighbours close ("meeting" / "meetings").
 
+Versions: version 2 (``hashing2-<dim>``, the default profile's since format 4) keeps negations,
+which the stop list would drop: "not", "no", "never" ... stay, and every contraction ("don't",
+"isn't", "can't") and "cannot" become "not", so "I don't like cats" and "I do not like cats" share
+their features and neither is "I like cats". Version 1 (``hashing-<dim>``) drops them, as stores
+made with it expect; a store keeps the version its schema names.
+
 Hashes (all stable across processes, machines and versions of Python and numpy):
 
 - word: BLAKE2b-64 (person ``engramdb.word``) of the word's UTF-8 bytes, little-endian;
@@ -48,7 +54,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, split_batch, tokenize
+from .analyzer import SNOWBALL_STOPWORDS, negation, split_batch, tokenize
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -210,9 +216,17 @@ class _WordTable:
 
 
 def content_words(text: str) -> list[str]:
-    """The analyzer's tokens minus stop words (all tokens if every one is a stop word)."""
+    """Version 1: the analyzer's tokens minus stop words (all tokens if every one is a stop word)."""
     toks = tokenize(text)
     content = [t for t in toks if t not in SNOWBALL_STOPWORDS]
+    return content or toks
+
+
+def content_words_v2(text: str) -> list[str]:
+    """Version 2: as version 1, but negations stay, each contraction of one as "not"."""
+    toks = tokenize(text)
+    content = [n if (n := negation(t)) is not None else t for t in toks
+               if t not in SNOWBALL_STOPWORDS or negation(t) is not None]
     return content or toks
 
 
@@ -220,28 +234,32 @@ class HashingEmbedder:
     """Dense feature-hashing embedder: word unigrams + bigrams + char 3-5-grams, signed, tf-log.
 
     Deterministic and stateless in output (its word table is only a cache). Empty text (or text
-    without a letter or digit) gives a zero row; every other row has unit L2 norm. `name` is
-    ``hashing-<dim>``.
+    without a letter or digit) gives a zero row; every other row has unit L2 norm. `version` 2
+    (the default) keeps negations and is named ``hashing2-<dim>``; version 1 drops them with the
+    other stop words and is named ``hashing-<dim>`` (see the module docstring).
     """
 
-    version = "1"
     kind: SpaceKind = "dense"
 
-    def __init__(self, dim: int = 384) -> None:
+    def __init__(self, dim: int = 384, version: int = 2) -> None:
         if not isinstance(dim, int) or dim < 1:
             raise ValueError(f"dim must be a positive int, got {dim!r}")
+        if version not in (1, 2):
+            raise ValueError(f"version must be 1 or 2, got {version!r}")
         self.dim = dim
-        self.name = f"hashing-{dim}"
+        self.version = str(version)
+        self.name = f"hashing-{dim}" if version == 1 else f"hashing2-{dim}"
+        self._words = content_words if version == 1 else content_words_v2
         self._table = _WordTable(dim)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"HashingEmbedder(dim={self.dim})"
+        return f"HashingEmbedder(dim={self.dim}, version={self.version})"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
         n = len(texts)
-        counts, tokens = split_batch(texts, content_words)
+        counts, tokens = split_batch(texts, self._words)
         with self._lock:
             if len(self._table.slots) > TABLE_WORDS:
                 self._table.clear()

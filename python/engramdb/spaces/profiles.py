@@ -6,8 +6,8 @@ reopened without `embedders=` gets the same embedders back from its stored schem
 whose embedder is unknown here takes caller vectors only (add() says so, naming the space).
 
 Profiles:
-- ``default``: dense feature hashing + sparse lexical + binary HDC of the dense space + token
-  multivector. No model, no download.
+- ``default``: dense feature hashing (version 2: negations kept) + sparse lexical + binary HDC of
+  the dense space + token multivector. No model, no download. Stores made with version 1 keep it.
 - ``minilm``: the same four spaces with all-MiniLM-L6-v2 as the dense space (and HDC codes
   projected from it). Needs `engramdb[minilm]` and the weights package (see the README).
 """
@@ -59,11 +59,28 @@ def _plain(name: str) -> Callable[[], Embedder] | None:
         return _minilm
     if name == "lexical":
         return LexicalEmbedder
-    m = re.fullmatch(r"(hashing|tokens)-(\d+)", name)
+    m = re.fullmatch(r"(hashing|hashing2|tokens)-(\d+)", name)
     if m:
-        dim = int(m.group(2))
-        return (lambda: HashingEmbedder(dim)) if m.group(1) == "hashing" else (lambda: TokenEmbedder(dim))
+        dim, kind = int(m.group(2)), m.group(1)
+        if kind == "tokens":
+            return lambda: TokenEmbedder(dim)
+        return lambda: HashingEmbedder(dim, version=2 if kind == "hashing2" else 1)
     return None
+
+
+def earlier_schemas(profile: str) -> list[Schema]:
+    """Schemas a profile had before (stores made then keep theirs): opening one of those stores
+    with `profile=` is no mismatch. "default" before version 2 of its hashing embedder."""
+    if profile != "default":
+        return []
+    spaces = []
+    for sp in default_schema():
+        if sp.name == "dense":
+            sp = Space("dense", "dense", 384, "cosine", "semantic", "recall", 0.8, 0.4, embedder="hashing-384")
+        elif sp.name == "hdc":
+            sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.8, 0.55, embedder="hdc-1024")
+        spaces.append(sp)
+    return [Schema(spaces, main="dense")]
 
 
 def names_match(embedder: Embedder, declared: str) -> bool:

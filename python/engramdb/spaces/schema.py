@@ -210,12 +210,16 @@ class Schema:
 
 
 def default_schema() -> Schema:
-    """The default profile: dense semantic + sparse lexical + binary HDC + token multivector."""
+    """The default profile: dense semantic + sparse lexical + binary HDC + token multivector.
+
+    Its dense space is the hashing embedder version 2 (negations kept); stores made before it
+    name version 1 (`hashing-384`, `hdc-1024`) and keep it (see `profiles.earlier_schemas`)."""
     return Schema(
         [
-            Space("dense", "dense", 384, "cosine", "semantic", "recall", 0.8, 0.4, embedder="hashing-384"),
+            Space("dense", "dense", 384, "cosine", "semantic", "recall", 0.8, 0.4, embedder="hashing2-384"),
             Space("lexical", "sparse", 2**31, "jaccard", "structural", "recall", 0.5, 0.1, embedder="lexical"),
-            Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.8, 0.55, embedder="hdc-1024"),
+            Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.8, 0.55,
+                  embedder="hdc-1024-of-hashing2-384-v2"),
             Space("tokens", "multivector", 128, "maxsim", "semantic", "rerank-only", 0.8, 0.4, embedder="tokens-128"),
         ],
         main="dense",

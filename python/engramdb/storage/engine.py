@@ -54,7 +54,7 @@ class Engine:
     """One store's files and its writer (a folder, or memory when `path` is None)."""
 
     def __init__(self, path: str | Path | None, *, schema: Schema | None, read_only: bool, tuning: Tuning,
-                 salvage: bool = False) -> None:
+                 salvage: bool = False, also: Sequence[Schema] = ()) -> None:
         self.path = Path(path) if path is not None else None
         self.read_only = read_only
         if salvage and not read_only:
@@ -100,7 +100,7 @@ class Engine:
                 raise
         if manifest is not None and manifest.spaces:
             stored = Schema.from_dict(manifest.spaces)
-            if schema is not None and schema != stored:
+            if schema is not None and schema != stored and stored not in also:  # also: a profile's earlier schemas
                 self._release()
                 raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
             schema = stored

@@ -26,7 +26,7 @@ from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
 from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
 from ..model.tuning import Tuning
-from ..spaces.profiles import embedders_for, names_match, profile_schema
+from ..spaces.profiles import earlier_schemas, embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import lexical_space
 from ..spaces.schema import Schema, SpaceError
@@ -55,7 +55,8 @@ class Store(Reads):
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
         self.last_dedup: list[DedupEvent] = []  # what the last add_many found (S8)
-        self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage)
+        self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
+                              also=earlier_schemas(o.profile) if o.profile is not None else ())
         try:
             self.schema: Schema = self._engine.schema
             self.embedders: dict[str, Embedder] = dict(o.embedders) if o.embedders is not None \
