@@ -30,7 +30,7 @@ from ..model.errors import CorruptFile, RepairWarning, StoreError
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
-from .checksum import ALGORITHM, file_digest, parsed
+from .checksum import ALGORITHM, file_digest, parsed, parsed_deferred
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA
 from .derived_files import DerivedFiles
 from .describe import description
@@ -44,7 +44,7 @@ from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .pinning import pinned
 from .repair import damaged_manifest, repair_locked
-from .segment import Segment, digest_of, mapped, read_arrow, read_segment, write_file
+from .segment import Segment, digest_of, mapped, read_arrow, read_segment, segment_of, write_file
 from .vectors import column_name, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
@@ -161,8 +161,14 @@ class Engine:
                     skipped[e["file"]] = str(exc)  # salvage: the intact files only
                     return None
 
-            segments = [Segment(t, file=e["file"], digest=digest_of(e), order=e.get("order")) for e in m.segments
-                        if (t := table(e)) is not None]
+            segments = []
+            for e in m.segments:
+                if self.salvage:  # every byte checked now: a damaged file is left out at open
+                    if (t := table(e)) is not None:
+                        segments.append(segment_of(self.path / e["file"], t, e, None))
+                    continue
+                t, deferred = parsed_deferred(self.path / e["file"], mapped(handles[e["file"]]), e)
+                segments.append(segment_of(self.path / e["file"], t, e, deferred))
             edges = EdgeLog()
             archived: dict[str, str] = {}
             for e in m.edges:
@@ -201,7 +207,7 @@ class Engine:
                 # files listed before descriptions had no order: their place in the list is one
                 # (below every seq, so every file written from now on sorts after them)
                 entry.setdefault("order", i)
-        segments = [read_segment(self.path / entry["file"], entry) for entry in m.segments]
+        segments = [read_segment(self.path / entry["file"], entry, defer=True) for entry in m.segments]
         edges = EdgeLog()
         for entry in m.edges:
             edges.append(table_to_edges(read_arrow(self.path / entry["file"], entry)))

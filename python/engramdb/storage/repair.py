@@ -195,15 +195,15 @@ def plan(folder: str | Path) -> Plan:
 
 def _vanished(folder: Path, found: dict[str, Found], replaced: set[str]) -> list[str]:
     """Files the previous manifest generation lists that are neither here nor replaced by a file
-    that is: a repair cannot see a file that is gone unless something names it. (A purge that
-    empties a whole file replaces it with nothing, so right after one this can stop a repair
-    that would have been sound: it then asks for accept_loss rather than guess.)"""
+    that is: a repair cannot see a file that is gone unless something names it. Every rewrite
+    replaces each file it drops with one that names it, an empty one if nothing is left; an empty
+    file (compaction drops them) holds nothing to lose."""
     try:
         prev = parse_manifest((folder / PREVIOUS).read_bytes(), folder / PREVIOUS)
     except (OSError, StoreError, FormatError):
         return []
-    listed = [e["file"] for e in prev.segments + prev.edges + prev.archives] + [prev.wal]
-    return sorted(n for n in listed if n not in found and n not in replaced)
+    listed = [e["file"] for e in prev.segments + prev.edges + prev.archives if e.get("rows") != 0] + [prev.wal]
+    return sorted(n for n in listed if n not in found and n not in replaced)  # an empty file held nothing to lose
 
 
 def _wal_grew(folder: Path, desc: dict[str, Any]) -> bool:

@@ -43,13 +43,14 @@ def compact(engine: Engine) -> int:
         engine.checkpoint()
         view = engine.view
         m = engine.manifest
-        if engine.path is None or (len(view.segments) <= 1 and len(m.edges) <= 1):
+        if engine.path is None or (len(view.segments) <= 1 and len(m.edges) <= 1
+                                   and not any(e.get("rows") == 0 for e in m.archives)):
             return len(view.segments) if engine.path is not None else 0
         with engine.atomic():  # a failure leaves the committed files and the engine as they were
             old_segs = [str(s.file) for s in view.segments if s.file]
             old_edges = [e["file"] for e in m.edges]
             old = old_segs + old_edges
-            table = pa.concat_tables([s.table for s in view.segments])
+            table = pa.concat_tables([s.checked() for s in view.segments])
             merged = engine.new_segment(table, replaces=old_segs, requires=holders(table, view.archived),
                                         order=min((s.order for s in view.segments if s.order is not None), default=None))
             merged.sys_end = np.concatenate([s.sys_end for s in view.segments])
@@ -57,7 +58,10 @@ def compact(engine: Engine) -> int:
             if m.edges:  # every edge row is kept (history), in one file
                 edges = pa.concat_tables([read_arrow(engine.path / e["file"], e) for e in m.edges])
                 m.edges = [engine.new_file("edges", edges, replaces=old_edges, order=min(e["order"] for e in m.edges))]
-            engine.commit(old)
+            # empty archive files (what a purge or unarchive left in place of one) go too
+            empty = [e["file"] for e in m.archives if e.get("rows") == 0]
+            m.archives = [e for e in m.archives if e.get("rows") != 0]
+            engine.commit(old + empty)
         engine.publish(segments=(merged,))
         return len(old)
 
@@ -92,18 +96,18 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             if held and engine.path is not None:  # archives first: the segments below require them
                 _write_archives(engine, _plan_archives(engine, archived, gone, held), dropped)
             for seg in view.segments:
-                keep = ~rows_of(seg.table, gone) if len(gone) > 8 else \
+                keep = ~rows_of(seg.checked(), gone) if len(gone) > 8 else \
                     np.fromiter((i not in gone for i in seg.ids), dtype=bool, count=len(seg))
                 if keep.all():
                     kept.append(seg)
                     continue
                 removed += int((~keep).sum())
-                table = seg.table.filter(pa.array(keep))
+                table = seg.checked().filter(pa.array(keep))
                 if seg.file is not None:
                     dropped.append(seg.file)
-                if table.num_rows == 0:
-                    continue
                 if engine.path is None:
+                    if table.num_rows == 0:
+                        continue
                     new = Segment(table)
                 else:
                     new = engine.new_segment(table, replaces=[str(seg.file)], order=seg.order,
@@ -144,8 +148,9 @@ def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.T
         t = t.filter(pc.invert(touch))
         if engine.path is not None:
             dropped.append(m.edges[i]["file"])
-            if t.num_rows:
-                entries.append(engine.new_file("edges", t, replaces=[m.edges[i]["file"]], order=m.edges[i]["order"]))
+            # written even when empty: every file a rewrite drops is replaced by one that says so,
+            # so a repair never mistakes a dropped file for a lost one (storage/repair.py)
+            entries.append(engine.new_file("edges", t, replaces=[m.edges[i]["file"]], order=m.edges[i]["order"]))
         if t.num_rows:
             out.append(t)
     if engine.path is None:
@@ -155,9 +160,9 @@ def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.T
     return out
 
 
-def _plan_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str]) -> list[tuple[dict[str, Any], pa.Table, str | None]]:
+def _plan_archives(engine: Engine, archived: dict[str, str], ids: set[str], files: set[str]) -> list[tuple[dict[str, Any], pa.Table, str]]:
     """How the archive `files` are rewritten without the rows of `ids`: (old entry, the rows
-    kept, the new file's name or None when nothing is kept), names taken now so the segments
+    kept, the new file's name), names taken now so the segments
     written before them can require them; `archived` is updated to the new names."""
     assert engine.path is not None
     plan = []
@@ -166,15 +171,14 @@ def _plan_archives(engine: Engine, archived: dict[str, str], ids: set[str], file
             continue
         table = read_arrow(engine.path / e["file"], e)
         keep = table.filter(pa.array(~rows_of(table, ids)))
-        name = engine.next_file("archive") if keep.num_rows else None
-        if name is not None:
-            for mid in set(keep.column("id").to_pylist()):
-                archived[mid] = name
+        name = engine.next_file("archive")  # even when nothing is kept (see _purge_edges)
+        for mid in set(keep.column("id").to_pylist()):
+            archived[mid] = name
         plan.append((e, keep, name))
     return plan
 
 
-def _write_archives(engine: Engine, plan: list[tuple[dict[str, Any], pa.Table, str | None]], dropped: list[str],
+def _write_archives(engine: Engine, plan: list[tuple[dict[str, Any], pa.Table, str]], dropped: list[str],
                     requires: Sequence[str] = ()) -> None:
     """Write a `_plan_archives` plan (old names go to `dropped`); the caller commits. `requires`:
     the segments the dropped content now lives in (unarchive), without which the new files are
@@ -187,9 +191,8 @@ def _write_archives(engine: Engine, plan: list[tuple[dict[str, Any], pa.Table, s
             continue
         keep, name = rewritten[e["file"]]
         dropped.append(e["file"])
-        if name is not None:
-            entries.append(engine.new_file("archive", keep, name=name, replaces=[e["file"]], order=e["order"],
-                                           requires=requires))
+        entries.append(engine.new_file("archive", keep, name=name, replaces=[e["file"]], order=e["order"],
+                                       requires=requires))
     engine.manifest.archives = entries
 
 
@@ -262,7 +265,7 @@ def _rewrite_segments(engine: Engine, change: Callable[[pa.Table], pa.Table | No
     out = list(engine.view.segments)
     dropped = []
     for i, seg in enumerate(out):
-        new_table = change(seg.table) if seg.file else None
+        new_table = change(seg.checked()) if seg.file else None
         if new_table is None:
             continue
         new = engine.new_segment(new_table, replaces=[str(seg.file)], order=seg.order,

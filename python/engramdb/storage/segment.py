@@ -24,12 +24,13 @@ from ..model.errors import CorruptFile
 from ..model.memory import Memory
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
-from .checksum import ALGORITHM, digest, parsed
+from .checksum import ALGORITHM, Deferred, deferred_part, digest, parsed, parsed_deferred
 from .columns import MEMORY_SCHEMA, RowReader
 from .describe import FILE_KEY, SPACES_KEY, described
 from .vectors import column_name, from_arrow
 
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
+MEMORY_COLUMNS = frozenset(f.name for f in MEMORY_SCHEMA)  # the rest of a segment's columns are vectors
 MEMO_ROWS = 4_096  # materialised memories kept per segment (rows never change, so they never go stale)
 
 
@@ -47,6 +48,7 @@ class Segment:
     file: str | None = None  # committed file name, None while only in the WAL
     digest: dict[str, Any] | None = None  # the file's size and checksum (storage/checksum.py)
     order: int | None = None  # its place among the store's segments (storage/describe.py)
+    deferred: Deferred | None = None  # its vector bytes' check, still running (storage/checksum.py)
     ids: list[str] = field(init=False)
     ns_index: np.ndarray = field(init=False)  # int32 code of each row's namespace
     ns_codes: dict[str, int] = field(init=False)  # namespace -> code in this segment
@@ -165,8 +167,18 @@ class Segment:
     def __len__(self) -> int:
         return int(self.table.num_rows)
 
+    def checked(self) -> pa.Table:
+        """The whole table, vector columns included, once their deferred check passed (what a
+        rewrite or an export copies; CorruptFile if they are damaged)."""
+        if self.deferred is not None:
+            self.deferred.wait()
+        return self.table
+
     def vectors(self, schema: Schema, space: str) -> Embedding:
-        """The space's vectors of every row (zero-copy for dense and binary; cached)."""
+        """The space's vectors of every row (zero-copy for dense and binary; cached), read only
+        after their deferred check passed."""
+        if self.deferred is not None:
+            self.deferred.wait()
         if space not in self._vectors:
             self._vectors[space] = from_arrow(schema[space], self.table.column(column_name(schema[space])))
         return self._vectors[space]
@@ -185,17 +197,36 @@ def read_arrow(path: Path, entry: dict[str, Any] | None = None) -> pa.Table:
     return parsed(path, data, entry)
 
 
-def read_segment(path: Path, entry: dict[str, Any] | None = None) -> Segment:
-    """Open a committed segment file through a memory map, checked (see `read_arrow`)."""
-    table = read_arrow(path, entry)
-    return Segment(table, file=path.name, digest=digest_of(entry), order=None if entry is None else entry.get("order"))
+def read_segment(path: Path, entry: dict[str, Any] | None = None, *, defer: bool = False) -> Segment:
+    """Open a committed segment file through a memory map, checked (see `read_arrow`); with
+    `defer`, its vector columns are checked on a background thread (storage/checksum.py)."""
+    if not defer:
+        return segment_of(path, read_arrow(path, entry), entry, None)
+    try:
+        with open(path, "rb") as handle:
+            data = mapped(handle)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CorruptFile(path, f"unreadable ({exc})") from None
+    table, deferred = parsed_deferred(path, data, entry)
+    return segment_of(path, table, entry, deferred)
+
+
+def segment_of(path: Path, table: pa.Table, entry: dict[str, Any] | None, deferred: Deferred | None) -> Segment:
+    """The Segment of a committed file's table and its manifest entry."""
+    return Segment(table, file=path.name, digest=digest_of(entry), order=None if entry is None else entry.get("order"),
+                   deferred=deferred)
 
 
 def digest_of(entry: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The size and checksum of a manifest entry (None for a file written before checksums)."""
+    """The size and checksums of a manifest entry (None for a file written before checksums)."""
     if entry is None or ALGORITHM not in entry:
         return None
-    return {"bytes": entry["bytes"], ALGORITHM: entry[ALGORITHM]}
+    out = {"bytes": entry["bytes"], ALGORITHM: entry[ALGORITHM]}
+    if "deferred" in entry:
+        out["deferred"] = entry["deferred"]
+    return out
 
 
 def mapped(handle: BinaryIO) -> pa.Buffer:
@@ -228,7 +259,13 @@ def write_segment(path: Path, table: pa.Table, desc: dict[str, Any] | None = Non
             writer.write_batch(b)
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
-        sums = digest(mapped(handle))  # from the page cache: what is on its way to the disk
+        data = mapped(handle)
+        sums = digest(data)  # from the page cache: what is on its way to the disk
+        vector_columns = [f.name for f in table.schema if f.name not in MEMORY_COLUMNS]
+        if desc is not None and desc.get("kind") == "seg" and vector_columns:
+            part = deferred_part(data, vector_columns)
+            if part is not None:
+                sums["deferred"] = part
     os.replace(tmp, path)
     return sums
 

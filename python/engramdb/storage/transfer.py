@@ -37,7 +37,7 @@ def export(view: View, path: str | Path, table_schema: pa.Schema, namespace: str
         raise ValueError(f"export path must end in .jsonl or .arrow, got {out.name!r}")
     locs = sorted(loc for _, loc in view.current()
                   if namespace is None or view.segments[loc[0]].namespace(loc[1]) == namespace)
-    tables = [view.segments[si].table.slice(row, 1) for si, row in locs]
+    tables = [view.segments[si].checked().slice(row, 1) for si, row in locs]
     table = pa.concat_tables(tables) if tables else table_schema.empty_table()
     archived = {view.archived[i] for i in table.column("id").to_pylist() if i in view.archived}
     if archived and view.folder is not None:  # an export carries the text, wherever it lives now

@@ -1,0 +1,85 @@
+"""The deferred check of a segment's vector columns (storage/checksum.py): a store opens after
+checking every byte but the vectors, the vectors are checked on a background thread, and nothing
+reads a vector before that check passed. A damaged vector byte is an error naming the file at
+the first search (never scores), and every path that copies vectors (compaction, purge, export,
+backup) refuses them too; `get` of the intact records still answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.spaces.schema import Schema, Space
+
+SCHEMA = Schema([Space("dense", "dense", 384, "cosine")])
+N = 2_000  # 2,000 x 384 float32 = 3 MB of vectors: above the 1 MiB worth deferring
+
+
+def open_store(path: Path, **kw: object) -> engramdb.Store:
+    return engramdb.open(path, schema=SCHEMA, embedders={}, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> tuple[Path, np.ndarray, dict[str, object]]:
+    path = tmp_path / "s"
+    x = np.random.default_rng(0).standard_normal((N, 384)).astype(np.float32)
+    with open_store(path) as db:
+        db.add_many([{"content": f"memory {i}", "namespace": "n", "id": f"m{i}", "vectors": {"dense": x[i]}}
+                     for i in range(N)])
+    entry = json.loads((path / "manifest.json").read_text())["segments"][0]
+    assert "deferred" in entry and entry["deferred"]["ranges"]
+    return path, x, entry
+
+
+def flip(path: Path, at: int) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0x10
+    path.write_bytes(bytes(raw))
+
+
+def test_an_intact_store_answers_as_an_eagerly_checked_one(store: tuple[Path, np.ndarray, dict[str, object]]) -> None:
+    path, x, _ = store
+    with open_store(path, read_only=True) as db:
+        hits = db.search(x[7], namespace="n", k=3, strategy="exact")
+        assert hits[0].id == "m7" and hits[0].score > 0.999
+        assert engramdb.verify(path)["ok"]
+
+
+def test_a_damaged_vector_byte_fails_the_first_search_never_scores(store: tuple[Path, np.ndarray, dict[str, object]]) -> None:
+    path, x, entry = store
+    start, size = entry["deferred"]["ranges"][0]  # type: ignore[index]
+    flip(path / entry["file"], start + size // 2)  # type: ignore[operator]
+    with open_store(path, read_only=True) as db:  # opens: everything a get reads is intact
+        m = db.get("m5")
+        assert m is not None and m.content == "memory 5"
+        for _ in range(2):  # and stays refused
+            with pytest.raises(engramdb.CorruptFile, match=f"{entry['file']} is damaged: its vector columns"):
+                db.search(x[5], namespace="n", k=3, strategy="exact")
+    assert not engramdb.verify(path)["ok"]
+    with open_store(path, read_only=True, salvage=True) as db:  # salvage checks every byte at open
+        assert db.stats()["salvage"] and len(db) == 0
+    db = open_store(path)
+    db.add("one more", namespace="n", id="extra", vectors={"dense": x[0]})
+    db.checkpoint()  # two segments: compaction has something to merge
+    files = sorted(p.name for p in path.iterdir())
+    with pytest.raises(engramdb.CorruptFile):
+        db.compact()  # a rewrite never copies damaged vectors into a fresh file
+    with pytest.raises(engramdb.CorruptFile):
+        db.purge("m3")
+    assert sorted(p.name for p in path.iterdir()) == files and db.get("m3") is not None  # nothing changed
+    with pytest.raises(engramdb.CorruptFile):
+        db.export(path.parent / "out.arrow")
+    with pytest.raises(engramdb.StoreError):
+        db.backup(path.parent / "copy")
+    db.close()
+
+
+def test_a_damaged_byte_outside_the_vectors_is_refused_at_open(store: tuple[Path, np.ndarray, dict[str, object]]) -> None:
+    path, _, entry = store
+    start, _ = entry["deferred"]["ranges"][0]  # type: ignore[index]
+    flip(path / entry["file"], start - 1)  # the byte before the vectors: other columns' data or metadata
+    with pytest.raises(engramdb.CorruptFile, match="all but the vector columns"):
+        open_store(path, read_only=True)
