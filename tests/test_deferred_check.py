@@ -83,3 +83,57 @@ def test_a_damaged_byte_outside_the_vectors_is_refused_at_open(store: tuple[Path
     flip(path / entry["file"], start - 1)  # the byte before the vectors: other columns' data or metadata
     with pytest.raises(engramdb.CorruptFile, match="all but the vector columns"):
         open_store(path, read_only=True)
+
+
+FUZZ = """
+import json, shutil, sys
+from pathlib import Path
+import numpy as np
+import engramdb
+from engramdb.spaces.schema import Schema, Space
+src, work, victim, positions = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+schema = Schema([Space("dense", "dense", 384, "cosine")])
+x = np.random.default_rng(0).standard_normal((2000, 384)).astype(np.float32)
+out = []
+for pos in positions:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(src, work)
+    raw = bytearray((work / victim).read_bytes())
+    raw[pos] ^= 0x04
+    (work / victim).write_bytes(bytes(raw))
+    try:
+        db = engramdb.open(work, schema=schema, embedders={}, read_only=True)
+    except engramdb.StoreError as exc:
+        out.append([pos, "refused at open" if victim in str(exc) else "unnamed: " + str(exc)]); continue
+    try:
+        got = [db.get(f"m{i}") for i in range(0, 2000, 97)]
+        same = all(m is not None and m.content == f"memory {i}" for m, i in zip(got, range(0, 2000, 97)))
+        hits = db.search(x[11], namespace="n", k=3, strategy="exact")
+        out.append([pos, "served" if same and hits[0].id == "m11" and hits[0].score > 0.999 else "ALTERED"])
+    except engramdb.CorruptFile as exc:
+        out.append([pos, ("refused at first use" if same else "ALTERED") if victim in str(exc) else "unnamed"])
+    except Exception as exc:
+        out.append([pos, "RAISED " + type(exc).__name__ + ": " + str(exc)])
+print(json.dumps(out))
+"""
+
+
+def test_flipped_bytes_anywhere_are_refused_at_open_or_at_first_use(store: tuple[Path, np.ndarray, dict[str, object]],
+                                                                    tmp_path: Path) -> None:
+    """60 one-byte flips over the whole segment, each opened in a child process (a crash would
+    show as its death): refused at open (outside the vectors), or the records served intact and
+    the first search refused (inside them); never altered rows or scores."""
+    import subprocess
+    import sys
+
+    path, _, entry = store
+    size = (path / str(entry["file"])).stat().st_size
+    positions = sorted(set(np.random.default_rng(1).integers(0, size, 60).tolist()))
+    done = subprocess.run([sys.executable, "-c", FUZZ, str(path), str(tmp_path / "work"), str(entry["file"]),
+                           json.dumps(positions)], check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcomes = {p: r for p, r in json.loads(done.stdout)}
+    assert sorted(outcomes) == positions
+    bad = {p: r for p, r in outcomes.items() if r not in ("refused at open", "refused at first use")}
+    assert not bad, bad
+    assert "refused at first use" in outcomes.values() and "refused at open" in outcomes.values()
