@@ -187,14 +187,18 @@ class Segment:
 def read_arrow(path: Path, entry: dict[str, Any] | None = None) -> pa.Table:
     """Any of the store's Arrow IPC files (segments, edges, archives) through a memory map, its
     bytes checked against the manifest `entry` before they are parsed (CorruptFile if not)."""
+    return parsed(path, map_file(path), entry)
+
+
+def map_file(path: Path) -> pa.Buffer:
+    """A store file memory-mapped (FileNotFoundError as it is; any other failure CorruptFile)."""
     try:
         with open(path, "rb") as handle:
-            data = mapped(handle)
+            return mapped(handle)
     except FileNotFoundError:
         raise
     except (OSError, ValueError) as exc:
         raise CorruptFile(path, f"unreadable ({exc})") from None
-    return parsed(path, data, entry)
 
 
 def read_segment(path: Path, entry: dict[str, Any] | None = None, *, defer: bool = False) -> Segment:
@@ -202,14 +206,7 @@ def read_segment(path: Path, entry: dict[str, Any] | None = None, *, defer: bool
     `defer`, its vector columns are checked on a background thread (storage/checksum.py)."""
     if not defer:
         return segment_of(path, read_arrow(path, entry), entry, None)
-    try:
-        with open(path, "rb") as handle:
-            data = mapped(handle)
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise CorruptFile(path, f"unreadable ({exc})") from None
-    table, deferred = parsed_deferred(path, data, entry)
+    table, deferred = parsed_deferred(path, map_file(path), entry)
     return segment_of(path, table, entry, deferred)
 
 
