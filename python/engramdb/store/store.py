@@ -21,6 +21,7 @@ from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
 from ..ingest.embedding import check_vector_names, vectors_for
 from ..ingest.intake import build_intake, content_bytes
+from ..ingest.sequence import TurnCounter
 from ..model.edge import Edge
 from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
@@ -55,6 +56,7 @@ class Store(Reads):
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
         self.last_dedup: list[DedupEvent] = []  # what the last add_many found (S8)
+        self._turns = TurnCounter()  # seq per (namespace, session) when the caller gives none
         self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
                               also=earlier_schemas(o.profile) if o.profile is not None else ())
         try:
@@ -132,6 +134,7 @@ class Store(Reads):
             return []
         check_vector_names(self.schema, batch.vectors)
         with self._engine.writing() as view:
+            batch.table = self._turns.assign(view, batch.table)
             if len(set(batch.ids)) != n or any(i in view for i in batch.ids):
                 seen: set[str] = set()
                 for mid in batch.ids:
@@ -174,6 +177,8 @@ class Store(Reads):
             if vectors:
                 keep.update(vectors)
             self._write([new], [keep])
+            if "seq" in changes or "session_id" in changes:
+                self._turns.clear()  # positions are read from the store again
             return new
 
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:

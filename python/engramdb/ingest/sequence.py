@@ -1,0 +1,87 @@
+"""Turn positions: `seq` assigned per (namespace, session) when the caller gives none.
+
+Conversation-neighbour expansion (H3) finds the turns next to a hit by (session_id, seq); a
+caller who stores turns in order should not have to count them. A record with a session_id and
+no seq gets the next position of its session: one past the highest seq that session holds in
+the store (every version, so a position is never reused) or that this writer has handed out.
+A caller's own seq is kept, and the count goes on after it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+
+from ..storage.view import View
+
+
+class TurnCounter:
+    """The writer's next seq per (namespace, session). First use of a session reads its highest
+    seq from the segments (vectorised, once per session per process); later batches count on."""
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget the counts (after a write that may set seq by other paths: update, import)."""
+        with self._lock:
+            self._next.clear()
+
+    def assign(self, view: View, table: pa.Table) -> pa.Table:
+        """`table` with seq filled for rows that have a session_id and no seq (positions in row
+        order); unchanged when there are none. Call under the writer's lock, with its view."""
+        sessions = table.column("session_id").to_pylist()
+        seqs = table.column("seq").to_pylist()
+        if all(s is None or q is not None for s, q in zip(sessions, seqs)):
+            self._note(view, table, sessions, seqs)
+            return table
+        namespaces = table.column("namespace").to_pylist()
+        out: list[int | None] = []
+        with self._lock:
+            for ns, sess, q in zip(namespaces, sessions, seqs):
+                if sess is None:
+                    out.append(q)
+                    continue
+                key = (ns, sess)
+                nxt = self._next.get(key)
+                if nxt is None:
+                    nxt = highest_seq(view, ns, sess) + 1
+                if q is None:
+                    q = nxt
+                out.append(q)
+                self._next[key] = max(nxt, q + 1)
+        i = table.schema.get_field_index("seq")
+        return table.set_column(i, table.schema.field(i), pa.array(out, table.schema.field(i).type))
+
+    def _note(self, view: View, table: pa.Table, sessions: list, seqs: list) -> None:
+        """Caller-given seqs move the count on (only for sessions already counted)."""
+        if not self._next:
+            return
+        namespaces = table.column("namespace").to_pylist()
+        with self._lock:
+            for ns, sess, q in zip(namespaces, sessions, seqs):
+                if sess is not None and q is not None and (ns, sess) in self._next:
+                    self._next[(ns, sess)] = max(self._next[(ns, sess)], q + 1)
+
+
+def highest_seq(view: View, namespace: str, session: str) -> int:
+    """The highest seq of a session in a namespace over every row of the view (-1 when none)."""
+    best = -1
+    for seg in view.segments:
+        code = seg.ns_codes.get(namespace)
+        if code is None:
+            continue
+        sess, names, seq = seg.turns()
+        try:
+            s_code = names.index(session)
+        except ValueError:
+            continue
+        mask = (seg.ns_index == code) & (sess == s_code)
+        if mask.any():
+            best = max(best, int(seq[mask].max()))
+    return best
+
+
+__all__ = ["TurnCounter", "highest_seq"]
