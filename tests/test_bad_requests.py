@@ -53,7 +53,7 @@ def test_a_method_that_fails_is_named_and_an_empty_answer_from_failures_raises(
     with caplog.at_level(logging.WARNING, logger="engramdb.search"), \
             pytest.raises(StoreError, match=r"the search failed: bm25: MemoryError: std::bad_alloc"):
         db.search("cats", namespace="n", strategy="bm25")
-    hits = db.search("cats", namespace="n", strategy="hybrid")  # the vector method still answers
+    hits = db.search("cats", namespace="n", strategy="rrf")  # the vector method still answers
     assert hits and hits.stats.failed == {"bm25": "MemoryError: std::bad_alloc"}
     assert "bm25" in caplog.text
 

@@ -16,8 +16,9 @@ def test_store_demo_builds_asks_and_keeps_the_store(tmp_path: Path) -> None:
     out = run_demo(tmp_path / "demo", echo=lines.append)
     text = "\n".join(lines)
     assert "stored 40 turns from 4 sessions" in text
-    assert "as of 2025-04-20: I got the bakery job!" in text  # the superseded fact, in the past
-    assert "now: I got the bakery job" not in text.replace("  ", " ")  # and not in the present
+    assert "as of 2025-04-20: Maya: I got the bakery job!" in text  # the superseded fact, in the past
+    assert out["now"][0].id == "s4-t0" and out["then"][0].id == "s2-t0"  # and not in the present
+    assert out["first"] == 5, text  # every demo question: the default call puts the answer first
     assert out["stats"]["memories"] == 40 and (tmp_path / "demo" / "manifest.json").exists()
     again: list[str] = []
     run_demo(tmp_path / "demo", echo=again.append)  # a second run reuses the store

@@ -1,4 +1,5 @@
-"""bench/eval_locomo.py on synthetic data: evidence repair, session dates, recall, and one small end-to-end run.
+"""bench/eval_locomo.py on synthetic data: evidence repair, session dates, recall, the views (bench/_views.py),
+NDCG, the plain BM25 baseline, and one small end-to-end run.
 
 No LoCoMo data here (CC BY-NC): the conversations below are made up in LoCoMo's shape.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import _views
 import eval_locomo as ev
 
 KNOWN = frozenset({"D1:1", "D1:2", "D1:3", "D2:1", "D2:5", "D11:26", "D30:5"})
@@ -157,10 +160,19 @@ def test_end_to_end_on_synthetic_data(tmp_path: Path, monkeypatch: pytest.Monkey
     printed = capsys.readouterr().out
     assert "evidence repairs:" in printed and "nope" in printed and "skipped:" in printed
     numbers = json.loads(out.read_text(encoding="utf-8"))
-    dense = numbers["profiles"]["default"]["strategies"]["dense_only"]
+    assert set(numbers["views"]) == {"turns", "windows", "assistant"}
+    turns = numbers["views"]["turns"]
+    dense = turns["profiles"]["default"]["strategies"]["dense_only"]
     assert dense["questions"] == 6 and 0 <= dense["recall@5"] <= dense["recall@10"] <= 1
+    assert 0 <= dense["ndcg@10"] <= 1
     assert set(dense["per_category"]) == {"1", "2", "3", "4", "5"}
-    assert numbers["profiles"]["default"]["strategies"]["nope"]["skipped"]
+    assert turns["profiles"]["default"]["strategies"]["nope"]["skipped"]
+    assert turns["memories"] == 24 and numbers["views"]["windows"]["memories"] == 4
+    assert numbers["views"]["assistant"]["memories"] == 16
+    assert turns[ev.PLAIN]["questions"] == 6
+    gap = (dense["recall@10"] - turns[ev.PLAIN]["recall@10"]) * 100
+    assert dense["vs_plain_bm25"]["recall@10"] == pytest.approx(gap)
+    assert len(turns["per_question"][ev.PLAIN][0]) == 6  # conversation, qa, category, R@5, R@10, NDCG@10
     assert numbers["repairs"]["counts"]["split"] == 2
     assert "anything?" not in out.read_text(encoding="utf-8")  # numbers only, no question text
 
@@ -189,3 +201,216 @@ def test_query_vectors_are_passed_when_search_takes_them() -> None:
     assert [c["query"] for c in db.calls] == ["who?", "when?"] and db.calls[0]["k"] == 10
     assert res.recalls == [(1, 1.0, 1.0), (2, 0.5, 0.5)]
     assert ev.run_strategy(db, ids, qs, "nope", None).skipped == "strategy 'nope' is not available"
+
+
+# --- views, NDCG, plain BM25 (bench/_views.py) ---
+
+DATE = "1:56 pm on 8 May, 2023"
+WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+
+def session(conv: str, s: int, speakers: str, texts: list[str] | None = None) -> list[ev.Turn]:
+    """One session of `conv`: a turn per letter of `speakers` ("A" and "B"), texts "t<session>.<turn>"."""
+    return [ev.Turn(conv, f"D{s}:{i + 1}", {"A": "Ana", "B": "Ben"}[sp],
+                    texts[i] if texts else f"t{s}.{i + 1}", s, DATE, WHEN)
+            for i, sp in enumerate(speakers)]
+
+
+def test_turns_view_is_one_memory_per_turn() -> None:
+    turns = session("c", 1, "AB") + session("c", 2, "BA")
+    view = _views.build_view("turns", turns)
+    assert [m.id for m in view.memories] == ["c/D1:1", "c/D1:2", "c/D2:1", "c/D2:2"]
+    assert view.memories[1].content == f"[{DATE}] Ben: t1.2" and view.memories[1].role == "Ben"
+    assert _views.build_view("turns", turns, prefix=False).memories[0].content == "t1.1"
+    assert view.positions() == [0, 1, 0, 1]
+
+
+def test_windows_view() -> None:
+    turns = session("c", 1, "AB" * 7) + session("c", 2, "BAB") + session("d", 1, "A")
+    view = _views.build_view("windows", turns)
+    assert [m.id for m in view.memories] == ["c/w1:0", "c/w1:1", "c/w1:2", "c/w2:0", "d/w1:0"]
+    assert [len(m.dia_ids) for m in view.memories] == [6, 6, 2, 3, 1]
+    first = view.memories[0]
+    assert first.content == "\n".join(t.content(True) for t in turns[:6])
+    assert first.dia_ids == tuple(f"D1:{i}" for i in range(1, 7))
+    assert first.role == "Ana" and first.session == 1 and first.when == WHEN
+    assert view.memories[3].role == "Ben" and view.memories[3].dia_ids == ("D2:1", "D2:2", "D2:3")
+    assert view.holder[("c", "D1:7")] == "c/w1:1" and view.holder[("c", "D1:14")] == "c/w1:2"
+    assert view.positions() == [0, 1, 2, 0, 0]
+    assert view.conversations() == ["c", "d"]
+
+
+def test_assistant_view_groups_the_other_speaker() -> None:
+    # session 1: Ana speaks first (the user); Ben has 10 turns (2, 3, 5, 7, ..., 15, 16, 17)
+    turns = session("c", 1, "ABBABABABABABABBB") + session("c", 2, "BAB")
+    view = _views.build_view("assistant", turns)
+    assert [m.id for m in view.memories] == [
+        "c/D1:1", "c/a1:0", "c/D1:4", "c/D1:6", "c/D1:8", "c/D1:10", "c/D1:12", "c/D1:14", "c/a1:1",
+        "c/D2:1", "c/a2:0", "c/D2:3"]
+    user, para = view.memories[:2]
+    assert user.role == "user" and user.speaker == "Ana" and user.dia_ids == ("D1:1",)
+    assert user.content == f"[{DATE}] Ana: t1.1"
+    assert para.role == "assistant" and para.speaker == "Ben" and para.when == WHEN
+    assert para.dia_ids == ("D1:2", "D1:3", "D1:5", "D1:7", "D1:9", "D1:11", "D1:13", "D1:15")
+    assert para.content == f"[{DATE}] Ben: " + " ".join(f"t1.{i}" for i in (2, 3, 5, 7, 9, 11, 13, 15))
+    assert view.memories[8].dia_ids == ("D1:16", "D1:17") and view.memories[8].content == f"[{DATE}] Ben: t1.16 t1.17"
+    # session 2: Ben speaks first, so there he is the user and Ana's turn makes the paragraph
+    assert [m.role for m in view.memories[9:]] == ["user", "assistant", "user"]
+    assert view.memories[10].content == f"[{DATE}] Ana: t2.2"
+    assert _views.build_view("assistant", turns, prefix=False).memories[8].content == "t1.16 t1.17"
+    assert view.holder[("c", "D1:15")] == "c/a1:0" and view.holder[("c", "D1:4")] == "c/D1:4"
+    assert view.positions() == list(range(9)) + [0, 1, 2]
+    assert sorted(d for m in view.memories for d in m.dia_ids) == sorted(t.dia_id for t in turns)
+
+
+def test_unknown_view_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown view"):
+        _views.build_view("pages", [])
+
+
+def test_evidence_maps_to_distinct_memories() -> None:
+    turns = session("c", 1, "AB" * 4)
+    windows = _views.build_view("windows", turns)
+    # D1:1 and D1:3 share the first window: one relevant memory; D1:8 is in the second
+    assert _views.evidence_memories(windows.holder, "c", ["D1:1", "D1:3", "D1:8"]) == ["c/w1:0", "c/w1:1"]
+    assert _views.evidence_memories(windows.holder, "c", ["D1:9"]) == ["c/?D1:9"]  # held by none: never hit
+
+    class Store:
+        def search(self, query: str, *, namespace: str, k: int = 10, strategy: str | None = None) -> list[object]:
+            return [type("Hit", (), {"id": i})() for i in ("c/w1:0", "c/w1:1")[: 1 if query == "one" else 2]]
+
+    qs = [ev.Question("c", 0, "one", 1, ("D1:1", "D1:3")), ev.Question("c", 1, "one", 2, ("D1:1", "D1:8")),
+          ev.Question("c", 2, "two", 4, ("D1:2", "D1:7"))]
+    res = ev.run_strategy(Store(), windows.ids(), qs, "default", None)
+    assert res.recalls == [(1, 1.0, 1.0), (2, 0.5, 0.5), (4, 1.0, 1.0)]  # not 2/2 counted twice, not 1/2
+    assert res.ndcgs[0] == 1.0 and res.ndcgs[2] == 1.0
+    assert res.ndcgs[1] == pytest.approx(1 / (1 + 1 / np.log2(3)))
+    # the turns view scores exactly as per-turn recall did
+    res = ev.run_strategy(Store(), _views.build_view("turns", turns).ids(), qs[:1], "default", None)
+    assert res.recalls == [(1, 0.0, 0.0)]
+
+
+def test_ndcg_at_10() -> None:
+    assert ev.ndcg_at(["a", "b"], ["a", "b"]) == 1.0
+    ideal2 = 1 + 1 / np.log2(3)
+    assert ev.ndcg_at(["x", "a", "b"], ["a", "b"]) == pytest.approx((1 / np.log2(3) + 1 / np.log2(4)) / ideal2)
+    assert ev.ndcg_at(["a", "a", "x"], ["a", "b"]) == pytest.approx(1 / ideal2)  # a repeat gains once
+    assert ev.ndcg_at([], ["a"]) == 0.0 and ev.ndcg_at(["a"], []) == 0.0
+    assert ev.ndcg_at(["x"] * 10 + ["a"], ["a"]) == 0.0  # rank 11 is out
+    many = [f"m{i}" for i in range(12)]
+    assert ev.ndcg_at(many, many) == 1.0  # the ideal ranks min(12, 10) relevant memories
+    assert ev.ndcg_at(many[:5], many) == pytest.approx(
+        sum(1 / np.log2(r + 1) for r in range(1, 6)) / sum(1 / np.log2(r + 1) for r in range(1, 11)))
+
+
+class Recorder:
+    """Records the keywords of every search call."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, object]] = []
+
+    def search(self, query: str, **kw: object) -> list[object]:
+        self.calls.append(kw)
+        return []
+
+
+def test_default_strategy_passes_no_strategy_argument() -> None:
+    db = Recorder()
+    q = [ev.Question("c", 0, "who?", 1, ("D1:1",))]
+    ev.run_strategy(db, {}, q, "default", None)
+    ev.run_strategy(db, {}, q, "hybrid", None)
+    ev.run_strategy(db, {}, q, "pipeline+feedback", None)
+    assert db.calls == [{"namespace": "c", "k": 10}, {"namespace": "c", "k": 10, "strategy": "hybrid"},
+                        {"namespace": "c", "k": 10, "strategy": "pipeline", "stages": {"feedback": 10}}]
+    assert ev.DEFAULT_STRATEGIES[0] == "default"
+
+
+@pytest.mark.parametrize("seq", ["auto", "given"])
+def test_build_store_records(seq: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engramdb
+
+    added: list[list[dict[str, object]]] = []
+    fake = type("DB", (), {"add_many": lambda self, recs: added.append(list(recs))})()
+    monkeypatch.setattr(engramdb, "open", lambda *a, **kw: fake)
+    turns = session("c", 1, "ABABABAB") + session("c", 2, "AB") + session("d", 1, "BA")
+    view = _views.build_view("windows", turns)
+    db, ids, _ = ev.build_store("default", view, seq=seq, vectors=None, path=None)
+    assert db is fake and ids["c/w1:1"] == ("D1:7", "D1:8")
+    assert [[r["id"] for r in batch] for batch in added] == [["c/w1:0", "c/w1:1", "c/w2:0"], ["d/w1:0"]]
+    rec = added[0][1]
+    assert rec["session_id"] == "session_1" and rec["source"] == "turn" and rec["role"] == "Ana"
+    assert rec["valid_from"] == WHEN and rec["namespace"] == "c"
+    assert rec["metadata"] == {"dia_id": "D1:7", "speaker": "Ana", "date": DATE, "dia_ids": ["D1:7", "D1:8"]}
+    if seq == "auto":
+        assert all("seq" not in r for batch in added for r in batch)
+    else:
+        assert [r["seq"] for batch in added for r in batch] == [0, 1, 0, 0]
+
+
+def test_minilm_view_vectors_are_cached_by_text_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = synthetic(tmp_path)
+    names: list[str] = []
+
+    def embed(name: str, texts: Callable[[], list[str]]) -> np.ndarray:
+        names.append(name)
+        return np.arange(len(texts()), dtype=np.float32)[:, None] * np.ones((1, 4), np.float32)
+
+    monkeypatch.setattr(ev._corpus, "_embed_cached", embed)
+    ds = ev.load_locomo(data, limit=1)
+    view = _views.build_view("windows", ds.turns)
+    vecs = ev.minilm_view_vectors(data, view, True)
+    assert vecs.shape == (2, 4) and vecs[1, 0] == 1.0  # sliced from the 4 windows of both conversations
+    texts = [m.content for m in _views.build_view("windows", ev.load_turns(data)).memories]
+    assert names == [f"synthetic-windows-minilm-{ev._hash(texts)}.npy"]
+    ev.minilm_view_vectors(data, _views.build_view("turns", ds.turns), True)
+    assert names[-1].startswith("synthetic-turns-minilm-")  # the name the turn cache always had
+
+
+CONVO = [
+    "I bought a new kayak for the lake trips",
+    "My violin teacher moved to Boston",
+    "We painted the fence blue last weekend",
+    "The kayaks were on sale at the harbor shop",
+    "Thanks, see you soon!",
+]
+
+
+def test_plain_bm25_baseline() -> None:
+    pytest.importorskip("bm25s")
+    pytest.importorskip("Stemmer")
+    turns = session("c", 1, "ABABA", CONVO) + session("d", 1, "AB", ["kayak talk", "violin talk"])
+    view = _views.build_view("turns", turns)
+    bm = _views.PlainBM25(view)
+    hits = bm.search("Where did they buy kayaks?", namespace="c", k=10)
+    assert {h.id for h in hits} == {"c/D1:1", "c/D1:4"}  # stemmed: kayaks ~ kayak; nothing else matches
+    assert bm.search("violin teachers", namespace="c")[0].id == "c/D1:2"
+    assert [h.id for h in bm.search("violin", namespace="d")] == ["d/D1:2"]  # one index per conversation
+    assert bm.search("the and of", namespace="c") == []  # stop words only
+    qs = [ev.Question("c", 0, "violin teacher", 4, ("D1:2",)),
+          ev.Question("c", 1, "blue fence", 1, ("D1:3", "D1:1"))]
+    res = ev.run_plain_bm25(view, qs)
+    assert res.strategy == ev.PLAIN and res.skipped is None
+    assert res.recalls == [(4, 1.0, 1.0), (1, 0.5, 0.5)] and res.ndcgs[0] == 1.0 and len(res.latencies_ms) == 2
+
+
+def test_plain_bm25_is_skipped_without_bm25s(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "bm25s", None)
+    turns = session("c", 1, "AB")
+    res = ev.run_plain_bm25(_views.build_view("turns", turns), [ev.Question("c", 0, "x", 1, ("D1:1",))])
+    assert res.skipped is not None and "bm25s" in res.skipped and not res.recalls
+
+
+def test_table_deltas_against_plain_bm25() -> None:
+    base = ev.StrategyResult(ev.PLAIN, recalls=[(1, 0.5, 0.5), (2, 1.0, 1.0)], ndcgs=[0.5, 1.0], latencies_ms=[1, 1])
+    other = ev.StrategyResult("hybrid", recalls=[(1, 1.0, 1.0), (2, 0.0, 0.5)], ndcgs=[1.0, 0.3], latencies_ms=[2, 2])
+    d = ev.deltas(other, base)
+    assert d is not None
+    assert d["recall@5"] == pytest.approx(-25.0) and d["recall@10"] == pytest.approx(0.0)
+    assert d["worst_category"] == {"metric": "recall@10", "category": 2, "name": "temporal", "points": -50.0}
+    assert ev.deltas(other, None) is None
+    pr = ev.ProfileResult("default", 4, 0.1, "x", False, [other], view="windows", baseline=base)
+    table = ev.format_table(pr)
+    assert "view windows, profile default" in table
+    row = next(line for line in table.splitlines() if line.startswith("hybrid"))
+    assert "-25.0" in row and "-50.0 temporal" in row
+    assert next(line for line in table.splitlines() if line.startswith(ev.PLAIN))

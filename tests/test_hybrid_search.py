@@ -11,12 +11,12 @@ import engramdb
 import numpy as np
 import pytest
 from engramdb import Store
-from engramdb.retrieval import strategies
+from engramdb.retrieval import scored, strategies
 from engramdb.retrieval.fusion import DEFAULT_WEIGHTS
 from engramdb.retrieval.plan import DEFAULT_STAGES
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
-FUSED = ["bm25", "hybrid", "multi_space", "pipeline"]
+FUSED = ["bm25", "hybrid", "rrf", "multi_space", "pipeline"]
 ALL = [None, "dense_only", "exact", *FUSED]
 
 
@@ -107,16 +107,21 @@ def test_graph_brings_a_linked_memory_that_shares_no_words() -> None:
     assert all("graph" not in h.explain["methods"] for h in hits0)  # type: ignore[index]
 
 
-def test_a_failing_method_is_logged_and_skipped(monkeypatch: pytest.MonkeyPatch,
-                                                caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("strategy", ["hybrid", "rrf"])
+def test_a_failing_method_is_logged_and_skipped(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                                strategy: str) -> None:
     db = make()
 
     def broken(*a: object, **kw: object) -> None:
         raise RuntimeError("index offline")
 
-    monkeypatch.setattr(strategies, "bm25_found", broken)  # fault injection at the retrieval layer's seam
+    # fault injection at the retrieval layer's seam
+    if strategy == "rrf":
+        monkeypatch.setattr(strategies, "bm25_found", broken)
+    else:
+        monkeypatch.setattr(scored, "bm25_keys", broken)
     with caplog.at_level(logging.WARNING, logger="engramdb.search"):
-        hits = db.search("Caroline support group", namespace="a", k=3, strategy="hybrid", explain=True)
+        hits = db.search("Caroline support group", namespace="a", k=3, strategy=strategy, explain=True)
     assert hits, "the other methods still answer"
     assert hits[0].explain["failed"] == {"bm25": "RuntimeError: index offline"}  # type: ignore[index]
     assert all("bm25" not in h.explain["methods"] for h in hits)  # type: ignore[index]
@@ -195,11 +200,11 @@ def test_neighbouring_turns_bring_the_reply() -> None:
 def test_the_vector_weight_follows_the_main_match() -> None:
     db = make()
     exact = db.embedders["dense"].embed(["Pizza with anchovies is my favourite food"])[0]
-    strong = db.search("anchovies", namespace="a", k=3, strategy="hybrid", query_vector=exact, explain=True)
+    strong = db.search("anchovies", namespace="a", k=3, strategy="rrf", query_vector=exact, explain=True)
     assert strong[0].explain["vector_strength"] == 1.0  # type: ignore[index]
     assert strong[0].explain["weights"]["vector"] == 1.0  # type: ignore[index]
     far = -exact  # nothing in the namespace points this way: the dense ranking is noise
-    weak = db.search("anchovies", namespace="a", k=3, strategy="hybrid", query_vector=far, explain=True)
+    weak = db.search("anchovies", namespace="a", k=3, strategy="rrf", query_vector=far, explain=True)
     assert weak[0].explain["vector_strength"] == 0.0  # type: ignore[index]
     assert weak[0].memory.content.startswith("Pizza")  # BM25 still answers
     assert all("vector" not in h.explain["methods"] or h.explain["weights"]["vector"] == 0  # type: ignore[index]

@@ -45,11 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--as-of", help="valid time, ISO with a zone")
     search.add_argument("--json", action="store_true", help="print JSON lines")
     search.add_argument("--known-at", help="system time: what the store believed then (ISO with a zone)")
-    search.add_argument("--strategy", choices=["dense_only", "exact", "tree", "hnsw", "bm25", "hybrid", "multi_space",
-                                               "pipeline"],
-                        help="dense_only/exact/tree/hnsw: the main dense space (default: its index when it has one); "
-                             "bm25; hybrid: dense + BM25 + graph + neighbouring turns fused by RRF; multi_space: "
-                             "hybrid + routed enhancer spaces; pipeline: sparse -> dense -> RRF -> MaxSim rerank")
+    search.add_argument("--strategy", choices=["hybrid", "dense_only", "exact", "tree", "hnsw", "bm25", "rrf",
+                                               "multi_space", "pipeline"],
+                        help="default hybrid: BM25 and the main dense space scored on one [0, 1] scale, then the "
+                             "neighbouring turns and edge hops of the best; dense_only/exact/tree/hnsw: the main "
+                             "dense space alone (also the default with --space); bm25; rrf: dense + BM25 + "
+                             "expansion fused by rank; multi_space: rrf + routed enhancer spaces; pipeline: "
+                             "sparse -> dense -> RRF -> MaxSim rerank")
+    search.add_argument("--min-score", type=float, default=0.0, help="leave out hits scoring under this (0..1)")
     search.add_argument("--type", dest="types", action="append", help="only this memory_type (repeatable)")
     search.add_argument("--weight", action="append", default=[], metavar="METHOD=W",
                         help="RRF weight of a method, e.g. --weight bm25=0.8 (repeatable)")
@@ -185,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "search":
                 hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space,
                                  as_of=_time(args.as_of, "--as-of"), known_at=_time(args.known_at, "--known-at"),
-                                 strategy=args.strategy, explain=args.explain, types=args.types,
+                                 strategy=args.strategy, explain=args.explain, types=args.types, min_score=args.min_score,
                                  weights=_weights(args.weight) or None, stages=_stages(args.stage) or None)
                 for h in hits:
                     text = "(archived)" if h.archived else h.memory.content

@@ -2,7 +2,8 @@
 
 Four sessions over two months; facts change over time (a move, a new job) so the demo can show
 what is current, what was true at a date, and search across sessions. Each turn is
-(speaker, text); each session has a start time.
+(speaker, text); each session has a start time. The demo stores a turn as "<speaker>: <text>"
+(as a chat log reads: a question about "Sam's manager" finds what Sam said).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
         [
             ("Maya", "Hey Sam! I finally signed the lease, I'm moving to Porto next month."),
             ("Sam", "That's huge! Are you taking the cat with you?"),
-            ("Maya", "Of course, Biscuit comes everywhere with me. She hates the car though."),
+            ("Maya", "Of course, Biscuit comes everywhere with me. Best cat ever, even if she hates the car."),
             ("Sam", "How's the job hunt going?"),
             ("Maya", "I have an interview at a bakery near the river on Friday."),
             ("Sam", "You always said you wanted to bake for a living."),
@@ -28,7 +29,7 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
     (
         datetime(2025, 3, 20, 9, 30, tzinfo=timezone.utc),
         [
-            ("Maya", "I got the bakery job! I start on the first of April."),
+            ("Maya", "I got the bakery job! I start work on the first of April."),
             ("Sam", "Congratulations! What will you be making?"),
             ("Maya", "Mostly pastéis de nata at first, then bread once they trust me."),
             ("Sam", "Biscuit must be happy with all the boxes around."),
@@ -51,14 +52,14 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
             ("Maya", "Bring her to the bakery on Saturday, I'll save you two natas."),
             ("Sam", "I switched teams at work, I'm on the mobile app now."),
             ("Maya", "Is that the project with the new manager you mentioned?"),
-            ("Sam", "Yes, Priya. She's great, very calm in meetings."),
+            ("Sam", "Yes, Priya is my new manager. She's great, very calm in meetings."),
             ("Maya", "Biscuit found a sunny window to sleep in all day."),
         ],
     ),
     (
         datetime(2025, 5, 3, 11, 15, tzinfo=timezone.utc),
         [
-            ("Maya", "Big news: I'm leaving the bakery. I'm opening my own sourdough stall at the Bolhão market."),
+            ("Maya", "Big news: I'm leaving the bakery to work for myself, at my own sourdough stall at the Bolhão market."),
             ("Sam", "Wow! When?"),
             ("Maya", "June first. Dona Rosa is lending me her old oven."),
             ("Sam", "I'll design you a logo. Something with a cat and a loaf?"),
@@ -72,10 +73,11 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
     ),
 ]
 
-QUESTIONS = [
-    "Where does Maya work now?",
-    "What is the name of Maya's cat?",
-    "When is Sam's sister visiting?",
-    "What time did Sam run the half marathon in?",
-    "Who is Sam's new manager?",
+# each question with the turn that answers it now (session k, turn i -> id "s<k>-t<i>")
+QUESTIONS: list[tuple[str, str]] = [
+    ("Where does Maya work now?", "s4-t0"),
+    ("What is the name of Maya's cat?", "s1-t2"),
+    ("When is Sam's sister visiting?", "s1-t9"),
+    ("What time did Sam run the half marathon in?", "s2-t5"),
+    ("Who is Sam's new manager?", "s3-t8"),
 ]

@@ -91,6 +91,7 @@ class Bm25Index:
         self.keys = np.empty(0, np.int64)
         self.lengths = np.empty(0, np.float32)
         self._norm: np.ndarray | None = None
+        self._sorter: np.ndarray | None = None  # argsort of keys (docs_of), built on first use
         self._mask_cache: tuple[np.ndarray, int, np.ndarray] | None = None  # (filter, documents, by doc)
 
     def __len__(self) -> int:
@@ -165,6 +166,17 @@ class Bm25Index:
             avgdl = float(self.lengths.mean()) if len(self.lengths) else 1.0
             self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
         return self._norm
+
+    def docs_of(self, keys: np.ndarray) -> np.ndarray:
+        """The document number of each caller key (-1 for a key not indexed here)."""
+        keys = np.asarray(keys, np.int64)
+        if self._sorter is None or len(self._sorter) != len(self.keys):
+            self._sorter = np.argsort(self.keys, kind="stable")
+        if len(self.keys) == 0:
+            return np.full(len(keys), -1, np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys, sorter=self._sorter), len(self.keys) - 1)
+        docs = self._sorter[pos]
+        return np.where(self.keys[docs] == keys, docs, -1).astype(np.int64)
 
     def df(self, terms: np.ndarray) -> np.ndarray:
         """How many documents of the whole index hold each term (int64)."""

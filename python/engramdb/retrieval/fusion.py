@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class Fused(Generic[K]):
     key: K
     score: float
     methods: dict[str, tuple[int, float]] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)  # what explain adds (a calibrated score's parts)
 
 
 def _heaviest_first(ranked: Mapping[str, V], weights: Mapping[str, float]) -> list[tuple[str, V]]:

@@ -63,3 +63,28 @@ def sparse_rows(ctx: QueryContext, keys: np.ndarray) -> list[tuple[np.ndarray, n
         assert isinstance(sb, SparseBatch)
         out.append(sb.row(row))
     return out
+
+
+def bm25_of_keys(ctx: QueryContext, terms: Terms, keys: np.ndarray) -> np.ndarray:
+    """The exact BM25 score of each given global key (0 for a key the namespace's index does not
+    hold): what the top-n list would say of a memory it did not reach, from its own term row."""
+    keys = np.asarray(keys, np.int64)
+    out = np.zeros(len(keys))
+    ix = namespace_index(ctx)
+    if ix is None or len(keys) == 0 or len(terms[0]) == 0:
+        return out
+    q_terms = np.asarray(terms[0], np.int32)
+    q_weight = ix.idf(q_terms) * np.asarray(terms[1], np.float64)  # idf x query count per term
+    docs = ix.docs_of(keys)
+    held = np.flatnonzero(docs >= 0)
+    norm = ix.norm()
+    for j, (row_terms, tf) in zip(held.tolist(), sparse_rows(ctx, keys[held])):
+        if len(row_terms) == 0:
+            continue
+        srt = np.argsort(row_terms)
+        at = srt[np.minimum(np.searchsorted(row_terms, q_terms, sorter=srt), len(row_terms) - 1)]
+        hit = row_terms[at] == q_terms
+        if hit.any():
+            t = np.asarray(tf, np.float64)[at[hit]]
+            out[j] = float(np.sum(q_weight[hit] * t * (ix.k1 + 1) / (t + float(norm[docs[j]]))))
+    return out

@@ -17,8 +17,11 @@ from ..model.memory import as_utc, micros
 from ..spaces.schema import Schema
 from .fusion import DEFAULT_WEIGHTS
 
-DENSE_STRATEGIES = frozenset({None, "exact", "dense_only", "tree", "hnsw"})
-FUSED_STRATEGIES = frozenset({"bm25", "hybrid", "multi_space", "pipeline"})
+DENSE_STRATEGIES = frozenset({"exact", "dense_only", "tree", "hnsw"})
+FUSED_STRATEGIES = frozenset({"bm25", "hybrid", "rrf", "multi_space", "pipeline"})
+# what search() runs when no strategy is named: the best measured across conversation sets
+# (bench/RESULTS.md "Retrieval that generalises")
+DEFAULT_STRATEGY = "hybrid"
 # "feedback": how many of a first BM25 pass's best hits expand the sparse recall's query (RM3,
 # retrieval/feedback.py; FB_DOCS = 10 is the usual setting); off by default: at 100,000 memories
 # it adds ~1-2 ms (the expanded query's postings, a fuller candidate set) to a ~7 ms pipeline,
@@ -30,7 +33,7 @@ DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, 
 class SearchPlan:
     """What one search will do (see the module docstring)."""
 
-    strategy: str | None
+    strategy: str
     namespace: str
     k: int
     space: str  # the main space of the search (the searched space for dense strategies)
@@ -41,6 +44,7 @@ class SearchPlan:
     stages: Mapping[str, int] = field(default_factory=dict)  # pipeline stage sizes
     recency: bool = False
     explain: bool = False
+    min_score: float = 0.0  # hits scoring under it are left out (scores are in [0, 1])
 
     @property
     def fused(self) -> bool:
@@ -51,11 +55,15 @@ class SearchPlan:
     def build(schema: Schema, *, namespace: str, k: int, space: str | None, strategy: str | None,
               as_of: datetime | None, known_at: datetime | None, types: Iterable[str] | None, explain: bool,
               weights: Mapping[str, float] | None, recency: bool | None,
-              stages: Mapping[str, int] | None) -> SearchPlan:
-        """Check `Store.search`'s arguments; each bad one raises a ValueError naming it and its value."""
+              stages: Mapping[str, int] | None, min_score: float = 0.0, text: bool = True) -> SearchPlan:
+        """Check `Store.search`'s arguments; each bad one raises a ValueError naming it and its value.
+        No strategy: DEFAULT_STRATEGY, or "dense_only" when `space` is named or the query is not
+        `text` (a vector)."""
+        if strategy is None:  # a vector query (no words for BM25), or one space named: that space alone
+            strategy = DEFAULT_STRATEGY if text and space is None else "dense_only"
         if strategy not in DENSE_STRATEGIES and strategy not in FUSED_STRATEGIES:
-            raise ValueError(f"strategy must be one of {sorted(s for s in DENSE_STRATEGIES if s)} or "
-                             f"{sorted(FUSED_STRATEGIES)} (or None), got {strategy!r}")
+            raise ValueError(f"strategy must be one of {sorted(DENSE_STRATEGIES)} or "
+                             f"{sorted(FUSED_STRATEGIES)} (or None: {DEFAULT_STRATEGY!r}), got {strategy!r}")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         k = int(k)
@@ -68,6 +76,9 @@ class SearchPlan:
             type_set = frozenset(types)
             if not type_set or not all(isinstance(x, str) and x for x in type_set):
                 raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
+        if isinstance(min_score, bool) or not isinstance(min_score, (int, float, np.integer, np.floating)) \
+                or not 0.0 <= float(min_score) <= 1.0:
+            raise ValueError(f"min_score must be a number in [0, 1], got {min_score!r}")
         sp = schema[space or schema.main]
         as_of_t, known_t = as_utc("as_of", as_of), as_utc("known_at", known_at)
         fused = strategy in FUSED_STRATEGIES
@@ -80,6 +91,7 @@ class SearchPlan:
             stages={**DEFAULT_STAGES, **_stages(stages)} if fused else {},
             recency=recency if recency is not None else strategy in ("multi_space", "pipeline"),
             explain=bool(explain),
+            min_score=float(min_score),
         )
 
 

@@ -24,9 +24,11 @@ from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
 from .context import IN_FLIGHT, QueryContext
 from .dense import dense_found
-from .fusion import RRF_K
+from .fusion import RRF_K, Fused
 from .plan import SearchPlan
+from .recency import TOP as RECENCY_TOP
 from .recency import recency_factor
+from .scales import semantic_scaled
 from .strategies import STRATEGIES, Run
 
 
@@ -46,6 +48,8 @@ def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mappin
         hits = _run(plan, view, indexes, embedders, tuning, query, query_vector)
     if not hits and hits.stats.failed:
         raise StoreError(f"the search failed: {'; '.join(f'{m}: {e}' for m, e in hits.stats.failed.items())}")
+    if plan.min_score > 0:
+        hits = Hits([h for h in hits if h.score >= plan.min_score], hits.stats)
     return hits
 
 
@@ -78,14 +82,16 @@ def _dense_hits(ctx: QueryContext, qv: Any) -> list[Hit]:
     found, info = dense_found(ctx, sp, qv, plan.k, plan.strategy)
     memories = view.memories_at([(si, row) for _, si, row in found])
     hits = []
-    for (score, si, row), m in zip(found, memories):
+    scaled = semantic_scaled(np.array([score for score, _, _ in found]), sp).tolist()
+    for (score, si, row), m, sc in zip(found, memories, scaled):
         why = None
         if plan.explain:
-            why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row,
+            why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row, "raw": float(score),
+                   "score": sc, "scales": {"semantic": {"space": sp.name, "low": sp.low, "high": sp.high}},
                    "strategy": info["index"] if info is not None else "exact"}
             if info is not None:
                 why["tree"] = info
-        hits.append(Hit(m.id, float(score), m, why, m.id in view.archived))
+        hits.append(Hit(m.id, float(sc), m, why, m.id in view.archived))
     return hits
 
 
@@ -128,13 +134,15 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
 def _fused_hits(run: Run) -> list[Hit]:
     """Recency (C3), the cut to k, and the hits with their explanations."""
     ctx, plan, view = run.ctx, run.ctx.plan, run.ctx.view
-    fused = run.fused
+    rrf_max = run.info.get("rrf_max")  # a rank-fused score is scaled by the best it could be
+    fused = [Fused(f.key, min(1.0, f.score / rrf_max), f.methods, {**f.detail, "fused": f.score})
+             for f in run.fused] if rrf_max else run.fused
     factors: dict[tuple[int, int], float] = {}
     if plan.recency:
         t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
         for f in fused:
             si, row = f.key
-            factors[f.key] = recency_factor(t_ref - int(view.segments[si].valid_from[row]))
+            factors[f.key] = recency_factor(t_ref - int(view.segments[si].valid_from[row])) / RECENCY_TOP
         fused = sorted(fused, key=lambda f: -f.score * factors[f.key])
     fused = fused[: plan.k]
     memories = view.memories_at([f.key for f in fused])
@@ -148,6 +156,6 @@ def _fused_hits(run: Run) -> list[Hit]:
                    "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
                    "weights": weights, "rrf_k": RRF_K, "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
-                   **{key: v for key, v in run.info.items() if key != "weights"}, "failed": ctx.failed}
+                   **{key: v for key, v in run.info.items() if key != "weights"}, **f.detail, "failed": ctx.failed}
         hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived))
     return hits

@@ -25,9 +25,7 @@ Recency (C3) and the cut to k follow every strategy (retrieval/search.py).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,53 +34,21 @@ from ..spaces.schema import Space
 from ..storage.view import Loc
 from .context import Found, QueryContext, Ranked
 from .dense import dense_found, rescore_keys
-from .fusion import Fused, exact_depth, rrf, rrf_arrays
+from .fusion import RRF_K, Fused, exact_depth, rrf, rrf_arrays
 from .graph import GRAPH_SEEDS, graph_found
-from .lexical import Terms, bm25_feedback, bm25_found, bm25_keys
+from .lexical import bm25_feedback, bm25_found, bm25_keys, namespace_index
 from .neighbours import neighbours_found
 from .rerank import scan_locations
 from .routing import enhancer_mode, match_strength, route
+from .run import Run, Stage
+from .scales import lexical_ideal, lexical_scaled
+from .scored import expand_scored, finish_scored, scored_recall
 
 log = logging.getLogger("engramdb.search")
 
 MAXSIM_WEIGHT = 0.5  # the token space's say against the RRF rank in the pipeline's last stage
 
 
-@dataclass
-class Run:
-    """One fused search between its stages: what the methods found, the weights, the fused list."""
-
-    ctx: QueryContext
-    query: str
-    main: Space
-    qv: Any  # the main space's query vector (None for bm25)
-    terms: Terms | None  # the query's lexical terms (None without a lexical space)
-    enh: dict[str, Any]  # enhancer space -> the query's vector in it
-    w: dict[str, float]  # RRF weights, as the stages adjust them
-    got: dict[str, Found] = field(default_factory=dict)
-    ranked: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # the pipeline's key arrays
-    fused: list[Fused[Loc]] = field(default_factory=list)
-    info: dict[str, Any] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
-    stage_ms: dict[str, float] = field(default_factory=dict)
-    _clock: float = field(default_factory=time.perf_counter)
-
-    @property
-    def k(self) -> int:
-        return self.ctx.plan.k
-
-    @property
-    def st(self) -> dict[str, int]:
-        return dict(self.ctx.plan.stages)
-
-    def lap(self, name: str) -> None:
-        """Record the milliseconds since the last lap as one pipeline stage's time."""
-        now = time.perf_counter()
-        self.stage_ms[name] = round((now - self._clock) * 1e3, 3)
-        self._clock = now
-
-
-Stage = Callable[[Run], None]
 
 
 # ---------------------------------------------------------------------------------------- bm25
@@ -91,8 +57,12 @@ def bm25_only(run: Run) -> None:
     terms = run.terms
     assert terms is not None
     got = run.ctx.run({"bm25": lambda: bm25_found(run.ctx, terms, run.k)})
-    run.fused = [Fused(loc, s, {"bm25": (i + 1, s)}) for i, (loc, s) in enumerate(got.get("bm25", []))]
+    found = got.get("bm25", [])
+    ideal = lexical_ideal(namespace_index(run.ctx), *terms)
+    scaled = lexical_scaled(np.array([s for _, s in found]), ideal).tolist()
+    run.fused = [Fused(loc, c, {"bm25": (i + 1, s)}) for i, ((loc, s), c) in enumerate(zip(found, scaled))]
     run.w = {"bm25": 1.0}
+    run.info["scales"] = {"lexical_ideal": round(ideal, 4)}
 
 
 # ---------------------------------------------------------------------------------------- hybrid
@@ -155,6 +125,7 @@ def fuse(run: Run) -> None:
     """Weighted RRF of every method's list (unless expansion found nothing to add to it)."""
     if not run.fused:
         run.fused = rrf(_lists(run.got), run.w)
+    run.info["rrf_max"] = _rrf_max(run.w, _lists(run.got))
 
 
 # ---------------------------------------------------------------------------------------- pipeline
@@ -212,6 +183,7 @@ def fuse_keys(run: Run) -> None:
     locs = run.ctx.view.locs(np.array([f.key for f in first], np.int64))
     run.fused = [Fused(loc, f.score, f.methods) for loc, f in zip(locs, first)][: st["fused"]]
     run.sizes["fused"] = len(run.fused)
+    run.info["rrf_max"] = _rrf_max(run.w, run.ranked)
 
 
 def topic_filter(run: Run) -> None:
@@ -244,13 +216,15 @@ def maxsim_rerank(run: Run) -> None:
                 out.append(Fused(r.key, r.score, f.methods))
             run.fused = out
             run.info["rerank"] = {"space": sp.name, "weight": MAXSIM_WEIGHT}
+            run.info["rrf_max"] = (1.0 + MAXSIM_WEIGHT) / (RRF_K + 1)
     run.lap("rerank")
     run.info["weights"] = run.w
 
 
 STRATEGIES: dict[str, tuple[Stage, ...]] = {
     "bm25": (bm25_only,),
-    "hybrid": (recall, vector_strength, expand, fuse),
+    "hybrid": (scored_recall, expand_scored, finish_scored),
+    "rrf": (recall, vector_strength, expand, fuse),
     "multi_space": (route_query, recall, vector_strength, enhancer_spaces, expand, fuse),
     "pipeline": (sparse_recall, dense_rescore, expand_keys, fuse_keys, topic_filter, maxsim_rerank),
 }
@@ -285,6 +259,13 @@ def _expansions(run: Run, seeds: list[Loc], n: int) -> dict[str, Ranked]:
     if seeds and w.get("neighbours", 0) > 0:
         methods["neighbours"] = lambda: neighbours_found(ctx, seeds, n)
     return ctx.run(methods, parallel=False)
+
+
+def _rrf_max(w: dict[str, float], lists: Mapping[str, Any]) -> float:
+    """The RRF score of a key every weighted method ranked first: what scales a rank-fused
+    score to [0, 1]."""
+    total = sum(float(w.get(m, 1.0)) for m, found in lists.items() if len(found))
+    return total / (RRF_K + 1) if total > 0 else 1.0
 
 
 def _lists(got: dict[str, Found]) -> dict[str, Ranked]:

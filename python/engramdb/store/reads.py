@@ -69,32 +69,46 @@ class Reads:
         query_vector: np.ndarray | None = None,
         recency: bool | None = None,
         stages: Mapping[str, int] | None = None,
+        min_score: float = 0.0,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
 
+        Scores: every hit's `score` is in [0, 1] on one absolute scale (retrieval/scales.py):
+        each method's evidence is mapped to [0, 1] (lexical: the share of the query's term weight
+        the memory holds, 1 = every query term once in a memory of average length; semantic: the
+        space's similarity, 0 at its `low` threshold, 1 at its `high`) and a hit scores the
+        weighted mean over the methods its strategy runs; an expanded memory (the turn next to a
+        hit, a memory an edge away) scores the larger of its own match and a share of its seed's.
+        About 0.2 is a weak match, 0.5 a good one. `min_score` leaves out hits under it. The raw
+        scores (BM25, cosine, the rank-fused score) are in `explain`.
+
         Strategies:
-        - None: the main dense space through its index (tree or HNSW) when the namespace has one,
-          else an exact scan; "exact", "tree", "hnsw" force one; "dense_only" (C1) is None's
-          behaviour under its C1 name.
+        - None (the default): "hybrid", the best measured across conversation sets ("dense_only"
+          for a query given as a vector).
+        - "hybrid" (H3): BM25 and the main space's index recall candidates, each scored by both
+          methods on the one scale; then the neighbouring turns and typed-edge hops of the best.
+        - "dense_only" (C1): the main dense space alone, through its index (tree or HNSW) when the
+          namespace has one, else an exact scan; "exact", "tree", "hnsw" force one.
         - "bm25": BM25 over the content alone (H1).
-        - "hybrid" (H3): dense + BM25 + 2-hop graph expansion fused by weighted RRF.
-        - "multi_space" (C1): hybrid plus the enhancer spaces, routed by the query's intent and
-          the strong/weak main-match rule (C2).
+        - "rrf": dense + BM25 + graph and neighbour expansion fused by weighted reciprocal rank
+          (the hybrid of 0.1; its score is the fused score over the best it could be).
+        - "multi_space" (C1): rrf plus the enhancer spaces, routed by the query's intent and the
+          strong/weak main-match rule (C2).
         - "pipeline" (C1): sparse recall -> dense -> RRF -> topic filter (when topics exist) ->
           MaxSim rerank; stage sizes in `stages` ("sparse", "dense", "fused", "topics", "feedback").
 
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
         believed then, older versions included. Neither: current memories only. `types`: only
-        memories of these memory_type values. `weights`: RRF weights per method ("vector",
-        "bm25", "graph", "neighbours", enhancer space names). `query_vector`: the main space's
+        memories of these memory_type values. `weights`: per method ("vector", "bm25", "graph",
+        "neighbours", enhancer space names; 0 turns one off). `query_vector`: the main space's
         query vector when the caller already has it (the text still feeds BM25 and the other
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
-        pipeline). `explain`: each hit carries why it ranked (fused score, methods, ranks, scores).
+        pipeline). `explain`: each hit carries why it ranked (methods, raw and scaled scores).
         """
         plan = SearchPlan.build(self.schema, namespace=namespace, k=k, space=space, strategy=strategy, as_of=as_of,
                                 known_at=known_at, types=types, explain=explain, weights=weights, recency=recency,
-                                stages=stages)
+                                stages=stages, min_score=min_score, text=isinstance(query, str))
         return run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
 
 

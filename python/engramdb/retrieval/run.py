@@ -1,0 +1,55 @@
+"""One fused search between its stages (retrieval/strategies.py, retrieval/scored.py): the
+query, its vectors and terms, the weights, what each method found and the fused list."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..spaces.schema import Space
+from ..storage.view import Loc
+from .context import Found, QueryContext
+from .fusion import Fused
+from .lexical import Terms
+
+
+@dataclass
+class Run:
+    """One fused search between its stages: what the methods found, the weights, the fused list."""
+
+    ctx: QueryContext
+    query: str
+    main: Space
+    qv: Any  # the main space's query vector (None for bm25)
+    terms: Terms | None  # the query's lexical terms (None without a lexical space)
+    enh: dict[str, Any]  # enhancer space -> the query's vector in it
+    w: dict[str, float]  # RRF weights, as the stages adjust them
+    got: dict[str, Found] = field(default_factory=dict)
+    ranked: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # the pipeline's key arrays
+    fused: list[Fused[Loc]] = field(default_factory=list)
+    scored: Any = None  # the hybrid's calibrated candidates (retrieval/scored.py)
+    info: dict[str, Any] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    _clock: float = field(default_factory=time.perf_counter)
+
+    @property
+    def k(self) -> int:
+        return self.ctx.plan.k
+
+    @property
+    def st(self) -> dict[str, int]:
+        return dict(self.ctx.plan.stages)
+
+    def lap(self, name: str) -> None:
+        """Record the milliseconds since the last lap as one pipeline stage's time."""
+        now = time.perf_counter()
+        self.stage_ms[name] = round((now - self._clock) * 1e3, 3)
+        self._clock = now
+
+
+Stage = Callable[[Run], None]

@@ -1,0 +1,248 @@
+"""The hybrid strategy (H3, C1-C3) on one scale (retrieval/scales.py): the default search.
+
+1. recall: BM25's `LEX_DEPTH` best and the main space's index's `VEC_DEPTH` best;
+2. score every candidate by both methods exactly (the main space's similarity of the BM25 hits,
+   the BM25 score of the vector hits) and take the weighted mean of the scaled scores;
+3. expand from the `GRAPH_SEEDS` best: the turns next to a seed in its session and the memories
+   up to two typed edges away. An expanded memory's score is the larger of its own match and a
+   share of its seed's: NEIGHBOUR_SHARE x the seed's score x how much the turn says next to the
+   seed (its idf mass over the seed's, at most 1), or GRAPH_SHARE x the seed's score x the edge
+   confidences. So a neighbour or hop never outranks the hit it came from unless it matches the
+   query on its own, and a filler turn ("Nice to meet you!") carries little.
+Every stage works on key arrays; only the `fused` best become locations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..storage.view import Loc
+from .context import QueryContext
+from .dense import dense_found, rescore_keys
+from .fusion import Fused
+from .graph import GRAPH_SEEDS, graph_found
+from .lexical import bm25_keys, bm25_of_keys, namespace_index, sparse_rows
+from .run import Run
+from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled
+
+LEX_DEPTH = 1_000  # BM25 candidates scored by both methods
+VEC_DEPTH = 100  # the vector index's candidates scored by both methods
+NEIGHBOUR_SHARE = 0.7  # of its seed's score a neighbouring turn carries (at most)
+BASELINE = 1
+BASELINE_Q = 0.5
+GRAPH_SHARE = 0.5  # of its seed's score a memory an edge away carries (x the edge confidence)
+
+
+def scored_recall(run: Run) -> None:
+    """Both methods' candidates, each scored by both, combined on one scale."""
+    ctx, terms, w = run.ctx, run.terms, run.w
+    methods = {}
+    if terms is not None and w.get("bm25", 1.0) > 0:
+        methods["bm25"] = lambda: bm25_keys(ctx, terms, LEX_DEPTH, sorted_k=0)
+    if run.qv is not None and w.get("vector", 1.0) > 0:
+        methods["vector"] = lambda: _vector_keys(ctx, run)
+    got = ctx.run(methods)
+    bm_keys, bm_raw = got.get("bm25", (np.empty(0, np.int64), np.empty(0)))
+    vec_keys = got.get("vector", (np.empty(0, np.int64), np.empty(0)))[0]
+    keys = np.unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
+    s = _Scorer(run, failed=set(methods) - set(got))
+    run.info["scales"] = s.describe()
+    scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64)))
+    run.scored = scored
+    run.info["weights"] = dict(run.w)
+    run.sizes.update({"bm25": len(bm_keys), "vector": len(vec_keys), "candidates": len(keys)})
+    run.lap("recall")
+
+
+def expand_scored(run: Run) -> None:
+    """Neighbouring turns and typed-edge hops from the best candidates (see the module docstring)."""
+    scored: _Scored = run.scored
+    ctx, w = run.ctx, run.w
+    seeds = scored.best(GRAPH_SEEDS)
+    extra: dict[int, tuple[float, str, int, float]] = {}  # key -> (inherited score, method, seed key, share)
+    view = ctx.view
+    if seeds and w.get("neighbours", 1.0) > 0:
+        turns = ctx.indexes.turns.get(view, ctx.namespace)
+        seed_mass = _idf_mass(ctx, run, np.array(seeds, np.int64))
+        for seed, mass in zip(seeds, seed_mass):
+            si, row = view.locs(np.array([seed], np.int64))[0]
+            sess, names, seq = view.segments[si].turns()
+            if sess[row] < 0 or seq[row] < 0:
+                continue
+            for step in (1, -1):
+                loc = turns.get((names[int(sess[row])], int(seq[row]) + step))
+                if loc is None or not bool(ctx.rows_ok(loc[0], np.array([loc[1]]))[0]):
+                    continue
+                key = int(view.keys([loc])[0])
+                said = float(_idf_mass(ctx, run, np.array([key], np.int64))[0])
+                share = min(1.0, said / mass) if mass > 0 else 0.0
+                _offer(extra, key, NEIGHBOUR_SHARE * share * scored.score_of(seed), "neighbours", seed, share)
+    if seeds and w.get("graph", 1.0) > 0 and view.edge_rows:
+        for seed in seeds:
+            loc = view.locs(np.array([seed], np.int64))[0]
+            for (hop_loc, conf) in graph_found(ctx, [loc], 2 * run.k):
+                key = int(view.keys([hop_loc])[0])
+                _offer(extra, key, GRAPH_SHARE * conf * scored.score_of(seed), "graph", seed, conf)
+    if extra:
+        scored.add_expanded(run, extra)
+    run.lap("expand")
+
+
+def finish_scored(run: Run) -> None:
+    """The `fused` best as located, explained hits (the score is the calibrated one)."""
+    scored: _Scored = run.scored
+    top = scored.order()[: run.st["fused"]]
+    locs = run.ctx.view.locs(scored.keys[top])
+    run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i))
+                 for loc, i in zip(locs, top.tolist())]
+    run.sizes["fused"] = len(run.fused)
+    run.info.update({"stages": run.sizes, "stage_ms": run.stage_ms})
+    run.lap("fuse")
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _vector_keys(ctx: QueryContext, run: Run) -> tuple[np.ndarray, np.ndarray]:
+    found, _ = dense_found(ctx, run.main, run.qv, VEC_DEPTH)
+    locs: list[Loc] = [(si, row) for _, si, row in found]
+    return ctx.view.keys(locs), np.array([s for s, _, _ in found], np.float64)
+
+
+def _offer(extra: dict[int, tuple[float, str, int, float]], key: int, score: float, method: str, seed: int,
+           share: float) -> None:
+    if score > extra.get(key, (-1.0,))[0]:
+        extra[key] = (score, method, seed, share)
+
+
+def _idf_mass(ctx: QueryContext, run: Run, keys: np.ndarray) -> np.ndarray:
+    """The summed idf of each memory's distinct terms: how much it says (0 without a lexical space)."""
+    ix = namespace_index(ctx)
+    out = np.zeros(len(keys))
+    if ix is None or ctx.lexical is None:
+        return out
+    for i, (terms, _) in enumerate(sparse_rows(ctx, keys)):
+        if len(terms):
+            out[i] = float(ix.idf(np.asarray(terms, np.int32)).sum())
+    return out
+
+
+class _Scorer:
+    """Scores keys by both methods on the one scale."""
+
+    def __init__(self, run: Run, failed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.run = run
+        ctx = run.ctx
+        self.ideal = lexical_ideal(namespace_index(ctx), *run.terms) if run.terms is not None else 0.0
+        self.floor: float | None = None
+        self.weights = {m: float(run.w.get(m, 1.0)) for m in ("bm25", "vector")}
+        if run.terms is None:
+            self.weights["bm25"] = 0.0
+        if run.qv is None:
+            self.weights["vector"] = 0.0
+        self.weights = {m: v for m, v in self.weights.items() if v > 0 and m not in failed}
+
+    def describe(self) -> dict[str, object]:
+        sp = self.run.main
+        return {"lexical_ideal": round(self.ideal, 4), "semantic": {"space": sp.name, "low": sp.low, "high": sp.high}}
+
+    def score(self, keys: np.ndarray, known_bm25: tuple[np.ndarray, np.ndarray] | None = None) -> _Scored:
+        run, ctx = self.run, self.run.ctx
+        raw: dict[str, np.ndarray] = {}
+        if "bm25" in self.weights and run.terms is not None:
+            bm = np.full(len(keys), np.nan)
+            if known_bm25 is not None and len(known_bm25[0]):
+                order = np.argsort(known_bm25[0])
+                pos = np.minimum(np.searchsorted(known_bm25[0], keys, sorter=order), len(order) - 1)
+                hit = known_bm25[0][order[pos]] == keys
+                bm[hit] = known_bm25[1][order[pos[hit]]]
+            missing = np.isnan(bm)
+            if missing.any():
+                bm[missing] = bm25_of_keys(ctx, run.terms, keys[missing])
+            raw["bm25"] = bm
+        if "vector" in self.weights and len(keys):
+            got_k, got_s = rescore_keys(ctx, run.main, run.qv, keys, len(keys))
+            order = np.argsort(got_k)
+            vec = np.asarray(got_s, np.float64)[order][np.searchsorted(got_k[order], keys)]
+            raw["vector"] = vec
+        return _Scored(keys, raw, self)
+
+    def scaled(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = {}
+        if "bm25" in raw:
+            out["bm25"] = lexical_scaled(raw["bm25"], self.ideal)
+        if "vector" in raw:
+            if self.floor is None and BASELINE and len(raw["vector"]):
+                self.floor = float(np.quantile(raw["vector"], BASELINE_Q))
+            out["vector"] = semantic_scaled(raw["vector"], self.run.main, floor=self.floor)
+        return out
+
+
+class _Scored:
+    """Candidates with their raw and scaled method scores, own score and final score."""
+
+    def __init__(self, keys: np.ndarray, raw: dict[str, np.ndarray], scorer: _Scorer) -> None:
+        self.scorer = scorer
+        self.keys = np.asarray(keys, np.int64)
+        self.raw = raw
+        self.scaled = scorer.scaled(raw)
+        self.own = combine(self.scaled, scorer.weights) if self.scaled else np.zeros(len(keys))
+        self.final = self.own.copy()
+        self.expanded: dict[int, tuple[float, str, int, float]] = {}  # index -> (inherited, method, seed, share)
+        self._pos = {int(k): i for i, k in enumerate(self.keys.tolist())}
+        self._ranks: dict[str, np.ndarray] | None = None
+
+    def order(self) -> np.ndarray:
+        """Indices best first: final score, then the raw BM25 score, then the key (deterministic)."""
+        tie = self.raw.get("bm25", np.zeros(len(self.keys)))
+        return np.lexsort((self.keys, -tie, -self.final))
+
+    def best(self, n: int) -> list[int]:
+        return [int(k) for k in self.keys[self.order()[:n]] if self.final[self._pos[int(k)]] > 0]
+
+    def score_of(self, key: int) -> float:
+        return float(self.final[self._pos[key]])
+
+    def add_expanded(self, run: Run, extra: dict[int, tuple[float, str, int, float]]) -> None:
+        new = np.array([k for k in extra if k not in self._pos], np.int64)
+        if len(new):
+            more = self.scorer.score(new)
+            self.keys = np.concatenate([self.keys, more.keys])
+            self.raw = {m: np.concatenate([self.raw[m], more.raw[m]]) for m in self.raw}
+            self.scaled = {m: np.concatenate([self.scaled[m], more.scaled[m]]) for m in self.scaled}
+            self.own = np.concatenate([self.own, more.own])
+            self.final = np.concatenate([self.final, more.own])
+            self._pos = {int(k): i for i, k in enumerate(self.keys.tolist())}
+        for key, (inherited, method, seed, share) in extra.items():
+            i = self._pos[key]
+            self.final[i] = max(self.final[i], inherited)
+            self.expanded[i] = (inherited, method, seed, share)
+
+    def methods(self, i: int) -> dict[str, tuple[int, float]]:
+        """Per method its (rank among the candidates, raw score): every candidate is scored by
+        both methods; an expansion as (1, the score it inherited)."""
+        if self._ranks is None or len(self._ranks.get("_n", ())) != len(self.keys):
+            self._ranks = {"_n": self.keys}
+            for m, raw in self.raw.items():
+                r = np.empty(len(raw), np.int64)
+                r[np.argsort(-raw, kind="stable")] = np.arange(1, len(raw) + 1)
+                self._ranks[m] = r
+        out: dict[str, tuple[int, float]] = {}
+        for m, raw in self.raw.items():
+            out[m] = (int(self._ranks[m][i]), float(raw[i]))
+        if i in self.expanded:
+            inherited, method, _, _ = self.expanded[i]
+            out[method] = (1, float(inherited))
+        return out
+
+    def detail(self, i: int) -> dict[str, object]:
+        """What explain shows of one hit's score: each method's scaled score, its own score, and
+        the expansion it inherited from."""
+        out: dict[str, object] = {"scaled": {m: round(float(v[i]), 4) for m, v in self.scaled.items()},
+                                  "own": round(float(self.own[i]), 4)}
+        if i in self.expanded:
+            inherited, method, seed, share = self.expanded[i]
+            out["expanded"] = {"method": method, "from_key": seed, "share": round(share, 4),
+                               "inherited": round(inherited, 4)}
+        return out
+
+
+__all__ = ["expand_scored", "finish_scored", "scored_recall"]
