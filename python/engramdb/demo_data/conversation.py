@@ -16,7 +16,7 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
         [
             ("Maya", "Hey Sam! I finally signed the lease, I'm moving to Porto next month."),
             ("Sam", "That's huge! Are you taking the cat with you?"),
-            ("Maya", "Of course, Biscuit comes everywhere with me. Best cat ever, even if she hates the car."),
+            ("Maya", "Of course, my cat Biscuit comes everywhere with me."),
             ("Sam", "How's the job hunt going?"),
             ("Maya", "I have an interview at a bakery near the river on Friday."),
             ("Sam", "You always said you wanted to bake for a living."),
@@ -52,14 +52,14 @@ SESSIONS: list[tuple[datetime, list[tuple[str, str]]]] = [
             ("Maya", "Bring her to the bakery on Saturday, I'll save you two natas."),
             ("Sam", "I switched teams at work, I'm on the mobile app now."),
             ("Maya", "Is that the project with the new manager you mentioned?"),
-            ("Sam", "Yes, Priya is my new manager. She's great, very calm in meetings."),
+            ("Sam", "Yes, my new manager is Priya. She's great."),
             ("Maya", "Biscuit found a sunny window to sleep in all day."),
         ],
     ),
     (
         datetime(2025, 5, 3, 11, 15, tzinfo=timezone.utc),
         [
-            ("Maya", "Big news: I'm leaving the bakery to work for myself, at my own sourdough stall at the Bolhão market."),
+            ("Maya", "Big news: I'm leaving the bakery to work at my own sourdough stall in the Bolhão market."),
             ("Sam", "Wow! When?"),
             ("Maya", "June first. Dona Rosa is lending me her old oven."),
             ("Sam", "I'll design you a logo. Something with a cat and a loaf?"),

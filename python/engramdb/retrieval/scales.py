@@ -4,8 +4,10 @@ scale, and their weighted mean (a convex combination with theoretical bounds, as
 list cannot displace strong hits, and the fused score means the same in every query).
 
 - lexical: BM25 over the query's *ideal* score, the score of a memory of average length holding
-  each query term once (sum of idf x query count: Lucene's tf part is exactly 1 there), clipped
-  at 1. "0.5" = the memory holds half the query's term weight.
+  each query term once (sum of idf x query count: Lucene's tf part is exactly 1 there). "0.5" =
+  the memory holds half the query's term weight. When the best candidate beats the ideal (a
+  term said twice, a short memory), the scale tops out at that best instead, so no two
+  lexical matches ever tie at a clipped 1.
 - semantic: a space's similarity, 0 at its `low` threshold (what unrelated text reaches) and 1 at
   its `high` (a paraphrase), linear between, clipped.
 A hit's score is the weighted mean of its methods' scaled scores over every method the strategy
@@ -29,6 +31,11 @@ def lexical_ideal(ix: Bm25Index | None, terms: np.ndarray, counts: np.ndarray) -
     return float(np.sum(ix.idf(np.asarray(terms, np.int32)) * np.asarray(counts, np.float64)))
 
 
+def stretched_ideal(ideal: float, raw: np.ndarray) -> float:
+    """The lexical scale's top: the ideal score, or the best raw score when it is higher."""
+    return max(float(ideal), float(np.max(raw))) if len(raw) else float(ideal)
+
+
 def lexical_scaled(raw: np.ndarray, ideal: float) -> np.ndarray:
     """BM25 scores on the [0, 1] scale (see the module docstring)."""
     raw = np.asarray(raw, np.float64)
@@ -38,12 +45,10 @@ def lexical_scaled(raw: np.ndarray, ideal: float) -> np.ndarray:
     return out
 
 
-def semantic_scaled(raw: np.ndarray, sp: Space, floor: float | None = None) -> np.ndarray:
+def semantic_scaled(raw: np.ndarray, sp: Space) -> np.ndarray:
     """A space's similarities on the [0, 1] scale: 0 at its `low` threshold, 1 at its `high`."""
     raw = np.asarray(raw, np.float64)
     lo, hi = float(sp.low), float(sp.high)
-    if floor is not None:
-        lo = min(max(lo, floor), hi - 1e-6)
     if not hi > lo:
         return (raw >= hi).astype(np.float64)
     out: np.ndarray = np.clip((raw - lo) / (hi - lo), 0.0, 1.0)

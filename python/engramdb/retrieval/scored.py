@@ -23,13 +23,18 @@ from .fusion import Fused
 from .graph import GRAPH_SEEDS, graph_found
 from .lexical import bm25_keys, bm25_of_keys, namespace_index, sparse_rows
 from .run import Run
-from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled
+from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled, stretched_ideal
 
 LEX_DEPTH = 1_000  # BM25 candidates scored by both methods
 VEC_DEPTH = 100  # the vector index's candidates scored by both methods
+# The main space's say in the weighted mean, against BM25's 1 (times the caller's "vector" weight).
+# A similarity's scale is the space's generic thresholds, and the memories of one conversation sit
+# high on it for any question about it (MiniLM on LoCoMo: the median question-turn cosine is 0.26,
+# the top decile 0.43, an evidence turn's median 0.45, against low 0.3 / high 0.6), while BM25's
+# scale is anchored on the query's own words. At an equal say MiniLM lowered recall on every view
+# (bench/RESULTS.md); at a quarter it adds what BM25 misses without reordering BM25's good hits.
+SEMANTIC_SAY = 0.25
 NEIGHBOUR_SHARE = 0.7  # of its seed's score a neighbouring turn carries (at most)
-BASELINE = 1
-BASELINE_Q = 0.5
 GRAPH_SHARE = 0.5  # of its seed's score a memory an edge away carries (x the edge confidence)
 
 
@@ -132,8 +137,8 @@ class _Scorer:
         self.run = run
         ctx = run.ctx
         self.ideal = lexical_ideal(namespace_index(ctx), *run.terms) if run.terms is not None else 0.0
-        self.floor: float | None = None
-        self.weights = {m: float(run.w.get(m, 1.0)) for m in ("bm25", "vector")}
+        self.weights = {"bm25": float(run.w.get("bm25", 1.0)),
+                        "vector": SEMANTIC_SAY * float(run.w.get("vector", 1.0))}
         if run.terms is None:
             self.weights["bm25"] = 0.0
         if run.qv is None:
@@ -158,6 +163,8 @@ class _Scorer:
             if missing.any():
                 bm[missing] = bm25_of_keys(ctx, run.terms, keys[missing])
             raw["bm25"] = bm
+            if len(bm) and known_bm25 is not None:  # the recall's own candidates set the scale's top
+                self.ideal = stretched_ideal(self.ideal, bm)
         if "vector" in self.weights and len(keys):
             got_k, got_s = rescore_keys(ctx, run.main, run.qv, keys, len(keys))
             order = np.argsort(got_k)
@@ -170,9 +177,7 @@ class _Scorer:
         if "bm25" in raw:
             out["bm25"] = lexical_scaled(raw["bm25"], self.ideal)
         if "vector" in raw:
-            if self.floor is None and BASELINE and len(raw["vector"]):
-                self.floor = float(np.quantile(raw["vector"], BASELINE_Q))
-            out["vector"] = semantic_scaled(raw["vector"], self.run.main, floor=self.floor)
+            out["vector"] = semantic_scaled(raw["vector"], self.run.main)
         return out
 
 
@@ -240,8 +245,8 @@ class _Scored:
                                   "own": round(float(self.own[i]), 4)}
         if i in self.expanded:
             inherited, method, seed, share = self.expanded[i]
-            out["expanded"] = {"method": method, "from_key": seed, "share": round(share, 4),
-                               "inherited": round(inherited, 4)}
+            out["expanded"] = {"method": method, "from_key": int(seed), "share": round(float(share), 4),
+                               "inherited": round(float(inherited), 4)}
         return out
 
 

@@ -41,7 +41,7 @@ from .neighbours import neighbours_found
 from .rerank import scan_locations
 from .routing import enhancer_mode, match_strength, route
 from .run import Run, Stage
-from .scales import lexical_ideal, lexical_scaled
+from .scales import lexical_ideal, lexical_scaled, stretched_ideal
 from .scored import expand_scored, finish_scored, scored_recall
 
 log = logging.getLogger("engramdb.search")
@@ -58,8 +58,9 @@ def bm25_only(run: Run) -> None:
     assert terms is not None
     got = run.ctx.run({"bm25": lambda: bm25_found(run.ctx, terms, run.k)})
     found = got.get("bm25", [])
-    ideal = lexical_ideal(namespace_index(run.ctx), *terms)
-    scaled = lexical_scaled(np.array([s for _, s in found]), ideal).tolist()
+    raw = np.array([s for _, s in found], np.float64)
+    ideal = stretched_ideal(lexical_ideal(namespace_index(run.ctx), *terms), raw)
+    scaled = lexical_scaled(raw, ideal).tolist()
     run.fused = [Fused(loc, c, {"bm25": (i + 1, s)}) for i, ((loc, s), c) in enumerate(zip(found, scaled))]
     run.w = {"bm25": 1.0}
     run.info["scales"] = {"lexical_ideal": round(ideal, 4)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,9 +34,15 @@ def lexical_space(schema: Schema, embedders: Mapping[str, Embedder]) -> Space | 
     return None
 
 
+# Words that place a question in time rather than say what it is about ("where does she work
+# now?"): the time filters answer them (current facts by default, `as_of`), so BM25 does not match
+# them against memories that happen to say "now".
+QUERY_TIME_WORDS = re.compile(r"\b(now|currently|nowadays|presently|these days)\b", re.IGNORECASE)
+
+
 def query_terms(space: Space, embedders: Mapping[str, Embedder], text: str) -> tuple[np.ndarray, np.ndarray]:
-    """(term ids, counts) of a query text in the lexical space."""
-    sb = embedders[space.name].embed([text])
+    """(term ids, counts) of a query text in the lexical space (its time words left out)."""
+    sb = embedders[space.name].embed([QUERY_TIME_WORDS.sub(" ", text)])
     assert isinstance(sb, SparseBatch)
     ids, counts = sb.row(0)
     return np.asarray(ids, np.int32), np.asarray(counts, np.float32)
