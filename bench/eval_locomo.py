@@ -81,7 +81,7 @@ from _views import (  # noqa: F401  (re-exported: callers use ev.*)
 )
 
 # "default": search() with no strategy argument
-DEFAULT_STRATEGIES = ("default", "dense_only", "bm25", "hybrid", "multi_space", "pipeline",
+DEFAULT_STRATEGIES = ("default", "dense_only", "bm25", "rrf", "multi_space", "pipeline",
                       "pipeline+feedback")
 # the plain baseline of SPEC "Quality bar on real data" (date-prefixed turns), and the targets
 BASELINE_R10 = {"MiniLM dense": 0.467, "BM25": 0.598, "RRF": 0.595}
