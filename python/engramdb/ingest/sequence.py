@@ -35,7 +35,7 @@ class TurnCounter:
         sessions = table.column("session_id").to_pylist()
         seqs = table.column("seq").to_pylist()
         if all(s is None or q is not None for s, q in zip(sessions, seqs)):
-            self._note(view, table, sessions, seqs)
+            self._note(table, sessions, seqs)
             return table
         namespaces = table.column("namespace").to_pylist()
         out: list[int | None] = []
@@ -55,7 +55,7 @@ class TurnCounter:
         i = table.schema.get_field_index("seq")
         return table.set_column(i, table.schema.field(i), pa.array(out, table.schema.field(i).type))
 
-    def _note(self, view: View, table: pa.Table, sessions: list, seqs: list) -> None:
+    def _note(self, table: pa.Table, sessions: list[str | None], seqs: list[int | None]) -> None:
         """Caller-given seqs move the count on (only for sessions already counted)."""
         if not self._next:
             return

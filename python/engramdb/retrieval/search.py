@@ -28,8 +28,9 @@ from .fusion import RRF_K, Fused
 from .plan import SearchPlan
 from .recency import TOP as RECENCY_TOP
 from .recency import recency_factor
+from .run import Run
 from .scales import semantic_scaled
-from .strategies import STRATEGIES, Run
+from .strategies import STRATEGIES
 
 
 def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
