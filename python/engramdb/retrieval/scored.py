@@ -54,7 +54,8 @@ def scored_recall(run: Run) -> None:
     run.info["scales"] = s.describe()
     scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64)))
     run.scored = scored
-    run.info["weights"] = dict(run.w)
+    # the says that ranked: the two methods' in the weighted mean, the expansions' on/off
+    run.info["weights"] = {**s.weights, **{m: float(run.w.get(m, 1.0)) for m in ("neighbours", "graph")}}
     run.sizes.update({"bm25": len(bm_keys), "vector": len(vec_keys), "candidates": len(keys)})
     run.lap("recall")
 

@@ -155,7 +155,7 @@ def _fused_hits(run: Run) -> list[Hit]:
         if plan.explain:
             why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": f.score * factor,
                    "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
-                   "weights": weights, "rrf_k": RRF_K, "segment": f.key[0], "row": f.key[1],
+                   "weights": weights, **({"rrf_k": RRF_K} if rrf_max else {}), "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
                    **{key: v for key, v in run.info.items() if key != "weights"}, **f.detail, "failed": ctx.failed}
         hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived))
