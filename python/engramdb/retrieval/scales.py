@@ -9,7 +9,8 @@ list cannot displace strong hits, and the fused score means the same in every qu
   term said twice, a short memory), the scale tops out at that best instead, so no two
   lexical matches ever tie at a clipped 1.
 - semantic: a space's similarity, 0 at its `low` threshold (what unrelated text reaches) and 1 at
-  its `high` (a paraphrase), linear between, clipped.
+  its `high` (a paraphrase), linear between; like the lexical scale it tops out at the best
+  candidate when one is above `high` (so near-duplicates keep their order).
 A hit's score is the weighted mean of its methods' scaled scores over every method the strategy
 ran (a method that did not find it contributes 0), times the recency factor when recency is on.
 """
@@ -45,10 +46,11 @@ def lexical_scaled(raw: np.ndarray, ideal: float) -> np.ndarray:
     return out
 
 
-def semantic_scaled(raw: np.ndarray, sp: Space) -> np.ndarray:
-    """A space's similarities on the [0, 1] scale: 0 at its `low` threshold, 1 at its `high`."""
+def semantic_scaled(raw: np.ndarray, sp: Space, top: float | None = None) -> np.ndarray:
+    """A space's similarities on the [0, 1] scale: 0 at its `low` threshold, 1 at its `high`
+    (or at `top`, the best candidate's similarity when it is above `high`)."""
     raw = np.asarray(raw, np.float64)
-    lo, hi = float(sp.low), float(sp.high)
+    lo, hi = float(sp.low), max(float(sp.high), float(top) if top is not None else float(sp.high))
     if not hi > lo:
         return (raw >= hi).astype(np.float64)
     out: np.ndarray = np.clip((raw - lo) / (hi - lo), 0.0, 1.0)

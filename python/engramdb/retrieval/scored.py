@@ -43,7 +43,7 @@ def scored_recall(run: Run) -> None:
     ctx, terms, w = run.ctx, run.terms, run.w
     methods = {}
     if terms is not None and w.get("bm25", 1.0) > 0:
-        methods["bm25"] = lambda: bm25_keys(ctx, terms, LEX_DEPTH, sorted_k=0)
+        methods["bm25"] = lambda: bm25_keys(ctx, terms, max(LEX_DEPTH, run.k), sorted_k=0)
     if run.qv is not None and w.get("vector", 1.0) > 0:
         methods["vector"] = lambda: _vector_keys(ctx, run)
     got = ctx.run(methods)
@@ -51,10 +51,10 @@ def scored_recall(run: Run) -> None:
     vec_keys = got.get("vector", (np.empty(0, np.int64), np.empty(0)))[0]
     keys = np.unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
     s = _Scorer(run, failed=set(methods) - set(got))
-    run.info["scales"] = s.describe()
     scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64)))
     run.scored = scored
     # the says that ranked: the two methods' in the weighted mean, the expansions' on/off
+    run.info["scales"] = s.scales()
     run.info["weights"] = {**s.weights, **{m: float(run.w.get(m, 1.0)) for m in ("neighbours", "graph")}}
     run.sizes.update({"bm25": len(bm_keys), "vector": len(vec_keys), "candidates": len(keys)})
     run.lap("recall")
@@ -97,7 +97,7 @@ def expand_scored(run: Run) -> None:
 def finish_scored(run: Run) -> None:
     """The `fused` best as located, explained hits (the score is the calibrated one)."""
     scored: _Scored = run.scored
-    top = scored.order()[: run.st["fused"]]
+    top = scored.order()[: max(run.k, run.st["fused"])]
     locs = run.ctx.view.locs(scored.keys[top])
     run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i))
                  for loc, i in zip(locs, top.tolist())]
@@ -108,7 +108,7 @@ def finish_scored(run: Run) -> None:
 
 # ---------------------------------------------------------------------------------------- helpers
 def _vector_keys(ctx: QueryContext, run: Run) -> tuple[np.ndarray, np.ndarray]:
-    found, _ = dense_found(ctx, run.main, run.qv, VEC_DEPTH)
+    found, _ = dense_found(ctx, run.main, run.qv, max(VEC_DEPTH, run.k))
     locs: list[Loc] = [(si, row) for _, si, row in found]
     return ctx.view.keys(locs), np.array([s for s, _, _ in found], np.float64)
 
@@ -138,6 +138,7 @@ class _Scorer:
         self.run = run
         ctx = run.ctx
         self.ideal = lexical_ideal(namespace_index(ctx), *run.terms) if run.terms is not None else 0.0
+        self.top: float | None = None  # the semantic scale's top: the space's high, or the best above it
         self.weights = {"bm25": float(run.w.get("bm25", 1.0)),
                         "vector": SEMANTIC_SAY * float(run.w.get("vector", 1.0))}
         if run.terms is None:
@@ -149,6 +150,12 @@ class _Scorer:
     def describe(self) -> dict[str, object]:
         sp = self.run.main
         return {"lexical_ideal": round(self.ideal, 4), "semantic": {"space": sp.name, "low": sp.low, "high": sp.high}}
+
+    def scales(self) -> dict[str, object]:
+        """The scales as they ended (the lexical and semantic tops set by the candidates)."""
+        out = self.describe()
+        out["semantic"]["top"] = self.top  # type: ignore[index]
+        return out
 
     def score(self, keys: np.ndarray, known_bm25: tuple[np.ndarray, np.ndarray] | None = None) -> _Scored:
         run, ctx = self.run, self.run.ctx
@@ -178,7 +185,9 @@ class _Scorer:
         if "bm25" in raw:
             out["bm25"] = lexical_scaled(raw["bm25"], self.ideal)
         if "vector" in raw:
-            out["vector"] = semantic_scaled(raw["vector"], self.run.main)
+            if self.top is None and len(raw["vector"]):  # the recall's own candidates set the scale's top
+                self.top = max(float(self.run.main.high), float(np.max(raw["vector"])))
+            out["vector"] = semantic_scaled(raw["vector"], self.run.main, top=self.top)
         return out
 
 
@@ -197,9 +206,10 @@ class _Scored:
         self._ranks: dict[str, np.ndarray] | None = None
 
     def order(self) -> np.ndarray:
-        """Indices best first: final score, then the raw BM25 score, then the key (deterministic)."""
-        tie = self.raw.get("bm25", np.zeros(len(self.keys)))
-        return np.lexsort((self.keys, -tie, -self.final))
+        """Indices best first: final score, then the raw BM25 score, the raw similarity, the key
+        (so the order is total and deterministic)."""
+        zero = np.zeros(len(self.keys))
+        return np.lexsort((self.keys, -self.raw.get("vector", zero), -self.raw.get("bm25", zero), -self.final))
 
     def best(self, n: int) -> list[int]:
         return [int(k) for k in self.keys[self.order()[:n]] if self.final[self._pos[int(k)]] > 0]

@@ -83,12 +83,14 @@ def _dense_hits(ctx: QueryContext, qv: Any) -> list[Hit]:
     found, info = dense_found(ctx, sp, qv, plan.k, plan.strategy)
     memories = view.memories_at([(si, row) for _, si, row in found])
     hits = []
-    scaled = semantic_scaled(np.array([score for score, _, _ in found]), sp).tolist()
+    raw = np.array([score for score, _, _ in found], np.float64)
+    top = float(raw.max()) if len(raw) else None  # the scale tops out at the best hit above `high`
+    scaled = semantic_scaled(raw, sp, top=top).tolist()
     for (score, si, row), m, sc in zip(found, memories, scaled):
         why = None
         if plan.explain:
             why = {"space": sp.name, "metric": sp.metric, "segment": si, "row": row, "raw": float(score),
-                   "score": sc, "scales": {"semantic": {"space": sp.name, "low": sp.low, "high": sp.high}},
+                   "score": sc, "scales": {"semantic": {"space": sp.name, "low": sp.low, "high": sp.high, "top": top}},
                    "strategy": info["index"] if info is not None else "exact"}
             if info is not None:
                 why["tree"] = info
