@@ -28,6 +28,8 @@ class Model:
     forgotten: bool = False
     superseded: bool = False  # valid_until set in the past
     archived: bool = False  # content moved to an archive file (J7)
+    session: str | None = None
+    seq: int | None = None  # the turn's position: given, or the store's count (ingest/sequence.py)
 
 
 NAMESPACES = ("a", "b")
@@ -46,6 +48,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.purged: set[str] = set()
         self.edges: dict[tuple[str, str, str], float] = {}  # (src, dst, type) -> confidence
         self.counter = 0
+        self.turns: dict[tuple[str, str], int] = {}  # the writer's next seq per (namespace, session)
 
     def open(self) -> Any:
         return open_store(self.dir / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off",  # type: ignore[arg-type]
@@ -61,6 +64,28 @@ class StoreMachine(RuleBasedStateMachine):
         self.counter += 1
         self.db.add(content, namespace=ns, id=mid)
         self.model[mid] = Model(content, ns)
+
+    @rule(contents=st.lists(CONTENT, min_size=1, max_size=3), ns=st.sampled_from(NAMESPACES),
+          session=st.sampled_from(["s1", "s2"]), given=st.lists(st.none() | st.integers(0, 12), min_size=3, max_size=3))
+    def add_turns(self, contents: list[str], ns: str, session: str, given: list[int | None]) -> None:
+        """A batch of turns of one session, some with their own seq: the rest are counted on."""
+        records = []
+        for content, seq in zip(contents, given):
+            mid = f"m{self.counter}"
+            self.counter += 1
+            records.append({"content": content, "namespace": ns, "id": mid, "session_id": session, "seq": seq})
+        self.db.add_many(records)
+        key = (ns, session)
+        if any(r["seq"] is None for r in records) and key not in self.turns:
+            held = [m.seq for k, m in self.model.items() if (m.namespace, m.session) == key and m.seq is not None]
+            self.turns[key] = max(held, default=-1) + 1
+        for r in records:
+            seq = r["seq"]
+            if key in self.turns:
+                if seq is None:
+                    seq = self.turns[key]
+                self.turns[key] = max(self.turns[key], seq + 1)
+            self.model[r["id"]] = Model(r["content"], ns, session=session, seq=seq)
 
     def changeable(self) -> list[str]:
         return sorted(k for k, m in self.model.items() if not m.forgotten and not m.archived)
@@ -167,6 +192,7 @@ class StoreMachine(RuleBasedStateMachine):
     def reopen(self) -> None:
         self.db.close()
         self.db = self.open()
+        self.turns.clear()  # a new writer reads the positions from the store
 
     @invariant()
     def get_matches_the_model(self) -> None:
@@ -175,6 +201,7 @@ class StoreMachine(RuleBasedStateMachine):
             assert got is not None
             content = "" if m.archived else m.content  # archived text is never handed out
             assert (got.content, got.namespace, got.version) == (content, m.namespace, m.version)
+            assert (got.session_id, got.seq) == (m.session, m.seq)
             assert self.db.is_archived(mid) == m.archived
             assert (got.forgotten_at is not None) == m.forgotten
             assert (self.db.get(mid) is None) == m.forgotten
