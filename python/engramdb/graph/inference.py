@@ -60,8 +60,10 @@ def infer_edges(engine: Engine, indexes: Indexes, embedders: Mapping[str, Embedd
             continue
         report.memories += 1
         hits = nearest(view.row_vector(memory.id, main.name), memory.namespace, candidates + 1)
-        cands = [Candidate(h.memory, float(h.score), match_strength(float(h.score), main.high, main.low))
-                 for h in hits if h.id != memory.id][:candidates]
+        # the main space's raw similarity (a hit's score is on the [0, 1] search scale)
+        sims = [float(h.explain["raw"]) if h.explain and "raw" in h.explain else float(h.score) for h in hits]
+        cands = [Candidate(h.memory, sim, match_strength(sim, main.high, main.low))
+                 for h, sim in zip(hits, sims) if h.id != memory.id][:candidates]
         infer = inferrer
         if infer is None:
             infer = heuristics.get(memory.namespace)

@@ -231,7 +231,7 @@ class Store(Reads):
         below the bar, what was rejected and why, and where the inferrer failed.
         """
         def nearest(vector: Embedding, namespace: str, k: int) -> Hits:
-            return self.search(vector, namespace=namespace, k=k)
+            return self.search(vector, namespace=namespace, k=k, explain=True)  # explain holds the raw similarity
 
         return inference.infer_edges(self._engine, self._indexes, self.embedders, nearest, ids, namespace,
                                      inferrer, candidates, min_confidence)
