@@ -22,6 +22,7 @@ from .dense import dense_found, rescore_keys
 from .fusion import Fused
 from .graph import GRAPH_SEEDS, graph_found
 from .lexical import bm25_keys, bm25_of_keys, namespace_index, sparse_rows
+from .neighbours import neighbour_pairs
 from .run import Run
 from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled, stretched_ideal
 
@@ -68,21 +69,14 @@ def expand_scored(run: Run) -> None:
     extra: dict[int, tuple[float, str, int, float]] = {}  # key -> (inherited score, method, seed key, share)
     view = ctx.view
     if seeds and w.get("neighbours", 1.0) > 0:
-        turns = ctx.indexes.turns.get(view, ctx.namespace)
-        seed_mass = _idf_mass(ctx, run, np.array(seeds, np.int64))
-        for seed, mass in zip(seeds, seed_mass):
-            si, row = view.locs(np.array([seed], np.int64))[0]
-            sess, names, seq = view.segments[si].turns()
-            if sess[row] < 0 or seq[row] < 0:
-                continue
-            for step in (1, -1):
-                loc = turns.get((names[int(sess[row])], int(seq[row]) + step))
-                if loc is None or not bool(ctx.rows_ok(loc[0], np.array([loc[1]]))[0]):
-                    continue
-                key = int(view.keys([loc])[0])
-                said = float(_idf_mass(ctx, run, np.array([key], np.int64))[0])
-                share = min(1.0, said / mass) if mass > 0 else 0.0
-                _offer(extra, key, NEIGHBOUR_SHARE * share * scored.score_of(seed), "neighbours", seed, share)
+        pairs = neighbour_pairs(ctx, view.locs(np.array(seeds, np.int64)))
+        if pairs:
+            near = view.keys([loc for _, loc in pairs])
+            mass = _idf_mass(ctx, np.concatenate([np.array(seeds, np.int64), near]))
+            seed_mass, said = mass[: len(seeds)], mass[len(seeds):]
+            for (i, _), key, m in zip(pairs, near.tolist(), said.tolist()):
+                share = min(1.0, m / seed_mass[i]) if seed_mass[i] > 0 else 0.0
+                _offer(extra, key, NEIGHBOUR_SHARE * share * scored.score_of(seeds[i]), "neighbours", seeds[i], share)
     if seeds and w.get("graph", 1.0) > 0 and view.edge_rows:
         for seed in seeds:
             loc = view.locs(np.array([seed], np.int64))[0]
@@ -90,7 +84,7 @@ def expand_scored(run: Run) -> None:
                 key = int(view.keys([hop_loc])[0])
                 _offer(extra, key, GRAPH_SHARE * conf * scored.score_of(seed), "graph", seed, conf)
     if extra:
-        scored.add_expanded(run, extra)
+        scored.add_expanded(extra)
     run.lap("expand")
 
 
@@ -113,13 +107,24 @@ def _vector_keys(ctx: QueryContext, run: Run) -> tuple[np.ndarray, np.ndarray]:
     return ctx.view.keys(locs), np.array([s for s, _, _ in found], np.float64)
 
 
+def _values_at(src_keys: np.ndarray, src_values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The value `src_keys` give each of `keys` (NaN where a key is not among them)."""
+    out = np.full(len(keys), np.nan)
+    if len(src_keys):
+        order = np.argsort(src_keys)
+        pos = np.minimum(np.searchsorted(src_keys, keys, sorter=order), len(order) - 1)
+        hit = src_keys[order[pos]] == keys
+        out[hit] = np.asarray(src_values, np.float64)[order[pos[hit]]]
+    return out
+
+
 def _offer(extra: dict[int, tuple[float, str, int, float]], key: int, score: float, method: str, seed: int,
            share: float) -> None:
     if score > extra.get(key, (-1.0,))[0]:
         extra[key] = (score, method, seed, share)
 
 
-def _idf_mass(ctx: QueryContext, run: Run, keys: np.ndarray) -> np.ndarray:
+def _idf_mass(ctx: QueryContext, keys: np.ndarray) -> np.ndarray:
     """The summed idf of each memory's distinct terms: how much it says (0 without a lexical space)."""
     ix = namespace_index(ctx)
     out = np.zeros(len(keys))
@@ -139,34 +144,21 @@ class _Scorer:
         ctx = run.ctx
         self.ideal = lexical_ideal(namespace_index(ctx), *run.terms) if run.terms is not None else 0.0
         self.top: float | None = None  # the semantic scale's top: the space's high, or the best above it
-        self.weights = {"bm25": float(run.w.get("bm25", 1.0)),
-                        "vector": SEMANTIC_SAY * float(run.w.get("vector", 1.0))}
-        if run.terms is None:
-            self.weights["bm25"] = 0.0
-        if run.qv is None:
-            self.weights["vector"] = 0.0
-        self.weights = {m: v for m, v in self.weights.items() if v > 0 and m not in failed}
-
-    def describe(self) -> dict[str, object]:
-        sp = self.run.main
-        return {"lexical_ideal": round(self.ideal, 4), "semantic": {"space": sp.name, "low": sp.low, "high": sp.high}}
+        says = {"bm25": float(run.w.get("bm25", 1.0)) if run.terms is not None else 0.0,
+                "vector": SEMANTIC_SAY * float(run.w.get("vector", 1.0)) if run.qv is not None else 0.0}
+        self.weights = {m: v for m, v in says.items() if v > 0 and m not in failed}
 
     def scales(self) -> dict[str, object]:
         """The scales as they ended (the lexical and semantic tops set by the candidates)."""
-        out = self.describe()
-        out["semantic"]["top"] = self.top  # type: ignore[index]
-        return out
+        sp = self.run.main
+        return {"lexical_ideal": round(self.ideal, 4),
+                "semantic": {"space": sp.name, "low": sp.low, "high": sp.high, "top": self.top}}
 
     def score(self, keys: np.ndarray, known_bm25: tuple[np.ndarray, np.ndarray] | None = None) -> _Scored:
         run, ctx = self.run, self.run.ctx
         raw: dict[str, np.ndarray] = {}
         if "bm25" in self.weights and run.terms is not None:
-            bm = np.full(len(keys), np.nan)
-            if known_bm25 is not None and len(known_bm25[0]):
-                order = np.argsort(known_bm25[0])
-                pos = np.minimum(np.searchsorted(known_bm25[0], keys, sorter=order), len(order) - 1)
-                hit = known_bm25[0][order[pos]] == keys
-                bm[hit] = known_bm25[1][order[pos[hit]]]
+            bm = _values_at(*known_bm25, keys) if known_bm25 is not None else np.full(len(keys), np.nan)
             missing = np.isnan(bm)
             if missing.any():
                 bm[missing] = bm25_of_keys(ctx, run.terms, keys[missing])
@@ -174,10 +166,7 @@ class _Scorer:
             if len(bm) and known_bm25 is not None:  # the recall's own candidates set the scale's top
                 self.ideal = stretched_ideal(self.ideal, bm)
         if "vector" in self.weights and len(keys):
-            got_k, got_s = rescore_keys(ctx, run.main, run.qv, keys, len(keys))
-            order = np.argsort(got_k)
-            vec = np.asarray(got_s, np.float64)[order][np.searchsorted(got_k[order], keys)]
-            raw["vector"] = vec
+            raw["vector"] = _values_at(*rescore_keys(ctx, run.main, run.qv, keys, len(keys)), keys)
         return _Scored(keys, raw, self)
 
     def scaled(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -212,12 +201,13 @@ class _Scored:
         return np.lexsort((self.keys, -self.raw.get("vector", zero), -self.raw.get("bm25", zero), -self.final))
 
     def best(self, n: int) -> list[int]:
-        return [int(k) for k in self.keys[self.order()[:n]] if self.final[self._pos[int(k)]] > 0]
+        """The keys of the n best that match at all."""
+        return [int(self.keys[i]) for i in self.order()[:n] if self.final[i] > 0]
 
     def score_of(self, key: int) -> float:
         return float(self.final[self._pos[key]])
 
-    def add_expanded(self, run: Run, extra: dict[int, tuple[float, str, int, float]]) -> None:
+    def add_expanded(self, extra: dict[int, tuple[float, str, int, float]]) -> None:
         new = np.array([k for k in extra if k not in self._pos], np.int64)
         if len(new):
             more = self.scorer.score(new)
@@ -227,6 +217,7 @@ class _Scored:
             self.own = np.concatenate([self.own, more.own])
             self.final = np.concatenate([self.final, more.own])
             self._pos = {int(k): i for i, k in enumerate(self.keys.tolist())}
+            self._ranks = None  # ranks are among every candidate
         for key, (inherited, method, seed, share) in extra.items():
             i = self._pos[key]
             self.final[i] = max(self.final[i], inherited)
@@ -235,8 +226,8 @@ class _Scored:
     def methods(self, i: int) -> dict[str, tuple[int, float]]:
         """Per method its (rank among the candidates, raw score): every candidate is scored by
         both methods; an expansion as (1, the score it inherited)."""
-        if self._ranks is None or len(self._ranks.get("_n", ())) != len(self.keys):
-            self._ranks = {"_n": self.keys}
+        if self._ranks is None:
+            self._ranks = {}
             for m, raw in self.raw.items():
                 r = np.empty(len(raw), np.int64)
                 r[np.argsort(-raw, kind="stable")] = np.arange(1, len(raw) + 1)
