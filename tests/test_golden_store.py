@@ -114,27 +114,50 @@ def test_a_v1_store_is_upgraded_when_opened_for_writing(tmp_path: Path) -> None:
 
 
 GOLDEN_BM25 = Path(__file__).parent / "golden" / "bm25-v1"
+GOLDEN_BM25_V2 = Path(__file__).parent / "golden" / "bm25-v2"
+BM25_QUERIES = [("alice", "bakery sourdough"), ("alice", "cat Biscuit"), ("bob", "sourdough tea")]
 
 
-def test_golden_bm25_index_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -> None:
-    """tests/golden/bm25-v1 (tools/make_golden_bm25.py): the saved BM25 file of format 1 is read,
-    not rebuilt, and ranks exactly as an index rebuilt from the segments does."""
-    queries = [("alice", "bakery sourdough"), ("alice", "cat Biscuit"), ("bob", "sourdough tea")]
+def _bm25_answers(path: Path, queries: list[tuple[str, str]], strategy: str = "bm25") -> list[list[tuple[str, float]]]:
+    with engramdb.open(path, read_only=True) as db:
+        return [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy=strategy)]
+                for ns, q in queries]
+
+
+def _without_index_files(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    for f in (dest / "index").glob("*"):
+        if f.name.startswith(("bm25-", "passages-")):
+            f.unlink()
+    return dest
+
+
+def test_golden_bm25_v1_is_rebuilt_and_ranks_like_a_rebuild(tmp_path: Path) -> None:
+    """tests/golden/bm25-v1: a BM25 file of format 1 (before passages) is named as outdated and
+    rebuilt from the segments, never adopted; the answers are the same as a rebuild's."""
     with engramdb.open(GOLDEN_BM25, read_only=True) as db:
-        saved = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
-                 for ns, q in queries]
-        assert db.stats()["index_files"] == {"bm25-lexical": "adopted"}  # from the file
-    copy = tmp_path / "s"
-    shutil.copytree(GOLDEN_BM25, copy)
-    for f in (copy / "index").glob("bm25-*"):
-        f.unlink()
-    with engramdb.open(copy, read_only=True) as db:
-        rebuilt = [[(h.id, round(h.score, 5)) for h in db.search(q, namespace=ns, k=5, strategy="bm25")]
-                   for ns, q in queries]
-        assert db.stats()["index_files"] == {"bm25-lexical": "missing"}
-    assert saved == rebuilt
+        db.search("bakery", namespace="alice", strategy="bm25")
+        assert db.stats()["index_files"] == {"bm25-lexical": "format 1"}
+    saved = _bm25_answers(GOLDEN_BM25, BM25_QUERIES)
+    assert saved == _bm25_answers(_without_index_files(GOLDEN_BM25, tmp_path / "s"), BM25_QUERIES)
     assert [h[0] for h in saved[0]][:2] == ["alice-2", "alice-1"]  # both bakery turns, the sourdough one first
     assert {h[0] for h in saved[2]} == {"bob-0", "bob-1"}  # namespace bob only
+
+
+def test_golden_bm25_v2_with_passages_is_adopted_and_ranks_like_a_rebuild(tmp_path: Path) -> None:
+    """tests/golden/bm25-v2 (tools/make_golden_bm25.py): the BM25 file of format 2 and the passage
+    vectors (format 1) are read, not rebuilt, and answer exactly as indexes rebuilt from the
+    segments do; the long memory is found by its passage and says where it is."""
+    queries = [*BM25_QUERIES, ("alice", "oven kitchen")]
+    with engramdb.open(GOLDEN_BM25_V2, read_only=True) as db:
+        hit = db.search("Who bought the old oven?", namespace="alice", k=1)[0]
+        assert db.stats()["index_files"] == {"bm25-lexical": "adopted", "passages-dense": "adopted"}
+        assert hit.id == "alice-4" and hit.passage is not None
+        assert "old oven" in hit.memory.content[hit.passage[0]:hit.passage[1]]
+    saved = [*_bm25_answers(GOLDEN_BM25_V2, queries), *_bm25_answers(GOLDEN_BM25_V2, queries, "hybrid")]
+    copy = _without_index_files(GOLDEN_BM25_V2, tmp_path / "s")
+    assert saved == [*_bm25_answers(copy, queries), *_bm25_answers(copy, queries, "hybrid")]
+    assert saved[3][0][0] == "alice-4"
 
 
 def test_golden_v3_opens_read_only_in_place_with_every_checksum() -> None:

@@ -119,7 +119,7 @@ def test_a_failing_method_is_logged_and_skipped(monkeypatch: pytest.MonkeyPatch,
     if strategy == "rrf":
         monkeypatch.setattr(strategies, "bm25_found", broken)
     else:
-        monkeypatch.setattr(scored, "bm25_keys", broken)
+        monkeypatch.setattr(scored, "bm25_parts", broken)
     with caplog.at_level(logging.WARNING, logger="engramdb.search"):
         hits = db.search("Caroline support group", namespace="a", k=3, strategy=strategy, explain=True)
     assert hits, "the other methods still answer"

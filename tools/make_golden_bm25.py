@@ -22,6 +22,9 @@ TEXTS = {
               "The bakery opens at six and sells sourdough", "Alice adopted a cat called Biscuit"],
     "bob": ["Bob likes green tea", "Bob's bakery order: two sourdough loaves"],
 }
+# from format 2 on: a memory longer than one passage (C7), its one bakery sentence near the end
+FILLER = "The market report covered rain in the hills and traffic on the ring road that week. "
+TEXTS["alice"].append(FILLER * 30 + "Alice finally bought the bakery's old oven for her own kitchen. " + FILLER * 5)
 
 
 def main() -> None:

@@ -8,6 +8,10 @@ merge. Adding is then amortised O(log n) per posting and a query scores O(log n)
 corpus statistics (N, document frequency, average length) always cover every chunk, so scores
 match a from-scratch index exactly.
 
+A document may be one passage of a longer memory (C7, spaces/passages.py): the passages of one
+key are consecutive documents, each with its passage number (`parts`), and a key scores as its
+best passage (searches return each key once).
+
 Scoring is Lucene's BM25: idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (never negative),
 tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avgdl)), summed over query terms, each term
 weighted by how often the query holds it.
@@ -90,6 +94,8 @@ class Bm25Index:
         self.chunks: list[Chunk] = []
         self.keys = np.empty(0, np.int64)
         self.lengths = np.empty(0, np.float32)
+        self.parts = np.empty(0, np.int32)  # passage number of each document (0: the first or only one)
+        self.extra = 0  # documents beyond the first of their key (passages after the first)
         self._norm: np.ndarray | None = None
         self._sorter: np.ndarray | None = None  # argsort of keys (docs_of), built on first use
         self._mask_cache: tuple[np.ndarray, int, np.ndarray] | None = None  # (filter, documents, by doc)
@@ -101,12 +107,18 @@ class Bm25Index:
     def postings(self) -> int:
         return sum(len(c.docs) for c in self.chunks)
 
-    def add(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray,
+            parts: np.ndarray | None = None) -> None:
         """Index documents: row i (terms[indptr[i]:indptr[i+1]] with their counts) under keys[i].
 
         Within a row, term ids must be unique (the lexical space's rows are); counts > 0.
+        `parts`: each row's passage number; a key's passages are consecutive rows numbered from 0
+        (default: every row its key's only document).
         """
         keys = np.asarray(keys, np.int64)
+        parts = np.zeros(len(keys), np.int32) if parts is None else np.asarray(parts, np.int32)
+        if len(parts) != len(keys):
+            raise ValueError(f"add: {len(keys)} keys but {len(parts)} passage numbers")
         indptr = np.asarray(indptr, np.int64)
         terms = np.asarray(terms, np.int32)
         counts = np.asarray(counts, np.float32)
@@ -118,6 +130,8 @@ class Bm25Index:
             return
         first = len(self.keys)
         self.keys = np.concatenate([self.keys, keys])
+        self.parts = np.concatenate([self.parts, parts])
+        self.extra += int(np.count_nonzero(parts))
         row_of = np.repeat(np.arange(len(keys)), np.diff(indptr))
         lengths = np.bincount(row_of, weights=counts, minlength=len(keys))
         self.lengths = np.concatenate([self.lengths, lengths.astype(np.float32)])
@@ -127,11 +141,12 @@ class Bm25Index:
             self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
         self._norm = None
 
-    def added(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> Bm25Index:
+    def added(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray,
+              parts: np.ndarray | None = None) -> Bm25Index:
         """A new index holding these documents too; this one is left as it was (searches reading
         it meanwhile are unaffected: the two share every chunk neither changes)."""
         new = self._copy()
-        new.add(keys, indptr, terms, counts)
+        new.add(keys, indptr, terms, counts, parts)
         return new
 
     def prefix(self, n: int) -> Bm25Index:
@@ -139,7 +154,8 @@ class Bm25Index:
         if n >= len(self.keys):
             return self
         new = Bm25Index(k1=self.k1, b=self.b)
-        new.keys, new.lengths = self.keys[:n], self.lengths[:n]
+        new.keys, new.lengths, new.parts = self.keys[:n], self.lengths[:n], self.parts[:n]
+        new.extra = int(np.count_nonzero(new.parts))
         first = 0
         for c in self.chunks:  # chunks hold consecutive runs of documents, oldest first
             if first >= n:
@@ -157,7 +173,7 @@ class Bm25Index:
     def _copy(self) -> Bm25Index:
         new = Bm25Index(k1=self.k1, b=self.b)
         new.chunks = list(self.chunks)
-        new.keys, new.lengths = self.keys, self.lengths
+        new.keys, new.lengths, new.parts, new.extra = self.keys, self.lengths, self.parts, self.extra
         return new
 
     def norm(self) -> np.ndarray:
@@ -167,16 +183,43 @@ class Bm25Index:
             self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
         return self._norm
 
-    def docs_of(self, keys: np.ndarray) -> np.ndarray:
-        """The document number of each caller key (-1 for a key not indexed here)."""
+    def score_keys(self, terms: np.ndarray, counts: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(score, passage) of each caller key: the BM25 score of its best document and that
+        document's passage number, read from the postings (0 and 0 for a key not indexed here or
+        matching no term). Exactly what `search` would say of it, for any keys."""
         keys = np.asarray(keys, np.int64)
+        scores, parts = np.zeros(len(keys)), np.zeros(len(keys), np.int32)
+        terms = np.asarray(terms, np.int32).reshape(-1)
+        if len(self.keys) == 0 or len(keys) == 0 or len(terms) == 0:
+            return scores, parts
         if self._sorter is None or len(self._sorter) != len(self.keys):
             self._sorter = np.argsort(self.keys, kind="stable")
-        if len(self.keys) == 0:
-            return np.full(len(keys), -1, np.int64)
-        pos = np.minimum(np.searchsorted(self.keys, keys, sorter=self._sorter), len(self.keys) - 1)
-        docs = self._sorter[pos]
-        return np.where(self.keys[docs] == keys, docs, -1).astype(np.int64)
+        sorted_keys = self.keys[self._sorter]
+        lo = np.searchsorted(sorted_keys, keys, "left")
+        n_docs = np.searchsorted(sorted_keys, keys, "right") - lo
+        owner = np.repeat(np.arange(len(keys)), n_docs)  # every document of every key
+        docs = self._sorter[np.repeat(lo - np.cumsum(n_docs) + n_docs, n_docs) + np.arange(int(n_docs.sum()))]
+        weight = self.idf(terms) * np.asarray(counts, np.float64).reshape(-1)
+        norm = self.norm()[docs].astype(np.float64)
+        got = np.zeros(len(docs))
+        for c in self.chunks:
+            for row, w in zip(c.rows_of(terms).tolist(), weight.tolist()):
+                if row < 0:
+                    continue
+                a, b = int(c.indptr[row]), int(c.indptr[row + 1])
+                posting = c.docs[a:b]  # ascending
+                pos = np.minimum(np.searchsorted(posting, docs), b - a - 1)
+                hit = posting[pos] == docs
+                tf = c.tf[a + pos[hit]].astype(np.float64)
+                got[hit] += w * tf * (self.k1 + 1) / (tf + norm[hit])
+        if len(docs):  # each key's best document (the first passage among equals)
+            best = np.lexsort((self.parts[docs], -got, owner))
+            first = np.ones(len(best), bool)
+            first[1:] = owner[best][1:] != owner[best][:-1]
+            pick = best[first]
+            scores[owner[pick]] = got[pick]
+            parts[owner[pick]] = self.parts[docs[pick]]
+        return scores, parts
 
     def df(self, terms: np.ndarray) -> np.ndarray:
         """How many documents of the whole index hold each term (int64)."""
@@ -202,20 +245,38 @@ class Bm25Index:
         allowed: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
         sorted_k: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, scores) of the k best documents for a query's term ids and counts, best first.
+        """(keys, scores) of the k best keys for a query's term ids and counts, best first
+        (`search_parts` also says which passage of each scored).
 
         `allowed`: a bool array indexed by key, or a function from keys to bools; documents it
         refuses are never returned (filtered inside the scan, before the top-k cut).
         `sorted_k`: only the first sorted_k need to be in order (the rest follow, unordered, each
         worse than those): a candidate stage that ranks only its head skips sorting its tail.
         """
+        keys, scores, _ = self.search_parts(terms, counts, k, allowed=allowed, sorted_k=sorted_k)
+        return keys, scores
+
+    def search_parts(
+        self,
+        terms: np.ndarray,
+        counts: np.ndarray,
+        k: int,
+        *,
+        allowed: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
+        sorted_k: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, scores, passage numbers) of the k best keys, each key once at its best passage
+        (see `search`)."""
         terms = np.asarray(terms, np.int32).reshape(-1)
         counts = np.asarray(counts, np.float32).reshape(-1)
         if len(terms) != len(counts):
             raise ValueError(f"terms has {len(terms)} entries but counts has {len(counts)}")
         if k < 1 or len(self.keys) == 0 or len(terms) == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
+            return np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.int32)
         n = len(self.keys)
+        want = k  # documents to take: k keys may need k + every extra passage
+        if self.extra:
+            k, sorted_k = min(n, k + self.extra), None
         df = self.df(terms) if len(self.chunks) > 1 else None  # idf counts documents over every chunk
         mask = None
         if callable(allowed):
@@ -239,10 +300,16 @@ class Bm25Index:
             found_d.append(idx)
             found_s.append(sc)
         if len(found_d) == 1:  # one chunk: the kernel's order is already final
-            return self.keys[found_d[0]], found_s[0]
-        docs, scores = np.concatenate(found_d), np.concatenate(found_s)
-        order = np.lexsort((docs, -scores))[:k]
-        return self.keys[docs[order]], scores[order]
+            docs, scores = found_d[0], found_s[0]
+        else:
+            docs, scores = np.concatenate(found_d), np.concatenate(found_s)
+            order = np.lexsort((docs, -scores))[:k]
+            docs, scores = docs[order], scores[order]
+        if self.extra:  # best first: a key's first document is its best passage
+            _, first = np.unique(self.keys[docs], return_index=True)
+            first = np.sort(first)[:want]
+            docs, scores = docs[first], scores[first]
+        return self.keys[docs], scores, self.parts[docs]
 
     # ------------------------------------------------------------------------------ persistence
     def compact(self) -> None:
@@ -263,7 +330,7 @@ class Bm25Index:
         c = chunks[0] if chunks else Chunk(np.empty(0, np.int32), np.zeros(1, np.int64),
                                                      np.empty(0, np.int32), np.empty(0, np.float32), 0)
         return {"terms": c.terms, "indptr": c.indptr, "docs": c.docs, "tf": c.tf, "keys": self.keys,
-                "lengths": self.lengths}
+                "lengths": self.lengths, "parts": self.parts}
 
     @staticmethod
     def from_arrays(a: dict[str, np.ndarray], *, k1: float = K1, b: float = B) -> Bm25Index:
@@ -278,7 +345,10 @@ class Bm25Index:
             raise ValueError("BM25 posting offsets are not a valid CSR")
         if len(docs) and (docs.min() < 0 or docs.max() >= len(keys)):
             raise ValueError("BM25 postings name a document that does not exist")
-        ix.keys, ix.lengths = keys, lengths
+        parts = np.asarray(a["parts"], np.int32) if "parts" in a else np.zeros(len(keys), np.int32)
+        if len(parts) != len(keys) or (len(parts) and parts.min() < 0):
+            raise ValueError("BM25 passage numbers disagree with the documents")
+        ix.keys, ix.lengths, ix.parts, ix.extra = keys, lengths, parts, int(np.count_nonzero(parts))
         if len(keys):
             ix.chunks = [Chunk(terms, indptr, docs, tf, len(keys))]
         return ix

@@ -11,6 +11,9 @@ the old one (`Bm25Index.added`), so searches never wait for it. A search scores 
 its snapshot's documents: when the published version holds newer documents of its namespace,
 it reads a prefix of that namespace's index (corpus statistics included).
 
+A memory longer than a passage (C7, spaces/passages.py) is indexed as its passages, each
+analysed by the lexical space's own embedder: a key then scores as its best passage.
+
 Saved, like the trees, as derived data: `index/bm25-<space>.arrow` (one row per namespace: the
 postings as one CSR, the document keys and lengths) with a JSON sidecar (format, epoch, rows
 covered, size, CRC-32). A missing, stale or corrupt file is rebuilt from the segments.
@@ -27,16 +30,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..spaces.protocol import SparseBatch
+from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
+from ..storage.segment import Segment
 from ..storage.view import View
 from .bm25 import Bm25Index
+from .passage_vectors import long_rows
 
 log = logging.getLogger("engramdb.bm25")
 
-BM25_FORMAT = 1
+BM25_FORMAT = 2  # 2: passages (a document's passage number in "parts")
 _COLUMNS = {"terms": pa.int32(), "indptr": pa.int64(), "docs": pa.int32(), "tf": pa.float32(), "keys": pa.int64(),
-            "lengths": pa.float32()}
+            "lengths": pa.float32(), "parts": pa.int32()}
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,9 @@ class StoreBm25:
 
     kind = "bm25"
 
-    def __init__(self, space: str, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, space: str, *, k1: float = 1.2, b: float = 0.75, embedder: Embedder | None = None) -> None:
         self.space = space
+        self.embedder = embedder  # analyses long memories' passages (None: every memory one document)
         self.k1, self.b = k1, b
         self.current = LexicalVersion(epoch=-1, covered=0)
         self.dirty = False
@@ -98,13 +104,25 @@ class StoreBm25:
             assert isinstance(sb, SparseBatch)
             rows = np.arange(lo - int(bases[si]), hi - int(bases[si]))
             codes = seg.ns_index[rows]
+            long = self._passages(seg, rows)
             for code in np.unique(codes):
                 mine = rows[codes == code]
                 ptr, terms, counts = _rows(sb, mine)
+                keys, parts = mine + bases[si], None
+                if long:
+                    keys, parts, ptr, terms, counts = _with_passages(mine, keys, ptr, terms, counts, long)
                 ns = seg.ns_names[int(code)]
                 ix = indexes.get(ns) or Bm25Index(k1=self.k1, b=self.b)
-                indexes[ns] = ix.added(mine + bases[si], ptr, terms, counts)
+                indexes[ns] = ix.added(keys, ptr, terms, counts, parts)
         return LexicalVersion(epoch=view.epoch, covered=view.rows, indexes=indexes)
+
+    def _passages(self, seg: Segment, rows: np.ndarray) -> dict[int, SparseBatch]:
+        """Row -> the term rows of its passages, for the given rows longer than one passage."""
+        if self.embedder is None or len(rows) == 0:
+            return {}
+        emb = self.embedder
+        return {row: emb.embed([text[a:b] for a, b in spans])  # type: ignore[misc]
+                for row, spans, text in long_rows(seg, int(rows[0]), int(rows[-1]) + 1)}
 
     def drop(self) -> None:
         """Forget every index (the rows they index are gone)."""
@@ -161,6 +179,30 @@ class StoreBm25:
         """Per namespace: documents, postings, chunks (of the indexes built or loaded so far)."""
         return {ns: {"documents": len(ix), "postings": ix.postings, "chunks": len(ix.chunks)}
                 for ns, ix in self.current.indexes.items()}
+
+
+def _with_passages(rows: np.ndarray, keys: np.ndarray, ptr: np.ndarray, terms: np.ndarray, counts: np.ndarray,
+                   long: dict[int, SparseBatch]) -> tuple[np.ndarray, ...]:
+    """The CSR of `rows` with each long row replaced by its passages' rows (keys repeated,
+    passage numbers from 0)."""
+    out_keys, out_parts, out_terms, out_counts, lens = [], [], [], [], []
+    for i, (row, key) in enumerate(zip(rows.tolist(), keys.tolist())):
+        sb = long.get(row)
+        if sb is None:
+            a, b = int(ptr[i]), int(ptr[i + 1])
+            row_parts = [(0, terms[a:b], counts[a:b])]
+        else:
+            row_parts = [(j, *sb.row(j)) for j in range(len(sb.indptr) - 1)]
+        for j, t, w in row_parts:
+            out_keys.append(key)
+            out_parts.append(j)
+            out_terms.append(t)
+            out_counts.append(w)
+            lens.append(len(t))
+    new_ptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=new_ptr[1:])
+    return (np.array(out_keys, np.int64), np.array(out_parts, np.int32), new_ptr,
+            np.concatenate(out_terms).astype(np.int32), np.concatenate(out_counts).astype(np.float32))
 
 
 def _rows(sb: SparseBatch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ..model.tuning import Tuning
+from ..spaces.protocol import Embedder
 from ..spaces.schema import Space
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
 from .hnsw import HnswIndex
 from .lexical import StoreBm25
+from .passage_vectors import StorePassages
 from .protocol import DerivedIndex
 from .tree import TreeIndex
 from .turns import TurnMaps
@@ -19,13 +22,16 @@ INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")
 
 
 class Indexes:
-    """Per dense space a tree or HNSW index, per lexical space BM25, and the turn maps."""
+    """Per dense space a tree or HNSW index and its passage vectors, per lexical space BM25, and
+    the turn maps."""
 
-    def __init__(self, files: DerivedFiles, tuning: Tuning, kind: str) -> None:
+    def __init__(self, files: DerivedFiles, tuning: Tuning, kind: str,
+                 embedders: Mapping[str, Embedder] | None = None) -> None:
         if kind not in INDEX_KINDS:
             raise ValueError(f"index must be 'tree', 'tree-packed', 'hnsw' or 'none', got {kind!r}")
         self.files = files
         self.tuning = tuning
+        self.embedders = dict(embedders or {})  # what analyses long memories' passages
         # "tree-packed": trees that keep their own leaf-ordered half-precision copy of the vectors
         # (about the dense space's size again, like HNSW's copy) and scan contiguous blocks
         self.pack = kind == "tree-packed"
@@ -33,6 +39,7 @@ class Indexes:
         self._trees: dict[str, TreeIndex] = {}
         self._graphs: dict[str, HnswIndex] = {}
         self._bm25: dict[str, StoreBm25] = {}
+        self._passages: dict[str, StorePassages] = {}
         self.turns = TurnMaps()
         self._lock = threading.Lock()  # makes (and loads) each index once
 
@@ -71,9 +78,25 @@ class Indexes:
             with self._lock:
                 ix = self._bm25.get(space.name)
                 if ix is None:
-                    ix = StoreBm25(space.name)
+                    ix = StoreBm25(space.name, embedder=self.embedders.get(space.name))
                     self._load(ix, view)
                     self._bm25[space.name] = ix
+        return ix
+
+    def passages(self, space: Space, view: View) -> StorePassages | None:
+        """The passage vectors of a dense space (C7); None without an embedder for it (the
+        caller gives that space's vectors itself, so its passages cannot be embedded)."""
+        ix = self._passages.get(space.name)
+        if ix is None:
+            emb = self.embedders.get(space.name)
+            if emb is None or space.kind != "dense":
+                return None
+            with self._lock:
+                ix = self._passages.get(space.name)
+                if ix is None:
+                    ix = StorePassages(space.name, space.dim, emb)
+                    self._load(ix, view)
+                    self._passages[space.name] = ix
         return ix
 
     def _load(self, ix: DerivedIndex, view: View) -> None:
@@ -92,7 +115,7 @@ class Indexes:
 
     def loaded(self) -> list[DerivedIndex]:
         """Every index made so far."""
-        return [*self._trees.values(), *self._graphs.values(), *self._bm25.values()]
+        return [*self._trees.values(), *self._graphs.values(), *self._bm25.values(), *self._passages.values()]
 
     def save(self, view: View) -> None:
         """Bring the indexes made so far up to the view's committed rows and write the changed
@@ -105,10 +128,11 @@ class Indexes:
             if ix.dirty:
                 ix.save(self.files)
         if view.committed == len(view.segments):  # BM25 keys span every segment: saved when all are files
-            for lex in self._bm25.values():
-                lex.sync(view)
-                if lex.dirty:
-                    lex.save(self.files)
+            keyed: list[StoreBm25 | StorePassages] = [*self._bm25.values(), *self._passages.values()]
+            for kx in keyed:
+                kx.sync(view)
+                if kx.dirty:
+                    kx.save(self.files)
 
     def drop(self) -> None:
         """Forget every index (after a purge renumbered the rows; their files are gone)."""
@@ -119,9 +143,11 @@ class Indexes:
     def describe(self) -> dict[str, Any]:
         """What `Store.stats` reports of the indexes made so far."""
         files = {f"{kind}-{name}": ix.load_state
-                 for kind, group in (("tree", self._trees), ("hnsw", self._graphs), ("bm25", self._bm25))
+                 for kind, group in (("tree", self._trees), ("hnsw", self._graphs), ("bm25", self._bm25),
+                                     ("passages", self._passages))
                  for name, ix in group.items() if ix.load_state is not None}
         return {"trees": {name: ix.describe() for name, ix in self._trees.items()},
                 "hnsw": {name: ix.describe() for name, ix in self._graphs.items()},
                 "bm25": {name: ix.describe() for name, ix in self._bm25.items()},
+                "passages": {name: ix.describe() for name, ix in self._passages.items()},
                 "index_files": files}

@@ -14,13 +14,19 @@ from .memory import Memory
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: the memory, its score in the searched space, and why (if asked)."""
+    """One search result: the memory, its score in the searched space, and why (if asked).
+
+    `passage`: for a memory longer than one passage (about 200 words, C7), the (start, end)
+    character offsets in `memory.content` of the passage that matched best, so a context can
+    quote it (`hit.memory.content[start:end]`); None when the memory is one passage.
+    """
 
     id: str
     score: float
     memory: Memory
     explain: dict[str, Any] | None = None
     archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
+    passage: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,21 @@ def namespace_index(ctx: QueryContext) -> Bm25Index | None:
 def bm25_keys(ctx: QueryContext, terms: Terms, n: int, sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """BM25's n best as (global keys, scores) arrays (best first up to `sorted_k`, see
     `Bm25Index.search`)."""
+    keys, scores, _ = bm25_parts(ctx, terms, n, sorted_k)
+    return keys, scores
+
+
+def bm25_parts(ctx: QueryContext, terms: Terms, n: int,
+               sorted_k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BM25's n best as (global keys, scores, passage numbers): a long memory scores as its best
+    passage (C7), and says which."""
     if ctx.lexical is None:
         raise ValueError("this store has no sparse lexical space for BM25")
     ix = namespace_index(ctx)
     if ix is None or len(terms[0]) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.float32)
+        return np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.int32)
     mask = ctx.view.key_mask(ctx.namespace, ctx.known_us, ctx.t, ctx.at_now, ctx.types)
-    return ix.search(terms[0], terms[1], n, allowed=mask, sorted_k=sorted_k)
+    return ix.search_parts(terms[0], terms[1], n, allowed=mask, sorted_k=sorted_k)
 
 
 def bm25_found(ctx: QueryContext, terms: Terms, n: int) -> Ranked:
@@ -65,26 +73,12 @@ def sparse_rows(ctx: QueryContext, keys: np.ndarray) -> list[tuple[np.ndarray, n
     return out
 
 
-def bm25_of_keys(ctx: QueryContext, terms: Terms, keys: np.ndarray) -> np.ndarray:
-    """The exact BM25 score of each given global key (0 for a key the namespace's index does not
-    hold): what the top-n list would say of a memory it did not reach, from its own term row."""
+def bm25_of_keys(ctx: QueryContext, terms: Terms, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(score, passage number) of each given global key: what the top-n list would say of a
+    memory it did not reach, read from the postings (0 for a key the namespace's index does not
+    hold)."""
     keys = np.asarray(keys, np.int64)
-    out = np.zeros(len(keys))
     ix = namespace_index(ctx)
-    if ix is None or len(keys) == 0 or len(terms[0]) == 0:
-        return out
-    q_terms = np.asarray(terms[0], np.int32)
-    q_weight = ix.idf(q_terms) * np.asarray(terms[1], np.float64)  # idf x query count per term
-    docs = ix.docs_of(keys)
-    held = np.flatnonzero(docs >= 0)
-    norm = ix.norm()
-    for j, (row_terms, tf) in zip(held.tolist(), sparse_rows(ctx, keys[held])):
-        if len(row_terms) == 0:
-            continue
-        srt = np.argsort(row_terms)
-        at = srt[np.minimum(np.searchsorted(row_terms, q_terms, sorter=srt), len(row_terms) - 1)]
-        hit = row_terms[at] == q_terms
-        if hit.any():
-            t = np.asarray(tf, np.float64)[at[hit]]
-            out[j] = float(np.sum(q_weight[hit] * t * (ix.k1 + 1) / (t + float(norm[docs[j]]))))
-    return out
+    if ix is None:
+        return np.zeros(len(keys)), np.zeros(len(keys), np.int32)
+    return ix.score_keys(terms[0], terms[1], keys)

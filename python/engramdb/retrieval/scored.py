@@ -9,19 +9,25 @@
    seed (its idf mass over the seed's, at most 1), or GRAPH_SHARE x the seed's score x the edge
    confidences. So a neighbour or hop never outranks the hit it came from unless it matches the
    query on its own, and a filler turn ("Nice to meet you!") carries little.
+A memory longer than a passage (C7) scores in each method as its best passage: BM25 indexes its
+passages, and the main space's similarity is the best of its own vector's and its passages'
+(index/passage_vectors.py), whose best also join the vector recall. The hit says which passage.
 Every stage works on key arrays; only the `fused` best become locations.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from ..index.passage_vectors import PassageVersion
 from ..storage.view import Loc
 from .context import QueryContext
 from .dense import dense_found, rescore_keys
 from .fusion import Fused
 from .graph import GRAPH_SEEDS, graph_found
-from .lexical import bm25_keys, bm25_of_keys, namespace_index, sparse_rows
+from .lexical import bm25_of_keys, bm25_parts, namespace_index, sparse_rows
 from .neighbours import neighbour_pairs
 from .run import Run
 from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled, stretched_ideal
@@ -42,17 +48,18 @@ GRAPH_SHARE = 0.5  # of its seed's score a memory an edge away carries (x the ed
 def scored_recall(run: Run) -> None:
     """Both methods' candidates, each scored by both, combined on one scale."""
     ctx, terms, w = run.ctx, run.terms, run.w
-    methods = {}
+    methods: dict[str, Callable[[], tuple[np.ndarray, ...]]] = {}
     if terms is not None and w.get("bm25", 1.0) > 0:
-        methods["bm25"] = lambda: bm25_keys(ctx, terms, max(LEX_DEPTH, run.k), sorted_k=0)
+        methods["bm25"] = lambda: bm25_parts(ctx, terms, max(LEX_DEPTH, run.k), sorted_k=0)
     if run.qv is not None and w.get("vector", 1.0) > 0:
         methods["vector"] = lambda: _vector_keys(ctx, run)
     got = ctx.run(methods)
-    bm_keys, bm_raw = got.get("bm25", (np.empty(0, np.int64), np.empty(0)))
+    bm_keys, bm_raw, bm_parts = got.get("bm25", (np.empty(0, np.int64), np.empty(0), np.empty(0, np.int32)))
     vec_keys = got.get("vector", (np.empty(0, np.int64), np.empty(0)))[0]
     keys = np.unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
     s = _Scorer(run, failed=set(methods) - set(got))
-    scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64)))
+    scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64),
+                                       np.asarray(bm_parts, np.int64)))
     run.scored = scored
     # the says that ranked: the two methods' in the weighted mean, the expansions' on/off
     run.info["scales"] = s.scales()
@@ -102,9 +109,26 @@ def finish_scored(run: Run) -> None:
 
 # ---------------------------------------------------------------------------------------- helpers
 def _vector_keys(ctx: QueryContext, run: Run) -> tuple[np.ndarray, np.ndarray]:
-    found, _ = dense_found(ctx, run.main, run.qv, max(VEC_DEPTH, run.k))
+    """The main space's best memories by their own vectors, and by their passages' (C7)."""
+    n = max(VEC_DEPTH, run.k)
+    found, _ = dense_found(ctx, run.main, run.qv, n)
     locs: list[Loc] = [(si, row) for _, si, row in found]
-    return ctx.view.keys(locs), np.array([s for s, _, _ in found], np.float64)
+    keys, scores = ctx.view.keys(locs), np.array([s for s, _, _ in found], np.float64)
+    pv = _passage_version(ctx, run)
+    if pv is not None and pv.size:
+        mask = ctx.view.key_mask(ctx.namespace, ctx.known_us, ctx.t, ctx.at_now, ctx.types)
+        pk, ps = pv.topk(np.asarray(run.qv)[0], mask, n)
+        keys, scores = np.concatenate([keys, pk]), np.concatenate([scores, ps])
+    return keys, scores
+
+
+def _passage_version(ctx: QueryContext, run: Run) -> PassageVersion | None:
+    """The main space's passage vectors as of the snapshot (None when it has none: a space the
+    caller embeds, or not dense)."""
+    if run.main.kind != "dense" or run.main.metric != "cosine":
+        return None
+    ix = ctx.indexes.passages(run.main, ctx.view)
+    return ix.sync(ctx.view) if ix is not None else None
 
 
 def _values_at(src_keys: np.ndarray, src_values: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -154,20 +178,30 @@ class _Scorer:
         return {"lexical_ideal": round(self.ideal, 4),
                 "semantic": {"space": sp.name, "low": sp.low, "high": sp.high, "top": self.top}}
 
-    def score(self, keys: np.ndarray, known_bm25: tuple[np.ndarray, np.ndarray] | None = None) -> _Scored:
+    def score(self, keys: np.ndarray,
+              known_bm25: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> _Scored:
         run, ctx = self.run, self.run.ctx
         raw: dict[str, np.ndarray] = {}
+        parts: dict[str, np.ndarray] = {}  # per method the passage each key scored by (-1: its own vector)
         if "bm25" in self.weights and run.terms is not None:
-            bm = _values_at(*known_bm25, keys) if known_bm25 is not None else np.full(len(keys), np.nan)
+            bm = _values_at(*known_bm25[:2], keys) if known_bm25 is not None else np.full(len(keys), np.nan)
+            part = _values_at(known_bm25[0], known_bm25[2], keys) if known_bm25 is not None else bm.copy()
             missing = np.isnan(bm)
             if missing.any():
-                bm[missing] = bm25_of_keys(ctx, run.terms, keys[missing])
-            raw["bm25"] = bm
+                bm[missing], part[missing] = bm25_of_keys(ctx, run.terms, keys[missing])
+            raw["bm25"], parts["bm25"] = bm, part.astype(np.int64)
             if len(bm) and known_bm25 is not None:  # the recall's own candidates set the scale's top
                 self.ideal = stretched_ideal(self.ideal, bm)
         if "vector" in self.weights and len(keys):
-            raw["vector"] = _values_at(*rescore_keys(ctx, run.main, run.qv, keys, len(keys)), keys)
-        return _Scored(keys, raw, self)
+            vec = _values_at(*rescore_keys(ctx, run.main, run.qv, keys, len(keys)), keys)
+            part = np.full(len(keys), -1, np.int64)
+            pv = _passage_version(ctx, run)
+            if pv is not None and pv.size:
+                best, best_part = pv.best(np.asarray(run.qv)[0], keys)
+                better = best > vec  # NaN (no passages) is never better
+                vec[better], part[better] = best[better], best_part[better]
+            raw["vector"], parts["vector"] = vec, part
+        return _Scored(keys, raw, parts, self)
 
     def scaled(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out = {}
@@ -183,10 +217,12 @@ class _Scorer:
 class _Scored:
     """Candidates with their raw and scaled method scores, own score and final score."""
 
-    def __init__(self, keys: np.ndarray, raw: dict[str, np.ndarray], scorer: _Scorer) -> None:
+    def __init__(self, keys: np.ndarray, raw: dict[str, np.ndarray], parts: dict[str, np.ndarray],
+                 scorer: _Scorer) -> None:
         self.scorer = scorer
         self.keys = np.asarray(keys, np.int64)
         self.raw = raw
+        self.parts = parts
         self.scaled = scorer.scaled(raw)
         self.own = combine(self.scaled, scorer.weights) if self.scaled else np.zeros(len(keys))
         self.final = self.own.copy()
@@ -213,6 +249,7 @@ class _Scored:
             more = self.scorer.score(new)
             self.keys = np.concatenate([self.keys, more.keys])
             self.raw = {m: np.concatenate([self.raw[m], more.raw[m]]) for m in self.raw}
+            self.parts = {m: np.concatenate([self.parts[m], more.parts[m]]) for m in self.parts}
             self.scaled = {m: np.concatenate([self.scaled[m], more.scaled[m]]) for m in self.scaled}
             self.own = np.concatenate([self.own, more.own])
             self.final = np.concatenate([self.final, more.own])
@@ -245,6 +282,12 @@ class _Scored:
         the expansion it inherited from."""
         out: dict[str, object] = {"scaled": {m: round(float(v[i]), 4) for m, v in self.scaled.items()},
                                   "own": round(float(self.own[i]), 4)}
+        # the passage of the method that gave the memory most of its own score (C7)
+        w = self.scorer.weights
+        said = {m: (w.get(m, 1.0) * float(v[i]), float(self.raw[m][i])) for m, v in self.scaled.items()
+                if int(self.parts[m][i]) >= 0 and self.raw[m][i] > 0}
+        if said:
+            out["passage"] = int(self.parts[max(said, key=lambda m: said[m])][i])
         if i in self.expanded:
             inherited, method, seed, share = self.expanded[i]
             out["expanded"] = {"method": method, "from_key": int(seed), "share": round(float(share), 4),

@@ -19,6 +19,7 @@ from ..index.registry import Indexes
 from ..model.errors import StoreError
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.tuning import Tuning
+from ..spaces.passages import MIN_CHARS, passages
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
@@ -160,5 +161,14 @@ def _fused_hits(run: Run) -> list[Hit]:
                    "weights": weights, **({"rrf_k": RRF_K} if rrf_max else {}), "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
                    **{key: v for key, v in run.info.items() if key != "weights"}, **f.detail, "failed": ctx.failed}
-        hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived))
+        hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived,
+                        _passage_span(m.content, f.detail.get("passage"))))
     return hits
+
+
+def _passage_span(content: str, part: Any) -> tuple[int, int] | None:
+    """The offsets of passage `part` of a memory's content (None: one passage, or none named)."""
+    if part is None or len(content) < MIN_CHARS:
+        return None
+    spans = passages(content)
+    return spans[int(part)] if len(spans) > 1 and 0 <= int(part) < len(spans) else None

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 INDEX_DIR = "index"
-DERIVED_PREFIXES = ("tree-", "hnsw-", "bm25-")  # what the index layer names its files
+DERIVED_PREFIXES = ("tree-", "hnsw-", "bm25-", "passages-")  # what the index layer names its files
 
 
 def fingerprint(raw: bytes | bytearray) -> dict[str, int]:

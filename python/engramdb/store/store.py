@@ -69,7 +69,7 @@ class Store(Reads):
                     raise SpaceError(
                         f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
                         f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
-            self._indexes = Indexes(self._engine.files, o.tuning, o.index)
+            self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders)
         except BaseException:
             self._engine.close()
             raise
@@ -391,6 +391,11 @@ class Store(Reads):
             bm.sync(view)
             if engine.files.writable and bm.dirty and view.committed == len(view.segments):
                 bm.save(engine.files)
+        pv = self._indexes.passages(sp, view)
+        if pv is not None:  # long memories' passages, embedded now rather than by the first search
+            pv.sync(view)
+            if engine.files.writable and pv.dirty and view.committed == len(view.segments):
+                pv.save(engine.files)
         if sp.kind != "dense" or self.index_kind == "none":
             return {}
         ix = self._indexes.dense(sp, view)
@@ -425,6 +430,7 @@ class Store(Reads):
             "trees": indexes["trees"],
             "hnsw": indexes["hnsw"],
             "bm25": indexes["bm25"],  # indexes loaded or built so far (searches and build_index build them)
+            "passages": indexes["passages"],  # per dense space, the passage vectors of long memories (C7)
             # per saved index: "adopted" from its file, or why it was rebuilt ("missing", "corrupt ...")
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
