@@ -14,6 +14,10 @@ memories, in the order they are added, and says which memory holds each turn:
   "<conversation>/a<session>:<j>", content "[<date>] <speaker>: " and the texts joined with " ", role
   "assistant", placed in the add order at the position of its first turn.
 
+* `long`: as `assistant`, but all of the other speaker's turns of a session are one memory (ids
+  "<conversation>/a<session>:0"): long memories, often over a passage (~200 words), as in long
+  user/assistant sessions whose assistant turns run to hundreds of words.
+
 Every memory has valid_from = its session's date. Questions are scored on distinct evidence memories:
 two evidence turns in one window are one relevant memory. `PlainBM25` is the `plain_bm25` row: bm25s
 (Lucene BM25, k1 1.5, b 0.75, English stop words, PyStemmer English stems), one index per conversation.
@@ -30,7 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-VIEWS = ("turns", "windows", "assistant")
+VIEWS = ("turns", "windows", "assistant", "long")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 # a strategy name with a suffix runs its base strategy with these stages
 VARIANTS = {"pipeline+feedback": ("pipeline", {"feedback": 10})}
@@ -178,7 +182,12 @@ def assistant_view(turns: Sequence[TurnLike], prefix: bool = True, size: int = P
     return View("assistant", out)
 
 
-BUILDERS = {"turns": turns_view, "windows": windows_view, "assistant": assistant_view}
+def long_view(turns: Sequence[TurnLike], prefix: bool = True) -> View:
+    """As `assistant_view`, with each session's other-speaker turns one memory."""
+    return View("long", assistant_view(turns, prefix, size=1 << 30).memories)
+
+
+BUILDERS = {"turns": turns_view, "windows": windows_view, "assistant": assistant_view, "long": long_view}
 
 
 def build_view(name: str, turns: Sequence[TurnLike], prefix: bool = True) -> View:

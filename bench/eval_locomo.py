@@ -9,7 +9,9 @@ Each LoCoMo conversation is its own namespace, added in chronological order with
   the turns' contents joined with newlines, role the first speaker;
 * `assistant`: per session the first speaker is the user (each turn its own memory, role "user"), the
   other speaker's turns grouped in order into paragraphs of up to 8 ("[date] speaker: " and the texts),
-  id "<sample_id>/a<session>:<j>", role "assistant", added where their first turn was.
+  id "<sample_id>/a<session>:<j>", role "assistant", added where their first turn was;
+* `long`: as `assistant`, with all the other speaker's turns of a session in one memory (long memories,
+  read as passages by the store).
 
 Every memory has `source="turn"`, `valid_from` = its session's date in UTC, `session_id` "session_<n>",
 `metadata` {"dia_id", "speaker", "date"} (and "dia_ids" outside `turns`). `--seq auto` (default) leaves

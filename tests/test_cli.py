@@ -130,3 +130,20 @@ def test_search_stage_option_sets_pipeline_stages(tmp_path: Path, capsys: pytest
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "pipeline",
                      "--stage", "sparse=0"]) == 1
     assert "stages['sparse'] must be an int >= 1, got 0" in capsys.readouterr().err
+
+
+def test_search_command_quotes_the_passage_of_a_long_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    filler = "The market report covered rain in the hills and traffic on the ring road that week. "
+    long = filler * 30 + "Maya finally bought the old bakery oven for her kitchen. " + filler * 10
+    assert cli.main(["add", long, "--path", path, "--namespace", "n"]) == 0
+    assert cli.main(["add", "Sam likes green tea", "--path", path, "--namespace", "n"]) == 0
+    capsys.readouterr()
+    assert cli.main(["search", "who bought the bakery oven", "--path", path, "--namespace", "n", "-k", "1"]) == 0
+    line = capsys.readouterr().out
+    assert "bakery oven" in line and len(line) < len(long) // 2  # the passage, not the whole memory
+    assert cli.main(["search", "who bought the bakery oven", "--path", path, "--namespace", "n", "-k", "1",
+                     "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    a, b = row["passage"]
+    assert "bakery oven" in row["content"][a:b]

@@ -160,7 +160,7 @@ def test_end_to_end_on_synthetic_data(tmp_path: Path, monkeypatch: pytest.Monkey
     printed = capsys.readouterr().out
     assert "evidence repairs:" in printed and "nope" in printed and "skipped:" in printed
     numbers = json.loads(out.read_text(encoding="utf-8"))
-    assert set(numbers["views"]) == {"turns", "windows", "assistant"}
+    assert set(numbers["views"]) == {"turns", "windows", "assistant", "long"}
     turns = numbers["views"]["turns"]
     dense = turns["profiles"]["default"]["strategies"]["dense_only"]
     assert dense["questions"] == 6 and 0 <= dense["recall@5"] <= dense["recall@10"] <= 1
@@ -169,6 +169,7 @@ def test_end_to_end_on_synthetic_data(tmp_path: Path, monkeypatch: pytest.Monkey
     assert turns["profiles"]["default"]["strategies"]["nope"]["skipped"]
     assert turns["memories"] == 24 and numbers["views"]["windows"]["memories"] == 4
     assert numbers["views"]["assistant"]["memories"] == 16
+    assert numbers["views"]["long"]["memories"] == 16  # each session's other speaker in one memory (few turns)
     assert turns[ev.PLAIN]["questions"] == 6
     gap = (dense["recall@10"] - turns[ev.PLAIN]["recall@10"]) * 100
     assert dense["vs_plain_bm25"]["recall@10"] == pytest.approx(gap)
@@ -414,3 +415,15 @@ def test_table_deltas_against_plain_bm25() -> None:
     row = next(line for line in table.splitlines() if line.startswith("hybrid"))
     assert "-25.0" in row and "-50.0 temporal" in row
     assert next(line for line in table.splitlines() if line.startswith(ev.PLAIN))
+
+
+def test_long_view_puts_each_sessions_other_speaker_in_one_memory() -> None:
+    turns = session("c", 1, "ABBABABABABABABBB") + session("c", 2, "BAB")
+    view = _views.build_view("long", turns)
+    assert view.name == "long"
+    assert [m.id for m in view.memories] == [
+        "c/D1:1", "c/a1:0", "c/D1:4", "c/D1:6", "c/D1:8", "c/D1:10", "c/D1:12", "c/D1:14",
+        "c/D2:1", "c/a2:0", "c/D2:3"]
+    para = view.memories[1]
+    assert para.role == "assistant" and len(para.dia_ids) == 10 and para.dia_ids[-1] == "D1:17"
+    assert sorted(d for m in view.memories for d in m.dia_ids) == sorted(t.dia_id for t in turns)

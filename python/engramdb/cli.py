@@ -192,8 +192,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  weights=_weights(args.weight) or None, stages=_stages(args.stage) or None)
                 for h in hits:
                     text = "(archived)" if h.archived else h.memory.content
+                    if h.passage is not None and not h.archived:  # a long memory: the passage that matched
+                        a, b = h.passage
+                        text = f"[{a}:{b}] ...{h.memory.content[a:b]}..."
                     if args.json:
-                        row = {"id": h.id, "score": h.score, "content": h.memory.content, "archived": h.archived}
+                        row = {"id": h.id, "score": h.score, "content": h.memory.content, "archived": h.archived,
+                               "passage": list(h.passage) if h.passage is not None else None}
                         if args.explain:
                             row["explain"] = h.explain
                         print(json.dumps(row))

@@ -27,6 +27,7 @@ from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
 from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
 from ..model.tuning import Tuning
+from ..spaces.passages import MIN_CHARS
 from ..spaces.profiles import earlier_schemas, embedders_for, names_match, profile_schema
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import lexical_space
@@ -441,6 +442,11 @@ class Store(Reads):
         """New versions with their vectors (the caller holds the writer's lock)."""
         vectors = vectors_for(self.schema, self.embedders, [m.content for m in memories], given, self.tuning)
         self._engine.append(memories_to_table(memories), vectors)
+        if any(len(m.content) >= MIN_CHARS for m in memories):
+            # long memories' passage vectors (C7) are embedded now, with the write, not by a search
+            pv = self._indexes.passages(self.schema[self.schema.main], self._engine.view)
+            if pv is not None:
+                pv.sync(self._engine.view)
 
     def _rewrite(self, view: View, old: Memory, **changes: Any) -> Memory:
         new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
