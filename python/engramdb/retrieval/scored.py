@@ -169,7 +169,7 @@ class _Scorer:
         self.ideal = lexical_ideal(namespace_index(ctx), *run.terms) if run.terms is not None else 0.0
         self.top: float | None = None  # the semantic scale's top: the space's high, or the best above it
         says = {"bm25": float(run.w.get("bm25", 1.0)) if run.terms is not None else 0.0,
-                "vector": float(__import__("os").environ.get("EXP_SAY", SEMANTIC_SAY)) * float(run.w.get("vector", 1.0)) if run.qv is not None else 0.0}
+                "vector": SEMANTIC_SAY * float(run.w.get("vector", 1.0)) if run.qv is not None else 0.0}
         self.weights = {m: v for m, v in says.items() if v > 0 and m not in failed}
 
     def scales(self) -> dict[str, object]:
@@ -210,17 +210,7 @@ class _Scorer:
         if "vector" in raw:
             if self.top is None and len(raw["vector"]):  # the recall's own candidates set the scale's top
                 self.top = max(float(self.run.main.high), float(np.max(raw["vector"])))
-            import os
-            mode = os.environ.get("EXP_SEM", "fixed")
-            v = raw["vector"]
-            if mode == "fixed":
-                out["vector"] = semantic_scaled(v, self.run.main, top=self.top)
-            else:
-                if not hasattr(self, "_lo"):
-                    q = float(os.environ.get("EXP_Q", "0.5"))
-                    self._lo = float(np.quantile(v, q)) if len(v) else 0.0
-                lo, hi = self._lo, self.top if self.top is not None else 1.0
-                out["vector"] = np.clip((np.asarray(v, np.float64) - lo) / max(hi - lo, 1e-9), 0, 1)
+            out["vector"] = semantic_scaled(raw["vector"], self.run.main, top=self.top)
         return out
 
 
