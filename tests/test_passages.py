@@ -158,3 +158,18 @@ def test_passage_vectors_pick_the_nearest_passage(tmp_path: Path) -> None:
     own = next(h for h in whole if h.id == "long").explain
     assert own is not None
     assert hit.explain["methods"]["vector"]["score"] > own["raw"] + 0.05  # the passage beats the blur
+
+
+def test_maxsim_scores_a_long_memory_by_its_best_window() -> None:
+    """The pipeline's MaxSim rerank: a long memory holding the query's two words 400 terms apart
+    does not match them both (no window holds both), while a short memory saying both does."""
+    filler = " ".join(f"topic{i} market report covered rain" for i in range(80))
+    db = engramdb.open(None)
+    db.add_many([{"id": "short", "content": "violin lessons", "namespace": "n"},
+                 {"id": "long", "content": "violin " + filler + " lessons", "namespace": "n"},
+                 *({"id": f"x{i}", "content": f"garden {i} tomatoes", "namespace": "n"} for i in range(10))])
+    hits = {h.id: h for h in db.search("violin lessons", namespace="n", k=3, strategy="pipeline", explain=True)}
+    maxsim = {i: h.explain["methods"]["maxsim"]["score"] for i, h in hits.items() if h.explain is not None}
+    assert maxsim["short"] > 0.99
+    assert 0.4 < maxsim["long"] < 0.8  # one of the two words matched exactly, not both
+    db.close()

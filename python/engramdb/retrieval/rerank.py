@@ -1,5 +1,11 @@
 """Exact scores of a shortlist: any space over given (segment, row) locations, MaxSim gathered
-into one kernel call. What enhancer spaces in rerank mode and the pipeline's last stage run."""
+into one kernel call. What enhancer spaces in rerank mode and the pipeline's last stage run.
+
+MaxSim takes, for each query token, its best match among the memory's tokens: a longer memory
+has more tokens to match, so it would score higher for being long. A memory of more than
+`TOKEN_WINDOW` tokens is therefore scored as its best window of that many (windows overlapping
+by a quarter), as the other methods score a long memory by its best passage (C7): every memory
+competes on the same length of evidence."""
 
 from __future__ import annotations
 
@@ -8,11 +14,16 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from ..spaces.passages import OVERLAP, WORDS
 from ..spaces.protocol import TokenBatch
 from ..spaces.schema import Space
 from ..storage.view import Loc
 from .context import QueryContext, Ranked
 from .dense import scan
+
+# analysed terms per window: a passage's WORDS words less their stop words (about half of English text)
+TOKEN_WINDOW = WORDS // 2
+TOKEN_STRIDE = TOKEN_WINDOW - OVERLAP // 2
 
 
 def scan_locations(ctx: QueryContext, sp: Space, qv: Any, locs: list[Loc], n: int) -> Ranked:
@@ -40,17 +51,22 @@ def maxsim_locations(ctx: QueryContext, qv: Any, sp: Space, locs: list[Loc], n: 
     if qv.tokens.shape[0] == 0:
         return []
     view = ctx.view
-    parts = []
-    for si, row in locs:
+    parts, owner = [], []
+    for i, (si, row) in enumerate(locs):
         tb = view.segments[si].vectors(view.schema, sp.name)
         assert isinstance(tb, TokenBatch)
-        parts.append(tb.tokens[int(tb.offsets[row]) : int(tb.offsets[row + 1])])
+        a, b = int(tb.offsets[row]), int(tb.offsets[row + 1])
+        starts = range(a, max(a + 1, b - TOKEN_WINDOW + TOKEN_STRIDE), TOKEN_STRIDE) if b - a > TOKEN_WINDOW else (a,)
+        for w in starts:  # the windows of a long memory (see the module docstring)
+            parts.append(tb.tokens[w : min(b, w + TOKEN_WINDOW) if b - a > TOKEN_WINDOW else b])
+            owner.append(i)
     offsets = np.zeros(len(parts) + 1, np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     tokens = np.ascontiguousarray(np.concatenate(parts), np.float32)
     raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), tokens, offsets, None, 1)
     if bad >= 0:
-        raise ValueError(f"token vectors of {locs[bad]} contain NaN or inf")
-    scores = raw / qv.tokens.shape[0]
+        raise ValueError(f"token vectors of {locs[owner[bad]]} contain NaN or inf")
+    scores = np.full(len(locs), -np.inf)
+    np.maximum.at(scores, np.array(owner, np.int64), raw / qv.tokens.shape[0])
     order = np.lexsort((np.arange(len(locs)), -scores))[:n]
     return [(locs[i], float(scores[i])) for i in order.tolist()]
