@@ -114,6 +114,10 @@ class View:
         """Memory id -> the dia_ids it holds."""
         return {m.id: m.dia_ids for m in self.memories}
 
+    def words(self) -> dict[str, int]:
+        """Memory id -> how many words its content has."""
+        return {m.id: len(m.content.split()) for m in self.memories}
+
     def positions(self) -> list[int]:
         """Each memory's position within its (conversation, session) in add order: 0..n-1."""
         seen: dict[tuple[str, int], int] = {}
@@ -283,6 +287,9 @@ class StrategyResult:
     recalls: list[tuple[int, float, float]] = field(default_factory=list)  # (category, R@5, R@10)
     ndcgs: list[float] = field(default_factory=list)  # NDCG@10, per question as `recalls`
     latencies_ms: list[float] = field(default_factory=list)
+    # words in each question's top 10 over the mean words of the namespace's memories: above 1, a
+    # strategy returns longer memories than the namespace holds (a length bias when recall does not follow)
+    length_ratios: list[float] = field(default_factory=list)
 
     def metric(self, name: str, category: int | None = None) -> float | None:
         """Mean of one of METRICS over the questions (of one category); None when there are none."""
@@ -316,6 +323,7 @@ class StrategyResult:
             },
             "latency_ms": {"mean": float(lat.mean()) if len(lat) else None,
                            "p95": float(np.percentile(lat, 95)) if len(lat) else None},
+            "length_ratio": float(np.mean(self.length_ratios)) if self.length_ratios else None,
         }
 
 
@@ -350,12 +358,19 @@ def _holder(ids: Mapping[str, str | Sequence[str]]) -> dict[tuple[str, str], str
 
 
 def run_strategy(db: Any, ids: Mapping[str, str | Sequence[str]], questions: Sequence[QuestionLike], strategy: str,
-                 query_vectors: np.ndarray | None) -> StrategyResult:
+                 query_vectors: np.ndarray | None, words: Mapping[str, int] | None = None) -> StrategyResult:
     """Search every question (k = 10) with `strategy` ("default": no strategy argument); each question's
     relevant set is its distinct evidence memories (`ids`: memory id -> the dia_id(s) it holds). Skipped
-    with the reason if search refuses the strategy."""
+    with the reason if search refuses the strategy. `words` (memory id -> its words) adds each
+    question's length ratio (`StrategyResult.length_ratios`)."""
     res = StrategyResult(strategy)
     holder = _holder(ids)
+    mean_words: dict[str, float] = {}
+    if words:
+        by_conv: dict[str, list[int]] = {}
+        for mid, n in words.items():
+            by_conv.setdefault(mid.rpartition("/")[0], []).append(n)
+        mean_words = {c: float(np.mean(v)) for c, v in by_conv.items()}
     base, stages = VARIANTS.get(strategy, (strategy, None))
     for qi, q in enumerate(questions):
         kw: dict[str, Any] = {"namespace": q.conversation, "k": max(KS)}
@@ -375,6 +390,8 @@ def run_strategy(db: Any, ids: Mapping[str, str | Sequence[str]], questions: Seq
         relevant = evidence_memories(holder, q.conversation, q.evidence)
         res.recalls.append((q.category, *(recall_at(got, relevant, k) for k in KS)))  # type: ignore[arg-type]
         res.ndcgs.append(ndcg_at(got, relevant, 10))
+        if words and got and mean_words.get(q.conversation):
+            res.length_ratios.append(float(np.mean([words.get(i, 0) for i in got])) / mean_words[q.conversation])
     return res
 
 
@@ -383,6 +400,6 @@ def run_plain_bm25(view: View, questions: Sequence[QuestionLike]) -> StrategyRes
     missing = bm25s_missing()
     if missing is not None:
         return StrategyResult(PLAIN, skipped=missing)
-    res = run_strategy(PlainBM25(view), view.ids(), questions, "default", None)
+    res = run_strategy(PlainBM25(view), view.ids(), questions, "default", None, view.words())
     res.strategy = PLAIN
     return res

@@ -393,7 +393,7 @@ def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *
                                 ("cached MiniLM" if vectors is not None else "embedded by the store") + edges,
                                 qvecs is not None, view=v.name, seq=seq, baseline=baseline)
             for s in strategies:
-                out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs))
+                out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs, v.words()))
         finally:
             db.close()
     return out
@@ -423,7 +423,8 @@ def format_table(pr: ProfileResult) -> str:
     in points, NDCG@10, R@10 per category, the worst category delta, questions, mean/p95 search latency."""
     cats = [name[:11] for name in CATEGORIES.values()]
     head = (f"{'strategy':<17} {'R@5':>6} {'dR@5':>6} {'R@10':>6} {'dR@10':>6} {'NDCG10':>6} "
-            + " ".join(f"{c:>11}" for c in cats) + f" {'worst dcat':>18} {'n':>5} {'mean ms':>8} {'p95 ms':>8}")
+            + " ".join(f"{c:>11}" for c in cats) + f" {'worst dcat':>18} {'n':>5} {'mean ms':>8} {'p95 ms':>8}"
+            + f" {'len':>5}")
     title = (f"view {pr.view}, profile {pr.profile}: {pr.memories:,} memories, add {pr.add_seconds:.2f} s "
              f"(vectors: {pr.vectors}; queries: {'cached MiniLM vectors' if pr.query_vectors else 'text'}; "
              f"seq: {pr.seq})")
@@ -442,11 +443,12 @@ def format_table(pr: ProfileResult) -> str:
         row += " ".join(_fmt(r.recall(10, c), 11) for c in CATEGORIES)
         row += f" {_pts(worst['points']) + ' ' + worst['name']:>18}" if worst else f" {'-':>18}"
         lat = s["latency_ms"]
-        row += f" {len(r.recalls):>5} {_fmt(lat['mean'], 8, 2)} {_fmt(lat['p95'], 8, 2)}"
+        row += f" {len(r.recalls):>5} {_fmt(lat['mean'], 8, 2)} {_fmt(lat['p95'], 8, 2)} {_fmt(s['length_ratio'], 5, 2)}"
         lines.append(row)
     ran = next((r.recalls for r in rows if r.recalls), [])
     counts = ", ".join(f"{name} {sum(q[0] == c for q in ran)}" for c, name in CATEGORIES.items())
-    lines.append(f"category columns: R@10; dR@k, worst dcat (per-category R@10): points vs {PLAIN}; "
+    lines.append(f"category columns: R@10; dR@k, worst dcat (per-category R@10): points vs {PLAIN}; len: words in "
+                 f"the top 10 over the namespace's mean (above 1: longer memories than it holds); "
                  f"questions per category: {counts}")
     return "\n".join(lines)
 

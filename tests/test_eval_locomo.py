@@ -165,6 +165,7 @@ def test_end_to_end_on_synthetic_data(tmp_path: Path, monkeypatch: pytest.Monkey
     dense = turns["profiles"]["default"]["strategies"]["dense_only"]
     assert dense["questions"] == 6 and 0 <= dense["recall@5"] <= dense["recall@10"] <= 1
     assert 0 <= dense["ndcg@10"] <= 1
+    assert dense["length_ratio"] > 0  # words in the top 10 over the namespace's mean
     assert set(dense["per_category"]) == {"1", "2", "3", "4", "5"}
     assert turns["profiles"]["default"]["strategies"]["nope"]["skipped"]
     assert turns["memories"] == 24 and numbers["views"]["windows"]["memories"] == 4
