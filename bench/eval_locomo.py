@@ -413,9 +413,17 @@ def view_summary(view: _views.View, ds: Dataset) -> str:
     turns = sum(len(q.evidence) for q in ds.questions)
     mems = sum(len(_views.evidence_memories(holder, q.conversation, q.evidence)) for q in ds.questions)
     chars = np.mean([len(m.content) for m in view.memories]) if view.memories else 0.0
+    words = view.words()
+    by_conv: dict[str, list[int]] = {}
+    for m in view.memories:
+        by_conv.setdefault(m.conversation, []).append(words[m.id])
+    # the length ratio a strategy without length bias would show if it returned only evidence
+    ratios = [np.mean([words.get(r, 0) for r in rel]) / np.mean(by_conv[q.conversation])
+              for q in ds.questions if q.conversation in by_conv
+              for rel in [_views.evidence_memories(holder, q.conversation, q.evidence)]]
     return (f"view {view.name}: {len(view.memories):,} memories from {len(ds.turns):,} turns "
             f"(mean {chars:.0f} characters); evidence of {len(ds.questions):,} questions: {turns:,} turns "
-            f"-> {mems:,} distinct memories")
+            f"-> {mems:,} distinct memories, {np.mean(ratios) if ratios else 0:.2f} x the mean length")
 
 
 def format_table(pr: ProfileResult) -> str:
