@@ -16,6 +16,8 @@ from .memory import Memory
 class Hit:
     """One search result: the memory, its score in the searched space, and why (if asked).
 
+    `elo`, `tier`: the memory's importance learned from use (E2-E6): annotation only, the order is
+    by relevance unless the search set `elo_weight`.
     `passage`: for a memory longer than one passage (about 200 words, C7), the (start, end)
     character offsets in `memory.content` of the passage that matched best, so a context can
     quote it (`hit.memory.content[start:end]`); None when the memory is one passage.
@@ -27,6 +29,9 @@ class Hit:
     explain: dict[str, Any] | None = None
     archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
     passage: tuple[int, int] | None = None
+    elo: float | None = None  # the memory's ELO importance now (E6; None from a store without a log)
+    tier: str | None = None  # HIGH, MEDIUM, LOW or VERY_LOW (from `elo`)
+    explored: bool = False  # placed by `explore=` (Thompson sampling), not by relevance
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,9 @@ class Hits(list[Hit]):
     """The hits of one search, best first (a list), with that search's `stats`."""
 
     stats: SearchStats
+    query_id: str | None  # the access log's id of this search (pass it to `Store.feedback`); None: not logged
 
-    def __init__(self, hits: list[Hit], stats: SearchStats) -> None:
+    def __init__(self, hits: list[Hit], stats: SearchStats, query_id: str | None = None) -> None:
         super().__init__(hits)
         self.stats = stats
+        self.query_id = query_id

@@ -24,6 +24,7 @@ class Options:
     profile: str | None = None
     index: str = "tree"
     tuning: Tuning = field(default_factory=Tuning)
+    access_log: bool = True
 
     def __post_init__(self) -> None:
         check_policy(self.dedup)

@@ -23,6 +23,7 @@ from ..retrieval.search import run_search
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema
 from ..storage.view import View
+from .usage import DEEPER, Usage
 
 
 class Reads:
@@ -32,6 +33,7 @@ class Reads:
     embedders: dict[str, Embedder]
     tuning: Tuning
     _indexes: Indexes
+    _usage: Usage | None = None  # the access log and ratings (E1-E6)
 
     def _view(self) -> View:
         raise NotImplementedError
@@ -70,6 +72,9 @@ class Reads:
         recency: bool | None = None,
         stages: Mapping[str, int] | None = None,
         min_score: float = 0.0,
+        session_id: str | None = None,
+        elo_weight: float = 0.0,
+        explore: float = 0.0,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
@@ -105,11 +110,26 @@ class Reads:
         query vector when the caller already has it (the text still feeds BM25 and the other
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
         pipeline). `explain`: each hit carries why it ranked (methods, raw and scaled scores).
+
+        Importance (E6): each hit carries its memory's `elo` and `tier`, learned from use
+        (`feedback`, `update_importance`); the order stays by relevance unless `elo_weight` (in
+        [0, 1]) blends the ELO in. `explore` (in [0, 1), e.g. 0.15) gives that share of the k places
+        to memories below the cut, by Thompson sampling over their feedback (`hit.explored`). A
+        writable store logs the search (E1): `Hits.query_id` names it for `feedback`;
+        `session_id` is logged with it.
         """
-        plan = SearchPlan.build(self.schema, namespace=namespace, k=k, space=space, strategy=strategy, as_of=as_of,
-                                known_at=known_at, types=types, explain=explain, weights=weights, recency=recency,
-                                stages=stages, min_score=min_score, text=isinstance(query, str))
-        return run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
+        for name, v, hi in (("elo_weight", elo_weight, 1.0), ("explore", explore, 0.99)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
+                raise ValueError(f"{name} must be a number in [0, {hi:g}], got {v!r}")
+        deeper = k * DEEPER if (elo_weight > 0 or explore > 0) and isinstance(k, int) and k > 0 else k
+        plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
+                                as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
+                                recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str))
+        hits = run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
+        if self._usage is None:
+            return hits if deeper == k else Hits(hits[:k], hits.stats)
+        return self._usage.finish(hits, query=query, namespace=namespace, session_id=session_id, k=k,
+                                  elo_weight=float(elo_weight), explore=float(explore))
 
 
 class Snapshot(Reads):
@@ -118,9 +138,10 @@ class Snapshot(Reads):
     drop it when done."""
 
     def __init__(self, view: View, schema: Schema, embedders: dict[str, Embedder], tuning: Tuning,
-                 indexes: Indexes) -> None:
+                 indexes: Indexes, usage: Usage | None = None) -> None:
         self._snapshot = view
         self.schema, self.embedders, self.tuning, self._indexes = schema, embedders, tuning, indexes
+        self._usage = usage
 
     def _view(self) -> View:
         return self._snapshot

@@ -41,13 +41,16 @@ from ..storage.verify import verify as storage_verify
 from ..storage.view import View
 from .options import Options
 from .reads import Reads, Snapshot
+from .usage import Usage, UsageVerbs
 
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(Reads):
+class Store(Reads, UsageVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
+
+    _usage: Usage
 
     def __init__(self, path: str | Path | None = None, options: Options | None = None) -> None:
         o = options or Options()
@@ -75,6 +78,7 @@ class Store(Reads):
             self._engine.close()
             raise
         self._engine.on_commit = self._indexes.save
+        self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
 
     @property
     def path(self) -> Path | None:
@@ -100,6 +104,7 @@ class Store(Reads):
             with engine.writing():
                 engine.checkpoint()
                 self._indexes.save(engine.view)
+            self._usage.flush()
         engine.close()
 
     def __enter__(self) -> Store:  # noqa: PYI034 - Store is not meant to be subclassed
@@ -109,8 +114,10 @@ class Store(Reads):
         self.close()
 
     def checkpoint(self) -> None:
-        """Write the rows waiting in the WAL to one segment file, then empty the WAL."""
+        """Write the rows waiting in the WAL to one segment file, then empty the WAL (and write
+        the access log's waiting rows)."""
         self._engine.checkpoint()
+        self._usage.flush()
 
     # ----------------------------------------------------------------------------- writes
     def add(self, content: str, *, namespace: str, session_id: str | None = None, role: str | None = None,
@@ -272,7 +279,16 @@ class Store(Reads):
             ids = [ids]
         if namespace is not None and (not isinstance(namespace, str) or not namespace):
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        ids = list(ids)
         with self._engine.writing():
+            view = self._engine.view
+            for mid in sorted(set(ids)):
+                if view.key_of(mid) is None:
+                    raise StoreError(f"no memory with id {mid!r} to purge")
+            gone = set(ids) | ({mid for mid, (si, row) in view.current() if view.segments[si].namespace(row) == namespace}
+                               if namespace is not None else set())
+            # the access log and ratings first: a failure there raises with every memory as it was
+            self._usage.purge(gone)
             removed = rewrites.purge(self._engine, ids, namespace)
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
@@ -373,7 +389,7 @@ class Store(Reads):
         `search`, `len` on it never see a later write). Nothing is copied."""
         view = self._engine.view
         self._indexes.pin(view)
-        return Snapshot(view, self.schema, self.embedders, self.tuning, self._indexes)
+        return Snapshot(view, self.schema, self.embedders, self.tuning, self._indexes, self._usage)
 
     # ----------------------------------------------------------------------------- indexes
     def build_index(self, *, space: str | None = None) -> dict[str, int]:
@@ -435,6 +451,7 @@ class Store(Reads):
             # per saved index: "adopted" from its file, or why it was rebuilt ("missing", "corrupt ...")
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
+            "usage": self._usage.describe(),  # the access log and the ELO ratings (E1-E5)
         }
 
     # ----------------------------------------------------------------------------- internals
@@ -478,6 +495,7 @@ def open(
     profile: str | None = None,
     index: str = "tree",
     tuning: Tuning | None = None,
+    access_log: bool = True,
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
@@ -500,11 +518,13 @@ def open(
     conversation log a repeat is an event) keeps everything, and a record naming its own id is
     always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
     and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
+    `access_log`: log every search and its feedback in the store folder's `access/` (E1: what
+    ELO importance learns from); False logs nothing.
     """
     return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only, salvage=salvage,
                                dedup=dedup,  # type: ignore[arg-type] # checked by Options
                                dedup_threshold=dedup_threshold, profile=profile, index=index,
-                               tuning=tuning if tuning is not None else Tuning()))
+                               tuning=tuning if tuning is not None else Tuning(), access_log=access_log))
 
 
 def verify(path: str | Path) -> dict[str, Any]:

@@ -1,0 +1,229 @@
+"""An append-only log of Arrow rows in a store folder: the access log (E1) and the ELO update log (E5).
+
+Rows are buffered and written in batches: each flush writes one Arrow IPC file,
+`<prefix>-<first seq>-<last seq>-<crc32>.arrow`, atomically (a temporary file, fsync, rename,
+fsync of the folder), so a crash leaves whole files or none, never a torn one. Every row has a
+`seq`, its position in the log, which never repeats: the watermark a reader resumes from.
+
+A file is read only when its bytes match the CRC-32 in its name: a damaged file is reported
+(`damaged`) and left out, never served and never deleted. Rotation merges the files into one
+(written first, then the merged files removed; a crash between leaves the rows twice, and
+reads keep each seq once). `purge` rewrites the files holding rows of given memory ids without
+them. The log deletes only files of its own name pattern.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+LOG_DIR = "access"
+
+
+class ArrowLog:
+    """One append-only log (see the module docstring). `folder` None keeps it in memory."""
+
+    def __init__(self, folder: Path | None, prefix: str, schema: pa.Schema, *, writable: bool,
+                 flush_rows: int = 1024, flush_seconds: float = 2.0, max_files: int = 64) -> None:
+        if "seq" not in schema.names:
+            raise ValueError("a log's schema needs a 'seq' column")
+        self.dir = folder / LOG_DIR if folder is not None else None
+        self.prefix, self.schema = prefix, schema
+        self.writable = writable
+        self.flush_rows, self.flush_seconds, self.max_files = flush_rows, flush_seconds, max_files
+        self._pattern = re.compile(rf"^{re.escape(prefix)}-(\d{{12}})-(\d{{12}})-([0-9a-f]{{8}})\.arrow$")
+        self._lock = threading.RLock()
+        self._buffer: list[dict[str, Any]] = []
+        self._oldest = 0.0  # monotonic time of the oldest buffered row
+        self._memory: list[pa.Table] = []  # flushed tables of a log kept in memory
+        self.damaged: dict[str, str] = {}  # file -> why it was left out
+        self.next_seq = self._last_seq() + 1
+
+    # ------------------------------------------------------------------------------ writing
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> list[int]:
+        """Buffer rows (each a column -> value mapping, `seq` assigned here); returns their seqs.
+        Written when `flush_rows` are waiting or the oldest has waited `flush_seconds`."""
+        if not self.writable:
+            raise PermissionError("this log is read-only")
+        with self._lock:
+            seqs = []
+            for row in rows:
+                if not self._buffer:
+                    self._oldest = time.monotonic()
+                self._buffer.append({**row, "seq": self.next_seq})
+                seqs.append(self.next_seq)
+                self.next_seq += 1
+            if len(self._buffer) >= self.flush_rows or (
+                    self._buffer and time.monotonic() - self._oldest >= self.flush_seconds):
+                self.flush()
+            return seqs
+
+    def flush(self) -> None:
+        """Write the buffered rows (one file) now."""
+        with self._lock:
+            if not self._buffer:
+                return
+            table = pa.Table.from_pylist(self._buffer, schema=self.schema)
+            self._write(table)
+            self._buffer = []
+            if self.dir is not None and len(self._files()) > self.max_files:
+                self.rotate()
+
+    def _write(self, table: pa.Table) -> str | None:
+        if self.dir is None:
+            self._memory.append(table)
+            return None
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        raw = sink.getvalue().to_pybytes()
+        seqs = table.column("seq")
+        name = (f"{self.prefix}-{pc.min(seqs).as_py():012d}-{pc.max(seqs).as_py():012d}-"
+                f"{zlib.crc32(raw):08x}.arrow")
+        self.dir.mkdir(exist_ok=True)
+        tmp = self.dir / (name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.dir / name)
+        _fsync_dir(self.dir)
+        return name
+
+    # ------------------------------------------------------------------------------ reading
+    def _files(self) -> list[tuple[int, int, str, str]]:
+        """(first seq, last seq, crc, name) of every file of this log, oldest first."""
+        if self.dir is None or not self.dir.is_dir():
+            return []
+        out = []
+        for p in self.dir.iterdir():
+            m = self._pattern.match(p.name)
+            if m:
+                out.append((int(m.group(1)), int(m.group(2)), m.group(3), p.name))
+        return sorted(out)
+
+    def _last_seq(self) -> int:
+        files = self._files()
+        return max((last for _, last, _, _ in files), default=0)
+
+    def _load(self, name: str, crc: str) -> pa.Table | None:
+        assert self.dir is not None
+        try:
+            raw = (self.dir / name).read_bytes()
+        except OSError as exc:
+            self.damaged[name] = f"unreadable ({exc})"
+            return None
+        if f"{zlib.crc32(raw):08x}" != crc:
+            self.damaged[name] = "corrupt (CRC-32 mismatch)"
+            return None
+        try:
+            table = pa.ipc.open_file(pa.py_buffer(raw)).read_all()
+            if not table.schema.equals(self.schema):
+                self.damaged[name] = "unexpected columns"
+                return None
+        except Exception as exc:  # noqa: BLE001 - pyarrow's errors: a file is never trusted
+            self.damaged[name] = f"unreadable ({type(exc).__name__})"
+            return None
+        return table
+
+    def read(self, since: int = 0) -> pa.Table:
+        """Every row with seq >= `since` (buffered ones too), in seq order, each seq once."""
+        with self._lock:
+            parts = [t for t in self._memory] if self.dir is None else \
+                [t for first, last, crc, name in self._files() if last >= since
+                 for t in [self._load(name, crc)] if t is not None]
+            if self._buffer:
+                parts.append(pa.Table.from_pylist(self._buffer, schema=self.schema))
+        if not parts:
+            return self.schema.empty_table()
+        table = pa.concat_tables(parts)
+        table = table.filter(pc.greater_equal(table.column("seq"), since))
+        order = pc.sort_indices(table, [("seq", "ascending")])
+        table = table.take(order)
+        seqs = table.column("seq").to_numpy()
+        if len(seqs) > 1 and (seqs[1:] == seqs[:-1]).any():  # a rotation cut short by a crash
+            keep = [True, *(seqs[1:] != seqs[:-1]).tolist()]
+            table = table.filter(pa.array(keep))
+        return table
+
+    # ------------------------------------------------------------------------------ upkeep
+    def rotate(self) -> int:
+        """Merge every readable file into one; returns how many files were merged."""
+        with self._lock:
+            files = [f for f in self._files() if f[3] not in self.damaged]
+            if self.dir is None or len(files) < 2:
+                return 0
+            tables = [(f, self._load(f[3], f[2])) for f in files]
+            good = [(f, t) for f, t in tables if t is not None]
+            if len(good) < 2:
+                return 0
+            merged = pa.concat_tables([t for _, t in good])
+            self._write(merged)
+            for f, _ in good:
+                (self.dir / f[3]).unlink(missing_ok=True)
+            _fsync_dir(self.dir)
+            return len(good)
+
+    def purge(self, column: str, values: set[str]) -> int:
+        """Rewrite the log without the rows whose `column` holds one of `values`; returns how
+        many rows went. Files that hold none are left as they are."""
+        if not values:
+            return 0
+        with self._lock:
+            before = len(self._buffer)
+            self._buffer = [r for r in self._buffer if r.get(column) not in values]
+            removed = before - len(self._buffer)
+            wanted = pa.array(sorted(values), pa.string())
+            if self.dir is None:
+                kept = []
+                for t in self._memory:
+                    hit = pc.is_in(t.column(column), value_set=wanted)
+                    removed += int(pc.sum(hit).as_py() or 0)
+                    kept.append(t.filter(pc.invert(pc.fill_null(hit, False))))
+                self._memory = kept
+                return removed
+            for first, last, crc, name in self._files():
+                t = self._load(name, crc)
+                if t is None:
+                    continue
+                hit = pc.fill_null(pc.is_in(t.column(column), value_set=wanted), False)
+                n = int(pc.sum(hit).as_py() or 0)
+                if n == 0:
+                    continue
+                rest = t.filter(pc.invert(hit))
+                if rest.num_rows:
+                    self._write(rest)
+                (self.dir / name).unlink()
+                removed += n
+            _fsync_dir(self.dir)
+            return removed
+
+    def describe(self) -> dict[str, Any]:
+        """Files, rows waiting in the buffer, the next seq, damaged files."""
+        return {"files": len(self._files()) if self.dir is not None else len(self._memory),
+                "buffered": len(self._buffer), "next_seq": self.next_seq, "damaged": dict(self.damaged)}
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+__all__ = ["LOG_DIR", "ArrowLog"]

@@ -1,0 +1,202 @@
+"""What a store learns from use (E1-E6, C5): the access log, the ratings, feedback and the batch update.
+
+Every search of a writable store is logged (`Hits.query_id` names it); `feedback(query_id,
+used=[...])` says which hits the caller used; `update_importance()` turns the log into ELO ratings
+(importance/batch.py) and logs every change; hits carry their memory's ELO and tier. A read-only
+store annotates from the saved ratings and logs nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..importance import annotate, batch
+from ..importance.elo import RELEVANCE_THRESHOLD
+from ..importance.ratings import Importance, Ratings
+from ..model.hit import Hit, Hits
+from ..model.memory import utc_now
+from ..storage.access_log import access_log, elo_log
+from ..storage.derived_files import DerivedFiles
+
+RECENT_QUERIES = 4096  # query ids remembered in memory for feedback (older ones are looked up in the log)
+DEEPER = 3  # elo_weight / explore: candidates searched per place kept
+
+
+class Usage:
+    """The importance layer's state in one open store (see the module docstring)."""
+
+    def __init__(self, path: Path | None, files: DerivedFiles, *, writable: bool, log: bool = True) -> None:
+        self.files = files
+        self.logging = writable and log
+        self.log = access_log(path, writable=self.logging)
+        self.elo_log = elo_log(path, writable=writable)
+        self._ratings: Ratings | None = None
+        self.ratings_state: str | None = None  # "adopted" or why the ratings start empty
+        self._lock = threading.Lock()
+        self._recent: OrderedDict[str, str] = OrderedDict()  # query id -> namespace
+        self.rng = random.Random()
+
+    @property
+    def ratings(self) -> Ratings:
+        if self._ratings is None:
+            with self._lock:
+                if self._ratings is None:
+                    self._ratings, self.ratings_state = Ratings.load(self.files)
+        return self._ratings
+
+    # ------------------------------------------------------------------------------ searches
+    def finish(self, hits: Hits, *, query: object, namespace: str, session_id: str | None, k: int,
+               elo_weight: float, explore: float) -> Hits:
+        """Annotate, re-rank or explore when asked, cut to k, and log the search."""
+        now_us = time.time_ns() // 1_000
+        ratings = self.ratings
+        out: list[Hit] = annotate.annotated(list(hits), ratings, now_us)
+        if elo_weight > 0:
+            out = annotate.by_elo(out, elo_weight)
+        out = annotate.explored(out, k, explore, ratings, self.rng) if explore > 0 else out[:k]
+        query_id = self._record(out, query, namespace, session_id, hits.stats.strategy) if self.logging else None
+        return Hits(out, hits.stats, query_id)
+
+    def _record(self, hits: list[Hit], query: object, namespace: str, session_id: str | None, strategy: str) -> str:
+        qid = uuid.uuid4().hex
+        at = utc_now()
+        text = query if isinstance(query, str) else None
+        base = {"kind": "search", "query_id": qid, "namespace": namespace, "session_id": session_id, "at": at,
+                "query": text, "strategy": strategy, "used": False}
+        rows = [{**base, "memory_id": h.id, "rank": i + 1, "score": h.score} for i, h in enumerate(hits)] or \
+            [{**base, "memory_id": None, "rank": None, "score": None}]
+        self.log.append(rows)
+        with self._lock:
+            self._recent[qid] = namespace
+            if len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
+        return qid
+
+    # ------------------------------------------------------------------------------ feedback
+    def feedback(self, query_id: str, used: Iterable[str], *, kind: str = "feedback",
+                 session_id: str | None = None) -> int:
+        """Record which memories of a logged search the caller used; returns how many."""
+        if not self.logging:
+            raise PermissionError("this store logs no searches (read-only, or opened with access_log=False)")
+        if not isinstance(query_id, str) or not query_id:
+            raise ValueError(f"query_id must be the non-empty id a search returned (Hits.query_id), got {query_id!r}")
+        ids = list(dict.fromkeys(used)) if not isinstance(used, str) else [used]
+        bad = [i for i in ids if not isinstance(i, str) or not i]
+        if bad:
+            raise ValueError(f"used must hold memory ids (non-empty strings), got {bad[0]!r}")
+        namespace = self._namespace_of(query_id)
+        if namespace is None:
+            raise ValueError(f"no logged search with query_id {query_id!r}: feedback names a search this store "
+                             "logged (Hits.query_id)")
+        at = utc_now()
+        self.log.append({"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
+                         "at": at, "query": None, "strategy": None, "memory_id": mid, "rank": None, "score": None,
+                         "used": True} for mid in ids)
+        return len(ids)
+
+    def _namespace_of(self, query_id: str) -> str | None:
+        with self._lock:
+            ns = self._recent.get(query_id)
+        if ns is not None:
+            return ns
+        table = self.log.read()
+        hit = table.filter(pc.equal(table.column("query_id"), query_id))
+        return hit.column("namespace")[0].as_py() if hit.num_rows else None
+
+    # ------------------------------------------------------------------------------ the batch update
+    def update(self, threshold: float = RELEVANCE_THRESHOLD) -> batch.UpdateReport:
+        """Apply the access log past the ratings' watermark (E5), log the changes, save the ratings."""
+        if not self.logging:
+            raise PermissionError("this store is read-only: the ratings cannot be updated here")
+        self.log.flush()
+        ratings = self.ratings
+        with self._lock:
+            report = batch.apply(ratings, self.log.read(), threshold)
+            if report.changes:
+                self.elo_log.append(report.changes)
+                self.elo_log.flush()
+            if report.entries or self.ratings_state != "adopted":
+                ratings.save(self.files)
+                self.ratings_state = "adopted"
+        return report
+
+    def importance(self, memory_id: str) -> Importance:
+        return self.ratings.describe(memory_id, time.time_ns() // 1_000)
+
+    def updates(self, memory_id: str | None = None) -> pa.Table:
+        """The ELO update log (of one memory)."""
+        self.elo_log.flush()
+        t = self.elo_log.read()
+        return t if memory_id is None else t.filter(pc.equal(t.column("memory_id"), memory_id))
+
+    # ------------------------------------------------------------------------------ upkeep
+    def flush(self) -> None:
+        if self.logging:
+            self.log.flush()
+            self.elo_log.flush()
+
+    def purge(self, ids: set[str]) -> int:
+        """Remove the purged memories from the logs and the ratings: every row naming them, and
+        every row of a search that showed one (its query text may say what the memory said).
+        Writes nothing when none of them was ever logged or rated."""
+        if not ids:
+            return 0
+        removed = 0
+        if self.logging:
+            self.log.flush()
+            table = self.log.read()
+            hit = pc.is_in(table.column("memory_id"), value_set=pa.array(sorted(ids), pa.string()))
+            queries = {q for q in table.filter(pc.fill_null(hit, False)).column("query_id").to_pylist() if q}
+            removed = self.log.purge("query_id", queries) + self.log.purge("memory_id", ids)
+            removed += self.elo_log.purge("memory_id", ids)
+        rated = [i for i in ids if i in self.ratings.by_id]
+        if rated and self.files.writable:
+            self.ratings.forget(set(rated))
+            self.ratings.save(self.files)
+        return removed
+
+    def describe(self) -> dict[str, Any]:
+        r = self.ratings
+        return {"log": self.log.describe(), "ratings": len(r), "watermark": r.watermark,
+                "ratings_file": self.ratings_state}
+
+
+class UsageVerbs:
+    """The store verbs of the importance layer (mixed into `Store`)."""
+
+    _usage: Usage
+
+    def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
+        """Record which hits of a logged search the caller used (`query_id`: the search's
+        `Hits.query_id`): the outcome ELO learns from (E2). Returns how many ids were recorded.
+        Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
+        memory it found another way)."""
+        return self._usage.feedback(query_id, used, session_id=session_id)
+
+    def update_importance(self, *, relevance_threshold: float = RELEVANCE_THRESHOLD) -> batch.UpdateReport:
+        """Apply the access log to the ELO ratings from where the last update stopped (E5): each
+        search with feedback updates the memories it showed (used: won, shown only: lost), R-gated
+        below `relevance_threshold`. Idempotent; every change is logged (`importance_log`)."""
+        return self._usage.update(relevance_threshold)
+
+    def importance(self, id: str) -> Importance:
+        """A memory's ELO now (decayed), tier, update and use counts and C5 importance."""
+        return self._usage.importance(id)
+
+    def importance_log(self, id: str | None = None) -> list[dict[str, Any]]:
+        """Every ELO change the batch updates made (of one memory), oldest first, with its inputs."""
+        rows: list[dict[str, Any]] = self._usage.updates(id).to_pylist()
+        return rows
+
+
+__all__ = ["Usage", "UsageVerbs"]
