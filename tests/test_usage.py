@@ -1,0 +1,183 @@
+"""What a store learns from use, through the public API: logged searches, feedback, the batch ELO
+update, annotation, the opt-in re-ranking and exploration, and the ratings as derived data."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import engramdb
+import pytest
+from engramdb.importance import batch, elo
+from engramdb.importance.ratings import Ratings
+from engramdb.storage.access_log import access_log
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TOPICS = ["violin lessons on monday", "the bakery opens at six", "a cat called biscuit", "rain in lisbon",
+          "green tea every morning", "the ring road traffic"]
+
+
+def make(path: Path | None) -> engramdb.Store:
+    db = engramdb.open(path)
+    db.add_many([{"id": f"{ns}{i}", "content": f"{t} note {i}", "namespace": ns}
+                 for ns in ("a", "b") for i, t in enumerate(TOPICS * 2)])
+    return db
+
+
+def test_a_search_is_logged_and_feedback_moves_the_ratings(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    hits = db.search("violin lessons", namespace="a", k=4)
+    assert hits.query_id is not None and all(h.elo == elo.INITIAL_ELO and h.tier == "MEDIUM" for h in hits)
+    used, shown = hits[1].id, [h.id for h in hits if h.id != hits[1].id]
+    assert db.feedback(hits.query_id, used=[used]) == 1
+    rep = db.update_importance()
+    assert (rep.matches, rep.updates, rep.late_feedback) == (1, len(hits), 0)
+    assert db.importance(used).elo > elo.INITIAL_ELO > db.importance(shown[0]).elo
+    assert db.importance(used).used == 1 and db.importance(shown[0]).shown == 1
+    again = db.update_importance()
+    assert (again.entries, again.updates) == (0, 0)  # idempotent
+    log = db.importance_log(used)
+    assert len(log) == 1 and log[0]["outcome"] == 1.0 and log[0]["k"] == 16 and not log[0]["gated"]
+    assert log[0]["after"] == pytest.approx(log[0]["before"] + 16 * (1 - log[0]["expected"]))
+    after = db.search("violin lessons", namespace="a", k=4)
+    assert [h.id for h in after] == [h.id for h in hits]  # annotation only: the order is relevance's
+    assert {h.id: h.elo for h in after}[used] > elo.INITIAL_ELO
+    db.close()
+
+
+def test_feedback_names_a_logged_search(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    with pytest.raises(ValueError, match="no logged search with query_id 'nope'"):
+        db.feedback("nope", used=["a1"])
+    hits = db.search("cat", namespace="a")
+    with pytest.raises(ValueError, match="used must hold memory ids"):
+        db.feedback(hits.query_id or "", used=[""])  # type: ignore[list-item]
+    db.close()
+    with engramdb.open(tmp_path / "s") as db2:  # a query id from before a reopen is found in the log
+        assert db2.feedback(hits.query_id or "", used=[hits[0].id]) == 1
+
+
+def test_late_feedback_changes_nothing_and_namespaces_stay_apart(tmp_path: Path) -> None:
+    db = make(None)
+    a = db.search("the bakery", namespace="a", k=3)
+    b = db.search("the bakery", namespace="b", k=3)
+    db.feedback(a.query_id or "", used=[a[0].id])
+    db.update_importance()
+    db.feedback(a.query_id or "", used=[a[1].id])  # after the query was settled
+    rep = db.update_importance()
+    assert rep.late_feedback == 1 and rep.updates == 0
+    assert db.importance(a[1].id).used == 0
+    assert all(db.importance(h.id).updates == 0 for h in b)  # only the shown and used of "a" played
+    db.close()
+
+
+def test_a_weak_match_moves_a_quarter() -> None:
+    db = make(None)
+    hits = db.search("violin lessons", namespace="a", k=12)
+    weak = [h for h in hits if h.score < elo.RELEVANCE_THRESHOLD]
+    strong = [h for h in hits if h.score >= elo.RELEVANCE_THRESHOLD]
+    assert weak and strong
+    db.feedback(hits.query_id or "", used=[strong[0].id, weak[0].id])
+    db.update_importance()
+    changes = {r["memory_id"]: r for r in db.importance_log()}
+    assert changes[weak[0].id]["gated"] and not changes[strong[0].id]["gated"]
+    w, s = changes[weak[0].id], changes[strong[0].id]
+    assert w["after"] - w["before"] == pytest.approx(0.25 * 16 * (1 - w["expected"]))
+    assert s["after"] - s["before"] == pytest.approx(16 * (1 - s["expected"]))
+
+
+def test_ratings_are_derived_a_lost_file_is_replayed_to_the_same(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    for q in ("violin", "bakery", "cat", "violin lessons", "tea"):
+        hits = db.search(q, namespace="a", k=5)
+        db.feedback(hits.query_id or "", used=[hits[0].id])
+    db.update_importance()
+    ids = [f"a{i}" for i in range(12)]
+    before = {i: round(db.importance(i).elo, 6) for i in ids}
+    db.close()
+    for f in (tmp_path / "s" / "index").glob("elo-ratings.*"):
+        f.unlink()
+    with engramdb.open(tmp_path / "s") as db2:
+        assert db2.stats()["usage"]["ratings"] == 0  # until the next update
+        db2.update_importance()  # replays the log from its start
+        assert {i: db2.importance(i).elo for i in ids} == pytest.approx(before, abs=0.01)  # decayed to now
+    shutil.copytree(tmp_path / "s", tmp_path / "ro")
+    (tmp_path / "ro" / "LOCK").unlink(missing_ok=True)
+    with engramdb.open(tmp_path / "ro", read_only=True) as ro:  # annotates from the saved ratings, logs nothing
+        hits = ro.search("violin", namespace="a", k=3)
+        assert hits.query_id is None and any(h.elo != elo.INITIAL_ELO for h in hits)
+        with pytest.raises(PermissionError):
+            ro.update_importance()
+
+
+def test_elo_weight_reranks_and_explore_surfaces_rarely_seen_memories() -> None:
+    db = make(None)
+    for _ in range(12):  # "a3" (cat) is used every time it is asked about
+        hits = db.search("cat biscuit", namespace="a", k=3)
+        db.feedback(hits.query_id or "", used=["a2"])
+    db.update_importance()
+    plain = db.search("note", namespace="a", k=5)
+    weighted = db.search("note", namespace="a", k=5, elo_weight=1.0)
+    assert weighted[0].id == "a2" and [h.id for h in plain] != [h.id for h in weighted]
+    seen: dict[str, int] = {}
+    for _ in range(40):
+        got = db.search("violin lessons", namespace="a", k=4, explore=0.5)
+        assert len(got) == 4 and sum(h.explored for h in got) == 2
+        for h in got:
+            if h.explored:
+                seen[h.id] = seen.get(h.id, 0) + 1
+    relevant = [h.id for h in db.search("violin lessons", namespace="a", k=2)]
+    assert not set(seen) & set(relevant)  # explored places come from below the cut
+    assert len(seen) >= 3  # and vary: sampled, not a fixed pick
+    with pytest.raises(ValueError, match="explore must be a number in"):
+        db.search("x", namespace="a", explore=1.0)
+    with pytest.raises(ValueError, match="elo_weight must be a number in"):
+        db.search("x", namespace="a", elo_weight=-0.1)
+
+
+def _calls(events: list[tuple[int, list[int], int]]) -> list[list[dict[str, object]]]:
+    """The log rows of a run of calls: per event a search showing `shown` memories, and one
+    feedback call for it (the used among them) `delay` calls later; one list of rows per call."""
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    timeline: list[tuple[int, int, list[dict[str, object]]]] = []  # (position, order, rows)
+    for q, (shown, used, delay) in enumerate(events):
+        at = t0 + timedelta(hours=q)
+        mids = [f"m{(q + r) % 7}" for r in range(shown)]
+        timeline.append((2 * q, 0, [{"kind": "search", "query_id": f"q{q}", "namespace": "n", "session_id": None,
+                                     "at": at, "query": "x", "strategy": "hybrid", "memory_id": m, "rank": r + 1,
+                                     "score": 0.1 + 0.2 * r, "used": False} for r, m in enumerate(mids)]))
+        fb = sorted({mids[u % shown] for u in used})
+        if fb:
+            timeline.append((2 * (q + delay) + 1, q, [{
+                "kind": "feedback", "query_id": f"q{q}", "namespace": "n", "session_id": None,
+                "at": at + timedelta(minutes=30 * (delay + 1)), "query": None, "strategy": None, "memory_id": m,
+                "rank": None, "score": None, "used": True} for m in fb]))
+    return [rows for _, _, rows in sorted(timeline, key=lambda t: (t[0], t[1]))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5), st.lists(st.integers(0, 20), max_size=3), st.integers(0, 3)),
+                min_size=1, max_size=12), st.data())
+def test_the_update_resumes_anywhere_to_the_same_ratings(events: list[tuple[int, list[int], int]],
+                                                         data: st.DataObject) -> None:
+    """Batch updates run between any calls give the ratings of one update at the end (each
+    search's feedback is one call, as `Store.feedback` writes it)."""
+    calls = _calls(events)
+    log = access_log(None, writable=True, flush_rows=1 << 20)
+    ends = []
+    for rows in calls:
+        log.append(rows)
+        ends.append(log.next_seq - 1)
+    table = log.read()
+    whole = Ratings()
+    batch.apply(whole, table)
+    cuts = sorted(set(data.draw(st.lists(st.sampled_from(ends), max_size=4))))
+    parts = Ratings()
+    for cut in [*cuts, ends[-1]]:
+        batch.apply(parts, table.slice(0, cut))  # what was logged by then
+    assert parts.watermark == whole.watermark == table.num_rows
+    assert {i: (round(r.elo, 9), r.updates, r.shown, r.used) for i, r in parts.by_id.items()} == \
+        {i: (round(r.elo, 9), r.updates, r.shown, r.used) for i, r in whole.by_id.items()}
