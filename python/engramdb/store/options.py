@@ -25,6 +25,7 @@ class Options:
     index: str = "tree"
     tuning: Tuning = field(default_factory=Tuning)
     access_log: bool = True
+    contradictions: str = "off"
 
     def __post_init__(self) -> None:
         check_policy(self.dedup)
@@ -33,5 +34,7 @@ class Options:
             raise ValueError(f"dedup_threshold must be in (0, 1], got {self.dedup_threshold!r}")
         if self.profile is not None and self.schema is not None:
             raise ValueError("pass schema= or profile=, not both")
+        if self.contradictions not in ("off", "detect", "supersede"):
+            raise ValueError(f"contradictions must be 'off', 'detect' or 'supersede', got {self.contradictions!r}")
         if not isinstance(self.tuning, Tuning):
             raise TypeError(f"tuning must be an engramdb.Tuning, got {type(self.tuning).__name__}")

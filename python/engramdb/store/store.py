@@ -22,6 +22,7 @@ from ..ingest.dedup import DedupEvent, find_duplicates
 from ..ingest.embedding import check_vector_names, vectors_for
 from ..ingest.intake import build_intake, content_bytes
 from ..ingest.sequence import TurnCounter
+from ..lifecycle.contradictions import Proposal
 from ..model.edge import Edge
 from ..model.errors import InvalidMemory, StoreError
 from ..model.hit import Hits
@@ -41,13 +42,14 @@ from ..storage.verify import verify as storage_verify
 from ..storage.view import View
 from .options import Options
 from .reads import Reads, Snapshot
+from .upkeep import UpkeepVerbs
 from .usage import Usage, UsageVerbs
 
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(Reads, UsageVerbs):
+class Store(Reads, UsageVerbs, UpkeepVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage
@@ -60,6 +62,8 @@ class Store(Reads, UsageVerbs):
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
         self.last_dedup: list[DedupEvent] = []  # what the last add_many found (S8)
+        self.contradictions = o.contradictions
+        self.last_contradictions: list[Proposal] = []  # what the last add_many found (H5), with contradictions=
         self._turns = TurnCounter()  # seq per (namespace, session) when the caller gives none
         self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
                               also=earlier_schemas(o.profile) if o.profile is not None else ())
@@ -154,17 +158,23 @@ class Store(Reads, UsageVerbs):
             self.last_dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
                 if self.dedup != "off" else []
             dup = {e.index: e for e in self.last_dedup if e.action != "kept"}
+            keep = [i for i in range(n) if i not in dup]
             if not dup:
                 self._engine.append(batch.table, vectors)
-                return batch.ids
-            keep = [i for i in range(n) if i not in dup]
-            if keep:
+            elif keep:
                 from ..spaces.batches import take
 
                 self._engine.append(batch.table.take(keep), {k: take(v, keep) for k, v in vectors.items()})
-            if self.dedup == "merge":
+            self._passages_of([batch.contents[i] for i in keep])
+            if dup and self.dedup == "merge":
                 self._merge_duplicates(list(dup.values()))
-            return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
+        if self.contradictions != "off" and keep:  # outside the writer's lock: applying one is a write
+            stored = [batch.ids[i] for i in keep]
+            found = []
+            for ns in dict.fromkeys(batch.namespaces[i] for i in keep):
+                found += self.resolve_contradictions(namespace=ns, ids=stored, dry_run=self.contradictions == "detect")
+            self.last_contradictions = found
+        return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
 
     def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:
         """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
@@ -459,8 +469,11 @@ class Store(Reads, UsageVerbs):
         """New versions with their vectors (the caller holds the writer's lock)."""
         vectors = vectors_for(self.schema, self.embedders, [m.content for m in memories], given, self.tuning)
         self._engine.append(memories_to_table(memories), vectors)
-        if any(len(m.content) >= MIN_CHARS for m in memories):
-            # long memories' passage vectors (C7) are embedded now, with the write, not by a search
+        self._passages_of([m.content for m in memories])
+
+    def _passages_of(self, contents: list[str]) -> None:
+        """Long memories' passage vectors (C7), embedded now, with the write, not by a search."""
+        if any(len(c) >= MIN_CHARS for c in contents):
             pv = self._indexes.passages(self.schema[self.schema.main], self._engine.view)
             if pv is not None:
                 pv.sync(self._engine.view)
@@ -496,6 +509,7 @@ def open(
     index: str = "tree",
     tuning: Tuning | None = None,
     access_log: bool = True,
+    contradictions: str = "off",
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
 
@@ -519,12 +533,16 @@ def open(
     always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
     and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
     `access_log`: log every search and its feedback in the store folder's `access/` (E1: what
-    ELO importance learns from); False logs nothing.
+    ELO importance learns from); False logs nothing. `contradictions` ("off" | "detect" |
+    "supersede"): after each `add_many`, look for older memories the new ones contradict (H5,
+    `resolve_contradictions`): "detect" reports them in `last_contradictions`, "supersede" also
+    ends each older one where the newer starts.
     """
     return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only, salvage=salvage,
                                dedup=dedup,  # type: ignore[arg-type] # checked by Options
                                dedup_threshold=dedup_threshold, profile=profile, index=index,
-                               tuning=tuning if tuning is not None else Tuning(), access_log=access_log))
+                               tuning=tuning if tuning is not None else Tuning(), access_log=access_log,
+                               contradictions=contradictions))
 
 
 def verify(path: str | Path) -> dict[str, Any]:

@@ -1,0 +1,178 @@
+"""Contradictions (H5): which newer memory should end an older one, and why; no LLM on the path.
+
+Candidates are pairs of current memories of one namespace whose validity overlaps and whose main-
+space vectors are near (`CANDIDATE_SIMILARITY`), newer after older (valid_from, then learned_at). A
+detector (any callable; the built-in `HeuristicDetector`) judges each pair: a score in [0, 1] and a
+reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement it names:
+
+- same memory_type (two untyped memories count as the same type), overlapping validity,
+  different content;
+- and one of:
+  - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
+  - *number*: they hold different numbers or dates ("rent 1,200" / "rent 1,450"),
+  - *update*: main-space similarity >= 0.75 (the statement said again, differently) and each
+    says something the other does not (a content word on both sides: a value replaced; a
+    paraphrase that only adds or drops words on one side is not an update).
+  For a negation or a number the two must be the same statement apart from that cue: the
+  similarity of the texts with their negations, numbers and dates masked is >= 0.75.
+
+Scores: negation 0.9, number 0.8, update 0.6, each times how far the (masked) similarity is
+between 0.75 and 1 (x 0.75 at 0.75, x 1 at 1), so a caller can keep the surest with `min_score`.
+Applying a proposal is `Store.supersede(old, new)`: the old memory's validity ends where the new one's
+starts; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.memory import Memory
+from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
+
+MIN_SIMILARITY = 0.75  # SPEC H5
+CANDIDATE_SIMILARITY = 0.5  # pairs looked at: a negation or number may sit lower before masking
+NEIGHBOURS = 10  # nearest memories per memory looked at
+_ANALYZER = Analyzer()
+CUE_SCORE = {"negation": 0.9, "number": 0.8, "update": 0.6}
+
+_MONTHS = ("january", "february", "march", "april", "june", "july", "august", "september", "october",
+           "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
+           "dec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                 "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred",
+                 "thousand", "million", "half", "dozen", "once", "twice", "first", "second", "third")
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_MAY = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+may|may\s+\d{1,2})\b")  # the month, not the verb
+_AMOUNT_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_MONTHS)
+# negating verbs and adverbs beyond the analyzer's negation words
+_NEGATING = frozenset({"stopped", "quit"})
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed supersede: `new` ends `old` (H5)."""
+
+    old: str
+    new: str
+    reason: str
+    score: float
+    similarity: float
+    applied: bool = False
+
+
+Detector = Callable[[Memory, Memory, float], "tuple[float, str] | None"]
+Embed = Callable[[Sequence[str]], np.ndarray]  # the main space's embedder (unit rows or not)
+
+
+def negated(text: str) -> bool:
+    """Whether a text says no (a negation word, a contraction such as "don't", "no longer", "stopped")."""
+    return any(negation(t) is not None or t in _NEGATING for t in tokenize(text))
+
+
+def amounts(text: str) -> frozenset[str]:
+    """The numbers, number words, dates and weekdays of a text (digits without thousands separators)."""
+    low = normalize(text)
+    found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(low)}
+    found |= {t for t in tokenize(low) if t in _AMOUNT_WORDS}
+    if _MAY.search(low):
+        found.add("may")
+    return frozenset(found)
+
+
+def masked(text: str) -> str:
+    """The text without its negations, numbers and dates: the statement they qualify."""
+    words = [t for t in tokenize(_NUMBER.sub(" ", _MAY.sub(" ", normalize(text))))
+             if negation(t) is None and t not in _NEGATING and t not in _AMOUNT_WORDS]
+    return " ".join(words)
+
+
+class HeuristicDetector:
+    """The built-in rule (see the module docstring). `embed`: the main space's embedder, for the
+    similarity of the masked texts."""
+
+    def __init__(self, embed: Embed, min_similarity: float = MIN_SIMILARITY) -> None:
+        self.embed, self.min_similarity = embed, min_similarity
+
+    def __call__(self, old: Memory, new: Memory, similarity: float) -> tuple[float, str] | None:
+        if old.memory_type != new.memory_type or _same_text(old.content, new.content):
+            return None
+        cue = None
+        if negated(old.content) != negated(new.content):
+            cue = "negation"
+        else:
+            a, b = amounts(old.content), amounts(new.content)
+            if a and b and a != b:
+                cue = "number"
+        if cue is not None:
+            sim = _cosine(self.embed([masked(old.content), masked(new.content)]))
+            if sim < self.min_similarity:
+                cue, sim = None, similarity
+        else:
+            sim = similarity
+        if cue is None:
+            if similarity < self.min_similarity or not _replaced(old.content, new.content):
+                return None
+            cue = "update"
+        strength = 0.75 + 0.25 * min(1.0, max(0.0, (sim - self.min_similarity) / max(1e-9, 1 - self.min_similarity)))
+        what = {"negation": "one says no where the other does not",
+                "number": f"different numbers or dates ({', '.join(sorted(amounts(old.content)))} -> "
+                          f"{', '.join(sorted(amounts(new.content)))})",
+                "update": "the same statement said again, differently"}[cue]
+        return round(CUE_SCORE[cue] * strength, 4), f"{cue}: {what}; similarity {sim:.2f}"
+
+
+def _replaced(a: str, b: str) -> bool:
+    """Whether each text holds a content word (stemmed, stop words out) the other does not."""
+    ta, tb = set(_ANALYZER.terms(a)), set(_ANALYZER.terms(b))
+    return bool(ta - tb) and bool(tb - ta)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(tokenize(a)) == " ".join(tokenize(b))
+
+
+def _cosine(v: np.ndarray) -> float:
+    v = np.asarray(v, np.float64).reshape(2, -1)
+    n = np.linalg.norm(v, axis=1)
+    return float(v[0] @ v[1] / (n[0] * n[1])) if n[0] > 0 and n[1] > 0 else 0.0
+
+
+def candidate_pairs(vectors: np.ndarray, newer: np.ndarray, overlap: Callable[[int, int], bool],
+                    only: np.ndarray | None = None) -> list[tuple[int, int, float]]:
+    """(older index, newer index, cosine) of the pairs worth judging: each memory (or each of
+    `only`) with its `NEIGHBOURS` nearest whose cosine is >= CANDIDATE_SIMILARITY and whose
+    validity overlaps; `newer[i]` orders memories in time (older first)."""
+    x = np.asarray(vectors, np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    rows = np.arange(len(x)) if only is None else np.asarray(only, np.int64)
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for start in range(0, len(rows), 1024):  # blocks: memory stays O(block x n)
+        block = rows[start:start + 1024]
+        sims = x[block] @ x.T
+        sims[np.arange(len(block)), block] = -1.0  # not with itself
+        k = min(NEIGHBOURS, len(x) - 1)
+        if k <= 0:
+            break
+        near = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for r, i in enumerate(block.tolist()):
+            for j in near[r].tolist():
+                s = float(sims[r, j])
+                if s < CANDIDATE_SIMILARITY:
+                    continue
+                a, b = (i, j) if newer[i] < newer[j] else (j, i)
+                if (a, b) in seen or not overlap(a, b):
+                    continue
+                seen.add((a, b))
+                out.append((a, b, s))
+    return out
+
+
+__all__ = ["MIN_SIMILARITY", "Detector", "HeuristicDetector", "Proposal", "amounts", "candidate_pairs", "masked",
+           "negated"]

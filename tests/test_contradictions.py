@@ -1,0 +1,110 @@
+"""Contradictions (H5) through the public API: the built-in rule and its cues, validity and types,
+dry run and apply (supersede, nothing deleted), a pluggable detector, and detection on write."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import engramdb
+import pytest
+from engramdb.lifecycle.contradictions import amounts, masked, negated
+
+T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T2 = datetime(2024, 6, 1, tzinfo=timezone.utc)
+
+
+def pair(db: engramdb.Store, ns: str, old: str, new: str, **kw: object) -> None:
+    db.add_many([{"id": f"{ns}-old", "content": old, "namespace": ns, "valid_from": T1, **kw},
+                 {"id": f"{ns}-new", "content": new, "namespace": ns, "valid_from": T2, **kw}])
+
+
+@pytest.mark.parametrize(("old", "new", "cue"), [
+    ("I like cats", "I don't like cats", "negation"),
+    ("Sam is vegetarian", "Sam is no longer vegetarian", "negation"),
+    ("My rent is 1,200 dollars a month", "My rent is 1450 dollars a month", "number"),
+    ("The dentist appointment is on 3 May 2024", "The dentist appointment is on 10 May 2024", "number"),
+])
+def test_a_negation_or_a_changed_number_is_proposed(old: str, new: str, cue: str) -> None:
+    db = engramdb.open(None)
+    pair(db, "n", old, new)
+    got = db.resolve_contradictions(namespace="n")
+    assert [(p.old, p.new) for p in got] == [("n-old", "n-new")]
+    assert got[0].reason.startswith(cue) and 0.6 <= got[0].score <= 1.0 and not got[0].applied
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I love hiking in the mountains", "Hiking in the mountains is something I love"),  # a paraphrase
+    ("Maya works at the bakery", "Maya's bakery shift starts at 6"),  # both can be true
+    ("I have a dog", "My dog loves the beach"),
+    ("Sam is vegetarian", "Sam is vegetarian"),  # the same text
+])
+def test_paraphrases_and_compatible_facts_are_not(old: str, new: str) -> None:
+    db = engramdb.open(None)
+    pair(db, "n", old, new)
+    assert db.resolve_contradictions(namespace="n") == []
+
+
+def test_validity_types_and_namespaces_bound_the_pairs() -> None:
+    db = engramdb.open(None)
+    db.add_many([{"id": "ended", "content": "I like cats", "namespace": "n", "valid_from": T1,
+                  "valid_until": datetime(2024, 3, 1, tzinfo=timezone.utc)},
+                 {"id": "now", "content": "I don't like cats", "namespace": "n", "valid_from": T2}])
+    assert db.resolve_contradictions(namespace="n") == []  # the old one had ended already
+    pair(db, "t", "Sam is vegetarian", "Sam is not vegetarian", memory_type="fact")
+    db.update("t-new", memory_type="preference")
+    assert db.resolve_contradictions(namespace="t") == []  # different types
+    db.add_many([{"id": "x1", "content": "I like tea", "namespace": "x", "valid_from": T1},
+                 {"id": "y1", "content": "I don't like tea", "namespace": "y", "valid_from": T2}])
+    assert db.resolve_contradictions(namespace="x") == [] and db.resolve_contradictions(namespace="y") == []
+
+
+def test_applying_supersedes_and_deletes_nothing() -> None:
+    db = engramdb.open(None)
+    pair(db, "n", "My rent is 1200 dollars a month", "My rent is 1450 dollars a month")
+    assert db.resolve_contradictions(namespace="n", dry_run=True)
+    assert db.get("n-old") is not None and db.get("n-old").valid_until is None  # type: ignore[union-attr]
+    done = db.resolve_contradictions(namespace="n", dry_run=False)
+    assert [p.applied for p in done] == [True]
+    old = db.get("n-old")
+    assert old is not None and old.valid_until == T2  # ends where the new one starts
+    assert len(db) == 2
+    assert db.resolve_contradictions(namespace="n") == []  # settled: their validity no longer overlaps
+    then = db.search("rent", namespace="n", k=1, as_of=datetime(2024, 2, 1, tzinfo=timezone.utc))
+    assert then[0].id == "n-old"
+
+
+def test_a_pluggable_detector_judges_the_candidates() -> None:
+    db = engramdb.open(None)
+    pair(db, "n", "Maya works at the bakery on Elm Street", "Maya works at the bakery on Elm Street now full time")
+    seen = []
+
+    def judge(old: engramdb.Memory, new: engramdb.Memory, sim: float) -> tuple[float, str] | None:
+        seen.append((old.id, new.id, sim))
+        return 0.95, "llm: the job changed"
+
+    got = db.resolve_contradictions(namespace="n", detector=judge)
+    assert seen and seen[0][:2] == ("n-old", "n-new") and got[0].reason == "llm: the job changed"
+    assert db.resolve_contradictions(namespace="n", detector=judge, min_score=0.99) == []
+    with pytest.raises(ValueError, match=r"score must be in \[0, 1\], got 3"):
+        db.resolve_contradictions(namespace="n", detector=lambda o, n, s: (3, "bad"))
+
+
+def test_detection_on_write() -> None:
+    db = engramdb.open(None, contradictions="detect")
+    db.add_many([{"id": "a", "content": "I like cats", "namespace": "n", "valid_from": T1}])
+    db.add_many([{"id": "b", "content": "I don't like cats", "namespace": "n", "valid_from": T2}])
+    assert [(p.old, p.new) for p in db.last_contradictions] == [("a", "b")]
+    assert db.get("a").valid_until is None  # type: ignore[union-attr] # detect only
+    db2 = engramdb.open(None, contradictions="supersede")
+    db2.add_many([{"id": "a", "content": "I like cats", "namespace": "n", "valid_from": T1}])
+    db2.add_many([{"id": "b", "content": "I don't like cats", "namespace": "n", "valid_from": T2}])
+    assert db2.get("a").valid_until == T2  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="contradictions must be 'off', 'detect' or 'supersede', got 'yes'"):
+        engramdb.open(None, contradictions="yes")
+
+
+def test_the_cues() -> None:
+    assert negated("I can't stand olives") and negated("She stopped running") and not negated("I like olives")
+    assert amounts("Rent: $1,450 on 3 May, twice a week") == {"1450", "3", "may", "twice"}
+    assert amounts("I may go") == frozenset()  # the verb, not the month
+    assert masked("I don't pay 1,200 dollars on 3 May") == "i pay dollars on"
