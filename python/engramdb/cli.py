@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "archive":
             older = _time(args.older_than, "--older-than")
             with open_store(args.path) as db:
-                print(json.dumps(db.archive(older, namespace=args.namespace)))  # type: ignore[arg-type]
+                print(json.dumps(db.archive(older, namespace=args.namespace)))
             return 0
         with open_store(args.path, read_only=True) as db:
             if args.command == "search":

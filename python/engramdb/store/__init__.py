@@ -6,9 +6,10 @@ from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
+from .folder_ops import backup, repair, verify
 from .options import Options
 from .reads import Snapshot
-from .store import Store, backup, open, repair, verify
+from .store import Store, open
 
 __all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Snapshot", "Store", "StoreError",
            "StoreLocked", "Tuning", "backup", "open", "repair", "validate_memory", "verify"]

@@ -36,9 +36,8 @@ from ..spaces.schema import Schema, SpaceError
 from ..storage import rewrites, transfer
 from ..storage.backup import backup as storage_backup
 from ..storage.columns import memories_to_table
+from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
-from ..storage.repair import repair as storage_repair
-from ..storage.verify import verify as storage_verify
 from ..storage.view import View
 from .options import Options
 from .reads import Reads, Snapshot
@@ -92,6 +91,10 @@ class Store(Reads, UsageVerbs, UpkeepVerbs):
     @property
     def read_only(self) -> bool:
         return self._engine.read_only
+
+    @property
+    def _derived(self) -> DerivedFiles:
+        return self._engine.files
 
     @property
     def index_kind(self) -> str:
@@ -305,17 +308,34 @@ class Store(Reads, UsageVerbs, UpkeepVerbs):
             return removed
 
     # ----------------------------------------------------------------------------- archival (J7)
-    def archive(self, older_than: datetime, *, namespace: str | None = None) -> dict[str, Any]:
-        """Move the content of old memories to an archive file (J7); vectors and tree stay.
+    def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
+                ids: Iterable[str] | None = None) -> dict[str, Any]:
+        """Move the content of old memories (or of the memories `ids`) to an archive file (J7);
+        vectors and tree stay.
 
         A memory is old when its current version was learned before `older_than`. Where its
         namespace has a centroid tree, whole leaves go (every memory of a leaf is old); elsewhere
-        memory by memory. Archived memories still match searches (their hits carry
-        `archived=True` and empty content) and can be brought back with `unarchive`. Returns a
-        report: memories and leaves archived, and the archive file.
+        memory by memory; `ids` are archived memory by memory (what consolidation chose).
+        Archived memories still match searches (their hits carry `archived=True` and empty
+        content) and can be brought back with `unarchive`. Returns a report: memories and leaves
+        archived, and the archive file.
         """
-        cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
+        if (older_than is None) == (ids is None):
+            raise ValueError("archive needs older_than= or ids=, not both")
         engine = self._engine
+        if ids is not None:
+            wanted = set([ids] if isinstance(ids, str) else ids)
+            with engine.writing():
+                if self.path is None:
+                    raise StoreError("archive needs a store folder: the archive is a file")
+                engine.checkpoint()
+                view = engine.view
+                unknown = sorted(i for i in wanted if view.loc_of(i) is None)
+                if unknown:
+                    raise StoreError(f"no memory with id {unknown[0]!r} to archive")
+                name = rewrites.archive(engine, {i for i in wanted if i not in view.archived})
+                return {"memories": len(wanted - set(view.archived)) if name else 0, "leaves": 0, "file": name}
+        cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
         with engine.writing():
             if self.path is None:
                 raise StoreError("archive needs a store folder: the archive is a file")
@@ -471,6 +491,18 @@ class Store(Reads, UsageVerbs, UpkeepVerbs):
         self._engine.append(memories_to_table(memories), vectors)
         self._passages_of([m.content for m in memories])
 
+    def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
+        """One new version per memory with the given fields changed, keeping its vectors (what
+        compression writes: the summary stays findable by what the full text said), in one batch."""
+        if not changes:
+            return 0
+        with self._engine.writing() as view:
+            olds = [links.current(view, mid) for mid in changes]
+            now = utc_now()
+            news = [validate_memory(o.with_changes(version=o.version + 1, learned_at=now, **changes[o.id])) for o in olds]
+            self._write(news, [view.row_vectors(o.id) for o in olds])
+        return len(news)
+
     def _passages_of(self, contents: list[str]) -> None:
         """Long memories' passage vectors (C7), embedded now, with the write, not by a search."""
         if any(len(c) >= MIN_CHARS for c in contents):
@@ -543,33 +575,3 @@ def open(
                                dedup_threshold=dedup_threshold, profile=profile, index=index,
                                tuning=tuning if tuning is not None else Tuning(), access_log=access_log,
                                contradictions=contradictions))
-
-
-def verify(path: str | Path) -> dict[str, Any]:
-    """Check every file of the store in folder `path` without opening it (no lock, nothing
-    written): the manifest's checksum, each listed file's size, checksum and row count, the WAL's
-    frames, the index files against their sidecars. Returns {"ok": bool, "files": {name: "ok" or
-    what is wrong}}; `engramdb verify PATH` prints it."""
-    return storage_verify(path)
-
-
-def backup(path: str | Path, dest: str | Path) -> dict[str, Any]:
-    """Copy the store in folder `path` into `dest` (new or empty), consistently while a writer
-    (this process's or another's) goes on: every committed file, checksum-checked as it is
-    copied, and the whole frames of the WAL. `dest` is a store: open it to restore. Returns
-    {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup PATH DEST`."""
-    return storage_backup(path, dest)
-
-
-def repair(path: str | Path, *, accept_loss: bool = False, dry_run: bool = False) -> dict[str, Any]:
-    """Rebuild the lost or damaged manifest of the store in folder `path` from its own files (each
-    says what it is, where its rows go and what it replaces, with a checksum of its body).
-
-    Nothing is deleted: a damaged manifest is kept as `manifest.json.damaged`; files a sound file
-    replaces are left in place and listed as `superseded`. When rebuilding would lose data (a
-    damaged file nothing replaces, files from before descriptions, two live WALs) it raises
-    StoreError naming them and changes nothing, unless `accept_loss=True` (the damaged files
-    are renamed `<name>.damaged`, a damaged WAL's intact frames kept). `dry_run=True` only
-    reports. A store whose manifest reads is left alone (`needed` False). `open()` repairs by
-    itself, with a RepairWarning, when nothing would be lost. `engramdb repair --path P`."""
-    return storage_repair(path, accept_loss=accept_loss, dry_run=dry_run)

@@ -1,18 +1,26 @@
-"""The store verbs that keep a namespace sound over time: contradictions (H5); more of the
-lifecycle (consolidation, pruning) joins here."""
+"""The store verbs that keep a namespace sound over time: contradictions (H5), consolidation
+tiers and ELO pruning (H7, E7)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
+from ..importance.elo import DAY_US, tier
+from ..lifecycle import consolidation as cons
 from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, candidate_pairs
-from ..model.memory import Memory, as_utc
+from ..lifecycle.tier_state import TierState
+from ..model.errors import StoreError
+from ..model.memory import Memory, as_utc, micros, utc_now
 from ..spaces.protocol import Embedder
 from ..spaces.schema import Schema
+from ..storage.derived_files import DerivedFiles
 from ..storage.view import Loc, View
+from .usage import Usage
 
 
 class UpkeepVerbs:
@@ -20,12 +28,115 @@ class UpkeepVerbs:
 
     schema: Schema
     embedders: dict[str, Embedder]
+    _usage: Usage
+    _tiers: TierState | None = None
 
     def _view(self) -> View:
         raise NotImplementedError
 
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
         raise NotImplementedError
+
+    def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
+                ids: Iterable[str] | None = None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
+        raise NotImplementedError
+
+    @property
+    def read_only(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def _derived(self) -> DerivedFiles:
+        raise NotImplementedError
+
+    def tiers(self) -> TierState:
+        """The lifecycle tiers and the recent consolidation runs (loaded once)."""
+        if self._tiers is None:
+            self._tiers = TierState.load(self._derived)
+        return self._tiers
+
+    def consolidate(self, *, namespace: str | None = None, dry_run: bool = True, decay: str = "exponential",
+                    summarizer: cons.Summarizer | None = None, now: datetime | None = None) -> cons.Report:
+        """One consolidation run (H7, E7): every current memory (of `namespace`) gets a decision,
+        "promote" (short-term to long-term), "archive", "compress" or "keep", with its reason,
+        priority and ELO (see `engramdb.lifecycle.consolidation`). `dry_run` (the default) only
+        reports; otherwise the decisions are applied: archives in one rewrite (content to an
+        archive file, `unarchive` brings it back), compressions as new versions whose content is
+        `summarizer(text)` (built-in: the leading sentences; the full text stays the previous
+        version), promotions in the tier state. Nothing is deleted. The access log is applied to
+        the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear"."""
+        if decay not in cons.DECAYS:
+            raise ValueError(f"decay must be one of {', '.join(cons.DECAYS)}, got {decay!r}")
+        if not dry_run and self.read_only:
+            raise StoreError("this store is read-only: consolidate(dry_run=False) writes")
+        t0 = time.perf_counter()
+        if self._usage.logging:
+            self._usage.update()
+        now_us = micros(as_utc("now", now) or utc_now())
+        view = self._view()
+        ratings, state = self._usage.ratings, self.tiers()
+        report = cons.Report(dry_run=dry_run, decay=decay)
+        texts: dict[str, str] = {}
+        for mid, (si, row) in view.current():
+            seg = view.segments[si]
+            if (namespace is not None and seg.namespace(row) != namespace) or seg.forgotten[row]:
+                continue
+            m = seg.memory_at(row)
+            learned = int(seg.learned_at[row])  # when the store learned it: the grace and "unused" count from there
+            r = ratings.by_id.get(mid)
+            last_access = max(r.last_shown_us, r.last_used_us) if r is not None else 0
+            last_used = r.last_used_us if r is not None else 0
+            elo = ratings.elo_now(mid, now_us)
+            standing = cons.Standing(
+                mid, m.namespace, "archived" if mid in view.archived else state.tier(mid),
+                age_days=(now_us - learned) / DAY_US, days_since_access=(now_us - max(last_access, learned)) / DAY_US,
+                days_unused=(now_us - max(last_used, learned)) / DAY_US,
+                accesses=(r.shown + r.used) if r is not None else 0, confidence=m.confidence, elo=elo,
+                elo_tier=tier(elo), compressed=bool(m.metadata.get("compressed")))
+            d = cons.decide(standing, decay)
+            report.decisions.append(d)
+            if d.action == "compress":
+                texts[mid] = m.content
+        if not dry_run:
+            self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _apply(self, report: cons.Report, texts: Mapping[str, str], summarizer: cons.Summarizer, now_us: int) -> None:
+        state = self.tiers()
+        by_action: dict[str, list[cons.Decision]] = {}
+        for d in report.decisions:
+            by_action.setdefault(d.action, []).append(d)
+        archive = [d.id for d in by_action.get("archive", [])]
+        if archive:
+            try:
+                report.applied["archive"] = int(self.archive(ids=archive)["memories"])
+            except StoreError as exc:  # a store kept in memory has no archive file
+                report.applied["archive"] = 0
+                report.applied["archive_skipped"] = len(archive)
+                report.decisions = [cons.Decision(d.id, d.namespace, "keep", f"{d.reason}; not archived: {exc}",
+                                                  d.priority, d.elo, d.elo_tier, d.tier_before, d.tier_before)
+                                    if d.action == "archive" else d for d in report.decisions]
+        changes = {}
+        for d in by_action.get("compress", []):
+            summary = summarizer(texts[d.id])
+            if not isinstance(summary, str) or not summary.strip():
+                raise ValueError(f"the summarizer returned {summary!r} for {d.id!r}: it must return non-empty text")
+            changes[d.id] = {"content": summary, "metadata": {**self._meta(d.id), "compressed": {
+                "at_us": now_us, "reason": d.reason, "chars_before": len(texts[d.id])}}}
+        report.applied["compress"] = self._new_versions(changes)
+        for d in by_action.get("promote", []):
+            state.set(d.id, "long_term", now_us)
+        report.applied["promote"] = len(by_action.get("promote", []))
+        state.record({"at_us": now_us, "decay": report.decay, "counts": report.counts(), "applied": report.applied})
+        state.save(self._derived)
+
+    def _meta(self, mid: str) -> dict[str, Any]:
+        m = self._view().get(mid)
+        return dict(m.metadata) if m is not None else {}
 
     def resolve_contradictions(self, *, namespace: str, dry_run: bool = True, detector: Detector | None = None,
                                min_score: float = 0.0, since: datetime | None = None,

@@ -1,0 +1,141 @@
+"""Contradiction detection quality: precision, recall and F1 of `Store.resolve_contradictions`.
+
+bench/data/contradictions.jsonl holds hand-written pairs of memories, an earlier "old" and a later "new", in
+six categories: update, negation, number and date (the new memory contradicts the old one) and paraphrase and
+compatible (it does not; the row's `contradicts` is the label). All pairs go into one in-memory store, each in
+its own namespace (the pair id): the old memory as "<id>-old" (valid_from 2024-01-01 UTC), the new one as
+"<id>-new" (valid_from 2024-06-01 UTC), both with the row's memory_type. Then
+`resolve_contradictions(namespace=<id>, dry_run=True)` runs once per pair, and the pair is flagged when a
+proposal has old == "<id>-old" and new == "<id>-new" (at threshold t: and that proposal's score >= t). A
+proposal the other way round is not a hit; it is counted and reported as "reversed".
+
+Reported at any score and at scores >= 0.5, 0.6, 0.7, 0.8: overall precision, recall and F1, and per
+category the number of pairs and the share flagged (recall for the contradicting categories, marked R;
+false-positive rate for the others, marked FPR). `--json PATH` writes the same numbers and every pair's score.
+
+    python bench/eval_contradictions.py
+    python bench/eval_contradictions.py --profile minilm --json /tmp/contradictions.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import engramdb
+
+CATEGORIES = ("update", "negation", "number", "date", "paraphrase", "compatible")
+THRESHOLDS: tuple[float | None, ...] = (None, 0.5, 0.6, 0.7, 0.8)  # None: any proposal counts
+FIELDS = ("id", "category", "memory_type", "old", "new", "contradicts")
+OLD_AT = datetime(2024, 1, 1, tzinfo=timezone.utc)
+NEW_AT = datetime(2024, 6, 1, tzinfo=timezone.utc)
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """The labelled pairs, checked: every field present, a known category, unique ids."""
+    rows: list[dict[str, Any]] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        missing = [f for f in FIELDS if f not in row]
+        if missing or row["category"] not in CATEGORIES or not isinstance(row["contradicts"], bool):
+            raise SystemExit(f"{path}:{n}: bad row (missing {missing}, category {row.get('category')!r})")
+        rows.append(row)
+    if len({r["id"] for r in rows}) != len(rows):
+        raise SystemExit(f"{path}: duplicate ids")
+    return rows
+
+
+def detect(rows: list[dict[str, Any]], profile: str) -> tuple[dict[str, float | None], int, float]:
+    """Per pair id the best score of an old -> new proposal (None: none), reversed proposals, seconds."""
+    records: list[dict[str, Any]] = []
+    for r in rows:
+        for side, at in (("old", OLD_AT), ("new", NEW_AT)):
+            records.append({"id": f"{r['id']}-{side}", "content": r[side], "namespace": r["id"],
+                            "memory_type": r["memory_type"], "valid_from": at})
+    scores: dict[str, float | None] = {}
+    reversed_ = 0
+    with engramdb.open(None, profile=profile) as db:
+        if not hasattr(db, "resolve_contradictions"):
+            raise SystemExit("this engramdb has no Store.resolve_contradictions")
+        db.add_many(records)
+        start = time.perf_counter()
+        for r in rows:
+            old, new = f"{r['id']}-old", f"{r['id']}-new"
+            best: float | None = None
+            for p in db.resolve_contradictions(namespace=r["id"], dry_run=True):
+                if p.old == old and p.new == new:
+                    best = float(p.score) if best is None else max(best, float(p.score))
+                elif p.old == new and p.new == old:
+                    reversed_ += 1
+            scores[r["id"]] = best
+        seconds = time.perf_counter() - start
+    return scores, reversed_, seconds
+
+
+def measure(rows: list[dict[str, Any]], scores: dict[str, float | None], t: float | None) -> dict[str, Any]:
+    """Confusion counts, precision, recall, F1 and per-category flagged shares at threshold t."""
+    tp = fp = fn = 0
+    per: dict[str, list[int]] = {c: [0, 0] for c in CATEGORIES}
+    for r in rows:
+        s = scores[r["id"]]
+        hit = s is not None and (t is None or s >= t)
+        per[r["category"]][0] += 1
+        per[r["category"]][1] += hit
+        tp += hit and r["contradicts"]
+        fp += hit and not r["contradicts"]
+        fn += not hit and r["contradicts"]
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"threshold": t, "tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1,
+            "categories": {c: {"n": n, "flagged": k, "share": k / n if n else 0.0}
+                           for c, (n, k) in per.items() if n}}
+
+
+def table(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """Categories and overall scores as rows, thresholds as columns."""
+    heads = ["any" if r["threshold"] is None else f">={r['threshold']:.1f}" for r in results]
+    lines = [f"{'':18}{'n':>5}" + "".join(f"{h:>8}" for h in heads)]
+    for c in results[0]["categories"]:
+        positive = any(r["contradicts"] for r in rows if r["category"] == c)
+        label = f"{c} ({'R' if positive else 'FPR'})"
+        n = results[0]["categories"][c]["n"]
+        lines.append(f"{label:18}{n:>5}" + "".join(f"{r['categories'][c]['share']:>8.3f}" for r in results))
+    lines.append("-" * len(lines[0]))
+    for key in ("precision", "recall", "f1"):
+        lines.append(f"{key:18}{len(rows):>5}" + "".join(f"{r[key]:>8.3f}" for r in results))
+    for key in ("tp", "fp", "fn"):
+        lines.append(f"{key:23}" + "".join(f"{r[key]:>8}" for r in results))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data" / "contradictions.jsonl",
+                    help="labelled pairs (default bench/data/contradictions.jsonl)")
+    ap.add_argument("--profile", default="default", help="engramdb.open profile (default: default)")
+    ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the numbers here")
+    args = ap.parse_args(argv)
+
+    rows = load(args.data)
+    scores, reversed_, seconds = detect(rows, args.profile)
+    results = [measure(rows, scores, t) for t in THRESHOLDS]
+    positives = sum(r["contradicts"] for r in rows)
+    print(f"{len(rows)} pairs ({positives} contradicting) from {args.data}, profile {args.profile!r}; "
+          f"resolve_contradictions {seconds:.2f}s in all, {reversed_} reversed proposals\n")
+    print(table(rows, results))
+    if args.json is not None:
+        out = {"data": str(args.data), "profile": args.profile, "pairs": len(rows), "positives": positives,
+               "reversed": reversed_, "seconds": seconds, "results": results, "scores": scores}
+        args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
