@@ -58,6 +58,14 @@ def test_feedback_names_a_logged_search(tmp_path: Path) -> None:
         assert db2.feedback(hits.query_id or "", used=[hits[0].id]) == 1
 
 
+def test_feedback_that_none_was_used_lowers_every_hit() -> None:
+    db = make(None)
+    hits = db.search("rain in lisbon", namespace="a", k=3)
+    assert db.feedback(hits.query_id or "", used=[]) == 0
+    rep = db.update_importance()
+    assert rep.matches == 1 and all(db.importance(h.id).elo < elo.INITIAL_ELO for h in hits)
+
+
 def test_late_feedback_changes_nothing_and_namespaces_stay_apart(tmp_path: Path) -> None:
     db = make(None)
     a = db.search("the bakery", namespace="a", k=3)
@@ -149,12 +157,11 @@ def _calls(events: list[tuple[int, list[int], int]]) -> list[list[dict[str, obje
         timeline.append((2 * q, 0, [{"kind": "search", "query_id": f"q{q}", "namespace": "n", "session_id": None,
                                      "at": at, "query": "x", "strategy": "hybrid", "memory_id": m, "rank": r + 1,
                                      "score": 0.1 + 0.2 * r, "used": False} for r, m in enumerate(mids)]))
-        fb = sorted({mids[u % shown] for u in used})
-        if fb:
-            timeline.append((2 * (q + delay) + 1, q, [{
-                "kind": "feedback", "query_id": f"q{q}", "namespace": "n", "session_id": None,
-                "at": at + timedelta(minutes=30 * (delay + 1)), "query": None, "strategy": None, "memory_id": m,
-                "rank": None, "score": None, "used": True} for m in fb]))
+        fb: list[str | None] = [*sorted({mids[u % shown] for u in used})] or [None]  # None: none was used
+        timeline.append((2 * (q + delay) + 1, q, [{
+            "kind": "feedback", "query_id": f"q{q}", "namespace": "n", "session_id": None,
+            "at": at + timedelta(minutes=30 * (delay + 1)), "query": None, "strategy": None, "memory_id": m,
+            "rank": None, "score": None, "used": m is not None} for m in fb]))
     return [rows for _, _, rows in sorted(timeline, key=lambda t: (t[0], t[1]))]
 
 

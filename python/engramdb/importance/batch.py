@@ -67,13 +67,14 @@ def apply(ratings: Ratings, log: pa.Table, threshold: float = RELEVANCE_THRESHOL
         if seq <= mark:
             continue
         rep.entries += 1
-        if kind not in OUTCOME_KINDS or mid is None:
+        if kind not in OUTCOME_KINDS:
             continue
         if first_outcome[q] <= mark:
             rep.late_feedback += 1
             continue
         ids, when, ns = used.get(q, (set(), at_us[i], c["namespace"][i]))
-        ids.add(mid)
+        if mid is not None:  # a row without a memory: "none of them was used"
+            ids.add(mid)
         used[q] = (ids, max(when, at_us[i]), ns)
     for q, (ids, when, ns) in used.items():
         players = shown.get(q)

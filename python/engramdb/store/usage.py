@@ -85,7 +85,7 @@ class Usage:
     # ------------------------------------------------------------------------------ feedback
     def feedback(self, query_id: str, used: Iterable[str], *, kind: str = "feedback",
                  session_id: str | None = None) -> int:
-        """Record which memories of a logged search the caller used; returns how many."""
+        """Record which memories of a logged search the caller used (none: every hit lost); returns how many."""
         if not self.logging:
             raise PermissionError("this store logs no searches (read-only, or opened with access_log=False)")
         if not isinstance(query_id, str) or not query_id:
@@ -99,9 +99,10 @@ class Usage:
             raise ValueError(f"no logged search with query_id {query_id!r}: feedback names a search this store "
                              "logged (Hits.query_id)")
         at = utc_now()
+        # no id: one row saying none of the hits was used (each loses, as shown and not used)
         self.log.append({"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
                          "at": at, "query": None, "strategy": None, "memory_id": mid, "rank": None, "score": None,
-                         "used": True} for mid in ids)
+                         "used": mid is not None} for mid in (list[str | None](ids) or [None]))
         return len(ids)
 
     def _namespace_of(self, query_id: str) -> str | None:
@@ -178,7 +179,8 @@ class UsageVerbs:
 
     def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
         """Record which hits of a logged search the caller used (`query_id`: the search's
-        `Hits.query_id`): the outcome ELO learns from (E2). Returns how many ids were recorded.
+        `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
+        shown loses). Returns how many ids were recorded.
         Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
         memory it found another way)."""
         return self._usage.feedback(query_id, used, session_id=session_id)
