@@ -42,7 +42,7 @@ def test_add_search_stats_export_commands(tmp_path: Path, capsys: pytest.Capture
     assert cli.main(["search", "cat in a box", "--path", path, "--namespace", "n", "-k", "1", "--json"]) == 0
     hit = json.loads(capsys.readouterr().out)
     assert hit["id"] == mid
-    assert cli.main(["stats", "--path", path]) == 0
+    assert cli.main(["stats", "--path", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 2
     assert cli.main(["export", str(tmp_path / "out.jsonl"), "--path", path]) == 0
     assert (tmp_path / "out.jsonl").read_text().count("\n") == 2
@@ -147,3 +147,45 @@ def test_search_command_quotes_the_passage_of_a_long_memory(tmp_path: Path, caps
     row = json.loads(capsys.readouterr().out)
     a, b = row["passage"]
     assert "bakery oven" in row["content"][a:b]
+
+
+def _used_store(path: str) -> None:
+    import engramdb
+
+    with engramdb.open(path) as db:
+        db.add_many([{"id": f"m{i}", "content": f"violin lessons on day {i}", "namespace": "n"} for i in range(4)])
+        for _ in range(3):
+            hits = db.search("violin lessons", namespace="n", k=3)
+            db.feedback(hits.query_id or "", used=[hits[0].id])
+        db.update_importance()
+
+
+def test_stats_dashboard_and_metrics_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    _used_store(path)
+    assert cli.main(["stats", "--path", path]) == 0
+    out = capsys.readouterr().out
+    for part in ("top memories by ELO", "ELO tier", "lifecycle tier", "recent searches", "violin lessons",
+                 "consolidation runs"):
+        assert part in out
+    assert cli.main(["stats", "--path", path, "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)["usage"]
+    assert board["activity"]["searches"] == 3 and board["top"][0]["used"] == 3
+    assert cli.main(["metrics", "--path", path]) == 0
+    text = capsys.readouterr().out
+    assert 'engramdb_memories{namespace="n"} 4.0' in text and "engramdb_searches_total 3.0" in text
+    assert 'engramdb_elo_tier_memories{tier="MEDIUM"}' in text and "# TYPE engramdb_search_latency_seconds gauge" in text
+
+
+def test_consolidate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "mem")
+    _used_store(path)
+    assert cli.main(["consolidate", "--path", path, "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert {r["id"] for r in rows} == {"m0", "m1", "m2", "m3"} and all(r["action"] == "keep" for r in rows)
+    assert "dry run: 4 memories" in captured.err  # every memory is in its 7-day grace
+    assert cli.main(["consolidate", "--path", path]) == 0
+    assert "4 memories (exponential decay)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # argparse names the choices
+        cli.main(["consolidate", "--path", path, "--decay", "cubic"])

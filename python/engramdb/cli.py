@@ -1,4 +1,5 @@
-"""The `engramdb` command line: demo, add, search, stats, index, infer-edges, archive, export, capabilities."""
+"""The `engramdb` command line: demo, add, search, stats, metrics, consolidate, index, infer-edges, archive,
+export, verify, backup, repair, capabilities."""
 
 from __future__ import annotations
 
@@ -63,8 +64,21 @@ def _parser() -> argparse.ArgumentParser:
                         help="print what the search did (strategy, snapshot, index work, stage times) as a last "
                              "JSON line")
 
-    stats = sub.add_parser("stats", help="counts and layout of a store")
+    stats = sub.add_parser("stats", help="a store at a glance: sizes, ELO and lifecycle tiers, top memories, "
+                                         "recent activity, consolidation runs (E9)")
     store_args(stats)
+    stats.add_argument("--json", action="store_true", help="print the numbers as JSON instead")
+    stats.add_argument("--top", type=int, default=10, help="memories listed by ELO (default 10)")
+    metrics = sub.add_parser("metrics", help="print the store's metrics in the Prometheus text format")
+    store_args(metrics)
+    cons = sub.add_parser("consolidate", help="apply the access log to the ELO ratings, then promote, compress "
+                                              "and archive memories by their priority and ELO (H7, E7); nothing "
+                                              "is deleted")
+    store_args(cons)
+    cons.add_argument("--dry-run", action="store_true", help="report every decision, change nothing")
+    cons.add_argument("--namespace")
+    cons.add_argument("--decay", choices=["exponential", "ebbinghaus", "linear"], default="exponential")
+    cons.add_argument("--json", action="store_true", help="print every decision as a JSON line")
     index = sub.add_parser("index", help="build (or update) the search index of every large namespace")
     store_args(index)
     index.add_argument("--kind", choices=["tree", "tree-packed", "hnsw"], default="tree")
@@ -179,6 +193,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"{e.src} -[{e.type} {e.confidence:.2f}]-> {e.dst}  {e.reason}")
                 print(report.summary(), file=sys.stderr if args.json else sys.stdout)
             return 0
+        if args.command == "consolidate":
+            with open_store(args.path, read_only=args.dry_run) as db:
+                run = db.consolidate(namespace=args.namespace, dry_run=args.dry_run, decay=args.decay)
+                if args.json:
+                    for d in run.decisions:
+                        print(json.dumps(dataclasses.asdict(d)))
+                else:
+                    for d in run.decisions:
+                        if d.action != "keep":
+                            print(f"{d.action:<9} {d.id}  {d.reason}")
+                print(run.summary(), file=sys.stderr if args.json else sys.stdout)
+            return 0
         if args.command == "archive":
             older = _time(args.older_than, "--older-than")
             with open_store(args.path) as db:
@@ -208,11 +234,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.stats:
                     print(json.dumps({"stats": dataclasses.asdict(hits.stats)}))
             elif args.command == "stats":
-                print(json.dumps(db.stats(), indent=2))
+                board = db.dashboard(top=args.top)
+                if args.json:
+                    print(json.dumps({**db.stats(), "usage": board}, indent=2, default=str))
+                else:
+                    from .dashboard import render
+
+                    render(db.stats(), board)
+            elif args.command == "metrics":
+                from .metrics import exposition
+
+                print(exposition(db), end="")
             elif args.command == "export":
                 print(f"wrote {db.export(args.out, namespace=args.namespace)} memories to {args.out}")
         return 0
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, ImportError) as exc:
         print(f"engramdb {args.command}: {exc}", file=sys.stderr)
         return 1
 

@@ -30,6 +30,7 @@ ACCESS_SCHEMA = pa.schema([
     ("rank", pa.int32()),
     ("score", pa.float64()),
     ("used", pa.bool_()),
+    ("latency_ms", pa.float64()),  # the search's own time (its first row), for the metrics
 ])
 
 ELO_SCHEMA = pa.schema([

@@ -58,6 +58,37 @@ class UpkeepVerbs:
             self._tiers = TierState.load(self._derived)
         return self._tiers
 
+    def dashboard(self, *, top: int = 10, namespace: str | None = None) -> dict[str, Any]:
+        """What `engramdb stats` shows (E9): the memories with the highest ELO, how many memories
+        sit in each ELO tier and each lifecycle tier, recent activity (searches, feedback, latest
+        queries, search latency) and the recent consolidation runs."""
+        now_us = time.time_ns() // 1_000
+        view = self._view()
+        ratings = self._usage.ratings
+        state = self.tiers()
+        elo_tiers = {t: 0 for t in ("HIGH", "MEDIUM", "LOW", "VERY_LOW")}
+        life = {t: 0 for t in ("short_term", "long_term", "archived")}
+        rated = []
+        for mid, (si, row) in view.current():
+            seg = view.segments[si]
+            if seg.forgotten[row] or (namespace is not None and seg.namespace(row) != namespace):
+                continue
+            e = ratings.elo_now(mid, now_us)
+            elo_tiers[tier(e)] += 1
+            life["archived" if mid in view.archived else state.tier(mid)] += 1
+            if mid in ratings.by_id:
+                rated.append((e, mid, si, row))
+        rated.sort(key=lambda x: (-x[0], x[1]))
+        best = []
+        for e, mid, si, row in rated[:top]:
+            m = view.segments[si].memory_at(row)
+            r = ratings.by_id[mid]
+            best.append({"id": mid, "namespace": m.namespace, "elo": round(e, 1), "tier": tier(e), "used": r.used,
+                         "shown": r.shown, "content": m.content[:80]})
+        return {"memories": sum(elo_tiers.values()), "elo_tiers": elo_tiers, "lifecycle_tiers": life, "top": best,
+                "activity": self._usage.activity(now_us), "consolidation": state.runs[-5:],
+                "log": self._usage.describe()}
+
     def consolidate(self, *, namespace: str | None = None, dry_run: bool = True, decay: str = "exponential",
                     summarizer: cons.Summarizer | None = None, now: datetime | None = None) -> cons.Report:
         """One consolidation run (H7, E7): every current memory (of `namespace`) gets a decision,

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -64,10 +65,12 @@ class Usage:
         if elo_weight > 0:
             out = annotate.by_elo(out, elo_weight)
         out = annotate.explored(out, k, explore, ratings, self.rng) if explore > 0 else out[:k]
-        query_id = self._record(out, query, namespace, session_id, hits.stats.strategy) if self.logging else None
+        query_id = self._record(out, query, namespace, session_id, hits.stats.strategy,
+                                hits.stats.seconds * 1e3) if self.logging else None
         return Hits(out, hits.stats, query_id)
 
-    def _record(self, hits: list[Hit], query: object, namespace: str, session_id: str | None, strategy: str) -> str:
+    def _record(self, hits: list[Hit], query: object, namespace: str, session_id: str | None, strategy: str,
+                latency_ms: float) -> str:
         qid = uuid.uuid4().hex
         at = utc_now()
         text = query if isinstance(query, str) else None
@@ -75,6 +78,7 @@ class Usage:
                 "query": text, "strategy": strategy, "used": False}
         rows = [{**base, "memory_id": h.id, "rank": i + 1, "score": h.score} for i, h in enumerate(hits)] or \
             [{**base, "memory_id": None, "rank": None, "score": None}]
+        rows[0]["latency_ms"] = latency_ms
         self.log.append(rows)
         with self._lock:
             self._recent[qid] = namespace
@@ -165,6 +169,30 @@ class Usage:
             self.ratings.forget(set(rated))
             self.ratings.save(self.files)
         return removed
+
+    def activity(self, now_us: int, recent: int = 5) -> dict[str, Any]:
+        """Searches and feedback in the last day, week and in all, the latest queries, and the
+        search latency (p50 / p95 ms over the last 1,000 logged searches)."""
+        self.log.flush()
+        t = self.log.read()
+        at = pc.cast(t.column("at"), pa.int64()).to_numpy(zero_copy_only=False) if t.num_rows else np.empty(0)
+        kind = np.asarray(t.column("kind").to_pylist(), dtype=object)
+        first = np.asarray([r is not None for r in t.column("latency_ms").to_pylist()], bool)
+        searches = (kind == "search") & first  # one row per search carries its latency
+        outcomes = np.isin(kind, ["feedback", "inject"])
+        out: dict[str, Any] = {}
+        for name, days in (("day", 1), ("week", 7)):
+            since = at >= now_us - days * 86_400_000_000
+            out[f"searches_{name}"] = int((searches & since).sum())
+            out[f"feedback_{name}"] = int((outcomes & since).sum())
+        out["searches"], out["feedback"] = int(searches.sum()), int(outcomes.sum())
+        lat = np.asarray([v for v in t.column("latency_ms").to_pylist() if v is not None][-1000:], np.float64)
+        out["latency_ms"] = {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95))} \
+            if len(lat) else None
+        idx = np.flatnonzero(searches)[-recent:][::-1]
+        out["recent"] = [{"at_us": int(at[i]), "namespace": t.column("namespace")[int(i)].as_py(),
+                          "query": t.column("query")[int(i)].as_py()} for i in idx]
+        return out
 
     def describe(self) -> dict[str, Any]:
         r = self.ratings
