@@ -130,6 +130,12 @@ class Segment:
         wanted = [i for i, name in enumerate(names) if name in types]
         return np.isin(codes, wanted)
 
+    def type_names(self) -> list[str]:
+        """The distinct memory_type names of this segment's rows."""
+        self.type_mask(frozenset())  # encodes the column once
+        assert self._types is not None
+        return [n for n in self._types[1] if n is not None]
+
     def turns(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """(session code per row, -1 when none; session names; seq per row, -1 when none): where
         each row sits in its conversation, for finding a turn's neighbours."""

@@ -7,7 +7,7 @@ search, then `get` of its hits, then their edges) take one snapshot and read it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -20,6 +20,7 @@ from ..model.memory import Memory
 from ..model.tuning import Tuning
 from ..retrieval.plan import SearchPlan
 from ..retrieval.search import run_search
+from ..retrieval.types import TypeClusters, cluster_types
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema
 from ..storage.view import View
@@ -34,6 +35,7 @@ class Reads:
     tuning: Tuning
     _indexes: Indexes
     _usage: Usage | None = None  # the access log and ratings (E1-E6)
+    _types_cache: tuple[frozenset[str], TypeClusters] | None = None  # the type clusters of these names (H6)
 
     def _view(self) -> View:
         raise NotImplementedError
@@ -75,6 +77,7 @@ class Reads:
         session_id: str | None = None,
         elo_weight: float = 0.0,
         explore: float = 0.0,
+        expand_types: bool = True,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
@@ -105,7 +108,9 @@ class Reads:
 
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
         believed then, older versions included. Neither: current memories only. `types`: only
-        memories of these memory_type values. `weights`: per method ("vector", "bm25", "graph",
+        memories of these memory_type values, and of up to 5 neighbour types of each (H6: names at
+        cosine >= 0.80 in the main space, in the same DBSCAN cluster; `expand_types=False` keeps
+        exactly the names given; explain shows the expansion under "types"). `weights`: per method ("vector", "bm25", "graph",
         "neighbours", enhancer space names; 0 turns one off). `query_vector`: the main space's
         query vector when the caller already has it (the text still feeds BM25 and the other
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
@@ -122,14 +127,45 @@ class Reads:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
                 raise ValueError(f"{name} must be a number in [0, {hi:g}], got {v!r}")
         deeper = k * DEEPER if (elo_weight > 0 or explore > 0) and isinstance(k, int) and k > 0 else k
+        expansion: dict[str, list[str]] = {}
+        if types is not None and expand_types and not isinstance(types, str):
+            types = list(types)
+            if not types or not all(isinstance(t, str) and t for t in types):
+                raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
+            expansion = self._type_clusters().expand(types, self._embed_names)
+            types = list(dict.fromkeys([*types, *(n for near in expansion.values() for n in near)]))
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
                                 as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
                                 recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str))
         hits = run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
+        if explain and expansion:
+            for h in hits:
+                if h.explain is not None:
+                    h.explain["types"] = {"asked": list(expansion), "expanded": expansion}
         if self._usage is None:
             return hits if deeper == k else Hits(hits[:k], hits.stats)
         return self._usage.finish(hits, query=query, namespace=namespace, session_id=session_id, k=k,
                                   elo_weight=float(elo_weight), explore=float(explore))
+
+
+    def type_clusters(self) -> list[list[str]]:
+        """The store's memory_type names clustered (H6: DBSCAN over their main-space vectors, cosine
+        eps 0.20, at least 3 names a cluster; empty without scikit-learn, `engramdb[cluster]`)."""
+        return self._type_clusters().clusters
+
+    def _type_clusters(self) -> TypeClusters:
+        view = self._view()
+        names = frozenset(n for seg in view.segments for n in seg.type_names())
+        cached = self._types_cache
+        if cached is None or cached[0] != names:
+            cached = self._types_cache = (names, cluster_types(sorted(names), self._embed_names))
+        return cached[1]
+
+    def _embed_names(self, names: Sequence[str]) -> np.ndarray:
+        emb = self.embedders.get(self.schema.main)
+        if emb is None:
+            return np.zeros((len(names), 1))
+        return np.asarray(emb.embed(list(names)), np.float64)
 
 
 class Snapshot(Reads):

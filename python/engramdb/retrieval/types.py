@@ -1,0 +1,77 @@
+"""Memory types (H6): free-form names, clustered, and a type filter that reaches their neighbours.
+
+A store's memory_type names are embedded in the main space and clustered by DBSCAN (scikit-learn,
+cosine distance, eps 0.20, min 3 names). A search filtered by `types=[...]` also keeps up to 5
+neighbour types of each asked one: names at cosine >= 0.80 to it, in its cluster (every name at
+that similarity when scikit-learn is not installed). The expansion is shown in explain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+EPS, MIN_NAMES = 0.20, 3  # DBSCAN, cosine distance
+NEIGHBOUR_SIMILARITY, MAX_NEIGHBOURS = 0.80, 5
+
+
+@dataclass(frozen=True)
+class TypeClusters:
+    """The clusters of a store's type names (label -1: in no cluster)."""
+
+    names: tuple[str, ...]
+    vectors: np.ndarray  # unit rows, one per name
+    labels: tuple[int, ...]
+    clustered: bool  # False: scikit-learn is not installed, every name is its own
+    clusters: list[list[str]] = field(default_factory=list)
+
+    def expand(self, asked: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> dict[str, list[str]]:
+        """Each asked type -> its neighbour types (nearest first, at most 5; the asked ones excluded)."""
+        out: dict[str, list[str]] = {}
+        if not self.names:
+            return {a: [] for a in asked}
+        q = _unit(np.asarray(embed(list(asked)), np.float64))
+        sims = q @ self.vectors.T
+        label_of = dict(zip(self.names, self.labels))
+        for i, a in enumerate(asked):
+            own = label_of.get(a, -1)
+            near: list[str] = []
+            for j in np.argsort(-sims[i], kind="stable").tolist():
+                name = self.names[j]
+                if sims[i, j] < NEIGHBOUR_SIMILARITY or len(near) == MAX_NEIGHBOURS:
+                    break
+                if name in asked or (self.clustered and (own == -1 or self.labels[j] != own)):
+                    continue
+                near.append(name)
+            out[a] = near
+        return out
+
+
+def cluster_types(names: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> TypeClusters:
+    """DBSCAN over the names' main-space vectors (see the module docstring)."""
+    names = tuple(sorted(set(names)))
+    if not names:
+        return TypeClusters((), np.zeros((0, 1)), (), False)
+    vecs = _unit(np.asarray(embed(list(names)), np.float64))
+    try:
+        from sklearn.cluster import DBSCAN  # type: ignore[import-untyped]
+    except ImportError:
+        return TypeClusters(names, vecs, tuple(-1 for _ in names), False)
+    labels = DBSCAN(eps=EPS, min_samples=MIN_NAMES, metric="cosine").fit(vecs).labels_
+    groups: dict[int, list[str]] = {}
+    for n, lab in zip(names, labels.tolist()):
+        if lab >= 0:
+            groups.setdefault(lab, []).append(n)
+    return TypeClusters(names, vecs, tuple(int(x) for x in labels), True, sorted(groups.values()))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = x.reshape(len(x), -1)
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    out: np.ndarray = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
+    return out
+
+
+__all__ = ["TypeClusters", "cluster_types"]
