@@ -11,7 +11,9 @@ it was learned, a short-term memory at priority >= 0.7 is promoted to long-term,
 under 0.2 is archived. ELO pruning (E7) comes first: VERY_LOW and unused for 30 days -> archive;
 LOW and unused for 14 days -> compress (its content becomes a summary from a pluggable summarizer,
 the full text stays as its previous version). Nothing is ever deleted: archiving moves content to
-an archive file (`Store.unarchive` brings it back).
+an archive file (`Store.unarchive` brings it back). A memory a recent question reaches (the store
+replays the last 30 days' queries, 50 deep) is never archived or compressed: retrieval is not
+perfect, and what someone asked about last week may be the answer they did not get.
 
 Decay strategies (recency in [0, 1] after d days, a accesses):
 - "exponential": 0.5 ^ (d / h), h = 43.3 days x (1 + ln(1 + a)) (adaptive: use slows forgetting);
@@ -83,6 +85,7 @@ class Standing:
     elo: float
     elo_tier: str
     compressed: bool
+    protected: str | None = None  # why it must stay whole (a recent question reaches it), if it must
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,9 @@ def decide(s: Standing, decay: str = "exponential") -> Decision:
     p = priority(s.accesses, s.days_since_access, s.confidence, decay)
 
     def out(action: str, reason: str, after: str) -> Decision:
+        if s.protected is not None and action in ("archive", "compress"):
+            return Decision(s.id, s.namespace, "keep", f"{reason}, but {s.protected}", round(p, 4), round(s.elo, 3),
+                            s.elo_tier, s.tier, s.tier)
         return Decision(s.id, s.namespace, action, reason, round(p, 4), round(s.elo, 3), s.elo_tier, s.tier, after)
 
     if s.tier == "archived":

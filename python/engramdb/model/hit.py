@@ -29,7 +29,7 @@ class Hit:
     explain: dict[str, Any] | None = None
     archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
     passage: tuple[int, int] | None = None
-    elo: float | None = None  # the memory's ELO importance now (E6; None from a store without a log)
+    elo: float | None = None  # the memory's ELO importance now (E6; the initial 1200 until rated)
     tier: str | None = None  # HIGH, MEDIUM, LOW or VERY_LOW (from `elo`)
     explored: bool = False  # placed by `explore=` (Thompson sampling), not by relevance
 

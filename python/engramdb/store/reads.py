@@ -78,6 +78,7 @@ class Reads:
         elo_weight: float = 0.0,
         explore: float = 0.0,
         expand_types: bool = True,
+        log: bool = True,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
@@ -121,7 +122,8 @@ class Reads:
         [0, 1]) blends the ELO in. `explore` (in [0, 1), e.g. 0.15) gives that share of the k places
         to memories below the cut, by Thompson sampling over their feedback (`hit.explored`). A
         writable store logs the search (E1): `Hits.query_id` names it for `feedback`;
-        `session_id` is logged with it.
+        `session_id` is logged with it; `log=False` leaves it out of the log (a tool's own
+        searches that no user asked).
         """
         for name, v, hi in (("elo_weight", elo_weight, 1.0), ("explore", explore, 0.99)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
@@ -145,7 +147,7 @@ class Reads:
         if self._usage is None:
             return hits if deeper == k else Hits(hits[:k], hits.stats)
         return self._usage.finish(hits, query=query, namespace=namespace, session_id=session_id, k=k,
-                                  elo_weight=float(elo_weight), explore=float(explore))
+                                  elo_weight=float(elo_weight), explore=float(explore), log=log)
 
 
     def type_clusters(self) -> list[list[str]]:

@@ -23,6 +23,9 @@ from ..storage.view import Loc, View
 from .usage import Usage
 
 
+PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
+
+
 class UpkeepVerbs:
     """Mixed into `Store`: the verbs above, over its current snapshot."""
 
@@ -42,6 +45,9 @@ class UpkeepVerbs:
         raise NotImplementedError
 
     def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
+        raise NotImplementedError
+
+    def search(self, query: Any, **kw: Any) -> Any:
         raise NotImplementedError
 
     @property
@@ -90,7 +96,8 @@ class UpkeepVerbs:
                 "log": self._usage.describe()}
 
     def consolidate(self, *, namespace: str | None = None, dry_run: bool = True, decay: str = "exponential",
-                    summarizer: cons.Summarizer | None = None, now: datetime | None = None) -> cons.Report:
+                    summarizer: cons.Summarizer | None = None, now: datetime | None = None,
+                    protect_days: float = PROTECT_DAYS, protect_depth: int = PROTECT_DEPTH) -> cons.Report:
         """One consolidation run (H7, E7): every current memory (of `namespace`) gets a decision,
         "promote" (short-term to long-term), "archive", "compress" or "keep", with its reason,
         priority and ELO (see `engramdb.lifecycle.consolidation`). `dry_run` (the default) only
@@ -98,7 +105,9 @@ class UpkeepVerbs:
         archive file, `unarchive` brings it back), compressions as new versions whose content is
         `summarizer(text)` (built-in: the leading sentences; the full text stays the previous
         version), promotions in the tier state. Nothing is deleted. The access log is applied to
-        the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear"."""
+        the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear". A memory
+        among the `protect_depth` best hits of a query logged in the last `protect_days` days
+        (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed."""
         if decay not in cons.DECAYS:
             raise ValueError(f"decay must be one of {', '.join(cons.DECAYS)}, got {decay!r}")
         if not dry_run and self.read_only:
@@ -110,6 +119,7 @@ class UpkeepVerbs:
         view = self._view()
         ratings, state = self._usage.ratings, self.tiers()
         report = cons.Report(dry_run=dry_run, decay=decay)
+        reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) if protect_days > 0 else {}
         texts: dict[str, str] = {}
         for mid, (si, row) in view.current():
             seg = view.segments[si]
@@ -126,7 +136,7 @@ class UpkeepVerbs:
                 age_days=(now_us - learned) / DAY_US, days_since_access=(now_us - max(last_access, learned)) / DAY_US,
                 days_unused=(now_us - max(last_used, learned)) / DAY_US,
                 accesses=(r.shown + r.used) if r is not None else 0, confidence=m.confidence, elo=elo,
-                elo_tier=tier(elo), compressed=bool(m.metadata.get("compressed")))
+                elo_tier=tier(elo), compressed=bool(m.metadata.get("compressed")), protected=reached.get(mid))
             d = cons.decide(standing, decay)
             report.decisions.append(d)
             if d.action == "compress":
@@ -135,6 +145,14 @@ class UpkeepVerbs:
             self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _reached(self, since_us: int, namespace: str | None, depth: int) -> dict[str, str]:
+        """Memory id -> why it is protected: the recent queries' best hits now."""
+        out: dict[str, str] = {}
+        for ns, q in self._usage.recent_queries(since_us, namespace, PROTECT_QUERIES):
+            for h in self.search(q, namespace=ns, k=depth, log=False):
+                out.setdefault(h.id, f"a recent question reaches it ({q[:40]!r})")
+        return out
 
     def _apply(self, report: cons.Report, texts: Mapping[str, str], summarizer: cons.Summarizer, now_us: int) -> None:
         state = self.tiers()

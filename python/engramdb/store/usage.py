@@ -57,7 +57,7 @@ class Usage:
 
     # ------------------------------------------------------------------------------ searches
     def finish(self, hits: Hits, *, query: object, namespace: str, session_id: str | None, k: int,
-               elo_weight: float, explore: float) -> Hits:
+               elo_weight: float, explore: float, log: bool = True) -> Hits:
         """Annotate, re-rank or explore when asked, cut to k, and log the search."""
         now_us = time.time_ns() // 1_000
         ratings = self.ratings
@@ -66,7 +66,7 @@ class Usage:
             out = annotate.by_elo(out, elo_weight)
         out = annotate.explored(out, k, explore, ratings, self.rng) if explore > 0 else out[:k]
         query_id = self._record(out, query, namespace, session_id, hits.stats.strategy,
-                                hits.stats.seconds * 1e3) if self.logging else None
+                                hits.stats.seconds * 1e3) if self.logging and log else None
         return Hits(out, hits.stats, query_id)
 
     def _record(self, hits: list[Hit], query: object, namespace: str, session_id: str | None, strategy: str,
@@ -169,6 +169,25 @@ class Usage:
             self.ratings.forget(set(rated))
             self.ratings.save(self.files)
         return removed
+
+    def recent_queries(self, since_us: int, namespace: str | None, limit: int) -> list[tuple[str, str]]:
+        """The distinct (namespace, query text) of the searches logged since `since_us`, newest
+        first, at most `limit`."""
+        self.log.flush()
+        t = self.log.read()
+        if t.num_rows == 0:
+            return []
+        at = pc.cast(t.column("at"), pa.int64()).to_pylist()
+        out: dict[tuple[str, str], None] = {}
+        for i in range(t.num_rows - 1, -1, -1):
+            if at[i] < since_us:
+                continue
+            ns, q = t.column("namespace")[i].as_py(), t.column("query")[i].as_py()
+            if q and (namespace is None or ns == namespace) and t.column("kind")[i].as_py() == "search":
+                out[(ns, q)] = None
+                if len(out) >= limit:
+                    break
+        return list(out)
 
     def activity(self, now_us: int, recent: int = 5) -> dict[str, Any]:
         """Searches and feedback in the last day, week and in all, the latest queries, and the
