@@ -50,6 +50,7 @@ from engramdb.importance.elo import DAY_US, tier
 from engramdb.importance.ratings import Ratings
 from engramdb.lifecycle import consolidation as cons
 from engramdb.storage.access_log import access_log
+from engramdb.store.upkeep import PROTECT_MIN_SCORE
 
 SESSIONS, QUESTIONS, SPACING_DAYS, TOP = 100, 10, 1.4, 20
 CONSOLIDATE_EVERY_DAYS, RECENT_DAYS = 7.0, 30.0
@@ -137,7 +138,8 @@ def _agent(db: Any, conv: str, questions: list[Any], holder: Any, ids: list[str]
         if day + SPACING_DAYS >= next_run or s == SESSIONS - 1:
             # what the store's consolidate protects: the last 30 days' questions, replayed 50 deep
             window = {(c, text) for t, c, text, _ in asked if now_us - t <= RECENT_DAYS * DAY_US}
-            reached = {h.id for c, text in window for h in db.search(text, namespace=c, k=50, log=False)}
+            reached = {h.id for c, text in window
+                       for h in db.search(text, namespace=c, k=50, log=False, min_score=PROTECT_MIN_SCORE)}
             runs.append(_consolidate(ids, ratings, tiers, asked, now_us, us(T0), reached))
             next_run += CONSOLIDATE_EVERY_DAYS
     last = variance[-20:]

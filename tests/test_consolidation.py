@@ -102,7 +102,10 @@ def test_compression_keeps_the_full_text_as_the_previous_version() -> None:
     for _ in range(6):
         h = db.search("garden tomatoes beans herbs", namespace="n", k=2)
         db.feedback(h.query_id or "", used=["o"])
-    rep = db.consolidate(now=NOW + timedelta(days=20), dry_run=False, summarizer=lambda t: t.split(".")[0] + ".")
+    kept = {d.id: d for d in db.consolidate(now=NOW + timedelta(days=20)).decisions}["g"]
+    assert kept.action == "keep" and "a recent question reaches it" in kept.reason  # the searches above did
+    rep = db.consolidate(now=NOW + timedelta(days=20), dry_run=False, summarizer=lambda t: t.split(".")[0] + ".",
+                         protect_days=0)
     assert {d.id: d.action for d in rep.decisions}["g"] == "compress"
     g = db.get("g")
     assert g is not None and g.content == "First about the garden." and g.version == 2
@@ -110,7 +113,7 @@ def test_compression_keeps_the_full_text_as_the_previous_version() -> None:
     assert db.search("tomatoes beans herbs", namespace="n", k=1)[0].id == "g"  # still found by its full text
     with pytest.raises(ValueError, match="the summarizer returned '' for 'g'"):
         db.update("g", metadata={})  # a new version without the mark: compressible again
-        db.consolidate(now=NOW + timedelta(days=60), dry_run=False, summarizer=lambda t: "")
+        db.consolidate(now=NOW + timedelta(days=60), dry_run=False, summarizer=lambda t: "", protect_days=0)
 
 
 def test_promotion_and_the_read_only_rule(tmp_path: Path) -> None:

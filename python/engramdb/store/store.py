@@ -40,7 +40,7 @@ from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
 from .options import Options
-from .reads import Reads, Snapshot
+from .reads import Snapshot
 from .upkeep import UpkeepVerbs
 from .usage import Usage, UsageVerbs
 
@@ -48,7 +48,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(Reads, UsageVerbs, UpkeepVerbs):
+class Store(UsageVerbs, UpkeepVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage

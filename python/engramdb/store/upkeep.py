@@ -16,26 +16,21 @@ from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, ca
 from ..lifecycle.tier_state import TierState
 from ..model.errors import StoreError
 from ..model.memory import Memory, as_utc, micros, utc_now
-from ..spaces.protocol import Embedder
 from ..spaces.schema import Schema
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import Loc, View
+from .reads import Reads
 from .usage import Usage
 
-
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
+PROTECT_MIN_SCORE = 0.1  # a hit scoring under it matched nothing of the question (README "Scores")
 
 
-class UpkeepVerbs:
+class UpkeepVerbs(Reads):
     """Mixed into `Store`: the verbs above, over its current snapshot."""
 
-    schema: Schema
-    embedders: dict[str, Embedder]
     _usage: Usage
     _tiers: TierState | None = None
-
-    def _view(self) -> View:
-        raise NotImplementedError
 
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
         raise NotImplementedError
@@ -45,9 +40,6 @@ class UpkeepVerbs:
         raise NotImplementedError
 
     def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
-        raise NotImplementedError
-
-    def search(self, query: Any, **kw: Any) -> Any:
         raise NotImplementedError
 
     @property
@@ -150,7 +142,7 @@ class UpkeepVerbs:
         """Memory id -> why it is protected: the recent queries' best hits now."""
         out: dict[str, str] = {}
         for ns, q in self._usage.recent_queries(since_us, namespace, PROTECT_QUERIES):
-            for h in self.search(q, namespace=ns, k=depth, log=False):
+            for h in self.search(q, namespace=ns, k=depth, log=False, min_score=PROTECT_MIN_SCORE):
                 out.setdefault(h.id, f"a recent question reaches it ({q[:40]!r})")
         return out
 
