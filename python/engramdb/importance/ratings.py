@@ -104,6 +104,8 @@ class Ratings:
             "first_seen_us": pa.array([r.first_seen_us for r in rs], pa.int64()),
             "last_shown_us": pa.array([r.last_shown_us for r in rs], pa.int64()),
             "last_used_us": pa.array([r.last_used_us for r in rs], pa.int64())}, schema=_SCHEMA)
+        # the watermark travels inside the CRC-checked bytes too: a damaged sidecar cannot move it
+        table = table.replace_schema_metadata({"watermark": str(self.watermark)})
         entry = files.write(DATA, table_bytes(table))
         files.write_sidecar(SIDE, {"format": RATINGS_FORMAT, "watermark": self.watermark, **entry})
 
@@ -120,8 +122,11 @@ class Ratings:
             return Ratings(), raw
         try:
             table = bytes_table(raw)
-            if not table.schema.equals(_SCHEMA):
+            if not table.schema.remove_metadata().equals(_SCHEMA):
                 return Ratings(), "unexpected columns"
+            mark = (table.schema.metadata or {}).get(b"watermark", b"")
+            if not mark.isdigit():
+                return Ratings(), "no watermark in the ratings file"
             cols: dict[str, list[Any]] = {name: table.column(name).to_pylist() for name in _SCHEMA.names}
             out = Ratings()
             for i, mid in enumerate(cols["memory_id"]):
@@ -130,7 +135,7 @@ class Ratings:
                     return Ratings(), f"a bad row ({mid!r}, elo {elo!r})"
                 out.by_id[mid] = Rating(cols["namespace"][i] or "", float(elo),
                                         *(int(cols[c][i] or 0) for c in _SCHEMA.names[3:]))
-            out.watermark = int(meta.get("watermark", 0))
+            out.watermark = int(mark)
             return out, "adopted"
         except Exception as exc:  # noqa: BLE001 - a derived file is never trusted
             return Ratings(), f"unreadable ({type(exc).__name__}: {exc})"
