@@ -171,7 +171,7 @@ def test_stats_dashboard_and_metrics_commands(tmp_path: Path, capsys: pytest.Cap
     assert cli.main(["stats", "--path", path, "--json"]) == 0
     board = json.loads(capsys.readouterr().out)["usage"]
     assert board["activity"]["searches"] == 3 and board["top"][0]["used"] == 3
-    assert cli.main(["metrics", "--path", path]) == 0
+    assert cli.main(["metrics", path]) == 0
     text = capsys.readouterr().out
     assert 'engramdb_memories{namespace="n"} 4.0' in text and "engramdb_searches_total 3.0" in text
     assert 'engramdb_elo_tier_memories{tier="MEDIUM"}' in text and "# TYPE engramdb_search_latency_seconds gauge" in text
@@ -185,7 +185,7 @@ def test_consolidate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     rows = [json.loads(line) for line in captured.out.splitlines()]
     assert {r["id"] for r in rows} == {"m0", "m1", "m2", "m3"} and all(r["action"] == "keep" for r in rows)
     assert "dry run: 4 memories" in captured.err  # every memory is in its 7-day grace
-    assert cli.main(["consolidate", "--path", path]) == 0
+    assert cli.main(["consolidate", path]) == 0  # the folder as the first argument, for cron lines
     assert "4 memories (exponential decay)" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # argparse names the choices
         cli.main(["consolidate", "--path", path, "--decay", "cubic"])

@@ -67,14 +67,17 @@ def _parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="a store at a glance: sizes, ELO and lifecycle tiers, top memories, "
                                          "recent activity, consolidation runs (E9)")
     store_args(stats)
+    stats.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     stats.add_argument("--json", action="store_true", help="print the numbers as JSON instead")
     stats.add_argument("--top", type=int, default=10, help="memories listed by ELO (default 10)")
     metrics = sub.add_parser("metrics", help="print the store's metrics in the Prometheus text format")
     store_args(metrics)
+    metrics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     cons = sub.add_parser("consolidate", help="apply the access log to the ELO ratings, then promote, compress "
                                               "and archive memories by their priority and ELO (H7, E7); nothing "
                                               "is deleted")
     store_args(cons)
+    cons.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     cons.add_argument("--dry-run", action="store_true", help="report every decision, change nothing")
     cons.add_argument("--namespace")
     cons.add_argument("--decay", choices=["exponential", "ebbinghaus", "linear"], default="exponential")
@@ -127,6 +130,8 @@ def _time(value: str | None, name: str) -> datetime | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `engramdb` console script."""
     args = _parser().parse_args(argv)
+    if getattr(args, "folder", None):  # `engramdb stats PATH` as well as `--path PATH`
+        args.path = args.folder
     if args.command == "capabilities":
         print(json.dumps(capabilities(), indent=2))
         return 0
