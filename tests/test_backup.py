@@ -103,3 +103,28 @@ def test_backup_refuses_a_used_destination_and_a_damaged_source(tmp_path: Path, 
     capsys.readouterr()
     assert cli_main(["verify", "--path", str(src)]) == 1
     assert "damaged" in json.loads(capsys.readouterr().out)["files"][seg.name]
+
+
+def test_a_backup_carries_the_access_log_and_leaves_a_damaged_log_file_out(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    with engramdb.open(src) as db:
+        db.add_many([{"id": f"m{i}", "content": f"violin lessons {i}", "namespace": "n"} for i in range(4)])
+        hits = db.search("violin lessons", namespace="n", k=2)
+        db.feedback(hits.query_id or "", used=[hits[0].id])
+        db.update_importance()
+        db.checkpoint()
+        extra = db.search("violin", namespace="n", k=1)  # a second log file
+        db.checkpoint()
+        before = db.importance(hits[0].id)
+    files = sorted((src / "access").iterdir())
+    damaged = next(p for p in files if p.name.startswith("access-") and "000000000001" not in p.name[7:19])
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    report = engramdb.backup(src, tmp_path / "copy")
+    assert report["damaged_logs_left_out"] == [damaged.name] and report["logs"] == len(files) - 1
+    with engramdb.open(tmp_path / "copy") as copy:
+        copy.update_importance()  # the ratings are derived: replayed from the copied log
+        assert copy.importance(hits[0].id).used == before.used == 1
+        with pytest.raises(ValueError, match="no logged search"):
+            copy.feedback(extra.query_id or "", used=["m0"])  # its rows were in the damaged file

@@ -213,6 +213,26 @@ class ArrowLog:
                 "buffered": len(self._buffer), "next_seq": self.next_seq, "damaged": dict(self.damaged)}
 
 
+LOG_FILE = re.compile(r"^[a-z]+-\d{12}-\d{12}-([0-9a-f]{8})\.arrow$")
+
+
+def intact_logs(folder: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """The log files of a store folder whose bytes match the CRC-32 in their name, as (name,
+    bytes), and the names of those that do not (what a backup copies, and leaves out)."""
+    d = folder / LOG_DIR
+    good: list[tuple[str, bytes]] = []
+    bad: list[str] = []
+    if not d.is_dir():
+        return good, bad
+    for p in sorted(d.iterdir()):
+        m = LOG_FILE.match(p.name)
+        if not m:
+            continue
+        raw = p.read_bytes()
+        (good.append((p.name, raw)) if f"{zlib.crc32(raw):08x}" == m.group(1) else bad.append(p.name))
+    return good, bad
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -226,4 +246,4 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["LOG_DIR", "ArrowLog"]
+__all__ = ["LOG_DIR", "ArrowLog", "intact_logs"]

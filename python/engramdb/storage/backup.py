@@ -1,7 +1,7 @@
 """`backup`: a full-fidelity copy of a store folder, taken while a writer runs.
 
-Every committed file (segments with every version, edges with their history, archives) and the
-whole frames of the WAL, all of one manifest (pinned: storage/pinning.py), copied into a new
+Every committed file (segments with every version, edges with their history, archives), the
+whole frames of the WAL and the access and ELO logs (each checked against its CRC), all of one manifest (pinned: storage/pinning.py), copied into a new
 folder that is itself a store: opening it is the restore. Each file's checksum is checked as it is
 copied, so a backup never carries damage silently. Derived index files are not copied (the copy
 rebuilds them on demand). The copy is the store as of the moment its WAL was read: writes
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..model.errors import StoreError
+from .arrow_log import LOG_DIR, intact_logs
 from .checksum import check
 from .folder import classify, write_marker
 from .manifest import write_manifest
@@ -45,9 +46,15 @@ def backup(source: str | Path, dest: str | Path) -> dict[str, Any]:
         raw = handles[m.wal].read()
     frames, end = decode_frames(raw, src / m.wal)  # whole frames only; damage raises
     total += _copy(None, out / m.wal, raw[:end])
+    logs, damaged = intact_logs(src)  # the access and ELO logs (what importance learned from)
+    if logs:
+        (out / LOG_DIR).mkdir(exist_ok=True)
+    for name, data in logs:
+        total += _copy(None, out / LOG_DIR / name, data)
     write_manifest(out, m)  # last: the copy is a store only once every file is in place
     rows = sum(int(e.get("rows", 0)) for e in m.segments)
-    return {"path": str(out), "files": copied + 2, "bytes": total, "committed_rows": rows, "wal_frames": len(frames)}
+    return {"path": str(out), "files": copied + 2 + len(logs), "bytes": total, "committed_rows": rows,
+            "wal_frames": len(frames), "logs": len(logs), "damaged_logs_left_out": damaged}
 
 
 def _copy(handle: BinaryIO | None, path: Path, data: bytes | None) -> int:
