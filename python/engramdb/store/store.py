@@ -41,6 +41,7 @@ from ..storage.engine import Engine
 from ..storage.view import View
 from .options import Options
 from .reads import Snapshot
+from .topic_verbs import TopicVerbs
 from .upkeep import UpkeepVerbs
 from .usage import Usage, UsageVerbs
 
@@ -48,7 +49,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(UsageVerbs, UpkeepVerbs):
+class Store(UsageVerbs, UpkeepVerbs, TopicVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage

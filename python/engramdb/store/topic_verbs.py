@@ -1,0 +1,141 @@
+"""The store verbs of topics (C4): `topics(namespace)`, `topic(id)`.
+
+Topics are derived data: computed from the namespace's current memories when asked and stale
+(the namespace changed since the last run), kept per namespace in `index/topics-state.json` with
+what the next run compares with (ids, members, centroids), so ids, stability and phases carry
+across runs and reopens. A lost or damaged state starts the topics' history over.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+
+from ..model.memory import Memory
+from ..spaces.batches import concat, take
+from ..storage.derived_files import DerivedFiles
+from ..topics import clustering
+from ..topics.labels import Labeler, distinctive_terms
+from ..topics.model import Previous, Topic, Topics, follow
+from .reads import Reads
+
+STATE = "topics-state.json"
+
+
+class TopicVerbs(Reads):
+    """Mixed into `Store`."""
+
+    _topic_cache: dict[str, tuple[tuple[int, int, int], Topics]] | None = None
+    _topic_prev: dict[str, Previous] | None = None
+
+    @property
+    def _derived(self) -> DerivedFiles:
+        raise NotImplementedError
+
+    def voting_spaces(self) -> list[str]:
+        """The spaces whose clusterings vote on topics: every non-temporal space but one projected
+        from the main space's vectors (it would repeat the main space's vote)."""
+        main = self.embedders.get(self.schema.main)
+        out = []
+        for sp in self.schema:
+            if sp.category == "temporal" or sp.weight <= 0:
+                continue
+            if sp.name != self.schema.main and main is not None and getattr(self.embedders.get(sp.name), "base",
+                                                                             None) is main:
+                continue
+            out.append(sp.name)
+        return out
+
+    def topics(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
+        """What a namespace is about (C4): groups of its current memories that at least two spaces
+        cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
+        `.label`, `.members`, `.confidence`, `.phase`, `.stability`, `.centroid_stability` and
+        `.runs`; the list has `.churn`, `.entropy` and `.consolidation_due`. Computed when the
+        namespace changed since the last run (or `refresh`); needs scikit-learn
+        (`engramdb[cluster]`). `labeler(member texts, namespace texts) -> str` replaces the
+        built-in distinctive-terms label."""
+        view = self._view()
+        fingerprint = (view.epoch, view.namespace_rows(namespace), view.generation if refresh else 0)
+        cache = self._topic_cache if self._topic_cache is not None else {}
+        self._topic_cache = cache
+        hit = cache.get(namespace)
+        if hit is not None and hit[0] == fingerprint and not refresh:
+            return hit[1]
+        locs = [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace
+                and not view.segments[loc[0]].forgotten[loc[1]]]
+        mems = view.memories_at(locs)
+        texts = [m.content for m in mems]
+        clusterings = []
+        for name in self.voting_spaces():
+            sp = self.schema[name]
+            vecs = concat([take(view.segments[si].vectors(self.schema, name), [row]) for si, row in locs]) \
+                if locs else None
+            if vecs is not None:
+                clusterings.append(clustering.cluster(sp, vecs))
+        found = clustering.topics_of(clusterings, len(mems)) if len(mems) >= clustering.MIN_CLUSTER else []
+        main = self.schema.main
+        unit = None
+        if locs:
+            x = np.stack([np.asarray(view.segments[si].vectors(self.schema, main))[row] for si, row in locs])
+            n = np.linalg.norm(x, axis=1, keepdims=True)
+            unit = np.divide(x, n, out=np.zeros_like(x, dtype=np.float64), where=n > 0)
+        label = labeler or distinctive_terms
+        rows = [([mems[i].id for i in members], conf, label([texts[i] for i in members], texts),
+                 unit[members].mean(axis=0) if unit is not None else None) for members, conf in found]
+        prev = self._previous().get(namespace, Previous())
+        result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
+        self._previous()[namespace] = nxt
+        self._save_previous()
+        cache[namespace] = (fingerprint, result)
+        return result
+
+    def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
+        """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""
+        namespace = id.rpartition("/t")[0]
+        for t in self.topics(namespace):
+            if t.id == id:
+                view = self._view()
+                return t, [m for m in (view.get(mid) for mid in t.members[:sample]) if m is not None]
+        raise KeyError(f"no topic {id!r} (topics are named '<namespace>/t<n>')")
+
+    # ------------------------------------------------------------------------------ state
+    def _previous(self) -> dict[str, Previous]:
+        if self._topic_prev is None:
+            self._topic_prev = _load(self._derived)
+        return self._topic_prev
+
+    def _save_previous(self) -> None:
+        files = self._derived
+        if not files.writable or self._topic_prev is None:
+            return
+        state: dict[str, Any] = {"format": 1, "namespaces": {
+            ns: {"next_id": p.next_id, "topics": {tid: {"members": sorted(m), "runs": runs, "created_us": created,
+                                                        "centroid": None if c is None else [float(v) for v in c]}
+                                                  for tid, (m, c, runs, created) in p.topics.items()}}
+            for ns, p in self._topic_prev.items()}}
+        files.write_sidecar(STATE, state)
+
+
+def _load(files: DerivedFiles) -> dict[str, Previous]:
+    meta = files.read_sidecar(STATE)
+    out: dict[str, Previous] = {}
+    if isinstance(meta, str) or meta.get("format") != 1:
+        return out
+    try:
+        for ns, p in meta["namespaces"].items():
+            prev = Previous(next_id=int(p["next_id"]))
+            for tid, t in p["topics"].items():
+                c = t.get("centroid")
+                prev.topics[str(tid)] = (frozenset(str(m) for m in t["members"]),
+                                         None if c is None else np.asarray(c, np.float64), int(t["runs"]),
+                                         int(t["created_us"]))
+            out[str(ns)] = prev
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError):
+        return {}  # a damaged state: the topics' history starts over
+    return out
+
+
+__all__ = ["TopicVerbs"]
