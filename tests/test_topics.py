@@ -1,0 +1,92 @@
+"""Topics (C4): per-space distances against float64 references, the agreement threshold, topics on
+a namespace with known subjects, labels, and ids, stability, phases and churn across runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.spaces.protocol import SparseBatch
+from engramdb.spaces.schema import Space
+from engramdb.topics import clustering
+from engramdb.topics.model import Previous, follow
+
+SUBJECTS = {
+    "violin": ["violin lessons every monday", "my violin teacher is strict", "practising violin scales daily",
+               "the violin recital is in june", "new strings for my violin"],
+    "bread": ["baking sourdough bread at home", "my sourdough starter died", "sourdough needs a long proof",
+              "bread flour for sourdough is expensive", "the bakery sells sourdough loaves"],
+    "cat": ["my cat biscuit sleeps all day", "biscuit the cat hates the vet", "cat food for biscuit went up",
+            "biscuit the cat chased a mouse", "the cat sleeps in a box"],
+}
+
+
+def test_distances_match_float64_references() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 8)).astype(np.float32)
+    dense = Space("d", "dense", 8, "cosine")
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(clustering.distances(dense, x), np.clip(1 - u.astype(np.float64) @ u.T, 0, None),
+                               atol=1e-5)
+    bits = rng.integers(0, 2, size=(5, 16)).astype(np.uint8)
+    binary = Space("b", "binary", 16, "hamming")
+    want = (bits[:, None, :] != bits[None, :, :]).mean(axis=2)
+    np.testing.assert_allclose(clustering.distances(binary, np.packbits(bits, axis=1)), want, atol=1e-6)
+    sets = [[1, 2, 3], [2, 3, 4], [9], [1, 2, 3]]
+    indptr = np.cumsum([0] + [len(r) for r in sets])
+    sparse = SparseBatch(indptr.astype(np.int64), np.concatenate(sets).astype(np.int32),
+                         np.ones(sum(map(len, sets)), np.float32))
+    jac = np.array([[1 - len(set(a) & set(b)) / len(set(a) | set(b)) for b in sets] for a in sets])
+    np.testing.assert_allclose(clustering.distances(Space("s", "sparse", 1 << 31, "jaccard"), sparse), jac, atol=1e-6)
+
+
+def test_the_threshold_needs_two_spaces_and_follows_the_spec_for_thirteen() -> None:
+    assert clustering.threshold([1.0] * 7 + [0.5] * 3) == pytest.approx(2.5)  # SPEC C4
+    assert clustering.threshold([1.0, 1.0, 0.5]) == pytest.approx(1.5)  # the default profile: two spaces
+    assert clustering.threshold([1.0]) == float("inf")  # one voter agrees with nothing
+
+
+def test_topics_group_agreeing_memories() -> None:
+    labels_a = np.array([0, 0, 0, 1, 1, 1, -1, 2, 2, 2])
+    labels_b = np.array([0, 0, 0, 1, 1, 1, 1, -1, -1, -1])  # agrees on the first six
+    got = clustering.topics_of([clustering.SpaceClusters("a", 1.0, labels_a),
+                                clustering.SpaceClusters("b", 0.5, labels_b)], 10)
+    assert [m for m, _ in got] == [[0, 1, 2], [3, 4, 5]] and all(c == pytest.approx(1.0) for _, c in got)
+
+
+def test_a_namespace_topics_find_its_subjects(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                 for i, t in enumerate(v)])
+    assert db.voting_spaces() == ["dense", "lexical", "tokens"]  # hdc repeats dense
+    topics = db.topics("n")
+    groups = {frozenset(t.members) for t in topics}
+    for k in SUBJECTS:
+        assert any(len(g & {f"{k}{i}" for i in range(5)}) >= 4 and all(m.startswith(k) for m in g) for g in groups), k
+    by_subject = {t.members[0][:-1]: t for t in topics}
+    assert "violin" in by_subject["violin"].label and "sourdough" in by_subject["bread"].label
+    assert all(t.phase == "emerging" and t.stability is None and 0 < t.confidence <= 1 for t in topics)
+    assert db.topics("n") is topics  # unchanged namespace: the same run
+    t, sample = db.topic(topics[0].id)
+    assert t == topics[0] and [m.id for m in sample] == list(t.members[:5])
+    with pytest.raises(KeyError, match="no topic 'n/t99'"):
+        db.topic("n/t99")
+    db.close()
+    with engramdb.open(tmp_path / "s") as again:  # the history is kept: ids and stability carry over
+        again.add_many([{"id": "violin9", "content": "a violin bow rehair", "namespace": "n"}])
+        later = again.topics("n")
+        assert {t.id for t in later} >= {t.id for t in topics if t.members[0].startswith(("bread", "cat"))}
+        assert all(t.runs == 2 and t.stability is not None for t in later if t.id in {x.id for x in topics})
+        assert later.churn < 0.3
+
+
+def test_phases_and_churn_follow_a_drift() -> None:
+    prev = Previous()
+    first, prev = follow("n", [(["a", "b", "c", "d"], 1.0, "x", None), (["e", "f", "g"], 1.0, "y", None)], prev, 1)
+    second, prev = follow("n", [(["a", "b", "c", "d", "e", "f", "g"], 1.0, "x", None)], prev, 2)
+    assert second[0].id == first[0].id and second[0].phase == "merging"
+    assert second.churn == pytest.approx(3 / 7, abs=1e-4)  # e, f, g left the topic that took their id
+    third, _ = follow("n", [(["a", "b", "c"], 1.0, "x", None), (["h", "i", "j"], 1.0, "z", None)], prev, 3)
+    assert third[0].phase == "declining" and third[1].phase == "emerging" and third[1].id.endswith("t2")
