@@ -90,3 +90,27 @@ def test_phases_and_churn_follow_a_drift() -> None:
     assert second.churn == pytest.approx(3 / 7, abs=1e-4)  # e, f, g left the topic that took their id
     third, _ = follow("n", [(["a", "b", "c"], 1.0, "x", None), (["h", "i", "j"], 1.0, "z", None)], prev, 3)
     assert third[0].phase == "declining" and third[1].phase == "emerging" and third[1].id.endswith("t2")
+
+
+def test_themes_divergence_and_the_topics_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engramdb import cli
+
+    path = tmp_path / "s"
+    with engramdb.open(path) as db:
+        db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n", "session_id": "s1" if k != "cat" else "s2"}
+                     for k, v in SUBJECTS.items() for i, t in enumerate(v)]
+                    + [{"id": f"dup{i}", "content": "the violin recital is in june", "namespace": "n"}
+                       for i in range(3)])
+        themes = db.themes("n")
+        assert themes and any({"dup0", "dup1", "dup2"} <= set(t.members) for t in themes)  # near-identical texts
+        assert all(t.confidence >= 0.6 and -1 <= t.silhouette <= 1 for t in themes)
+        far = db.divergence("what is the capital of peru", namespace="n", session_id="s1")
+        near = db.divergence("violin practice scales", namespace="n", session_id="s1")
+        assert far["divergent"] and not near["divergent"] and near["nearest"].startswith("violin")
+        assert far["session_memories"] == 10
+        assert db.divergence("x", namespace="n", session_id="nobody")["session_memories"] == 0
+    assert cli.main(["topics", str(path), "--namespace", "n"]) == 0
+    out = capsys.readouterr().out
+    assert "violin" in out and "topics; churn" in out
+    assert cli.main(["topics", str(path), "--namespace", "n", "--themes", "--json"]) == 0
+    assert all("silhouette" in line for line in capsys.readouterr().out.splitlines())

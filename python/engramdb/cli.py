@@ -70,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     stats.add_argument("--json", action="store_true", help="print the numbers as JSON instead")
     stats.add_argument("--top", type=int, default=10, help="memories listed by ELO (default 10)")
+    topics = sub.add_parser("topics", help="what a namespace is about: topics (C4) by the agreement of its spaces' "
+                                           "clusterings, or themes (H8)")
+    store_args(topics)
+    topics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
+    topics.add_argument("--namespace", required=True)
+    topics.add_argument("--themes", action="store_true", help="the content themes (DBSCAN) instead")
+    topics.add_argument("--json", action="store_true", help="print each as a JSON line")
     metrics = sub.add_parser("metrics", help="print the store's metrics in the Prometheus text format")
     store_args(metrics)
     metrics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
@@ -246,6 +253,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     from .dashboard import render
 
                     render(db.stats(), board)
+            elif args.command == "topics":
+                found = db.themes(args.namespace) if args.themes else db.topics(args.namespace)
+                for t in found:
+                    row = dataclasses.asdict(t)
+                    if args.json:
+                        print(json.dumps(row))
+                    else:
+                        extra = f"silhouette {t.silhouette:.2f}" if args.themes else f"{t.phase}, id {t.id}"
+                        print(f"{len(t.members):5d}  {t.label:<40}  confidence {t.confidence:.2f}, {extra}")
+                if not args.themes and not args.json:
+                    print(f"{len(found)} topics; churn {found.churn:.2f}, entropy {found.entropy:.2f}"
+                          f"{', consolidation due' if found.consolidation_due else ''}")
             elif args.command == "metrics":
                 from .metrics import exposition
 

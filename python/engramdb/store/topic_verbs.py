@@ -20,6 +20,8 @@ from ..storage.derived_files import DerivedFiles
 from ..topics import clustering
 from ..topics.labels import Labeler, distinctive_terms
 from ..topics.model import Previous, Topic, Topics, follow
+from ..topics.themes import Theme, labelled, theme_groups
+from ..topics.themes import divergence as theme_divergence
 from .reads import Reads
 
 STATE = "topics-state.json"
@@ -64,8 +66,7 @@ class TopicVerbs(Reads):
         hit = cache.get(namespace)
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
-        locs = [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace
-                and not view.segments[loc[0]].forgotten[loc[1]]]
+        locs = self._current_locs(namespace)
         mems = view.memories_at(locs)
         texts = [m.content for m in mems]
         clusterings = []
@@ -91,6 +92,47 @@ class TopicVerbs(Reads):
         self._save_previous()
         cache[namespace] = (fingerprint, result)
         return result
+
+    def themes(self, namespace: str, *, labeler: Labeler | None = None) -> list[Theme]:
+        """Themes of a namespace (H8): DBSCAN clusters of its memories' main-space vectors (cosine
+        eps 0.15, at least 3, confidence >= 0.6), each with `.label`, `.members`, `.silhouette`
+        and `.confidence`, biggest first. Needs scikit-learn (`engramdb[cluster]`)."""
+        view = self._view()
+        locs = self._current_locs(namespace)
+        if not locs:
+            return []
+        mems = view.memories_at(locs)
+        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, self.schema.main))[row] for si, row in locs])
+        groups, _ = theme_groups(x)
+        texts = [m.content for m in mems]
+        label = labeler or distinctive_terms
+        return labelled(groups, [m.id for m in mems], [label([texts[i] for i in g[0]], texts) for g in groups])
+
+    def divergence(self, query: str, *, namespace: str, session_id: str, recent: int = 20) -> dict[str, Any]:
+        """Whether a query is far from what a session has been about (C6's first priority): its
+        main-space similarity to the session's `recent` newest memories, and "divergent" when even
+        the nearest is under the space's `low` threshold. Returns {"divergent", "similarity",
+        "nearest", "low", "session_memories"}."""
+        view = self._view()
+        mine = [(m, loc) for loc, m in zip(self._current_locs(namespace),
+                                           view.memories_at(self._current_locs(namespace)))
+                if m.session_id == session_id]
+        mine.sort(key=lambda p: (p[0].seq if p[0].seq is not None else -1, p[0].learned_at or 0))
+        mine = mine[-recent:]
+        sp = self.schema[self.schema.main]
+        if not mine:
+            return {"divergent": False, "similarity": None, "nearest": None, "low": sp.low, "session_memories": 0}
+        emb = self.embedders[sp.name]
+        q = np.asarray(emb.embed([query]), np.float64)[0]
+        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, sp.name))[row] for _, (si, row) in mine])
+        far, sim, i = theme_divergence(q, x, sp.low)
+        return {"divergent": far, "similarity": round(sim, 4), "nearest": mine[i][0].id, "low": sp.low,
+                "session_memories": len(mine)}
+
+    def _current_locs(self, namespace: str) -> list[tuple[int, int]]:
+        view = self._view()
+        return [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace
+                and not view.segments[loc[0]].forgotten[loc[1]]]
 
     def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
         """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""

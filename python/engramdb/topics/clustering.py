@@ -74,7 +74,8 @@ def distances(space: Space, vectors: Embedding) -> np.ndarray:
         d = 1.0 - _cosines(np.asarray(vectors, np.float32))
     d = np.clip(np.asarray(d, np.float64), 0.0, None)
     np.fill_diagonal(d, 0.0)
-    return (d + d.T) / 2.0
+    out: np.ndarray = (d + d.T) / 2.0
+    return out
 
 
 def _cosines(x: np.ndarray) -> np.ndarray:
