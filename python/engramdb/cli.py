@@ -254,17 +254,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                     render(db.stats(), board)
             elif args.command == "topics":
-                found = db.themes(args.namespace) if args.themes else db.topics(args.namespace)
-                for t in found:
-                    row = dataclasses.asdict(t)
-                    if args.json:
-                        print(json.dumps(row))
-                    else:
-                        extra = f"silhouette {t.silhouette:.2f}" if args.themes else f"{t.phase}, id {t.id}"
-                        print(f"{len(t.members):5d}  {t.label:<40}  confidence {t.confidence:.2f}, {extra}")
-                if not args.themes and not args.json:
-                    print(f"{len(found)} topics; churn {found.churn:.2f}, entropy {found.entropy:.2f}"
-                          f"{', consolidation due' if found.consolidation_due else ''}")
+                if args.themes:
+                    for th in db.themes(args.namespace):
+                        print(json.dumps(dataclasses.asdict(th)) if args.json else
+                              f"{len(th.members):5d}  {th.label:<40}  confidence {th.confidence:.2f}, "
+                              f"silhouette {th.silhouette:.2f}")
+                else:
+                    found = db.topics(args.namespace)
+                    for t in found:
+                        print(json.dumps(dataclasses.asdict(t)) if args.json else
+                              f"{len(t.members):5d}  {t.label:<40}  confidence {t.confidence:.2f}, {t.phase}, id {t.id}")
+                    if not args.json:
+                        print(f"{len(found)} topics; churn {found.churn:.2f}, entropy {found.entropy:.2f}"
+                              f"{', consolidation due' if found.consolidation_due else ''}")
             elif args.command == "metrics":
                 from .metrics import exposition
 
