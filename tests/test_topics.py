@@ -114,3 +114,22 @@ def test_themes_divergence_and_the_topics_command(tmp_path: Path, capsys: pytest
     assert "violin" in out and "topics; churn" in out
     assert cli.main(["topics", str(path), "--namespace", "n", "--themes", "--json"]) == 0
     assert all("silhouette" in line for line in capsys.readouterr().out.splitlines())
+
+
+def test_the_pipelines_topic_stage_keeps_the_querys_topics() -> None:
+    more = {**SUBJECTS,
+            "garden": ["tomatoes in the garden beds", "garden beds need compost", "the garden tomatoes ripened",
+                       "weeding the garden beds", "compost for the tomatoes"],
+            "car": ["the car needs new tyres", "car tyres are expensive", "the car failed its inspection",
+                    "booked the car inspection", "new tyres fitted on the car"]}
+    db = engramdb.open(None)
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in more.items() for i, t in enumerate(v)])
+    assert len(db.topics("n")) >= 4  # (two subjects may chain into one topic)
+    on = db.search("violin teacher lessons", namespace="n", k=10, strategy="pipeline", topics=True, explain=True)
+    off = db.search("violin teacher lessons", namespace="n", k=10, strategy="pipeline", explain=True)
+    assert on[0].explain is not None and on[0].explain["topic_filter"].startswith("kept ")
+    assert off[0].explain is not None and off[0].explain["topic_filter"].startswith("off")
+    kept = int(on[0].explain["topic_filter"].split()[1])
+    assert kept < 25 and {h.id for h in on} >= {f"violin{i}" for i in range(5)}
+    with pytest.raises(ValueError, match="topics=True is the pipeline's topic stage"):
+        db.search("violin", namespace="n", topics=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,9 @@ class SearchPlan:
     recency: bool = False
     explain: bool = False
     min_score: float = 0.0  # hits scoring under it are left out (scores are in [0, 1])
+    # the pipeline's topic stage (C4): memory id -> topic number, and each topic's main-space centroid
+    topic_of: Mapping[str, int] | None = None
+    topic_centroids: Any = None  # np.ndarray (topics, dim), unit rows
 
     @property
     def fused(self) -> bool:

@@ -187,12 +187,30 @@ def fuse_keys(run: Run) -> None:
     run.info["rrf_max"] = _rrf_max(run.w, run.ranked)
 
 
+TOPIC_MATCH = 3  # the query's nearest topics (by centroid) whose memories the topic stage keeps
+
+
 def topic_filter(run: Run) -> None:
-    """C4's place in the pipeline: no topics are stored yet, so the `topics` best pass."""
+    """C4's place in the pipeline. With the namespace's topics (`search(..., topics=True)`): the
+    query's `TOPIC_MATCH` nearest topics by main-space centroid, and a candidate passes when it
+    is in one of them or in no topic; the `topics` best pass. Without: the `topics` best pass."""
+    plan = run.ctx.plan
+    note = "off (search(..., topics=True) turns it on)"
+    if plan.topic_of is not None and plan.topic_centroids is not None and len(plan.topic_centroids) \
+            and run.qv is not None:
+        q = np.asarray(run.qv, np.float64).reshape(-1)
+        sims = np.asarray(plan.topic_centroids, np.float64) @ q / max(float(np.linalg.norm(q)), 1e-12)
+        near = set(np.argsort(-sims)[:TOPIC_MATCH].tolist())
+        view = run.ctx.view
+        before = len(run.fused)
+        run.fused = [f for f in run.fused
+                     if plan.topic_of.get(view.segments[f.key[0]].ids[f.key[1]], -1) in near
+                     or view.segments[f.key[0]].ids[f.key[1]] not in plan.topic_of]
+        note = f"kept {len(run.fused)} of {before} (topics {sorted(near)})"
     run.fused = run.fused[: run.st["topics"]]
     run.sizes["topics"] = len(run.fused)
     run.lap("fuse")
-    run.info.update({"stages": run.sizes, "topic_filter": "no topics yet", "stage_ms": run.stage_ms})
+    run.info.update({"stages": run.sizes, "topic_filter": note, "stage_ms": run.stage_ms})
 
 
 def maxsim_rerank(run: Run) -> None:

@@ -7,6 +7,7 @@ search, then `get` of its hits, then their edges) take one snapshot and read it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -79,6 +80,7 @@ class Reads:
         explore: float = 0.0,
         expand_types: bool = True,
         log: bool = True,
+        topics: bool = False,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
@@ -124,6 +126,10 @@ class Reads:
         writable store logs the search (E1): `Hits.query_id` names it for `feedback`;
         `session_id` is logged with it; `log=False` leaves it out of the log (a tool's own
         searches that no user asked).
+
+        `topics=True` (strategy "pipeline"): its topic stage keeps the candidates in the query's
+        3 nearest topics of the namespace (C4, `topics(namespace)`) or in none; off by default
+        (bench/RESULTS.md: it did not raise recall).
         """
         for name, v, hi in (("elo_weight", elo_weight, 1.0), ("explore", explore, 0.99)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
@@ -139,6 +145,12 @@ class Reads:
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
                                 as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
                                 recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str))
+        if topics:
+            if plan.strategy != "pipeline":
+                raise ValueError(f"topics=True is the pipeline's topic stage: pass strategy='pipeline', "
+                                 f"got strategy={plan.strategy!r}")
+            topic_of, centroids = self._topic_map(namespace)
+            plan = dataclasses.replace(plan, topic_of=topic_of, topic_centroids=centroids)
         hits = run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
         if explain and expansion:
             for h in hits:
@@ -149,6 +161,9 @@ class Reads:
         return self._usage.finish(hits, query=query, namespace=namespace, session_id=session_id, k=k,
                                   elo_weight=float(elo_weight), explore=float(explore), log=log)
 
+
+    def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
+        raise ValueError("topics=True needs a store (a snapshot has no topics)")
 
     def type_clusters(self) -> list[list[str]]:
         """The store's memory_type names clustered (H6: DBSCAN over their main-space vectors, cosine

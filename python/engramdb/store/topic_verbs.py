@@ -129,6 +129,21 @@ class TopicVerbs(Reads):
         return {"divergent": far, "similarity": round(sim, 4), "nearest": mine[i][0].id, "low": sp.low,
                 "session_memories": len(mine)}
 
+    def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
+        """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
+        topic stage)."""
+        found = self.topics(namespace)
+        view = self._view()
+        topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
+        rows = []
+        for t in found:
+            x = np.stack([np.asarray(view.row_vector(mid, self.schema.main), np.float64).reshape(-1)
+                          for mid in t.members])
+            x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+            c = x.mean(axis=0)
+            rows.append(c / max(float(np.linalg.norm(c)), 1e-12))
+        return topic_of, np.stack(rows) if rows else np.zeros((0, 1))
+
     def _current_locs(self, namespace: str) -> list[tuple[int, int]]:
         view = self._view()
         return [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace
