@@ -71,7 +71,7 @@ def run(data: Path, profile: str, seed: int) -> dict[str, Any]:
     ds = ev.load_locomo(data)
     view = _views.build_view("turns", ds.turns)
     vectors = ev.minilm_view_vectors(data, view, True) if profile == "minilm" else None
-    db, ids, _ = ev.build_store(profile, view, vectors=vectors, path=None)
+    db, _, _ = ev.build_store(profile, view, vectors=vectors, path=None)
     qvecs = ev.minilm_question_vectors(data, ds) if profile == "minilm" else None
     session_of = {m.id: m.session for m in view.memories}
     rng = random.Random(seed)
