@@ -18,7 +18,7 @@ from ..model.memory import Memory
 from ..spaces.batches import concat, take
 from ..storage.derived_files import DerivedFiles
 from ..topics import clustering
-from ..topics.labels import Labeler, distinctive_terms
+from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
@@ -72,8 +72,7 @@ class TopicVerbs(Reads):
         clusterings = []
         for name in self.voting_spaces():
             sp = self.schema[name]
-            vecs = concat([take(view.segments[si].vectors(self.schema, name), [row]) for si, row in locs]) \
-                if locs else None
+            vecs = self._gather(locs, name) if locs else None
             if vecs is not None:
                 clusterings.append(clustering.cluster(sp, vecs))
         found = clustering.topics_of(clusterings, len(mems)) if len(mems) >= clustering.MIN_CLUSTER else []
@@ -83,9 +82,9 @@ class TopicVerbs(Reads):
             x = np.stack([np.asarray(view.segments[si].vectors(self.schema, main))[row] for si, row in locs])
             n = np.linalg.norm(x, axis=1, keepdims=True)
             unit = np.divide(x, n, out=np.zeros_like(x, dtype=np.float64), where=n > 0)
-        label = labeler or distinctive_terms
-        rows = [([mems[i].id for i in members], conf, label([texts[i] for i in members], texts),
-                 unit[members].mean(axis=0) if unit is not None else None) for members, conf in found]
+        names = self._labels([m for m, _ in found], texts, labeler)
+        rows = [([mems[i].id for i in members], conf, name, unit[members].mean(axis=0) if unit is not None else None)
+                for (members, conf), name in zip(found, names)]
         prev = self._previous().get(namespace, Previous())
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
         self._previous()[namespace] = nxt
@@ -105,8 +104,7 @@ class TopicVerbs(Reads):
         x = np.stack([np.asarray(view.segments[si].vectors(self.schema, self.schema.main))[row] for si, row in locs])
         groups, _ = theme_groups(x)
         texts = [m.content for m in mems]
-        label = labeler or distinctive_terms
-        return labelled(groups, [m.id for m in mems], [label([texts[i] for i in g[0]], texts) for g in groups])
+        return labelled(groups, [m.id for m in mems], self._labels([g[0] for g in groups], texts, labeler))
 
     def divergence(self, query: str, *, namespace: str, session_id: str, recent: int = 20) -> dict[str, Any]:
         """Whether a query is far from what a session has been about (C6's first priority): its
@@ -144,10 +142,39 @@ class TopicVerbs(Reads):
             rows.append(c / max(float(np.linalg.norm(c)), 1e-12))
         return topic_of, np.stack(rows) if rows else np.zeros((0, 1))
 
+    @staticmethod
+    def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None) -> list[str]:
+        if labeler is not None:
+            return [labeler([texts[i] for i in g], texts) for g in groups]
+        dt = DistinctiveTerms(texts) if groups else None
+        return [dt.label(g) for g in groups] if dt is not None else []
+
     def _current_locs(self, namespace: str) -> list[tuple[int, int]]:
+        """(segment, row) of the namespace's current, not forgotten memories, in key order."""
         view = self._view()
-        return [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace
-                and not view.segments[loc[0]].forgotten[loc[1]]]
+        out: list[tuple[int, int]] = []
+        for si, rows in view.current_rows():
+            seg = view.segments[si]
+            code = seg.ns_codes.get(namespace)
+            if code is None:
+                continue
+            rows = rows[(seg.ns_index[rows] == code) & ~seg.forgotten[rows]]
+            out += [(si, int(r)) for r in rows.tolist()]
+        return out
+
+    def _gather(self, locs: list[tuple[int, int]], space: str) -> Any:
+        """One space's vectors of these locations, in order (one take per segment)."""
+        view = self._view()
+        parts, order = [], []
+        segs = np.array([si for si, _ in locs])
+        rows = np.array([r for _, r in locs])
+        for si in np.unique(segs).tolist():
+            pick = np.flatnonzero(segs == si)
+            parts.append(take(view.segments[si].vectors(self.schema, space), rows[pick]))
+            order.append(pick)
+        joined = concat(parts)
+        back = np.argsort(np.concatenate(order), kind="stable")
+        return take(joined, back) if len(parts) > 1 else joined
 
     def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
         """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""

@@ -98,35 +98,32 @@ def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
 
 def topics_of(clusterings: Sequence[SpaceClusters], n: int) -> list[tuple[list[int], float]]:
     """(member indices, confidence) of each topic, biggest first (see the module docstring)."""
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+    from scipy.sparse.csgraph import connected_components  # type: ignore[import-untyped]
+
     weights = [c.weight for c in clusterings]
     need, top = threshold(weights), sum(weights)
-    agree: dict[tuple[int, int], float] = {}
-    for c in clusterings:
+    keys, ws = [], []
+    for c in clusterings:  # every pair two memories of one cluster make, with that space's weight
         for label in np.unique(c.labels[c.labels >= 0]).tolist():
-            members = np.flatnonzero(c.labels == label).tolist()
-            for a in range(len(members)):
-                for b in range(a + 1, len(members)):
-                    key = (members[a], members[b])
-                    agree[key] = agree.get(key, 0.0) + c.weight
-    parent = list(range(n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    strong = [(pair, w) for pair, w in agree.items() if w >= need - 1e-9]
-    for (a, b), _ in strong:
-        parent[find(a)] = find(b)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(find(i), []).append(i)
-    sums: dict[int, list[float]] = {}
-    for (a, _), w in strong:
-        sums.setdefault(find(a), []).append(w)
-    out = [(members, float(np.mean(sums[root])) / top) for root, members in groups.items()
-           if len(members) >= MIN_CLUSTER and root in sums]
+            members = np.flatnonzero(c.labels == label)
+            a, b = np.triu_indices(len(members), 1)
+            keys.append(members[a] * n + members[b])
+            ws.append(np.full(len(a), c.weight))
+    if not keys:
+        return []
+    pairs, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    agree = np.bincount(inv, weights=np.concatenate(ws))
+    strong = agree >= need - 1e-9
+    a, b = pairs[strong] // n, pairs[strong] % n
+    graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    out = []
+    for k in np.unique(comp[a]).tolist() if len(a) else []:
+        members = np.flatnonzero(comp == k)
+        if len(members) >= MIN_CLUSTER:
+            inside = comp[a] == k
+            out.append((members.tolist(), float(agree[strong][inside].mean()) / top))
     return sorted(out, key=lambda t: (-len(t[0]), t[0][0]))
 
 

@@ -18,22 +18,36 @@ Labeler = Callable[[Sequence[str], Sequence[str]], str]  # (the topic's texts, e
 _ANALYZER = Analyzer()
 
 
+class DistinctiveTerms:
+    """The built-in labeler over one namespace's texts, analysed once (see the module docstring)."""
+
+    def __init__(self, corpus: Sequence[str]) -> None:
+        self.words: list[list[tuple[str, str]]] = []  # per text: (stem, surface word)
+        self.df: Counter[str] = Counter()
+        for text in corpus:
+            pairs = [(stem[0], w) for w in tokenize(normalize(text)) if (stem := _ANALYZER.terms(w))]
+            self.words.append(pairs)
+            self.df.update({s for s, _ in pairs})
+        self.n = len(corpus)
+
+    def label(self, members: Sequence[int], n: int = TERMS) -> str:
+        """The label of the texts at these positions."""
+        tf: Counter[str] = Counter()
+        surface: dict[str, Counter[str]] = {}
+        for i in members:
+            for stem, word in self.words[i]:
+                tf[stem] += 1
+                surface.setdefault(stem, Counter())[word] += 1
+        df = self.df
+        scored = sorted(tf, key=lambda t: (-tf[t] * math.log1p((self.n - df[t] + 0.5) / (df[t] + 0.5)), t))
+        return " / ".join(surface[t].most_common(1)[0][0] for t in scored[:n]) or "(no terms)"
+
+
 def distinctive_terms(members: Sequence[str], corpus: Sequence[str], n: int = TERMS) -> str:
-    """The built-in labeler (see the module docstring)."""
-    df: Counter[str] = Counter()
-    for text in corpus:
-        df.update(set(_ANALYZER.terms(text)))
-    tf: Counter[str] = Counter()
-    surface: dict[str, Counter[str]] = {}
-    for text in members:
-        for word in tokenize(normalize(text)):
-            stem = _ANALYZER.terms(word)
-            if stem:
-                tf[stem[0]] += 1
-                surface.setdefault(stem[0], Counter())[word] += 1
-    total = len(corpus)
-    scored = sorted(tf, key=lambda t: (-tf[t] * math.log1p((total - df[t] + 0.5) / (df[t] + 0.5)), t))
-    return " / ".join(surface[t].most_common(1)[0][0] for t in scored[:n]) or "(no terms)"
+    """The built-in labeler as a `Labeler` (texts in, label out); the store calls `DistinctiveTerms`
+    directly so a namespace is analysed once per run."""
+    dt = DistinctiveTerms([*corpus, *members])
+    return dt.label(range(len(corpus), len(corpus) + len(members)), n) if members else "(no terms)"
 
 
-__all__ = ["Labeler", "distinctive_terms"]
+__all__ = ["DistinctiveTerms", "Labeler", "distinctive_terms"]
