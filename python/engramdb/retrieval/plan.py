@@ -49,6 +49,7 @@ class SearchPlan:
     # the pipeline's topic stage (C4): memory id -> topic number, and each topic's main-space centroid
     topic_of: Mapping[str, int] | None = None
     topic_centroids: Any = None  # np.ndarray (topics, dim), unit rows
+    hypotheses: bool = False  # walk the dream's hypothesis edges too (C9)
 
     @property
     def fused(self) -> bool:

@@ -81,6 +81,7 @@ class Reads:
         expand_types: bool = True,
         log: bool = True,
         topics: bool = False,
+        hypotheses: bool = False,
     ) -> Hits:
         """The k memories of a namespace that best match a query, filtered inside every method by
         time and type (H4). Returns `Hits`: a list of `Hit`, best first, with the search's `stats`.
@@ -129,7 +130,8 @@ class Reads:
 
         `topics=True` (strategy "pipeline"): its topic stage keeps the candidates in the query's
         3 nearest topics of the namespace (C4, `topics(namespace)`) or in none; off by default
-        (bench/RESULTS.md: it did not raise recall).
+        (bench/RESULTS.md: it did not raise recall). `hypotheses=True` lets graph expansion walk
+        the edges `dream` proposed (reason "dream: ..."), which it otherwise leaves alone.
         """
         for name, v, hi in (("elo_weight", elo_weight, 1.0), ("explore", explore, 0.99)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
@@ -145,6 +147,8 @@ class Reads:
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
                                 as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
                                 recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str))
+        if hypotheses:
+            plan = dataclasses.replace(plan, hypotheses=True)
         if topics:
             if plan.strategy != "pipeline":
                 raise ValueError(f"topics=True is the pipeline's topic stage: pass strategy='pipeline', "

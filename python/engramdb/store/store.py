@@ -42,14 +42,13 @@ from ..storage.view import View
 from .options import Options
 from .reads import Snapshot
 from .topic_verbs import TopicVerbs
-from .upkeep import UpkeepVerbs
 from .usage import Usage, UsageVerbs
 
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(UsageVerbs, UpkeepVerbs, TopicVerbs):
+class Store(UsageVerbs, TopicVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from ..model.memory import Memory
+from ..model.edge import Edge
+from ..model.memory import Memory, as_utc, utc_now
 from ..spaces.batches import concat, take
 from ..storage.derived_files import DerivedFiles
 from ..topics import clustering
@@ -22,20 +24,25 @@ from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
-from .reads import Reads
+from .upkeep import UpkeepVerbs
 
 STATE = "topics-state.json"
+DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
 
 
-class TopicVerbs(Reads):
-    """Mixed into `Store`."""
+class TopicVerbs(UpkeepVerbs):
+    """Mixed into `Store` (on the upkeep verbs: a dream consolidates)."""
+
+    # provided by Store
+    def forget(self, id: str) -> Memory:
+        raise NotImplementedError
+
+    def link(self, src: str, dst: str, type: str, *, confidence: float = 1.0, reason: str | None = None,
+             valid_from: datetime | None = None, valid_until: datetime | None = None) -> Edge:
+        raise NotImplementedError
 
     _topic_cache: dict[str, tuple[tuple[int, int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
-
-    @property
-    def _derived(self) -> DerivedFiles:
-        raise NotImplementedError
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -175,6 +182,71 @@ class TopicVerbs(Reads):
         joined = concat(parts)
         back = np.argsort(np.concatenate(order), kind="stable")
         return take(joined, back) if len(parts) > 1 else joined
+
+    def dream(self, namespace: str, *, dry_run: bool = False, max_edges: int = DREAM_EDGES,
+              now: datetime | None = None) -> dict[str, Any]:
+        """An offline pass over a namespace (C9), for a quiet hour.
+
+        Replay:
+        - re-cluster its topics;
+        - consolidate it (H7, E7; `dry_run` only reports);
+        - forget the newer copy of a memory stored twice word for word in the last 7 days,
+          outside any session (a turn said twice is an event and stays; forgetting is undone by
+          `restore`).
+
+        Exploration: link up to `max_edges` pairs of similar memories that sit in different
+        topics (main-space cosine at least the midpoint of the space's low and high thresholds,
+        best first) with RELATED_TO edges of confidence 0.3 and reason "dream: ...". These
+        hypotheses are never walked by graph expansion unless a search passes `hypotheses=True`.
+
+        Returns a report: topics, consolidation counts, duplicates forgotten, and edges
+        proposed."""
+        from ..retrieval.graph import HYPOTHESIS
+
+        found = self.topics(namespace, refresh=True)
+        run = self.consolidate(namespace=namespace, dry_run=dry_run, now=now)
+        view = self._view()
+        locs = self._current_locs(namespace)
+        mems = view.memories_at(locs)
+        cut = (as_utc("now", now) or utc_now()) - timedelta(days=RECENT_DAYS)
+        seen: dict[str, Memory] = {}
+        dupes = []
+        for m in sorted(mems, key=lambda m: (m.learned_at or cut, m.id)):
+            key = " ".join(m.content.lower().split())
+            if m.session_id is None and key in seen and (m.learned_at or cut) >= cut:
+                dupes.append((seen[key].id, m.id))
+            seen.setdefault(key, m)
+        if not dry_run:
+            for _, newer in dupes:
+                self.forget(newer)
+        topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
+        sp = self.schema[self.schema.main]
+        floor = (sp.low + sp.high) / 2
+        inside = [i for i, m in enumerate(mems) if m.id in topic_of]
+        edges: list[tuple[float, str, str]] = []
+        if len(inside) > 1:
+            x = np.asarray(self._gather([locs[i] for i in inside], sp.name), np.float64).reshape(len(inside), -1)
+            x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+            sims = x @ x.T
+            tid = np.array([topic_of[mems[i].id] for i in inside])
+            a, b = np.triu_indices(len(inside), 1)
+            ok = (tid[a] != tid[b]) & (sims[a, b] >= floor)
+            order = np.argsort(-sims[a, b][ok], kind="stable")[:max_edges]
+            for j in order.tolist():
+                ia, ib = int(a[ok][j]), int(b[ok][j])
+                edges.append((float(sims[ia, ib]), mems[inside[ia]].id, mems[inside[ib]].id))
+        made = []
+        for sim, src, dst in edges:
+            ta, tb = found[topic_of[src]], found[topic_of[dst]]
+            if any(e.dst == dst and e.type == "RELATED_TO" for e in view.outgoing(src)):
+                continue
+            reason = f"{HYPOTHESIS}: similar ({sim:.2f}) across topics {ta.label!r} and {tb.label!r}"
+            if not dry_run:
+                self.link(src, dst, "RELATED_TO", confidence=DREAM_CONFIDENCE, reason=reason)
+            made.append({"src": src, "dst": dst, "similarity": round(sim, 4), "reason": reason})
+        return {"namespace": namespace, "dry_run": dry_run, "topics": len(found), "churn": found.churn,
+                "consolidation": run.counts(), "duplicates_forgotten": [n for _, n in dupes] if not dry_run else [],
+                "duplicates": dupes, "edges": made}
 
     def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
         """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""
