@@ -1,0 +1,48 @@
+"""Topic detection time (issue "[5 of 7]"): a session's memories (<= 2,000; target < 100 ms) and
+larger namespaces, default profile, in memory.
+
+The memories are short notes about 40 subjects (each subject's notes share words and some share
+a phrase), so the spaces find clusters to agree on. Each timing is `db.topics(ns, refresh=True)`
+after one warm-up call (which also imports scikit-learn). Recorded in extra_info, not asserted.
+
+Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_topics.py -q -p no:cacheprovider --benchmark-json=/tmp/bench_topics.json`
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import engramdb
+import pytest
+
+SUBJECTS = [f"subject{i}" for i in range(40)]
+WORDS = ["garden", "violin", "bread", "tea", "train", "meeting", "budget", "doctor", "rain", "movie", "python",
+         "bike", "coffee", "school", "invoice", "holiday", "cat", "tyres", "piano", "report"]
+
+
+def notes(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        s = i % len(SUBJECTS)
+        own = [WORDS[(s + j) % len(WORDS)] for j in range(3)]
+        words = own + rng.sample(WORDS, 3) + [SUBJECTS[s]]
+        rng.shuffle(words)
+        out.append({"id": f"m{i}", "content": " ".join(words), "namespace": "n"})
+    return out
+
+
+@pytest.mark.parametrize("n", [500, 2000])
+def test_topic_detection(benchmark: Any, n: int) -> None:
+    db = engramdb.open(None)
+    db.add_many(notes(n))
+    db.topics("n")
+    benchmark.group = "topics"
+    got: list[Any] = []
+    benchmark.pedantic(lambda: got.append(db.topics("n", refresh=True)), rounds=3, iterations=1)
+    topics = got[-1]
+    benchmark.extra_info.update({"memories": n, "topics": len(topics),
+                                 "coverage": round(sum(t.size for t in topics) / n, 4),
+                                 "target_ms": 100 if n <= 2000 else None})
+    assert topics  # 40 subjects: something to find
