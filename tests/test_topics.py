@@ -176,3 +176,37 @@ def test_dream_explores_across_topics_with_minilm() -> None:
         assert e["reason"].startswith("dream: similar") and e["similarity"] >= 0.45
         edge = next(x for x in db.edges(e["src"]) if x.dst == e["dst"])
         assert edge.type == "RELATED_TO" and edge.confidence == 0.3
+
+
+def test_small_changes_are_folded_in_without_reclustering(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.topics import clustering as cl
+
+    db = engramdb.open(None)
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                 for i, t in enumerate(v)])
+    first = db.topics("n")
+    calls = []
+    real = cl.cluster
+    monkeypatch.setattr(cl, "cluster", lambda *a: calls.append(1) or real(*a))
+    db.add_many([{"id": "violin9", "content": "practising violin scales daily", "namespace": "n"}])  # 1 of 16
+    again = db.topics("n")
+    assert calls == []  # folded in: nothing re-clustered
+    violin = next(t for t in again if "violin0" in t.members)
+    assert "violin9" in violin.members and violin.id == next(t.id for t in first if "violin0" in t.members)
+    db.add_many([{"id": f"new{i}", "content": f"tomatoes and compost {i}", "namespace": "n"} for i in range(5)])
+    db.topics("n")  # 5 of 21 changed: more than a fifth, so clustered again
+    assert calls
+    db.forget("violin9")
+    assert all("violin9" not in t.members for t in db.topics("n"))
+
+
+def test_a_large_namespace_is_clustered_on_a_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.store import topic_verbs
+
+    monkeypatch.setattr(topic_verbs, "SAMPLE", 12)
+    db = engramdb.open(None)
+    db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                 for i, t in enumerate(v)])
+    topics = db.topics("n")
+    assert topics.sampled == 12
+    assert all(all(m[:3] == t.members[0][:3] for m in t.members) for t in topics)  # joiners went to their subject

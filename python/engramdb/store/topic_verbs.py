@@ -9,6 +9,7 @@ across runs and reopens. A lost or damaged state starts the topics' history over
 from __future__ import annotations
 
 import json
+import random
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +28,8 @@ from ..topics.themes import divergence as theme_divergence
 from .upkeep import UpkeepVerbs
 
 STATE = "topics-state.json"
+SAMPLE = 3000  # memories clustered at most; the rest join by centroid
+INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
 DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
 
 
@@ -41,8 +44,9 @@ class TopicVerbs(UpkeepVerbs):
              valid_from: datetime | None = None, valid_until: datetime | None = None) -> Edge:
         raise NotImplementedError
 
-    _topic_cache: dict[str, tuple[tuple[int, int, int], Topics]] | None = None
+    _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
+    _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -62,12 +66,18 @@ class TopicVerbs(UpkeepVerbs):
         """What a namespace is about (C4): groups of its current memories that at least two spaces
         cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
         `.label`, `.members`, `.confidence`, `.phase`, `.stability`, `.centroid_stability` and
-        `.runs`; the list has `.churn`, `.entropy` and `.consolidation_due`. Computed when the
-        namespace changed since the last run (or `refresh`); needs scikit-learn
+        `.runs`; the list has `.churn`, `.entropy` and `.consolidation_due`. Needs scikit-learn
         (`engramdb[cluster]`). `labeler(member texts, namespace texts) -> str` replaces the
-        built-in distinctive-terms label."""
+        built-in distinctive-terms label.
+
+        When it runs: on the first call, on `refresh`, and when the namespace changed by more than
+        a fifth since the last clustering; a smaller change is incremental: memories gone leave
+        their topics, new ones join the topic whose centroid they are nearest when they are as
+        near as its farthest member (else none), nothing is re-clustered. A namespace of more
+        than `SAMPLE` memories is clustered on a sample of that many (seeded by its name) and the
+        rest join by the same centroid rule (`Topics.sampled`)."""
         view = self._view()
-        fingerprint = (view.epoch, view.namespace_rows(namespace), view.generation if refresh else 0)
+        fingerprint = (view.epoch, view.namespace_rows(namespace))
         cache = self._topic_cache if self._topic_cache is not None else {}
         self._topic_cache = cache
         hit = cache.get(namespace)
@@ -75,29 +85,50 @@ class TopicVerbs(UpkeepVerbs):
             return hit[1]
         locs = self._current_locs(namespace)
         mems = view.memories_at(locs)
+        ids = [m.id for m in mems]
+        unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+            if locs else np.zeros((0, 1))
+        last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
+        if not refresh and last is not None and last.epoch == view.epoch and \
+                len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
+            groups, sampled, full = last.assign(ids, unit), last.sampled, False
+        else:
+            (groups, sampled), full = self._cluster(namespace, locs, unit), True
         texts = [m.content for m in mems]
-        clusterings = []
-        for name in self.voting_spaces():
-            sp = self.schema[name]
-            vecs = self._gather(locs, name) if locs else None
-            if vecs is not None:
-                clusterings.append(clustering.cluster(sp, vecs))
-        found = clustering.topics_of(clusterings, len(mems)) if len(mems) >= clustering.MIN_CLUSTER else []
-        main = self.schema.main
-        unit = None
-        if locs:
-            x = np.stack([np.asarray(view.segments[si].vectors(self.schema, main))[row] for si, row in locs])
-            n = np.linalg.norm(x, axis=1, keepdims=True)
-            unit = np.divide(x, n, out=np.zeros_like(x, dtype=np.float64), where=n > 0)
-        names = self._labels([m for m, _ in found], texts, labeler)
-        rows = [([mems[i].id for i in members], conf, name, unit[members].mean(axis=0) if unit is not None else None)
-                for (members, conf), name in zip(found, names)]
+        names = self._labels([m for m, _ in groups], texts, labeler)
+        rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
+                for (members, conf), name in zip(groups, names)]
         prev = self._previous().get(namespace, Previous())
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
+        result.sampled = sampled
         self._previous()[namespace] = nxt
         self._save_previous()
         cache[namespace] = (fingerprint, result)
+        if full:  # increments start from the last full clustering
+            if self._topic_runs is None:
+                self._topic_runs = {}
+            self._topic_runs[namespace] = _Run.of(view.epoch, ids, groups, unit, sampled)
         return result
+
+    def _cluster(self, namespace: str, locs: list[tuple[int, int]],
+                 unit: np.ndarray) -> tuple[list[tuple[list[int], float]], int | None]:
+        """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
+        agreement; the memories outside the sample join by the centroid rule."""
+        pick = list(range(len(locs)))
+        sampled = None
+        if len(locs) > SAMPLE:
+            pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
+            sampled = SAMPLE
+        sub = [locs[i] for i in pick]
+        clusterings = [clustering.cluster(self.schema[name], self._gather(sub, name))
+                       for name in self.voting_spaces()] if sub else []
+        found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
+        groups = [([pick[i] for i in members], conf) for members, conf in found]
+        if sampled is None:
+            return groups, None
+        run = _Run.of(0, [str(i) for i in pick], [([pick.index(i) for i in m], c) for m, c in groups],
+                      unit[pick], sampled)
+        return run.assign([str(i) for i in range(len(locs))], unit), sampled
 
     def themes(self, namespace: str, *, labeler: Labeler | None = None) -> list[Theme]:
         """Themes of a namespace (H8): DBSCAN clusters of its memories' main-space vectors (cosine
@@ -273,6 +304,47 @@ class TopicVerbs(UpkeepVerbs):
                                                   for tid, (m, c, runs, created) in p.topics.items()}}
             for ns, p in self._topic_prev.items()}}
         files.write_sidecar(STATE, state)
+
+
+class _Run:
+    """A clustering: its memories, each topic's members, centroid and radius (the cosine of its
+    farthest member to the centroid)."""
+
+    def __init__(self, epoch: int, ids: list[str], topics: list[tuple[list[str], float, np.ndarray, float]],
+                 sampled: int | None) -> None:
+        self.epoch, self.ids, self.topics, self.sampled = epoch, set(ids), topics, sampled
+
+    @staticmethod
+    def of(epoch: int, ids: list[str], groups: list[tuple[list[int], float]], unit: np.ndarray,
+           sampled: int | None) -> _Run:
+        topics = []
+        for members, conf in groups:
+            c = unit[members].mean(axis=0)
+            c = c / max(float(np.linalg.norm(c)), 1e-12)
+            topics.append(([ids[i] for i in members], conf, c, float((unit[members] @ c).min())))
+        return _Run(epoch, ids, topics, sampled)
+
+    def assign(self, ids: list[str], unit: np.ndarray) -> list[tuple[list[int], float]]:
+        """The topics over `ids`: members still there stay, the others join by the centroid rule."""
+        pos = {mid: i for i, mid in enumerate(ids)}
+        groups: list[list[int]] = [[pos[m] for m in members if m in pos] for members, _, _, _ in self.topics]
+        new = [i for i, mid in enumerate(ids) if mid not in self.ids]
+        if new and self.topics:
+            cents = np.stack([c for _, _, c, _ in self.topics])
+            radius = np.array([r for _, _, _, r in self.topics])
+            sims = unit[new] @ cents.T
+            best = np.argmax(sims, axis=1)
+            for j, (i, t) in enumerate(zip(new, best.tolist())):
+                if sims[j, t] >= radius[t] - 1e-9:  # as near as its farthest member
+                    groups[t].append(i)
+        return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
+                       if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    out: np.ndarray = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
+    return out
 
 
 def _load(files: DerivedFiles) -> dict[str, Previous]:

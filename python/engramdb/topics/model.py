@@ -51,10 +51,11 @@ class Topics(list[Topic]):
 
     churn: float
     entropy: float
+    sampled: int | None  # clustered on a sample of this many memories (a large namespace), or None
 
     def __init__(self, topics: list[Topic], churn: float = 0.0, entropy: float = 0.0) -> None:
         super().__init__(topics)
-        self.churn, self.entropy = churn, entropy
+        self.churn, self.entropy, self.sampled = churn, entropy, None
 
     @property
     def consolidation_due(self) -> bool:
