@@ -46,3 +46,25 @@ def test_topic_detection(benchmark: Any, n: int) -> None:
                                  "coverage": round(sum(t.size for t in topics) / n, 4),
                                  "target_ms": 100 if n <= 2000 else None})
     assert topics  # 40 subjects: something to find
+
+
+def test_topics_of_a_100k_namespace_and_an_increment(benchmark: Any) -> None:
+    """100,000 memories: clustered on a sample of 3,000, the rest joining by centroid; then 1,000
+    more added and folded in without re-clustering (timed separately)."""
+    import time
+
+    db = engramdb.open(None)
+    db.add_many(notes(100_000))
+    benchmark.group = "topics"
+    got: list[Any] = []
+    benchmark.pedantic(lambda: got.append(db.topics("n", refresh=True)), rounds=1, iterations=1)
+    topics = got[-1]
+    db.add_many([{**r, "id": f"x{r['id']}"} for r in notes(1_000, seed=1)])
+    t0 = time.perf_counter()
+    after = db.topics("n")
+    increment_s = time.perf_counter() - t0
+    benchmark.extra_info.update({"memories": 100_000, "sampled": topics.sampled, "topics": len(topics),
+                                 "coverage": round(sum(t.size for t in topics) / 100_000, 4),
+                                 "increment_memories": 1_000, "increment_s": round(increment_s, 3),
+                                 "topics_after_increment": len(after)})
+    assert topics.sampled == 3000
