@@ -69,6 +69,9 @@ def test_a_namespace_topics_find_its_subjects(tmp_path: Path) -> None:
     assert "violin" in by_subject["violin"].label and "sourdough" in by_subject["bread"].label
     assert all(t.phase == "emerging" and t.stability is None and 0 < t.confidence <= 1 for t in topics)
     assert db.topics("n") is topics  # unchanged namespace: the same run
+    assert db.stats()["topics"]["n"] == {"topics": len(topics), "churn": 0.0, "entropy": topics.entropy,
+                                         "consolidation_due": False}
+    assert db.consolidate(namespace="n").topics_due == {"n": False}
     t, sample = db.topic(topics[0].id)
     assert t == topics[0] and [m.id for m in sample] == list(t.members[:5])
     with pytest.raises(KeyError, match="no topic 'n/t99'"):
@@ -210,3 +213,27 @@ def test_a_large_namespace_is_clustered_on_a_sample(monkeypatch: pytest.MonkeyPa
     topics = db.topics("n")
     assert topics.sampled == 12
     assert all(all(m[:3] == t.members[0][:3] for m in t.members) for t in topics)  # joiners went to their subject
+
+
+def test_forget_and_merge_concepts(tmp_path: Path) -> None:
+    with engramdb.open(tmp_path / "s") as db:
+        db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                     for i, t in enumerate(v)])
+        topics = db.topics("n")
+        cat = next(t for t in topics if "cat0" in t.members)
+        bread = next(t for t in topics if "bread0" in t.members)
+        assert db.forget_concept(cat.id, namespace="n") == list(cat.members) and db.get("cat0") is not None
+        by_text = db.forget_concept("sourdough bread", namespace="n")
+        assert by_text and all(i.startswith("bread") for i in by_text)
+        merged = db.merge_concepts(bread.id, cat.id)
+        assert merged.id == bread.id and set(merged.members) == set(bread.members) | set(cat.members)
+        assert cat.id not in {t.id for t in db.topics("n")}
+        gone = db.forget_concept(bread.id, namespace="n", dry_run=False)
+        assert all(db.get(i) is None for i in gone) and len(gone) == 10
+        with pytest.raises(ValueError, match="two topics of one namespace"):
+            db.merge_concepts(bread.id, bread.id)
+        for mid in gone:
+            db.restore(mid)
+    with engramdb.open(tmp_path / "s") as again:  # the merge is kept: the cat topic folds into bread's
+        later = {t.id: t for t in again.topics("n", refresh=True)}
+        assert cat.id not in later and set(cat.members) <= set(later[bread.id].members)

@@ -112,6 +112,7 @@ class Report:
     decisions: list[Decision] = field(default_factory=list)
     applied: dict[str, int] = field(default_factory=dict)  # action -> memories changed
     seconds: float = 0.0
+    topics_due: dict[str, bool] = field(default_factory=dict)  # namespace -> C4's trigger (topics computed)
 
     def counts(self) -> dict[str, int]:
         """How many memories each action got."""

@@ -482,6 +482,10 @@ class Store(UsageVerbs, TopicVerbs):
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
             "usage": self._usage.describe(),  # the access log and the ELO ratings (E1-E5)
+            # per namespace whose topics were computed in this process: C4's consolidation trigger
+            "topics": {ns: {"topics": len(t), "churn": t.churn, "entropy": t.entropy,
+                            "consolidation_due": t.consolidation_due}
+                       for ns, (_, t) in (self._topic_cache or {}).items()},
         }
 
     # ----------------------------------------------------------------------------- internals

@@ -8,6 +8,7 @@ across runs and reopens. A lost or damaged state starts the topics' history over
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -28,6 +29,7 @@ from ..topics.themes import divergence as theme_divergence
 from .upkeep import UpkeepVerbs
 
 STATE = "topics-state.json"
+FORGET_MIN_SCORE = 0.5  # a concept given as text: what a search finds at a good match
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
 DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
@@ -47,6 +49,7 @@ class TopicVerbs(UpkeepVerbs):
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
+    _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -100,6 +103,7 @@ class TopicVerbs(UpkeepVerbs):
                 for (members, conf), name in zip(groups, names)]
         prev = self._previous().get(namespace, Previous())
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
+        result = _merged(result, self._merges().get(namespace, {}))
         result.sampled = sampled
         self._previous()[namespace] = nxt
         self._save_previous()
@@ -279,6 +283,43 @@ class TopicVerbs(UpkeepVerbs):
                 "consolidation": run.counts(), "duplicates_forgotten": [n for _, n in dupes] if not dry_run else [],
                 "duplicates": dupes, "edges": made}
 
+    def forget_concept(self, concept: str, *, namespace: str, dry_run: bool = True,
+                       min_score: float = FORGET_MIN_SCORE) -> list[str]:
+        """Forget every memory of a concept (C8): the members of a topic (`concept` a topic id such
+        as "n/t3") or the memories a search for `concept` finds scoring `min_score` or more.
+        Soft: `restore(id)` brings each back. `dry_run` (the default) only says which."""
+        if concept.startswith(f"{namespace}/t") and concept[len(namespace) + 2:].isdigit():
+            ids = list(self.topic(concept, sample=0)[0].members)
+        else:
+            ids = [h.id for h in self.search(concept, namespace=namespace, k=1000, min_score=min_score, log=False)]
+        if not dry_run:
+            for mid in ids:
+                self.forget(mid)
+        return ids
+
+    def merge_concepts(self, keep: str, into_it: str) -> Topic:
+        """Merge two topics of one namespace (C8): `into_it`'s members join `keep` now, and in
+        every later run the topic that takes `into_it`'s id is folded into `keep` (the merge is
+        kept beside the indexes). Returns the merged topic."""
+        ns = keep.rpartition("/t")[0]
+        if into_it.rpartition("/t")[0] != ns or keep == into_it:
+            raise ValueError(f"merge_concepts needs two topics of one namespace, got {keep!r} and {into_it!r}")
+        found = {t.id: t for t in self.topics(ns)}
+        for tid in (keep, into_it):
+            if tid not in found:
+                raise KeyError(f"no topic {tid!r} in {ns!r} now")
+        self._merges().setdefault(ns, {})[into_it] = keep
+        self._save_previous()
+        self._topic_cache = None
+        merged = {t.id: t for t in self.topics(ns)}
+        return merged[keep]
+
+    def _merges(self) -> dict[str, dict[str, str]]:
+        self._previous()
+        if self._topic_merges is None:
+            self._topic_merges = {}
+        return self._topic_merges
+
     def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
         """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""
         namespace = id.rpartition("/t")[0]
@@ -291,7 +332,9 @@ class TopicVerbs(UpkeepVerbs):
     # ------------------------------------------------------------------------------ state
     def _previous(self) -> dict[str, Previous]:
         if self._topic_prev is None:
-            self._topic_prev = _load(self._derived)
+            self._topic_prev, merges = _load(self._derived)
+            if self._topic_merges is None:
+                self._topic_merges = merges
         return self._topic_prev
 
     def _save_previous(self) -> None:
@@ -302,7 +345,7 @@ class TopicVerbs(UpkeepVerbs):
             ns: {"next_id": p.next_id, "topics": {tid: {"members": sorted(m), "runs": runs, "created_us": created,
                                                         "centroid": None if c is None else [float(v) for v in c]}
                                                   for tid, (m, c, runs, created) in p.topics.items()}}
-            for ns, p in self._topic_prev.items()}}
+            for ns, p in self._topic_prev.items()}, "merges": self._topic_merges or {}}
         files.write_sidecar(STATE, state)
 
 
@@ -347,11 +390,32 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _load(files: DerivedFiles) -> dict[str, Previous]:
+def _merged(found: Topics, merges: dict[str, str]) -> Topics:
+    """The topics with each merged one folded into the one it joined (chains followed)."""
+    if not merges:
+        return found
+
+    def root(tid: str) -> str:
+        seen = set()
+        while tid in merges and tid not in seen:
+            seen.add(tid)
+            tid = merges[tid]
+        return tid
+
+    by_id = {t.id: t for t in found}
+    members: dict[str, set[str]] = {}
+    for t in found:
+        members.setdefault(root(t.id) if root(t.id) in by_id else t.id, set()).update(t.members)
+    out = [dataclasses.replace(by_id[tid], members=tuple(sorted(ms))) for tid, ms in members.items()]
+    kept = Topics(sorted(out, key=lambda t: (-t.size, t.id)), found.churn, found.entropy)
+    return kept
+
+
+def _load(files: DerivedFiles) -> tuple[dict[str, Previous], dict[str, dict[str, str]]]:
     meta = files.read_sidecar(STATE)
     out: dict[str, Previous] = {}
     if isinstance(meta, str) or meta.get("format") != 1:
-        return out
+        return out, {}
     try:
         for ns, p in meta["namespaces"].items():
             prev = Previous(next_id=int(p["next_id"]))
@@ -361,9 +425,10 @@ def _load(files: DerivedFiles) -> dict[str, Previous]:
                                          None if c is None else np.asarray(c, np.float64), int(t["runs"]),
                                          int(t["created_us"]))
             out[str(ns)] = prev
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError):
-        return {}  # a damaged state: the topics' history starts over
-    return out
+        merges = {str(ns): {str(a): str(b) for a, b in m.items()} for ns, m in meta.get("merges", {}).items()}
+    except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError):
+        return {}, {}  # a damaged state: the topics' history starts over
+    return out, merges
 
 
 __all__ = ["TopicVerbs"]

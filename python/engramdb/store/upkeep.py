@@ -133,6 +133,9 @@ class UpkeepVerbs(Reads):
             report.decisions.append(d)
             if d.action == "compress":
                 texts[mid] = m.content
+        cached = getattr(self, "_topic_cache", None) or {}
+        report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
+                             if namespace is None or ns == namespace}
         if not dry_run:
             self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
         report.seconds = time.perf_counter() - t0
