@@ -1,15 +1,14 @@
 """The store verbs of topics (C4): `topics(namespace)`, `topic(id)`.
 
 Topics are derived data: computed from the namespace's current memories when asked and stale
-(the namespace changed since the last run), kept per namespace in `index/topics-state.json` with
-what the next run compares with (ids, members, centroids), so ids, stability and phases carry
+(the namespace changed since the last run); what the next run compares with (ids, members,
+centroids) is kept beside the indexes (topics/state.py), so ids, stability and phases carry
 across runs and reopens. A lost or damaged state starts the topics' history over.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import time
 from datetime import datetime, timedelta
@@ -20,15 +19,14 @@ import numpy as np
 from ..model.edge import Edge
 from ..model.memory import Memory, as_utc, utc_now
 from ..spaces.batches import concat, take
-from ..storage.derived_files import DerivedFiles
 from ..topics import clustering
+from ..topics import state as topic_state
 from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
 from .upkeep import UpkeepVerbs
 
-STATE = "topics-state.json"
 FORGET_MIN_SCORE = 0.5  # a concept given as text: what a search finds at a good match
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
@@ -50,6 +48,7 @@ class TopicVerbs(UpkeepVerbs):
     _topic_prev: dict[str, Previous] | None = None
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
+    topics_state: str | None = None  # "adopted" (the saved history) or why it started over
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -332,21 +331,14 @@ class TopicVerbs(UpkeepVerbs):
     # ------------------------------------------------------------------------------ state
     def _previous(self) -> dict[str, Previous]:
         if self._topic_prev is None:
-            self._topic_prev, merges = _load(self._derived)
+            self._topic_prev, merges, self.topics_state = topic_state.load(self._derived)
             if self._topic_merges is None:
                 self._topic_merges = merges
         return self._topic_prev
 
     def _save_previous(self) -> None:
-        files = self._derived
-        if not files.writable or self._topic_prev is None:
-            return
-        state: dict[str, Any] = {"format": 1, "namespaces": {
-            ns: {"next_id": p.next_id, "topics": {tid: {"members": sorted(m), "runs": runs, "created_us": created,
-                                                        "centroid": None if c is None else [float(v) for v in c]}
-                                                  for tid, (m, c, runs, created) in p.topics.items()}}
-            for ns, p in self._topic_prev.items()}, "merges": self._topic_merges or {}}
-        files.write_sidecar(STATE, state)
+        if self._topic_prev is not None:
+            topic_state.save(self._derived, self._topic_prev, self._topic_merges or {})
 
 
 class _Run:
@@ -409,26 +401,6 @@ def _merged(found: Topics, merges: dict[str, str]) -> Topics:
     out = [dataclasses.replace(by_id[tid], members=tuple(sorted(ms))) for tid, ms in members.items()]
     kept = Topics(sorted(out, key=lambda t: (-t.size, t.id)), found.churn, found.entropy)
     return kept
-
-
-def _load(files: DerivedFiles) -> tuple[dict[str, Previous], dict[str, dict[str, str]]]:
-    meta = files.read_sidecar(STATE)
-    out: dict[str, Previous] = {}
-    if isinstance(meta, str) or meta.get("format") != 1:
-        return out, {}
-    try:
-        for ns, p in meta["namespaces"].items():
-            prev = Previous(next_id=int(p["next_id"]))
-            for tid, t in p["topics"].items():
-                c = t.get("centroid")
-                prev.topics[str(tid)] = (frozenset(str(m) for m in t["members"]),
-                                         None if c is None else np.asarray(c, np.float64), int(t["runs"]),
-                                         int(t["created_us"]))
-            out[str(ns)] = prev
-        merges = {str(ns): {str(a): str(b) for a, b in m.items()} for ns, m in meta.get("merges", {}).items()}
-    except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError):
-        return {}, {}  # a damaged state: the topics' history starts over
-    return out, merges
 
 
 __all__ = ["TopicVerbs"]
