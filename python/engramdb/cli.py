@@ -77,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
     topics.add_argument("--namespace", required=True)
     topics.add_argument("--themes", action="store_true", help="the content themes (DBSCAN) instead")
     topics.add_argument("--json", action="store_true", help="print each as a JSON line")
+    ctx = sub.add_parser("context", help="the context block for a prompt: the best memories under a token budget")
+    ctx.add_argument("folder", help="the store folder")
+    ctx.add_argument("query")
+    ctx.add_argument("--namespace", required=True)
+    ctx.add_argument("--max-tokens", type=int, default=1000)
+    ctx.add_argument("--session-id")
+    ctx.add_argument("--as-of", help="valid time, ISO with a zone")
+    ctx.add_argument("--tokenizer", default=None, help="cl100k_base (default when installed), o200k_base or estimate")
+    ctx.add_argument("--json", action="store_true", help="print the items and stats as JSON instead")
     metrics = sub.add_parser("metrics", help="print the store's metrics in the Prometheus text format")
     store_args(metrics)
     metrics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
@@ -267,6 +276,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if not args.json:
                         print(f"{len(found)} topics; churn {found.churn:.2f}, entropy {found.entropy:.2f}"
                               f"{', consolidation due' if found.consolidation_due else ''}")
+            elif args.command == "context":
+                block = db.context(args.query, namespace=args.namespace, max_tokens=args.max_tokens,
+                                   session_id=args.session_id, as_of=_time(args.as_of, "--as-of"),
+                                   tokenizer=args.tokenizer, log=False)
+                if args.json:
+                    print(json.dumps({"text": block.text, "items": [dataclasses.asdict(i) for i in block.items],
+                                      "stats": block.stats}, default=str))
+                else:
+                    print(block.text)
+                    print(f"({block.stats['tokens']} of {block.stats['budget']} tokens, {block.stats['tokenizer']})",
+                          file=sys.stderr)
             elif args.command == "metrics":
                 from .metrics import exposition
 

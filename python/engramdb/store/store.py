@@ -39,16 +39,16 @@ from ..storage.columns import memories_to_table
 from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
+from .context_verbs import ContextVerbs
 from .options import Options
 from .reads import Snapshot
-from .topic_verbs import TopicVerbs
 from .usage import Usage, UsageVerbs
 
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(UsageVerbs, TopicVerbs):
+class Store(UsageVerbs, ContextVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage
