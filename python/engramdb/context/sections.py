@@ -2,8 +2,9 @@
 
 Priorities, with their shares of a 1,150-token base that scale with the budget: divergence alert
 200, topic matches 400, related memories 300, recent context 200, temporal badges 50. What a
-section leaves unused flows to the next. 10% of the budget is kept back for headings and line
-breaks; the rendered text is then counted whole and trimmed from the last item if it is still over.
+section leaves unused flows to the next. 3% of the budget is kept back for headings and line
+breaks (see context/curator.py for what a 10% margin cost); the rendered text is then
+counted whole and trimmed from the last item if it is still over.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..model.memory import Memory
 
 SECTIONS = ("divergence", "topics", "related", "recent", "badges")
 BASE = {"divergence": 200, "topics": 400, "related": 300, "recent": 200, "badges": 50}
-MARGIN = 0.10
+MARGIN = 0.03
 HEADINGS = {"divergence": "## Note", "topics": "## On {label}", "related": "## Related memories",
             "recent": "## Earlier in this session", "badges": "## Time"}
 
