@@ -117,3 +117,22 @@ def test_the_estimate_is_close_to_cl100k() -> None:
     texts = [f"Maya: I got the bakery job near the river on day {i}, and Sam said congratulations!" for i in range(50)]
     errors = [abs(estimate(t) - count(t)) / count(t) for t in texts]
     assert name == "cl100k_base" and np.mean(errors) < 0.35
+
+
+def test_the_lite_pack_follows_the_elo_tiers() -> None:
+    db = engramdb.open(None)
+    db.add_many([{"id": f"m{i}", "content": f"Violin lessons on day {i}. The teacher was strict. We practised scales.",
+                  "namespace": "n"} for i in range(6)])
+    fresh = db.pack("n", max_tokens=400)  # nobody rated: every memory MEDIUM, a summary each
+    assert [i.provenance["form"] for i in fresh.items] == ["summary"] * 6
+    for _ in range(40):  # m0 is used every time, the others shown and never used
+        hits = db.search("violin lessons", namespace="n", k=6)
+        db.feedback(hits.query_id or "", used=["m0"])
+    db.update_importance()
+    pack = db.pack("n", max_tokens=400)
+    forms = {i.id: (i.provenance["tier"], i.provenance["form"]) for i in pack.items}
+    assert pack.items[0].id == "m0" and forms["m0"][1] in ("summary", "full")
+    assert all(forms[f"m{i}"] == ("LOW", "pointer") for i in range(1, 6))
+    assert pack.stats["tokens_saved"] > 0 and pack.stats["tokens"] <= 400
+    small = db.pack("n", max_tokens=50)
+    assert small.stats["tokens"] <= 50 and small.stats["memories"] < 6

@@ -24,6 +24,8 @@ from ..context import sections as sec
 from ..context.curator import Candidate, curate
 from ..context.model import Context, ContextItem
 from ..context.tokens import Counter, counter
+from ..importance.elo import tier
+from ..lifecycle.consolidation import leading_sentences
 from ..model.hit import Hit
 from ..model.memory import Memory
 from .topic_verbs import TopicVerbs
@@ -130,6 +132,42 @@ class ContextVerbs(TopicVerbs):
                  "candidates": len(hits), "ms": laps, "query_id": hits.query_id,
                  "sections": {s: sum(1 for i in items if i.section == s) for s in sec.SECTIONS}}
         return Context(text, items, stats)
+
+    def pack(self, namespace: str, *, max_tokens: int = 2000, tokenizer: str | Counter | None = None) -> Context:
+        """The lite pack of a namespace (E8): its memories by ELO, highest first, HIGH in full,
+        MEDIUM as a summary (the leading sentences), LOW as a pointer (its id and first words),
+        VERY_LOW left out, while they fit `max_tokens`. `.items` is the manifest (id, elo and tier
+        in the provenance, the form in `why`); `.stats` has the tokens saved against the same
+        memories in full."""
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
+            raise ValueError(f"max_tokens must be an int >= 50, got {max_tokens!r}")
+        count, tok_name = counter(tokenizer)
+        now_us = time.time_ns() // 1_000
+        ratings = self._usage.ratings
+        view = self._view()
+        mems = view.memories_at(self._current_locs(namespace))
+        ranked = sorted(((ratings.elo_now(m.id, now_us), m) for m in mems), key=lambda x: (-x[0], x[1].id))
+        items: list[ContextItem] = []
+        used = full = 0
+        for elo, m in ranked:
+            t = tier(elo)
+            if t == "VERY_LOW":
+                continue
+            body = m.content if t == "HIGH" else leading_sentences(m.content, 1, 25) if t == "MEDIUM" else \
+                " ".join(m.content.split()[:8]) + " ..."
+            text = f"- [{m.id}] {' '.join(body.split())}"
+            n = count(text)
+            if used + n > max_tokens:
+                break
+            full += count(f"- [{m.id}] {' '.join(m.content.split())}")
+            used += n
+            form = {"HIGH": "full", "MEDIUM": "summary", "LOW": "pointer"}[t]
+            items.append(ContextItem(m.id, "pack", text, round(elo, 1), n, f"{t}: {form}",
+                                     {"elo": round(elo, 1), "tier": t, "form": form}))
+        text = "\n".join(i.text for i in items)
+        return Context(text, items, {"tokens": count(text), "budget": max_tokens, "tokenizer": tok_name,
+                                     "memories": len(items), "left_out": len(mems) - len(items),
+                                     "tokens_in_full": full, "tokens_saved": max(0, full - used)})
 
     # ------------------------------------------------------------------------------ helpers
     def _pick(self, section: str, pool: list[tuple[Hit, str, Candidate]], room: int, why: str) -> list[ContextItem]:
