@@ -86,7 +86,7 @@ def split(threads: int, fn: Any) -> float:
 @pytest.fixture(scope="module", params=[1, 2], ids=["search_threads=1", "search_threads=2"])
 def store(request: pytest.FixtureRequest, folder: Path) -> Iterator[tuple[engramdb.Store, dict[int, Any], int]]:
     setting = int(request.param)
-    db = engramdb.open(folder, dedup="off", tuning=engramdb.Tuning(search_threads=setting))
+    db = engramdb.open(folder, dedup="off", tuning=engramdb.Tuning(search_threads=setting, search_cache=0))
     answers(db, range(QUERIES))  # warm: lazy loads, masks, the hit memo every round will reuse
     serial = answers(db, range(QUERIES))
     yield db, serial, setting

@@ -213,7 +213,7 @@ def test_search_latency_with_and_without_the_access_log(
         benchmark: Any, store_folder_100k: tuple[Path, dict[str, Any]], access_log: bool) -> None:
     path, setup = store_folder_100k
     benchmark.group = "importance-search-access-log"
-    db = engramdb.open(path, access_log=access_log)
+    db = engramdb.open(path, access_log=access_log, tuning=engramdb.Tuning(search_cache=0))
     try:
         for q in _queries(WARM, seed=2):
             db.search(q, namespace=NAMESPACE, k=10)

@@ -35,6 +35,8 @@ STRATEGIES = ["default", "dense_only", "bm25", "rrf", "multi_space", "pipeline",
 # sparse recall (10 feedback docs), and a lighter setting for comparison
 STAGES = {"pipeline-feedback": {"feedback": 10}, "pipeline-small": {"sparse": 2_000, "dense": 500}}
 
+NO_CACHE = engramdb.Tuning(search_cache=0)  # time the search, not the cache of repeated ones (K5)
+
 
 @pytest.fixture(scope="module")
 def store_100k() -> Iterator[Any]:
@@ -73,7 +75,7 @@ def test_search_latency(benchmark: Any, store_100k: Any, strategy: str) -> None:
     benchmark.group = "search-strategy"
     # a handle of its own: materialised hits are memoised per row, so no strategy starts with
     # another's (the tree and BM25 files the writer saved are adopted, not rebuilt)
-    db = engramdb.open(writer.path, read_only=True)
+    db = engramdb.open(writer.path, read_only=True, tuning=NO_CACHE)
     warm = _zipf.queries(QUERIES + 50)[QUERIES:]
     wv = np.random.default_rng(7).standard_normal((len(warm), Q.shape[1])).astype(np.float32)
     for q, v in zip(warm, wv):  # lazy loads (token vectors of each segment, masks) with other queries
@@ -116,7 +118,7 @@ def test_first_default_query_after_open(benchmark: Any, store_100k: Any) -> None
     def run() -> None:
         for i in range(5):
             t0 = time.perf_counter()
-            db = engramdb.open(writer.path, read_only=True)
+            db = engramdb.open(writer.path, read_only=True, tuning=NO_CACHE)
             t1 = time.perf_counter()
             db.search(qs[i], namespace="n", k=10, query_vector=Q[i])
             t2 = time.perf_counter()

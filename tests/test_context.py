@@ -136,3 +136,39 @@ def test_the_lite_pack_follows_the_elo_tiers() -> None:
     assert pack.stats["tokens_saved"] > 0 and pack.stats["tokens"] <= 400
     small = db.pack("n", max_tokens=50)
     assert small.stats["tokens"] <= 50 and small.stats["memories"] < 6
+
+
+def test_repeated_searches_and_query_vectors_are_cached_until_a_write() -> None:
+    from engramdb.spaces.query import cached_queries
+
+    db = make()
+    first = db.search("sourdough stall", namespace="n", k=3)
+    again = db.search("sourdough stall", namespace="n", k=3)
+    assert not first.stats.cached and again.stats.cached
+    assert [h.id for h in again] == [h.id for h in first] and again.query_id != first.query_id  # each is logged
+    again[0].memory.metadata["x"] = 1  # a caller's edit never reaches the next answer
+    assert "x" not in db.search("sourdough stall", namespace="n", k=3)[0].memory.metadata
+    assert not db.search("sourdough stall", namespace="n", k=4).stats.cached  # another plan
+    assert cached_queries() >= 1
+    db.add("Maya: the sourdough stall moved next to the fish market.", namespace="n", id="new", valid_from=T2)
+    after = db.search("sourdough stall", namespace="n", k=3)
+    assert not after.stats.cached and "new" in [h.id for h in after]  # the write made a new snapshot
+
+
+def test_the_search_cache_can_be_turned_off_and_follows_the_clock() -> None:
+    import time as _time
+    from datetime import timedelta
+
+    db = engramdb.open(None, tuning=engramdb.Tuning(search_cache=0))
+    db.add("Maya runs a sourdough stall", namespace="n")
+    db.search("sourdough", namespace="n")
+    assert not db.search("sourdough", namespace="n").stats.cached
+    live = engramdb.open(None)
+    soon = datetime.now(timezone.utc) + timedelta(seconds=0.3)
+    live.add_many([{"id": "now", "content": "the stall opens at six", "namespace": "n"},
+                   {"id": "later", "content": "the stall opens at seven", "namespace": "n", "valid_from": soon}])
+    assert [h.id for h in live.search("stall opens", namespace="n")] == ["now"]
+    while datetime.now(timezone.utc) <= soon:
+        _time.sleep(0.05)
+    after = live.search("stall opens", namespace="n")  # the clock passed a validity boundary: not reused
+    assert not after.stats.cached and {h.id for h in after} == {"now", "later"}

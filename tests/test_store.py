@@ -85,8 +85,8 @@ def test_update_versions_and_optimistic_conflicts() -> None:
     m = db.add("Alice lives in Porto", namespace="alice")
     m2 = db.update(m.id, content="Alice lives in Lisbon", expected_version=1)
     assert m2.version == 2 and db.get(m.id) == m2
-    with pytest.raises(StoreError, match="is at version 2, not 1"):
-        db.update(m.id, content="stale write", expected_version=1)
+    with pytest.raises(engramdb.ConflictError, match="written against version 1, but version 2 is current"):
+        db.update(m.id, content="stale write", expected_version=1, merge=None)
     assert db.search("Alice lives in Lisbon", namespace="alice", k=1)[0].id == m.id
     # the old content is no longer current, but the store still knew it back then
     assert db.search("Alice lives in Porto", namespace="alice", k=5)[0].memory.content == "Alice lives in Lisbon"
@@ -387,3 +387,34 @@ def test_purge_many_ids_or_a_namespace_in_one_rewrite(tmp_path: Path) -> None:
     for p in folder.iterdir():
         if p.is_file():
             assert b"alice secret" not in p.read_bytes(), p.name
+
+
+def test_two_writers_interleaved_merge_through_the_rule() -> None:
+    """K4: two writers read version 1 and write; the second's stale write is retried and merged
+    (its text, both metadata, the higher confidence), or refused with both versions named."""
+    import threading
+
+    db = open_store()
+    m = db.add("Maya works at the bakery", namespace="n", metadata={"a": 1}, confidence=0.6)
+    results: dict[str, object] = {}
+    gate = threading.Barrier(2)
+
+    def writer(name: str, **changes: object) -> None:
+        gate.wait()
+        try:
+            results[name] = db.update(m.id, expected_version=1, **changes)
+        except engramdb.StoreError as exc:
+            results[name] = exc
+
+    a = threading.Thread(target=writer, args=("a",), kwargs={"metadata": {"b": 2}, "confidence": 0.9})
+    b = threading.Thread(target=writer, args=("b",), kwargs={"content": "Maya runs a market stall",
+                                                              "metadata": {"c": 3}, "confidence": 0.5})
+    a.start(), b.start()
+    a.join(), b.join()
+    final = db.get(m.id)
+    assert final is not None and final.version == 3
+    assert final.metadata == {"b": 2, "c": 3} or final.metadata == {"a": 1, "b": 2, "c": 3}
+    assert final.confidence == 0.9
+    with pytest.raises(engramdb.ConflictError) as err:
+        db.update(m.id, content="late", expected_version=2, merge=lambda cur, ch: None)
+    assert (err.value.expected, err.value.current) == (2, 3) and "could not merge" in str(err.value)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
     from ._capabilities import capabilities
     from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
     from .model import (
+        ConflictError,
         CorruptFile,
         Edge,
         FormatError,
@@ -44,7 +45,7 @@ _WHERE = {
     "EdgeProposal": ".graph.heuristic",
     "HeuristicInferrer": ".graph.heuristic",
     "InferenceReport": ".graph.heuristic",
-    **dict.fromkeys(("CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning",
+    **dict.fromkeys(("ConflictError", "CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning",
                      "SearchStats", "StoreError", "StoreLocked", "Tuning"), ".model"),
     "Snapshot": ".store",
     "Store": ".store",
@@ -56,6 +57,7 @@ _WHERE = {
 
 __all__ = [
     "Candidate",
+    "ConflictError",
     "CorruptFile",
     "Edge",
     "EdgeProposal",

@@ -1,12 +1,20 @@
 """Plain data the layers above share: memories, edges, hits, tuning and errors (no I/O here)."""
 
 from .edge import Edge, EdgeKey, validate_edge_fields
-from .errors import CorruptFile, FormatError, InvalidMemory, RepairWarning, StoreError, StoreLocked
+from .errors import (
+    ConflictError,
+    CorruptFile,
+    FormatError,
+    InvalidMemory,
+    RepairWarning,
+    StoreError,
+    StoreLocked,
+)
 from .hit import Hit, Hits, SearchStats
 from .memory import Memory, as_utc, micros, utc_now, validate_memory
 from .tuning import Tuning
 
 __all__ = [
-    "CorruptFile", "Edge", "EdgeKey", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning", "SearchStats", "StoreError",
+    "ConflictError", "CorruptFile", "Edge", "EdgeKey", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning", "SearchStats", "StoreError",
     "StoreLocked", "Tuning", "as_utc", "micros", "utc_now", "validate_edge_fields", "validate_memory",
 ]

@@ -7,6 +7,16 @@ class StoreError(RuntimeError):
     """An operation the store's state does not allow (unknown id, version conflict, closed store)."""
 
 
+class ConflictError(StoreError):
+    """An update named a version that is no longer current, and the merge rule could not merge it
+    (K4); `expected` and `current` are the two versions."""
+
+    def __init__(self, memory_id: str, expected: int, current: int, why: str) -> None:
+        self.memory_id, self.expected, self.current = memory_id, expected, current
+        super().__init__(f"memory {memory_id!r}: the update was written against version {expected}, but version "
+                         f"{current} is current and {why}; reread it and retry")
+
+
 class InvalidMemory(ValueError):
     """A memory field holds a value the store refuses; the message names the field and value."""
 

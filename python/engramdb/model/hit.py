@@ -44,7 +44,8 @@ class SearchStats:
     (`e_computations` = `centroids` + `memories`), `leaves` probed and `hot_rows` scanned
     directly; for HNSW, candidates `fetched` and how many `passed_filters`. Empty for exact scans.
     `stages`: candidates per pipeline stage; `stage_ms`: milliseconds per pipeline stage.
-    `failed`: methods that raised and were skipped (name -> error).
+    `failed`: methods that raised and were skipped (name -> error). `cached`: the same search
+    on the same snapshot was answered a moment ago and its hits are reused (K5).
     """
 
     strategy: str
@@ -55,6 +56,7 @@ class SearchStats:
     stage_ms: dict[str, float] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    cached: bool = False  # answered from the store's cache of repeated searches (K5)
 
 
 class Hits(list[Hit]):

@@ -36,6 +36,9 @@ class Tuning:
       space holds a vector of it and the token space one per word: split long documents).
     - `progress_min`: texts in one embed call from which a progress bar is shown (on a terminal).
     - `embed_chunk`: texts per embed call when a long batch is embedded in chunks.
+    - `search_cache`: repeated searches kept per store and reused on the same snapshot (K5; a
+      write, or the clock passing a memory's validity boundary, retires them); 0 turns it off
+      (what the latency benchmarks do, to time the search itself).
     """
 
     checkpoint_rows: int = 4_096
@@ -50,9 +53,10 @@ class Tuning:
     max_content_bytes: int = 1 << 20
     progress_min: int = 5_000
     embed_chunk: int = 2_048
+    search_cache: int = 256
 
     def __post_init__(self) -> None:
-        least = {"tree_leaf_size": 2, "tree_fanout": 2, "hot_rows": 0}
+        least = {"tree_leaf_size": 2, "tree_fanout": 2, "hot_rows": 0, "search_cache": 0}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "tree_rebuild_growth":

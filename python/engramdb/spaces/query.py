@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,17 +13,39 @@ import numpy as np
 from .protocol import Embedder, SparseBatch
 from .schema import Schema, Space, SpaceError
 
+QUERY_CACHE = 2048  # query embeddings kept (K5): an agent asks the same things, a model call costs ms
+_cache: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
+_cache_lock = threading.Lock()
+
 
 def embed_query(space: Space, embedders: Mapping[str, Embedder], query: Any) -> Any:
-    """The query's vector in `space`: a text is embedded, a vector is checked."""
+    """The query's vector in `space`: a text is embedded (through a small LRU cache keyed by the
+    embedder and the text: an embedding depends on nothing the store holds, so writes never make
+    one stale), a vector is checked."""
     if isinstance(query, str):
         if not query.strip():
             raise ValueError("query must be a non-empty string or a vector")
         emb = embedders.get(space.name)
         if emb is None:
             raise SpaceError(f"space {space.name!r} has no embedder: pass the query as a vector")
-        return space.check(emb.embed([query]), 1)
+        key = (id(emb), getattr(emb, "name", ""), query)
+        with _cache_lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                _cache.move_to_end(key)
+                return hit
+        vec = space.check(emb.embed([query]), 1)
+        with _cache_lock:
+            _cache[key] = vec
+            if len(_cache) > QUERY_CACHE:
+                _cache.popitem(last=False)
+        return vec
     return space.check(query, 1)
+
+
+def cached_queries() -> int:
+    """How many query embeddings the cache holds."""
+    return len(_cache)
 
 
 def lexical_space(schema: Schema, embedders: Mapping[str, Embedder]) -> Space | None:

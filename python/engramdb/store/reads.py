@@ -8,8 +8,11 @@ search, then `get` of its hits, then their edges) take one snapshot and read it.
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +40,7 @@ class Reads:
     _indexes: Indexes
     _usage: Usage | None = None  # the access log and ratings (E1-E6)
     _types_cache: tuple[frozenset[str], TypeClusters] | None = None  # the type clusters of these names (H6)
+    _search_cache: OrderedDict[Any, tuple[Hits, int]] | None = None  # repeated searches on one snapshot (K5)
 
     def _view(self) -> View:
         raise NotImplementedError
@@ -155,7 +159,27 @@ class Reads:
                                  f"got strategy={plan.strategy!r}")
             topic_of, centroids = self._topic_map(namespace)
             plan = dataclasses.replace(plan, topic_of=topic_of, topic_centroids=centroids)
-        hits = run_search(plan, self._view(), self._indexes, self.embedders, self.tuning, query, query_vector)
+        view = self._view()
+        key = None if explain or topics or not self.tuning.search_cache else _cache_key(view, plan, query, query_vector)
+        cache = self._search_cache if self._search_cache is not None else OrderedDict()
+        self._search_cache = cache
+        now_us = time.time_ns() // 1_000
+        entry = cache.get(key) if key is not None else None
+        hit = entry[0] if entry is not None and now_us < entry[1] else None
+        if hit is not None:
+            # each caller gets its own copies of the memories' dicts (Memory is frozen, its dicts are not)
+            hits = Hits([dataclasses.replace(h, memory=h.memory.detached()) for h in hit],
+                        dataclasses.replace(hit.stats, cached=True, seconds=0.0))
+        else:
+            hits = run_search(plan, view, self._indexes, self.embedders, self.tuning, query, query_vector)
+            if key is not None:  # kept as copies (the caller may edit what it was given) until "now" moves
+                # past the namespace's next validity boundary (a memory that starts or stops holding)
+                until = _next_boundary(view, namespace, now_us) if plan.as_of_us is None else np.iinfo(np.int64).max
+                until = min(until, now_us + CACHE_SECONDS * 1_000_000)  # recency factors age with the clock
+                cache[key] = (Hits([dataclasses.replace(h, memory=h.memory.detached()) for h in hits], hits.stats),
+                              until)
+                if len(cache) > self.tuning.search_cache:
+                    cache.popitem(last=False)
         if explain and expansion:
             for h in hits:
                 if h.explain is not None:
@@ -187,6 +211,39 @@ class Reads:
         if emb is None:
             return np.zeros((len(names), 1))
         return np.asarray(emb.embed(list(names)), np.float64)
+
+
+CACHE_SECONDS = 60  # the longest a cached answer is reused
+
+
+def _cache_key(view: View, plan: SearchPlan, query: Any, query_vector: np.ndarray | None) -> Any:
+    """What makes two searches the same: the snapshot (a write makes the next generation, so a write
+    invalidates every entry), the plan and the query."""
+    def frozen(x: Any) -> Any:
+        return tuple(sorted(x.items())) if isinstance(x, Mapping) else tuple(sorted(x)) if isinstance(
+            x, (set, frozenset)) else x
+
+    q = query if isinstance(query, str) else np.asarray(query).tobytes()
+    qv = None if query_vector is None else np.asarray(query_vector).tobytes()
+    fields = tuple(frozen(getattr(plan, f.name)) for f in dataclasses.fields(plan))
+    return (id(view), view.generation, fields, q, qv)
+
+
+def _next_boundary(view: View, namespace: str, now_us: int) -> int:
+    """The first moment after `now_us` at which a memory of the namespace starts or stops being
+    valid (what a search about "now" depends on); the sorted moments are found once per snapshot."""
+    key = f"bounds:{namespace}"
+    bounds = view.derived.get(key)
+    if bounds is None:
+        parts = []
+        for seg in view.segments:
+            code = seg.ns_codes.get(namespace)
+            if code is not None:
+                mine = seg.ns_index == code
+                parts += [seg.valid_from[mine], seg.valid_until[mine]]
+        bounds = view.derived[key] = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+    i = int(np.searchsorted(bounds, now_us, side="right"))
+    return int(bounds[i]) if i < len(bounds) else int(np.iinfo(np.int64).max)
 
 
 class Snapshot(Reads):

@@ -24,7 +24,7 @@ from ..ingest.intake import build_intake, content_bytes
 from ..ingest.sequence import TurnCounter
 from ..lifecycle.contradictions import Proposal
 from ..model.edge import Edge
-from ..model.errors import InvalidMemory, StoreError
+from ..model.errors import ConflictError, InvalidMemory, StoreError
 from ..model.hit import Hits
 from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
 from ..model.tuning import Tuning
@@ -40,6 +40,7 @@ from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
 from .context_verbs import ContextVerbs
+from .merging import MergeRule, merge_newer, merged_update
 from .options import Options
 from .reads import Snapshot
 from .usage import Usage, UsageVerbs
@@ -179,8 +180,24 @@ class Store(UsageVerbs, ContextVerbs):
             self.last_contradictions = found
         return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
 
-    def update(self, id: str, *, expected_version: int | None = None, **changes: Any) -> Memory:
-        """Write a new version of a memory with some fields changed (optimistic: name the version read)."""
+    def update(self, id: str, *, expected_version: int | None = None, merge: MergeRule | None = merge_newer,
+               **changes: Any) -> Memory:
+        """Write a new version of a memory with some fields changed (optimistic: name the version read).
+
+        K4: when `expected_version` is no longer current (another writer got there first), the
+        change is retried after 0.1, 0.2 and 0.4 s through `merge(current, changes) -> changes |
+        None` (built-in `merge_newer`: this change's text, metadata merged key by key, the higher
+        confidence); when the rule cannot merge (None, or `merge=None`) after the last wait,
+        `ConflictError` names both versions."""
+        if expected_version is None or merge is None:
+            return self._update(id, expected_version, changes)
+        try:
+            return self._update(id, expected_version, dict(changes))
+        except ConflictError:
+            return merged_update(id, expected_version, merge, changes,
+                                 lambda: self.get(id, include_forgotten=True), self._update)
+
+    def _update(self, id: str, expected_version: int | None, changes: dict[str, Any]) -> Memory:
         vectors = changes.pop("vectors", None)
         bad = set(changes) - _UPDATABLE
         if bad:
@@ -192,7 +209,7 @@ class Store(UsageVerbs, ContextVerbs):
         with self._engine.writing() as view:
             old = links.current(view, id)
             if expected_version is not None and old.version != expected_version:
-                raise StoreError(f"memory {id!r} is at version {old.version}, not {expected_version}: reread and retry")
+                raise ConflictError(id, expected_version, old.version, "it changed while this write waited")
             new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
             keep = {} if "content" in changes and changes["content"] != old.content else view.row_vectors(id)
             if vectors:
