@@ -49,6 +49,7 @@ class TopicVerbs(UpkeepVerbs):
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     topics_state: str | None = None  # "adopted" (the saved history) or why it started over
+    _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -170,18 +171,26 @@ class TopicVerbs(UpkeepVerbs):
 
     def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
-        topic stage)."""
+        topic stage, the context's topic matches); made once per topics run."""
         found = self.topics(namespace)
-        view = self._view()
+        maps = self._topic_maps if self._topic_maps is not None else {}
+        self._topic_maps = maps
+        hit = maps.get(namespace)
+        if hit is not None and hit[0] is found:
+            return hit[1], hit[2]
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
+        locs = self._current_locs(namespace)
+        view = self._view()
+        pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
+        unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+            if locs else np.zeros((0, 1))
         rows = []
         for t in found:
-            x = np.stack([np.asarray(view.row_vector(mid, self.schema.main), np.float64).reshape(-1)
-                          for mid in t.members])
-            x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-            c = x.mean(axis=0)
+            c = unit[[pos[m] for m in t.members if m in pos]].mean(axis=0)
             rows.append(c / max(float(np.linalg.norm(c)), 1e-12))
-        return topic_of, np.stack(rows) if rows else np.zeros((0, 1))
+        centroids = np.stack(rows) if rows else np.zeros((0, 1))
+        maps[namespace] = (found, topic_of, centroids)
+        return topic_of, centroids
 
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None) -> list[str]:
