@@ -80,7 +80,7 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             if view.key_of(mid) is None:
                 raise StoreError(f"no memory with id {mid!r} to purge")
         if namespace is not None:
-            gone |= {mid for mid, (si, row) in view.current() if view.segments[si].namespace(row) == namespace}
+            gone |= {view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
         if not gone:
             return 0
         engine.checkpoint()

@@ -164,6 +164,22 @@ class View:
         return [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
                 for si in range(len(self.segments)) if bounds[si + 1] > bounds[si]]
 
+    def current_locs(self, namespace: str | None = None, *, include_forgotten: bool = False) -> list[Loc]:
+        """(segment, row) of the newest version of every memory (of one namespace), in key order,
+        forgotten ones left out unless asked: current_rows() filtered segment by segment."""
+        out: list[Loc] = []
+        for si, rows in self.current_rows():
+            seg = self.segments[si]
+            if namespace is not None:
+                code = seg.ns_codes.get(namespace)
+                if code is None:
+                    continue
+                rows = rows[seg.ns_index[rows] == code]
+            if not include_forgotten:
+                rows = rows[~seg.forgotten[rows]]
+            out += [(si, int(r)) for r in rows.tolist()]
+        return out
+
     def live_count(self) -> int:
         """Memories whose current version in this view is not forgotten."""
         return sum(len(rows) - int(self.segments[si].forgotten[rows].sum())

@@ -145,7 +145,7 @@ class ContextVerbs(TopicVerbs):
         now_us = time.time_ns() // 1_000
         ratings = self._usage.ratings
         view = self._view()
-        mems = view.memories_at(self._current_locs(namespace))
+        mems = view.memories_at(self._view().current_locs(namespace))
         ranked = sorted(((ratings.elo_now(m.id, now_us), m) for m in mems), key=lambda x: (-x[0], x[1].id))
         items: list[ContextItem] = []
         used = full = 0
@@ -205,7 +205,7 @@ class ContextVerbs(TopicVerbs):
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
         """The session's newest turns, newest first."""
         view = self._view()
-        mine = [m for m in view.memories_at(self._current_locs(namespace)) if m.session_id == session_id]
+        mine = [m for m in view.memories_at(self._view().current_locs(namespace)) if m.session_id == session_id]
         mine.sort(key=lambda m: (m.seq if m.seq is not None else -1, m.learned_at or 0), reverse=True)
         return mine[:RECENT_TURNS]
 

@@ -315,7 +315,7 @@ class Store(UsageVerbs, ContextVerbs):
             for mid in sorted(set(ids)):
                 if view.key_of(mid) is None:
                     raise StoreError(f"no memory with id {mid!r} to purge")
-            gone = set(ids) | ({mid for mid, (si, row) in view.current() if view.segments[si].namespace(row) == namespace}
+            gone = set(ids) | ({view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
                                if namespace is not None else set())
             # the access log and ratings first: a failure there raises with every memory as it was
             self._usage.purge(gone)

@@ -86,7 +86,7 @@ class TopicVerbs(UpkeepVerbs):
         hit = cache.get(namespace)
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
-        locs = self._current_locs(namespace)
+        locs = self._view().current_locs(namespace)
         mems = view.memories_at(locs)
         ids = [m.id for m in mems]
         unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
@@ -139,7 +139,7 @@ class TopicVerbs(UpkeepVerbs):
         eps 0.15, at least 3, confidence >= 0.6), each with `.label`, `.members`, `.silhouette`
         and `.confidence`, biggest first. Needs scikit-learn (`engramdb[cluster]`)."""
         view = self._view()
-        locs = self._current_locs(namespace)
+        locs = self._view().current_locs(namespace)
         if not locs:
             return []
         mems = view.memories_at(locs)
@@ -154,8 +154,8 @@ class TopicVerbs(UpkeepVerbs):
         the nearest is under the space's `low` threshold. Returns {"divergent", "similarity",
         "nearest", "low", "session_memories"}."""
         view = self._view()
-        mine = [(m, loc) for loc, m in zip(self._current_locs(namespace),
-                                           view.memories_at(self._current_locs(namespace)))
+        mine = [(m, loc) for loc, m in zip(self._view().current_locs(namespace),
+                                           view.memories_at(self._view().current_locs(namespace)))
                 if m.session_id == session_id]
         mine.sort(key=lambda p: (p[0].seq if p[0].seq is not None else -1, p[0].learned_at or 0))
         mine = mine[-recent:]
@@ -179,7 +179,7 @@ class TopicVerbs(UpkeepVerbs):
         if hit is not None and hit[0] is found:
             return hit[1], hit[2]
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
-        locs = self._current_locs(namespace)
+        locs = self._view().current_locs(namespace)
         view = self._view()
         pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
         unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
@@ -198,19 +198,6 @@ class TopicVerbs(UpkeepVerbs):
             return [labeler([texts[i] for i in g], texts) for g in groups]
         dt = DistinctiveTerms(texts) if groups else None
         return [dt.label(g) for g in groups] if dt is not None else []
-
-    def _current_locs(self, namespace: str) -> list[tuple[int, int]]:
-        """(segment, row) of the namespace's current, not forgotten memories, in key order."""
-        view = self._view()
-        out: list[tuple[int, int]] = []
-        for si, rows in view.current_rows():
-            seg = view.segments[si]
-            code = seg.ns_codes.get(namespace)
-            if code is None:
-                continue
-            rows = rows[(seg.ns_index[rows] == code) & ~seg.forgotten[rows]]
-            out += [(si, int(r)) for r in rows.tolist()]
-        return out
 
     def _gather(self, locs: list[tuple[int, int]], space: str) -> Any:
         """One space's vectors of these locations, in order (one take per segment)."""
@@ -249,7 +236,7 @@ class TopicVerbs(UpkeepVerbs):
         found = self.topics(namespace, refresh=True)
         run = self.consolidate(namespace=namespace, dry_run=dry_run, now=now)
         view = self._view()
-        locs = self._current_locs(namespace)
+        locs = self._view().current_locs(namespace)
         mems = view.memories_at(locs)
         cut = (as_utc("now", now) or utc_now()) - timedelta(days=RECENT_DAYS)
         seen: dict[str, Memory] = {}

@@ -67,10 +67,8 @@ class UpkeepVerbs(Reads):
         elo_tiers = {t: 0 for t in ("HIGH", "MEDIUM", "LOW", "VERY_LOW")}
         life = {t: 0 for t in ("short_term", "long_term", "archived")}
         rated = []
-        for mid, (si, row) in view.current():
-            seg = view.segments[si]
-            if seg.forgotten[row] or (namespace is not None and seg.namespace(row) != namespace):
-                continue
+        for si, row in view.current_locs(namespace):
+            mid = view.segments[si].ids[row]
             e = ratings.elo_now(mid, now_us)
             elo_tiers[tier(e)] += 1
             life["archived" if mid in view.archived else state.tier(mid)] += 1
@@ -113,10 +111,9 @@ class UpkeepVerbs(Reads):
         report = cons.Report(dry_run=dry_run, decay=decay)
         reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) if protect_days > 0 else {}
         texts: dict[str, str] = {}
-        for mid, (si, row) in view.current():
+        for si, row in view.current_locs(namespace):
             seg = view.segments[si]
-            if (namespace is not None and seg.namespace(row) != namespace) or seg.forgotten[row]:
-                continue
+            mid = seg.ids[row]
             m = seg.memory_at(row)
             learned = int(seg.learned_at[row])  # when the store learned it: the grace and "unused" count from there
             r = ratings.by_id.get(mid)
@@ -243,13 +240,11 @@ class UpkeepVerbs(Reads):
 
 def _current(view: View, schema: Schema, namespace: str) -> tuple[list[Memory], np.ndarray]:
     """The namespace's current, not forgotten memories and their main-space vectors."""
-    locs: list[Loc] = [loc for _, loc in view.current() if view.segments[loc[0]].namespace(loc[1]) == namespace]
-    mems = view.memories_at(locs)
-    keep = [i for i, m in enumerate(mems) if m.forgotten_at is None]
+    locs: list[Loc] = view.current_locs(namespace)
     main = schema.main
-    rows = [np.asarray(view.segments[locs[i][0]].vectors(schema, main))[locs[i][1]] for i in keep]
+    rows = [np.asarray(view.segments[si].vectors(schema, main))[row] for si, row in locs]
     vectors = np.stack(rows).astype(np.float32) if rows else np.zeros((0, 1), np.float32)
-    return [mems[i] for i in keep], vectors
+    return view.memories_at(locs), vectors
 
 
 def _learned(m: Memory) -> datetime:
