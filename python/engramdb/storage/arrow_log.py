@@ -26,6 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .derived_files import table_bytes, write_atomically
+
 LOG_DIR = "access"
 
 
@@ -82,20 +84,12 @@ class ArrowLog:
         if self.dir is None:
             self._memory.append(table)
             return None
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        raw = sink.getvalue().to_pybytes()
+        raw = table_bytes(table)
         seqs = table.column("seq")
         name = (f"{self.prefix}-{pc.min(seqs).as_py():012d}-{pc.max(seqs).as_py():012d}-"
                 f"{zlib.crc32(raw):08x}.arrow")
         self.dir.mkdir(exist_ok=True)
-        tmp = self.dir / (name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.dir / name)
+        write_atomically(self.dir / name, raw)
         _fsync_dir(self.dir)
         return name
 

@@ -40,6 +40,16 @@ def stale_reason(meta: dict[str, Any], fmt: int, epoch: int, committed: int) -> 
     return None
 
 
+def write_atomically(path: Path, raw: bytes | bytearray) -> None:
+    """Write a file whole or not at all: a temporary file beside it, fsynced, renamed over it."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(raw)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 def table_bytes(table: pa.Table) -> bytes:
     """An Arrow table as the bytes of an IPC file (one record batch)."""
     sink = pa.BufferOutputStream()
@@ -65,12 +75,7 @@ class DerivedFiles:
         """Write one data file atomically (temp file, fsync, rename); returns its fingerprint."""
         assert self.dir is not None and self.writable
         self.dir.mkdir(exist_ok=True)
-        tmp = self.dir / (name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.dir / name)
+        write_atomically(self.dir / name, raw)
         return fingerprint(raw)
 
     def write_sidecar(self, name: str, meta: dict[str, Any]) -> None:
