@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         StoreLocked,
         Tuning,
     )
-    from .store import Snapshot, Store, backup, open, repair, verify
+    from .store import Page, Snapshot, Store, backup, capture, open, repair, verify
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -47,9 +47,11 @@ _WHERE = {
     "InferenceReport": ".graph.heuristic",
     **dict.fromkeys(("ConflictError", "CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning",
                      "SearchStats", "StoreError", "StoreLocked", "Tuning"), ".model"),
+    "Page": ".store",
     "Snapshot": ".store",
     "Store": ".store",
     "backup": ".store",
+    "capture": ".store",
     "open": ".store",
     "repair": ".store",
     "verify": ".store",
@@ -68,6 +70,7 @@ __all__ = [
     "InferenceReport",
     "InvalidMemory",
     "Memory",
+    "Page",
     "RepairWarning",
     "SearchStats",
     "Snapshot",
@@ -78,6 +81,7 @@ __all__ = [
     "__version__",
     "backup",
     "capabilities",
+    "capture",
     "kernels",
     "open",
     "repair",

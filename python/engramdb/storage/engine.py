@@ -455,14 +455,16 @@ class Engine:
         old_wal.close()
         return merged
 
-    def close(self) -> None:
-        """Fold the WAL into a segment file and release the files. Idempotent."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Fold the WAL into a segment file (unless `checkpoint=False`: its frames are durable and
+        the next writer replays them) and release the files. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             try:
                 if self._wal is not None:
-                    self.checkpoint()
+                    if checkpoint:
+                        self.checkpoint()
                     self._wal.close()
             finally:
                 self._release()

@@ -143,6 +143,15 @@ class View:
         """The memories at (segment, row) locations, in order."""
         return [self.segments[si].memory_at(row) for si, row in locs]
 
+    def versions(self, id: str) -> list[Memory]:
+        """Every stored version of a memory, oldest first (a scan of the id column: for history,
+        not for hot paths)."""
+        out = []
+        for seg in self.segments:
+            if id in seg.ids:
+                out += [seg.memory_at(r) for r, x in enumerate(seg.ids) if x == id]
+        return sorted(out, key=lambda m: m.version)
+
     def is_live(self, id: str) -> bool:
         """True for a memory with a current version that is not forgotten."""
         loc = self.loc_of(id)

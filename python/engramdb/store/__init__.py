@@ -6,10 +6,11 @@ from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
-from .folder_ops import backup, repair, verify
+from .capture import Page
+from .folder_ops import backup, capture, repair, verify
 from .options import Options
 from .reads import Snapshot
 from .store import Store, open
 
-__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "SearchStats", "Snapshot", "Store", "StoreError",
-           "StoreLocked", "Tuning", "backup", "open", "repair", "validate_memory", "verify"]
+__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "Page", "SearchStats", "Snapshot", "Store", "StoreError",
+           "StoreLocked", "Tuning", "backup", "capture", "open", "repair", "validate_memory", "verify"]

@@ -193,6 +193,13 @@ class Reads:
     def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
         raise ValueError("topics=True needs a store (a snapshot has no topics)")
 
+    def tree_recall(self, namespace: str, *, space: str | None = None, sample: int = 50, k: int = 10) -> float:
+        """Recall@k of the namespace's tree against exact search, on `sample` of its own vectors
+        used as queries (J6). NaN when the namespace has no tree."""
+        sp = self.schema[space or self.schema.main]
+        view = self._view()
+        return self._indexes.tree(sp, view).recall(view, namespace, sample=sample, k=k)
+
     def type_clusters(self) -> list[list[str]]:
         """The store's memory_type names clustered (H6: DBSCAN over their main-space vectors, cosine
         eps 0.20, at least 3 names a cluster; empty without scikit-learn, `engramdb[cluster]`)."""

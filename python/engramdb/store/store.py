@@ -39,6 +39,7 @@ from ..storage.columns import memories_to_table
 from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
+from .capture import CaptureVerbs
 from .context_verbs import ContextVerbs
 from .merging import MergeRule, merge_newer, merged_update
 from .options import Options
@@ -49,7 +50,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(UsageVerbs, ContextVerbs):
+class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage
@@ -83,6 +84,7 @@ class Store(UsageVerbs, ContextVerbs):
             raise
         self._engine.on_commit = self._indexes.save
         self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
+        self.last_spool = self._drain_spool()  # what hooks spooled while another writer held the lock
 
     @property
     def path(self) -> Path | None:
@@ -103,17 +105,20 @@ class Store(UsageVerbs, ContextVerbs):
         return self._indexes.kind
 
     # ----------------------------------------------------------------------------- lifecycle
-    def close(self) -> None:
-        """Fold the WAL into a segment file, save the indexes and release the files. Idempotent."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Fold the WAL into a segment file, save the indexes and release the files. Idempotent.
+        `checkpoint=False` leaves the rows in the (durable) WAL for the next writer to fold: what a
+        short-lived writer such as a hook's capture does, so it does not leave a tiny segment."""
         engine = self._engine
         if engine.closed:
             return
         if not engine.read_only:
-            with engine.writing():
-                engine.checkpoint()
-                self._indexes.save(engine.view)
+            if checkpoint:
+                with engine.writing():
+                    engine.checkpoint()
+                    self._indexes.save(engine.view)
             self._usage.flush()
-        engine.close()
+        engine.close(checkpoint=checkpoint)
 
     def __enter__(self) -> Store:  # noqa: PYI034 - Store is not meant to be subclassed
         return self
@@ -144,6 +149,7 @@ class Store(UsageVerbs, ContextVerbs):
         Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
         record refuses the batch, naming the record and the field.
         """
+        self.last_spool = self._drain_spool() or self.last_spool
         batch = build_intake(records, utc_now(), self.tuning.max_content_bytes)
         n = len(batch.ids)
         if not n:
@@ -467,13 +473,6 @@ class Store(UsageVerbs, ContextVerbs):
         if engine.files.writable and ix.dirty:
             ix.save(engine.files)
         return {ns: int(info["memories"]) for ns, info in ix.describe().items()}
-
-    def tree_recall(self, namespace: str, *, space: str | None = None, sample: int = 50, k: int = 10) -> float:
-        """Recall@k of the namespace's tree against exact search, on `sample` of its own vectors
-        used as queries (J6). NaN when the namespace has no tree."""
-        sp = self.schema[space or self.schema.main]
-        view = self._engine.view
-        return self._indexes.tree(sp, view).recall(view, namespace, sample=sample, k=k)
 
     def stats(self) -> dict[str, Any]:
         """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces, indexes."""

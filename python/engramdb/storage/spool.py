@@ -1,0 +1,102 @@
+"""The spool: writes that arrive while another process holds the writer's lock (hooks, C8).
+
+Coding-agent hooks run as parallel processes beside a long-lived writer (an MCP server, the agent's
+own process). A capture must neither fail nor wait for the lock, so it writes its records to
+`<store>/spool/` as one file, whole or not at all (temporary name, fsync, rename), and the next
+writer ingests the folder. Exactly once: every record carries the id it was given at capture time,
+the writer skips ids it already holds (a crash between storing and unlinking replays harmlessly),
+and only then unlinks the file. A file whose checksum fails is renamed `*.damaged` (one the writer
+refuses, `*.rejected`): never ingested, never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .derived_files import write_atomically
+
+FOLDER = "spool"
+FORMAT = 1
+_TIMES = ("valid_from", "valid_until")
+
+
+def _jsonable(record: dict[str, Any]) -> dict[str, Any]:
+    out = dict(record)
+    for k in _TIMES:
+        if isinstance(out.get(k), datetime):
+            out[k] = out[k].isoformat()
+    return out
+
+
+def put(store: Path, records: list[dict[str, Any]]) -> Path:
+    """Write `records` (each with its "id") as one spool file; returns its path. Records must be
+    JSON-able apart from datetimes in valid_from / valid_until."""
+    folder = store / FOLDER
+    folder.mkdir(exist_ok=True)
+    body = json.dumps([_jsonable(r) for r in records], ensure_ascii=False, sort_keys=True)
+    raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
+    # time first, so the writer ingests captures in the order they were made
+    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    write_atomically(path, raw)
+    return path
+
+
+def _read(path: Path) -> list[dict[str, Any]] | None:
+    """A spool file's records, or None when it is damaged."""
+    try:
+        outer = json.loads(path.read_bytes())
+        body = outer["records"]
+        if outer.get("format") != FORMAT or zlib.crc32(body.encode()) != outer["crc32"]:
+            return None
+        records = json.loads(body)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not isinstance(records, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
+                                                for r in records):
+        return None
+    for r in records:
+        for k in _TIMES:
+            if isinstance(r.get(k), str):
+                r[k] = datetime.fromisoformat(r[k])
+    return records
+
+
+def pending(store: Path) -> list[Path]:
+    """The spool files waiting, oldest first."""
+    folder = store / FOLDER
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix == ".json")
+
+
+def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None]) -> dict[str, int]:
+    """Hand each waiting file's records to `apply` (the writer, which skips ids it holds), then
+    unlink the file; a damaged file is renamed `*.damaged`, a refused one `*.rejected`. Returns counts of files and records."""
+    done = {"files": 0, "records": 0, "damaged": 0, "rejected": 0}
+    for path in pending(store):
+        records = _read(path)
+        if records is None:
+            os.replace(path, path.with_suffix(".damaged"))
+            done["damaged"] += 1
+            continue
+        try:
+            apply(records)
+        except ValueError:  # checked at capture, so only a schema changed since: kept aside, not retried
+            os.replace(path, path.with_suffix(".rejected"))
+            done["rejected"] += 1
+            continue
+        path.unlink()
+        done["files"] += 1
+        done["records"] += len(records)
+    return done
+
+
+__all__ = ["FOLDER", "drain", "pending", "put"]

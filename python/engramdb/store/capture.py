@@ -1,0 +1,212 @@
+"""Capture (C7) and the conversation API for services: what agents and the services around them
+call without knowing the store's own vocabulary.
+
+- the spool: what `engramdb.capture` (folder_ops.py) spooled while another process held the
+  writer's lock is ingested here, exactly once, when a writer opens and before each `add_many`.
+- `add_file`: a markdown or text file as chunks of ~200 words overlapping by ~50, cut at sentence
+  ends (the passage rule of spaces/passages.py); a changed file supersedes its old chunks (the old
+  text stays true until the change, for `as_of`), an unchanged one is skipped.
+- `add_messages`, `list` (paged), `history`, and the names mem0 users look for (`get_all`, `delete`).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import InvalidMemory
+from ..model.memory import Memory, micros, utc_now
+from ..spaces.passages import passages
+from ..storage import spool
+from .reads import Reads
+
+_log = logging.getLogger("engramdb")
+_LIST_FIELDS = ("memory_type", "session_id", "role", "source")
+
+
+class Page(builtins.list):  # type: ignore[type-arg]
+    """One page of `Store.list`: the memories (a list) and `next_cursor` (None on the last page)."""
+
+    next_cursor: str | None = None
+
+
+class CaptureVerbs(Reads):
+    """Mixed into `Store`."""
+
+    _draining = False
+    last_spool: dict[str, int] | None = None  # what the last spool ingestion did (files, records, damaged, rejected)
+
+    # the writes, in store.py
+    def add_many(self, records: Iterable[Mapping[str, Any] | Memory]) -> builtins.list[str]:
+        raise NotImplementedError
+
+    def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
+        raise NotImplementedError
+
+    def update(self, id: str, **changes: Any) -> Memory:
+        raise NotImplementedError
+
+    def forget(self, id: str) -> Memory:
+        raise NotImplementedError
+
+    def _drain_spool(self) -> dict[str, int] | None:
+        """Ingest what other processes spooled while this store's writer held the lock."""
+        if self._draining or self.read_only or self.path is None or not spool.pending(self.path):
+            return None
+        self._draining = True
+        try:
+            def apply(records: builtins.list[dict[str, Any]]) -> None:
+                view = self._view()
+                fresh = [r for r in records if r["id"] not in view]  # ingested before a crash: skipped
+                if fresh:
+                    self.add_many(fresh)
+
+            done = spool.drain(self.path, apply)
+        finally:
+            self._draining = False
+        if done["damaged"] or done["rejected"]:
+            _log.warning("engramdb: spool in %s: %s", self.path, done)
+        return done
+
+    # ------------------------------------------------------------------------------ files (C7)
+    def add_file(self, path: str | Path, *, namespace: str, encoding: str = "utf-8") -> dict[str, Any]:
+        """Capture a markdown or text file as chunks (memory_type "chunk", source "file"; metadata
+        file, chunk, chunks, sha256). Re-ingesting a changed file supersedes its old chunks; an
+        unchanged file is skipped. Returns what was done: file, chunks, added, superseded, skipped."""
+        p = Path(path).resolve()
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"add_file: cannot read {str(path)!r}: {exc.strerror}") from None
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            raise ValueError(f"add_file: {str(path)!r} is not {encoding} text") from None
+        digest = hashlib.sha256(raw).hexdigest()
+        # a file's chunks have ids of their own, one generation per distinct content ingested
+        stem = hashlib.sha1(f"{namespace}\0{p}".encode()).hexdigest()[:20]
+        gen = 0
+        while f"file-{stem}-{gen}-0" in self._view():
+            gen += 1
+        old: builtins.list[Memory] = []
+        while gen and (m := self.get(f"file-{stem}-{gen - 1}-{len(old)}", include_forgotten=True)) is not None:
+            old.append(m)
+        report: dict[str, Any] = {"file": str(p), "chunks": 0, "added": 0, "superseded": 0, "skipped": False}
+        if old and old[0].metadata.get("sha256") == digest:
+            report.update(chunks=len(old), skipped=True)
+            return report
+        spans = [s for s in passages(text) if text[s[0]:s[1]].strip()]
+        now = utc_now()
+        records = [{"id": f"file-{stem}-{gen}-{i}", "content": text[a:b].strip(), "namespace": namespace,
+                    "memory_type": "chunk", "source": "file", "valid_from": now,
+                    "metadata": {"file": str(p), "chunk": i, "chunks": len(spans), "sha256": digest},
+                    "provenance": {"uri": p.as_uri(), "extractor": "add_file"}}
+                   for i, (a, b) in enumerate(spans)]
+        ids = self.add_many(records)
+        for i, m in enumerate(old):
+            if m.is_current():
+                if i < len(ids):
+                    self.supersede(m.id, ids[i])
+                else:  # the file shrank: its tail stops being true now
+                    self.update(m.id, valid_until=now)
+                report["superseded"] += 1
+        report.update(chunks=len(ids), added=len(ids))
+        return report
+
+    # ------------------------------------------------------------------------------ conversations
+    def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
+                     session_id: str | None = None, memory_type: str = "turn") -> builtins.list[str]:
+        """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
+        one session, in order (seq assigned); returns their ids. One bad message refuses all."""
+        records = []
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, Mapping):
+                raise InvalidMemory(f"message {i}: must be a dict with role and content, got {type(msg).__name__}")
+            role, content = msg.get("role"), msg.get("content")
+            if not isinstance(role, str) or not role:
+                raise InvalidMemory(f"message {i}: role must be a non-empty string, got {role!r}")
+            if not isinstance(content, str):
+                raise InvalidMemory(f"message {i}: content must be a string, got {type(content).__name__}")
+            extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
+            records.append({"content": content, "role": role, "namespace": namespace, "session_id": session_id,
+                            "memory_type": memory_type, **({"metadata": extra} if extra else {})})
+        return self.add_many(records)
+
+    def list(self, namespace: str, *, filters: Mapping[str, Any] | None = None, limit: int = 100,
+             cursor: str | None = None, include_ended: bool = False) -> Page:
+        """A namespace's current memories in the order they were learned (a batch in its order), a
+        page at a time: a `Page` (a list of Memory) whose `next_cursor` gives the next page (None
+        at the end). `filters`: equality on memory_type, session_id, role, source, or on metadata
+        keys as "metadata.KEY". Memories whose valid time has ended (superseded, a file's old
+        chunks) are left out unless `include_ended`."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+        checks = dict(filters or {})
+        for k in checks:
+            if k not in _LIST_FIELDS and not k.startswith("metadata."):
+                raise ValueError(f"filters: unknown field {k!r}; use one of {', '.join(_LIST_FIELDS)} or metadata.KEY")
+        after = _decode_cursor(cursor)
+        view = self._view()
+        now = micros(utc_now())
+        order = []
+        for s, r in view.current_locs(namespace):
+            seg = view.segments[s]
+            if include_ended or seg.valid_until[r] > now:
+                order.append((int(seg.learned_at[r]), int(seg.turns()[2][r]), seg.ids[r], (s, r)))
+        order.sort()
+        page = Page()
+        last: tuple[int, int, str] | None = None
+        for when, seq, mid, loc in order:
+            if after is not None and (when, seq, mid) <= after:
+                continue
+            m = view.memory_at(*loc)
+            if all(_field(m, k) == v for k, v in checks.items()):
+                if len(page) == limit and last is not None:
+                    page.next_cursor = _encode_cursor(last)
+                    break
+                page.append(m)
+                last = (when, seq, mid)
+        return page
+
+    def get_all(self, namespace: str, *, filters: Mapping[str, Any] | None = None,
+                limit: int = 100) -> builtins.list[Memory]:
+        """mem0's name: the first `limit` of `list(namespace, filters=...)`."""
+        return builtins.list(self.list(namespace, filters=filters, limit=limit))
+
+    def delete(self, id: str) -> Memory:
+        """mem0's name for `forget` (soft: restorable; `purge` deletes for privacy requests)."""
+        return self.forget(id)
+
+    def history(self, id: str) -> builtins.list[Memory]:
+        """Every stored version of a memory, oldest first, each with its system time (learned_at,
+        expired_at) and valid time (valid_from, valid_until). Empty for an unknown id."""
+        return self._view().versions(id)
+
+
+def _field(m: Memory, key: str) -> Any:
+    if key.startswith("metadata."):
+        return m.metadata.get(key[len("metadata."):])
+    return getattr(m, key)
+
+
+def _encode_cursor(at: tuple[int, int, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(at).encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> tuple[int, int, str] | None:
+    if cursor is None:
+        return None
+    try:
+        when, seq, mid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return int(when), int(seq), str(mid)
+    except (ValueError, TypeError):
+        raise ValueError(f"cursor {cursor!r} is not one list() returned") from None
+
+
+__all__ = ["CaptureVerbs", "Page"]
