@@ -84,7 +84,7 @@ class AsyncStore:
         await self._run(self.store.close)
         self._pool.shutdown(wait=True)
 
-    async def __aenter__(self) -> AsyncStore:
+    async def __aenter__(self) -> AsyncStore:  # noqa: PYI034 - not meant to be subclassed
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -6,7 +6,7 @@ from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
-from .capture import Page
+from .capture_verbs import Page
 from .folder_ops import backup, capture, repair, verify
 from .options import Options
 from .reads import Snapshot

@@ -12,7 +12,6 @@ from ..ingest.intake import build_intake
 from ..model.errors import StoreLocked
 from ..model.memory import utc_now
 from ..storage import spool
-
 from ..storage.backup import backup as storage_backup
 from ..storage.repair import repair as storage_repair
 from ..storage.verify import verify as storage_verify

@@ -39,7 +39,7 @@ from ..storage.columns import memories_to_table
 from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
-from .capture import CaptureVerbs
+from .capture_verbs import CaptureVerbs
 from .context_verbs import ContextVerbs
 from .merging import MergeRule, merge_newer, merged_update
 from .options import Options

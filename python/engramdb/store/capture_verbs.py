@@ -55,6 +55,14 @@ class CaptureVerbs(Reads):
     def forget(self, id: str) -> Memory:
         raise NotImplementedError
 
+    @property
+    def path(self) -> Path | None:
+        raise NotImplementedError
+
+    @property
+    def read_only(self) -> bool:
+        raise NotImplementedError
+
     def _drain_spool(self) -> dict[str, int] | None:
         """Ingest what other processes spooled while this store's writer held the lock."""
         if self._draining or self.read_only or self.path is None or not spool.pending(self.path):
