@@ -50,6 +50,7 @@ class TopicVerbs(UpkeepVerbs):
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     topics_state: str | None = None  # "adopted" (the saved history) or why it started over
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
+    _themes_stored: dict[str, tuple[str, list[Theme]]] | None = None  # namespace -> (stamp, themes), as stored
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -134,19 +135,31 @@ class TopicVerbs(UpkeepVerbs):
                       unit[pick], sampled)
         return run.assign([str(i) for i in range(len(locs))], unit), sampled
 
-    def themes(self, namespace: str, *, labeler: Labeler | None = None) -> list[Theme]:
+    def themes(self, namespace: str, *, labeler: Labeler | None = None, refresh: bool = False) -> list[Theme]:
         """Themes of a namespace (H8): DBSCAN clusters of its memories' main-space vectors (cosine
         eps 0.15, at least 3, confidence >= 0.6), each with `.label`, `.members`, `.silhouette`
-        and `.confidence`, biggest first. Needs scikit-learn (`engramdb[cluster]`)."""
+        and `.confidence`, biggest first. Stored beside the indexes (`index/themes.arrow`) and
+        listed from there while the namespace is unchanged (a read-only store lists what its
+        writer stored); `refresh` or a custom `labeler` computes them again. Needs scikit-learn
+        (`engramdb[cluster]`) to compute."""
         view = self._view()
-        locs = self._view().current_locs(namespace)
-        if not locs:
-            return []
-        mems = view.memories_at(locs)
-        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, self.schema.main))[row] for si, row in locs])
-        groups, _ = theme_groups(x)
-        texts = [m.content for m in mems]
-        return labelled(groups, [m.id for m in mems], self._labels([g[0] for g in groups], texts, labeler))
+        stamp = f"{view.epoch}:{view.namespace_rows(namespace)}"
+        if self._themes_stored is None:
+            self._themes_stored = topic_state.load_themes(self._derived)
+        kept = self._themes_stored.get(namespace)
+        if kept is not None and kept[0] == stamp and not refresh and labeler is None:
+            return list(kept[1])
+        locs = view.current_locs(namespace)
+        found: list[Theme] = []
+        if locs:
+            mems = view.memories_at(locs)
+            x = np.stack([np.asarray(view.segments[si].vectors(self.schema, self.schema.main))[row] for si, row in locs])
+            groups, _ = theme_groups(x)
+            texts = [m.content for m in mems]
+            found = labelled(groups, [m.id for m in mems], self._labels([g[0] for g in groups], texts, labeler))
+        self._themes_stored[namespace] = (stamp, found)
+        topic_state.save_themes(self._derived, self._themes_stored)
+        return found
 
     def divergence(self, query: str, *, namespace: str, session_id: str, recent: int = 20) -> dict[str, Any]:
         """Whether a query is far from what a session has been about (C6's first priority): its

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from .model import Previous
+from .themes import Theme
 
 STATE_FORMAT = 1
 DATA, SIDE = "topics-state.arrow", "topics-state.json"
@@ -68,4 +69,45 @@ def load(files: DerivedFiles) -> tuple[dict[str, Previous], dict[str, dict[str, 
         return {}, {}, f"unreadable ({type(exc).__name__})"
 
 
-__all__ = ["load", "save"]
+THEMES_DATA, THEMES_SIDE = "themes.arrow", "themes.json"
+_THEMES = pa.schema([("namespace", pa.string()), ("stamp", pa.string()), ("label", pa.string()),
+                     ("members", pa.list_(pa.string())), ("silhouette", pa.float64()), ("confidence", pa.float64())])
+
+
+def save_themes(files: DerivedFiles, themes: dict[str, tuple[str, list[Theme]]]) -> None:
+    """Write every namespace's themes (H8: stored and listable) with the stamp of the namespace's
+    state they were found in; a namespace without themes keeps a row with no members."""
+    if not files.writable:
+        return
+    rows: dict[str, list[Any]] = {name: [] for name in _THEMES.names}
+    for ns, (stamp, found) in sorted(themes.items()):
+        for t in found or [Theme("", (), 0.0, 0.0)]:
+            for name, value in zip(_THEMES.names, (ns, stamp, t.label, list(t.members), t.silhouette, t.confidence)):
+                rows[name].append(value)
+    entry = files.write(THEMES_DATA, table_bytes(pa.table(rows, schema=_THEMES)))
+    files.write_sidecar(THEMES_SIDE, {"format": STATE_FORMAT, **entry})
+
+
+def load_themes(files: DerivedFiles) -> dict[str, tuple[str, list[Theme]]]:
+    """The stored themes per namespace (empty when missing or damaged: themes are recomputed)."""
+    meta = files.read_sidecar(THEMES_SIDE)
+    if isinstance(meta, str) or meta.get("format") != STATE_FORMAT:
+        return {}
+    raw = files.read(THEMES_DATA, meta)
+    if isinstance(raw, str):
+        return {}
+    try:
+        table = bytes_table(raw)
+        if not table.schema.remove_metadata().equals(_THEMES):
+            return {}
+        out: dict[str, tuple[str, list[Theme]]] = {}
+        for ns, stamp, label, members, sil, conf in zip(*(table.column(c).to_pylist() for c in _THEMES.names)):
+            found = out.setdefault(str(ns), (str(stamp), []))[1]
+            if members:
+                found.append(Theme(str(label), tuple(members), float(sil), float(conf)))
+        return out
+    except Exception:  # noqa: BLE001 - a derived file is never trusted
+        return {}
+
+
+__all__ = ["load", "load_themes", "save", "save_themes"]

@@ -1,0 +1,55 @@
+"""tests/golden/themes-v1 (tools/make_golden_themes.py): stored themes (H8, format 1) are listed
+from the store, even where scikit-learn cannot run; flipped bytes in them never crash and never
+change what is listed (a damaged file is recomputed, not served)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden" / "themes-v1"
+EXPECTED = [["build / cmake / code", [f"build{i}" for i in range(4)]],
+            ["city / falls / grey", [f"rain{i}" for i in range(4)]]]
+LIST = textwrap.dedent("""
+    import json, sys
+    if sys.argv[1] == "no-sklearn":
+        sys.modules["sklearn"] = None  # computing themes would fail: only stored ones can be listed
+    import engramdb
+    out = []
+    for folder in sys.argv[2:]:
+        with engramdb.open(folder, read_only=True, access_log=False) as db:
+            out.append([[t.label, sorted(t.members)] for t in db.themes("n")])
+    print(json.dumps(out))
+""")
+
+
+def _list(mode: str, folders: list[str]) -> list[list[list[object]]]:
+    got = subprocess.run([sys.executable, "-c", LIST, mode, *folders], check=False, capture_output=True, text=True,
+                         timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    return json.loads(got.stdout)  # type: ignore[no-any-return]
+
+
+def test_stored_v1_themes_are_listed_without_recomputing(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN, tmp_path / "s")
+    assert _list("no-sklearn", [str(tmp_path / "s")]) == [EXPECTED]
+
+
+@pytest.mark.parametrize("name", ["index/themes.arrow", "index/themes.json"])
+def test_flipped_bytes_in_stored_themes_never_crash_nor_change_them(tmp_path: Path, name: str) -> None:
+    raw = (GOLDEN / name).read_bytes()
+    folders = []
+    for pos in range(0, len(raw), max(1, len(raw) // 10)):
+        dest = tmp_path / f"f{pos}"
+        shutil.copytree(GOLDEN, dest)
+        data = bytearray(raw)
+        data[pos] ^= 0x41
+        (dest / name).write_bytes(bytes(data))
+        folders.append(str(dest))
+    assert _list("sklearn", folders) == [EXPECTED] * len(folders)
