@@ -1,6 +1,6 @@
-"""A Hypothesis state machine: the store against a plain-Python model (add, update, supersede, link,
-unlink, forget, restore, purge, checkpoint, compact, reopen), checked after every step through get(),
-search() and edges()."""
+"""A Hypothesis state machine: the store against a plain-Python model (add, add_messages, a capture
+spooled beside the writer, update, supersede, link, unlink, forget, restore, purge, checkpoint,
+compact, reopen), checked after every step through get(), search(), edges(), list() and history()."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engramdb import StoreError, Tuning
+from engramdb import StoreError, Tuning, capture
 from engramdb import open as open_store
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -75,6 +75,27 @@ class StoreMachine(RuleBasedStateMachine):
             self.counter += 1
             records.append({"content": content, "namespace": ns, "id": mid, "session_id": session, "seq": seq})
         self.db.add_many(records)
+        self._count_turns(records, ns, session)
+
+    @rule(contents=st.lists(CONTENT, min_size=1, max_size=3), ns=st.sampled_from(NAMESPACES),
+          session=st.sampled_from(["s1", "s2"]))
+    def add_messages(self, contents: list[str], ns: str, session: str) -> None:
+        """Chat messages: turns of one session whose positions the store counts on."""
+        ids = self.db.add_messages([{"role": "user", "content": c} for c in contents], namespace=ns, session_id=session)
+        self._count_turns([{"id": i, "content": c, "seq": None} for i, c in zip(ids, contents)], ns, session)
+
+    @rule(content=CONTENT, ns=st.sampled_from(NAMESPACES))
+    def capture_beside_the_writer(self, content: str, ns: str) -> None:
+        """Another process's capture while this writer holds the lock: spooled, then taken in by
+        the writer's next add_many (here an empty one), exactly once."""
+        mid = f"m{self.counter}"
+        self.counter += 1
+        got = capture(self.dir / "mem", [{"id": mid, "content": content, "namespace": ns}])
+        assert got["spooled"] == 1
+        self.db.add_many([])
+        self.model[mid] = Model(content, ns)
+
+    def _count_turns(self, records: list[dict[str, Any]], ns: str, session: str) -> None:
         key = (ns, session)
         if any(r["seq"] is None for r in records) and key not in self.turns:
             held = [m.seq for k, m in self.model.items() if (m.namespace, m.session) == key and m.seq is not None]
@@ -216,9 +237,29 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.db.stats()["edges"] == len(self.edges)
 
     @invariant()
+    def list_pages_through_exactly_the_current_memories(self) -> None:
+        for ns in NAMESPACES:
+            seen, cursor = [], None
+            while True:
+                page = self.db.list(ns, limit=4, cursor=cursor)
+                seen += [m.id for m in page]
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            assert len(seen) == len(set(seen))
+            assert set(seen) == {k for k, m in self.model.items()
+                                 if m.namespace == ns and not m.forgotten and not m.superseded}
+
+    @invariant()
+    def history_holds_every_version(self) -> None:
+        for mid, m in self.model.items():
+            assert [v.version for v in self.db.history(mid)] == list(range(1, m.version + 1))
+
+    @invariant()
     def purged_memories_are_gone(self) -> None:
         for mid in self.purged:
             assert self.db.get(mid, include_forgotten=True) is None
+            assert self.db.history(mid) == []
 
     @invariant()
     def search_sees_exactly_the_current_memories(self) -> None:
