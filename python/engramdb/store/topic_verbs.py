@@ -46,6 +46,7 @@ class TopicVerbs(UpkeepVerbs):
 
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
+    _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     topics_state: str | None = None  # "adopted" (the saved history) or why it started over
@@ -88,8 +89,7 @@ class TopicVerbs(UpkeepVerbs):
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
         locs = self._view().current_locs(namespace)
-        mems = view.memories_at(locs)
-        ids = [m.id for m in mems]
+        ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
         unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
@@ -98,8 +98,8 @@ class TopicVerbs(UpkeepVerbs):
             groups, sampled, full = last.assign(ids, unit), last.sampled, False
         else:
             (groups, sampled), full = self._cluster(namespace, locs, unit), True
-        texts = [m.content for m in mems]
-        names = self._labels([m for m, _ in groups], texts, labeler)
+        texts = self._texts(locs)
+        names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts))
         rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
                 for (members, conf), name in zip(groups, names)]
         prev = self._previous().get(namespace, Previous())
@@ -152,11 +152,11 @@ class TopicVerbs(UpkeepVerbs):
         locs = view.current_locs(namespace)
         found: list[Theme] = []
         if locs:
-            mems = view.memories_at(locs)
-            x = np.stack([np.asarray(view.segments[si].vectors(self.schema, self.schema.main))[row] for si, row in locs])
+            x = np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)
             groups, _ = theme_groups(x)
-            texts = [m.content for m in mems]
-            found = labelled(groups, [m.id for m in mems], self._labels([g[0] for g in groups], texts, labeler))
+            texts = self._texts(locs)
+            found = labelled(groups, [view.segments[si].ids[r] for si, r in locs],
+                             self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts)))
         self._themes_stored[namespace] = (stamp, found)
         topic_state.save_themes(self._derived, self._themes_stored)
         return found
@@ -206,11 +206,34 @@ class TopicVerbs(UpkeepVerbs):
         return topic_of, centroids
 
     @staticmethod
-    def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None) -> list[str]:
+    def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
+                analysed: dict[str, list[tuple[str, str]]] | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
-        dt = DistinctiveTerms(texts) if groups else None
+        dt = DistinctiveTerms(texts, analysed) if groups else None
         return [dt.label(g) for g in groups] if dt is not None else []
+
+    def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The analysed terms of the namespace's texts, kept between runs so an increment analyses
+        only the new texts (the whole of a 100K namespace takes seconds); holds the current texts only."""
+        caches = self._term_caches if self._term_caches is not None else {}
+        self._term_caches = caches
+        old = caches.get(namespace, {})
+        caches[namespace] = fresh = {t: old[t] for t in texts if t in old}
+        return fresh
+
+    def _texts(self, locs: list[tuple[int, int]]) -> list[str]:
+        """The content of these locations, in order, read from the segments' Arrow columns."""
+        view = self._view()
+        out: list[str] = [""] * len(locs)
+        segs = np.array([si for si, _ in locs], np.int64)
+        rows = np.array([r for _, r in locs], np.int64)
+        for si in np.unique(segs).tolist():
+            pick = np.flatnonzero(segs == si)
+            col = view.segments[si].table.column("content").take(rows[pick]).to_pylist()
+            for i, text in zip(pick.tolist(), col):
+                out[i] = text or ""
+        return out
 
     def _gather(self, locs: list[tuple[int, int]], space: str) -> Any:
         """One space's vectors of these locations, in order (one take per segment)."""

@@ -21,11 +21,15 @@ _ANALYZER = Analyzer()
 class DistinctiveTerms:
     """The built-in labeler over one namespace's texts, analysed once (see the module docstring)."""
 
-    def __init__(self, corpus: Sequence[str]) -> None:
+    def __init__(self, corpus: Sequence[str], analysed: dict[str, list[tuple[str, str]]] | None = None) -> None:
+        """`analysed`: text -> its (stem, word) pairs from an earlier run; filled with the new texts."""
         self.words: list[list[tuple[str, str]]] = []  # per text: (stem, surface word)
         self.df: Counter[str] = Counter()
+        cache = analysed if analysed is not None else {}
         for text in corpus:
-            pairs = [(stem[0], w) for w in tokenize(normalize(text)) if (stem := _ANALYZER.terms(w))]
+            pairs = cache.get(text)
+            if pairs is None:
+                pairs = cache[text] = [(stem[0], w) for w in tokenize(normalize(text)) if (stem := _ANALYZER.terms(w))]
             self.words.append(pairs)
             self.df.update({s for s, _ in pairs})
         self.n = len(corpus)
