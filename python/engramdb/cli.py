@@ -1,5 +1,5 @@
 """The `engramdb` command line: demo, add, search, stats, metrics, consolidate, index, infer-edges, archive,
-export, verify, backup, repair, capabilities."""
+export, verify, backup, repair, capabilities; mcp and hook (agent surfaces), ingest (file capture)."""
 
 from __future__ import annotations
 
@@ -131,6 +131,22 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("--accept-loss", action="store_true",
                      help="rebuild from the intact files even when damaged ones are left out (never deleted)")
     sub.add_parser("capabilities", help="print what the native core runs on, as JSON")
+    mcp = sub.add_parser("mcp", help="serve a store to agents over MCP (stdio); needs engramdb[mcp]")
+    mcp.add_argument("folder", nargs="?", help="store folder (or --path)")
+    mcp.add_argument("--path", default="memory", help="store folder (default ./memory)")
+    mcp.add_argument("--namespace", default="default", help="the namespace a tool call without one uses")
+    mcp.add_argument("--profile", default=None, help="schema profile of a new store (default or minilm)")
+    hook = sub.add_parser("hook", help="a coding agent's hook (Claude Code's contract): JSON on stdin, context on stdout")
+    hook.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop or SessionEnd")
+    hook.add_argument("--path", default=None, help="store folder (default $ENGRAMDB_PATH, else ./.engramdb)")
+    hook.add_argument("--namespace", default=None, help="namespace (default $ENGRAMDB_NAMESPACE, else the project "
+                                                         "folder's name)")
+    hook.add_argument("--max-chars", type=int, default=8000, help="cap on the injected context (default 8000)")
+    ingest = sub.add_parser("ingest", help="capture markdown/text files as memories (200-word chunks, 50 overlap); "
+                                           "a changed file supersedes its old chunks, an unchanged one is skipped")
+    ingest.add_argument("folder", help="store folder")
+    ingest.add_argument("files", nargs="+", help="files to capture")
+    ingest.add_argument("--namespace", default="default")
     return p
 
 
@@ -151,6 +167,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "capabilities":
         print(json.dumps(capabilities(), indent=2))
         return 0
+    if args.command == "mcp":
+        from .agents.mcp_server import main as serve_mcp
+
+        return serve_mcp(args.folder or args.path, namespace=args.namespace, profile=args.profile)
+    if args.command == "hook":
+        from .agents.hooks import main as run_hook
+
+        return run_hook(args.event, path=args.path, namespace=args.namespace, max_chars=args.max_chars)
     if args.command == "demo":
         if args.kernels:
             if args.rows < 1000 or args.dim < 8 or args.repeat < 1:
@@ -195,6 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 m = db.add(args.content, namespace=args.namespace, session_id=args.session_id, role=args.role,
                            memory_type=args.memory_type, valid_from=_time(args.valid_from, "--valid-from"))
                 print(m.id)
+            return 0
+        if args.command == "ingest":
+            with open_store(args.folder) as db:
+                for f in args.files:
+                    print(json.dumps(db.add_file(f, namespace=args.namespace)))
             return 0
         if args.command == "index":
             with open_store(args.path, index=args.kind) as db:

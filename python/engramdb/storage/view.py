@@ -173,9 +173,11 @@ class View:
         return [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
                 for si in range(len(self.segments)) if bounds[si + 1] > bounds[si]]
 
-    def current_locs(self, namespace: str | None = None, *, include_forgotten: bool = False) -> list[Loc]:
-        """(segment, row) of the newest version of every memory (of one namespace), in key order,
-        forgotten ones left out unless asked: current_rows() filtered segment by segment."""
+    def current_locs(self, namespace: str | None = None, *, include_forgotten: bool = False,
+                     session_id: str | None = None) -> list[Loc]:
+        """(segment, row) of the newest version of every memory (of one namespace, of one session),
+        in key order, forgotten ones left out unless asked: current_rows() filtered segment by
+        segment, so a session's turns are found without reading the rest of the namespace."""
         out: list[Loc] = []
         for si, rows in self.current_rows():
             seg = self.segments[si]
@@ -184,6 +186,12 @@ class View:
                 if code is None:
                     continue
                 rows = rows[seg.ns_index[rows] == code]
+            if session_id is not None:
+                codes, names, _ = seg.turns()
+                try:
+                    rows = rows[codes[rows] == names.index(session_id)]
+                except ValueError:  # no row of this segment is in the session
+                    continue
             if not include_forgotten:
                 rows = rows[~seg.forgotten[rows]]
             out += [(si, int(r)) for r in rows.tolist()]

@@ -63,6 +63,12 @@ class CaptureVerbs(Reads):
     def read_only(self) -> bool:
         raise NotImplementedError
 
+    def ingest_spool(self) -> dict[str, int] | None:
+        """Take in now what other processes captured (`engramdb.capture`) while this writer held
+        the lock; a writer does it by itself when it opens and before each `add_many`. Returns
+        counts (files, records, damaged, rejected), or None when nothing waited."""
+        return self._drain_spool()
+
     def _drain_spool(self) -> dict[str, int] | None:
         """Ingest what other processes spooled while this store's writer held the lock."""
         if self._draining or self.read_only or self.path is None or not spool.pending(self.path):

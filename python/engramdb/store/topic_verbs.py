@@ -31,6 +31,7 @@ FORGET_MIN_SCORE = 0.5  # a concept given as text: what a search finds at a good
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
 DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
+EXPLORE = 5000  # memories the dream's exploration compares pairwise (the newest)
 
 
 class TopicVerbs(UpkeepVerbs):
@@ -167,9 +168,8 @@ class TopicVerbs(UpkeepVerbs):
         the nearest is under the space's `low` threshold. Returns {"divergent", "similarity",
         "nearest", "low", "session_memories"}."""
         view = self._view()
-        mine = [(m, loc) for loc, m in zip(self._view().current_locs(namespace),
-                                           view.memories_at(self._view().current_locs(namespace)))
-                if m.session_id == session_id]
+        locs = view.current_locs(namespace, session_id=session_id)
+        mine = list(zip(view.memories_at(locs), locs))
         mine.sort(key=lambda p: (p[0].seq if p[0].seq is not None else -1, p[0].learned_at or 0))
         mine = mine[-recent:]
         sp = self.schema[self.schema.main]
@@ -289,18 +289,16 @@ class TopicVerbs(UpkeepVerbs):
         sp = self.schema[self.schema.main]
         floor = (sp.low + sp.high) / 2
         inside = [i for i, m in enumerate(mems) if m.id in topic_of]
+        # the newest EXPLORE members: a dream replays recent experience, and all pairs of a 100K
+        # namespace would be 5e9 similarities
+        inside = sorted(inside, key=lambda i: (mems[i].learned_at or cut, mems[i].id))[-EXPLORE:]
         edges: list[tuple[float, str, str]] = []
         if len(inside) > 1:
-            x = np.asarray(self._gather([locs[i] for i in inside], sp.name), np.float64).reshape(len(inside), -1)
+            x = np.asarray(self._gather([locs[i] for i in inside], sp.name), np.float32).reshape(len(inside), -1)
             x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-            sims = x @ x.T
             tid = np.array([topic_of[mems[i].id] for i in inside])
-            a, b = np.triu_indices(len(inside), 1)
-            ok = (tid[a] != tid[b]) & (sims[a, b] >= floor)
-            order = np.argsort(-sims[a, b][ok], kind="stable")[:max_edges]
-            for j in order.tolist():
-                ia, ib = int(a[ok][j]), int(b[ok][j])
-                edges.append((float(sims[ia, ib]), mems[inside[ia]].id, mems[inside[ib]].id))
+            for sim, ia, ib in _cross_pairs(x, tid, floor, max_edges):
+                edges.append((sim, mems[inside[ia]].id, mems[inside[ib]].id))
         made = []
         for sim, src, dst in edges:
             ta, tb = found[topic_of[src]], found[topic_of[dst]]
@@ -406,6 +404,25 @@ class _Run:
                     groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def _cross_pairs(x: np.ndarray, tid: np.ndarray, floor: float, k: int) -> list[tuple[float, int, int]]:
+    """The k most similar pairs (i < j) of unit rows in different topics at `floor` or more, best
+    first (ties by position), computed a block of rows at a time (bounded memory)."""
+    best: list[tuple[float, int, int]] = []
+    step = max(1, (1 << 22) // max(1, len(x)))
+    for s in range(0, len(x), step):
+        sims = x[s:s + step] @ x.T
+        i, j = np.nonzero(sims >= floor)
+        keep = (j > i + s) & (tid[i + s] != tid[j])
+        i, j = i[keep], j[keep]
+        vals = sims[i, j]
+        if len(vals) > k:
+            top = np.argpartition(-vals, k - 1)[:k]
+            i, j, vals = i[top], j[top], vals[top]
+        best += [(float(v), int(a) + s, int(b)) for v, a, b in zip(vals.tolist(), i.tolist(), j.tolist())]
+        best = sorted(best, key=lambda t: (-t[0], t[1], t[2]))[:k]
+    return best
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
