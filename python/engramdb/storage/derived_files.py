@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,20 @@ def stale_reason(meta: dict[str, Any], fmt: int, epoch: int, committed: int) -> 
     return None
 
 
+# one writer process, but many threads in it (a service's context() calls): the fixed temporary
+# name (a crash leaves at most one per file, reused next time) is taken by one thread at a time
+_TEMP_NAMES = threading.Lock()
+
+
 def write_atomically(path: Path, raw: bytes | bytearray) -> None:
     """Write a file whole or not at all: a temporary file beside it, fsynced, renamed over it."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(raw)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with _TEMP_NAMES:
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
 
 
 def table_bytes(table: pa.Table) -> bytes:
@@ -83,8 +90,9 @@ class DerivedFiles:
         assert self.dir is not None and self.writable
         self.dir.mkdir(exist_ok=True)
         tmp = self.dir / (name + ".tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, self.dir / name)
+        with _TEMP_NAMES:
+            tmp.write_text(json.dumps(meta))
+            os.replace(tmp, self.dir / name)
 
     def read_sidecar(self, name: str) -> dict[str, Any] | str:
         """A sidecar's content, or why it cannot be read ("missing", "unreadable ...")."""

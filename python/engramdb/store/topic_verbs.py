@@ -9,16 +9,20 @@ across runs and reopens. A lost or damaged state starts the topics' history over
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
+import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from ..model.edge import Edge
 from ..model.memory import Memory, as_utc, utc_now
 from ..spaces.batches import concat, take
+from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
 from ..topics.labels import DistinctiveTerms, Labeler
@@ -32,6 +36,20 @@ SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
 DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
 EXPLORE = 5000  # memories the dream's exploration compares pairwise (the newest)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _one_at_a_time(fn: Callable[Concatenate[TopicVerbs, _P], _R]) -> Callable[Concatenate[TopicVerbs, _P], _R]:
+    """Topic runs read and replace the store's topic state and its files: one thread at a time
+    (a service calls context() from many)."""
+    def run(self: TopicVerbs, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._topic_lock:
+            return fn(self, *args, **kwargs)
+    functools.update_wrapper(run, fn)
+    return run
 
 
 class TopicVerbs(UpkeepVerbs):
@@ -68,6 +86,13 @@ class TopicVerbs(UpkeepVerbs):
             out.append(sp.name)
         return out
 
+    @property
+    def _topic_lock(self) -> Any:  # a threading.RLock
+        found = self.__dict__.get("_topic_rlock")
+        # setdefault is atomic: two threads racing here get the same lock
+        return found if found is not None else self.__dict__.setdefault("_topic_rlock", threading.RLock())
+
+    @_one_at_a_time
     def topics(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
         """What a namespace is about (C4): groups of its current memories that at least two spaces
         cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
@@ -89,17 +114,17 @@ class TopicVerbs(UpkeepVerbs):
         hit = cache.get(namespace)
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
-        locs = self._view().current_locs(namespace)
+        locs = view.current_locs(namespace)
         ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
-        unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+        unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         if not refresh and last is not None and last.epoch == view.epoch and \
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
             groups, sampled, full = last.assign(ids, unit), last.sampled, False
         else:
-            (groups, sampled), full = self._cluster(namespace, locs, unit), True
-        texts = self._texts(locs)
+            (groups, sampled), full = self._cluster(namespace, view, locs, unit), True
+        texts = self._texts(view, locs)
         names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts))
         rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
                 for (members, conf), name in zip(groups, names)]
@@ -116,7 +141,7 @@ class TopicVerbs(UpkeepVerbs):
             self._topic_runs[namespace] = _Run.of(view.epoch, ids, groups, unit, sampled)
         return result
 
-    def _cluster(self, namespace: str, locs: list[tuple[int, int]],
+    def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
                  unit: np.ndarray) -> tuple[list[tuple[list[int], float]], int | None]:
         """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
         agreement; the memories outside the sample join by the centroid rule."""
@@ -126,7 +151,7 @@ class TopicVerbs(UpkeepVerbs):
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        clusterings = [clustering.cluster(self.schema[name], self._gather(sub, name))
+        clusterings = [clustering.cluster(self.schema[name], self._gather(view, sub, name))
                        for name in self.voting_spaces()] if sub else []
         found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
@@ -136,6 +161,7 @@ class TopicVerbs(UpkeepVerbs):
                       unit[pick], sampled)
         return run.assign([str(i) for i in range(len(locs))], unit), sampled
 
+    @_one_at_a_time
     def themes(self, namespace: str, *, labeler: Labeler | None = None, refresh: bool = False) -> list[Theme]:
         """Themes of a namespace (H8): DBSCAN clusters of its memories' main-space vectors (cosine
         eps 0.15, at least 3, confidence >= 0.6), each with `.label`, `.members`, `.silhouette`
@@ -153,9 +179,9 @@ class TopicVerbs(UpkeepVerbs):
         locs = view.current_locs(namespace)
         found: list[Theme] = []
         if locs:
-            x = np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)
+            x = np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)
             groups, _ = theme_groups(x)
-            texts = self._texts(locs)
+            texts = self._texts(view, locs)
             found = labelled(groups, [view.segments[si].ids[r] for si, r in locs],
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts)))
         self._themes_stored[namespace] = (stamp, found)
@@ -182,6 +208,7 @@ class TopicVerbs(UpkeepVerbs):
         return {"divergent": far, "similarity": round(sim, 4), "nearest": mine[i][0].id, "low": sp.low,
                 "session_memories": len(mine)}
 
+    @_one_at_a_time
     def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
         topic stage, the context's topic matches); made once per topics run."""
@@ -192,10 +219,10 @@ class TopicVerbs(UpkeepVerbs):
         if hit is not None and hit[0] is found:
             return hit[1], hit[2]
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
-        locs = self._view().current_locs(namespace)
         view = self._view()
+        locs = view.current_locs(namespace)
         pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
-        unit = _unit(np.asarray(self._gather(locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+        unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         rows = []
         for t in found:
@@ -222,9 +249,9 @@ class TopicVerbs(UpkeepVerbs):
         caches[namespace] = fresh = {t: old[t] for t in texts if t in old}
         return fresh
 
-    def _texts(self, locs: list[tuple[int, int]]) -> list[str]:
-        """The content of these locations, in order, read from the segments' Arrow columns."""
-        view = self._view()
+    @staticmethod
+    def _texts(view: View, locs: list[tuple[int, int]]) -> list[str]:
+        """The content of these locations of `view`, in order, read from the segments' Arrow columns."""
         out: list[str] = [""] * len(locs)
         segs = np.array([si for si, _ in locs], np.int64)
         rows = np.array([r for _, r in locs], np.int64)
@@ -235,9 +262,9 @@ class TopicVerbs(UpkeepVerbs):
                 out[i] = text or ""
         return out
 
-    def _gather(self, locs: list[tuple[int, int]], space: str) -> Any:
-        """One space's vectors of these locations, in order (one take per segment)."""
-        view = self._view()
+    def _gather(self, view: View, locs: list[tuple[int, int]], space: str) -> Any:
+        """One space's vectors of these locations of `view` (the snapshot they came from: another
+        numbers its segments differently after a checkpoint), in order, one take per segment."""
         parts, order = [], []
         segs = np.array([si for si, _ in locs])
         rows = np.array([r for _, r in locs])
@@ -272,7 +299,7 @@ class TopicVerbs(UpkeepVerbs):
         found = self.topics(namespace, refresh=True)
         run = self.consolidate(namespace=namespace, dry_run=dry_run, now=now)
         view = self._view()
-        locs = self._view().current_locs(namespace)
+        locs = view.current_locs(namespace)
         mems = view.memories_at(locs)
         cut = (as_utc("now", now) or utc_now()) - timedelta(days=RECENT_DAYS)
         seen: dict[str, Memory] = {}
@@ -294,7 +321,7 @@ class TopicVerbs(UpkeepVerbs):
         inside = sorted(inside, key=lambda i: (mems[i].learned_at or cut, mems[i].id))[-EXPLORE:]
         edges: list[tuple[float, str, str]] = []
         if len(inside) > 1:
-            x = np.asarray(self._gather([locs[i] for i in inside], sp.name), np.float32).reshape(len(inside), -1)
+            x = np.asarray(self._gather(view, [locs[i] for i in inside], sp.name), np.float32).reshape(len(inside), -1)
             x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
             tid = np.array([topic_of[mems[i].id] for i in inside])
             for sim, ia, ib in _cross_pairs(x, tid, floor, max_edges):
@@ -326,6 +353,7 @@ class TopicVerbs(UpkeepVerbs):
                 self.forget(mid)
         return ids
 
+    @_one_at_a_time
     def merge_concepts(self, keep: str, into_it: str) -> Topic:
         """Merge two topics of one namespace (C8): `into_it`'s members join `keep` now, and in
         every later run the topic that takes `into_it`'s id is folded into `keep` (the merge is
