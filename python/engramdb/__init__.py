@@ -21,6 +21,8 @@ from ._version import __version__
 if TYPE_CHECKING:  # what the lazy names below resolve to
     from . import kernels
     from ._capabilities import capabilities
+    from .context.curiosity import CuriosityItem
+    from .context.model import Context, ContextItem
     from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
     from .model import (
         ConflictError,
@@ -42,6 +44,9 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
 _WHERE = {
     "capabilities": "._capabilities",
     "Candidate": ".graph.heuristic",
+    "Context": ".context.model",
+    "ContextItem": ".context.model",
+    "CuriosityItem": ".context.curiosity",
     "EdgeProposal": ".graph.heuristic",
     "HeuristicInferrer": ".graph.heuristic",
     "InferenceReport": ".graph.heuristic",
@@ -60,7 +65,10 @@ _WHERE = {
 __all__ = [
     "Candidate",
     "ConflictError",
+    "Context",
+    "ContextItem",
     "CorruptFile",
+    "CuriosityItem",
     "Edge",
     "EdgeProposal",
     "FormatError",

@@ -1,67 +1,104 @@
 """The curator (K2): the most useful candidates that fit a token budget, chosen listwise.
 
-Greedy: at each step take the candidate with the highest value = its score - 0.3 x its largest
-main-space similarity to what is already chosen (redundancy) - 0.05 x its tokens over 100 (a
-token cost: between two equally good memories the shorter wins), among those that still fit; stop
-when none fits. The value orders the picks; it does not leave budget unused (a weak match that
-fits is still worth more than nothing: stopping at value <= 0, with a 10% margin, held 1.7
-points less evidence on LoCoMo at 1,000 tokens). Candidates that match nothing (score 0) are
-never taken.
+Greedy: at each step take the candidate with the highest value = its score - 0.3 x its redundancy
+with what is already chosen - its token cost, among those that still fit; stop when none fits.
+- Redundancy: its largest main-space similarity to a chosen one, counted from the space's
+  paraphrase threshold (`floor`, the space's `high`) up, 0 below it and 1 at an exact repeat.
+  Counted from 0 instead, it cost 2.6 points of evidence on LoCoMo at 1,000 tokens: in a
+  model-free space, turns of one conversation share their date and speakers, so the penalty
+  pushed evidence below turns that were not repeats (bench/RESULTS.md).
+- Token cost: 0.05 per 100 tokens (between two equally good memories the shorter wins).
+- Cost: a candidate's tokens as it would be rendered. Lines of one group (the same validity badge,
+  in the same section) share one heading: the first pays its badge inline, each later one only
+  its line (context/sections.py renders them so).
+- Sections: a candidate may belong to a section with its own room (`rooms`, e.g. the topic
+  matches' share) as well as the whole budget: the sections are filled together, in value order,
+  so a topic match never displaces a better related memory.
+The value orders the picks; it does not leave budget unused (a weak match that fits is still worth
+more than nothing: stopping at value <= 0 held 1.7 points less evidence on LoCoMo at 1,000
+tokens). Candidates that match nothing (score 0) are never taken.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 REDUNDANCY = 0.3
 TOKEN_COST = 0.05  # per 100 tokens
+GROUPED_EXTRA = 1  # a group's heading line costs about its badge inline plus one line break
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """What the curator weighs: an id, its score, its token count and its unit main-space vector."""
+    """What the curator weighs: an id, its score, its tokens as a line with its badge inline, its
+    unit main-space vector; its group (its badge: "" for none) and tokens without the badge; its
+    section."""
 
     id: str
     score: float
     tokens: int
     vector: np.ndarray
+    group: str = ""
+    bare_tokens: int | None = None
+    section: str = ""
 
 
 @dataclass(frozen=True)
 class Pick:
-    """A chosen candidate, with the value it was chosen at and the redundancy it paid."""
+    """A chosen candidate, with the value it was chosen at, the redundancy it paid and the tokens it
+    cost (`grouped`: it joined a group already in its section, its badge in the group's heading)."""
 
     id: str
     score: float
     tokens: int
     value: float
     redundancy: float
+    grouped: bool = False
 
 
-def curate(cands: list[Candidate], budget: int) -> list[Pick]:
-    """The chosen candidates in the order chosen (see the module docstring)."""
+def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | None = None,
+           floor: float = 0.0) -> list[Pick]:
+    """The chosen candidates in the order chosen (see the module docstring). `rooms`: section ->
+    tokens its candidates may take at most; `floor`: the similarity redundancy counts from."""
     left = budget
+    room = dict(rooms or {})
+    pool = [c for c in cands if c.score > 0]
     chosen: list[Pick] = []
-    vecs: list[np.ndarray] = []
-    pool = list(cands)
-    while pool:
-        best, best_value, best_red = -1, -np.inf, 0.0
-        chosen_m = np.stack(vecs) if vecs else None
-        for i, c in enumerate(pool):
-            if c.tokens > left or c.score <= 0:
-                continue
-            red = float(np.max(chosen_m @ c.vector)) if chosen_m is not None else 0.0
-            value = c.score - REDUNDANCY * max(0.0, red) - TOKEN_COST * c.tokens / 100
-            if value > best_value:
-                best, best_value, best_red = i, value, red
-        if best < 0:
+    if not pool:
+        return chosen
+    score = np.array([c.score for c in pool])
+    inline = np.array([c.tokens for c in pool])
+    bare = np.array([c.bare_tokens + GROUPED_EXTRA if c.group and c.bare_tokens is not None else c.tokens
+                     for c in pool])
+    keys = [(c.section, c.group) if c.group else None for c in pool]
+    vecs = np.stack([c.vector for c in pool])
+    sim = np.full(len(pool), -np.inf)  # each candidate's largest similarity to a chosen one
+    opened = np.zeros(len(pool), bool)  # its group already has a line in its section
+    free = np.ones(len(pool), bool)
+    sections = np.array([c.section for c in pool])
+    while True:
+        n = np.where(opened, bare, inline)
+        ok = free & (n <= left)
+        for s, r in room.items():
+            ok &= ~((sections == s) & (n > r))
+        if not ok.any():
             break
-        c = pool.pop(best)
-        chosen.append(Pick(c.id, c.score, c.tokens, round(best_value, 4), round(best_red, 4)))
-        vecs.append(c.vector)
-        left -= c.tokens
+        red = np.clip((sim - floor) / (1.0 - floor), 0.0, None) if floor < 1.0 else (sim >= 1.0).astype(float)
+        value = score - REDUNDANCY * red - TOKEN_COST * n / 100
+        i = int(np.argmax(np.where(ok, value, -np.inf)))
+        c = pool[i]
+        chosen.append(Pick(c.id, c.score, int(n[i]), round(float(value[i]), 4), round(float(red[i]), 4),
+                           bool(opened[i])))
+        free[i] = False
+        left -= int(n[i])
+        if c.section in room:
+            room[c.section] -= int(n[i])
+        sim = np.maximum(sim, vecs @ c.vector)
+        if keys[i] is not None:
+            opened |= np.array([k == keys[i] for k in keys])
     return chosen
 
 

@@ -12,18 +12,20 @@ class ContextItem:
 
     id: str | None  # the memory's id (None for a note the assembler wrote, such as the divergence alert)
     section: str  # "divergence", "topics", "related", "recent" or "badges"
-    text: str  # the line as it appears in `Context.text`
+    text: str  # the line as it appears in `Context.text` (without its badge when the badge heads a group)
     score: float
     tokens: int
     why: str
     provenance: dict[str, Any] = field(default_factory=dict)  # K3: source, uri, extracted_at, extractor, snippet,
     # verified, corroboration, trust
+    badge: str = ""  # the fact's validity, "(valid 2024-03-20 - present)" ("" for a note)
 
 
 @dataclass(frozen=True)
 class Context:
     """A context block: `text` (never more than the budget's tokens, counted by `stats["tokenizer"]`),
-    `items` in the order they appear, and `stats` (tokens, budget, per-stage milliseconds)."""
+    `items` in the order they appear, and `stats` (tokens, budget, per-stage milliseconds, the
+    handoff's stages, duals and utility: see `Store.context`)."""
 
     text: str
     items: list[ContextItem]

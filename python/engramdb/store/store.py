@@ -325,6 +325,7 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
                                if namespace is not None else set())
             # the access log and ratings first: a failure there raises with every memory as it was
             self._usage.purge(gone)
+            self._forget_curiosity(gone)
             removed = rewrites.purge(self._engine, ids, namespace)
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand

@@ -1,0 +1,91 @@
+"""The curiosity queue (K7) as Arrow rows in the store folder's `access/` (`curiosity-*.arrow`).
+
+One row per waiting item: the hop that surprised the navigator (its memory, the memory and seed
+it was reached from, the link's kind), the query, the expected and actual scores, and when. The
+rows are an `ArrowLog` (storage/arrow_log.py): checksummed file names, atomic writes, a damaged
+file reported and left out. Queued rows are written at once (the queue outlives the process:
+a curiosity agent may read it after this store is closed); consuming an item removes its row
+(the log's purge: the files holding it are rewritten without it). A read-only store reads the
+queue and never writes it; a store kept in memory keeps its queue in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrow_log import ArrowLog
+
+CURIOSITY_SCHEMA = pa.schema([
+    ("seq", pa.int64()),
+    ("item_id", pa.string()),
+    ("namespace", pa.string()),
+    ("memory_id", pa.string()),
+    ("parent_id", pa.string()),
+    ("seed_id", pa.string()),
+    ("via", pa.string()),
+    ("query", pa.string()),
+    ("expected", pa.float64()),
+    ("actual", pa.float64()),
+    ("at", pa.timestamp("us", tz="UTC")),
+])
+
+
+class CuriosityLog:
+    """The queue's rows in one store (see the module docstring). `folder` None keeps them in memory."""
+
+    def __init__(self, folder: Path | None, *, writable: bool) -> None:
+        self.writable = writable
+        # every append is flushed by hand, so the log's own batching never holds a row back
+        self._log = ArrowLog(folder, "curiosity", CURIOSITY_SCHEMA, writable=writable, flush_rows=1 << 30,
+                             flush_seconds=float("inf"))
+
+    def append(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Write rows (every column but `seq`) at once, as one file; returns how many."""
+        rows = list(rows)
+        if not rows:
+            return 0
+        self._check()
+        self._log.append(rows)
+        self._log.flush()
+        return len(rows)
+
+    def rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The waiting rows (of one namespace), oldest first."""
+        table = self._log.read()
+        if namespace is not None:
+            table = table.filter(pc.equal(table.column("namespace"), namespace))
+        out: list[dict[str, Any]] = table.to_pylist()
+        return out
+
+    def remove(self, item_ids: Iterable[str]) -> int:
+        """Remove the rows of these items; returns how many went."""
+        ids = {i for i in item_ids if isinstance(i, str)}
+        if not ids:
+            return 0
+        self._check()
+        return self._log.purge("item_id", ids)
+
+    def forget_memories(self, memory_ids: Iterable[str]) -> int:
+        """Remove every row naming one of these memories (as the hop, its parent or its seed): what a
+        purge of those memories must leave no trace of; returns how many rows went."""
+        ids = set(memory_ids)
+        if not ids:
+            return 0
+        self._check()
+        return sum(self._log.purge(column, ids) for column in ("memory_id", "parent_id", "seed_id"))
+
+    def describe(self) -> dict[str, Any]:
+        """Files, the next seq, damaged files (the log's own description)."""
+        return self._log.describe()
+
+    def _check(self) -> None:
+        if not self.writable:
+            raise PermissionError("this store is read-only: its curiosity queue can be listed, not changed")
+
+
+__all__ = ["CURIOSITY_SCHEMA", "CuriosityLog"]

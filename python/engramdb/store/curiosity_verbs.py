@@ -1,0 +1,123 @@
+"""The curiosity queue's verbs (K7): `curiosity` lists what surprised the navigator, `consume_curiosity`
+takes items off the queue once explored.
+
+`Store.context` queues the hops whose expected and actual scores differed by more than a threshold
+(context/curiosity.py); the queue is kept in the store folder (storage/curiosity_log.py; in memory
+for a store kept in memory) and outlives the process, so a background explorer may list it, follow
+each item (link the memories, re-rate them, ask the user) and consume it. Listing never changes
+the queue; consuming is separate, so an item a crashed explorer listed is still there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from datetime import timezone
+from pathlib import Path
+from typing import Any
+
+from ..context.curiosity import CuriosityItem, Key, ranked
+from ..storage.curiosity_log import CuriosityLog
+from .topic_verbs import TopicVerbs
+
+_lock = threading.Lock()  # guards the lazy creation of a store's queue (rare; one lock for all stores)
+
+
+class CuriosityVerbs(TopicVerbs):
+    """Mixed into `Store` (through ContextVerbs)."""
+
+    _curiosity_queue: CuriosityLog | None = None
+    _curiosity_waiting: dict[Key, str] | None = None  # waiting link -> item id, while this store writes
+
+    def curiosity(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
+        """The waiting curiosity items of a namespace, the largest surprise first (then the oldest),
+        at most `limit` (None: all). Each names the memory that surprised the navigator (`memory_id`),
+        the memory it was reached from (`parent_id`), the seed hit of the walk, the link's kind
+        (`via`), the query, the `expected` and `actual` scores (`error`, `surprise`: "stronger" or
+        "weaker" than its link predicted) and when. Items about memories forgotten since are left
+        out. A read-only store lists what was queued before."""
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
+        view = self._view()
+        items = [i for i in (_item(r) for r in self._curiosity_log().rows(namespace)) if view.is_live(i.memory_id)]
+        out = ranked(items)
+        return out if limit is None else out[:limit]
+
+    def consume_curiosity(self, ids: str | Iterable[str]) -> int:
+        """Take items off the queue (by `CuriosityItem.id`) once explored; returns how many were
+        waiting (an id consumed before, or unknown, counts 0: each item is consumed once). A later
+        context that is surprised by the same link queues it again, as a new item.
+        PermissionError on a read-only store."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        bad = [i for i in wanted if not isinstance(i, str) or not i]
+        if bad:
+            raise ValueError(f"ids must be curiosity item ids (non-empty strings), got {bad[0]!r}")
+        log = self._curiosity_log()
+        if self.read_only:
+            raise PermissionError("this store is read-only: its curiosity queue can be listed, not consumed")
+        with _lock:
+            gone = log.remove(set(wanted))
+            if self._curiosity_waiting is not None:
+                self._curiosity_waiting = {k: v for k, v in self._curiosity_waiting.items() if v not in set(wanted)}
+        return gone
+
+    # ------------------------------------------------------------------------------ helpers
+    def _curiosity_log(self) -> CuriosityLog:
+        log = self._curiosity_queue
+        if log is None:
+            with _lock:
+                log = self._curiosity_queue
+                if log is None:
+                    log = self._curiosity_queue = CuriosityLog(self.path, writable=not self.read_only)
+        return log
+
+    def _curiosity_keys(self) -> dict[Key, str]:
+        """The links with an item waiting (read once from the queue, then kept up to date here)."""
+        waiting = self._curiosity_waiting
+        if waiting is None:
+            rows = self._curiosity_log().rows()
+            waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
+        return waiting
+
+    def _queue_curiosity(self, items: list[CuriosityItem]) -> int:
+        """Queue items (written at once); returns how many (0 on a read-only store, which never writes)."""
+        if not items or self.read_only:
+            return 0
+        with _lock:
+            waiting = self._curiosity_keys()
+            fresh = [i for i in items if i.key not in waiting]
+            self._curiosity_log().append(_row(i) for i in fresh)
+            waiting.update({i.key: i.id for i in fresh})
+        return len(fresh)
+
+    def _forget_curiosity(self, memory_ids: Iterable[str]) -> int:
+        """Remove every item naming one of these memories (what a purge must leave no trace of)."""
+        if self.read_only:
+            return 0
+        ids = set(memory_ids)
+        with _lock:
+            gone = self._curiosity_log().forget_memories(ids)
+            self._curiosity_waiting = None  # read again when next needed
+        return gone
+
+    @property
+    def path(self) -> Path | None:  # provided by Store
+        raise NotImplementedError
+
+
+def _row(i: CuriosityItem) -> dict[str, Any]:
+    return {"item_id": i.id, "namespace": i.namespace, "memory_id": i.memory_id, "parent_id": i.parent_id,
+            "seed_id": i.seed_id, "via": i.via, "query": i.query, "expected": i.expected, "actual": i.actual,
+            "at": i.at}
+
+
+def _item(r: dict[str, Any]) -> CuriosityItem:
+    at = r["at"]
+    return CuriosityItem(r["item_id"], r["namespace"], r["memory_id"], r["parent_id"], r["seed_id"], r["via"],
+                         r["query"], float(r["expected"]), float(r["actual"]),
+                         at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc))
+
+
+__all__ = ["CuriosityVerbs"]
