@@ -1,0 +1,241 @@
+"""What a coding agent's hook hands us and what we keep of it (C8), with no store in sight.
+
+Claude Code runs `engramdb hook EVENT` with one JSON object on stdin: `session_id`,
+`transcript_path`, `cwd`, `hook_event_name`, and per event `prompt` (UserPromptSubmit),
+`tool_name` / `tool_input` / `tool_response` (PreToolUse, PostToolUse), `last_assistant_message`
+(Stop, SubagentStop), `source` (SessionStart), `reason` (SessionEnd). This module reads that
+object (`parse`), says where the store and the namespace are (`store_path`, `namespace_of`),
+turns the event into the records a capture stores (`prompt_record`, `tool_record`,
+`reply_record`) or the query a read asks (`tool_query`), and holds each event's time budget
+(`budget_ms`). hooks.py runs them against the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Each event's time budget in ms (seed 003, section 7): past it the hook prints nothing, exits 0.
+BUDGETS_MS = {
+    "SessionStart": 5_000,
+    "UserPromptSubmit": 2_000,
+    "PreToolUse": 500,
+    "PostToolUse": 3_000,
+    "Stop": 3_000,
+    "SubagentStop": 3_000,
+    "SessionEnd": 30_000,
+}
+EVENTS = tuple(BUDGETS_MS)
+BUDGET_ENV = "ENGRAMDB_HOOK_BUDGET_MS"  # one budget in ms for every event (tests, slow machines)
+STORE_FOLDER = ".engramdb"  # under the project folder when neither --path nor $ENGRAMDB_PATH says
+DEFAULT_NAMESPACE = "default"  # when the project folder has no name (the filesystem root)
+
+INPUT_CHARS = 600  # a tool call's input as stored and searched
+VALUE_CHARS = 240  # one input field within it (an Edit's old_string must not crowd out the path)
+RESPONSE_CHARS = 2_000  # a tool's response as stored
+REPLY_CHARS = 16_000  # an assistant message as stored (a long one is indexed as passages, C7)
+QUERY_CHARS = 300  # a PreToolUse search query
+TRANSCRIPT_TAIL = 512 * 1024  # bytes of the transcript read back for a Stop without the message
+# The input fields that say what a tool call is about, in the order they are worth keeping.
+KEY_FIELDS = ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt", "glob",
+              "notebook_path", "skill", "subagent_type")
+
+
+class HookInputError(ValueError):
+    """Stdin is not a hook's JSON object (empty, not JSON, not an object, or for another event)."""
+
+
+@dataclass(frozen=True)
+class Payload:
+    """One hook call: the event (from the command line), the fields every event has, and the rest."""
+
+    event: str
+    session_id: str | None
+    cwd: str
+    transcript_path: str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def text(self, key: str) -> str:
+        """A string field, "" when missing or not a string."""
+        value = self.fields.get(key)
+        return value if isinstance(value, str) else ""
+
+
+def parse(raw: str, event: str) -> Payload:
+    """The hook's JSON object for `event`; HookInputError says why when it is not one. A payload
+    naming another `hook_event_name` is refused: the settings wired the wrong command."""
+    if not raw.strip():
+        raise HookInputError("empty stdin: expected the hook's JSON object")
+    try:
+        obj = json.loads(raw)
+    except ValueError as exc:
+        raise HookInputError(f"stdin is not JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise HookInputError(f"stdin is JSON but not an object ({type(obj).__name__})")
+    named = obj.get("hook_event_name")
+    if isinstance(named, str) and named and named != event:
+        raise HookInputError(f"stdin is a {named} event, this command handles {event}")
+    sid = obj.get("session_id")
+    cwd = obj.get("cwd")
+    transcript = obj.get("transcript_path")
+    return Payload(event, sid if isinstance(sid, str) and sid else None,
+                   cwd if isinstance(cwd, str) and cwd else os.getcwd(),
+                   transcript if isinstance(transcript, str) and transcript else None, obj)
+
+
+def budget_ms(event: str) -> int:
+    """The event's budget: $ENGRAMDB_HOOK_BUDGET_MS when set to a positive integer, else
+    `BUDGETS_MS`."""
+    raw = os.environ.get(BUDGET_ENV, "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value > 0:
+            return value
+    return BUDGETS_MS[event]
+
+
+def store_path(path: str | None, payload: Payload) -> Path:
+    """`--path`, else $ENGRAMDB_PATH, else `<the session's cwd>/.engramdb`."""
+    chosen = path or os.environ.get("ENGRAMDB_PATH")
+    return Path(chosen) if chosen else Path(payload.cwd) / STORE_FOLDER
+
+
+def namespace_of(namespace: str | None, payload: Payload) -> str:
+    """`--namespace`, else $ENGRAMDB_NAMESPACE, else the project folder's name (the session's cwd)."""
+    return namespace or os.environ.get("ENGRAMDB_NAMESPACE") or Path(payload.cwd).name or DEFAULT_NAMESPACE
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    note = f" ... [{len(text) - limit} more chars]"
+    return text[:max(0, limit - len(note))] + note
+
+
+def as_text(value: Any) -> str:
+    """A JSON value as text: a string as is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except ValueError:  # a circular structure cannot come from JSON, but a caller's dict might
+        return str(value)
+
+
+def compact_input(tool_input: Any) -> str:
+    """A tool call's input in at most INPUT_CHARS: the fields that say what it is about first
+    (command, file_path, pattern ...), each value clipped, then the others."""
+    if not isinstance(tool_input, dict):
+        return clip(as_text(tool_input), INPUT_CHARS)
+    keys = [k for k in KEY_FIELDS if k in tool_input] + sorted(k for k in tool_input if k not in KEY_FIELDS)
+    parts = [f"{k}={clip(' '.join(as_text(tool_input[k]).split()), VALUE_CHARS)}" for k in keys]
+    return clip(" ".join(parts), INPUT_CHARS)
+
+
+def _base(payload: Payload, namespace: str) -> dict[str, Any]:
+    meta = {"hook": payload.event, "cwd": payload.cwd}
+    if payload.transcript_path:
+        meta["transcript_path"] = payload.transcript_path
+    return {"namespace": namespace, "session_id": payload.session_id, "metadata": meta,
+            "provenance": {"extractor": f"engramdb hook {payload.event}"}}
+
+
+def prompt_record(payload: Payload, namespace: str) -> dict[str, Any] | None:
+    """The user's prompt as a turn (role "user"); None for an empty prompt."""
+    prompt = payload.text("prompt").strip()
+    if not prompt:
+        return None
+    return {**_base(payload, namespace), "content": clip(prompt, REPLY_CHARS), "role": "user",
+            "memory_type": "turn", "source": "turn"}
+
+
+def tool_record(payload: Payload, namespace: str) -> dict[str, Any] | None:
+    """A tool use (memory_type "hook", role "tool"): its name, a compact input and a clipped
+    response; None without a tool name."""
+    name = payload.text("tool_name").strip()
+    if not name:
+        return None
+    content = f"Tool {name}: {compact_input(payload.fields.get('tool_input'))}"
+    if "tool_response" in payload.fields:
+        content += "\nResult: " + clip(as_text(payload.fields["tool_response"]).strip(), RESPONSE_CHARS)
+    rec = _base(payload, namespace)
+    rec["metadata"]["tool_name"] = name
+    tool_use_id = payload.text("tool_use_id")
+    if tool_use_id:
+        rec["metadata"]["tool_use_id"] = tool_use_id
+    return {**rec, "content": content, "role": "tool", "memory_type": "hook", "source": "hook"}
+
+
+def reply_record(payload: Payload, namespace: str) -> dict[str, Any] | None:
+    """The assistant's last message (role "assistant", source "response"): `last_assistant_message`,
+    else the last assistant text in the transcript's tail; None when there is neither."""
+    text = payload.text("last_assistant_message").strip() or last_assistant_text(payload.transcript_path)
+    if not text:
+        return None
+    rec = _base(payload, namespace)
+    agent = payload.text("agent_type")
+    if agent:
+        rec["metadata"]["agent_type"] = agent
+    return {**rec, "content": clip(text, REPLY_CHARS), "role": "assistant", "memory_type": "turn",
+            "source": "response"}
+
+
+def last_assistant_text(transcript_path: str | None) -> str:
+    """The text of the last assistant entry in a Claude Code transcript (JSON lines), read from
+    its last TRANSCRIPT_TAIL bytes; "" when there is none or the file cannot be read (older
+    agents send no `last_assistant_message` with Stop)."""
+    if not transcript_path:
+        return ""
+    try:
+        with open(transcript_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - TRANSCRIPT_TAIL))
+            lines = deque(f.read().splitlines(), maxlen=200)
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:  # the first line of the tail is usually cut
+            continue
+        msg = entry.get("message") if isinstance(entry, dict) else None
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            texts = [content]
+        elif isinstance(content, list):
+            texts = [c["text"] for c in content if isinstance(c, dict) and c.get("type") == "text"
+                     and isinstance(c.get("text"), str)]
+        else:
+            texts = []
+        text = "\n".join(t for t in texts if t.strip()).strip()
+        if text:
+            return text
+    return ""
+
+
+def tool_query(payload: Payload) -> str:
+    """What a PreToolUse searches for: the tool's name and what its input is about."""
+    name = payload.text("tool_name").strip()
+    tool_input = payload.fields.get("tool_input")
+    if isinstance(tool_input, dict):
+        about = [as_text(tool_input[k]) for k in KEY_FIELDS if k in tool_input] or \
+                [as_text(v) for _, v in sorted(tool_input.items())]
+        body = " ".join(" ".join(about).split())
+    else:
+        body = " ".join(as_text(tool_input).split()) if tool_input is not None else ""
+    return f"{name} {body}".strip()[:QUERY_CHARS]  # a plain cut: a note would be searched too
+
+
+__all__ = ["BUDGETS_MS", "BUDGET_ENV", "EVENTS", "HookInputError", "Payload", "as_text", "budget_ms", "clip",
+           "compact_input", "last_assistant_text", "namespace_of", "parse", "prompt_record", "reply_record",
+           "store_path", "tool_query", "tool_record"]

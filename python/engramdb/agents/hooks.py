@@ -1,0 +1,398 @@
+"""`engramdb hook EVENT`: a coding agent's hooks (Claude Code's contract, C8) over a store.
+
+The agent runs one process per event with the event's JSON on stdin (hook_events.py reads it).
+Each event has a read (context for the agent) and/or a write, within its budget
+(hook_events.BUDGETS_MS):
+- SessionStart (5 s): read-only, warm what a search needs, then the project's lite pack
+  (`db.pack`: its memories by learned importance) under its topics (`db.topics`);
+- UserPromptSubmit (2 s): the plain-search hits for the prompt are offered first (the quick
+  answer), then the prompt is captured (role "user", memory_type "turn"; after the read's snapshot,
+  so it is not its own best match), then `db.context(prompt, session_id=...)` is the full answer;
+- PreToolUse (0.5 s): the few memories that match the tool call well (a plain search);
+- PostToolUse (3 s): capture the tool use (memory_type "hook": name, compact input, clipped
+  response); Stop / SubagentStop (3 s): capture the assistant's last message (role "assistant");
+- SessionEnd (30 s): open as the writer (which ingests the spool), checkpoint, merge the small
+  segments captures leave, apply a consolidation run and refresh the namespace's topics.
+Context goes to stdout as `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
+TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is nothing to say.
+
+Captures go through `engramdb.capture`: stored at once when the writer's lock is free, else
+spooled for the next writer, so parallel hooks never wait on each other or on a long-lived writer.
+Reads open the store read-only (any number at once); a store folder that does not exist yet reads
+as empty. The exit status is always 0: these hooks never block the agent. Bad or empty stdin
+prints nothing and leaves one line on stderr.
+
+Deadlines: the read and the write run on daemon threads. The budget counts from the process's
+start; a read that has a quicker answer offers it first (the pack before the topics, plain search
+hits before the full context, whose topics a cold process may need seconds to compute), and that
+answer is printed when the full one is not ready at FALLBACK_AT of the budget. At the budget the
+process leaves with `os._exit(0)`: nothing printed if the context was not ready, never half of it;
+a capture still unfinished is first captured again under the same id (`_rescue`: spooled in
+milliseconds while the process's own capture holds the lock), so it is kept, and kept once.
+$ENGRAMDB_HOOK_BUDGET_MS sets one budget (ms) for every event. `main` is a process's entry point
+(the CLI's): it may end the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import engramdb
+
+from . import hook_events as ev
+from .hook_events import Payload
+
+CHARS_PER_TOKEN = 4  # max_chars -> a context's max_tokens (English prose and code average 3-4)
+FALLBACK_AT = 0.75  # of the budget: print the quicker answer when the full one is not ready by then
+FALLBACK_HITS = 8  # memories a quick UserPromptSubmit answer shows at most
+FALLBACK_MIN_SCORE = 0.2  # a weak match and up (0.5 is a good one)
+TOOL_HITS = 3  # memories a PreToolUse shows at most
+TOOL_MIN_SCORE = 0.3  # a tool call is frequent: only good matches are worth its tokens
+TOOL_CHARS = 1_200  # a PreToolUse context at most (a brief one, whatever --max-chars allows)
+LINE_CHARS = 400  # one memory in a plain-search answer
+TOPICS_SHOWN = 8  # topics a SessionStart lists
+RESCUE_S = 2.0  # past the budget, a late capture's second chance (spooling takes ms, a cold import ~0.4-1 s)
+PROCESS_AGE_LIMIT_S = 60.0  # older at main(): not a hook's own process (main() was called in-process), count from now
+
+
+class _Run:
+    """One hook's state between its threads and the main one: the context (quick and full), the
+    write's go and its end, and notes for stderr."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.cond = threading.Condition()
+        self.final: str | None = None
+        self.final_ready = False
+        self.quick: str | None = None
+        self.quick_ready = False  # a quick answer was offered (None: it found nothing to say)
+        self.go_write = threading.Event()  # the read has what must come first (or ended): the write may start
+        self.parsed = threading.Event()  # stdin read: `records` says what the write keeps
+        self.store: Path | None = None
+        self.records: list[dict[str, Any]] = []  # what the write captures
+        self.written = threading.Event()
+        self.notes: list[str] = []
+
+    def offer(self, text: str | None) -> None:
+        """A quicker, lesser answer (None: nothing to say), printed if the full one is late."""
+        with self.cond:
+            self.quick, self.quick_ready = text, True
+            self.cond.notify_all()
+
+    def answer(self, text: str | None) -> None:
+        """The full answer (the first one given counts)."""
+        with self.cond:
+            if not self.final_ready:
+                self.final, self.final_ready = text, True
+                self.cond.notify_all()
+
+    def wait_answer(self, fallback_at: float, deadline: float) -> tuple[str, str | None]:
+        """("full", text) as soon as the full answer is given; ("quick", text) from `fallback_at`
+        on when only the quick one is; ("late", None) at the deadline."""
+        with self.cond:
+            while True:
+                now = time.monotonic()
+                if self.final_ready:
+                    return "full", self.final
+                if now >= fallback_at and self.quick_ready:
+                    return "quick", self.quick
+                if now >= deadline:
+                    return "late", None
+                self.cond.wait((fallback_at if now < fallback_at and self.quick_ready else deadline) - now)
+
+
+@dataclass(frozen=True)
+class _Hook:
+    """What `engramdb hook EVENT` does: a read giving the context, and/or a write: the record a
+    capture keeps, or the writer's upkeep."""
+
+    read: Callable[[Payload, Path, str, int, _Run, engramdb.Store], None] | None = None
+    capture: Callable[[Payload, str], dict[str, Any] | None] | None = None
+    upkeep: Callable[[Path, str], None] | None = None
+
+
+def main(event: str, *, path: str | None, namespace: str | None, max_chars: int) -> int:
+    """Run the hook for `event` on the JSON object on stdin (see the module docstring); always 0."""
+    if event not in HOOKS:
+        _note(event, f"unknown event; expected one of {', '.join(HOOKS)}")
+        return 0
+    budget = ev.budget_ms(event) / 1000
+    deadline = _process_start() + budget
+    run = _Run(deadline)
+    worker = threading.Thread(target=_work, args=(run, event, path, namespace, max(0, max_chars)),
+                              name=f"engramdb-hook-{event}", daemon=True)
+    worker.start()
+    which, text = run.wait_answer(deadline - (1 - FALLBACK_AT) * budget, deadline)
+    if which == "late":
+        _leave(event, f"over its {ev.budget_ms(event)} ms budget" + (": nothing printed" if HOOKS[event].read else "")
+               + _rescue(run))
+    if which == "quick":
+        run.notes.append(f"the full context was not ready at {FALLBACK_AT:.0%} of the budget: "
+                         + ("printed the quick answer" if text else "the quick one found nothing to say"))
+    if text and HOOKS[event].read is not None:
+        _print_context(event, text)
+    if not run.written.wait(max(0.0, deadline - time.monotonic())):
+        _leave(event, f"over its {ev.budget_ms(event)} ms budget before its write finished" + _rescue(run))
+    for note in run.notes:
+        _note(event, note)
+    if worker.is_alive():  # the full context, too late to print: no need to wait for it
+        _leave(event, None)
+    return 0
+
+
+def _work(run: _Run, event: str, path: str | None, namespace: str | None, max_chars: int) -> None:
+    """Read stdin, start the write (it waits for `go_write`), do the read."""
+    hook = HOOKS[event]
+    writing = False
+    try:
+        payload = ev.parse(sys.stdin.read() if not sys.stdin.isatty() else "", event)
+        store = ev.store_path(path, payload)
+        ns = ev.namespace_of(namespace, payload)
+        record = hook.capture(payload, ns) if hook.capture is not None else None
+        if record is not None:
+            record["id"] = uuid.uuid4().hex  # given here, so a rescue (_rescue) is the same memory
+            run.store, run.records = store, [record]
+        run.parsed.set()
+        if run.records or hook.upkeep is not None:
+            threading.Thread(target=_write, args=(run, hook.upkeep, store, ns),
+                             name=f"engramdb-hook-{event}-write", daemon=True).start()
+            writing = True
+        else:
+            run.written.set()  # nothing to write: the main thread need not wait for the read's end
+        if hook.read is not None:
+            with _reader(store) as db:
+                if db is not None:
+                    hook.read(payload, store, ns, max_chars, run, db)
+    except ev.HookInputError as exc:
+        run.notes.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a hook never fails the agent: say what went wrong, print nothing
+        run.notes.append(_why(exc))
+    finally:
+        run.parsed.set()
+        if not writing:
+            run.written.set()  # none to wait for (or stdin was refused)
+        run.go_write.set()
+        run.answer(None)
+
+
+def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, ns: str) -> None:
+    try:
+        run.go_write.wait()
+        if run.records:
+            engramdb.capture(store, run.records)
+        if upkeep is not None:
+            upkeep(store, ns)
+    except Exception as exc:  # noqa: BLE001 - as in _work
+        run.notes.append(_why(exc))
+    finally:
+        run.written.set()
+
+
+def _rescue(run: _Run) -> str:
+    """At the deadline with a capture unfinished: capture the same records (same ids) again,
+    within RESCUE_S. While this process's own capture holds the writer's lock, that spools them in
+    milliseconds; the next writer takes in whichever copy it does not already hold (ids are
+    checked), so the memory is kept once. Says what became of them ("" with nothing to keep)."""
+    end = time.monotonic() + RESCUE_S
+    if run.written.is_set() or not run.parsed.wait(RESCUE_S):
+        return ""
+    store = run.store
+    if not run.records or store is None:
+        return ""
+    done = threading.Event()
+    kept: list[dict[str, Any]] = []
+
+    def again() -> None:
+        try:
+            kept.append(engramdb.capture(store, run.records))
+        except Exception as exc:  # noqa: BLE001 - as in _work
+            run.notes.append(_why(exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=again, name="engramdb-hook-rescue", daemon=True).start()
+    if done.wait(max(0.0, end - time.monotonic())) and kept:
+        return f": the capture was {'spooled' if kept[0]['spooled'] else 'stored'} instead"
+    return f": the capture may be lost (not kept within a further {RESCUE_S:g} s)"
+
+
+# ---------------------------------------------------------------------------------- reads
+def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run, db: engramdb.Store) -> None:
+    """The project's lite pack, under its topics when they come in time."""
+    db.search(ns, namespace=ns, k=1, log=False)  # warms the embedders, BM25 and the files' pages
+    title = f"engramdb: what the memory of project '{ns}' holds"
+    pack = db.pack(ns, max_tokens=_tokens(max_chars))
+    body = ["## Memories by importance", pack.text] if pack.text else []
+    run.offer(_headed(title, body, max_chars))
+    try:
+        topics = list(db.topics(ns))[:TOPICS_SHOWN]
+    except ImportError:  # scikit-learn not installed (engramdb[cluster]): no portfolio
+        topics = []
+    lines = ["## Topics", *(f"- {t.label} ({t.size} memories, {t.phase})" for t in topics)] if topics else []
+    run.answer(_headed(title, lines + body, max_chars))
+
+
+def user_prompt_submit(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run,
+                       db: engramdb.Store) -> None:
+    """`db.context` for the prompt; the best plain-search hits first, in case it is late."""
+    prompt = payload.text("prompt").strip()
+    if not prompt:
+        return
+    title = f"engramdb: memories of project '{ns}' for this prompt"
+    hits = db.search(prompt, namespace=ns, k=FALLBACK_HITS, session_id=payload.session_id,
+                     min_score=FALLBACK_MIN_SCORE, log=False)
+    run.offer(_headed(title, ["## Related memories", *_lines(hits)] if len(hits) else [], max_chars))
+    # then the capture, before the full context: it is kept for good, the full context only betters the quick one
+    run.go_write.set()
+    run.written.wait(max(0.0, run.deadline - time.monotonic()))
+    ctx = db.context(prompt, namespace=ns, session_id=payload.session_id, max_tokens=_tokens(max_chars))
+    found = any(item.id is not None for item in ctx.items)  # the badges alone say nothing
+    run.answer(_headed(title, [ctx.text] if found else [], max_chars))
+
+
+def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run, db: engramdb.Store) -> None:
+    """The few memories that match the tool call well."""
+    query = ev.tool_query(payload)
+    hits = db.search(query, namespace=ns, k=TOOL_HITS, min_score=TOOL_MIN_SCORE, log=False) if query else []
+    tool = payload.text("tool_name") or "tool"
+    run.answer(_headed(f"engramdb: memories related to this {tool} call", _lines(hits),
+                       min(max_chars, TOOL_CHARS)))
+
+
+# ---------------------------------------------------------------------------------- writes
+def session_end(store: Path, ns: str) -> None:
+    """Upkeep as the writer: ingest the spool (opening does), fold the WAL, merge the small
+    segments, consolidate the namespace and refresh its topics. Left, with a note, to the
+    process holding the writer's lock when there is one."""
+    if not store.is_dir():
+        return
+    try:
+        db = engramdb.open(store)
+    except engramdb.StoreLocked:
+        raise RuntimeError(f"{store} has another writer: the upkeep is left to it (captures stay spooled "
+                           "for it)") from None
+    with db:
+        db.checkpoint()
+        db.compact()
+        db.consolidate(namespace=ns, dry_run=False)
+        try:
+            db.topics(ns)
+        except ImportError:  # no scikit-learn: no topics to refresh
+            pass
+
+
+HOOKS = {
+    "SessionStart": _Hook(read=session_start),
+    "UserPromptSubmit": _Hook(read=user_prompt_submit, capture=ev.prompt_record),
+    "PreToolUse": _Hook(read=pre_tool_use),
+    "PostToolUse": _Hook(capture=ev.tool_record),
+    "Stop": _Hook(capture=ev.reply_record),
+    "SubagentStop": _Hook(capture=ev.reply_record),
+    "SessionEnd": _Hook(upkeep=session_end),
+}
+
+
+# ---------------------------------------------------------------------------------- helpers
+@contextmanager
+def _reader(store: Path) -> Iterator[engramdb.Store | None]:
+    """The store opened read-only for a `with` block, or None when its folder does not exist yet
+    (nothing captured so far)."""
+    if not store.is_dir():
+        yield None
+        return
+    db = engramdb.open(store, read_only=True)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _tokens(max_chars: int) -> int:
+    return max(50, max_chars // CHARS_PER_TOKEN)
+
+
+def _lines(hits: engramdb.Hits | list[engramdb.Hit]) -> list[str]:
+    """One line a hit: when the store learned it, its type, its text (clipped)."""
+    out = []
+    for h in hits:
+        m = h.memory
+        when = m.learned_at.date().isoformat() if m.learned_at else "?"
+        out.append(f"- ({when}, {m.memory_type or m.source}) {ev.clip(' '.join(m.content.split()), LINE_CHARS)}")
+    return out
+
+
+def _headed(title: str, parts: list[str], max_chars: int) -> str | None:
+    """`title` over `parts`, cut to `max_chars` at a line end; None when there are no parts."""
+    if not parts:
+        return None
+    return _cap("\n".join([title, *parts]), max_chars)
+
+
+def _cap(text: str, max_chars: int) -> str | None:
+    """`text` within `max_chars`: whole lines while they fit (a hard cut when even the first does not)."""
+    if len(text) <= max_chars:
+        return text or None
+    cut = text.rfind("\n", 0, max_chars + 1)
+    return (text[:cut] if cut > 0 else text[:max_chars]) or None
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _print_context(event: str, text: str) -> None:
+    body = json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+                      ensure_ascii=False)
+    try:
+        sys.stdout.write(body + "\n")
+        sys.stdout.flush()
+    except OSError:  # the agent stopped reading: nothing to do about it
+        pass
+
+
+def _note(event: str, message: str) -> None:
+    try:
+        print(f"engramdb hook {event}: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _leave(event: str, message: str | None) -> None:
+    """Leave now, exit status 0, whatever the threads are doing (stdout as it is)."""
+    if message:
+        _note(event, message)
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _process_start() -> float:
+    """When this process started, on `time.monotonic`'s clock: the budget is the agent's wall
+    time, interpreter start-up and imports included, which a loaded machine can make a second or
+    more (Linux's /proc says when; elsewhere, or when main() runs inside an older process, now)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22, starttime, in clock ticks since boot
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0 <= age <= PROCESS_AGE_LIMIT_S else now
+
+
+__all__ = ["HOOKS", "main"]
