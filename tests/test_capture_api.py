@@ -124,6 +124,11 @@ def test_add_messages_stores_a_sessions_turns_in_order(tmp_path: Path) -> None:
         with pytest.raises(InvalidMemory, match="message 0: content must be a string"):
             db.add_messages([{"role": "user", "content": None}], namespace="u1")
         assert db.stats()["memories"] == 2  # all or nothing
+        msg = [{"role": "user", "content": "idempotent", "id": "req-1-msg-0"}]
+        assert db.add_messages(msg, namespace="u1", session_id="s1") == ["req-1-msg-0"]
+        with pytest.raises(StoreError, match="already exists"):  # a retried request stores nothing twice
+            db.add_messages(msg, namespace="u1", session_id="s1")
+        assert db.stats()["memories"] == 3 and db.get("req-1-msg-0").metadata == {}
 
 
 def test_list_pages_through_every_memory_once_in_the_order_learned(tmp_path: Path) -> None:

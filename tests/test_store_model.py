@@ -81,7 +81,13 @@ class StoreMachine(RuleBasedStateMachine):
           session=st.sampled_from(["s1", "s2"]))
     def add_messages(self, contents: list[str], ns: str, session: str) -> None:
         """Chat messages: turns of one session whose positions the store counts on."""
-        ids = self.db.add_messages([{"role": "user", "content": c} for c in contents], namespace=ns, session_id=session)
+        given = []
+        for _ in contents:
+            given.append(f"m{self.counter}")
+            self.counter += 1
+        ids = self.db.add_messages([{"role": "user", "content": c, "id": i} for c, i in zip(contents, given)],
+                                   namespace=ns, session_id=session)
+        assert ids == given
         self._count_turns([{"id": i, "content": c, "seq": None} for i, c in zip(ids, contents)], ns, session)
 
     @rule(content=CONTENT, ns=st.sampled_from(NAMESPACES))

@@ -77,22 +77,35 @@ def pending(store: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix == ".json")
 
 
-def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None]) -> dict[str, int]:
-    """Hand each waiting file's records to `apply` (the writer, which skips ids it holds), then
-    unlink the file; a damaged file is renamed `*.damaged`, a refused one `*.rejected`. Returns counts of files and records."""
+def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: int = 1000) -> dict[str, int]:
+    """Hand the records of up to `limit` waiting files to `apply` (the writer, which skips ids it
+    holds) as one batch, one fsync however many hooks spooled, then unlink the files. A damaged
+    file is renamed `*.damaged`; when the writer refuses the batch, the files are tried one by
+    one and a refused one is renamed `*.rejected`. Returns counts of files and records."""
     done = {"files": 0, "records": 0, "damaged": 0, "rejected": 0}
-    for path in pending(store):
+    batch: list[tuple[Path, list[dict[str, Any]]]] = []
+    for path in pending(store)[:limit]:
         records = _read(path)
         if records is None:
             os.replace(path, path.with_suffix(".damaged"))
             done["damaged"] += 1
-            continue
-        try:
-            apply(records)
-        except ValueError:  # checked at capture, so only a schema changed since: kept aside, not retried
-            os.replace(path, path.with_suffix(".rejected"))
-            done["rejected"] += 1
-            continue
+        else:
+            batch.append((path, records))
+    if not batch:
+        return done
+    try:
+        apply([r for _, records in batch for r in records])
+        kept = batch
+    except ValueError:  # checked at capture, so only a schema changed since: find the file, keep it aside
+        kept = []
+        for path, records in batch:
+            try:
+                apply(records)
+                kept.append((path, records))
+            except ValueError:
+                os.replace(path, path.with_suffix(".rejected"))
+                done["rejected"] += 1
+    for path, records in kept:
         path.unlink()
         done["files"] += 1
         done["records"] += len(records)

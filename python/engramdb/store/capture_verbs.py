@@ -137,7 +137,9 @@ class CaptureVerbs(Reads):
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
                      session_id: str | None = None, memory_type: str = "turn") -> builtins.list[str]:
         """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
-        one session, in order (seq assigned); returns their ids. One bad message refuses all."""
+        one session, in order (seq assigned); returns their ids. A message's "id", when given, is
+        its memory's id (a retried request then fails on the id instead of storing twice); other
+        keys go to metadata. One bad message refuses all."""
         records = []
         for i, msg in enumerate(messages):
             if not isinstance(msg, Mapping):
@@ -147,9 +149,10 @@ class CaptureVerbs(Reads):
                 raise InvalidMemory(f"message {i}: role must be a non-empty string, got {role!r}")
             if not isinstance(content, str):
                 raise InvalidMemory(f"message {i}: content must be a string, got {type(content).__name__}")
-            extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
+            extra = {k: v for k, v in msg.items() if k not in ("role", "content", "id")}
             records.append({"content": content, "role": role, "namespace": namespace, "session_id": session_id,
-                            "memory_type": memory_type, **({"metadata": extra} if extra else {})})
+                            "memory_type": memory_type, **({"metadata": extra} if extra else {}),
+                            **({"id": msg["id"]} if "id" in msg else {})})
         return self.add_many(records)
 
     def list(self, namespace: str, *, filters: Mapping[str, Any] | None = None, limit: int = 100,

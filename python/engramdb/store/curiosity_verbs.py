@@ -20,7 +20,7 @@ from ..context.curiosity import CuriosityItem, Key, ranked
 from ..storage.curiosity_log import CuriosityLog
 from .topic_verbs import TopicVerbs
 
-_lock = threading.Lock()  # guards the lazy creation of a store's queue (rare; one lock for all stores)
+_lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 
 
 class CuriosityVerbs(TopicVerbs):
