@@ -145,6 +145,13 @@ def test_list_pages_through_every_memory_once_in_the_order_learned(tmp_path: Pat
             if cursor is None:
                 break
         assert seen == [f"turn {i}" for i in range(25)]
+        back, cursor = [], None
+        while True:
+            page = db.list("a", limit=7, cursor=cursor, newest_first=True)
+            back += [m.content for m in page]
+            if (cursor := page.next_cursor) is None:
+                break
+        assert back == seen[::-1]
         assert [m.content for m in db.list("a", filters={"role": "user"}, limit=3)] == ["turn 1", "turn 3", "turn 5"]
         assert [m.content for m in db.get_all("b")] == ["other namespace"]
         with pytest.raises(ValueError, match="unknown field 'colour'"):

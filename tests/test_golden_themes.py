@@ -53,3 +53,24 @@ def test_flipped_bytes_in_stored_themes_never_crash_nor_change_them(tmp_path: Pa
         (dest / name).write_bytes(bytes(data))
         folders.append(str(dest))
     assert _list("sklearn", folders) == [EXPECTED] * len(folders)
+
+
+def test_a_reader_lists_the_writers_topics_without_clustering(tmp_path: Path) -> None:
+    """Topics a writer computed are stored with the namespace's state: a reader process (a hook,
+    a service worker) lists them as they were, even where scikit-learn cannot run."""
+    shutil.copytree(GOLDEN, tmp_path / "s")
+    code = textwrap.dedent("""
+        import json, sys
+        if sys.argv[1] == "no-sklearn":
+            sys.modules["sklearn"] = None
+        import engramdb
+        with engramdb.open(sys.argv[2], read_only=sys.argv[1] == "no-sklearn", access_log=False) as db:
+            print(json.dumps([[t.id, t.label, sorted(t.members)] for t in db.topics("n")]))
+    """)
+    runs = []
+    for mode in ("sklearn", "no-sklearn"):  # the writer computes and stores, then a reader lists
+        got = subprocess.run([sys.executable, "-c", code, mode, str(tmp_path / "s")], check=False,
+                             capture_output=True, text=True, timeout=300)
+        assert got.returncode == 0, got.stderr[-2000:]
+        runs.append(json.loads(got.stdout))
+    assert runs[0] == runs[1] and len(runs[0]) >= 2

@@ -137,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--namespace", default="default", help="the namespace a tool call without one uses")
     mcp.add_argument("--profile", default=None, help="schema profile of a new store (default or minilm)")
     hook = sub.add_parser("hook", help="a coding agent's hook (Claude Code's contract): JSON on stdin, context on stdout")
-    hook.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop or SessionEnd")
+    hook.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop or "
+                                    "SessionEnd ($ENGRAMDB_HOOK_BUDGET_MS overrides every event's time budget)")
     hook.add_argument("--path", default=None, help="store folder (default $ENGRAMDB_PATH, else ./.engramdb)")
     hook.add_argument("--namespace", default=None, help="namespace (default $ENGRAMDB_NAMESPACE, else the project "
                                                          "folder's name)")

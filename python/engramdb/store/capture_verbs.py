@@ -156,12 +156,12 @@ class CaptureVerbs(Reads):
         return self.add_many(records)
 
     def list(self, namespace: str, *, filters: Mapping[str, Any] | None = None, limit: int = 100,
-             cursor: str | None = None, include_ended: bool = False) -> Page:
+             cursor: str | None = None, include_ended: bool = False, newest_first: bool = False) -> Page:
         """A namespace's current memories in the order they were learned (a batch in its order), a
         page at a time: a `Page` (a list of Memory) whose `next_cursor` gives the next page (None
         at the end). `filters`: equality on memory_type, session_id, role, source, or on metadata
         keys as "metadata.KEY". Memories whose valid time has ended (superseded, a file's old
-        chunks) are left out unless `include_ended`."""
+        chunks) are left out unless `include_ended`. `newest_first` pages from the latest."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be an int >= 1, got {limit!r}")
         checks = dict(filters or {})
@@ -176,11 +176,11 @@ class CaptureVerbs(Reads):
             seg = view.segments[s]
             if include_ended or seg.valid_until[r] > now:
                 order.append((int(seg.learned_at[r]), int(seg.turns()[2][r]), seg.ids[r], (s, r)))
-        order.sort()
+        order.sort(reverse=newest_first)
         page = Page()
         last: tuple[int, int, str] | None = None
         for when, seq, mid, loc in order:
-            if after is not None and (when, seq, mid) <= after:
+            if after is not None and ((when, seq, mid) >= after if newest_first else (when, seq, mid) <= after):
                 continue
             m = view.memory_at(*loc)
             if all(_field(m, k) == v for k, v in checks.items()):

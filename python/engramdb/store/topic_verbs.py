@@ -70,6 +70,7 @@ class TopicVerbs(UpkeepVerbs):
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     topics_state: str | None = None  # "adopted" (the saved history) or why it started over
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
+    _topics_stored: dict[str, tuple[str, Topics]] | None = None  # namespace -> (stamp, topics), as stored
     _themes_stored: dict[str, tuple[str, list[Theme]]] | None = None  # namespace -> (stamp, themes), as stored
 
     def voting_spaces(self) -> list[str]:
@@ -114,6 +115,13 @@ class TopicVerbs(UpkeepVerbs):
         hit = cache.get(namespace)
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
+        stamp = _stamp(view, namespace)
+        if self._topics_stored is None:
+            self._topics_stored = topic_state.load_results(self._derived)
+        kept = self._topics_stored.get(namespace)
+        if kept is not None and kept[0] == stamp and not refresh and labeler is None:
+            cache[namespace] = (fingerprint, kept[1])  # what the writer (or this store, earlier) found
+            return kept[1]
         locs = view.current_locs(namespace)
         ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
         unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
@@ -135,6 +143,9 @@ class TopicVerbs(UpkeepVerbs):
         self._previous()[namespace] = nxt
         self._save_previous()
         cache[namespace] = (fingerprint, result)
+        if labeler is None:
+            self._topics_stored[namespace] = (stamp, result)
+            topic_state.save_results(self._derived, self._topics_stored)
         if full:  # increments start from the last full clustering
             if self._topic_runs is None:
                 self._topic_runs = {}
@@ -170,7 +181,7 @@ class TopicVerbs(UpkeepVerbs):
         writer stored); `refresh` or a custom `labeler` computes them again. Needs scikit-learn
         (`engramdb[cluster]`) to compute."""
         view = self._view()
-        stamp = f"{view.epoch}:{view.namespace_rows(namespace)}"
+        stamp = _stamp(view, namespace)
         if self._themes_stored is None:
             self._themes_stored = topic_state.load_themes(self._derived)
         kept = self._themes_stored.get(namespace)
@@ -368,6 +379,8 @@ class TopicVerbs(UpkeepVerbs):
         self._merges().setdefault(ns, {})[into_it] = keep
         self._save_previous()
         self._topic_cache = None
+        if self._topics_stored is not None:
+            self._topics_stored.pop(ns, None)  # stored before the merge
         merged = {t.id: t for t in self.topics(ns)}
         return merged[keep]
 
@@ -451,6 +464,18 @@ def _cross_pairs(x: np.ndarray, tid: np.ndarray, floor: float, k: int) -> list[t
         best += [(float(v), int(a) + s, int(b)) for v, a, b in zip(vals.tolist(), i.tolist(), j.tolist())]
         best = sorted(best, key=lambda t: (-t[0], t[1], t[2]))[:k]
     return best
+
+
+def _stamp(view: View, namespace: str) -> str:
+    """The state of a namespace stored results are valid for: its rows (every write adds one) and
+    its newest learning time (a purge and as many adds after it change that)."""
+    newest = 0
+    for seg in view.segments:
+        code = seg.ns_codes.get(namespace)
+        if code is not None:
+            mine = seg.learned_at[seg.ns_index == code]
+            newest = max(newest, int(mine.max()) if len(mine) else 0)
+    return f"{view.namespace_rows(namespace)}:{newest}"
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

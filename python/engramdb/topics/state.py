@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
-from .model import Previous
+from .model import Previous, Topic, Topics
 from .themes import Theme
 
 STATE_FORMAT = 1
@@ -110,4 +110,56 @@ def load_themes(files: DerivedFiles) -> dict[str, tuple[str, list[Theme]]]:
         return {}
 
 
-__all__ = ["load", "load_themes", "save", "save_themes"]
+RESULTS_DATA, RESULTS_SIDE = "topics.arrow", "topics.json"
+_RESULTS = pa.schema([("namespace", pa.string()), ("stamp", pa.string()), ("churn", pa.float64()),
+                      ("entropy", pa.float64()), ("sampled", pa.int64()), ("topic_id", pa.string()),
+                      ("label", pa.string()), ("members", pa.list_(pa.string())), ("confidence", pa.float64()),
+                      ("phase", pa.string()), ("stability", pa.float64()), ("centroid_stability", pa.float64()),
+                      ("runs", pa.int64()), ("created_us", pa.int64())])
+
+
+def save_results(files: DerivedFiles, results: dict[str, tuple[str, Topics]]) -> None:
+    """Write every namespace's last topics as a run returned them, stamped with the namespace's
+    state, so another process (a reader: hooks, a service's workers) lists them without clustering."""
+    if not files.writable:
+        return
+    rows: dict[str, list[Any]] = {name: [] for name in _RESULTS.names}
+    for ns, (stamp, found) in sorted(results.items()):
+        for t in found or [Topic("", ns, "", (), 0.0)]:
+            values = (ns, stamp, found.churn, found.entropy, found.sampled, t.id, t.label, list(t.members),
+                      t.confidence, t.phase, t.stability, t.centroid_stability, t.runs, t.created_us)
+            for name, value in zip(_RESULTS.names, values):
+                rows[name].append(value)
+    entry = files.write(RESULTS_DATA, table_bytes(pa.table(rows, schema=_RESULTS)))
+    files.write_sidecar(RESULTS_SIDE, {"format": STATE_FORMAT, **entry})
+
+
+def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
+    """The stored topics per namespace (empty when missing or damaged: they are computed again)."""
+    meta = files.read_sidecar(RESULTS_SIDE)
+    if isinstance(meta, str) or meta.get("format") != STATE_FORMAT:
+        return {}
+    raw = files.read(RESULTS_DATA, meta)
+    if isinstance(raw, str):
+        return {}
+    try:
+        table = bytes_table(raw)
+        if not table.schema.remove_metadata().equals(_RESULTS):
+            return {}
+        out: dict[str, tuple[str, Topics]] = {}
+        for r in table.to_pylist():
+            ns = str(r["namespace"])
+            if ns not in out:
+                found = Topics([], float(r["churn"]), float(r["entropy"]))
+                found.sampled = r["sampled"]
+                out[ns] = (str(r["stamp"]), found)
+            if r["members"]:
+                out[ns][1].append(Topic(str(r["topic_id"]), ns, str(r["label"]), tuple(r["members"]),
+                                        float(r["confidence"]), str(r["phase"]), r["stability"],
+                                        r["centroid_stability"], int(r["runs"]), int(r["created_us"])))
+        return out
+    except Exception:  # noqa: BLE001 - a derived file is never trusted
+        return {}
+
+
+__all__ = ["load", "load_results", "load_themes", "save", "save_results", "save_themes"]
