@@ -74,3 +74,27 @@ def test_a_reader_lists_the_writers_topics_without_clustering(tmp_path: Path) ->
         assert got.returncode == 0, got.stderr[-2000:]
         runs.append(json.loads(got.stdout))
     assert runs[0] == runs[1] and len(runs[0]) >= 2
+
+
+def test_a_readers_context_uses_the_stored_topics_even_when_stale(tmp_path: Path) -> None:
+    """A hook's context in a short-lived reader never clusters: it takes the topics the writer
+    stored, though memories arrived since."""
+    shutil.copytree(GOLDEN, tmp_path / "s")
+    import engramdb
+
+    with engramdb.open(tmp_path / "s", access_log=False) as db:
+        stored = [t.label for t in db.topics("n")]
+        db.add("the python build now uses ninja with cmake", namespace="n")  # the stored topics are stale now
+    code = textwrap.dedent("""
+        import json, sys
+        sys.modules["sklearn"] = None  # clustering would raise: only stored topics can be used
+        import engramdb
+        with engramdb.open(sys.argv[1], read_only=True, access_log=False) as db:
+            ctx = db.context("does the code build with cmake?", namespace="n", max_tokens=300)
+            print(json.dumps([[i.section, i.why] for i in ctx.items]))
+    """)
+    got = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], check=False, capture_output=True,
+                         text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    topic_items = [why for section, why in json.loads(got.stdout) if section == "topics"]
+    assert topic_items and all(any(label in why for label in stored) for why in topic_items)

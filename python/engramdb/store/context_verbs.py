@@ -309,7 +309,7 @@ class ContextVerbs(CuriosityVerbs):
             return "", set()
         q = np.asarray(embed_query(main, self.embedders, query), np.float64).reshape(-1)  # cached (K5)
         best = int(np.argmax(np.asarray(centroids) @ q))
-        label = self.topics(namespace)[best].label
+        label = self._topics_to_use(namespace)[best].label
         top = max(scores.values())
         # a topic match is a hit of the nearest topic that is also a good hit (half the best at least)
         return label, {i for i, s in scores.items() if topic_of.get(i) == best and s >= TOPIC_SHARE * top}

@@ -220,10 +220,26 @@ class TopicVerbs(UpkeepVerbs):
                 "session_memories": len(mine)}
 
     @_one_at_a_time
+    def _topics_to_use(self, namespace: str) -> Topics:
+        """The topics a search or a context uses: a writer's, fresh; a reader's, as the writer last
+        stored them even when the namespace moved since (topics change slowly, and clustering in a
+        short-lived reader such as a hook costs seconds), or none when nothing is stored."""
+        if not self.read_only:
+            return self.topics(namespace)
+        view = self._view()
+        hit = (self._topic_cache or {}).get(namespace)
+        if hit is not None and hit[0] == (view.epoch, view.namespace_rows(namespace)):
+            return hit[1]
+        if self._topics_stored is None:
+            self._topics_stored = topic_state.load_results(self._derived)
+        kept = self._topics_stored.get(namespace)
+        return kept[1] if kept is not None else Topics([])
+
+    @_one_at_a_time
     def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
         topic stage, the context's topic matches); made once per topics run."""
-        found = self.topics(namespace)
+        found = self._topics_to_use(namespace)
         maps = self._topic_maps if self._topic_maps is not None else {}
         self._topic_maps = maps
         hit = maps.get(namespace)
