@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _zipf
+import eval_locomo as ev  # the one editable-install check the benches share
 from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
@@ -52,22 +53,11 @@ BATCH = 10_000
 SESSION = 50  # memories per session
 LINK_EVERY = 100  # one CAUSED_BY edge per this many memories
 WARMUP = 3
-# The dream's exploration compares every pair of topic members at once (store/topic_verbs.py: an n x n
-# float64 matrix, 80 GB at 100,000): above this it is not called
+# The dream reads every memory of the namespace and consolidates it (seconds to minutes at 100,000;
+# its exploration is bounded now): above this it is not called
 DREAM_MAX = 20_000
 TARGET_P95_MS = {"default": 50.0, "minilm": 2000.0}  # inject_context
 QUERY_TOOLS = ("search_graph", "search_causes", "search_connections", "search_by_intent", "inject_context")
-
-
-def editable_engramdb() -> bool:
-    """True when engramdb is an editable install (importing it may rebuild the C++ core)."""
-    from importlib import metadata
-
-    try:
-        raw = metadata.distribution("engramdb").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return False
-    return bool(raw and json.loads(raw).get("dir_info", {}).get("editable"))
 
 
 def build(path: Path, n: int, profile: str) -> dict[str, float]:
@@ -188,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--keep", type=Path, help="build the stores in this folder and keep them")
     args = ap.parse_args(argv)
-    if editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
+    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
         print("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a venv "
               "of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", file=sys.stderr)
         return 2

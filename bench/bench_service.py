@@ -23,17 +23,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import eval_locomo as ev  # the one editable-install check the benches share
+
 LOADTEST = Path(__file__).resolve().parents[1] / "examples" / "service" / "loadtest.py"
 SIZES = {"users": 20, "memories": 200, "clients": 50, "requests": 2000}
 ROUTES = ("search", "context", "write")
-
-
-def _editable_engramdb() -> bool:
-    try:
-        raw = metadata.distribution("engramdb").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return False
-    return bool(raw and json.loads(raw).get("dir_info", {}).get("editable"))
 
 
 def _version(name: str) -> str:
@@ -99,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=SIZES["clients"], help="concurrent clients (1: latency unloaded)")
     ap.add_argument("--json", type=Path, help="also write every run's figures here")
     args = ap.parse_args(argv)
-    if _editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
+    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
         print("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a "
               "venv of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", file=sys.stderr)
         return 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,3 +56,18 @@ def small_trees(min_rows: int, leaf_size: int, **more: Any) -> Tuning:
     """Tuning that gives namespaces of `min_rows` memories centroid trees of `leaf_size`-memory
     leaves, so tests reach the tree paths with small stores."""
     return Tuning(tree_min_rows=min_rows, tree_leaf_size=leaf_size, **more)
+
+
+def flipped_copies(golden: Path, name: str, dest: Path, samples: int) -> list[str]:
+    """Copies of the golden store folder `golden` under `dest`, each with one byte of its file
+    `name` flipped (XOR 0x41), at `samples` positions spread over the file; their paths."""
+    raw = (golden / name).read_bytes()
+    folders = []
+    for pos in range(0, len(raw), max(1, len(raw) // samples)):
+        copy = dest / f"f{pos}"
+        shutil.copytree(golden, copy)
+        data = bytearray(raw)
+        data[pos] ^= 0x41
+        (copy / name).write_bytes(bytes(data))
+        folders.append(str(copy))
+    return folders

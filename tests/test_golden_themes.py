@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from store_helpers import flipped_copies
 
 GOLDEN = Path(__file__).parent / "golden" / "themes-v1"
 EXPECTED = [["build / cmake / code", [f"build{i}" for i in range(4)]],
@@ -43,15 +44,7 @@ def test_stored_v1_themes_are_listed_without_recomputing(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("name", ["index/themes.arrow", "index/themes.json"])
 def test_flipped_bytes_in_stored_themes_never_crash_nor_change_them(tmp_path: Path, name: str) -> None:
-    raw = (GOLDEN / name).read_bytes()
-    folders = []
-    for pos in range(0, len(raw), max(1, len(raw) // 10)):
-        dest = tmp_path / f"f{pos}"
-        shutil.copytree(GOLDEN, dest)
-        data = bytearray(raw)
-        data[pos] ^= 0x41
-        (dest / name).write_bytes(bytes(data))
-        folders.append(str(dest))
+    folders = flipped_copies(GOLDEN, name, tmp_path, 10)
     assert _list("sklearn", folders) == [EXPECTED] * len(folders)
 
 

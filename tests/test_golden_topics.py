@@ -11,6 +11,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from store_helpers import flipped_copies
 
 GOLDEN = Path(__file__).parent / "golden" / "topics-v1"
 
@@ -29,15 +30,7 @@ def test_a_v1_topic_history_carries_on(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["index/topics-state.arrow", "index/topics-state.json"])
 def test_flipped_bytes_in_the_topic_history_never_crash(tmp_path: Path, name: str) -> None:
-    raw = (GOLDEN / name).read_bytes()
-    folders = []
-    for pos in range(0, len(raw), max(1, len(raw) // 10)):
-        dest = tmp_path / f"f{pos}"
-        shutil.copytree(GOLDEN, dest)
-        data = bytearray(raw)
-        data[pos] ^= 0x41
-        (dest / name).write_bytes(bytes(data))
-        folders.append(str(dest))
+    folders = flipped_copies(GOLDEN, name, tmp_path, 10)
     script = textwrap.dedent("""
         import sys
         import engramdb

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from store_helpers import flipped_copies
 
 GOLDEN = Path(__file__).parent / "golden" / "usage-v1"
 PENDING = (Path(__file__).parent / "golden" / "usage-v1-pending-query.txt").read_text().strip()
@@ -57,15 +58,7 @@ def test_flipped_bytes_in_the_ratings_or_tiers_never_crash(tmp_path: Path, name:
     """Bytes of the file flipped (a sample of positions), each copy opened in a child process that
     searches, reads importance and the tiers: it exits cleanly, and a damaged ratings file is named
     and replaced by an empty start (never served)."""
-    raw = (GOLDEN / name).read_bytes()
-    folders = []
-    for pos in range(0, len(raw), max(1, len(raw) // 12)):
-        dest = tmp_path / f"f{pos}"
-        shutil.copytree(GOLDEN, dest)
-        data = bytearray(raw)
-        data[pos] ^= 0x41
-        (dest / name).write_bytes(bytes(data))
-        folders.append(str(dest))
+    folders = flipped_copies(GOLDEN, name, tmp_path, 12)
     script = textwrap.dedent("""
         import sys
         import engramdb
