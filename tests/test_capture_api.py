@@ -58,6 +58,20 @@ def test_a_spool_file_replayed_after_a_crash_duplicates_nothing(tmp_path: Path) 
     assert list((tmp_path / "spool").glob("*.json")) == []
 
 
+def test_one_capture_spooled_twice_is_stored_once_and_the_store_opens(tmp_path: Path) -> None:
+    """A hook past its budget spools its capture again as a rescue: two spool files hold one id.
+    The next writer stores it once; before this was fixed, opening the store raised."""
+    writer = engramdb.open(tmp_path)
+    got = engramdb.capture(tmp_path, [{"content": "moved the loader", "namespace": "a"}])
+    engramdb.capture(tmp_path, [{"content": "moved the loader", "namespace": "a", "id": got["ids"][0]}])
+    assert len(list((tmp_path / "spool").glob("*.json"))) == 2
+    writer.close()
+    with engramdb.open(tmp_path) as db:
+        assert _contents(db) == ["moved the loader"]
+        assert db.last_spool == {"files": 2, "records": 2, "damaged": 0, "rejected": 0}
+    assert list((tmp_path / "spool").glob("*.json")) == []
+
+
 def test_a_bad_capture_raises_naming_the_field_and_spools_nothing(tmp_path: Path) -> None:
     with engramdb.open(tmp_path), pytest.raises(InvalidMemory, match="namespace"):
         engramdb.capture(tmp_path, [{"content": "ok", "namespace": "a"}, {"content": "no namespace"}])

@@ -42,6 +42,57 @@ def test_distances_match_float64_references() -> None:
     np.testing.assert_allclose(clustering.distances(Space("s", "sparse", 1 << 31, "jaccard"), sparse), jac, atol=1e-6)
 
 
+@pytest.mark.parametrize("dense_over_sparse", [0.0, 1e12])  # overlaps by counted pairs, then by a product
+def test_jaccard_distances_by_either_route_match_sets(monkeypatch: pytest.MonkeyPatch, dense_over_sparse: float) -> None:
+    monkeypatch.setattr(clustering, "DENSE_OVER_SPARSE", dense_over_sparse)
+    rng = np.random.default_rng(5)
+    sets = [sorted(set(rng.integers(0, 30, size=int(rng.integers(0, 9))).tolist())) for _ in range(40)]
+    indptr = np.cumsum([0] + [len(r) for r in sets]).astype(np.int64)
+    ids = (np.concatenate([np.asarray(r, np.int64) for r in sets]) * 70_000_001).astype(np.int32)  # ids far apart
+    got = clustering.distances(Space("s", "sparse", 1 << 31, "jaccard"), SparseBatch(indptr, ids, np.ones(len(ids), np.float32)))
+    for i, a in enumerate(sets):
+        for j, b in enumerate(sets):
+            union = set(a) | set(b)
+            want = 0.0 if i == j else 1 - len(set(a) & set(b)) / len(union) if union else 1.0
+            assert got[i, j] == pytest.approx(want, abs=1e-6)
+
+
+def test_topics_join_chains_of_agreeing_pairs() -> None:
+    """A topic is a connected group of agreeing pairs: (0, 1), (1, 2), (2, 3) agree in two of three
+    spaces, (0, 3) in one only, and the four are one topic however the memories are numbered."""
+    order = np.random.default_rng(0).permutation(10)
+    labels = {"a": [0, 0, 0, 0], "b": [0, 0, 1, 1], "c": [-1, 0, 0, -1]}
+    spaces = []
+    for name, lab in labels.items():
+        full = np.full(10, -1)
+        full[order[:4]] = lab
+        spaces.append(clustering.SpaceClusters(name, 1.0, full))
+    got = clustering.topics_of(spaces, 10)
+    assert [sorted(m) for m, _ in got] == [sorted(order[:4].tolist())]
+    assert got[0][1] == pytest.approx(2 / 3)  # each agreeing pair: 2 of the 3 spaces
+
+
+def test_topics_need_neither_scikit_learn_nor_scipy(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["sklearn"] = sys.modules["scipy"] = None
+        import engramdb
+        from test_topics import SUBJECTS
+        db = engramdb.open(None)
+        db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                     for i, t in enumerate(v)])
+        print(len(db.topics("n")))
+    """)
+    got = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert int(got.stdout) >= 2
+
+
 def test_the_threshold_needs_two_spaces_and_follows_the_spec_for_thirteen() -> None:
     assert clustering.threshold([1.0] * 7 + [0.5] * 3) == pytest.approx(2.5)  # SPEC C4
     assert clustering.threshold([1.0, 1.0, 0.5]) == pytest.approx(1.5)  # the default profile: two spaces
@@ -189,8 +240,8 @@ def test_small_changes_are_folded_in_without_reclustering(monkeypatch: pytest.Mo
                  for i, t in enumerate(v)])
     first = db.topics("n")
     calls = []
-    real = cl.cluster
-    monkeypatch.setattr(cl, "cluster", lambda *a: calls.append(1) or real(*a))
+    real = cl.cluster_spaces
+    monkeypatch.setattr(cl, "cluster_spaces", lambda *a: calls.append(1) or real(*a))
     db.add_many([{"id": "violin9", "content": "practising violin scales daily", "namespace": "n"}])  # 1 of 16
     again = db.topics("n")
     assert calls == []  # folded in: nothing re-clustered

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -71,6 +71,14 @@ def hamming_topk(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing
     """
     Top-k smallest Hamming distances over packed uint8 codes. Returns (indices, distances).
     """
+@typing.overload
+def hdbscan_precomputed(distances: numpy.typing.NDArray[numpy.float32], min_cluster_size: typing.SupportsInt | typing.SupportsIndex, min_samples: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], int]:
+    """
+    HDBSCAN labels (-1: noise) of a square distance matrix, as scikit-learn's precomputed HDBSCAN (excess of mass). Returns (labels, bad_row): bad_row is -1, or the first row with a NaN, inf or negative distance (then labels are meaningless).
+    """
+@typing.overload
+def hdbscan_precomputed(distances: numpy.typing.NDArray[numpy.float64], min_cluster_size: typing.SupportsInt | typing.SupportsIndex, min_samples: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], int]:
+    ...
 def isa() -> str:
     """
     Name of the active instruction set.

@@ -234,10 +234,7 @@ def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _
     pack = db.pack(ns, max_tokens=_tokens(max_chars))
     body = ["## Memories by importance", pack.text] if pack.text else []
     run.offer(_headed(title, body, max_chars))
-    try:
-        topics = list(db.topics(ns))[:TOPICS_SHOWN]
-    except ImportError:  # scikit-learn not installed (engramdb[cluster]): no portfolio
-        topics = []
+    topics = list(db.topics(ns))[:TOPICS_SHOWN]
     lines = ["## Topics", *(f"- {t.label} ({t.size} memories, {t.phase})" for t in topics)] if topics else []
     run.answer(_headed(title, lines + body, max_chars))
 
@@ -285,10 +282,7 @@ def session_end(store: Path, ns: str) -> None:
         db.checkpoint()
         db.compact()
         db.consolidate(namespace=ns, dry_run=False)
-        try:
-            db.topics(ns)
-        except ImportError:  # no scikit-learn: no topics to refresh
-            pass
+        db.topics(ns)
 
 
 HOOKS = {

@@ -264,7 +264,7 @@ class MemoryTools:
         store's spaces cluster together), biggest first: id, label (its most distinctive terms),
         member count, confidence (agreement over the most possible), phase (emerging, stable,
         declining, merging), stability and a few sample memories. Computed when the namespace
-        changed; needs scikit-learn (engramdb[cluster])."""
+        changed."""
         return self._topics(self._ns(namespace))
 
     def get_topic_stability(self, namespace: Namespace = None) -> Result:

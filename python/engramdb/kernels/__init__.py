@@ -11,7 +11,8 @@ Results are sorted best first; ties go to the lower row index. `k` larger than t
 arrays of shape (q, k).
 
 One module per kernel family, as in the C++ core (cpp/include/engramdb/): dense.py, centroids.py,
-sparse.py, binary.py (Hamming), multivector.py (MaxSim), dispatch.py (instruction sets).
+sparse.py, binary.py (Hamming), multivector.py (MaxSim), density.py (HDBSCAN), dispatch.py
+(instruction sets).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._common import (
 from .binary import hamming_distances, hamming_topk
 from .centroids import assign_nearest, assign_topk, centroid_update, cluster_sums
 from .dense import Int8Matrix, quantize_i8, rescore_keys, scores, topk
+from .density import hdbscan
 from .dispatch import active_isa, available_isas, read_bandwidth_probe, use_isa
 from .multivector import maxsim
 from .sparse import csr_from_sets, jaccard_topk
@@ -52,6 +54,7 @@ __all__: Sequence[str] = [
     "csr_from_sets",
     "hamming_distances",
     "hamming_topk",
+    "hdbscan",
     "jaccard_topk",
     "maxsim",
     "merge_topk",

@@ -31,11 +31,20 @@ def take(batch: Embedding, rows: Sequence[int] | np.ndarray) -> Embedding:
     """The given rows of a batch, in that order (a copy)."""
     rows = np.asarray(rows, dtype=np.int64)
     if isinstance(batch, SparseBatch):
-        return concat([SparseBatch(np.array([0, b - a]), *(x[a:b] for x in (batch.indices, batch.weights)))
-                       for a, b in ((int(batch.indptr[r]), int(batch.indptr[r + 1])) for r in rows)]) \
-            if rows.size else SparseBatch(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+        ptr, pick = _ragged(batch.indptr, rows)
+        return SparseBatch(ptr, batch.indices[pick].astype(np.int32), batch.weights[pick].astype(np.float32))
     if isinstance(batch, TokenBatch):
-        if not rows.size:
-            return TokenBatch(np.zeros((0, batch.tokens.shape[1]), np.float32), np.zeros(1, np.int64))
-        return concat([TokenBatch(batch.row(int(r)), np.array([0, batch.row(int(r)).shape[0]])) for r in rows])
+        ptr, pick = _ragged(batch.offsets, rows)
+        return TokenBatch(np.ascontiguousarray(batch.tokens[pick], np.float32).reshape(-1, batch.tokens.shape[1]), ptr)
     return np.ascontiguousarray(np.asarray(batch)[rows])
+
+
+def _ragged(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets of the picked rows of a ragged batch, and the flat positions of their items
+    (one gather instead of a slice per row: 2,000 rows cost milliseconds, not tens of them)."""
+    starts = np.asarray(ptr, np.int64)[rows]
+    sizes = np.asarray(ptr, np.int64)[rows + 1] - starts
+    out = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(sizes, out=out[1:])
+    pick = np.repeat(starts - out[:-1], sizes) + np.arange(int(out[-1]), dtype=np.int64)
+    return out, pick

@@ -77,9 +77,12 @@ class CaptureVerbs(Reads):
         try:
             def apply(records: builtins.list[dict[str, Any]]) -> None:
                 view = self._view()
-                fresh = [r for r in records if r["id"] not in view]  # ingested before a crash: skipped
+                fresh: dict[str, dict[str, Any]] = {}
+                for r in records:  # ingested before a crash: skipped; spooled twice (a hook's late
+                    if r["id"] not in view:  # capture and its rescue): taken once
+                        fresh.setdefault(r["id"], r)
                 if fresh:
-                    self.add_many(fresh)
+                    self.add_many(list(fresh.values()))
 
             done = spool.drain(self.path, apply)
         finally:

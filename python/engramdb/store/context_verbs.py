@@ -1,8 +1,7 @@
 """`Store.context`: the context block an agent puts in its prompt before a turn (C6, K1-K3, K6, K7).
 
 1. divergence: with a session, a note when the query is far from the session's recent work;
-2. topic matches: the hits that sit in the query's nearest topic (when the namespace's topics can
-   be computed: `engramdb[cluster]`), under the topic's label;
+2. topic matches: the hits that sit in the query's nearest topic, under the topic's label;
 3. related memories: the other hits, and what the navigator found from them;
 4. recent context: the session's last turns not already in;
 5. temporal badges: what time the facts are true at, and how many are past.
@@ -298,10 +297,7 @@ class ContextVerbs(CuriosityVerbs):
 
     def _nearest_topic(self, namespace: str, query: str, scores: dict[str, float]) -> tuple[str, set[str]]:
         """The label of the query's nearest topic and the hits (id -> score) in it (none without topics)."""
-        try:
-            topic_of, centroids = self._topic_map(namespace)
-        except ImportError:  # scikit-learn not installed: no topics, the budget flows on
-            return "", set()
+        topic_of, centroids = self._topic_map(namespace)
         if not len(centroids) or not scores:
             return "", set()
         main = self.schema[self.schema.main]

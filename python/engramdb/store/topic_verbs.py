@@ -98,9 +98,9 @@ class TopicVerbs(UpkeepVerbs):
         """What a namespace is about (C4): groups of its current memories that at least two spaces
         cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
         `.label`, `.members`, `.confidence`, `.phase`, `.stability`, `.centroid_stability` and
-        `.runs`; the list has `.churn`, `.entropy` and `.consolidation_due`. Needs scikit-learn
-        (`engramdb[cluster]`). `labeler(member texts, namespace texts) -> str` replaces the
-        built-in distinctive-terms label.
+        `.runs`; the list has `.churn`, `.entropy` and `.consolidation_due`. Each space's
+        HDBSCAN runs in the C++ core (no scikit-learn needed). `labeler(member texts, namespace
+        texts) -> str` replaces the built-in distinctive-terms label.
 
         When it runs: on the first call, on `refresh`, and when the namespace changed by more than
         a fifth since the last clustering; a smaller change is incremental: memories gone leave
@@ -162,8 +162,8 @@ class TopicVerbs(UpkeepVerbs):
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        clusterings = [clustering.cluster(self.schema[name], self._gather(view, sub, name))
-                       for name in self.voting_spaces()] if sub else []
+        clusterings = clustering.cluster_spaces([(self.schema[name], self._gather(view, sub, name))
+                                                 for name in self.voting_spaces()]) if sub else []
         found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:

@@ -1,7 +1,8 @@
 """Topics by weighted agreement of per-space clusterings (C4).
 
-Each voting space clusters a namespace's current memories on its own (HDBSCAN, scikit-learn, at
-least `MIN_CLUSTER` memories a cluster) over its own distance: 1 - cosine for dense spaces (and
+Each voting space clusters a namespace's current memories on its own (HDBSCAN with at least
+`MIN_CLUSTER` memories a cluster: the C++ kernel `kernels.hdbscan`, whose labels are
+scikit-learn's) over its own distance: 1 - cosine for dense spaces (and
 for multivector spaces, on each memory's mean token vector), the Hamming fraction for binary
 codes, 1 - Jaccard for sparse term sets. Two memories are together in a space when that space
 puts them in one cluster; their *agreement* is the sum of the category weights of the spaces
@@ -21,15 +22,20 @@ default profile (dense 1.0, tokens 1.0, lexical 0.5; maximum 2.5) needs 1.5.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels import hamming_distances, hdbscan
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 
 MIN_CLUSTER = 3
 SPEC_THRESHOLD, SPEC_MAXIMUM = 2.5, 8.5
+# Term overlaps by a dense product when its n^2 x terms multiply-adds cost less than this many
+# times the sum of df^2 pairs counted otherwise (BLAS runs each a few hundred times faster).
+DENSE_OVER_SPARSE = 200.0
 
 
 @dataclass(frozen=True)
@@ -50,74 +56,147 @@ def threshold(weights: Sequence[float]) -> float:
 
 
 def distances(space: Space, vectors: Embedding) -> np.ndarray:
-    """The pairwise distance matrix of one space's vectors (float64, zero diagonal)."""
+    """The pairwise distance matrix of one space's vectors (float32, symmetric, zero diagonal)."""
     if isinstance(vectors, SparseBatch):
-        n = len(vectors.indptr) - 1
-        rows = np.repeat(np.arange(n), np.diff(vectors.indptr))
-        cols = np.unique(vectors.indices, return_inverse=True)[1]
-        m = np.zeros((n, int(cols.max()) + 1 if len(cols) else 1), np.float32)
-        m[rows, cols] = 1.0
-        inter = m @ m.T
-        sizes = m.sum(axis=1)
-        union = sizes[:, None] + sizes[None, :] - inter
-        d = 1.0 - np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        d = _jaccard_distances(vectors)
     elif isinstance(vectors, TokenBatch):
-        off = vectors.offsets
-        x = np.stack([vectors.tokens[off[i]:off[i + 1]].mean(axis=0) if off[i + 1] > off[i]
-                      else np.zeros(vectors.tokens.shape[1], np.float32) for i in range(len(off) - 1)])
-        d = 1.0 - _cosines(x)
+        d = _cosine_distances(_token_means(vectors))
     elif space.kind == "binary":
-        bits = np.unpackbits(np.asarray(vectors, np.uint8), axis=1)[:, : space.dim].astype(np.float32)
-        s = 2.0 * bits - 1.0  # +-1: dot = dim - 2 x hamming
-        d = (space.dim - s @ s.T) / (2.0 * space.dim)
+        codes = np.ascontiguousarray(vectors, np.uint8)  # a binary space's dim is whole bytes
+        d = hamming_distances(codes, codes).astype(np.float32) / np.float32(space.dim)
     else:
-        d = 1.0 - _cosines(np.asarray(vectors, np.float32))
-    d = np.clip(np.asarray(d, np.float64), 0.0, None)
-    np.fill_diagonal(d, 0.0)
-    out: np.ndarray = (d + d.T) / 2.0
+        d = _cosine_distances(np.asarray(vectors, np.float32))
+    # Each construction is symmetric as computed (u @ u.T is one BLAS syrk; the overlap and Hamming
+    # formulas treat i, j alike), so no (d + d.T) / 2 pass over the matrix is needed.
+    out: np.ndarray = np.ascontiguousarray(d, np.float32)
+    np.clip(out, 0.0, None, out=out)
+    np.fill_diagonal(out, 0.0)
     return out
 
 
-def _cosines(x: np.ndarray) -> np.ndarray:
+def _jaccard_distances(batch: SparseBatch) -> np.ndarray:
+    """1 - Jaccard of every pair of term sets. The overlaps come from a dense product when few
+    terms are widely shared (cheaper per pair), else from the pairs each term's rows make."""
+    n = len(batch)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(batch.indptr))
+    terms, cols = np.unique(batch.indices, return_inverse=True)  # ids span 2^31: number them densely
+    df = np.bincount(cols, minlength=len(terms)).astype(np.float64)
+    if n * n * len(terms) <= DENSE_OVER_SPARSE * float(df @ df):
+        m = np.zeros((n, max(len(terms), 1)), np.float32)
+        m[rows, cols] = 1.0
+        inter = m @ m.T
+    else:
+        a, b = _group_pairs(cols, rows)
+        inter = np.bincount(a * n + b, minlength=n * n).astype(np.float32).reshape(n, n)
+        inter += inter.T  # each pair was counted once, as (lower row, higher row)
+    sizes = np.diff(batch.indptr).astype(np.float32)
+    union = sizes[:, None] + sizes[None, :] - inter
+    sim = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    out: np.ndarray = np.subtract(np.float32(1.0), sim, out=sim)
+    return out
+
+
+def _token_means(batch: TokenBatch) -> np.ndarray:
+    """Each memory's mean token vector (zeros for a memory without tokens)."""
+    off = np.asarray(batch.offsets, np.int64)
+    sizes = np.diff(off)
+    sums = np.zeros((len(sizes), batch.tokens.shape[1]), np.float64)
+    has = sizes > 0
+    if has.any():
+        sums[has] = np.add.reduceat(np.asarray(batch.tokens, np.float64), off[:-1][has], axis=0)
+    out: np.ndarray = (sums / np.maximum(sizes, 1)[:, None]).astype(np.float32)
+    return out
+
+
+def _cosine_distances(x: np.ndarray) -> np.ndarray:
+    """1 - cosine of every pair of rows, in place in the product's own buffer (zero rows: 1)."""
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     out: np.ndarray = u @ u.T
+    np.subtract(np.float32(1.0), out, out=out)
     return out
 
 
 def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
-    """HDBSCAN of one space (needs scikit-learn: `engramdb[cluster]`)."""
-    from sklearn.cluster import HDBSCAN  # type: ignore[import-untyped]
+    """HDBSCAN (min cluster 3) of one space's memories over its distances, in the C++ core."""
+    return cluster_spaces([(space, vectors)])[0]
 
-    d = distances(space, vectors)
-    if len(d) < MIN_CLUSTER:
-        return SpaceClusters(space.name, space.weight, np.full(len(d), -1, np.int64))
-    labels = HDBSCAN(min_cluster_size=MIN_CLUSTER, metric="precomputed", copy=True).fit(d).labels_
-    return SpaceClusters(space.name, space.weight, np.asarray(labels, np.int64))
+
+def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]]) -> list[SpaceClusters]:
+    """`cluster` of every (space, vectors) pair, in the given order. While one space's HDBSCAN
+    runs on a worker thread (the kernel releases the GIL), the next space's distances are computed
+    (their matrix products already use every core)."""
+    if not spaces:
+        return []
+    n = len(spaces[0][1])
+    if n < MIN_CLUSTER:
+        return [SpaceClusters(sp.name, sp.weight, np.full(n, -1, np.int64)) for sp, _ in spaces]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        runs = [pool.submit(hdbscan, distances(sp, x), MIN_CLUSTER) for sp, x in spaces]
+        return [SpaceClusters(sp.name, sp.weight, run.result()) for (sp, _), run in zip(spaces, runs)]
+
+
+def _group_pairs(groups: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of entries sharing a group, as (item, later item) arrays, without a loop over
+    groups: entries are sorted by (group, item), and each pairs with the rest of its group."""
+    order = np.lexsort((items, groups))
+    g, it = groups[order], np.asarray(items, np.int64)[order]
+    if not len(g):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], len(g)]
+    after = np.repeat(ends, ends - starts) - np.arange(len(g)) - 1  # later entries of its group
+    first = np.repeat(np.arange(len(g)), after)
+    block = np.repeat(np.cumsum(after) - after, after)  # where each entry's partners begin
+    second = first + 1 + (np.arange(len(first)) - block)
+    return it[first], it[second]
+
+
+def _pairs_within(labels: np.ndarray) -> np.ndarray:
+    """Every pair (i < j) of memories one cluster holds, as i * n + j."""
+    inside = np.flatnonzero(labels >= 0)
+    a, b = _group_pairs(labels[inside], inside)
+    out: np.ndarray = a * len(labels) + b
+    return out
+
+
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Connected components of the graph with edges (a, b): each node's smallest member's index.
+    Hook every edge's larger root onto the smaller, then jump pointers to the roots; repeat
+    until no edge joins two roots (a few rounds, each a pass over the edges)."""
+    lab = np.arange(n, dtype=np.int64)
+    while True:
+        la, lb = lab[a], lab[b]
+        low = np.minimum(la, lb)
+        new = lab.copy()
+        np.minimum.at(new, la, low)
+        np.minimum.at(new, lb, low)
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, lab):
+            return lab
+        lab = new
 
 
 def topics_of(clusterings: Sequence[SpaceClusters], n: int) -> list[tuple[list[int], float]]:
     """(member indices, confidence) of each topic, biggest first (see the module docstring)."""
-    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
-    from scipy.sparse.csgraph import connected_components  # type: ignore[import-untyped]
-
     weights = [c.weight for c in clusterings]
     need, top = threshold(weights), sum(weights)
     keys, ws = [], []
     for c in clusterings:  # every pair two memories of one cluster make, with that space's weight
-        for label in np.unique(c.labels[c.labels >= 0]).tolist():
-            members = np.flatnonzero(c.labels == label)
-            a, b = np.triu_indices(len(members), 1)
-            keys.append(members[a] * n + members[b])
-            ws.append(np.full(len(a), c.weight))
+        pairs = _pairs_within(c.labels)
+        keys.append(pairs)
+        ws.append(np.full(len(pairs), c.weight))
     if not keys:
         return []
     pairs, inv = np.unique(np.concatenate(keys), return_inverse=True)
     agree = np.bincount(inv, weights=np.concatenate(ws))
     strong = agree >= need - 1e-9
     a, b = pairs[strong] // n, pairs[strong] % n
-    graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
+    comp = _components(n, a, b)
     out = []
     for k in np.unique(comp[a]).tolist() if len(a) else []:
         members = np.flatnonzero(comp == k)
@@ -127,4 +206,4 @@ def topics_of(clusterings: Sequence[SpaceClusters], n: int) -> list[tuple[list[i
     return sorted(out, key=lambda t: (-len(t[0]), t[0][0]))
 
 
-__all__ = ["MIN_CLUSTER", "SpaceClusters", "cluster", "distances", "threshold", "topics_of"]
+__all__ = ["MIN_CLUSTER", "SpaceClusters", "cluster", "cluster_spaces", "distances", "threshold", "topics_of"]

@@ -7,6 +7,7 @@ memories times its idf over the namespace (BM25's idf, ln(1 + (N - df + 0.5) / (
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ class DistinctiveTerms:
             self.words.append(pairs)
             self.df.update({s for s, _ in pairs})
         self.n = len(corpus)
+        self._idfs: dict[str, float] | None = None
 
     def label(self, members: Sequence[int], n: int = TERMS) -> str:
         """The label of the texts at these positions."""
@@ -42,9 +44,15 @@ class DistinctiveTerms:
             for stem, word in self.words[i]:
                 tf[stem] += 1
                 surface.setdefault(stem, Counter())[word] += 1
-        df = self.df
-        scored = sorted(tf, key=lambda t: (-tf[t] * math.log1p((self.n - df[t] + 0.5) / (df[t] + 0.5)), t))
-        return " / ".join(surface[t].most_common(1)[0][0] for t in scored[:n]) or "(no terms)"
+        idf = self._idf()
+        scored = heapq.nsmallest(n, tf, key=lambda t: (-tf[t] * idf[t], t))
+        return " / ".join(surface[t].most_common(1)[0][0] for t in scored) or "(no terms)"
+
+    def _idf(self) -> dict[str, float]:
+        """Each term's BM25 idf over the namespace, computed once for all of its topics."""
+        if self._idfs is None:
+            self._idfs = {t: math.log1p((self.n - d + 0.5) / (d + 0.5)) for t, d in self.df.items()}
+        return self._idfs
 
 
 def distinctive_terms(members: Sequence[str], corpus: Sequence[str], n: int = TERMS) -> str:

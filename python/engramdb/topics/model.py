@@ -17,6 +17,7 @@ sizes over its maximum (1 = all topics equal), and the consolidation trigger (SP
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,21 +77,30 @@ def follow(namespace: str, found: list[tuple[list[str], float, str, np.ndarray |
     """This run's topics (members, confidence, label, centroid) with ids, phases and the
     namespace's churn and entropy; and what the next run compares with."""
     taken: set[str] = set()
+    home = {m: i for i, (members, _, _, _) in enumerate(found) for m in members}  # member -> new topic
     claims: dict[str, list[str]] = {}  # new topic index -> previous ids most of whose members it holds
+    shared: list[list[tuple[str, int]]] = [[] for _ in found]  # new topic -> (previous id, overlap), in prev order
     for pid, (pm, _, _, _) in prev.topics.items():
-        best = max(range(len(found)), key=lambda i: len(pm & set(found[i][0])), default=None)
-        if best is not None and len(pm & set(found[best][0])) * 2 > len(pm):
-            claims.setdefault(str(best), []).append(pid)
+        counts = Counter(home[m] for m in pm if m in home)
+        for i, k in sorted(counts.items()):
+            shared[i].append((pid, k))
+        if counts:
+            best = min(counts, key=lambda i: (-counts[i], i))  # the most overlap, the first topic on a tie
+            if counts[best] * 2 > len(pm):
+                claims.setdefault(str(best), []).append(pid)
+    order = {pid: k for k, pid in enumerate(prev.topics)}
+    for lst in shared:
+        lst.sort(key=lambda pair: order[pair[0]])
     out: list[Topic] = []
     moved = total = 0
     nxt = Previous(next_id=prev.next_id)
     for i, (members, conf, label, centroid) in enumerate(found):
         ms = frozenset(members)
         match, jac = None, 0.0
-        for pid, (pm, _, _, _) in prev.topics.items():
+        for pid, inter in shared[i]:  # only previous topics it shares members with can match
             if pid in taken:
                 continue
-            j = len(ms & pm) / len(ms | pm)
+            j = inter / (len(ms) + len(prev.topics[pid][0]) - inter)
             if j > jac:
                 match, jac = pid, j
         if match is not None and jac >= SAME_TOPIC:

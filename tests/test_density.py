@@ -1,0 +1,148 @@
+"""HDBSCAN over a precomputed distance matrix (kernels.hdbscan, C4) against scikit-learn's.
+
+The reference is scikit-learn's own `HDBSCAN(metric="precomputed")` with one thing pinned: its
+minimum spanning tree's edges are sorted stably (numpy's default sort leaves equal weights in a
+platform-dependent order, and mutual reachability makes many weights equal). With that, the
+labels must be identical, numbering included.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from engramdb import kernels
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("sklearn")
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[object]:
+    """scikit-learn's HDBSCAN class, its tree edges sorted stably while the module's tests run."""
+    import sklearn.cluster._hdbscan.hdbscan as module
+    from sklearn.cluster import HDBSCAN
+    from sklearn.cluster._hdbscan._linkage import make_single_linkage
+
+    kept = module._process_mst
+
+    def stable(mst: np.ndarray) -> np.ndarray:
+        return make_single_linkage(mst[np.argsort(mst["distance"], kind="stable")])
+
+    module._process_mst = stable
+    try:
+        yield HDBSCAN
+    finally:
+        module._process_mst = kept
+
+
+def expected(reference: object, d: np.ndarray, mcs: int, ms: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = reference(min_cluster_size=mcs, min_samples=ms, metric="precomputed", copy=True)  # type: ignore[operator]
+        return np.asarray(est.fit(d.astype(np.float64)).labels_, np.int64)
+
+
+def blobs(rng: np.random.Generator, n: int, dim: int, k: int, spread: float) -> np.ndarray:
+    centres = rng.normal(size=(k, dim)) * 5
+    out: np.ndarray = centres[rng.integers(0, k, n)] + rng.normal(size=(n, dim)) * spread
+    return out
+
+
+def euclidean(x: np.ndarray) -> np.ndarray:
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(d, 0.0)
+    out: np.ndarray = d
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 160), dim=st.integers(1, 6), k=st.integers(1, 6),
+       spread=st.floats(0.05, 2.0), mcs=st.integers(2, 8), ms=st.integers(1, 8), decimals=st.sampled_from([None, 0, 1]))
+def test_labels_equal_scikit_learns(reference: object, seed: int, n: int, dim: int, k: int, spread: float,
+                                    mcs: int, ms: int, decimals: int | None) -> None:
+    rng = np.random.default_rng(seed)
+    x = blobs(rng, n, dim, k, spread)
+    if decimals is not None:  # coarse coordinates: duplicates and many equal distances
+        x = np.round(x, decimals)
+    d = euclidean(x)
+    ms = min(ms, n)
+    np.testing.assert_array_equal(kernels.hdbscan(d, mcs, ms), expected(reference, d, mcs, ms))
+
+
+@pytest.mark.parametrize("n", [500, 2000])
+def test_cosine_distances_of_unit_vectors_in_float32(reference: object, n: int) -> None:
+    """The topics' use: 1 - cosine of float32 vectors, min cluster 3."""
+    rng = np.random.default_rng(n)
+    x = blobs(rng, n, 24, 40, 0.8).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    d = np.clip(1.0 - x @ x.T, 0.0, None)
+    np.fill_diagonal(d, 0.0)
+    d = np.ascontiguousarray((d + d.T) / 2, np.float32)
+    got = kernels.hdbscan(d, 3)
+    np.testing.assert_array_equal(got, expected(reference, d, 3, 3))
+    assert len(set(got.tolist()) - {-1}) >= 10  # it found the blobs, not one lump
+
+
+def test_float32_and_float64_give_the_same_labels() -> None:
+    rng = np.random.default_rng(3)
+    d = euclidean(blobs(rng, 300, 3, 5, 0.5)).astype(np.float32)
+    np.testing.assert_array_equal(kernels.hdbscan(d, 4), kernels.hdbscan(d.astype(np.float64), 4))
+
+
+def test_identical_points_and_tiny_inputs(reference: object) -> None:
+    for n in (2, 3, 5, 9):
+        d = np.zeros((n, n))
+        np.testing.assert_array_equal(kernels.hdbscan(d, 2, 2), expected(reference, d, 2, 2))
+    two = np.zeros((6, 6))
+    two[:3, 3:] = two[3:, :3] = 1.0  # two groups of three duplicates
+    assert sorted(set(kernels.hdbscan(two, 3).tolist())) == [0, 1]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -0.5])
+def test_bad_distances_name_their_row(bad: float) -> None:
+    d = np.ones((6, 6))
+    np.fill_diagonal(d, 0.0)
+    d[4, 1] = bad
+    with pytest.raises(ValueError, match="row 4"):
+        kernels.hdbscan(d, 2)
+
+
+def test_bad_arguments() -> None:
+    d = np.zeros((4, 4))
+    with pytest.raises(ValueError, match="square"):
+        kernels.hdbscan(np.zeros((4, 3)), 2)
+    with pytest.raises(TypeError, match="dtype"):
+        kernels.hdbscan(d.astype(np.int64), 2)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kernels.hdbscan(np.zeros((8, 8))[::2, ::2], 2)
+    with pytest.raises(ValueError, match="min_cluster_size must be at least 2"):
+        kernels.hdbscan(d, 1)
+    with pytest.raises(ValueError, match="min_samples \\(5\\) must be at most"):
+        kernels.hdbscan(d, 2, 5)
+    with pytest.raises(TypeError, match="min_samples must be an integer"):
+        kernels.hdbscan(d, 2, 2.5)  # type: ignore[arg-type]
+
+
+def test_threads_share_nothing() -> None:
+    """The kernel runs without the GIL: threads clustering different matrices at once each get
+    their own matrix's labels."""
+    rng = np.random.default_rng(9)
+    mats = [euclidean(blobs(rng, 400, 4, 6, 0.4)) for _ in range(4)]
+    alone = [kernels.hdbscan(m, 3) for m in mats]
+    together: list[np.ndarray | None] = [None] * 4
+
+    def run(i: int) -> None:
+        together[i] = kernels.hdbscan(mats[i], 3)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(alone, together):
+        np.testing.assert_array_equal(a, b)
