@@ -1,9 +1,10 @@
 """HDBSCAN over a precomputed distance matrix (kernels.hdbscan, C4) against scikit-learn's.
 
-The reference is scikit-learn's own `HDBSCAN(metric="precomputed")` with one thing pinned: its
-minimum spanning tree's edges are sorted stably (numpy's default sort leaves equal weights in a
-platform-dependent order, and mutual reachability makes many weights equal). With that, the
-labels must be identical, numbering included.
+The reference is scikit-learn's own `HDBSCAN(metric="precomputed")` with one thing pinned: the
+order of its minimum spanning tree's edges of equal weight. numpy's sort leaves them in a
+platform-dependent order, and mutual reachability makes many weights equal; the kernel takes the
+pair whose plain distance is smaller first (then Prim's order), and so does the reference here.
+With that, the labels must be identical, numbering included.
 """
 
 from __future__ import annotations
@@ -21,19 +22,31 @@ from hypothesis import strategies as st
 pytest.importorskip("sklearn")
 
 
+_MATRIX: dict[str, np.ndarray] = {}  # the distances and min_samples of the fit under way
+
+
 @pytest.fixture(scope="module")
 def reference() -> Iterator[object]:
-    """scikit-learn's HDBSCAN class, its tree edges sorted stably while the module's tests run."""
+    """scikit-learn's HDBSCAN class, its tree's edges sorted stably by (weight, the plain distance
+    of the pair that gave the weight) while the module's tests run."""
     import sklearn.cluster._hdbscan.hdbscan as module
     from sklearn.cluster import HDBSCAN
     from sklearn.cluster._hdbscan._linkage import make_single_linkage
 
     kept = module._process_mst
 
-    def stable(mst: np.ndarray) -> np.ndarray:
-        return make_single_linkage(mst[np.argsort(mst["distance"], kind="stable")])
+    def pinned(mst: np.ndarray) -> np.ndarray:
+        d, ms = _MATRIX["d"], int(_MATRIX["ms"][0])
+        core = np.partition(d, ms - 1, axis=1)[:, ms - 1]
+        reach = np.maximum(np.maximum(core[:, None], core[None, :]), d)
+        order = np.r_[0, mst["next_node"]]  # Prim's order of the nodes
+        raw = np.empty(len(mst))
+        for k, pick in enumerate(mst["next_node"]):  # the edge's true source: the first tree node at its weight
+            tree = order[: k + 1]
+            raw[k] = d[tree[int(np.argmin(reach[tree, pick]))], pick]
+        return make_single_linkage(mst[np.lexsort((raw, mst["distance"]))])
 
-    module._process_mst = stable
+    module._process_mst = pinned
     try:
         yield HDBSCAN
     finally:
@@ -41,6 +54,7 @@ def reference() -> Iterator[object]:
 
 
 def expected(reference: object, d: np.ndarray, mcs: int, ms: int) -> np.ndarray:
+    _MATRIX.update(d=d.astype(np.float64), ms=np.array([ms]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = reference(min_cluster_size=mcs, min_samples=ms, metric="precomputed", copy=True)  # type: ignore[operator]

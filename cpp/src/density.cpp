@@ -17,6 +17,7 @@ struct Edge {  // one step of Prim's tree, or one merge of the single linkage
     int64_t a, b;
     double w;
     int64_t size;
+    double raw = 0.0;  // Prim's steps: the plain distance of the pair that gave w
 };
 
 struct Condensed {  // one row of the condensed tree
@@ -64,6 +65,7 @@ std::vector<Edge> prim(const T* D, size_t n, const std::vector<double>& core) {
     std::vector<uint32_t> out(n - 1);
     std::iota(out.begin(), out.end(), 1u);
     std::vector<double> best(n - 1, kInf);
+    std::vector<uint32_t> from(n - 1, 0);  // the tree node that gave each best
     size_t current = 0;
     while (!out.empty()) {
         const T* row = D + current * n;
@@ -74,17 +76,22 @@ std::vector<Edge> prim(const T* D, size_t n, const std::vector<double>& core) {
         for (size_t t = 0; t < m; ++t) {
             const uint32_t j = out[t];
             const double r = std::max(std::max(cc, core[j]), static_cast<double>(row[j]));
-            const double b = std::min(best[t], r);
-            best[t] = b;
+            if (r < best[t]) {
+                best[t] = r;
+                from[t] = static_cast<uint32_t>(current);
+            }
+            const double b = best[t];
             if (b < low) {  // strict: ties go to the lowest index
                 low = b;
                 at = t;
             }
         }
         const size_t pick = out[at];
-        mst.push_back({static_cast<int64_t>(current), static_cast<int64_t>(pick), best[at], 0});
+        mst.push_back({static_cast<int64_t>(current), static_cast<int64_t>(pick), best[at], 0,
+                       static_cast<double>(D[static_cast<size_t>(from[at]) * n + pick])});
         out.erase(out.begin() + static_cast<std::ptrdiff_t>(at));
         best.erase(best.begin() + static_cast<std::ptrdiff_t>(at));
+        from.erase(from.begin() + static_cast<std::ptrdiff_t>(at));
         current = pick;
     }
     return mst;
@@ -92,7 +99,8 @@ std::vector<Edge> prim(const T* D, size_t n, const std::vector<double>& core) {
 
 // The single linkage of the tree's edges in weight order: merge i makes node n + i.
 std::vector<Edge> single_linkage(std::vector<Edge> mst, size_t n) {
-    std::stable_sort(mst.begin(), mst.end(), [](const Edge& x, const Edge& y) { return x.w < y.w; });
+    std::stable_sort(mst.begin(), mst.end(),
+                     [](const Edge& x, const Edge& y) { return x.w < y.w || (x.w == y.w && x.raw < y.raw); });
     std::vector<int64_t> parent(2 * n - 1), size(2 * n - 1, 1);
     std::iota(parent.begin(), parent.end(), 0);
     auto find = [&](int64_t x) {

@@ -1,9 +1,9 @@
 """HDBSCAN over a precomputed distance matrix (C4's per-space clustering), in the C++ core.
 
 The labels are scikit-learn's `HDBSCAN(metric="precomputed")` labels with its defaults (excess
-of mass, no single cluster), step for step, except that edges of equal weight keep one fixed
-order instead of numpy's platform-dependent sort (tests/test_density.py compares the two with
-that order pinned). The kernel releases the GIL, so several spaces cluster side by side, and it
+of mass, no single cluster), step for step, except for the order of the spanning tree's edges of
+equal weight, which numpy's sort leaves to the platform: here the pair nearer in plain distance
+joins first, then Prim's order (tests/test_density.py compares the two with that order pinned). The kernel releases the GIL, so several spaces cluster side by side, and it
 skips scikit-learn's symmetry check: the matrix is taken as given.
 """
 

@@ -1,8 +1,8 @@
 """Topics by weighted agreement of per-space clusterings (C4).
 
 Each voting space clusters a namespace's current memories on its own (HDBSCAN with at least
-`MIN_CLUSTER` memories a cluster: the C++ kernel `kernels.hdbscan`, whose labels are
-scikit-learn's) over its own distance: 1 - cosine for dense spaces (and
+`MIN_CLUSTER` memories a cluster: the C++ kernel `kernels.hdbscan`, scikit-learn's labels but
+for a fixed order of tied edges) over its own distance: 1 - cosine for dense spaces (and
 for multivector spaces, on each memory's mean token vector), the Hamming fraction for binary
 codes, 1 - Jaccard for sparse term sets. Two memories are together in a space when that space
 puts them in one cluster; their *agreement* is the sum of the category weights of the spaces
