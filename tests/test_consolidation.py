@@ -1,5 +1,6 @@
 """Consolidation (H7) and ELO pruning (E7): the priority and decays against their formulas, every
-decision explained, dry run first, nothing deleted, and the tier state as derived data."""
+decision explained, dry run first, no current memory deleted, the tier state as derived data, and
+forgotten memories purged once their 30-day restore window has passed (S7)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,46 @@ def test_promotion_and_the_read_only_rule(tmp_path: Path) -> None:
         assert ro.consolidate(now=NOW + timedelta(days=9)).dry_run
         with pytest.raises(engramdb.StoreError, match="read-only"):
             ro.consolidate(dry_run=False)
+
+
+def test_a_forgotten_memory_is_restorable_for_30_days_then_purged(tmp_path: Path) -> None:
+    """S7: forget is soft for 30 days (restore brings it back), then consolidation or
+    purge_forgotten removes it from every file; a memory forgotten more recently waits."""
+    db = engramdb.open(tmp_path / "s")
+    old = db.add("my old address is 12 Elm Street", namespace="n")
+    recent = db.add("my gym locker code is 4821", namespace="n")
+    kept = db.add("the build uses cmake", namespace="n")
+    db.forget(old.id)
+    assert db.purge_forgotten(now=NOW + timedelta(days=29)) == []  # inside the window: nothing goes
+    db.restore(old.id)
+    assert db.get(old.id) is not None
+    db.forget(old.id)
+    later = NOW + timedelta(days=31)
+    db.forget(recent.id)  # forgotten now, and "now" for the run below is 31 days on: it is due too
+    assert db.purge_forgotten(now=later, dry_run=True) == sorted([old.id, recent.id])
+    dry = db.consolidate(now=later)  # a dry run lists what is due and purges nothing
+    assert dry.purged == sorted([old.id, recent.id]) and "2 forgotten over 30 days due for purge" in dry.summary()
+    assert db.get(old.id, include_forgotten=True) is not None
+    done = db.consolidate(now=later, dry_run=False, namespace="n")
+    assert done.purged == sorted([old.id, recent.id]) and done.applied["purge"] == 2
+    for mid in (old.id, recent.id):
+        assert db.get(mid, include_forgotten=True) is None
+        with pytest.raises(engramdb.StoreError, match="no memory with id"):
+            db.restore(mid)
+    assert db.get(kept.id) is not None and len(db) == 1
+    db.close()
+    for p in (tmp_path / "s").rglob("*"):
+        if p.is_file():
+            assert b"12 Elm Street" not in p.read_bytes() and b"4821" not in p.read_bytes(), p.name
+
+
+def test_purge_forgotten_checks_its_arguments(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    db.forget(db.add("x", namespace="n").id)
+    with pytest.raises(ValueError, match="days must be a number >= 0, got -1"):
+        db.purge_forgotten(days=-1)
+    db.close()
+    with engramdb.open(tmp_path / "s", read_only=True) as r:
+        assert r.purge_forgotten(days=0, dry_run=True) != []
+        with pytest.raises(engramdb.StoreError, match="read-only"):
+            r.purge_forgotten(days=0)

@@ -90,8 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     store_args(metrics)
     metrics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     cons = sub.add_parser("consolidate", help="apply the access log to the ELO ratings, then promote, compress "
-                                              "and archive memories by their priority and ELO (H7, E7); nothing "
-                                              "is deleted")
+                                              "and archive memories by their priority and ELO (H7, E7); no "
+                                              "current memory is deleted, memories forgotten over 30 days ago "
+                                              "are purged")
     store_args(cons)
     cons.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
     cons.add_argument("--dry-run", action="store_true", help="report every decision, change nothing")
@@ -254,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for d in run.decisions:
                         if d.action != "keep":
                             print(f"{d.action:<9} {d.id}  {d.reason}")
+                    for mid in run.purged:
+                        print(f"{'purge':<9} {mid}  forgotten more than 30 days ago")
                 print(run.summary(), file=sys.stderr if args.json else sys.stdout)
             return 0
         if args.command == "archive":

@@ -70,6 +70,8 @@ def leading_sentences(text: str, sentences: int = 2, max_words: int = 60) -> str
     return " ".join(words[:max_words]) + (" ..." if len(words) > max_words or len(parts) > sentences else "")
 
 
+FORGET_WINDOW_DAYS = 30.0  # S7: a forgotten memory stays restorable this long, then purge removes it
+
 @dataclass(frozen=True)
 class Standing:
     """What a run knows of one memory."""
@@ -113,6 +115,7 @@ class Report:
     applied: dict[str, int] = field(default_factory=dict)  # action -> memories changed
     seconds: float = 0.0
     topics_due: dict[str, bool] = field(default_factory=dict)  # namespace -> C4's trigger (topics computed)
+    purged: list[str] = field(default_factory=list)  # forgotten longer than the window: purged (due, in a dry run)
 
     def counts(self) -> dict[str, int]:
         """How many memories each action got."""
@@ -125,7 +128,10 @@ class Report:
         c = self.counts()
         n = len(self.decisions) or 1
         parts = [f"{a} {c.get(a, 0)} ({100 * c.get(a, 0) / n:.0f}%)" for a in ("promote", "archive", "compress", "keep")]
-        return f"{'dry run: ' if self.dry_run else ''}{len(self.decisions)} memories ({self.decay} decay): " + ", ".join(parts)
+        gone = f"; {len(self.purged)} forgotten over {FORGET_WINDOW_DAYS:g} days {'due for purge' if self.dry_run else 'purged'}" \
+            if self.purged else ""
+        return f"{'dry run: ' if self.dry_run else ''}{len(self.decisions)} memories ({self.decay} decay): " + \
+            ", ".join(parts) + gone
 
 
 def decide(s: Standing, decay: str = "exponential") -> Decision:

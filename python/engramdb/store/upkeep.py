@@ -35,6 +35,9 @@ class UpkeepVerbs(Reads):
     def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
         raise NotImplementedError
 
+    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
+        raise NotImplementedError
+
     def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
                 ids: Iterable[str] | None = None) -> dict[str, Any]:
         raise NotImplementedError
@@ -94,7 +97,9 @@ class UpkeepVerbs(Reads):
         reports; otherwise the decisions are applied: archives in one rewrite (content to an
         archive file, `unarchive` brings it back), compressions as new versions whose content is
         `summarizer(text)` (built-in: the leading sentences; the full text stays the previous
-        version), promotions in the tier state. Nothing is deleted. The access log is applied to
+        version), promotions in the tier state. No current memory is deleted; memories forgotten
+        more than 30 days ago (S7's restore window) are purged, listed in `.purged` (due, in a
+        dry run). The access log is applied to
         the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear". A memory
         among the `protect_depth` best hits of a query logged in the last `protect_days` days
         (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed."""
@@ -133,10 +138,37 @@ class UpkeepVerbs(Reads):
         cached = getattr(self, "_topic_cache", None) or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
                              if namespace is None or ns == namespace}
+        report.purged = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
         if not dry_run:
             self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
         report.seconds = time.perf_counter() - t0
         return report
+
+    def purge_forgotten(self, *, days: float = cons.FORGET_WINDOW_DAYS, namespace: str | None = None,
+                        dry_run: bool = False, now: datetime | None = None) -> list[str]:
+        """Purge (hard delete, as `purge`) every memory forgotten more than `days` ago (S7: a
+        forgotten memory is restorable for 30 days, then it goes). `consolidate(dry_run=False)`
+        does this too. Returns the ids, sorted; `dry_run` only lists them."""
+        if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:
+            raise ValueError(f"days must be a number >= 0, got {days!r}")
+        if not dry_run and self.read_only:
+            raise StoreError("this store is read-only: purge_forgotten(dry_run=False) writes")
+        now_us = micros(as_utc("now", now) or utc_now())
+        ids = self._expired_forgotten(self._view(), namespace, now_us, float(days))
+        if ids and not dry_run:
+            self.purge(ids)
+        return ids
+
+    def _expired_forgotten(self, view: View, namespace: str | None, now_us: int, days: float) -> list[str]:
+        """Memories whose current version was forgotten `days` or more before `now_us`."""
+        out = []
+        for si, row in view.current_locs(namespace, include_forgotten=True):
+            seg = view.segments[si]
+            if seg.forgotten[row]:
+                m = seg.memory_at(row)
+                if m.forgotten_at is not None and now_us - micros(m.forgotten_at) >= days * DAY_US:
+                    out.append(m.id)
+        return sorted(out)
 
     def _reached(self, since_us: int, namespace: str | None, depth: int) -> dict[str, str]:
         """Memory id -> why it is protected: the recent queries' best hits now."""
@@ -172,6 +204,9 @@ class UpkeepVerbs(Reads):
         for d in by_action.get("promote", []):
             state.set(d.id, "long_term", now_us)
         report.applied["promote"] = len(by_action.get("promote", []))
+        if report.purged:
+            self.purge(report.purged)
+            report.applied["purge"] = len(report.purged)
         state.record({"at_us": now_us, "decay": report.decay, "counts": report.counts(), "applied": report.applied})
         state.save(self._derived)
 
