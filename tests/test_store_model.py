@@ -188,6 +188,17 @@ class StoreMachine(RuleBasedStateMachine):
         self.purged.add(mid)
         self.edges = {k: c for k, c in self.edges.items() if mid not in k[:2]}
 
+    @rule(days_on=st.sampled_from([1, 31]))
+    def purge_forgotten(self, days_on: int) -> None:
+        """S7's window: forgotten memories go once 30 days have passed (none before)."""
+        due = sorted(k for k, m in self.model.items() if m.forgotten) if days_on > 30 else []
+        later = datetime.now(timezone.utc) + timedelta(days=days_on)
+        assert self.db.purge_forgotten(now=later) == due
+        for mid in due:
+            del self.model[mid]
+            self.purged.add(mid)
+            self.edges = {k: c for k, c in self.edges.items() if mid not in k[:2]}
+
     @precondition(lambda self: bool(self.model))
     @rule()
     def archive_everything_old(self) -> None:
