@@ -176,6 +176,22 @@ def test_list_pages_through_every_memory_once_in_the_order_learned(tmp_path: Pat
             db.list("a", limit=0)
 
 
+def test_list_keeps_a_batch_in_its_order_and_a_cursor_survives_changes(tmp_path: Path) -> None:
+    """A batch without sessions lists in the order given (not by its random ids), and a page
+    after a memory that was forgotten since repeats its batch rather than skipping any."""
+    with engramdb.open(tmp_path) as db:
+        db.add_many([{"content": f"chunk {i}", "namespace": "a"} for i in range(12)])
+        assert [m.content for m in db.list("a", limit=50)] == [f"chunk {i}" for i in range(12)]
+        first = db.list("a", limit=4)
+        db.forget(first[-1].id)  # the cursor's own memory leaves
+        after = db.list("a", limit=50, cursor=first.next_cursor)
+        assert {f"chunk {i}" for i in range(4, 12)} <= {m.content for m in after}  # nothing skipped
+        db.checkpoint()
+        db.compact()  # a new snapshot with renumbered segments: the same cursor still resumes in place
+        second = db.list("a", limit=4, cursor=db.list("a", limit=4).next_cursor)
+        assert [m.content for m in second] == ["chunk 5", "chunk 6", "chunk 7", "chunk 8"]
+
+
 def test_history_and_the_mem0_names(tmp_path: Path) -> None:
     with engramdb.open(tmp_path) as db:
         m = db.add("Alice lives in Lisbon", namespace="a")

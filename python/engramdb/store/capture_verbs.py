@@ -12,6 +12,7 @@ call without knowing the store's own vocabulary.
 from __future__ import annotations
 
 import base64
+import bisect
 import builtins
 import hashlib
 import json
@@ -20,14 +21,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..model.errors import InvalidMemory
 from ..model.memory import Memory, micros, utc_now
 from ..spaces.passages import passages
 from ..storage import spool
+from ..storage.view import Loc, View
 from .reads import Reads
 
 _log = logging.getLogger("engramdb")
 _LIST_FIELDS = ("memory_type", "session_id", "role", "source")
+LIST_ORDERS_KEPT = 8  # namespaces whose list order is kept between pages
+# (sort keys (learned_at, seq, place), locations, valid_until, id -> position) of one namespace
+_ListOrder = tuple[builtins.list[tuple[int, int, int]], builtins.list[Loc], np.ndarray, dict[str, int]]
 
 
 class Page(builtins.list):  # type: ignore[type-arg]
@@ -40,6 +47,7 @@ class CaptureVerbs(Reads):
     """Mixed into `Store`."""
 
     _draining = False
+    _list_orders: dict[str, tuple[View, _ListOrder]] | None = None
     last_spool: dict[str, int] | None = None  # what the last spool ingestion did (files, records, damaged, rejected)
 
     # the writes, in store.py
@@ -164,7 +172,9 @@ class CaptureVerbs(Reads):
         page at a time: a `Page` (a list of Memory) whose `next_cursor` gives the next page (None
         at the end). `filters`: equality on memory_type, session_id, role, source, or on metadata
         keys as "metadata.KEY". Memories whose valid time has ended (superseded, a file's old
-        chunks) are left out unless `include_ended`. `newest_first` pages from the latest."""
+        chunks) are left out unless `include_ended`. `newest_first` pages from the latest. A
+        cursor outlives writes: after a memory that changed or was forgotten since, the next page
+        starts again at that memory's batch (it may repeat, it never skips)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be an int >= 1, got {limit!r}")
         checks = dict(filters or {})
@@ -174,25 +184,54 @@ class CaptureVerbs(Reads):
         after = _decode_cursor(cursor)
         view = self._view()
         now = micros(utc_now())
-        order = []
-        for s, r in view.current_locs(namespace):
-            seg = view.segments[s]
-            if include_ended or seg.valid_until[r] > now:
-                order.append((int(seg.learned_at[r]), int(seg.turns()[2][r]), seg.ids[r], (s, r)))
-        order.sort(reverse=newest_first)
+        keys, locs, until, where = self._list_order(view, namespace)
+        start = len(keys) if newest_first else 0
+        if after is not None:
+            at = where.get(after[2])
+            if at is not None and keys[at][:2] == after[:2]:
+                start = at if newest_first else at + 1
+            else:  # the cursor's memory changed or left since: resume at its batch's start (repeat, never skip)
+                group = (after[0], after[1])
+                start = bisect.bisect_right(keys, (*group, len(keys))) if newest_first else \
+                    bisect.bisect_left(keys, (*group, -1))
+        steps = range(start - 1, -1, -1) if newest_first else range(start, len(keys))
         page = Page()
         last: tuple[int, int, str] | None = None
-        for when, seq, mid, loc in order:
-            if after is not None and ((when, seq, mid) >= after if newest_first else (when, seq, mid) <= after):
+        for i in steps:
+            if not include_ended and until[i] <= now:
                 continue
-            m = view.memory_at(*loc)
+            m = view.memory_at(*locs[i])
             if all(_field(m, k) == v for k, v in checks.items()):
                 if len(page) == limit and last is not None:
                     page.next_cursor = _encode_cursor(last)
                     break
                 page.append(m)
-                last = (when, seq, mid)
+                last = (keys[i][0], keys[i][1], m.id)
         return page
+
+    def _list_order(self, view: View, namespace: str) -> _ListOrder:
+        """A namespace's current memories sorted by (learned_at, seq, place in the store), with
+        their locations, valid_until and each id's position, built once per snapshot: a page is a
+        lookup and `limit` reads, so walking 100,000 memories a page at a time costs one sort."""
+        cache = self._list_orders if self._list_orders is not None else {}
+        self._list_orders = cache
+        hit = cache.get(namespace)
+        if hit is not None and hit[0] is view:
+            return hit[1]
+        rows = []
+        for place, (si, r) in enumerate(view.current_locs(namespace)):  # in the store's order: a batch's own
+            seg = view.segments[si]
+            rows.append(((int(seg.learned_at[r]), int(seg.turns()[2][r]), place), (si, r),
+                         int(seg.valid_until[r]), seg.ids[r]))
+        rows.sort(key=lambda row: row[0])
+        order = ([k for k, _, _, _ in rows], [loc for _, loc, _, _ in rows],
+                 np.fromiter((u for _, _, u, _ in rows), np.int64, len(rows)),
+                 {mid: i for i, (_, _, _, mid) in enumerate(rows)})
+        cache.pop(namespace, None)
+        for old in builtins.list(cache)[: max(0, len(cache) - LIST_ORDERS_KEPT + 1)]:  # keep the latest few
+            cache.pop(old, None)  # (a service pages many users' namespaces; threads may race here)
+        cache[namespace] = (view, order)
+        return order
 
     def get_all(self, namespace: str, *, filters: Mapping[str, Any] | None = None,
                 limit: int = 100) -> builtins.list[Memory]:
