@@ -150,6 +150,24 @@ def test_a_capture_beside_a_writer_is_spooled_then_ingested_once(tmp_path: Path)
     assert [m.content for m in memories(store)].count(text) == 1
 
 
+def test_context_a_hook_injects_beside_a_writer_teaches_the_writers_ratings(tmp_path: Path) -> None:
+    """E1 through the spool: the hook reads (another process writes), so what its context injected
+    is spooled as access rows; the writer's next ELO update takes them in."""
+    store = tmp_path / "mem"
+    notes = ["the lexer is table-driven now", "the parser tracks bracket depth with a stack",
+             "the release checklist lives in RELEASING.md"]
+    engramdb.capture(store, [{"content": t, "namespace": NS} for t in notes])
+    with engramdb.open(store) as writer:
+        before = writer.update_importance()
+        p = hook("UserPromptSubmit", store, _payload("UserPromptSubmit", tmp_path,
+                                                      prompt="how does the parser track bracket depth?"))
+        assert p.returncode == 0 and "bracket depth" in context_of(p, "UserPromptSubmit")
+        assert len(list((store / "spool").glob("*.access"))) == 1
+        report = writer.update_importance()
+        assert report.entries > before.entries  # the hook's search and injection rows
+        assert not list((store / "spool").glob("*.access"))
+
+
 def test_four_processes_capturing_at_once_lose_none_and_duplicate_none(tmp_path: Path) -> None:
     store = tmp_path / "mem"
     engramdb.capture(store, [{"content": "the store exists", "namespace": NS}])

@@ -117,6 +117,37 @@ def test_ratings_are_derived_a_lost_file_is_replayed_to_the_same(tmp_path: Path)
         assert hits.query_id is None and any(h.elo != elo.INITIAL_ELO for h in hits)
         with pytest.raises(PermissionError):
             ro.update_importance()
+    assert not (tmp_path / "ro" / "spool").exists()  # read-only touches nothing unless access_log="spool"
+
+
+def test_a_readers_searches_and_injections_reach_the_writers_ratings(tmp_path: Path) -> None:
+    """A hook beside an MCP server reads a store another process writes: what it searched and
+    injected is spooled at close, the writer adds it to its log once, and the ratings learn."""
+    db = make(tmp_path / "s")
+    db.update_importance()
+    with engramdb.open(tmp_path / "s", read_only=True, access_log="spool") as ro:
+        for _ in range(6):
+            hits = ro.search("violin lessons", namespace="a", k=3)
+            ro.feedback(hits.query_id or "", used=[hits[0].id])
+        ctx = ro.context("violin lessons", namespace="a", max_tokens=200)
+        assert ctx.items
+        assert list((tmp_path / "s" / "spool").glob("*.access")) == []  # not before close: one file, not one a call
+    spooled = list((tmp_path / "s" / "spool").glob("*.access"))
+    assert len(spooled) == 1
+    saved = spooled[0].read_bytes()
+    used = hits[0].id
+    before = db.importance(used).elo
+    report = db.update_importance()  # the writer takes the spool in first
+    assert report.entries >= 6 and db.importance(used).elo > before
+    log = access_log(tmp_path / "s", writable=False)  # the storage layer's seam: the log as written
+    kinds = log.read().column("kind").to_pylist()
+    assert kinds.count("feedback") == 6 and "inject" in kinds
+    spooled[0].write_bytes(saved)  # as if the writer died after logging, before unlinking
+    n = log.read().num_rows
+    db.update_importance()
+    assert access_log(tmp_path / "s", writable=False).read().num_rows == n  # replayed: nothing added twice
+    assert list((tmp_path / "s" / "spool").glob("*.access")) == []
+    db.close()
 
 
 def test_elo_weight_reranks_and_explore_surfaces_rarely_seen_memories() -> None:
@@ -188,3 +219,48 @@ def test_the_update_resumes_anywhere_to_the_same_ratings(events: list[tuple[int,
     assert parts.watermark == whole.watermark == table.num_rows
     assert {i: (round(r.elo, 9), r.updates, r.shown, r.used) for i, r in parts.by_id.items()} == \
         {i: (round(r.elo, 9), r.updates, r.shown, r.used) for i, r in whole.by_id.items()}
+
+
+_FUZZ_ACCESS = r"""
+import json, random, sys, shutil
+from pathlib import Path
+import engramdb
+from engramdb.storage.access_log import access_log
+root, clean = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes()
+rng = random.Random(11)
+out = []
+for trial in range(12):
+    store = root / f"s{trial}"
+    shutil.copytree(root / "base", store)
+    raw = bytearray(clean)
+    for _ in range(1 + trial % 4):
+        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)
+    (store / "spool" / "00000000000000000001-1-fuzz.access").write_bytes(bytes(raw))
+    with engramdb.open(store) as db:
+        db.update_importance()
+    rows = access_log(store, writable=False).read().num_rows
+    out.append({"rows": rows, "left": sorted(p.suffix for p in (store / "spool").iterdir())})
+print(json.dumps(out))
+"""
+
+
+def test_flipped_bytes_in_spooled_access_rows_never_crash_nor_reach_the_log(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    base = tmp_path / "base"
+    make(base).close()
+    with engramdb.open(base, read_only=True, access_log="spool") as ro:
+        ro.search("violin lessons", namespace="a", k=3)
+    spooled = next((base / "spool").glob("*.access"))
+    clean = tmp_path / "clean.access"
+    shutil.move(spooled, clean)
+    got = subprocess.run([sys.executable, "-c", _FUZZ_ACCESS, str(tmp_path), str(clean)], check=False,
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    for trial in json.loads(got.stdout):
+        if trial["left"] == [".damaged"]:  # refused whole: the log holds none of it
+            assert trial["rows"] == 0, trial
+        else:  # a flip JSON tolerates: the three hits' rows, once
+            assert trial["left"] == [] and trial["rows"] == 3, trial

@@ -143,6 +143,8 @@ def main(event: str, *, path: str | None, namespace: str | None, max_chars: int)
         _print_context(event, text)
     if not run.written.wait(max(0.0, deadline - time.monotonic())):
         _leave(event, f"over its {ev.budget_ms(event)} ms budget before its write finished" + _rescue(run))
+    if which == "full":  # the reader is closing: let it spool what it injected (E1), within the budget
+        worker.join(max(0.0, deadline - time.monotonic()))
     for note in run.notes:
         _note(event, note)
     if worker.is_alive():  # the full context, too late to print: no need to wait for it
@@ -304,7 +306,7 @@ def _reader(store: Path) -> Iterator[engramdb.Store | None]:
     if not store.is_dir():
         yield None
         return
-    db = engramdb.open(store, read_only=True)
+    db = engramdb.open(store, read_only=True, access_log="spool")  # what it injects still teaches the ratings
     try:
         yield db
     finally:

@@ -45,7 +45,7 @@ class ServedStore:
             self._db = engramdb.open(path, profile=profile)
         except StoreLocked as exc:
             _say(f"{exc}; serving it read-only, store_memory captures new memories for the writer")
-            self._db = engramdb.open(path, read_only=True)
+            self._db = engramdb.open(path, read_only=True, access_log="spool")
 
     @property
     def read_only(self) -> bool:
@@ -63,7 +63,7 @@ class ServedStore:
             writer = engramdb.open(self.path, profile=self.profile)
         except StoreLocked:
             if time.monotonic() - self._opened >= READER_REFRESH_S:
-                reader = engramdb.open(self.path, read_only=True)
+                reader = engramdb.open(self.path, read_only=True, access_log="spool")
                 self._db.close()
                 self._db, self._opened = reader, time.monotonic()
         else:

@@ -112,4 +112,83 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
     return done
 
 
-__all__ = ["FOLDER", "drain", "pending", "put"]
+# ------------------------------------------------------------------------------ readers' access rows
+# A read-only store (a hook beside an MCP server, a service's reader) logs its searches and context
+# injections here, so the writer's ratings learn from them (E1): the same envelope, `*.access`.
+ACCESS_SUFFIX = ".access"
+
+
+def put_access(store: Path, rows: list[dict[str, Any]]) -> Path:
+    """Write access-log rows (each with "kind", "query_id" and "at", a datetime) as one spool file."""
+    folder = store / FOLDER
+    folder.mkdir(exist_ok=True)
+    body = json.dumps([{**r, "at": r["at"].isoformat()} for r in rows], ensure_ascii=False, sort_keys=True)
+    raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
+    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{ACCESS_SUFFIX}"
+    write_atomically(path, raw)
+    return path
+
+
+def _read_access(path: Path) -> list[dict[str, Any]] | None:
+    """A spooled file's access rows, or None when it is damaged."""
+    try:
+        outer = json.loads(path.read_bytes())
+        body = outer["records"]
+        if outer.get("format") != FORMAT or zlib.crc32(body.encode()) != outer["crc32"]:
+            return None
+        rows = json.loads(body)
+        if not isinstance(rows, list) or not all(_access_row(r) for r in rows):
+            return None
+        for r in rows:
+            r["at"] = datetime.fromisoformat(r["at"])
+            if r["at"].tzinfo is None:
+                return None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return rows
+
+
+_ACCESS_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "query_id": (str,), "at": (str,), "namespace": (str,), "session_id": (str, type(None)),
+    "query": (str, type(None)), "strategy": (str, type(None)), "memory_id": (str, type(None)),
+    "rank": (int, type(None)), "score": (float, int, type(None)), "used": (bool,),
+    "latency_ms": (float, int, type(None))}
+
+
+def _access_row(r: object) -> bool:
+    """A row the access log can take as it is: known fields of the right types (a file written by
+    another program, or damaged past its checksum, is refused whole)."""
+    return isinstance(r, dict) and all(k in r for k in ("kind", "query_id", "at", "namespace")) and all(
+        k in _ACCESS_TYPES and isinstance(v, _ACCESS_TYPES[k]) and not (k == "rank" and isinstance(v, bool))
+        for k, v in r.items())
+
+
+def drain_access(store: Path, apply: Callable[[list[dict[str, Any]]], None]) -> dict[str, int]:
+    """Hand every waiting file's access rows to `apply` (the writer's log, which skips rows it
+    holds and makes them durable), then unlink the files; a damaged one is renamed `*.damaged`."""
+    done = {"files": 0, "rows": 0, "damaged": 0}
+    folder = store / FOLDER
+    paths = sorted(p for p in folder.iterdir() if p.suffix == ACCESS_SUFFIX) if folder.is_dir() else []
+    batch = []
+    for path in paths:
+        rows = _read_access(path)
+        if rows is None:
+            os.replace(path, path.with_suffix(".damaged"))
+            done["damaged"] += 1
+        else:
+            batch.append((path, rows))
+    if batch:
+        apply([r for _, rows in batch for r in rows])
+    for path, rows in batch:
+        path.unlink()
+        done["files"] += 1
+        done["rows"] += len(rows)
+    return done
+
+
+def access_pending(store: Path) -> bool:
+    folder = store / FOLDER
+    return folder.is_dir() and any(p.suffix == ACCESS_SUFFIX for p in folder.iterdir())
+
+
+__all__ = ["ACCESS_SUFFIX", "FOLDER", "access_pending", "drain", "drain_access", "pending", "put", "put_access"]

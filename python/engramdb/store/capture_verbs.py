@@ -29,6 +29,7 @@ from ..spaces.passages import passages
 from ..storage import spool
 from ..storage.view import Loc, View
 from .reads import Reads
+from .usage import Usage
 
 _log = logging.getLogger("engramdb")
 _LIST_FIELDS = ("memory_type", "session_id", "role", "source")
@@ -46,6 +47,7 @@ class Page(builtins.list):  # type: ignore[type-arg]
 class CaptureVerbs(Reads):
     """Mixed into `Store`."""
 
+    _usage: Usage
     _draining = False
     _list_orders: dict[str, tuple[View, _ListOrder]] | None = None
     last_spool: dict[str, int] | None = None  # what the last spool ingestion did (files, records, damaged, rejected)
@@ -78,8 +80,12 @@ class CaptureVerbs(Reads):
         return self._drain_spool()
 
     def _drain_spool(self) -> dict[str, int] | None:
-        """Ingest what other processes spooled while this store's writer held the lock."""
-        if self._draining or self.read_only or self.path is None or not spool.pending(self.path):
+        """Ingest what other processes spooled while this store's writer held the lock: captures,
+        and readers' access rows (to the access log)."""
+        if self._draining or self.read_only or self.path is None:
+            return None
+        self._usage.ingest_spooled()
+        if not spool.pending(self.path):
             return None
         self._draining = True
         try:

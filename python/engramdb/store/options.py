@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..ingest.dedup import Policy, check_policy
 from ..model.tuning import Tuning
@@ -24,7 +25,7 @@ class Options:
     profile: str | None = None
     index: str = "tree"
     tuning: Tuning = field(default_factory=Tuning)
-    access_log: bool = True
+    access_log: bool | Literal["spool"] = True
     contradictions: str = "off"
 
     def __post_init__(self) -> None:
@@ -36,5 +37,7 @@ class Options:
             raise ValueError("pass schema= or profile=, not both")
         if self.contradictions not in ("off", "detect", "supersede"):
             raise ValueError(f"contradictions must be 'off', 'detect' or 'supersede', got {self.contradictions!r}")
+        if self.access_log not in (True, False, "spool"):
+            raise ValueError(f"access_log must be True, False or 'spool', got {self.access_log!r}")
         if not isinstance(self.tuning, Tuning):
             raise TypeError(f"tuning must be an engramdb.Tuning, got {type(self.tuning).__name__}")

@@ -112,12 +112,11 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
         engine = self._engine
         if engine.closed:
             return
-        if not engine.read_only:
-            if checkpoint:
-                with engine.writing():
-                    engine.checkpoint()
-                    self._indexes.save(engine.view)
-            self._usage.flush()
+        if not engine.read_only and checkpoint:
+            with engine.writing():
+                engine.checkpoint()
+                self._indexes.save(engine.view)
+        self._usage.flush()  # a reader's access rows go to the spool
         engine.close(checkpoint=checkpoint)
 
     def __enter__(self) -> Store:  # noqa: PYI034 - Store is not meant to be subclassed
@@ -561,7 +560,7 @@ def open(
     profile: str | None = None,
     index: str = "tree",
     tuning: Tuning | None = None,
-    access_log: bool = True,
+    access_log: bool | Literal["spool"] = True,
     contradictions: str = "off",
 ) -> Store:
     """Open (or create) the store in folder `path`; None keeps it in memory (tests, scratch).
@@ -586,7 +585,8 @@ def open(
     always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
     and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
     `access_log`: log every search and its feedback in the store folder's `access/` (E1: what
-    ELO importance learns from); False logs nothing. `contradictions` ("off" | "detect" |
+    ELO importance learns from); False logs nothing; a read-only store logs nothing, unless
+    "spool": then its rows go to the spool at close, for the writer's log (hooks). `contradictions` ("off" | "detect" |
     "supersede"): after each `add_many`, look for older memories the new ones contradict (H5,
     `resolve_contradictions`): "detect" reports them in `last_contradictions`, "supersede" also
     ends each older one where the newer starts.

@@ -3,11 +3,15 @@
 Every search of a writable store is logged (`Hits.query_id` names it); `feedback(query_id,
 used=[...])` says which hits the caller used; `update_importance()` turns the log into ELO ratings
 (importance/batch.py) and logs every change; hits carry their memory's ELO and tier. A read-only
-store annotates from the saved ratings and logs nothing.
+store annotates from the saved ratings and logs nothing; opened with `access_log="spool"`, its
+searches, feedback and context injections go to the spool (`*.access` files, written at close or
+every `SPOOL_ROWS` rows) for the writer to add to its log: a hook beside an MCP server still
+teaches the ratings what it injected.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -15,7 +19,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -26,9 +30,12 @@ from ..importance.elo import RELEVANCE_THRESHOLD
 from ..importance.ratings import Importance, Ratings
 from ..model.hit import Hit, Hits
 from ..model.memory import utc_now
+from ..storage import spool
 from ..storage.access_log import access_log, elo_log
 from ..storage.derived_files import DerivedFiles
 
+SPOOL_ROWS = 512  # a reader's access rows kept in memory before they are spooled
+_log = logging.getLogger("engramdb")
 RECENT_QUERIES = 4096  # query ids remembered in memory for feedback (older ones are looked up in the log)
 DEEPER = 3  # elo_weight / explore: candidates searched per place kept
 
@@ -36,9 +43,14 @@ DEEPER = 3  # elo_weight / explore: candidates searched per place kept
 class Usage:
     """The importance layer's state in one open store (see the module docstring)."""
 
-    def __init__(self, path: Path | None, files: DerivedFiles, *, writable: bool, log: bool = True) -> None:
+    def __init__(self, path: Path | None, files: DerivedFiles, *, writable: bool,
+                 log: bool | Literal["spool"] = True) -> None:
         self.files = files
-        self.logging = writable and log
+        self.logging = writable and bool(log)
+        # a reader touches the folder only when asked: its rows then go to the spool
+        self.spooling = not writable and log == "spool" and path is not None
+        self._path = path
+        self._spooled: list[dict[str, Any]] = []
         self.log = access_log(path, writable=self.logging)
         self.elo_log = elo_log(path, writable=writable)
         self._ratings: Ratings | None = None
@@ -66,7 +78,7 @@ class Usage:
             out = annotate.by_elo(out, elo_weight)
         out = annotate.explored(out, k, explore, ratings, self.rng) if explore > 0 else out[:k]
         query_id = self._record(out, query, namespace, session_id, hits.stats.strategy,
-                                hits.stats.seconds * 1e3) if self.logging and log else None
+                                hits.stats.seconds * 1e3) if (self.logging or self.spooling) and log else None
         return Hits(out, hits.stats, query_id)
 
     def _record(self, hits: list[Hit], query: object, namespace: str, session_id: str | None, strategy: str,
@@ -79,7 +91,7 @@ class Usage:
         rows = [{**base, "memory_id": h.id, "rank": i + 1, "score": h.score} for i, h in enumerate(hits)] or \
             [{**base, "memory_id": None, "rank": None, "score": None}]
         rows[0]["latency_ms"] = latency_ms
-        self.log.append(rows)
+        self._append(rows)
         with self._lock:
             self._recent[qid] = namespace
             if len(self._recent) > RECENT_QUERIES:
@@ -90,8 +102,9 @@ class Usage:
     def feedback(self, query_id: str, used: Iterable[str], *, kind: str = "feedback",
                  session_id: str | None = None) -> int:
         """Record which memories of a logged search the caller used (none: every hit lost); returns how many."""
-        if not self.logging:
-            raise PermissionError("this store logs no searches (read-only, or opened with access_log=False)")
+        if not (self.logging or self.spooling):
+            raise PermissionError("this store logs no searches (opened with access_log=False, or in memory "
+                                  "read-only)")
         if not isinstance(query_id, str) or not query_id:
             raise ValueError(f"query_id must be the non-empty id a search returned (Hits.query_id), got {query_id!r}")
         ids = list(dict.fromkeys(used)) if not isinstance(used, str) else [used]
@@ -104,10 +117,50 @@ class Usage:
                              "logged (Hits.query_id)")
         at = utc_now()
         # no id: one row saying none of the hits was used (each loses, as shown and not used)
-        self.log.append({"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
-                         "at": at, "query": None, "strategy": None, "memory_id": mid, "rank": None, "score": None,
-                         "used": mid is not None} for mid in (list[str | None](ids) or [None]))
+        self._append([{"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
+                       "at": at, "query": None, "strategy": None, "memory_id": mid, "rank": None, "score": None,
+                       "used": mid is not None} for mid in (list[str | None](ids) or [None])])
         return len(ids)
+
+    def _append(self, rows: list[dict[str, Any]]) -> None:
+        if self.logging:
+            self.log.append(rows)
+            return
+        with self._lock:
+            self._spooled.extend(rows)
+            full = len(self._spooled) >= SPOOL_ROWS
+        if full:
+            self._spool()
+
+    def _spool(self) -> None:
+        """A reader's waiting access rows, to the spool for the writer (lost, with a warning, when
+        the folder cannot be written: they are signals for the ratings, not memories)."""
+        with self._lock:
+            rows, self._spooled = self._spooled, []
+        if rows and self._path is not None:
+            try:
+                spool.put_access(self._path, rows)
+            except OSError as exc:
+                _log.warning("engramdb: %d access rows not spooled to %s: %s", len(rows), self._path, exc)
+
+    def ingest_spooled(self) -> dict[str, int] | None:
+        """Add the access rows readers spooled to this writer's log, each once (a file replayed
+        after a crash adds nothing: rows whose query and kind the log holds are skipped), durable
+        before the files go. None when nothing waited or this store keeps no log."""
+        if not self.logging or self._path is None or not spool.access_pending(self._path):
+            return None
+        return spool.drain_access(self._path, self._take)
+
+    def _take(self, rows: list[dict[str, Any]]) -> None:
+        self.log.flush()
+        table = self.log.read()
+        asked = pa.array(sorted({r["query_id"] for r in rows}), pa.string())
+        seen = table.filter(pc.fill_null(pc.is_in(table.column("query_id"), value_set=asked), False))
+        have = set(zip(seen.column("query_id").to_pylist(), seen.column("kind").to_pylist()))
+        fresh = [r for r in rows if (r["query_id"], r["kind"]) not in have]
+        if fresh:
+            self.log.append(fresh)
+            self.log.flush()
 
     def _namespace_of(self, query_id: str) -> str | None:
         with self._lock:
@@ -123,6 +176,7 @@ class Usage:
         """Apply the access log past the ratings' watermark (E5), log the changes, save the ratings."""
         if not self.logging:
             raise PermissionError("this store is read-only: the ratings cannot be updated here")
+        self.ingest_spooled()
         self.log.flush()
         ratings = self.ratings
         with self._lock:
@@ -149,6 +203,8 @@ class Usage:
         if self.logging:
             self.log.flush()
             self.elo_log.flush()
+        elif self.spooling:
+            self._spool()
 
     def purge(self, ids: set[str]) -> int:
         """Remove the purged memories from the logs and the ratings: every row naming them, and
