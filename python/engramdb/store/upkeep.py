@@ -3,12 +3,14 @@ tiers and ELO pruning (H7, E7)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from ..importance.elo import DAY_US, tier
 from ..lifecycle import consolidation as cons
@@ -116,25 +118,29 @@ class UpkeepVerbs(Reads):
         report = cons.Report(dry_run=dry_run, decay=decay)
         reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) if protect_days > 0 else {}
         texts: dict[str, str] = {}
+        cols: dict[int, tuple[np.ndarray, list[str | None]]] = {}  # per segment: confidence, metadata JSON
         for si, row in view.current_locs(namespace):
             seg = view.segments[si]
             mid = seg.ids[row]
-            m = seg.memory_at(row)
+            if si not in cols:  # columns, not Memory objects: 100,000 of those cost seconds
+                conf = pc.fill_null(seg.table.column("confidence"), 1.0).to_numpy(zero_copy_only=False)
+                cols[si] = (np.asarray(conf, np.float64), seg.table.column("metadata").to_pylist())
+            confidence, meta = cols[si][0][row], cols[si][1][row]
             learned = int(seg.learned_at[row])  # when the store learned it: the grace and "unused" count from there
             r = ratings.by_id.get(mid)
             last_access = max(r.last_shown_us, r.last_used_us) if r is not None else 0
             last_used = r.last_used_us if r is not None else 0
             elo = ratings.elo_now(mid, now_us)
             standing = cons.Standing(
-                mid, m.namespace, "archived" if mid in view.archived else state.tier(mid),
+                mid, seg.ns_names[seg.ns_index[row]], "archived" if mid in view.archived else state.tier(mid),
                 age_days=(now_us - learned) / DAY_US, days_since_access=(now_us - max(last_access, learned)) / DAY_US,
                 days_unused=(now_us - max(last_used, learned)) / DAY_US,
-                accesses=(r.shown + r.used) if r is not None else 0, confidence=m.confidence, elo=elo,
-                elo_tier=tier(elo), compressed=bool(m.metadata.get("compressed")), protected=reached.get(mid))
+                accesses=(r.shown + r.used) if r is not None else 0, confidence=float(confidence), elo=elo,
+                elo_tier=tier(elo), compressed=_compressed(meta), protected=reached.get(mid))
             d = cons.decide(standing, decay)
             report.decisions.append(d)
             if d.action == "compress":
-                texts[mid] = m.content
+                texts[mid] = seg.memory_at(row).content
         cached = getattr(self, "_topic_cache", None) or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
                              if namespace is None or ns == namespace}
@@ -298,3 +304,13 @@ def _overlap(a: Memory, b: Memory) -> bool:
 
 
 __all__ = ["UpkeepVerbs"]
+
+
+def _compressed(metadata: str | None) -> bool:
+    """Whether a memory's metadata JSON marks it compressed (parsed only when it may)."""
+    if not metadata or '"compressed"' not in metadata:
+        return False
+    try:
+        return bool(json.loads(metadata).get("compressed"))
+    except (ValueError, AttributeError):
+        return False
