@@ -50,7 +50,7 @@ def test_topic_detection(benchmark: Any, n: int) -> None:
 
 def test_topics_of_a_100k_namespace_and_an_increment(benchmark: Any) -> None:
     """100,000 memories: clustered on a sample of 3,000, the rest joining by centroid; then 1,000
-    more added and folded in without re-clustering (timed separately)."""
+    more added and folded in without re-clustering, and a dry-run dream (each timed separately)."""
     import time
 
     db = engramdb.open(None)
@@ -63,6 +63,10 @@ def test_topics_of_a_100k_namespace_and_an_increment(benchmark: Any) -> None:
     t0 = time.perf_counter()
     after = db.topics("n")
     increment_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dream = db.dream("n", dry_run=True)  # re-cluster, consolidate, dedup, explore: the quiet-hour pass
+    benchmark.extra_info["dream_dry_run_s"] = round(time.perf_counter() - t0, 3)
+    benchmark.extra_info["dream_edges"] = len(dream["edges"])
     benchmark.extra_info.update({"memories": 100_000, "sampled": topics.sampled, "topics": len(topics),
                                  "coverage": round(sum(t.size for t in topics) / 100_000, 4),
                                  "increment_memories": 1_000, "increment_s": round(increment_s, 3),
