@@ -49,6 +49,7 @@ TOOLS = {
     "trigger_dream": set(),
     "merge_concepts": {"keep", "merge"},
     "forget_concept": {"concept", "dryRun"},
+    "restore_memories": {"ids"},
 }
 
 BAKING = [
@@ -161,7 +162,7 @@ async def session(store: tuple[Path, dict[str, dict[str, str]]]) -> AsyncIterato
         yield s
 
 
-async def test_lists_the_14_tools_with_described_parameters(session: ClientSession) -> None:
+async def test_lists_the_tools_with_described_parameters(session: ClientSession) -> None:
     listed = {t.name: t for t in (await session.list_tools()).tools}
     assert set(listed) == set(TOOLS)
     for name, expected in TOOLS.items():
@@ -315,6 +316,11 @@ async def test_forget_concept_hides_the_memories_from_search(session: ClientSess
     after = await call(session, "search_graph", query="sourdough starter", namespace="forget", topK=36)
     assert not set(done["forgotten"]) & {h["id"] for h in after["hits"]}
     assert len(after["hits"]) == 36 - done["count"]
+    back = await call(session, "restore_memories", ids=done["forgotten"], namespace="forget")
+    assert back["restored"] == done["forgotten"]
+    again = await call(session, "search_graph", query="sourdough starter", namespace="forget", topK=36)
+    assert set(done["forgotten"]) <= {h["id"] for h in again["hits"]}
+    assert "in namespace 'main'" in await error(session, "restore_memories", ids=done["forgotten"][:1])
 
 
 async def test_what_a_hook_captures_beside_the_server_is_found_at_once(

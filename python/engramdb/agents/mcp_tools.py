@@ -1,4 +1,4 @@
-"""The 14 MCP tools of SPEC C8 over one served store, and the MCP server that carries them.
+"""The 14 MCP tools of SPEC C8, and restore_memories (forget_concept's undo), over one served store, and the MCP server that carries them.
 
 `MemoryTools` holds the tools: each is a typed method whose parameters (names as in the design note's
 table, seed 003 section 8: `topK`, `causalDirection`, `blendWithSemantic`, `dryRun`, ...) carry
@@ -305,14 +305,16 @@ class MemoryTools:
     def trigger_consolidation(self, dryRun: DryRun = False, namespace: Namespace = None) -> Result:
         """Consolidate a namespace (H7, E7): apply the access log to the ELO ratings, then promote
         short-term memories to long-term, compress LOW ones unused for 14 days to a summary and
-        archive VERY_LOW ones unused for 30 days or of low priority; nothing is deleted, a memory a
-        recent question still reaches is kept. Returns the counts, what was applied and the
+        archive VERY_LOW ones unused for 30 days or of low priority; no current memory is deleted, a
+        memory a recent question still reaches is kept, and memories forgotten more than 30 days ago
+        are purged for good (listed in `purged`). Returns the counts, what was applied and the
         decisions other than keep, each with its reason."""
         ns = self._ns(namespace)
         r = self._store().consolidate(namespace=ns, dry_run=dryRun)
         changes = [d for d in r.decisions if d.action != "keep"]
         return {"namespace": ns, "dry_run": r.dry_run, "summary": r.summary(), "counts": r.counts(),
                 "applied": r.applied, "topics_due": r.topics_due, "seconds": round(r.seconds, 3),
+                "purged": r.purged,
                 "decisions": [{"id": d.id, "action": d.action, "reason": d.reason, "priority": d.priority,
                                "elo": d.elo, "tier_before": d.tier_before, "tier_after": d.tier_after}
                               for d in changes[:MAX_DECISIONS]], "decisions_listed": min(len(changes), MAX_DECISIONS)}
@@ -341,15 +343,31 @@ class MemoryTools:
             "for it finds with a good match (score >= 0.5)."))], dryRun: DryRun = False,
             namespace: Namespace = None) -> Result:
         """Forget every memory of a concept: soft, nothing is deleted, the memories are hidden from
-        search and context and each can be restored (Store.restore(id); SPEC: recoverable for 30
-        days). Returns the ids forgotten (or that would be, with dryRun)."""
+        search and context and restore_memories brings them back for 30 days (then consolidation
+        purges them). Returns the ids forgotten (or that would be, with dryRun)."""
         ns = self._ns(namespace)
         ids = self._store().forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
         return {"namespace": ns, "dry_run": dryRun, "forgotten": ids, "count": len(ids)}
 
+    def restore_memories(self, ids: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
+            "Ids of forgotten memories (forget_concept's `forgotten`) to bring back."))],
+            namespace: Namespace = None) -> Result:
+        """Undo forget_concept for these memories (within 30 days of their forgetting): each is
+        searchable and in context again. A memory of another namespace or unknown id is refused
+        by name, and nothing is restored. Returns the ids restored."""
+        ns = self._ns(namespace)
+        db = self._store()
+        for mid in ids:
+            m = db.get(mid, include_forgotten=True)
+            if m is None or m.namespace != ns:
+                raise LookupError(f"no memory with id {mid!r} in namespace {ns!r} (purged, or never stored)")
+        restored = [db.restore(mid).id for mid in ids]
+        return {"namespace": ns, "restored": restored, "count": len(restored)}
+
     TOOLS = ("search_graph", "search_causes", "search_connections", "search_by_intent", "store_memory",
              "inject_context", "get_topic_portfolio", "get_topic_stability", "detect_topics",
-             "get_divergence_alerts", "trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept")
+             "get_divergence_alerts", "trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept",
+             "restore_memories")
     READ_ONLY = frozenset({"search_graph", "search_causes", "search_connections", "search_by_intent",
                            "inject_context", "get_topic_portfolio", "get_topic_stability", "get_divergence_alerts"})
     DESTRUCTIVE = frozenset({"trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept"})
@@ -376,7 +394,7 @@ def _guarded(fn: Callable[..., Result], lock: threading.Lock) -> Callable[..., R
 
 
 def build_server(tools: MemoryTools, *, lock: threading.Lock | None = None, lifespan: Any = None) -> MCPServer[Any]:
-    """An MCP server with the 14 tools of `tools` (stdio: `server.run_stdio_async()`); each call holds
+    """An MCP server with the tools of `tools` (MemoryTools.TOOLS) (stdio: `server.run_stdio_async()`); each call holds
     `lock` (a new one by default) while it runs; `lifespan` is the server's (see MCPServer)."""
     server: MCPServer[Any] = MCPServer(
         "engramdb", version=__version__, lifespan=lifespan, log_level="WARNING",
