@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from engramdb import Tuning
+from engramdb.spaces.protocol import TokenBatch
 from engramdb.spaces.schema import Schema, Space
 
 
@@ -46,6 +47,18 @@ class ToyBits:
 
 def toy_schema() -> Schema:
     return Schema([Space("dense", "dense", 8, "cosine"), Space("bits", "binary", 64, "hamming", role="fuse")])
+
+
+def golden_schema() -> Schema:
+    """The schema of tests/golden/store-v5 on: the toy spaces and 4-d tokens (format 5 stores
+    tokens in half precision)."""
+    return Schema([*toy_schema(), Space("toks", "multivector", 4, "maxsim", role="rerank-only")])
+
+
+def golden_tokens(i: int) -> TokenBatch:
+    """Memory i's two tokens in the golden store: values float16 cannot hold exactly (1/3, 0.1)."""
+    t = np.array([[1 / 3, -0.1, i, 0.0], [0.0, 0.5, -1 / 3, i / 7]], np.float32)
+    return TokenBatch(t, np.array([0, 2], np.int64))
 
 
 def toy_embedders() -> dict[str, object]:

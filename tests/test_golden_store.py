@@ -13,10 +13,11 @@ from pathlib import Path
 
 import engramdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from engramdb import FormatError
 from engramdb.storage.columns import FORMAT_VERSION
-from store_helpers import toy_embedders, toy_schema
+from store_helpers import golden_schema, golden_tokens, toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "store-v2"
@@ -243,7 +244,7 @@ def test_a_v2_store_upgraded_then_crashed_is_repaired_from_the_previous_manifest
     folder = tmp_path / "s"
     shutil.copytree(GOLDEN_V2, folder)
     code = (f"import sys, os; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-            "import engramdb\nfrom store_helpers import toy_embedders, toy_schema\n"
+            "import engramdb\nfrom store_helpers import golden_schema, golden_tokens, toy_embedders, toy_schema\n"
             f"engramdb.open({str(folder)!r}, schema=toy_schema(), embedders=toy_embedders())\n"
             "os._exit(0)  # upgraded (a manifest written, the previous one kept), then gone without a close\n")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -253,3 +254,57 @@ def test_a_v2_store_upgraded_then_crashed_is_repaired_from_the_previous_manifest
         db = engramdb.open(folder, schema=toy_schema(), embedders=toy_embedders())  # type: ignore[arg-type]
     check_v2(db)
     db.close()
+
+
+GOLDEN_V5 = Path(__file__).parent / "golden" / "store-v5"
+
+
+def _tokens_by_id(db: engramdb.Store, tmp: Path, space: str = "toks") -> dict[str, np.ndarray]:
+    """Each current memory's stored tokens (float32), read back from an Arrow export."""
+    from engramdb.storage.vectors import column_name, from_arrow
+
+    db.export(tmp / "all.arrow")
+    table = pa.ipc.open_file(str(tmp / "all.arrow")).read_all()
+    sp = db.schema[space]
+    toks = from_arrow(sp, table.column(column_name(sp)))
+    return {mid: toks.row(i) for i, mid in enumerate(table.column("id").to_pylist())}
+
+
+def test_golden_v5_keeps_tokens_in_half_precision(tmp_path: Path) -> None:
+    """store-v5 (format 5): the same history, and multivector tokens stored as float16 (half the
+    bytes of format 4's float32); they read back as float32 holding the float16 values."""
+    before = {p.name: p.read_bytes() for p in GOLDEN_V5.iterdir()}
+    with engramdb.open(GOLDEN_V5, schema=golden_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]
+        check_v2(db)
+        got = _tokens_by_id(db, tmp_path)
+    assert {p.name: p.read_bytes() for p in GOLDEN_V5.iterdir()} == before
+    assert json.loads(before["manifest.json"])["format_version"] == 5
+    seg = pa.ipc.open_file(str(GOLDEN_V5 / "seg-000001.arrow")).schema
+    assert seg.field("v.toks").type == pa.list_(pa.list_(pa.float16(), 4))
+    want = golden_tokens(4).tokens.astype(np.float16).astype(np.float32)  # g3's update carries memory 4's tokens
+    np.testing.assert_array_equal(got["g3"], want)
+    assert got["g3"][0, 0] != np.float32(1 / 3)  # the float16 value, not the float32 one given
+
+
+def test_a_format_4_store_with_float32_tokens_joins_format_5_writes(tmp_path: Path) -> None:
+    """bm25-v2 (format 4, the default profile: float32 tokens) opened for writing: new memories'
+    tokens are float16, a checkpoint and a compaction join old and new segments into one file of
+    the new type, and every memory's tokens read back as stored (old ones now rounded to float16)."""
+    shutil.copytree(GOLDEN_BM25_V2, tmp_path / "s")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with engramdb.open(tmp_path / "s", read_only=True) as old:
+        before = _tokens_by_id(old, tmp_path / "a", "tokens")
+        answers = [[h.id for h in old.search(q, namespace=ns, k=5, log=False)] for ns, q in BM25_QUERIES]
+    with engramdb.open(tmp_path / "s") as db:
+        db.add("the tokens are stored in half precision now", namespace="n", id="new1")
+        db.checkpoint()
+        db.compact()
+        after = _tokens_by_id(db, tmp_path / "b", "tokens")
+        assert [[h.id for h in db.search(q, namespace=ns, k=5, log=False)] for ns, q in BM25_QUERIES] == answers
+    files = list((tmp_path / "s").glob("seg-*.arrow"))
+    assert len(files) == 1 and pa.ipc.open_file(str(files[0])).schema.field("v.tokens").type.value_type.value_type \
+        == pa.float16()
+    assert set(after) == set(before) | {"new1"}
+    for mid, toks in before.items():
+        np.testing.assert_array_equal(after[mid], toks.astype(np.float16).astype(np.float32))

@@ -45,7 +45,7 @@ from .manifest import Manifest, read_manifest, write_manifest
 from .pinning import pinned
 from .repair import damaged_manifest, repair_locked
 from .segment import Segment, digest_of, mapped, read_arrow, read_segment, segment_of, write_file
-from .vectors import column_name, to_arrow, vector_fields
+from .vectors import column_name, conform, to_arrow, vector_fields
 from .view import View
 from .wal import WriteAheadLog, decode_frames
 
@@ -431,7 +431,7 @@ class Engine:
         wal_only = [old_wal.path.name]
         wal_bytes = old_wal.size()  # a repair takes these files for the WAL only if it has not grown since
         if seg_name is not None:
-            table = pa.concat_tables([view.segments[i].table for i in pending])
+            table = pa.concat_tables([conform(view.segments[i].table, self.schema) for i in pending])
             merged = self.new_segment(table, name=seg_name, replaces=wal_only, wal_bytes=wal_bytes,
                                       requires=[edges_name] if edges_name else ())
             # carry derived state (replacements by newer versions) over to the merged rows

@@ -23,6 +23,7 @@ from .edge_log import EdgeLog
 from .engine import Engine
 from .ids import IdIndex
 from .segment import Segment, read_arrow
+from .vectors import conform
 
 
 def holders(table: pa.Table, archived: Mapping[str, str]) -> list[str]:
@@ -50,7 +51,7 @@ def compact(engine: Engine) -> int:
             old_segs = [str(s.file) for s in view.segments if s.file]
             old_edges = [e["file"] for e in m.edges]
             old = old_segs + old_edges
-            table = pa.concat_tables([s.checked() for s in view.segments])
+            table = pa.concat_tables([conform(s.checked(), engine.schema) for s in view.segments])
             merged = engine.new_segment(table, replaces=old_segs, requires=holders(table, view.archived),
                                         order=min((s.order for s in view.segments if s.order is not None), default=None))
             merged.sys_end = np.concatenate([s.sys_end for s in view.segments])

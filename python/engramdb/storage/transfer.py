@@ -24,7 +24,7 @@ from ..spaces.schema import Schema
 from .archive import restore_content
 from .columns import table_to_memories
 from .segment import read_arrow, read_segment, write_segment
-from .vectors import column_name, from_arrow
+from .vectors import column_name, conform, from_arrow
 from .view import View
 
 _TIMES = ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
@@ -37,7 +37,7 @@ def export(view: View, path: str | Path, table_schema: pa.Schema, namespace: str
         raise ValueError(f"export path must end in .jsonl or .arrow, got {out.name!r}")
     locs = sorted(loc for _, loc in view.current()
                   if namespace is None or view.segments[loc[0]].namespace(loc[1]) == namespace)
-    tables = [view.segments[si].checked().slice(row, 1) for si, row in locs]
+    tables = [conform(view.segments[si].checked().slice(row, 1), view.schema) for si, row in locs]
     table = pa.concat_tables(tables) if tables else table_schema.empty_table()
     archived = {view.archived[i] for i in table.column("id").to_pylist() if i in view.archived}
     if archived and view.folder is not None:  # an export carries the text, wherever it lives now

@@ -4,7 +4,10 @@ Column `v.<space>` per space:
 - dense: FixedSizeList<float32>[dim]; read back as a zero-copy (n, dim) float32 view.
 - binary: FixedSizeBinary[dim / 8]; read back as a zero-copy (n, dim / 8) uint8 view.
 - sparse: List<Struct<id: int32, w: float32>>; read back as a SparseBatch (CSR).
-- multivector: List<FixedSizeList<float32>[dim]>; read back as a TokenBatch.
+- multivector: List<FixedSizeList<float16>[dim]> since format 5 (float32 before, still read);
+  read back as a float32 TokenBatch. Token vectors only rerank a shortlist (MaxSim) and were
+  about 70% of a segment's bytes: half-precision halves them (3 significant digits, enough for
+  ranks), and `Space.check` refuses values float16 cannot hold.
 Zero-copy means the numpy array points into the (memory-mapped) Arrow buffer: the kernels scan
 the file's pages directly.
 """
@@ -31,7 +34,18 @@ def arrow_type(space: Space) -> pa.DataType:
         return pa.binary(space.dim // 8)
     if space.kind == "sparse":
         return pa.list_(pa.struct([("id", pa.int32()), ("w", pa.float32())]))
-    return pa.list_(pa.list_(pa.float32(), space.dim))
+    return pa.list_(pa.list_(pa.float16(), space.dim))
+
+
+def conform(table: pa.Table, schema: Schema) -> pa.Table:
+    """`table` with each vector column in this format's type (an older segment's float32 tokens
+    cast to float16), so segments of different formats can be joined into one."""
+    for space in schema:
+        name, want = column_name(space), arrow_type(space)
+        i = table.schema.get_field_index(name)
+        if i >= 0 and table.schema.field(i).type != want:
+            table = table.set_column(i, pa.field(name, want, nullable=False), table.column(i).cast(want))
+    return table
 
 
 def to_arrow(space: Space, value: Embedding) -> pa.Array:
@@ -50,7 +64,7 @@ def to_arrow(space: Space, value: Embedding) -> pa.Array:
         )
         return pa.ListArray.from_arrays(pa.array(value.indptr.astype(np.int32)), items)
     assert isinstance(value, TokenBatch)
-    toks = pa.FixedSizeListArray.from_arrays(pa.array(value.tokens.astype(np.float32).reshape(-1)), space.dim)
+    toks = pa.FixedSizeListArray.from_arrays(pa.array(value.tokens.astype(np.float16).reshape(-1)), space.dim)
     return pa.ListArray.from_arrays(pa.array(value.offsets.astype(np.int32)), toks)
 
 
@@ -75,9 +89,9 @@ def from_arrow(space: Space, column: pa.ChunkedArray | pa.Array) -> Embedding:
         base = offsets[0]
         return SparseBatch(offsets - base, ids[base : offsets[-1]].astype(np.int32), w[base : offsets[-1]])
     offsets = arr.offsets.to_numpy().astype(np.int64)
-    toks = arr.values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)
+    toks = arr.values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)  # float16 or float32
     base = offsets[0]
-    return TokenBatch(np.ascontiguousarray(toks[base : offsets[-1]]), offsets - base)
+    return TokenBatch(np.ascontiguousarray(toks[base : offsets[-1]], np.float32), offsets - base)
 
 
 def vector_fields(schema: Schema) -> list[pa.Field]:
