@@ -116,6 +116,7 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
 # A read-only store (a hook beside an MCP server, a service's reader) logs its searches and context
 # injections here, so the writer's ratings learn from them (E1): the same envelope, `*.access`.
 ACCESS_SUFFIX = ".access"
+TAKING_SUFFIX = ".taking"  # an access file being added to the log: one left behind was cut short
 
 
 def put_access(store: Path, rows: list[dict[str, Any]]) -> Path:
@@ -163,23 +164,32 @@ def _access_row(r: object) -> bool:
         for k, v in r.items())
 
 
-def drain_access(store: Path, apply: Callable[[list[dict[str, Any]]], None]) -> dict[str, int]:
-    """Hand every waiting file's access rows to `apply` (the writer's log, which skips rows it
-    holds and makes them durable), then unlink the files; a damaged one is renamed `*.damaged`."""
+def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None]) -> dict[str, int]:
+    """Hand every waiting file's access rows to `apply(rows, replay)` (the writer's log, which
+    makes them durable), then unlink the files; a damaged one is renamed `*.damaged`. Each file
+    is renamed `*.taking` first: one found under that name was cut short after `apply` may have
+    logged it, so its rows come with `replay` True (the log skips those it holds); the common case
+    costs the log no lookup."""
     done = {"files": 0, "rows": 0, "damaged": 0}
     folder = store / FOLDER
-    paths = sorted(p for p in folder.iterdir() if p.suffix == ACCESS_SUFFIX) if folder.is_dir() else []
-    batch = []
+    paths = sorted(p for p in folder.iterdir() if p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX)) \
+        if folder.is_dir() else []
+    fresh, again = [], []
     for path in paths:
         rows = _read_access(path)
         if rows is None:
             os.replace(path, path.with_suffix(".damaged"))
             done["damaged"] += 1
+        elif path.suffix == TAKING_SUFFIX:
+            again.append((path, rows))
         else:
-            batch.append((path, rows))
-    if batch:
-        apply([r for _, rows in batch for r in rows])
-    for path, rows in batch:
+            taking = path.with_suffix(TAKING_SUFFIX)
+            os.replace(path, taking)
+            fresh.append((taking, rows))
+    for batch, replay in ((again, True), (fresh, False)):
+        if batch:
+            apply([r for _, rows in batch for r in rows], replay)
+    for path, rows in again + fresh:
         path.unlink()
         done["files"] += 1
         done["rows"] += len(rows)
@@ -188,7 +198,7 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]]], None]) -> 
 
 def access_pending(store: Path) -> bool:
     folder = store / FOLDER
-    return folder.is_dir() and any(p.suffix == ACCESS_SUFFIX for p in folder.iterdir())
+    return folder.is_dir() and any(p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) for p in folder.iterdir())
 
 
-__all__ = ["ACCESS_SUFFIX", "FOLDER", "access_pending", "drain", "drain_access", "pending", "put", "put_access"]
+__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "pending", "put", "put_access"]

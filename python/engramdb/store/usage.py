@@ -144,20 +144,22 @@ class Usage:
                 _log.warning("engramdb: %d access rows not spooled to %s: %s", len(rows), self._path, exc)
 
     def ingest_spooled(self) -> dict[str, int] | None:
-        """Add the access rows readers spooled to this writer's log, each once (a file replayed
-        after a crash adds nothing: rows whose query and kind the log holds are skipped), durable
-        before the files go. None when nothing waited or this store keeps no log."""
+        """Add the access rows readers spooled to this writer's log, each once (a file cut short by
+        a crash is replayed against the log: rows whose query and kind it holds are skipped),
+        durable before the files go. None when nothing waited or this store keeps no log."""
         if not self.logging or self._path is None or not spool.access_pending(self._path):
             return None
         return spool.drain_access(self._path, self._take)
 
-    def _take(self, rows: list[dict[str, Any]]) -> None:
-        self.log.flush()
-        table = self.log.read()
-        asked = pa.array(sorted({r["query_id"] for r in rows}), pa.string())
-        seen = table.filter(pc.fill_null(pc.is_in(table.column("query_id"), value_set=asked), False))
-        have = set(zip(seen.column("query_id").to_pylist(), seen.column("kind").to_pylist()))
-        fresh = [r for r in rows if (r["query_id"], r["kind"]) not in have]
+    def _take(self, rows: list[dict[str, Any]], replay: bool) -> None:
+        fresh = rows
+        if replay:  # only then is the whole log read
+            self.log.flush()
+            table = self.log.read()
+            asked = pa.array(sorted({r["query_id"] for r in rows}), pa.string())
+            seen = table.filter(pc.fill_null(pc.is_in(table.column("query_id"), value_set=asked), False))
+            have = set(zip(seen.column("query_id").to_pylist(), seen.column("kind").to_pylist()))
+            fresh = [r for r in rows if (r["query_id"], r["kind"]) not in have]
         if fresh:
             self.log.append(fresh)
             self.log.flush()
