@@ -1,7 +1,10 @@
 """Shared setup for the kernel benchmarks (run explicitly: ``pytest bench``; not part of ``tests``).
 
 Import order matters: on this platform, importing usearch before simsimd breaks ``simsimd.cdist``,
-so simsimd is imported first, before anything else can pull in usearch.
+so simsimd is imported first, before anything else can pull in usearch; and usearch's extension
+loaded before onnxruntime's makes ``import onnxruntime`` (the MiniLM benches) segfault unless
+pyarrow is loaded before both, so pyarrow comes second (engramdb itself always loads pyarrow
+before it could load usearch).
 """
 
 from __future__ import annotations
@@ -10,13 +13,13 @@ try:  # keep this first: see the module docstring
     import simsimd as _simsimd
 except ImportError:  # pragma: no cover - peer missing, its benches skip
     _simsimd = None
-
 import json
 import os
 import sys
 from importlib import metadata
 from typing import Any
 
+import pyarrow  # noqa: F401 - second: see the module docstring
 import pytest
 
 
