@@ -17,6 +17,7 @@ import builtins
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ class CaptureVerbs(Reads):
 
     _usage: Usage
     _draining = False
-    _list_orders: dict[str, tuple[View, _ListOrder]] | None = None
+    _list_orders: dict[str, tuple[weakref.ref[View], _ListOrder]] | None = None
     last_spool: dict[str, int] | None = None  # what the last spool ingestion did (files, records, damaged, rejected)
 
     # the writes, in store.py
@@ -222,7 +223,7 @@ class CaptureVerbs(Reads):
         cache = self._list_orders if self._list_orders is not None else {}
         self._list_orders = cache
         hit = cache.get(namespace)
-        if hit is not None and hit[0] is view:
+        if hit is not None and hit[0]() is view:
             return hit[1]
         rows = []
         for place, (si, r) in enumerate(view.current_locs(namespace)):  # in the store's order: a batch's own
@@ -236,7 +237,7 @@ class CaptureVerbs(Reads):
         cache.pop(namespace, None)
         for old in builtins.list(cache)[: max(0, len(cache) - LIST_ORDERS_KEPT + 1)]:  # keep the latest few
             cache.pop(old, None)  # (a service pages many users' namespaces; threads may race here)
-        cache[namespace] = (view, order)
+        cache[namespace] = (weakref.ref(view), order)  # not pinning an old snapshot (its files)
         return order
 
     def get_all(self, namespace: str, *, filters: Mapping[str, Any] | None = None,
