@@ -264,3 +264,16 @@ def test_flipped_bytes_in_spooled_access_rows_never_crash_nor_reach_the_log(tmp_
             assert trial["rows"] == 0, trial
         else:  # a flip JSON tolerates: the three hits' rows, once
             assert trial["left"] == [] and trial["rows"] == 3, trial
+
+
+def test_a_long_lived_reader_spools_as_it_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only MCP server may run for days: its rows go to the spool once they have waited
+    SPOOL_SECONDS (here 0), not only at close."""
+    from engramdb.store import usage
+
+    make(tmp_path / "s").close()
+    monkeypatch.setattr(usage, "SPOOL_SECONDS", 0.0)
+    with engramdb.open(tmp_path / "s", read_only=True, access_log="spool") as ro:
+        ro.search("violin lessons", namespace="a", k=3)
+        ro.search("cat biscuit", namespace="a", k=3)  # the first search's rows are due by now
+        assert len(list((tmp_path / "s" / "spool").glob("*.access"))) >= 1

@@ -4,8 +4,8 @@ Every search of a writable store is logged (`Hits.query_id` names it); `feedback
 used=[...])` says which hits the caller used; `update_importance()` turns the log into ELO ratings
 (importance/batch.py) and logs every change; hits carry their memory's ELO and tier. A read-only
 store annotates from the saved ratings and logs nothing; opened with `access_log="spool"`, its
-searches, feedback and context injections go to the spool (`*.access` files, written at close or
-every `SPOOL_ROWS` rows) for the writer to add to its log: a hook beside an MCP server still
+searches, feedback and context injections go to the spool (`*.access` files, written at close,
+every `SPOOL_ROWS` rows, or when rows have waited `SPOOL_SECONDS`) for the writer to add to its log: a hook beside an MCP server still
 teaches the ratings what it injected.
 """
 
@@ -35,6 +35,7 @@ from ..storage.access_log import access_log, elo_log
 from ..storage.derived_files import DerivedFiles
 
 SPOOL_ROWS = 512  # a reader's access rows kept in memory before they are spooled
+SPOOL_SECONDS = 30.0  # ... or the age of the oldest of them when the next rows arrive
 _log = logging.getLogger("engramdb")
 RECENT_QUERIES = 4096  # query ids remembered in memory for feedback (older ones are looked up in the log)
 DEEPER = 3  # elo_weight / explore: candidates searched per place kept
@@ -51,6 +52,7 @@ class Usage:
         self.spooling = not writable and log == "spool" and path is not None
         self._path = path
         self._spooled: list[dict[str, Any]] = []
+        self._spool_since = 0.0
         self.log = access_log(path, writable=self.logging)
         self.elo_log = elo_log(path, writable=writable)
         self._ratings: Ratings | None = None
@@ -127,9 +129,11 @@ class Usage:
             self.log.append(rows)
             return
         with self._lock:
+            if not self._spooled:
+                self._spool_since = time.monotonic()
             self._spooled.extend(rows)
-            full = len(self._spooled) >= SPOOL_ROWS
-        if full:
+            due = len(self._spooled) >= SPOOL_ROWS or time.monotonic() - self._spool_since >= SPOOL_SECONDS
+        if due:  # a long-lived reader (an MCP server beside a writer) spools as it goes, not only at close
             self._spool()
 
     def _spool(self) -> None:
