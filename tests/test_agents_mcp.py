@@ -10,7 +10,6 @@ own (a store another process writes, stdout noise, shutdown). Needs the `mcp` SD
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import signal
 import subprocess
@@ -30,8 +29,6 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 pytestmark = pytest.mark.anyio
-HAS_SKLEARN = importlib.util.find_spec("sklearn") is not None
-needs_sklearn = pytest.mark.skipif(not HAS_SKLEARN, reason="topics need scikit-learn (engramdb[cluster])")
 TIMEOUT = 60.0  # seconds a call may take before the test fails instead of hanging
 
 TOOLS = {
@@ -250,7 +247,6 @@ async def test_search_by_intent_blends_intent_and_semantic_scores(session: Clien
     assert got["route"]["rules"]  # the quoted phrase fired the lexical rule
 
 
-@needs_sklearn
 async def test_topic_portfolio_stability_and_detection(session: ClientSession) -> None:
     portfolio = await call(session, "get_topic_portfolio")
     topics = portfolio["topics"]
@@ -283,7 +279,6 @@ async def test_consolidation_reports_every_memory(session: ClientSession) -> Non
     assert done["dry_run"] is False and sum(done["counts"].values()) == 36 and "promote" in done["applied"]
 
 
-@needs_sklearn
 async def test_dream_forgets_the_repeated_memory(
         session: ClientSession, store: tuple[Path, dict[str, dict[str, str]]]) -> None:
     twice = "Maya's favourite bakery is on Elm Street"
@@ -294,7 +289,6 @@ async def test_dream_forgets_the_repeated_memory(
     assert [h["id"] for h in hits if h["id"] in copies] == list(copies - set(got["duplicates_forgotten"]))
 
 
-@needs_sklearn
 async def test_merge_concepts_folds_one_topic_into_another(session: ClientSession) -> None:
     before = (await call(session, "get_topic_portfolio", namespace="merge"))["topics"]
     keep, merge = before[0], before[1]

@@ -160,3 +160,64 @@ def test_threads_share_nothing() -> None:
         t.join()
     for a, b in zip(alone, together):
         np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), dim=st.integers(2, 12), k=st.integers(1, 6),
+       spread=st.floats(0.05, 0.6), eps=st.floats(0.02, 0.4), ms=st.integers(1, 6), coarse=st.booleans())
+def test_dbscan_and_silhouettes_equal_scikit_learns(seed: int, n: int, dim: int, k: int, spread: float, eps: float,
+                                                    ms: int, coarse: bool) -> None:
+    from sklearn.cluster import DBSCAN
+    from sklearn.metrics import silhouette_samples
+
+    rng = np.random.default_rng(seed)
+    x = blobs(rng, n, dim, k, spread)
+    if coarse:  # duplicates and ties at the border
+        x = np.round(x, 1)
+    want = DBSCAN(eps=eps, min_samples=ms, metric="cosine").fit(x).labels_
+    got = kernels.dbscan_cosine(x, eps, ms)
+    np.testing.assert_array_equal(got, want)
+    inside = want >= 0
+    if 2 <= len(set(want[inside].tolist())) < inside.sum():
+        np.testing.assert_allclose(kernels.silhouette_cosine(x[inside], want[inside]),
+                                   silhouette_samples(x[inside], want[inside], metric="cosine"), atol=1e-9)
+
+
+def test_dbscan_and_silhouettes_work_in_row_blocks_and_refuse_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.kernels import density
+
+    rng = np.random.default_rng(4)
+    x = blobs(rng, 230, 6, 4, 0.2)
+    whole, sil = kernels.dbscan_cosine(x, 0.1, 3), kernels.silhouette_cosine(x, np.arange(230) % 3)
+    monkeypatch.setattr(density, "COSINE_BLOCK", 17)  # many blocks, a ragged last one
+    np.testing.assert_array_equal(kernels.dbscan_cosine(x, 0.1, 3), whole)
+    np.testing.assert_allclose(kernels.silhouette_cosine(x, np.arange(230) % 3), sil, atol=1e-12)
+    bad = x.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(ValueError, match="vectors row 7 contains NaN"):
+        kernels.dbscan_cosine(bad, 0.1, 3)
+    with pytest.raises(ValueError, match="eps must be a number >= 0"):
+        kernels.dbscan_cosine(x, -1, 3)
+    with pytest.raises(ValueError, match="2 to 229 distinct labels, got 1"):
+        kernels.silhouette_cosine(x, np.zeros(230))
+
+
+def test_themes_and_memory_types_need_no_scikit_learn() -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["sklearn"] = sys.modules["scipy"] = None
+        import engramdb
+        db = engramdb.open(None)
+        db.add_many([{"content": f"the build uses cmake and ninja {i % 2}", "namespace": "n",
+                      "memory_type": t} for i, t in enumerate(["note", "notes", "noted", "fact", "facts", "factual"])])
+        db.add_many([{"content": "rain falls on the grey city", "namespace": "n"} for _ in range(4)])
+        db.type_clusters()  # H6's DBSCAN runs too
+        print(len(db.themes("n", refresh=True)))
+    """)
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert int(got.stdout) >= 1

@@ -32,7 +32,7 @@ from ._common import (
 from .binary import hamming_distances, hamming_topk
 from .centroids import assign_nearest, assign_topk, centroid_update, cluster_sums
 from .dense import Int8Matrix, quantize_i8, rescore_keys, scores, topk
-from .density import hdbscan
+from .density import dbscan_cosine, hdbscan, silhouette_cosine
 from .dispatch import active_isa, available_isas, read_bandwidth_probe, use_isa
 from .multivector import maxsim
 from .sparse import csr_from_sets, jaccard_topk
@@ -52,6 +52,7 @@ __all__: Sequence[str] = [
     "centroid_update",
     "cluster_sums",
     "csr_from_sets",
+    "dbscan_cosine",
     "hamming_distances",
     "hamming_topk",
     "hdbscan",
@@ -63,6 +64,7 @@ __all__: Sequence[str] = [
     "read_bandwidth_probe",
     "rescore_keys",
     "scores",
+    "silhouette_cosine",
     "topk",
     "use_isa",
 ]

@@ -1,4 +1,6 @@
-"""HDBSCAN over a precomputed distance matrix (C4's per-space clustering), in the C++ core.
+"""Density clustering: HDBSCAN over a precomputed distance matrix (C4's per-space clustering, in
+the C++ core), and DBSCAN with silhouettes over unit vectors by cosine distance (H8's themes, H6's
+memory types; numpy, in row blocks so memory stays bounded at any size).
 
 The labels are scikit-learn's `HDBSCAN(metric="precomputed")` labels with its defaults (excess
 of mass, no single cluster), step for step, except for the order of the spanning tree's edges of
@@ -51,4 +53,92 @@ def _count(name: str, value: Any, least: int) -> int:
     return k
 
 
-__all__ = ["hdbscan"]
+COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once
+
+
+def _unit_rows(name: str, vectors: Any) -> np.ndarray:
+    x = np.asarray(vectors, np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} row {int(np.argwhere(~np.isfinite(x))[0][0])} contains NaN or inf")
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    out: np.ndarray = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
+    return out
+
+
+def _cosine_block(u: np.ndarray, start: int) -> np.ndarray:
+    """1 - cosine of rows start.. (a block) against every row, clipped to [0, 2] as scikit-learn's
+    cosine_distances does."""
+    d: np.ndarray = u[start:start + COSINE_BLOCK] @ u.T
+    np.subtract(1.0, d, out=d)
+    np.clip(d, 0.0, 2.0, out=d)
+    return d
+
+
+def dbscan_cosine(vectors: Any, eps: float, min_samples: int) -> np.ndarray:
+    """DBSCAN labels (int64, -1 for noise) of row vectors by cosine distance: scikit-learn's
+    `DBSCAN(eps, min_samples, metric="cosine")` step for step (neighbours within `eps`, the point
+    itself included; clusters grown depth-first from the core points in index order), so its
+    labels, border points included. Zero rows are at distance 1 from everything."""
+    u = _unit_rows("vectors", vectors)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ValueError(f"eps must be a number >= 0, got {eps!r}")
+    ms = _count("min_samples", min_samples, 1)
+    n = len(u)
+    hoods: list[np.ndarray] = []
+    for start in range(0, n, COSINE_BLOCK):
+        d = _cosine_block(u, start)
+        hoods += [np.flatnonzero(row <= eps) for row in d]
+    core = np.array([len(h) >= ms for h in hoods], bool)
+    labels = np.full(n, -1, np.int64)
+    label = 0
+    for i in range(n):
+        if labels[i] != -1 or not core[i]:
+            continue
+        stack: list[int] = []
+        j = i
+        while True:  # depth first, as scikit-learn's dbscan_inner: border points join, never expand
+            if labels[j] == -1:
+                labels[j] = label
+                if core[j]:
+                    stack.extend(v for v in hoods[j].tolist() if labels[v] == -1)
+            if not stack:
+                break
+            j = stack.pop()
+        label += 1
+    return labels
+
+
+def silhouette_cosine(vectors: Any, labels: Any) -> np.ndarray:
+    """Each row's silhouette by cosine distance (float64): (b - a) / max(a, b), a its mean distance
+    to the rest of its cluster, b the least mean distance to another cluster; 0 in a cluster of
+    one. scikit-learn's `silhouette_samples(X, labels, metric="cosine")`, to rounding. Needs at
+    least two distinct labels, and fewer than rows."""
+    u = _unit_rows("vectors", vectors)
+    lab = np.asarray(labels)
+    if lab.shape != (len(u),):
+        raise ValueError(f"labels must have one entry per row ({len(u)}), got shape {lab.shape}")
+    kinds, code = np.unique(lab, return_inverse=True)
+    if not 2 <= len(kinds) < len(u):
+        raise ValueError(f"silhouettes need 2 to {len(u) - 1} distinct labels, got {len(kinds)}")
+    sizes = np.bincount(code).astype(np.float64)
+    onehot = np.zeros((len(u), len(kinds)))
+    onehot[np.arange(len(u)), code] = 1.0
+    a = np.empty(len(u))
+    b = np.empty(len(u))
+    for start in range(0, len(u), COSINE_BLOCK):
+        sums = _cosine_block(u, start) @ onehot  # each row's summed distance to every cluster
+        rows = np.arange(start, start + len(sums))
+        own = code[rows]
+        a[rows] = sums[np.arange(len(sums)), own]
+        sums[np.arange(len(sums)), own] = np.inf
+        b[rows] = (sums / sizes).min(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a /= sizes[code] - 1
+        s = (b - a) / np.maximum(a, b)
+    out: np.ndarray = np.nan_to_num(s)
+    return out
+
+
+__all__ = ["dbscan_cosine", "hdbscan", "silhouette_cosine"]

@@ -1,9 +1,9 @@
 """Memory types (H6): free-form names, clustered, and a type filter that reaches their neighbours.
 
-A store's memory_type names are embedded in the main space and clustered by DBSCAN (scikit-learn,
-cosine distance, eps 0.20, min 3 names). A search filtered by `types=[...]` also keeps up to 5
-neighbour types of each asked one: names at cosine >= 0.80 to it, in its cluster (every name at
-that similarity when scikit-learn is not installed). The expansion is shown in explain.
+A store's memory_type names are embedded in the main space and clustered by DBSCAN
+(`kernels.dbscan_cosine`: scikit-learn's labels, without it; cosine distance, eps 0.20, min 3
+names). A search filtered by `types=[...]` also keeps up to 5 neighbour types of each asked one:
+names at cosine >= 0.80 to it, in its cluster. The expansion is shown in explain.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..kernels import dbscan_cosine
 
 EPS, MIN_NAMES = 0.20, 3  # DBSCAN, cosine distance
 NEIGHBOUR_SIMILARITY, MAX_NEIGHBOURS = 0.80, 5
@@ -24,7 +26,7 @@ class TypeClusters:
     names: tuple[str, ...]
     vectors: np.ndarray  # unit rows, one per name
     labels: tuple[int, ...]
-    clustered: bool  # False: scikit-learn is not installed, every name is its own
+    clustered: bool  # False only for a store without type names
     clusters: list[list[str]] = field(default_factory=list)
 
     def expand(self, asked: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> dict[str, list[str]]:
@@ -55,11 +57,7 @@ def cluster_types(names: Sequence[str], embed: Callable[[Sequence[str]], np.ndar
     if not names:
         return TypeClusters((), np.zeros((0, 1)), (), False)
     vecs = _unit(np.asarray(embed(list(names)), np.float64))
-    try:
-        from sklearn.cluster import DBSCAN  # type: ignore[import-untyped]
-    except ImportError:
-        return TypeClusters(names, vecs, tuple(-1 for _ in names), False)
-    labels = DBSCAN(eps=EPS, min_samples=MIN_NAMES, metric="cosine").fit(vecs).labels_
+    labels = dbscan_cosine(vecs, EPS, MIN_NAMES)
     groups: dict[int, list[str]] = {}
     for n, lab in zip(names, labels.tolist()):
         if lab >= 0:

@@ -202,7 +202,7 @@ class Reads:
 
     def type_clusters(self) -> list[list[str]]:
         """The store's memory_type names clustered (H6: DBSCAN over their main-space vectors, cosine
-        eps 0.20, at least 3 names a cluster; empty without scikit-learn, `engramdb[cluster]`)."""
+        eps 0.20, at least 3 names a cluster)."""
         return self._type_clusters().clusters
 
     def _type_clusters(self) -> TypeClusters:

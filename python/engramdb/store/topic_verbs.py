@@ -178,8 +178,7 @@ class TopicVerbs(UpkeepVerbs):
         eps 0.15, at least 3, confidence >= 0.6), each with `.label`, `.members`, `.silhouette`
         and `.confidence`, biggest first. Stored beside the indexes (`index/themes.arrow`) and
         listed from there while the namespace is unchanged (a read-only store lists what its
-        writer stored); `refresh` or a custom `labeler` computes them again. Needs scikit-learn
-        (`engramdb[cluster]`) to compute."""
+        writer stored); `refresh` or a custom `labeler` computes them again."""
         view = self._view()
         stamp = _stamp(view, namespace)
         if self._themes_stored is None:

@@ -1,7 +1,7 @@
 """Themes (H8): dense clusters of what memories say, with how well each holds together.
 
-DBSCAN (scikit-learn) over the memories' main-space unit vectors with cosine distance, eps 0.15 and
-at least 3 memories a cluster; a theme's confidence is the mean cosine of its members to their
+DBSCAN (`kernels.dbscan_cosine`: scikit-learn's labels, without it) over the memories' main-space
+unit vectors with cosine distance, eps 0.15 and at least 3 memories a cluster; a theme's confidence is the mean cosine of its members to their
 centroid, and only themes at confidence >= 0.6 are kept. Each theme gets its silhouette (the
 mean silhouette of its members over every clustered memory, cosine distance; 0 when there is a
 single cluster) and a label from the labeler (built-in: the distinctive terms of topics).
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..kernels import dbscan_cosine, silhouette_cosine
 
 EPS, MIN_MEMBERS, MIN_CONFIDENCE = 0.15, 3, 0.6
 
@@ -30,21 +32,18 @@ class Theme:
 def theme_groups(vectors: np.ndarray) -> tuple[list[tuple[list[int], float, float]], float | None]:
     """(member indices, silhouette, confidence) of each theme, biggest first, and the silhouette
     over every clustered memory (None with fewer than two clusters)."""
-    from sklearn.cluster import DBSCAN  # type: ignore[import-untyped]
-    from sklearn.metrics import silhouette_samples  # type: ignore[import-untyped]
-
     x = np.asarray(vectors, np.float64)
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     if len(u) < MIN_MEMBERS:
         return [], None
-    labels = DBSCAN(eps=EPS, min_samples=MIN_MEMBERS, metric="cosine").fit(u).labels_
+    labels = dbscan_cosine(u, EPS, MIN_MEMBERS)
     clustered = labels >= 0
     kinds = np.unique(labels[clustered])
     sil = np.zeros(len(u))
     overall = None
     if len(kinds) >= 2:
-        sil[clustered] = silhouette_samples(u[clustered], labels[clustered], metric="cosine")
+        sil[clustered] = silhouette_cosine(u[clustered], labels[clustered])
         overall = float(sil[clustered].mean())
     out = []
     for k in kinds.tolist():
