@@ -3,8 +3,8 @@ the pipeline's topic stage helps.
 
 Each conversation's turns are one namespace, stored as in bench/eval_locomo.py (turns view). Per
 conversation and profile:
-- `db.topics(ns, refresh=True)` time (the first call of a process also imports scikit-learn: one
-  warm-up call is made first), topics, coverage (the share of memories in a topic);
+- `db.topics(ns, refresh=True)` time (one warm-up call is made first, for the
+  first-use costs), topics, coverage (the share of memories in a topic);
 - session purity: per topic, the share of its members from its most common session, weighted by
   size (a topic that follows the conversation's sessions scores 1; a random one about 1/sessions);
 - evidence cohesion: of the questions with two or more distinct evidence turns, the share whose
@@ -76,7 +76,7 @@ def run(data: Path, profile: str, seed: int) -> dict[str, Any]:
     session_of = {m.id: m.session for m in view.memories}
     rng = random.Random(seed)
     convs = view.conversations()
-    db.topics(convs[0])  # the import of scikit-learn, outside the timings
+    db.topics(convs[0])  # first-use costs (imports, caches), outside the timings
     per: dict[str, Any] = {}
     for ns in convs:
         t0 = time.perf_counter()

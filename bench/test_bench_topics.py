@@ -3,7 +3,7 @@ larger namespaces, default profile, in memory.
 
 The memories are short notes about 40 subjects (each subject's notes share words and some share
 a phrase), so the spaces find clusters to agree on. Each timing is `db.topics(ns, refresh=True)`
-after one warm-up call (which also imports scikit-learn). Recorded in extra_info, not asserted.
+after one warm-up call (first-use costs: imports, analysis caches). Recorded in extra_info, not asserted.
 
 Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_topics.py -q -p no:cacheprovider --benchmark-json=/tmp/bench_topics.json`
 """
