@@ -49,9 +49,19 @@ def toy_schema() -> Schema:
     return Schema([Space("dense", "dense", 8, "cosine"), Space("bits", "binary", 64, "hamming", role="fuse")])
 
 
+def int8_tokens(tokens: np.ndarray) -> np.ndarray:
+    """What format 5 gives back for these token vectors: int8 codes round(x / s), s = max |x| / 127
+    per token, times s (float32)."""
+    t = np.asarray(tokens, np.float32)
+    s = np.abs(t).max(axis=1) / np.float32(127.0)
+    q = np.clip(np.rint(np.divide(t, s[:, None], out=np.zeros_like(t), where=s[:, None] > 0)), -127, 127)
+    out: np.ndarray = q.astype(np.int8).astype(np.float32) * s[:, None]
+    return out
+
+
 def golden_schema() -> Schema:
     """The schema of tests/golden/store-v5 on: the toy spaces and 4-d tokens (format 5 stores
-    tokens in half precision)."""
+    tokens as int8 codes with a scale each)."""
     return Schema([*toy_schema(), Space("toks", "multivector", 4, "maxsim", role="rerank-only")])
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from engramdb import FormatError
 from engramdb.storage.columns import FORMAT_VERSION
-from store_helpers import golden_schema, golden_tokens, toy_embedders, toy_schema
+from store_helpers import golden_schema, golden_tokens, int8_tokens, toy_embedders, toy_schema
 
 GOLDEN = Path(__file__).parent / "golden" / "store-v1"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "store-v2"
@@ -270,9 +270,9 @@ def _tokens_by_id(db: engramdb.Store, tmp: Path, space: str = "toks") -> dict[st
     return {mid: toks.row(i) for i, mid in enumerate(table.column("id").to_pylist())}
 
 
-def test_golden_v5_keeps_tokens_in_half_precision(tmp_path: Path) -> None:
-    """store-v5 (format 5): the same history, and multivector tokens stored as float16 (half the
-    bytes of format 4's float32); they read back as float32 holding the float16 values."""
+def test_golden_v5_keeps_tokens_as_int8_codes(tmp_path: Path) -> None:
+    """store-v5 (format 5): the same history, and multivector tokens stored as int8 codes with a
+    float32 scale each (about a quarter of format 4's float32 bytes); they read back as float32."""
     before = {p.name: p.read_bytes() for p in GOLDEN_V5.iterdir()}
     with engramdb.open(GOLDEN_V5, schema=golden_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]
         check_v2(db)
@@ -280,16 +280,16 @@ def test_golden_v5_keeps_tokens_in_half_precision(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in GOLDEN_V5.iterdir()} == before
     assert json.loads(before["manifest.json"])["format_version"] == 5
     seg = pa.ipc.open_file(str(GOLDEN_V5 / "seg-000001.arrow")).schema
-    assert seg.field("v.toks").type == pa.list_(pa.list_(pa.float16(), 4))
-    want = golden_tokens(4).tokens.astype(np.float16).astype(np.float32)  # g3's update carries memory 4's tokens
+    assert seg.field("v.toks").type == pa.list_(pa.struct([("scale", pa.float32()), ("q", pa.list_(pa.int8(), 4))]))
+    want = int8_tokens(golden_tokens(4).tokens)  # g3's update carries memory 4's tokens
     np.testing.assert_array_equal(got["g3"], want)
-    assert got["g3"][0, 0] != np.float32(1 / 3)  # the float16 value, not the float32 one given
+    np.testing.assert_allclose(got["g3"], golden_tokens(4).tokens, atol=4 / 254)  # within half a step
 
 
 def test_a_format_4_store_with_float32_tokens_joins_format_5_writes(tmp_path: Path) -> None:
     """bm25-v2 (format 4, the default profile: float32 tokens) opened for writing: new memories'
-    tokens are float16, a checkpoint and a compaction join old and new segments into one file of
-    the new type, and every memory's tokens read back as stored (old ones now rounded to float16)."""
+    tokens are int8 codes, a checkpoint and a compaction join old and new segments into one file of
+    the new type, and every memory's tokens read back as stored (old ones now quantised)."""
     shutil.copytree(GOLDEN_BM25_V2, tmp_path / "s")
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -303,8 +303,7 @@ def test_a_format_4_store_with_float32_tokens_joins_format_5_writes(tmp_path: Pa
         after = _tokens_by_id(db, tmp_path / "b", "tokens")
         assert [[h.id for h in db.search(q, namespace=ns, k=5, log=False)] for ns, q in BM25_QUERIES] == answers
     files = list((tmp_path / "s").glob("seg-*.arrow"))
-    assert len(files) == 1 and pa.ipc.open_file(str(files[0])).schema.field("v.tokens").type.value_type.value_type \
-        == pa.float16()
+    assert len(files) == 1 and pa.types.is_struct(pa.ipc.open_file(str(files[0])).schema.field("v.tokens").type.value_type)
     assert set(after) == set(before) | {"new1"}
     for mid, toks in before.items():
-        np.testing.assert_array_equal(after[mid], toks.astype(np.float16).astype(np.float32))
+        np.testing.assert_array_equal(after[mid], int8_tokens(toks))

@@ -33,8 +33,6 @@ METRICS: dict[str, tuple[str, ...]] = {
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
-FLOAT16_MAX = 65504.0  # the largest float16: multivector tokens are stored in half precision
-
 class SpaceError(ValueError):
     """A space definition or a vector for it is refused; the message names the space and field."""
 
@@ -150,9 +148,6 @@ class Space:
         tok = np.ascontiguousarray(tok, dtype=np.float32)
         if not np.isfinite(tok).all():
             raise SpaceError(f"{where}: tokens contain NaN or inf")
-        if tok.size and float(np.abs(tok).max()) > FLOAT16_MAX:
-            raise SpaceError(f"{where}: token values must lie within +-{FLOAT16_MAX:g} (they are stored as "
-                             f"float16), got {float(np.abs(tok).max()):g}")
         return TokenBatch(tok, off)
 
 

@@ -19,7 +19,8 @@ from ..model.memory import Memory, content_hash
 
 # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums; 4: + files that
 # describe themselves (storage/describe.py: a lost manifest can be rebuilt), spaces in the marker;
-# 5: multivector tokens in float16 (storage/vectors.py; format-4 float32 tokens are still read)
+# 5: multivector tokens as int8 codes with a scale each (storage/vectors.py; format-4 float32
+# tokens are still read)
 FORMAT_VERSION = 5
 TS = pa.timestamp("us", tz="UTC")
 

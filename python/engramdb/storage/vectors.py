@@ -4,10 +4,11 @@ Column `v.<space>` per space:
 - dense: FixedSizeList<float32>[dim]; read back as a zero-copy (n, dim) float32 view.
 - binary: FixedSizeBinary[dim / 8]; read back as a zero-copy (n, dim / 8) uint8 view.
 - sparse: List<Struct<id: int32, w: float32>>; read back as a SparseBatch (CSR).
-- multivector: List<FixedSizeList<float16>[dim]> since format 5 (float32 before, still read);
-  read back as a float32 TokenBatch. Token vectors only rerank a shortlist (MaxSim) and were
-  about 70% of a segment's bytes: half-precision halves them (3 significant digits, enough for
-  ranks), and `Space.check` refuses values float16 cannot hold.
+- multivector: List<Struct<scale: float32, q: FixedSizeList<int8>[dim]>> since format 5 (each
+  token as int8 codes times its own scale, max |x| / 127; List<FixedSizeList<float32>[dim]>
+  before, still read); read back as a float32 TokenBatch. Token vectors only rerank a shortlist
+  (MaxSim) and were about 70% of a segment's bytes: a quarter of the bytes plus 4 per token,
+  each component within half a step (max |x| / 254) of what was given.
 Zero-copy means the numpy array points into the (memory-mapped) Arrow buffer: the kernels scan
 the file's pages directly.
 """
@@ -34,18 +35,27 @@ def arrow_type(space: Space) -> pa.DataType:
         return pa.binary(space.dim // 8)
     if space.kind == "sparse":
         return pa.list_(pa.struct([("id", pa.int32()), ("w", pa.float32())]))
-    return pa.list_(pa.list_(pa.float16(), space.dim))
+    return pa.list_(pa.struct([("scale", pa.float32()), ("q", pa.list_(pa.int8(), space.dim))]))
 
 
 def conform(table: pa.Table, schema: Schema) -> pa.Table:
     """`table` with each vector column in this format's type (an older segment's float32 tokens
-    cast to float16), so segments of different formats can be joined into one."""
+    quantised), so segments of different formats can be joined into one."""
     for space in schema:
         name, want = column_name(space), arrow_type(space)
         i = table.schema.get_field_index(name)
         if i >= 0 and table.schema.field(i).type != want:
-            table = table.set_column(i, pa.field(name, want, nullable=False), table.column(i).cast(want))
+            table = table.set_column(i, pa.field(name, want, nullable=False),
+                                     to_arrow(space, from_arrow(space, table.column(i))))
     return table
+
+
+def quantize_tokens(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 codes, float32 scale per token): each token as round(x / s) with s = max |x| / 127."""
+    x = np.asarray(tokens, np.float32)
+    scale = (np.abs(x).max(axis=1) / np.float32(127.0)) if len(x) else np.zeros(0, np.float32)
+    q = np.divide(x, scale[:, None], out=np.zeros_like(x), where=scale[:, None] > 0)
+    return np.clip(np.rint(q), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
 def to_arrow(space: Space, value: Embedding) -> pa.Array:
@@ -64,7 +74,10 @@ def to_arrow(space: Space, value: Embedding) -> pa.Array:
         )
         return pa.ListArray.from_arrays(pa.array(value.indptr.astype(np.int32)), items)
     assert isinstance(value, TokenBatch)
-    toks = pa.FixedSizeListArray.from_arrays(pa.array(value.tokens.astype(np.float16).reshape(-1)), space.dim)
+    q, scale = quantize_tokens(value.tokens)
+    toks = pa.StructArray.from_arrays(
+        [pa.array(scale, pa.float32()), pa.FixedSizeListArray.from_arrays(pa.array(q.reshape(-1), pa.int8()), space.dim)],
+        names=["scale", "q"])
     return pa.ListArray.from_arrays(pa.array(value.offsets.astype(np.int32)), toks)
 
 
@@ -89,9 +102,15 @@ def from_arrow(space: Space, column: pa.ChunkedArray | pa.Array) -> Embedding:
         base = offsets[0]
         return SparseBatch(offsets - base, ids[base : offsets[-1]].astype(np.int32), w[base : offsets[-1]])
     offsets = arr.offsets.to_numpy().astype(np.int64)
-    toks = arr.values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)  # float16 or float32
-    base = offsets[0]
-    return TokenBatch(np.ascontiguousarray(toks[base : offsets[-1]], np.float32), offsets - base)
+    base, end = int(offsets[0]), int(offsets[-1])
+    values = arr.values
+    if pa.types.is_struct(values.type):  # format 5: int8 codes and a scale per token
+        scale_col, q_col = values.flatten()  # flatten() honours the struct's own offset
+        scale = scale_col.to_numpy(zero_copy_only=False)[base:end].astype(np.float32)
+        q = q_col.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)[base:end]
+        return TokenBatch(q.astype(np.float32) * scale[:, None], offsets - base)
+    toks = values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)  # format 4: float32
+    return TokenBatch(np.ascontiguousarray(toks[base:end], np.float32), offsets - base)
 
 
 def vector_fields(schema: Schema) -> list[pa.Field]:
