@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,5 +93,22 @@ def flipped_copies(golden: Path, name: str, dest: Path, samples: int) -> list[st
         data = bytearray(raw)
         data[pos] ^= 0x41
         (copy / name).write_bytes(bytes(data))
+        folders.append(str(copy))
+    return folders
+
+
+def bit_flipped_copies(base: Path, name: str, clean: bytes, dest: Path, trials: int, seed: int) -> list[str]:
+    """Copies of the store folder `base` under `dest`, each holding the file `name` as `clean`
+    with 1 to 4 random bits flipped (trial t: 1 + t % 4), seeded; their paths."""
+    rng = random.Random(seed)
+    folders = []
+    for trial in range(trials):
+        copy = dest / f"s{trial}"
+        shutil.copytree(base, copy)
+        raw = bytearray(clean)
+        for _ in range(1 + trial % 4):
+            raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)
+        (copy / name).parent.mkdir(exist_ok=True)
+        (copy / name).write_bytes(bytes(raw))
         folders.append(str(copy))
     return folders

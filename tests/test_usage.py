@@ -13,6 +13,7 @@ from engramdb.importance.ratings import Ratings
 from engramdb.storage.access_log import access_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_helpers import bit_flipped_copies
 
 TOPICS = ["violin lessons on monday", "the bakery opens at six", "a cat called biscuit", "rain in lisbon",
           "green tea every morning", "the ring road traffic"]
@@ -222,20 +223,12 @@ def test_the_update_resumes_anywhere_to_the_same_ratings(events: list[tuple[int,
 
 
 _FUZZ_ACCESS = r"""
-import json, random, sys, shutil
+import json, sys
 from pathlib import Path
 import engramdb
 from engramdb.storage.access_log import access_log
-root, clean = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes()
-rng = random.Random(11)
 out = []
-for trial in range(12):
-    store = root / f"s{trial}"
-    shutil.copytree(root / "base", store)
-    raw = bytearray(clean)
-    for _ in range(1 + trial % 4):
-        raw[rng.randrange(len(raw))] ^= 1 << rng.randrange(8)
-    (store / "spool" / "00000000000000000001-1-fuzz.access").write_bytes(bytes(raw))
+for store in map(Path, sys.argv[1:]):
     with engramdb.open(store) as db:
         db.update_importance()
     rows = access_log(store, writable=False).read().num_rows
@@ -254,9 +247,10 @@ def test_flipped_bytes_in_spooled_access_rows_never_crash_nor_reach_the_log(tmp_
     with engramdb.open(base, read_only=True, access_log="spool") as ro:
         ro.search("violin lessons", namespace="a", k=3)
     spooled = next((base / "spool").glob("*.access"))
-    clean = tmp_path / "clean.access"
-    shutil.move(spooled, clean)
-    got = subprocess.run([sys.executable, "-c", _FUZZ_ACCESS, str(tmp_path), str(clean)], check=False,
+    clean = spooled.read_bytes()
+    spooled.unlink()
+    folders = bit_flipped_copies(base, "spool/00000000000000000001-1-fuzz.access", clean, tmp_path, 12, seed=11)
+    got = subprocess.run([sys.executable, "-c", _FUZZ_ACCESS, *folders], check=False,
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr[-2000:]
     for trial in json.loads(got.stdout):
