@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hold", type=float, default=2.0, help="seconds the writer holds, then leaves, the lock")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    if ev_locomo._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install: set ENGRAMDB_BENCH_ALLOW_EDITABLE=1 to measure it", file=sys.stderr)
+    if (why := ev_locomo.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     if args.memories < 100 or args.runs < 2 or args.replay < 0 or args.workers < 1 or args.hold <= 0:
         print("need --memories >= 100, --runs >= 2, --replay >= 0, --workers >= 1, --hold > 0", file=sys.stderr)

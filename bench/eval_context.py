@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -109,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     args = ap.parse_args(argv)
-    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install: set ENGRAMDB_BENCH_ALLOW_EDITABLE=1 to measure it", file=sys.stderr)
+    if (why := ev.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     out = run(args.data, tuple(args.budgets))
     if args.json:

@@ -542,6 +542,16 @@ def _editable_engramdb() -> bool:
     return bool(raw and json.loads(raw).get("dir_info", {}).get("editable"))
 
 
+def editable_refused() -> str | None:
+    """Why a bench must not measure this interpreter's engramdb (an editable install, which
+    rebuilds the C++ core when imported), or None when it may (ENGRAMDB_BENCH_ALLOW_EDITABLE=1
+    overrides). Every bench script refuses through this one check."""
+    if _editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
+        return ("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a "
+                "venv of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1")
+    return None
+
+
 def _names(text: str) -> list[str]:
     return list(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
 
@@ -567,9 +577,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write every number here")
     args = ap.parse_args(argv)
 
-    if _editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install (importing it rebuilds the C++ core): install a snapshot in a "
-              "venv of its own, or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", file=sys.stderr)
+    if (why := editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     if not args.data.exists():
         print(f"no LoCoMo file at {args.data} (pass --data)", file=sys.stderr)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import gettext
 import json
-import os
 import random
 import sys
 import sysconfig
@@ -160,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", default="cl100k_base", choices=("cl100k_base", "o200k_base"))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install: set ENGRAMDB_BENCH_ALLOW_EDITABLE=1 to measure it", file=sys.stderr)
+    if (why := ev.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     out = run(args.data, args.tokenizer)
     print(json.dumps(out, indent=1))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
@@ -127,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-        print("engramdb is an editable install: set ENGRAMDB_BENCH_ALLOW_EDITABLE=1 to measure it", file=sys.stderr)
+    if (why := ev.editable_refused()) is not None:
+        print(why, file=sys.stderr)
         return 2
     out = [run(args.data, p, args.seed) for p in args.profiles.split(",") if p]
     for r in out:

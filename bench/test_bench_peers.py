@@ -86,9 +86,8 @@ import eval_locomo as ev  # the one editable-install check the benches share
 import numpy as np
 import pytest
 
-if ev._editable_engramdb() and os.environ.get("ENGRAMDB_BENCH_ALLOW_EDITABLE") != "1":
-    pytest.skip("engramdb is an editable install: benchmark a snapshot in a venv of its own "
-                "(pip install /path/to/engramdb), or set ENGRAMDB_BENCH_ALLOW_EDITABLE=1", allow_module_level=True)
+if (why := ev.editable_refused()) is not None:
+    pytest.skip(why, allow_module_level=True)
 
 import engramdb
 from engramdb.spaces.schema import Schema, Space
