@@ -90,43 +90,41 @@ def timed(db: engramdb.Store, max_tokens: int) -> tuple[np.ndarray, dict[str, li
     return np.array(times), stages, tokens, curator
 
 
+def measured(benchmark: Any, db: engramdb.Store, max_tokens: int) -> tuple[Any, ...]:
+    """`timed(db, max_tokens)` as one benchmark round of the "context" group."""
+    out: list[tuple[Any, ...]] = []
+    benchmark.group = "context"
+    benchmark.pedantic(lambda: out.append(timed(db, max_tokens)), rounds=1, iterations=1)
+    return out[0]
+
+
+def stage_means(stages: dict[str, Any]) -> dict[str, float]:
+    return {k: round(float(np.mean(v)), 3) for k, v in stages.items()}
+
+
 def pct(a: Any, p: float) -> float:
     return round(float(np.percentile(np.asarray(a), p)), 2)
 
 
 def test_context_latency_at_100k(benchmark: Any, default_store: tuple[engramdb.Store, dict[str, Any]]) -> None:
     db, info = default_store
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        out["r"] = timed(db, 1000)
-
-    benchmark.group = "context"
-    benchmark.pedantic(run, rounds=1, iterations=1)
-    ms, stages, tokens, _ = out["r"]
+    ms, stages, tokens, _ = measured(benchmark, db, 1000)
     benchmark.extra_info.update({
         "memories": N, "queries": len(ms), "max_tokens": 1000, "p50_ms": pct(ms, 50), "p95_ms": pct(ms, 95),
         "mean_tokens": round(float(np.mean(tokens)), 1),
-        "stage_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in stages.items()}, **info, "target_p95_ms": 20})
+        "stage_mean_ms": stage_means(stages), **info, "target_p95_ms": 20})
     assert max(tokens) <= 1000
 
 
 def test_curation_of_a_2000_token_context_at_100k(benchmark: Any,
                                                   default_store: tuple[engramdb.Store, dict[str, Any]]) -> None:
     db = default_store[0]
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        out["r"] = timed(db, 2000)
-
-    benchmark.group = "context"
-    benchmark.pedantic(run, rounds=1, iterations=1)
-    ms, stages, tokens, curator = out["r"]
+    ms, stages, tokens, curator = measured(benchmark, db, 2000)
     benchmark.extra_info.update({
         "memories": N, "queries": len(ms), "max_tokens": 2000, "curator_p50_ms": pct(curator, 50),
         "curator_p95_ms": pct(curator, 95), "context_p50_ms": pct(ms, 50), "context_p95_ms": pct(ms, 95),
         "mean_tokens": round(float(np.mean(tokens)), 1),
-        "stage_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in stages.items()}})
+        "stage_mean_ms": stage_means(stages)})
     assert max(tokens) <= 2000
 
 
@@ -139,14 +137,7 @@ def test_context_latency_at_100k_with_minilm_query_embedding(benchmark: Any) -> 
         pytest.skip(str(exc))
     vectors, _ = _zipf.vectors(N, 1)
     db, folder, info = build("minilm", vectors)
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        out["r"] = timed(db, 1000)
-
-    benchmark.group = "context"
-    benchmark.pedantic(run, rounds=1, iterations=1)
-    ms, stages, tokens, _ = out["r"]
+    ms, stages, tokens, _ = measured(benchmark, db, 1000)
     emb = minilm.MiniLMEmbedder()
     embed_ms = []
     for q in _zipf.queries(QUERIES + WARM)[:QUERIES]:  # the same questions, MiniLM alone
@@ -157,7 +148,7 @@ def test_context_latency_at_100k_with_minilm_query_embedding(benchmark: Any) -> 
         "memories": N, "queries": len(ms), "max_tokens": 1000, "profile": "minilm", "p50_ms": pct(ms, 50),
         "p95_ms": pct(ms, 95), "minilm_embed_p50_ms": pct(embed_ms, 50), "minilm_embed_p95_ms": pct(embed_ms, 95),
         "mean_tokens": round(float(np.mean(tokens)), 1),
-        "stage_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in stages.items()}, **info, "target_p95_ms": 50})
+        "stage_mean_ms": stage_means(stages), **info, "target_p95_ms": 50})
     db.close()
     shutil.rmtree(folder, ignore_errors=True)
     assert max(tokens) <= 1000

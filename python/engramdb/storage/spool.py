@@ -36,29 +36,39 @@ def _jsonable(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def put(store: Path, records: list[dict[str, Any]]) -> Path:
-    """Write `records` (each with its "id") as one spool file; returns its path. Records must be
-    JSON-able apart from datetimes in valid_from / valid_until."""
+def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
+    """One spool file, whole or not at all: the records as JSON with their CRC-32, named by time
+    first so the writer takes files in the order they were made."""
     folder = store / FOLDER
     folder.mkdir(exist_ok=True)
-    body = json.dumps([_jsonable(r) for r in records], ensure_ascii=False, sort_keys=True)
+    body = json.dumps(records, ensure_ascii=False, sort_keys=True)
     raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
-    # time first, so the writer ingests captures in the order they were made
-    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}"
     write_atomically(path, raw)
     return path
 
 
-def _read(path: Path) -> list[dict[str, Any]] | None:
-    """A spool file's records, or None when it is damaged."""
+def _open(path: Path) -> Any:
+    """A spool file's decoded records (any JSON), or None when its envelope or checksum fails."""
     try:
         outer = json.loads(path.read_bytes())
         body = outer["records"]
         if outer.get("format") != FORMAT or zlib.crc32(body.encode()) != outer["crc32"]:
             return None
-        records = json.loads(body)
+        return json.loads(body)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def put(store: Path, records: list[dict[str, Any]]) -> Path:
+    """Write `records` (each with its "id") as one spool file; returns its path. Records must be
+    JSON-able apart from datetimes in valid_from / valid_until."""
+    return _write(store, [_jsonable(r) for r in records], ".json")
+
+
+def _read(path: Path) -> list[dict[str, Any]] | None:
+    """A spool file's records, or None when it is damaged."""
+    records = _open(path)
     if not isinstance(records, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
                                                 for r in records):
         return None
@@ -121,30 +131,20 @@ TAKING_SUFFIX = ".taking"  # an access file being added to the log: one left beh
 
 def put_access(store: Path, rows: list[dict[str, Any]]) -> Path:
     """Write access-log rows (each with "kind", "query_id" and "at", a datetime) as one spool file."""
-    folder = store / FOLDER
-    folder.mkdir(exist_ok=True)
-    body = json.dumps([{**r, "at": r["at"].isoformat()} for r in rows], ensure_ascii=False, sort_keys=True)
-    raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
-    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{ACCESS_SUFFIX}"
-    write_atomically(path, raw)
-    return path
+    return _write(store, [{**r, "at": r["at"].isoformat()} for r in rows], ACCESS_SUFFIX)
 
 
 def _read_access(path: Path) -> list[dict[str, Any]] | None:
     """A spooled file's access rows, or None when it is damaged."""
+    rows = _open(path)
+    if not isinstance(rows, list) or not all(_access_row(r) for r in rows):
+        return None
     try:
-        outer = json.loads(path.read_bytes())
-        body = outer["records"]
-        if outer.get("format") != FORMAT or zlib.crc32(body.encode()) != outer["crc32"]:
-            return None
-        rows = json.loads(body)
-        if not isinstance(rows, list) or not all(_access_row(r) for r in rows):
-            return None
         for r in rows:
             r["at"] = datetime.fromisoformat(r["at"])
             if r["at"].tzinfo is None:
                 return None
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except ValueError:
         return None
     return rows
 
