@@ -25,6 +25,30 @@ _SCHEMA = pa.schema([("namespace", pa.string()), ("topic_id", pa.string()), ("me
                      ("runs", pa.int64()), ("created_us", pa.int64()), ("centroid", pa.list_(pa.float64()))])
 
 
+def _store(files: DerivedFiles, data: str, side: str, table: pa.Table) -> None:
+    """The data file first, then its sidecar (format, size, CRC-32)."""
+    entry = files.write(data, table_bytes(table))
+    files.write_sidecar(side, {"format": STATE_FORMAT, **entry})
+
+
+def _stored(files: DerivedFiles, data: str, side: str, schema: pa.Schema) -> pa.Table | str:
+    """The table saved under `data`, or why there is none to trust (missing, damaged, another
+    format, other columns)."""
+    meta = files.read_sidecar(side)
+    if isinstance(meta, str):
+        return meta
+    if meta.get("format") != STATE_FORMAT:
+        return f"format {meta.get('format')!r}"
+    raw = files.read(data, meta)
+    if isinstance(raw, str):
+        return raw
+    try:
+        table = bytes_table(raw)
+    except Exception as exc:  # noqa: BLE001 - a derived file is never trusted
+        return f"unreadable ({type(exc).__name__})"
+    return table if table.schema.remove_metadata().equals(schema) else "unexpected columns"
+
+
 def save(files: DerivedFiles, prev: dict[str, Previous], merges: dict[str, dict[str, str]]) -> None:
     """Write the state (data file first, then its sidecar)."""
     if not files.writable:
@@ -38,24 +62,15 @@ def save(files: DerivedFiles, prev: dict[str, Previous], merges: dict[str, dict[
                 rows[name].append(value)
     table = pa.table(rows, schema=_SCHEMA).replace_schema_metadata({
         "next_id": json.dumps({ns: p.next_id for ns, p in prev.items()}), "merges": json.dumps(merges)})
-    entry = files.write(DATA, table_bytes(table))
-    files.write_sidecar(SIDE, {"format": STATE_FORMAT, **entry})
+    _store(files, DATA, SIDE, table)
 
 
 def load(files: DerivedFiles) -> tuple[dict[str, Previous], dict[str, dict[str, str]], str]:
     """The saved state, and "adopted" or why it starts over."""
-    meta = files.read_sidecar(SIDE)
-    if isinstance(meta, str):
-        return {}, {}, meta
-    if meta.get("format") != STATE_FORMAT:
-        return {}, {}, f"format {meta.get('format')!r}"
-    raw = files.read(DATA, meta)
-    if isinstance(raw, str):
-        return {}, {}, raw
+    table = _stored(files, DATA, SIDE, _SCHEMA)
+    if isinstance(table, str):
+        return {}, {}, table
     try:
-        table = bytes_table(raw)
-        if not table.schema.remove_metadata().equals(_SCHEMA):
-            return {}, {}, "unexpected columns"
         extra = table.schema.metadata or {}
         out: dict[str, Previous] = {ns: Previous(next_id=int(n))
                                     for ns, n in json.loads(extra[b"next_id"]).items()}
@@ -84,22 +99,15 @@ def save_themes(files: DerivedFiles, themes: dict[str, tuple[str, list[Theme]]])
         for t in found or [Theme("", (), 0.0, 0.0)]:
             for name, value in zip(_THEMES.names, (ns, stamp, t.label, list(t.members), t.silhouette, t.confidence)):
                 rows[name].append(value)
-    entry = files.write(THEMES_DATA, table_bytes(pa.table(rows, schema=_THEMES)))
-    files.write_sidecar(THEMES_SIDE, {"format": STATE_FORMAT, **entry})
+    _store(files, THEMES_DATA, THEMES_SIDE, pa.table(rows, schema=_THEMES))
 
 
 def load_themes(files: DerivedFiles) -> dict[str, tuple[str, list[Theme]]]:
     """The stored themes per namespace (empty when missing or damaged: themes are recomputed)."""
-    meta = files.read_sidecar(THEMES_SIDE)
-    if isinstance(meta, str) or meta.get("format") != STATE_FORMAT:
-        return {}
-    raw = files.read(THEMES_DATA, meta)
-    if isinstance(raw, str):
+    table = _stored(files, THEMES_DATA, THEMES_SIDE, _THEMES)
+    if isinstance(table, str):
         return {}
     try:
-        table = bytes_table(raw)
-        if not table.schema.remove_metadata().equals(_THEMES):
-            return {}
         out: dict[str, tuple[str, list[Theme]]] = {}
         for ns, stamp, label, members, sil, conf in zip(*(table.column(c).to_pylist() for c in _THEMES.names)):
             found = out.setdefault(str(ns), (str(stamp), []))[1]
@@ -130,22 +138,15 @@ def save_results(files: DerivedFiles, results: dict[str, tuple[str, Topics]]) ->
                       t.confidence, t.phase, t.stability, t.centroid_stability, t.runs, t.created_us)
             for name, value in zip(_RESULTS.names, values):
                 rows[name].append(value)
-    entry = files.write(RESULTS_DATA, table_bytes(pa.table(rows, schema=_RESULTS)))
-    files.write_sidecar(RESULTS_SIDE, {"format": STATE_FORMAT, **entry})
+    _store(files, RESULTS_DATA, RESULTS_SIDE, pa.table(rows, schema=_RESULTS))
 
 
 def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
     """The stored topics per namespace (empty when missing or damaged: they are computed again)."""
-    meta = files.read_sidecar(RESULTS_SIDE)
-    if isinstance(meta, str) or meta.get("format") != STATE_FORMAT:
-        return {}
-    raw = files.read(RESULTS_DATA, meta)
-    if isinstance(raw, str):
+    table = _stored(files, RESULTS_DATA, RESULTS_SIDE, _RESULTS)
+    if isinstance(table, str):
         return {}
     try:
-        table = bytes_table(raw)
-        if not table.schema.remove_metadata().equals(_RESULTS):
-            return {}
         out: dict[str, tuple[str, Topics]] = {}
         for r in table.to_pylist():
             ns = str(r["namespace"])
