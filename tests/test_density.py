@@ -134,7 +134,7 @@ def test_bad_arguments() -> None:
         kernels.hdbscan(d.astype(np.int64), 2)
     with pytest.raises(ValueError, match="C-contiguous"):
         kernels.hdbscan(np.zeros((8, 8))[::2, ::2], 2)
-    with pytest.raises(ValueError, match="min_cluster_size must be at least 2"):
+    with pytest.raises(ValueError, match="min_cluster_size must be >= 2"):
         kernels.hdbscan(d, 1)
     with pytest.raises(ValueError, match="min_samples \\(5\\) must be at most"):
         kernels.hdbscan(d, 2, 5)

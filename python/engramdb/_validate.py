@@ -29,17 +29,23 @@ def as_array(name: str, value: Any) -> np.ndarray:
     return arr
 
 
+def integer(name: str, value: Any, least: int) -> int:
+    """`value` as an int, refusing bools, non-integers (TypeError) and values under `least`
+    (ValueError), naming `name`."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        out = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if out < least:
+        raise ValueError(f"{name} must be >= {least}, got {out}")
+    return out
+
+
 def check_k(k: Any) -> int:
     """k must be an integer >= 1 (k larger than the number of rows simply returns them all)."""
-    if isinstance(k, (bool, np.bool_)):
-        raise TypeError(f"k must be an integer, got {k!r}")
-    try:
-        kk = operator.index(k)
-    except TypeError:
-        raise TypeError(f"k must be an integer, got {type(k).__name__} {k!r}") from None
-    if kk < 1:
-        raise ValueError(f"k must be >= 1, got {kk}")
-    return kk
+    return integer("k", k, 1)
 
 
 def check_threads(threads: Any) -> int:

@@ -11,7 +11,6 @@ skips scikit-learn's symmetry check: the matrix is taken as given.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
@@ -30,8 +29,8 @@ def hdbscan(distances: Any, min_cluster_size: int = 5, min_samples: int | None =
     n = d.shape[0]
     if d.shape[1] != n:
         raise ValueError(f"distances must be square, got shape {d.shape}")
-    mcs = _count("min_cluster_size", min_cluster_size, 2)
-    ms = mcs if min_samples is None else _count("min_samples", min_samples, 1)
+    mcs = v.integer("min_cluster_size", min_cluster_size, 2)
+    ms = mcs if min_samples is None else v.integer("min_samples", min_samples, 1)
     if ms > n:
         raise ValueError(f"min_samples ({ms}) must be at most the number of rows ({n})")
     labels, bad = _core.hdbscan_precomputed(d, mcs, ms)
@@ -39,18 +38,6 @@ def hdbscan(distances: Any, min_cluster_size: int = 5, min_samples: int | None =
         raise ValueError(f"distances row {bad} holds a NaN, an infinity or a negative distance")
     out: np.ndarray = labels
     return out
-
-
-def _count(name: str, value: Any, least: int) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    try:
-        k = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if k < least:
-        raise ValueError(f"{name} must be at least {least}, got {k}")
-    return k
 
 
 COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once
@@ -84,7 +71,7 @@ def dbscan_cosine(vectors: Any, eps: float, min_samples: int) -> np.ndarray:
     u = _unit_rows("vectors", vectors)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
         raise ValueError(f"eps must be a number >= 0, got {eps!r}")
-    ms = _count("min_samples", min_samples, 1)
+    ms = v.integer("min_samples", min_samples, 1)
     n = len(u)
     hoods: list[np.ndarray] = []
     for start in range(0, n, COSINE_BLOCK):
