@@ -13,6 +13,8 @@ under `engramdb.file`, a JSON description:
   to an archive file needs that archive; a checkpoint's segment and edges file need each other);
 - `wal_bytes` (a checkpoint's files): the size of the WAL they replace when they were written; a
   WAL that grew since (the checkpoint failed and writes went on) is not theirs to replace;
+- `store` and `generation` (format 6): the id of the store that wrote it and the manifest
+  generation it was written for (storage/identity.py): a repair leaves out another store's files;
 - `epoch` (the row epoch it was written in), `rows`, `body`: the XXH3-64 of the file's record
   batch messages (the bytes between the schema message and the footer), `fields`: of the schema
   without its metadata, and `self`: of the description itself. A repair checks all three and
@@ -40,11 +42,13 @@ _EOS = 8  # the end-of-stream marker the file writer puts between the last batch
 
 
 def description(kind: str, name: str, *, order: int | None, replaces: Sequence[str] = (),
-                requires: Sequence[str] = (), epoch: int = 0, wal_bytes: int | None = None) -> dict[str, Any]:
+                requires: Sequence[str] = (), epoch: int = 0, wal_bytes: int | None = None,
+                store: str = "", generation: int = 0) -> dict[str, Any]:
     """The description of a file about to be written as `name` (see the module docstring)."""
     seq = seq_of(name)
     desc = {"kind": kind, "seq": seq, "order": seq if order is None else int(order),
-            "replaces": sorted(set(replaces)), "requires": sorted(set(requires)), "epoch": int(epoch)}
+            "replaces": sorted(set(replaces)), "requires": sorted(set(requires)), "epoch": int(epoch),
+            "store": store, "generation": int(generation)}
     if wal_bytes is not None:
         desc["wal_bytes"] = int(wal_bytes)
     return desc
@@ -118,6 +122,22 @@ def read_description(data: Any) -> tuple[dict[str, Any] | None, dict[str, Any] |
     if got != desc["body"]:
         return desc, spaces, f"its body's XXH3 is {got}, its description says {desc['body']}"
     return desc, spaces, _footer_problem(data, schema, desc)
+
+
+def schema_description(head: bytes) -> dict[str, Any] | None:
+    """The description in the schema message at the start of an Arrow IPC file's bytes `head`
+    (the file's first bytes are enough; nothing is checked but that it parses), or None."""
+    if len(head) < 16 or head[:6] != b"ARROW1":
+        return None
+    cont, meta_len = struct.unpack("<Ii", head[8:16])
+    if cont != _CONTINUATION or meta_len <= 0 or 16 + meta_len > len(head):
+        return None
+    try:
+        meta = pa.ipc.read_schema(pa.py_buffer(head[8:16 + meta_len])).metadata or {}
+        desc = json.loads(meta[FILE_KEY]) if FILE_KEY in meta else None
+    except (pa.ArrowException, ValueError, OSError):
+        return None
+    return desc if isinstance(desc, dict) else None
 
 
 def _footer_problem(data: Any, schema: pa.Schema, desc: dict[str, Any]) -> str:

@@ -30,14 +30,16 @@ from ..model.errors import CorruptFile, RepairWarning, StoreError
 from ..model.tuning import Tuning
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
+from . import disk
 from .checksum import ALGORITHM, file_digest, parsed, parsed_deferred
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA
 from .derived_files import DerivedFiles
-from .describe import description
+from .describe import description, seq_of
 from .edge_files import edges_to_table, is_edge_table, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
 from .folder import MANIFEST, MARKER, classify, mark_spaces, write_marker
+from .identity import highest_number, lineage, marker_id, refusal, wal_problem
 from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
@@ -47,9 +49,11 @@ from .repair import damaged_manifest, repair_locked
 from .segment import Segment, digest_of, mapped, read_arrow, read_segment, segment_of, write_file
 from .vectors import column_name, conform, to_arrow, vector_fields
 from .view import View
-from .wal import WriteAheadLog, decode_frames
+from .wal import HEADER_MAX, WalError, WriteAheadLog, decode_frames, read_header
 
 log = logging.getLogger("engramdb.storage")
+
+
 class Engine:
     """One store's files and its writer (a folder, or memory when `path` is None)."""
 
@@ -70,54 +74,63 @@ class Engine:
         self._made: list[str] = []  # files an atomic change made so far (removed if it fails)
         # called with the new view after a checkpoint committed rows (the facade syncs indexes)
         self.on_commit: Callable[[View], None] | None = None
-        manifest = None
         self.journal: Journal | None = None
-        if self.path is not None:
-            kind = classify(self.path)
-            if read_only and kind == "new":
-                raise StoreError(f"no engramdb store at {self.path} to open read-only")
-            why = damaged_manifest(self.path) if kind != "new" else None
-            if why is not None and read_only:
-                raise StoreError(f"{self.path}: {why}. Nothing was changed. The manifest can be rebuilt from the "
-                                 f"store's own files: run `engramdb repair --path {self.path}` (a writable open "
-                                 "repairs it by itself when nothing would be lost)")
-            if not read_only:
-                self.path.mkdir(parents=True, exist_ok=True)
-                self._writer_lock = WriterLock(self.path)
-            try:
-                if why is not None:
-                    done = repair_locked(self.path, why)
-                    message = (f"{self.path}: {why}; the manifest was rebuilt from {len(done['segments'])} segment, "
-                               f"{len(done['edges'])} edges and {len(done['archives'])} archive files and the WAL "
-                               f"{done['wal']} (the damaged one, if any, kept as {MANIFEST}.damaged)")
-                    warnings.warn(message, RepairWarning, stacklevel=4)
-                if not read_only:
-                    write_marker(self.path)
-                    self.journal = Journal(self.path)
-                manifest = read_manifest(self.path)
-            except BaseException:
-                self._release()
-                raise
-        if manifest is not None and manifest.spaces:
-            stored = Schema.from_dict(manifest.spaces)
-            if schema is not None and schema != stored and stored not in also:  # also: a profile's earlier schemas
-                self._release()
-                raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
-            schema = stored
-        self.schema = schema or default_schema()
-        self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb")
-        if not read_only and self.path is not None:
-            mark_spaces(self.path, self._manifest.spaces)
-        self.table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema), metadata=MEMORY_SCHEMA.metadata)
-        self.files = DerivedFiles(self.path, writable=not read_only)
+        self.store_id = ""
         try:
+            manifest = self._open_folder(read_only)
+            if manifest is not None and manifest.spaces:
+                stored = Schema.from_dict(manifest.spaces)
+                if schema is not None and schema != stored and stored not in also:  # also: a profile's earlier schemas
+                    raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
+                schema = stored
+            self.schema = schema or default_schema()
+            self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb",
+                                                  store_id=self.store_id)
+            if not read_only and self.path is not None:
+                mark_spaces(self.path, self._manifest.spaces)
+            self.table_schema = pa.schema(list(MEMORY_SCHEMA) + vector_fields(self.schema),
+                                          metadata=MEMORY_SCHEMA.metadata)
+            self.files = DerivedFiles(self.path, writable=not read_only)
             segments, edges, archived = self._load(manifest is None)
         except BaseException:
-            self._release()
+            if self._wal is not None:
+                self._wal.close()
+            self._release()  # a failed open never keeps the writer's lock
             raise
         self._view = View(generation=0, epoch=self._manifest.row_epoch, schema=self.schema,
                           segments=tuple(segments), ids=IdIndex(), edges=edges, edge_rows=len(edges),
                           archived=MappingProxyType(archived), masks=MaskCache(), folder=self.path)
+
+    def _open_folder(self, read_only: bool) -> Manifest | None:
+        """Check the folder, take the writer's lock (writable), repair a lost or damaged manifest
+        when nothing would be lost; returns the manifest (None: a new store)."""
+        if self.path is None:
+            return None
+        kind = classify(self.path)
+        if read_only and kind == "new":
+            raise StoreError(f"no engramdb store at {self.path} to open read-only")
+        why = damaged_manifest(self.path) if kind != "new" else None
+        if why is not None and read_only:
+            raise StoreError(f"{self.path}: {why}. Nothing was changed. The manifest can be rebuilt from the "
+                             f"store's own files: run `engramdb repair --path {self.path}` (a writable open "
+                             "repairs it by itself when nothing would be lost)")
+        if not read_only:
+            disk.mkdir(self.path, parents=True)
+            self._writer_lock = WriterLock(self.path)
+        if why is not None:
+            done = repair_locked(self.path, why)
+            message = (f"{self.path}: {why}; the manifest was rebuilt from {len(done['segments'])} segment, "
+                       f"{len(done['edges'])} edges and {len(done['archives'])} archive files and the WAL "
+                       f"{done['wal']} (the damaged one, if any, kept as {MANIFEST}.damaged)")
+            warnings.warn(message, RepairWarning, stacklevel=5)
+        manifest = read_manifest(self.path)
+        if not read_only:
+            # a store made before markers (or before ids) keeps the id its manifest has, if any
+            self.store_id = write_marker(self.path, manifest.store_id if manifest is not None else None)
+            self.journal = Journal(self.path)
+        else:
+            self.store_id = marker_id(self.path) or (manifest.store_id if manifest is not None else "")
+        return manifest
 
     def _load(self, new: bool) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         """Segments, edges and archived ids of the folder, the WAL replayed (nothing when in memory)."""
@@ -125,11 +138,21 @@ class Engine:
             return [], EdgeLog(), {}
         if self.read_only:
             return self._load_consistent()
-        segments, edges, archived = self._read_files(self._manifest)
-        self._wal = WriteAheadLog(self.path / self._manifest.wal)
+        m = self._manifest
+        assert self.journal is not None
+        if not new and (why := refusal(self.path, m, self.journal)) is not None:
+            raise StoreError(f"{self.path}: {why}. Nothing was changed: opening would hide or lose acknowledged "
+                             f"writes. Run `engramdb repair --path {self.path}` to see what the store's own files "
+                             "hold and rebuild the manifest from them")
+        segments, edges, archived = self._read_files(m)
+        if not m.store_id:
+            m.store_id = self.store_id  # a store from before ids gets its marker's at this open
+        identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
+        self._wal = WriteAheadLog(self.path / m.wal, identity, create=new)
         frames = self._wal.recover()
         self._replay(frames, segments, edges)
-        m = self._manifest
+        # numbers never repeat, not even one a rolled-back or set-aside file was given
+        m.next_segment = max(m.next_segment, highest_number(self.path, besides=m.wal) + 1)
         if new or m.format_version < FORMAT_VERSION:
             # an older store is upgraded in place before anything newer reaches its WAL: its files
             # (checked structurally as they were read) get their checksums
@@ -178,6 +201,13 @@ class Engine:
                 if (t := table(e)) is not None:
                     archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
             raw = handles[m.wal].read()
+        try:
+            why = wal_problem(m.wal, read_header(raw[:HEADER_MAX], self.path / m.wal)[0], m,
+                              {m.store_id} | lineage(self.path))
+        except WalError as exc:
+            why = str(exc)
+        if why is not None:
+            raise StoreError(f"{self.path}: {why}. Nothing was read from it; run `engramdb repair --path {self.path}`")
         try:
             frames = decode_frames(raw, self.path / m.wal)[0]
         except CorruptFile as exc:
@@ -260,8 +290,8 @@ class Engine:
         """A fresh file name (`seg-000007.arrow`, `edges-000008.arrow`); numbers never repeat."""
         name = f"{kind}-{self._manifest.next_segment:06d}.arrow"
         self._manifest.next_segment += 1
-        if self.journal is not None:
-            self.journal.note([name])  # ours from now on: debris if no commit lists it
+        if self.journal is not None:  # ours from now on: debris if no commit lists it
+            self.journal.note([name], self._manifest.generation + 1)
         self._made.append(name)
         return name
 
@@ -272,7 +302,8 @@ class Engine:
         assert self.path is not None
         name = name or self.next_file(kind)
         desc = description(kind, name, order=order, replaces=replaces, requires=requires,
-                           epoch=self._manifest.row_epoch, wal_bytes=wal_bytes)
+                           epoch=self._manifest.row_epoch, wal_bytes=wal_bytes, store=self._manifest.store_id,
+                           generation=self._manifest.generation + 1)
         return write_file(self.path / name, table, desc, self._manifest.spaces if kind == "seg" else None)
 
     def new_segment(self, table: pa.Table, **how: Any) -> Segment:
@@ -307,9 +338,9 @@ class Engine:
                 for name in self._made[made:]:
                     for debris in (self.path / name, self.path / (name + ".tmp")):
                         try:
-                            debris.unlink(missing_ok=True)
+                            disk.unlink(debris)
                         except OSError:
-                            pass
+                            pass  # journaled: the next open removes it
             raise
         finally:
             del self._made[made:]
@@ -318,11 +349,11 @@ class Engine:
         """Write the manifest (the commit point), then delete the files it no longer lists (named
         in the journal first, so a crash between the two leaves them to the next open)."""
         assert self.path is not None and self.journal is not None
-        self.journal.note(unlisted)
+        self.journal.note(unlisted, self._manifest.generation + 1)
         write_manifest(self.path, self._manifest)  # the commit point: what follows may fail harmlessly
         try:
             for name in unlisted:
-                (self.path / name).unlink(missing_ok=True)
+                disk.unlink(self.path / name)
             self.journal.clear()
         except OSError as exc:  # the journal still names them: the next open removes them
             log.warning("after a commit, unlisted files were left for the next open: %s", exc)
@@ -444,12 +475,14 @@ class Engine:
         # The rows move from the WAL to the files in one atomic step: the new manifest names the
         # files and a fresh, empty WAL together. A crash before it leaves the old manifest and
         # the old WAL (the new files are debris); after it, the old WAL is the debris.
-        wal_name = f"wal-{self._manifest.next_segment:06d}.log"
-        self._manifest.next_segment += 1
+        m = self._manifest
+        wal_name = f"wal-{m.next_segment:06d}.log"
+        m.next_segment += 1
         assert self.journal is not None
-        self.journal.note([wal_name])
+        self.journal.note([wal_name], m.generation + 1)
         self._made.append(wal_name)
-        self._wal = WriteAheadLog(self.path / wal_name)
+        self._wal = WriteAheadLog(self.path / wal_name, {"store": m.store_id, "seq": seq_of(wal_name),
+                                                         "generation": m.generation + 1}, create=True)
         self._manifest.wal = wal_name
         self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now
         old_wal.close()
@@ -484,9 +517,9 @@ class Engine:
         listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
         for name in self.journal.names() - listed:
             for debris in (self.path / name, self.path / (name + ".tmp")):
-                debris.unlink(missing_ok=True)
+                disk.unlink(debris)
         for name in (MANIFEST + ".tmp", MARKER + ".tmp"):
-            (self.path / name).unlink(missing_ok=True)
+            disk.unlink(self.path / name)
         self.journal.clear()
 
 

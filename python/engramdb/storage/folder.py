@@ -13,13 +13,13 @@ refused (storage/repair.py).
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
 from ..model.errors import StoreError
+from . import disk
 
 MARKER = "engramdb.store"
 MANIFEST = "manifest.json"
@@ -46,15 +46,22 @@ def classify(folder: Path) -> FolderKind:
                      "give an empty or new folder")
 
 
-def write_marker(folder: Path) -> None:
-    """Mark a folder as a store (atomically; kept as it is when present)."""
+def write_marker(folder: Path, store_id: str | None = None) -> str:
+    """Mark a folder as a store (atomically; kept as it is when present); returns its store id.
+    `store_id`: the id a store made before markers already has (its manifest's)."""
     path = folder / MARKER
     if path.exists():
-        return
-    tmp = folder / (MARKER + ".tmp")
-    tmp.write_text(json.dumps({"engramdb": "store", "store_id": uuid.uuid4().hex,
-                               "created_at": datetime.now(timezone.utc).isoformat()}))
-    os.replace(tmp, path)
+        try:
+            sid = json.loads(path.read_text()).get("store_id")
+            if isinstance(sid, str) and sid:
+                return sid
+        except (OSError, ValueError, AttributeError):
+            pass
+        return store_id or ""
+    sid = store_id or uuid.uuid4().hex
+    body = json.dumps({"engramdb": "store", "store_id": sid, "created_at": datetime.now(timezone.utc).isoformat()})
+    disk.write_atomically(path, body.encode())
+    return sid
 
 
 def mark_spaces(folder: Path, spaces: dict[str, object]) -> None:
@@ -68,6 +75,4 @@ def mark_spaces(folder: Path, spaces: dict[str, object]) -> None:
     if not isinstance(marker, dict) or marker.get("spaces") == spaces:
         return
     marker["spaces"] = spaces
-    tmp = folder / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(marker, sort_keys=True))
-    os.replace(tmp, path)
+    disk.write_atomically(path, json.dumps(marker, sort_keys=True).encode())

@@ -6,6 +6,12 @@ commit and the deletions, the journal is emptied. So after a crash, the files th
 that the manifest does not list are exactly the store's own debris (a half-written segment, a
 WAL a checkpoint replaced), and only they are deleted at the next open, with their temp files.
 A file the journal does not name is never deleted, whatever its name looks like.
+
+Each line is `<name> <generation>`: the manifest generation the commit would write. A name
+journaled for a generation more than one past the manifest's was never the debris of a commit
+that failed on top of this manifest: the manifest was rolled back (an older copy put in place),
+and the open refuses instead of deleting (storage/identity.py). Lines without a generation
+(journals written before format 6) name debris as before.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from . import disk
 
 JOURNAL = "journal.log"
 
@@ -23,25 +31,41 @@ class Journal:
     def __init__(self, folder: Path) -> None:
         self.path = folder / JOURNAL
 
-    def note(self, names: Iterable[str]) -> None:
-        """Record names before the files are created or unlisted (fsynced)."""
-        lines = "".join(f"{n}\n" for n in names)
+    def note(self, names: Iterable[str], generation: int | None = None) -> None:
+        """Record names before the files are created or unlisted (fsynced), for the commit that
+        writes manifest `generation`."""
+        tag = "" if generation is None else f" {int(generation)}"
+        lines = "".join(f"{n}{tag}\n" for n in names)
         if not lines:
             return
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(lines)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = disk.open_fd(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            disk.append(fd, lines.encode("utf-8"), self.path)
+            disk.fsync(fd, self.path)
+        finally:
+            disk.close(fd)
 
-    def names(self) -> set[str]:
-        """Every name recorded since the last clear (a torn last line is ignored)."""
+    def entries(self) -> dict[str, int | None]:
+        """name -> the generation it was journaled for (None: not said), for every complete line
+        since the last clear (a torn last line is ignored; the highest generation wins)."""
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
-            return set()
-        lines = text.split("\n")
-        return {n for n in lines[:-1] if n and "/" not in n and n not in (".", "..")}  # complete lines only
+            return {}
+        out: dict[str, int | None] = {}
+        for line in text.split("\n")[:-1]:  # complete lines only
+            name, _, tag = line.partition(" ")
+            if not name or "/" in name or name in (".", ".."):
+                continue
+            gen = int(tag) if tag.isdigit() else None
+            had = out.get(name)
+            out[name] = gen if had is None or (gen is not None and gen > had) else had
+        return out
+
+    def names(self) -> set[str]:
+        """Every name recorded since the last clear."""
+        return set(self.entries())
 
     def clear(self) -> None:
         """Forget every name (after a commit whose files are all listed or deleted)."""
-        self.path.unlink(missing_ok=True)
+        disk.unlink(self.path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import xxhash
 
 from ..model.errors import CorruptFile, FormatError, NewerFormat
+from . import disk
 from .columns import FORMAT_VERSION
 
 __all__ = ["MANIFEST", "FormatError", "Manifest", "parse_manifest", "read_manifest", "write_manifest"]
@@ -36,8 +36,10 @@ class Manifest:
     next_segment: int = 1
     spaces: dict[str, Any] = field(default_factory=dict)
     created_by: str = ""
-    wal: str = "wal-000001.log"
-    row_epoch: int = 0  # bumped when rows are renumbered (purge): derived indexes keyed by row go stale  # the live write-ahead log; a checkpoint moves to a fresh one
+    wal: str = "wal-000001.log"  # the live write-ahead log; a checkpoint moves to a fresh one
+    row_epoch: int = 0  # bumped when rows are renumbered (purge): derived indexes keyed by row go stale
+    store_id: str = ""  # whose store this is (the marker's id; "" before format 6)
+    generation: int = 0  # bumped by every manifest written: files and logs name the one they were made for
 
     def to_json(self) -> str:
         """The manifest as JSON, with the checksum of everything else in it."""
@@ -99,28 +101,28 @@ def _keep_previous(folder: Path) -> None:
     a repair of a store whose files were written before they described themselves."""
     prev = folder / PREVIOUS
     try:
-        prev.unlink(missing_ok=True)
-        os.link(folder / MANIFEST, prev)
+        disk.unlink(prev)
+        disk.link(folder / MANIFEST, prev)
     except FileNotFoundError:
         pass  # a new store: no previous generation
-    except OSError as exc:  # a file system without hard links: the store works without it
+    except OSError as exc:  # a file system without hard links (or a failing disk): the store works without it
         logging.getLogger("engramdb.storage").debug("no %s kept: %s", prev, exc)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
-    """Atomically replace `folder/manifest.json`."""
-    tmp = folder / (MANIFEST + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(manifest.to_json())
-        fh.flush()
-        os.fsync(fh.fileno())
-    _keep_previous(folder)
-    os.replace(tmp, folder / MANIFEST)  # committed: readers see the new manifest from here on
+    """Atomically replace `folder/manifest.json` with `manifest`, one generation on (the commit
+    point: once the rename is done, the new manifest is the store, and a failure after it, say
+    the folder's fsync, is logged, not raised, because nothing can undo the commit)."""
+    manifest.generation += 1
+    data = manifest.to_json().encode()
     try:
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename's durability; a failure here cannot undo the commit
-        finally:
-            os.close(fd)
+        disk.write_file(folder / (MANIFEST + ".tmp"), data)
+        _keep_previous(folder)
+        disk.replace(folder / (MANIFEST + ".tmp"), folder / MANIFEST)  # committed from here on
+    except BaseException:
+        manifest.generation -= 1
+        raise
+    try:
+        disk.fsync_dir(folder)  # the rename's durability; a failure here cannot undo the commit
     except OSError as exc:
         logging.getLogger("engramdb.storage").warning("fsync of %s after a manifest swap failed: %s", folder, exc)

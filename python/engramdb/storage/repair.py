@@ -21,21 +21,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..model.errors import CorruptFile, FormatError, NewerFormat, StoreError
+from . import disk
 from .checksum import file_digest
 from .columns import FORMAT_VERSION
 from .describe import read_description, seq_of
 from .folder import MANIFEST, MARKER
+from .identity import highest_number, lineage, marker_id, refusal
 from .journal import Journal
 from .manifest import PREVIOUS, Manifest, parse_manifest, write_manifest
 from .segment import mapped
-from .wal import WriteAheadLog, decode_frames
+from .wal import HEADER_MAX, WriteAheadLog, decode_frames, read_header
 
 log = logging.getLogger("engramdb.storage")
 
@@ -70,6 +71,7 @@ class Plan:
     superseded: list[str] = field(default_factory=list)  # replaced by sound files (left in place)
     unfinished: list[str] = field(default_factory=list)  # rewrites whose companions are missing
     damaged: list[str] = field(default_factory=list)  # damaged and replaced by nothing: lost
+    foreign: list[str] = field(default_factory=list)  # another store's files: left out, left alone
     blockers: list[str] = field(default_factory=list)
     wal_salvage: str | None = None  # a damaged live WAL whose intact frames would be copied
 
@@ -86,6 +88,7 @@ class Plan:
             "superseded": sorted(self.superseded),
             "unfinished": sorted(self.unfinished),
             "damaged": sorted(self.damaged),
+            "foreign": sorted(self.foreign),
             "files": {n: (f.problem or "ok") for n, f in sorted(self.found.items())},
         }
 
@@ -94,11 +97,26 @@ def survey(folder: Path) -> dict[str, Found]:
     """Every file in `folder` named like a store data file, read and checked."""
     found: dict[str, Found] = {}
     for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
         if (m := _ARROW.match(path.name)) is not None:
             found[path.name] = _arrow(path, m.group(1))
         elif _WAL.match(path.name):
             found[path.name] = _wal(path)
     return found
+
+
+def own_ids(folder: Path) -> set[str]:
+    """The store ids whose files are this store's: its marker's, its manifest's (when it reads)
+    and the stores it was copied from."""
+    ids = {i for i in (marker_id(folder),) if i} | lineage(folder)
+    try:
+        m = parse_manifest((folder / MANIFEST).read_bytes(), folder / MANIFEST)
+        if m.store_id:
+            ids.add(m.store_id)
+    except (OSError, StoreError, FormatError):
+        pass
+    return ids
 
 
 def _arrow(path: Path, kind: str) -> Found:
@@ -114,17 +132,31 @@ def _arrow(path: Path, kind: str) -> Found:
 
 def _wal(path: Path) -> Found:
     try:
-        frames, _ = decode_frames(path.read_bytes(), path)
-    except (CorruptFile, OSError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Found(path.name, "wal", problem=f"unreadable ({exc})")
+    try:
+        identity = read_header(data[:HEADER_MAX], path)[0]
+    except CorruptFile as exc:
         return Found(path.name, "wal", problem=str(exc))
-    return Found(path.name, "wal", frames=len(frames))
+    desc = {"store": identity.get("store", ""), "replaces": list(identity.get("replaces", []))} if identity else None
+    try:
+        frames, _ = decode_frames(data, path)
+    except CorruptFile as exc:
+        return Found(path.name, "wal", desc=desc, problem=str(exc))
+    return Found(path.name, "wal", desc=desc, frames=len(frames))
 
 
 def plan(folder: str | Path) -> Plan:
     """What a repair of `folder` would do (nothing is written)."""
     path = Path(folder)
     found = survey(path)
-    p = Plan(manifest=None, found=found)
+    own = own_ids(path)
+    # another store's files (copied in) are not this store's: left where they are, out of the plan
+    foreign = {n: f.desc["store"] for n, f in found.items()
+               if own and f.desc is not None and f.desc.get("store") and f.desc["store"] not in own}
+    found = {n: f for n, f in found.items() if n not in foreign}
+    p = Plan(manifest=None, found=found, foreign=sorted(foreign))
     arrow = {n: f for n, f in found.items() if f.kind != "wal"}
     sound = {n for n, f in arrow.items() if f.desc is not None and not f.problem}
     # a file is usable when every file it requires is usable, or replaced by a usable file (an
@@ -138,6 +170,9 @@ def plan(folder: str | Path) -> Plan:
             break
         usable -= lacking
     p.unfinished = sorted((sound - usable) - replaced)
+    # a log a salvage wrote replaces the damaged log it took the frames of (storage/wal.py)
+    replaced |= {r for f in found.values() if f.kind == "wal" and not f.problem and f.desc
+                 for r in f.desc["replaces"]}
     p.superseded = sorted(n for n in found if n in replaced)
     p.damaged = sorted(n for n, f in found.items() if f.problem and n not in replaced and f.kind != "wal")
     live = sorted(usable - replaced)
@@ -150,9 +185,9 @@ def plan(folder: str | Path) -> Plan:
                           f"cannot be read from them, and no intact {PREVIOUS} lists them (restore the manifest "
                           "from a backup)")
     vanished = _vanished(path, found, replaced)
-    if vanished:
-        p.blockers.append(f"{', '.join(vanished)}, listed by the previous manifest ({PREVIOUS}), "
-                          "is gone and no file replaces it: a file may be missing (a copy cut short?)")
+    for n, where in sorted(vanished.items()):
+        p.blockers.append(f"{n}, listed by {where}, is gone and no file replaces it: its rows would be lost "
+                          "(a copy cut short? a file deleted?)")
     for n in p.unfinished:  # its rows are in the plan only if what it would replace is live
         gone = [r for r in arrow[n].desc["replaces"] if r not in live and r not in wals]  # type: ignore[index]
         if gone or not arrow[n].desc["replaces"]:  # type: ignore[index]
@@ -183,27 +218,45 @@ def plan(folder: str | Path) -> Plan:
         return p
     seqs = [seq_of(n) for n in found] + [seq_of(r) for f in arrow.values() if f.desc
                                          for r in f.desc["replaces"] + f.desc["requires"]]
-    next_seq = max(seqs, default=0) + 1
+    next_seq = max(max(seqs, default=0), highest_number(path)) + 1  # never a number given before
     if wal is None or p.wal_salvage is not None:
         wal, next_seq = f"wal-{next_seq:06d}.log", next_seq + 1
     epoch = max((int(arrow[n].desc["epoch"]) for n in live), default=0)  # type: ignore[index]
     p.manifest = Manifest(format_version=FORMAT_VERSION, segments=lists["segments"], edges=lists["edges"],
                           archives=lists["archives"], next_segment=next_seq, spaces=spaces or {},
-                          created_by="engramdb repair", wal=wal, row_epoch=epoch + 1)  # +1: derived indexes rebuild
+                          created_by="engramdb repair", wal=wal, row_epoch=epoch + 1,  # +1: derived indexes rebuild
+                          store_id=marker_id(path) or "", generation=_last_generation(path, arrow))
     return p
 
 
-def _vanished(folder: Path, found: dict[str, Found], replaced: set[str]) -> list[str]:
-    """Files the previous manifest generation lists that are neither here nor replaced by a file
-    that is: a repair cannot see a file that is gone unless something names it. Every rewrite
-    replaces each file it drops with one that names it, an empty one if nothing is left; an empty
-    file (compaction drops them) holds nothing to lose."""
-    try:
-        prev = parse_manifest((folder / PREVIOUS).read_bytes(), folder / PREVIOUS)
-    except (OSError, StoreError, FormatError):
-        return []
-    listed = [e["file"] for e in prev.segments + prev.edges + prev.archives if e.get("rows") != 0] + [prev.wal]
-    return sorted(n for n in listed if n not in found and n not in replaced)  # an empty file held nothing to lose
+def _last_generation(folder: Path, arrow: dict[str, Found]) -> int:
+    """The highest generation any file or manifest here was written for: the rebuilt manifest
+    comes after all of them (generations only grow)."""
+    gens = [int(f.desc.get("generation", 0)) for f in arrow.values() if f.desc is not None]
+    for name in (MANIFEST, PREVIOUS):
+        try:
+            gens.append(parse_manifest((folder / name).read_bytes(), folder / name).generation)
+        except (OSError, StoreError, FormatError):
+            pass
+    return max(gens, default=0)
+
+
+def _vanished(folder: Path, found: dict[str, Found], replaced: set[str]) -> dict[str, str]:
+    """Files the manifest, or its previous generation, lists that are neither here nor replaced
+    by a file that is (name -> which manifest lists it): a repair cannot see a file that is gone
+    unless something names it. Every rewrite replaces each file it drops with one that names it,
+    an empty one if nothing is left; an empty file (compaction drops them) holds nothing to lose."""
+    out: dict[str, str] = {}
+    for name, what in ((MANIFEST, "the manifest"), (PREVIOUS, "the previous manifest")):
+        try:
+            m = parse_manifest((folder / name).read_bytes(), folder / name)
+        except (OSError, StoreError, FormatError):
+            continue
+        listed = [e["file"] for e in m.segments + m.edges + m.archives if e.get("rows") != 0] + [m.wal]
+        for n in listed:  # an empty file held nothing to lose
+            if n not in found and n not in replaced:
+                out.setdefault(n, f"{what} ({name})")
+    return out
 
 
 def _wal_grew(folder: Path, desc: dict[str, Any]) -> bool:
@@ -279,10 +332,11 @@ def repair(folder: str | Path, *, accept_loss: bool = False, dry_run: bool = Fal
 
     lock = None if dry_run else WriterLock(path)
     try:
-        why = damaged_manifest(path)
+        why = needs_repair(path)
         if why is None:
             return {"ok": True, "path": str(path), "needed": False, "blockers": [],
-                    "note": f"{MANIFEST} is intact: nothing to repair (`engramdb verify` checks every file)"}
+                    "note": f"{MANIFEST} is intact and agrees with the files beside it: nothing to repair "
+                            "(`engramdb verify` checks every file)"}
         return repair_locked(path, why, accept_loss=accept_loss, dry_run=dry_run)
     finally:
         if lock is not None:
@@ -309,26 +363,43 @@ def repair_locked(path: Path, why: str, *, accept_loss: bool = False, dry_run: b
 
 
 def _apply(path: Path, p: Plan) -> None:
+    """Write the plan. Each step leaves a folder that a repair run again (after a crash at any
+    step) plans the same way: files are set aside by rename, the salvaged log is made under a
+    temporary name and renamed whole (its header names the log it replaces), the manifest last."""
     m = p.manifest
     assert m is not None
     for name in p.damaged:  # out of the store's names, kept for whoever wants to look at them
         _set_aside(path / name, ".damaged")
     if p.wal_salvage is not None:
         frames, _ = decode_frames((path / p.wal_salvage).read_bytes(), path / p.wal_salvage, strict=False)
-        fresh = WriteAheadLog(path / m.wal)
-        for table in frames:
-            fresh.append(table)
-        fresh.close()
-        _set_aside(path / p.wal_salvage, ".damaged")
+        identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1,
+                    "replaces": [p.wal_salvage]}
+        tmp = path / (m.wal + ".tmp")
+        disk.unlink(tmp)  # what a repair cut short left
+        fresh = WriteAheadLog(tmp, identity, create=True)
+        try:
+            for table in frames:
+                fresh.append(table)
+        finally:
+            fresh.close()
+        disk.replace(tmp, path / m.wal)
+        disk.fsync_dir(path)
     elif not (path / m.wal).exists():
-        WriteAheadLog(path / m.wal).close()
+        WriteAheadLog(path / m.wal, {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1},
+                      create=True).close()
+    for name in p.superseded:  # a damaged log a salvage replaced: kept aside, like other damage
+        if p.found[name].problem and (path / name).exists():
+            _set_aside(path / name, ".damaged")
     current = path / MANIFEST
     if current.exists():
         _set_aside(current, ".damaged")
     # files a sound file replaces, and pieces of unfinished rewrites, are the store's own and not
     # part of it: the journal names them, so the next open removes them as debris (left alone they
     # would come back to life once whatever replaced them is compacted away)
-    Journal(path).note([n for n in p.superseded + p.unfinished if n not in p.live])
+    journal = Journal(path)
+    journal.clear()  # what it named is settled by this plan
+    journal.note([n for n in p.superseded + p.unfinished if n not in p.live and not p.found[n].problem],
+                 m.generation + 1)
     write_manifest(path, m)
     log.info("repaired %s: a manifest rebuilt from %d files", path, len(p.live))
 
@@ -338,7 +409,18 @@ def _set_aside(path: Path, suffix: str) -> None:
     n = 1
     while target.exists():
         target, n = path.with_name(f"{path.name}{suffix}.{n}"), n + 1
-    os.replace(path, target)
+    disk.replace(path, target)
+
+
+def needs_repair(folder: Path) -> str | None:
+    """Why `folder` needs a repair, or None: a lost or damaged manifest, or one that does not
+    agree with the files beside it (a listed file or the live log missing, another store's log,
+    files newer than the manifest: storage/identity.py)."""
+    why = damaged_manifest(folder)
+    if why is not None:
+        return why
+    m = parse_manifest((folder / MANIFEST).read_bytes(), folder / MANIFEST)
+    return refusal(folder, m, Journal(folder))
 
 
 def damaged_manifest(folder: Path) -> str | None:

@@ -20,10 +20,11 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from ..model.errors import CorruptFile
+from ..model.errors import CorruptFile, StoreError
 from ..model.memory import Memory
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
+from . import disk
 from .checksum import ALGORITHM, Deferred, deferred_part, digest, parsed, parsed_deferred
 from .columns import MEMORY_SCHEMA, RowReader
 from .describe import FILE_KEY, SPACES_KEY, described
@@ -250,6 +251,8 @@ def write_segment(path: Path, table: pa.Table, desc: dict[str, Any] | None = Non
     """Write a segment file atomically (temp file, fsync, rename); one record batch. A store file
     gets its description (`desc`, storage/describe.py); a file without one (an export) carries
     none, not even one its rows' table inherited. Returns its size and checksum."""
+    if desc is not None and path.exists():  # numbers never repeat (storage/identity.py): an existing file is not ours to replace
+        raise StoreError(f"{path} exists already: refusing to write over it (was a file copied into the store?)")
     tmp = path.with_suffix(path.suffix + ".tmp")
     batch = table.combine_chunks().to_batches()
     schema = table.schema
@@ -257,11 +260,19 @@ def write_segment(path: Path, table: pa.Table, desc: dict[str, Any] | None = Non
         schema = described(batch, schema, desc, spaces)
     elif schema.metadata and (FILE_KEY in schema.metadata or SPACES_KEY in schema.metadata):
         schema = schema.with_metadata({k: v for k, v in schema.metadata.items() if k not in (FILE_KEY, SPACES_KEY)})
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-        for b in batch:
-            writer.write_batch(b)
+    sink = disk.SeamFile(tmp)  # through the I/O seam: unbuffered, fault-injectable
+    try:
+        out = pa.PythonFile(sink, mode="w")
+        with pa.ipc.new_file(out, schema) as writer:
+            for b in batch:
+                writer.write_batch(b)
+        sink.sync()  # before the Arrow file object closes it
+    except BaseException:
+        sink.close()
+        disk.unlink(tmp)
+        raise
+    sink.close()
     with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
         data = mapped(handle)
         sums = digest(data)  # from the page cache: what is on its way to the disk
         vector_columns = [f.name for f in table.schema if f.name not in MEMORY_COLUMNS]
@@ -269,7 +280,7 @@ def write_segment(path: Path, table: pa.Table, desc: dict[str, Any] | None = Non
             part = deferred_part(data, vector_columns)
             if part is not None:
                 sums["deferred"] = part
-    os.replace(tmp, path)
+    disk.replace(tmp, path)
     return sums
 
 

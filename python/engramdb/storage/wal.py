@@ -1,6 +1,10 @@
 """The write-ahead log (S6): an acknowledged write survives `kill -9`.
 
-File layout: an 8-byte header `EGWAL001`, then frames. A frame is
+File layout: a header, then frames. The header is `EGWAL002 | u32 length | u32 crc32(json) |
+json`, the JSON naming whose log it is: `store` (the store's id), `seq` (the number in its name),
+`generation` (the manifest generation it was made in) and `replaces` (the logs whose frames it
+took over: a repair's salvage). Logs written before format 6 have the bare 8-byte header
+`EGWAL001` and no identity; they are still read. A frame is
 `b"EGF1" | u32 length | u32 crc32(payload) | payload`, little-endian, where the payload is one
 Arrow IPC stream (schema + record batches). `append` writes a whole frame and fsyncs before it
 returns, so a write is acknowledged only once it is on disk. Recovery reads frames until the first
@@ -12,18 +16,63 @@ names it and nothing is truncated (a read-only salvage reads the frames before i
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from ..model.errors import CorruptFile
+from . import disk
 
-HEADER = b"EGWAL001"
+HEADER = b"EGWAL001"  # a log without an identity (before format 6)
+HEADER_V2 = b"EGWAL002"
+_HEAD = struct.Struct("<8sII")
+HEADER_MAX = 1 << 16  # an identity is a few hundred bytes; more is not a header this version wrote
 FRAME_MAGIC = b"EGF1"
 _FRAME = struct.Struct("<4sII")
+
+
+def encode_header(identity: dict[str, Any] | None) -> bytes:
+    """The header of a new log naming `identity` (the bare v1 header when None)."""
+    if identity is None:
+        return HEADER
+    body = json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()
+    return _HEAD.pack(HEADER_V2, len(body), zlib.crc32(body)) + body
+
+
+def read_header(data: bytes, path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, int]:
+    """(identity, where the frames start) of a log's first bytes: None for a v1 log; ({}, 0) for
+    a log whose header a crash cut short while it was being made (it holds no frame)."""
+    if data[:8] == HEADER:
+        return None, len(HEADER)
+    if data[:8] != HEADER_V2:
+        if len(data) < 8 and (HEADER.startswith(data) or HEADER_V2.startswith(data)):
+            return {}, 0  # a crash while the header was written: an empty log
+        raise WalError(path, f"not an engramdb write-ahead log (header {data[:8]!r}, expected {HEADER_V2!r})")
+    if len(data) < _HEAD.size:
+        return {}, 0
+    _, length, crc = _HEAD.unpack_from(data)
+    body = data[_HEAD.size:_HEAD.size + length]
+    if length > HEADER_MAX - _HEAD.size:
+        raise WalError(path, f"its header claims {length:,} bytes: damaged")
+    if len(body) < length:
+        if data[_HEAD.size:].strip(b"\0") and zlib.crc32(body) == crc:
+            raise WalError(path, "its header's length field is damaged")
+        return {}, 0  # cut short while it was being made: no frame follows
+    if zlib.crc32(body) != crc:
+        raise WalError(path, "its header fails its CRC-32 (damaged)")
+    try:
+        identity = json.loads(body)
+    except ValueError:
+        raise WalError(path, "its header passes its CRC but is not JSON") from None
+    if not isinstance(identity, dict):
+        raise WalError(path, "its header is not a JSON object")
+    return identity, _HEAD.size + length
 
 
 class WalError(CorruptFile):
@@ -45,61 +94,116 @@ def decode_payload(payload: bytes) -> pa.Table:
 
 
 class WriteAheadLog:
-    """Append-only, fsynced frames of Arrow tables in one file."""
+    """Append-only, fsynced frames of Arrow tables in one file.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    Writes go through the I/O seam (storage/disk.py) unbuffered, at the offset where the intact
+    log ends: a failed append is cut back off the file before the error is raised, and when even
+    the cut fails the log refuses further appends until a cut succeeds, so no byte of a write that
+    raised can become durable behind a later one. `identity` (the store's id, the log's number,
+    the generation it was made in, the logs it replaces) goes into a new log's header; an existing
+    log's is read back as `identity` (None for a log written before logs carried one)."""
+
+    def __init__(self, path: str | os.PathLike[str], identity: dict[str, Any] | None = None, *,
+                 create: bool | None = None) -> None:
+        """Open the log at `path`: `create=True` makes a new one (never over an existing file),
+        False opens an existing one (FileNotFoundError when it is missing), None either."""
         self.path = Path(path)
-        fresh = not self.path.exists()
-        self._fh = open(self.path, "ab+")  # noqa: SIM115 - kept open for the store's lifetime
-        if fresh or self.path.stat().st_size == 0:
-            self._fh.write(HEADER)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            _fsync_dir(self.path.parent)
+        if create is None:
+            create = not self.path.exists()
+        if self.path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "a write-ahead log path is a folder", str(self.path))
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        self._fd: int | None = disk.open_fd(self.path, flags)
+        self._broken = ""  # why appends are refused (a failed cut), "" while the log is whole
+        try:
+            size = os.fstat(self._fd).st_size
+            head = os.pread(self._fd, HEADER_MAX, 0) if size else b""
+            if size == 0 or read_header(head, self.path)[1] == 0:  # new, or a header a crash cut short
+                header = encode_header(identity)
+                if size:
+                    disk.truncate(self._fd, 0, self.path)
+                disk.write_at(self._fd, header, 0, self.path)
+                disk.fsync(self._fd, self.path)
+                disk.fsync_dir(self.path.parent)
+                self._end = len(header)
+                self.identity: dict[str, Any] | None = identity if identity is not None else {}
+            else:
+                self.identity, self._end = read_header(head, self.path)
+        except BaseException:
+            disk.close(self._fd)
+            self._fd = None
+            raise
 
     def append(self, table: pa.Table) -> int:
         """Write one frame and fsync it; returns the file size after the frame. When the write or
         the fsync fails (a full disk, an I/O error) the frame is cut off again and the error
         raised: the write was not acknowledged, and the log stays a sequence of whole frames."""
         frame = encode_frame(table)
-        start = self._fh.tell()
+        fd = self._descriptor()
+        if self._broken:
+            self._cut()  # the last failed append's bytes first; raises again while it cannot
         try:
-            self._fh.write(frame)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            disk.write_at(fd, frame, self._end, self.path)
+            disk.fsync(fd, self.path)
         except BaseException:
-            self._cut(start)
+            try:
+                self._cut()
+            except OSError:
+                pass  # the log now refuses appends until a cut succeeds (see _cut)
             raise
-        return self._fh.tell()
+        self._end += len(frame)
+        return self._end
 
-    def _cut(self, size: int) -> None:
-        """Truncate back to `size` after a failed append (best effort: if even that fails, the
-        next open finds a torn or damaged tail and says so)."""
+    def _cut(self) -> None:
+        """Truncate the file back to the intact log's end, durably; when that fails, remember why:
+        every later append tries the cut again first and raises while it fails."""
+        fd = self._descriptor()
         try:
-            self._fh.seek(size)
-            self._fh.truncate(size)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-        except OSError:
-            pass
+            disk.truncate(fd, self._end, self.path)
+            disk.fsync(fd, self.path)
+        except OSError as exc:
+            self._broken = str(exc)
+            raise OSError(exc.errno, f"{self.path}: a failed write could not be cut off the log ({exc}); "
+                          "writes are refused until it can be (or the store is reopened)") from None
+        self._broken = ""
+
+    def _descriptor(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        return self._fd
 
     def recover(self) -> list[pa.Table]:
         """All intact frames, in order; a torn tail is cut off the file."""
-        tables, good_end = read_frames(self.path)
-        if good_end < self.path.stat().st_size:
-            self._fh.truncate(good_end)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-        self._fh.seek(0, os.SEEK_END)
+        fd = self._descriptor()
+        data = _read_all(fd)
+        tables, good_end = decode_frames(data, self.path)
+        self._end = max(good_end, self._end)
+        if good_end < len(data):
+            disk.truncate(fd, self._end, self.path)
+            disk.fsync(fd, self.path)
         return tables
 
     def size(self) -> int:
-        """Bytes in the log file."""
-        return self.path.stat().st_size
+        """Bytes in the log (its intact frames and header)."""
+        return self._end
 
     def close(self) -> None:
-        """Close the file handle (frames are already on disk)."""
-        self._fh.close()
+        """Close the file (frames are already on disk). Idempotent."""
+        if self._fd is not None:
+            disk.close(self._fd)
+            self._fd = None
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    parts, at = [], 0
+    while at < size:
+        chunk = os.pread(fd, size - at, at)
+        if not chunk:
+            break
+        parts.append(chunk)
+        at += len(chunk)
+    return b"".join(parts)
 
 
 def read_frames(path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
@@ -110,13 +214,9 @@ def read_frames(path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
 def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = True) -> tuple[list[pa.Table], int]:
     """`read_frames` of a log's bytes (`path` names it in errors). `strict=False` (salvage): the
     intact frames before any damage, without raising for the damage."""
-    if len(data) < len(HEADER):
-        if HEADER.startswith(data):  # a crash while writing the header: an empty log
-            return [], 0
-        raise WalError(path, f"not an engramdb write-ahead log (bad header {data[:8]!r})")
-    if data[: len(HEADER)] != HEADER:
-        raise WalError(path, f"not an engramdb write-ahead log (header {data[:8]!r}, expected {HEADER!r})")
-    pos = len(HEADER)
+    _, pos = read_header(data[:HEADER_MAX], path)
+    if pos == 0:
+        return [], 0
     tables = []
     while pos < len(data):
         damage = _frame_damage(data, pos)
@@ -172,12 +272,3 @@ def _intact_frame_after(data: bytes, start: int) -> bool:
                 return True
         at = data.find(FRAME_MAGIC, at + 1)
     return False
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a directory entry (a created or renamed file) durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
