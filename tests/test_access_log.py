@@ -155,3 +155,21 @@ def test_a_log_kept_in_memory_purges_too() -> None:
     assert log.purge("memory_id", {"a"}) == 1
     assert log.read().column("memory_id").to_pylist() == ["b"]
     assert isinstance(log.read(), pa.Table)
+
+
+def test_purge_any_takes_rows_matching_any_column_files_and_buffer_alike(tmp_path: Path) -> None:
+    log = access_log(tmp_path, writable=True, flush_rows=2)
+    log.append([row("q1", "secret"), row("q1", "b")])  # a file: q1 showed the secret
+    log.append([row("q2", None, ns="gone"), row("q3", "c")])  # a file: a search of "gone" that found nothing
+    log.append([row("q4", "d"), row("q5", "e")])  # a file holding none of them
+    first, second, third = sorted((tmp_path / LOG_DIR).iterdir())
+    log.append([row("q6", "f", ns="gone")])  # buffered
+    assert log.purge_any({"query_id": {"q1"}, "memory_id": {"secret"}, "namespace": {"gone"}}) == 4
+    assert log.read().column("query_id").to_pylist() == ["q3", "q4", "q5"]
+    assert not first.exists() and not second.exists() and third.exists()  # only files holding them are rewritten
+    for p in (tmp_path / LOG_DIR).iterdir():
+        raw = p.read_bytes()
+        assert b"secret" not in raw and b"about q2" not in raw and b"gone" not in raw
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        log.purge_any({"nope": {"x"}})
+    assert log.purge_any({"memory_id": set()}) == 0

@@ -288,3 +288,46 @@ def test_forget_and_merge_concepts(tmp_path: Path) -> None:
     with engramdb.open(tmp_path / "s") as again:  # the merge is kept: the cat topic folds into bread's
         later = {t.id: t for t in again.topics("n", refresh=True)}
         assert cat.id not in later and set(cat.members) <= set(later[bread.id].members)
+
+
+def test_a_purged_files_topic_label_is_not_shown_after_another_file_takes_its_path(tmp_path: Path) -> None:
+    """Issue 24 item 8: purging a file's chunks and ingesting another file at the same path (its
+    chunks take the same ids) must not let a reader's context() print the old file's topic label."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("\n\n".join(f"The zebrafinch aquamarine lighthouse keeper wrote entry {i} about the lamp."
+                                 for i in range(80)))
+    db = engramdb.open(tmp_path / "s")
+    db.add_many([{"content": f"wheat harvest field note {i}", "namespace": "n"} for i in range(10)])
+    db.add_file(notes, namespace="n")
+    assert any("aquamarine" in t.label for t in db.topics("n"))  # stored for readers beside the indexes
+    db.purge([m.id for m in db.list("n", limit=1000) if m.source == "file"])
+    notes.write_text("\n\n".join(f"Garden compost turnip seedling row {i} planted beside the shed."
+                                 for i in range(80)))
+    db.add_file(notes, namespace="n")
+    db.close()
+    with engramdb.open(tmp_path / "s", read_only=True) as reader:  # lists what the writer stored
+        text = reader.context("garden compost turnip seedling", namespace="n").text
+        assert "compost" in text and "aquamarine" not in text and "lighthouse" not in text
+    for p in (tmp_path / "s").rglob("*"):
+        assert not p.is_file() or b"aquamarine" not in p.read_bytes(), p
+
+
+def test_a_purge_takes_its_memories_out_of_the_topic_files_and_keeps_the_rest(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    db.add_many([{"id": f"{ns}-{i:02d}x", "content": text, "namespace": ns} for ns, subjects in
+                 (("n", ["violin", "bread", "cat"]), ("m", ["bread", "cat"]))
+                 for i, text in enumerate(t for subject in subjects for t in SUBJECTS[subject])])
+    before_m = [(t.id, t.label, t.members) for t in db.topics("m")]
+    violin = next(t for t in db.topics("n") if "violin" in t.label)
+    assert db.themes("n") is not None
+    db.purge(list(violin.members))
+    db.close()
+    index = {p.name: p.read_bytes() for p in (tmp_path / "s" / "index").iterdir()}
+    for name, raw in index.items():  # the purged ids, and the label their text gave, in no topic file
+        assert not any(m.encode() in raw for m in violin.members), name
+        assert b"violin" not in raw or name.startswith(("bm25-", "tree-", "passages-")), name
+    with engramdb.open(tmp_path / "s") as again:
+        assert [(t.id, t.label, t.members) for t in again.topics("m")] == before_m  # the other namespace's stay
+        after = again.topics("n")
+        assert after and not any("violin" in t.label for t in after)
+        assert violin.id not in {t.id for t in after}  # the numbering goes on: its id is not given again

@@ -4,6 +4,7 @@ update, annotation, the opt-in re-ranking and exploration, and the ratings as de
 from __future__ import annotations
 
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import engramdb
@@ -271,3 +272,59 @@ def test_a_long_lived_reader_spools_as_it_goes(tmp_path: Path, monkeypatch: pyte
         ro.search("violin lessons", namespace="a", k=3)
         ro.search("cat biscuit", namespace="a", k=3)  # the first search's rows are due by now
         assert len(list((tmp_path / "s" / "spool").glob("*.access"))) >= 1
+
+
+# ------------------------------------------------------------------------------ purge (issue 24 item 8)
+def test_a_namespace_purge_takes_its_searches_that_found_nothing_too(tmp_path: Path) -> None:
+    db = make(tmp_path / "s")
+    empty = db.search("plovdivquasar", namespace="a", min_score=0.99)  # matched nothing: no memory id
+    assert len(empty) == 0 and empty.query_id is not None
+    hits = db.search("violin lessons", namespace="a", k=3)
+    db.feedback(hits.query_id or "", used=[hits[0].id])
+    kept = db.search("violin lessons", namespace="b", k=3)
+    db.feedback(kept.query_id or "", used=[kept[0].id])
+    db.update_importance()
+    db.checkpoint()
+    db.purge(namespace="a")
+    rows = access_log(tmp_path / "s", writable=False).read()  # the storage layer's seam: the log as written
+    assert set(rows.column("namespace").to_pylist()) == {"b"}
+    assert "plovdivquasar" not in rows.column("query").to_pylist()
+    assert {r["namespace"] for r in db.importance_log()} == {"b"}
+    assert db.stats()["usage"]["ratings"] == len(kept)  # bob's ratings only
+    assert db.importance(kept[0].id).used == 1
+    with pytest.raises(ValueError, match="no logged search"):  # not even from memory
+        db.feedback(empty.query_id, used=[])
+    db.close()
+    for p in (tmp_path / "s").rglob("*"):
+        assert not p.is_file() or b"plovdivquasar" not in p.read_bytes(), p
+
+
+def test_a_store_that_logs_nothing_still_purges_the_log_it_kept_before(tmp_path: Path) -> None:
+    with make(tmp_path / "s") as db:
+        db.search("the bakery opens", namespace="a", k=2)
+        db.search("plovdivquasar", namespace="a", min_score=0.99)
+    with engramdb.open(tmp_path / "s", access_log=False) as db:
+        db.purge(namespace="a")
+    assert access_log(tmp_path / "s", writable=False).read().num_rows == 0
+    for p in (tmp_path / "s").rglob("*"):
+        assert not p.is_file() or b"plovdivquasar" not in p.read_bytes(), p
+
+
+def test_the_batch_update_never_rates_a_memory_of_another_namespace() -> None:
+    """Feedback rows written before feedback checked namespaces (or spooled by an older reader)
+    naming another namespace's rated memory are ignored by the update."""
+    log = access_log(None, writable=True, flush_rows=1 << 20)
+    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+    def row(q: str, ns: str, mid: str, kind: str) -> dict[str, object]:
+        return {"kind": kind, "query_id": q, "namespace": ns, "session_id": None, "at": at, "query": None,
+                "strategy": None, "memory_id": mid, "rank": 1, "score": 0.9, "used": kind != "search"}
+
+    log.append([row("qa", "a", "a1", "search"), row("qa", "a", "a1", "feedback")])
+    ratings = Ratings()
+    batch.apply(ratings, log.read())
+    a1 = ratings.by_id["a1"].elo
+    log.append([row("qb", "b", "b1", "search"), row("qb", "b", "a1", "feedback")])  # b's search, a's memory
+    rep = batch.apply(ratings, log.read())
+    assert rep.foreign == 1 and ratings.by_id["a1"].elo == a1 and ratings.by_id["a1"].namespace == "a"
+    assert ratings.by_id["b1"].updates == 1  # b's own match still counts

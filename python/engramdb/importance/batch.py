@@ -36,6 +36,7 @@ class UpdateReport:
     updates: int = 0  # rating changes (one per memory per match)
     late_feedback: int = 0  # feedback rows for queries an earlier batch had settled (ignored)
     unknown_queries: int = 0  # feedback for a query the log never recorded (rated alone)
+    foreign: int = 0  # used ids rated in another namespace than the query's (ignored: namespaces stay apart)
     watermark: int = 0  # the log position the ratings now cover
     seconds: float = 0.0
     changes: list[dict[str, Any]] = field(default_factory=list, repr=False)  # the ELO update log's rows
@@ -82,8 +83,14 @@ def apply(ratings: Ratings, log: pa.Table, threshold: float = RELEVANCE_THRESHOL
             rep.unknown_queries += 1
             players = []
         known = {m for m, _, _ in players}
+        # a memory of another namespace never plays in this one's match (feedback checks it when
+        # given; this holds for rows spooled or logged before that check too)
+        foreign = {m for m in ids if m in ratings.by_id and ratings.by_id[m].namespace != ns}
+        rep.foreign += len(foreign)
+        players = [p for p in players if p[0] not in foreign]
         # a memory used but not shown by the search (a context injected it): relevant by use
-        players = players + [(m, 1.0, ns) for m in sorted(ids - known)]
+        players = players + [(m, 1.0, ns) for m in sorted(ids - known - foreign)]
+        ids = ids - foreign
         _match(ratings, q, players, ids, when, threshold, rep)
         rep.matches += 1
     ratings.watermark = rep.watermark = max(mark, int(c["seq"][-1]))

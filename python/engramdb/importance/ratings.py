@@ -85,10 +85,15 @@ class Ratings:
         return Importance(memory_id, elo, tier(elo), r.updates, r.shown, r.used, importance(r.shown + r.used, days),
                           r.last_used_us or None)
 
-    def forget(self, ids: set[str]) -> None:
-        """Drop the ratings of purged memories."""
-        for i in ids:
-            self.by_id.pop(i, None)
+    def forget(self, ids: set[str], namespaces: set[str] | frozenset[str] = frozenset()) -> int:
+        """Drop the ratings of purged memories, and every rating of purged namespaces; returns how
+        many went."""
+        gone = {i for i in ids if i in self.by_id}
+        if namespaces:
+            gone |= {i for i, r in self.by_id.items() if r.namespace in namespaces}
+        for i in gone:
+            del self.by_id[i]
+        return len(gone)
 
     # ------------------------------------------------------------------------------ files
     def save(self, files: DerivedFiles) -> None:

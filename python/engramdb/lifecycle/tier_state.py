@@ -8,6 +8,7 @@ starts every memory short-term again: promotion is re-earned by the next run, no
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +37,13 @@ class TierState:
             self.by_id.pop(memory_id, None)
         else:
             self.by_id[memory_id] = (tier, since_us)
+
+    def forget(self, ids: Iterable[str]) -> bool:
+        """Drop purged memories; returns whether any was listed."""
+        gone = [mid for mid in ids if mid in self.by_id]
+        for mid in gone:
+            del self.by_id[mid]
+        return bool(gone)
 
     def record(self, run: dict[str, Any]) -> None:
         self.runs = [*self.runs, run][-RUNS_KEPT:]

@@ -3,7 +3,9 @@
 A store's memory_type names are embedded in the main space and clustered by DBSCAN
 (`kernels.dbscan_cosine`: scikit-learn's labels, without it; cosine distance, eps 0.20, min 3
 names). A search filtered by `types=[...]` also keeps up to 5 neighbour types of each asked one:
-names at cosine >= 0.80 to it, in its cluster. The expansion is shown in explain.
+names at cosine >= 0.80 to it, in its cluster, among the names of the namespace searched (a name
+only another namespace uses is never shown, nor shapes the clusters). The expansion is shown in
+explain.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels import dbscan_cosine
+from ..storage.view import View
 
 EPS, MIN_NAMES = 0.20, 3  # DBSCAN, cosine distance
 NEIGHBOUR_SIMILARITY, MAX_NEIGHBOURS = 0.80, 5
@@ -51,6 +54,24 @@ class TypeClusters:
         return out
 
 
+def namespace_type_names(view: View, namespace: str) -> frozenset[str]:
+    """The memory_type names of one namespace's rows (every version): what its type filter expands
+    among, so a search never shows, nor is shaped by, the names only another namespace uses."""
+    key = f"types:{namespace}"
+    found = view.derived.get(key)
+    if found is None:
+        names: set[str] = set()
+        for seg in view.segments:
+            code = seg.ns_codes.get(namespace)
+            if code is None:
+                continue
+            mine = seg.ns_index == code
+            names.update(n for n in seg.type_names() if n not in names and (seg.type_mask(frozenset([n])) & mine).any())
+        found = view.derived[key] = frozenset(names)
+    out: frozenset[str] = found
+    return out
+
+
 def cluster_types(names: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> TypeClusters:
     """DBSCAN over the names' main-space vectors (see the module docstring)."""
     names = tuple(sorted(set(names)))
@@ -72,4 +93,4 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["TypeClusters", "cluster_types"]
+__all__ = ["TypeClusters", "cluster_types", "namespace_type_names"]

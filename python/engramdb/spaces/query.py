@@ -48,6 +48,12 @@ def cached_queries() -> int:
     return len(_cache)
 
 
+def forget_queries() -> None:
+    """Empty the cache (a purge: its keys are query texts, which may say what purged memories said)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def lexical_space(schema: Schema, embedders: Mapping[str, Embedder]) -> Space | None:
     """The sparse space BM25 indexes: the first sparse space with an embedder (its term counts)."""
     for sp in schema:

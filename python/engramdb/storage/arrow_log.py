@@ -8,8 +8,8 @@ fsync of the folder), so a crash leaves whole files or none, never a torn one. E
 A file is read only when its bytes match the CRC-32 in its name: a damaged file is reported
 (`damaged`) and left out, never served and never deleted. Rotation merges the files into one
 (written first, then the merged files removed; a crash between leaves the rows twice, and
-reads keep each seq once). `purge` rewrites the files holding rows of given memory ids without
-them. The log deletes only files of its own name pattern.
+reads keep each seq once). `purge` rewrites the files holding rows of given memory ids (or
+namespaces, queries, ...) without them. The log deletes only files of its own name pattern.
 """
 
 from __future__ import annotations
@@ -170,30 +170,48 @@ class ArrowLog:
     def purge(self, column: str, values: set[str]) -> int:
         """Rewrite the log without the rows whose `column` holds one of `values`; returns how
         many rows went. Files that hold none are left as they are."""
-        if not values:
+        return self.purge_any({column: values})
+
+    def purge_any(self, match: Mapping[str, Iterable[str]]) -> int:
+        """Rewrite the log without the rows where any column of `match` holds one of its values
+        (one pass over the files, whatever the columns); returns how many rows went. Files that
+        hold none are left as they are; buffered rows are dropped too."""
+        wanted = {col: pa.array(sorted(set(vals)), pa.string()) for col, vals in match.items() if vals}
+        if not wanted:
             return 0
+        for col in wanted:
+            if col not in self.schema.names:
+                raise ValueError(f"the {self.prefix} log has no column {col!r}")
+
+        def hit(t: pa.Table) -> pa.ChunkedArray:
+            found = None
+            for col, values in wanted.items():
+                h = pc.fill_null(pc.is_in(t.column(col), value_set=values), False)
+                found = h if found is None else pc.or_(found, h)
+            return found
+
         with self._lock:
+            sets = {col: set(vals) for col, vals in match.items() if vals}
             before = len(self._buffer)
-            self._buffer = [r for r in self._buffer if r.get(column) not in values]
+            self._buffer = [r for r in self._buffer if not any(r.get(c) in v for c, v in sets.items())]
             removed = before - len(self._buffer)
-            wanted = pa.array(sorted(values), pa.string())
             if self.dir is None:
                 kept = []
                 for t in self._memory:
-                    hit = pc.is_in(t.column(column), value_set=wanted)
-                    removed += int(pc.sum(hit).as_py() or 0)
-                    kept.append(t.filter(pc.invert(pc.fill_null(hit, False))))
+                    h = hit(t)
+                    removed += int(pc.sum(h).as_py() or 0)
+                    kept.append(t.filter(pc.invert(h)))
                 self._memory = kept
                 return removed
             for first, last, crc, name in self._files():
                 t = self._load(name, crc)
                 if t is None:
                     continue
-                hit = pc.fill_null(pc.is_in(t.column(column), value_set=wanted), False)
-                n = int(pc.sum(hit).as_py() or 0)
+                h = hit(t)
+                n = int(pc.sum(h).as_py() or 0)
                 if n == 0:
                     continue
-                rest = t.filter(pc.invert(hit))
+                rest = t.filter(pc.invert(h))
                 if rest.num_rows:
                     self._write(rest)
                 (self.dir / name).unlink()

@@ -70,14 +70,15 @@ class CuriosityLog:
         self._check()
         return self._log.purge("item_id", ids)
 
-    def forget_memories(self, memory_ids: Iterable[str]) -> int:
-        """Remove every row naming one of these memories (as the hop, its parent or its seed): what a
-        purge of those memories must leave no trace of; returns how many rows went."""
-        ids = set(memory_ids)
-        if not ids:
+    def forget_memories(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
+        """Remove every row naming one of these memories (as the hop, its parent or its seed), and
+        every row of these namespaces (their queries' text): what a purge must leave no trace of;
+        returns how many rows went (one pass over the files)."""
+        ids, spaces = set(memory_ids), set(namespaces)
+        if not ids and not spaces:
             return 0
         self._check()
-        return sum(self._log.purge(column, ids) for column in ("memory_id", "parent_id", "seed_id"))
+        return self._log.purge_any({"memory_id": ids, "parent_id": ids, "seed_id": ids, "namespace": spaces})
 
     def describe(self) -> dict[str, Any]:
         """Files, the next seq, damaged files (the log's own description)."""

@@ -108,6 +108,11 @@ class DerivedFiles:
             return "unreadable (the sidecar is not a JSON object)"
         return meta
 
+    def exists(self, name: str) -> bool:
+        """Whether the folder holds a file of this name (a purge rewrites a derived file it cannot
+        read, rather than leave what it may hold)."""
+        return self.dir is not None and (self.dir / name).is_file()
+
     def read(self, name: str, entry: dict[str, Any]) -> bytes | str:
         """A data file's bytes when they match the sidecar `entry`, else why not."""
         if self.dir is None:

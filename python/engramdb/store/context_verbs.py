@@ -39,7 +39,8 @@ from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
 from ..model.hit import Hit
 from ..model.memory import Memory
-from ..spaces.query import embed_query
+from ..spaces.query import embed_query, forget_queries
+from ..storage.view import View
 from .curiosity_verbs import CuriosityVerbs
 from .navigation import importance_reader, links_reader, mass_reader, relevance_scorer, visibility
 
@@ -243,6 +244,34 @@ class ContextVerbs(CuriosityVerbs):
         return Context(text, items, {"tokens": count(text), "budget": max_tokens, "tokenizer": tok_name,
                                      "memories": len(items), "left_out": len(mems) - len(items),
                                      "tokens_in_full": full, "tokens_saved": max(0, full - used)})
+
+    # ------------------------------------------------------------------------------ purge
+    def _forget_derived(self, view: View, gone: set[str], namespace: str | None) -> None:
+        """Take purged memories (`gone`, in `view`) and a purged `namespace` out of everything
+        derived from them (S7): the access and ELO logs and the ratings (E1-E5; the searches of a
+        namespace left empty that found nothing too), the curiosity queue (K7), topics, themes and their
+        history (C4, H8), the tier state (H7), and the caches that held their text, ids or
+        vectors (searches, type names, query vectors, list orders). `Store.purge` calls it with
+        the writer's lock and the topics' lock held, before the segments are rewritten: a failure
+        here raises with every memory as it was."""
+        whole = {namespace} if namespace is not None else set()
+        touched = set(whole)
+        for mid in gone:
+            loc = view.loc_of(mid)
+            if loc is not None:
+                touched.add(view.segments[loc[0]].namespace(loc[1]))
+        # ids that are all a namespace holds purge it whole: its searches that found nothing name no
+        # memory, and are its text all the same
+        whole |= {ns for ns in touched - whole
+                  if all(view.segments[si].ids[r] in gone for si, r in view.current_locs(ns, include_forgotten=True))}
+        self._usage.purge(gone, whole)
+        self._forget_curiosity(gone, whole)
+        self._forget_topics(touched, gone, whole)
+        self._forget_tiers(gone)
+        self._search_cache = None
+        self._types_cache = None
+        vars(self).pop("_list_orders", None)  # CaptureVerbs' page orders (ids and locations)
+        forget_queries()  # the query vectors embedded for searches (keyed by their text)
 
     # ------------------------------------------------------------------------------ helpers
     def _context_duals(self) -> Duals:

@@ -92,13 +92,14 @@ class CuriosityVerbs(TopicVerbs):
             waiting.update({i.key: i.id for i in fresh})
         return len(fresh)
 
-    def _forget_curiosity(self, memory_ids: Iterable[str]) -> int:
-        """Remove every item naming one of these memories (what a purge must leave no trace of)."""
+    def _forget_curiosity(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
+        """Remove every item naming one of these memories, and every item of these namespaces
+        (what a purge must leave no trace of)."""
         if self.read_only:
             return 0
         ids = set(memory_ids)
         with _lock:
-            gone = self._curiosity_log().forget_memories(ids)
+            gone = self._curiosity_log().forget_memories(ids, namespaces)
             self._curiosity_waiting = None  # read again when next needed
         return gone
 

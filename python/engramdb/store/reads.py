@@ -24,7 +24,7 @@ from ..model.memory import Memory
 from ..model.tuning import Tuning
 from ..retrieval.plan import SearchPlan
 from ..retrieval.search import run_search
-from ..retrieval.types import TypeClusters, cluster_types
+from ..retrieval.types import TypeClusters, cluster_types, namespace_type_names
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema
 from ..storage.view import View
@@ -146,7 +146,7 @@ class Reads:
             types = list(types)
             if not types or not all(isinstance(t, str) and t for t in types):
                 raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
-            expansion = self._type_clusters().expand(types, self._embed_names)
+            expansion = self._type_clusters(namespace).expand(types, self._embed_names)
             types = list(dict.fromkeys([*types, *(n for near in expansion.values() for n in near)]))
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
                                 as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
@@ -205,9 +205,10 @@ class Reads:
         eps 0.20, at least 3 names a cluster)."""
         return self._type_clusters().clusters
 
-    def _type_clusters(self) -> TypeClusters:
+    def _type_clusters(self, namespace: str | None = None) -> TypeClusters:
         view = self._view()
-        names = frozenset(n for seg in view.segments for n in seg.type_names())
+        names = frozenset(n for seg in view.segments for n in seg.type_names()) if namespace is None \
+            else namespace_type_names(view, namespace)  # a search's: its namespace's names only
         cached = self._types_cache
         if cached is None or cached[0] != names:
             cached = self._types_cache = (names, cluster_types(sorted(names), self._embed_names))

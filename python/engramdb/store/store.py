@@ -303,7 +303,9 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
     def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
         """Hard delete for privacy requests: every version of these memories (one id, several, or
         with `namespace=` every memory of a namespace) leaves every file, content, vectors, edges
-        and archived text (S7).
+        and archived text, and everything derived from them: access log rows (the searches that
+        found nothing of a namespace purged whole or left empty too), ratings and ELO log, topics,
+        themes and their history, tiers, curiosity items, caches (S7). The spool is taken in first.
 
         One atomic rewrite, whatever the count: the WAL is folded into a segment first, each
         segment holding a purged row is rewritten without it (the other rows copied unchanged;
@@ -315,16 +317,16 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
         if namespace is not None and (not isinstance(namespace, str) or not namespace):
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         ids = list(ids)
-        with self._engine.writing():
+        while (drained := self._drain_spool()) is not None and drained["files"]:
+            pass  # captures and readers' access rows waiting for this writer are purged with the rest
+        with self._topic_lock, self._engine.writing():
             view = self._engine.view
             for mid in sorted(set(ids)):
                 if view.key_of(mid) is None:
                     raise StoreError(f"no memory with id {mid!r} to purge")
             gone = set(ids) | ({view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
                                if namespace is not None else set())
-            # the access log and ratings first: a failure there raises with every memory as it was
-            self._usage.purge(gone)
-            self._forget_curiosity(gone)
+            self._forget_derived(view, gone, namespace)  # first: a failure there leaves every memory as it was
             removed = rewrites.purge(self._engine, ids, namespace)
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand

@@ -419,6 +419,23 @@ class TopicVerbs(UpkeepVerbs):
         raise KeyError(f"no topic {id!r} (topics are named '<namespace>/t<n>')")
 
     # ------------------------------------------------------------------------------ state
+    @_one_at_a_time
+    def _forget_topics(self, namespaces: set[str], ids: set[str], whole: set[str]) -> None:
+        """What a purge takes out of topics and themes (C4, H8): the stored topics and themes of
+        `namespaces` (the namespaces of the purged memories), their history (all of it for the
+        namespaces purged `whole`, else the topics that held one of `ids`), on disk and in
+        memory, with every cache that held their ids, centroids or text."""
+        if not namespaces and not whole:
+            return
+        touched = namespaces | whole
+        topic_state.purge(self._derived, touched, ids, whole)
+        for found in (self._topic_cache, self._topic_maps, self._term_caches, self._topic_runs,
+                      self._topics_stored, self._themes_stored):
+            for ns in touched & set(found or ()):
+                found.pop(ns)  # type: ignore[union-attr] # not None: it holds ns
+        if self._topic_prev is not None:
+            topic_state.forget(self._topic_prev, self._topic_merges or {}, ids, whole)
+
     def _previous(self) -> dict[str, Previous]:
         if self._topic_prev is None:
             self._topic_prev, merges, self.topics_state = topic_state.load(self._derived)

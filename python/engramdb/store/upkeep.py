@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from ..importance.elo import DAY_US, tier
 from ..lifecycle import consolidation as cons
 from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, candidate_pairs
+from ..lifecycle.tier_state import DATA as TIERS_FILE
 from ..lifecycle.tier_state import TierState
 from ..model.errors import StoreError
 from ..model.memory import Memory, as_utc, micros, utc_now
@@ -60,6 +61,14 @@ class UpkeepVerbs(Reads):
         if self._tiers is None:
             self._tiers = TierState.load(self._derived)
         return self._tiers
+
+    def _forget_tiers(self, ids: set[str]) -> None:
+        """What a purge takes out of the tier state: the purged memories (a file that could not be
+        read is written again without them, rather than kept with what it may hold)."""
+        state = self.tiers()
+        unread = state.state not in ("adopted", "missing") and self._derived.exists(TIERS_FILE)
+        if (state.forget(ids) or unread) and self._derived.writable:
+            state.save(self._derived)
 
     def dashboard(self, *, top: int = 10, namespace: str | None = None) -> dict[str, Any]:
         """What `engramdb stats` shows (E9): the memories with the highest ELO, how many memories

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,12 +27,14 @@ import pyarrow.compute as pc
 
 from ..importance import annotate, batch
 from ..importance.elo import RELEVANCE_THRESHOLD
+from ..importance.ratings import DATA as RATINGS_FILE
 from ..importance.ratings import Importance, Ratings
 from ..model.hit import Hit, Hits
 from ..model.memory import utc_now
 from ..storage import spool
 from ..storage.access_log import access_log, elo_log
 from ..storage.derived_files import DerivedFiles
+from ..storage.view import View
 
 SPOOL_ROWS = 512  # a reader's access rows kept in memory before they are spooled
 SPOOL_SECONDS = 30.0  # ... or the age of the oldest of them when the next rows arrive
@@ -48,6 +50,7 @@ class Usage:
                  log: bool | Literal["spool"] = True) -> None:
         self.files = files
         self.logging = writable and bool(log)
+        self._writable = writable
         # a reader touches the folder only when asked: its rows then go to the spool
         self.spooling = not writable and log == "spool" and path is not None
         self._path = path
@@ -102,21 +105,25 @@ class Usage:
 
     # ------------------------------------------------------------------------------ feedback
     def feedback(self, query_id: str, used: Iterable[str], *, kind: str = "feedback",
-                 session_id: str | None = None) -> int:
-        """Record which memories of a logged search the caller used (none: every hit lost); returns how many."""
+                 session_id: str | None = None, owner: Callable[[str], str | None] | None = None) -> int:
+        """Record which memories of a logged search the caller used (none: every hit lost); returns
+        how many. `owner(memory id) -> its namespace or None` (the store's view): each used id must
+        be a memory of the namespace searched, checked before anything is logged."""
         if not (self.logging or self.spooling):
             raise PermissionError("this store logs no searches (opened with access_log=False, or in memory "
                                   "read-only)")
         if not isinstance(query_id, str) or not query_id:
             raise ValueError(f"query_id must be the non-empty id a search returned (Hits.query_id), got {query_id!r}")
-        ids = list(dict.fromkeys(used)) if not isinstance(used, str) else [used]
-        bad = [i for i in ids if not isinstance(i, str) or not i]
-        if bad:
-            raise ValueError(f"used must hold memory ids (non-empty strings), got {bad[0]!r}")
+        ids = used_ids(used)
         namespace = self._namespace_of(query_id)
         if namespace is None:
             raise ValueError(f"no logged search with query_id {query_id!r}: feedback names a search this store "
                              "logged (Hits.query_id)")
+        if owner is not None:
+            for mid in ids:
+                if owner(mid) != namespace:  # the same words for another namespace's id and an unknown one
+                    raise ValueError(f"used: no memory with id {mid!r} in namespace {namespace!r}, the namespace "
+                                     f"query {query_id!r} searched (feedback names memories of that namespace)")
         at = utc_now()
         # no id: one row saying none of the hits was used (each loses, as shown and not used)
         self._append([{"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
@@ -212,24 +219,38 @@ class Usage:
         elif self.spooling:
             self._spool()
 
-    def purge(self, ids: set[str]) -> int:
-        """Remove the purged memories from the logs and the ratings: every row naming them, and
-        every row of a search that showed one (its query text may say what the memory said).
-        Writes nothing when none of them was ever logged or rated."""
-        if not ids:
+    def purge(self, ids: set[str], namespaces: set[str] | frozenset[str] = frozenset()) -> int:
+        """Remove purged memories and namespaces from the logs and the ratings: every row naming
+        one of the memories, every row of a search that showed one (its query text may say what the
+        memory said), and every row of the namespaces (searches that found nothing too: their text
+        is the namespace's). A store opened with access_log=False still purges the log its earlier
+        sessions wrote. Writes nothing when none of them was ever logged or rated."""
+        if not ids and not namespaces:
             return 0
         removed = 0
-        if self.logging:
-            self.log.flush()
-            table = self.log.read()
+        queries: set[str] = set()
+        log = self.log if self.logging else \
+            access_log(self._path, writable=True) if self._writable and self._path is not None else None
+        if log is not None:
+            log.flush()
+            table = log.read()
             hit = pc.is_in(table.column("memory_id"), value_set=pa.array(sorted(ids), pa.string()))
             queries = {q for q in table.filter(pc.fill_null(hit, False)).column("query_id").to_pylist() if q}
-            removed = self.log.purge("query_id", queries) + self.log.purge("memory_id", ids)
-            removed += self.elo_log.purge("memory_id", ids)
-        rated = [i for i in ids if i in self.ratings.by_id]
-        if rated and self.files.writable:
-            self.ratings.forget(set(rated))
-            self.ratings.save(self.files)
+            removed = log.purge_any({"query_id": queries, "memory_id": ids, "namespace": namespaces})
+        if self.elo_log.writable:
+            removed += self.elo_log.purge_any({"memory_id": ids, "namespace": namespaces})
+        if self.files.writable:
+            # a ratings file that could not be read may hold them too: it is written again (the
+            # ratings it held are replayed from the log either way)
+            unread = self.ratings_state not in ("adopted", "missing") and self.files.exists(RATINGS_FILE)
+            if self.ratings.forget(ids, namespaces) or unread:
+                self.ratings.save(self.files)
+                self.ratings_state = "adopted"
+        with self._lock:  # what feedback would still find in memory
+            self._recent = OrderedDict((q, ns) for q, ns in self._recent.items()
+                                       if q not in queries and ns not in namespaces)
+            self._spooled = [r for r in self._spooled if r.get("memory_id") not in ids
+                             and r.get("query_id") not in queries and r.get("namespace") not in namespaces]
         return removed
 
     def recent_queries(self, since_us: int, namespace: str | None, limit: int) -> list[tuple[str, str]]:
@@ -281,18 +302,41 @@ class Usage:
                 "ratings_file": self.ratings_state}
 
 
+def used_ids(used: object) -> list[str]:
+    """`feedback`'s `used`: a list (any iterable but a string) of memory ids, each once, in order."""
+    if isinstance(used, (str, bytes)) or not isinstance(used, Iterable):
+        raise TypeError(f"used must be a list of memory ids, got {type(used).__name__} {used!r}"
+                        + (f" (for one id write used=[{used!r}])" if isinstance(used, str) else ""))
+    items = list(used)
+    bad = [i for i in items if not isinstance(i, str) or not i]
+    if bad:
+        raise ValueError(f"used must hold memory ids (non-empty strings), got {bad[0]!r}")
+    return list(dict.fromkeys(items))
+
+
 class UsageVerbs:
     """The store verbs of the importance layer (mixed into `Store`)."""
 
     _usage: Usage
+
+    def _view(self) -> View:  # provided by Store
+        raise NotImplementedError
 
     def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
         """Record which hits of a logged search the caller used (`query_id`: the search's
         `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
         shown loses). Returns how many ids were recorded.
         Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
-        memory it found another way)."""
-        return self._usage.feedback(query_id, used, session_id=session_id)
+        memory it found another way) but must be memories of the namespace searched (ValueError
+        otherwise: one namespace's feedback never rates another's memories). `used` is a list of
+        ids (a single string raises TypeError)."""
+        view = self._view()
+
+        def owner(mid: str) -> str | None:
+            loc = view.loc_of(mid)
+            return None if loc is None else view.segments[loc[0]].namespace(loc[1])
+
+        return self._usage.feedback(query_id, used, session_id=session_id, owner=owner)
 
     def update_importance(self, *, relevance_threshold: float = RELEVANCE_THRESHOLD) -> batch.UpdateReport:
         """Apply the access log to the ELO ratings from where the last update stopped (E5): each

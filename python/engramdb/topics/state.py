@@ -163,4 +163,49 @@ def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
         return {}
 
 
-__all__ = ["load", "load_results", "load_themes", "save", "save_results", "save_themes"]
+def purge(files: DerivedFiles, namespaces: set[str], ids: set[str], whole: set[str]) -> bool:
+    """Take purged memories out of the three topic files: the stored topics and themes of every
+    namespace in `namespaces` (they are computed again when next asked: their labels came from the
+    purged text), the history of every namespace in `whole` (purged entirely: topic ids, merges and
+    all), and elsewhere the history's topics that held one of `ids` (their centroids averaged the
+    purged vectors; the topic numbering goes on, so no id is given twice). A file that cannot be
+    read is written again without its rows, rather than kept with what it may hold. Returns
+    whether anything was written."""
+    if not files.writable or not (namespaces or whole):
+        return False
+    wrote = False
+    results = load_results(files)
+    if any(ns in results for ns in namespaces) or (not results and files.exists(RESULTS_DATA)):
+        save_results(files, {ns: r for ns, r in results.items() if ns not in namespaces})
+        wrote = True
+    themes = load_themes(files)
+    if any(ns in themes for ns in namespaces) or (not themes and files.exists(THEMES_DATA)):
+        save_themes(files, {ns: t for ns, t in themes.items() if ns not in namespaces})
+        wrote = True
+    prev, merges, state = load(files)
+    if forget(prev, merges, ids, whole) or (state != "adopted" and files.exists(DATA)):
+        save(files, prev, merges)
+        wrote = True
+    return wrote
+
+
+def forget(prev: dict[str, Previous], merges: dict[str, dict[str, str]], ids: set[str], whole: set[str]) -> bool:
+    """Take purged memories out of a topic history, in place: the namespaces in `whole` entirely,
+    elsewhere the topics that held one of `ids`. Returns whether anything went."""
+    changed = False
+    for ns in list(prev):
+        if ns in whole:
+            del prev[ns]
+            changed = True
+            continue
+        held = [tid for tid, (members, _, _, _) in prev[ns].topics.items() if members & ids]
+        for tid in held:
+            del prev[ns].topics[tid]
+        changed = changed or bool(held)
+    for ns in whole & set(merges):
+        del merges[ns]
+        changed = True
+    return changed
+
+
+__all__ = ["forget", "load", "load_results", "load_themes", "purge", "save", "save_results", "save_themes"]
