@@ -64,7 +64,8 @@ def every_file(folder: Path) -> dict[str, bytes]:
 def exercise(db: engramdb.Store, folder: Path, ns: str, words: str, file_text: str) -> dict[str, Any]:
     """Every feature that derives a file, on one namespace; returns its query ids and session."""
     session = f"{ns}-session-kw" if ns == "alice" else "bob-session"
-    first = db.search(words, namespace=ns, k=5, session_id=session)
+    for _ in range(6):  # shown often: promoted to long-term by a consolidation a week on (the tier file)
+        first = db.search(words, namespace=ns, k=5, session_id=session)
     assert first and first.query_id is not None
     db.feedback(first.query_id, used=[first[0].id])
     empty = db.search("plovdivquasar" if ns == "alice" else "harvestquill", namespace=ns, min_score=0.99)
@@ -92,10 +93,13 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
     bob = exercise(db, folder, "bob", "tractorbarley harvest", "\n\n".join(
         f"Björnholm harvestquill ledger, line {i}: the tractorbarley crop went to the mill." for i in range(80)))
     assert db.curiosity("alice"), "the context queued the surprising hop from alice-kw-seed"
-    db.consolidate(dry_run=False)
-    db.dream("alice", now=datetime.now(timezone.utc) + timedelta(days=1))
-    later = datetime.now(timezone.utc) + timedelta(days=400)  # long unused: some of hers go to an archive file
-    db.consolidate(namespace="alice", dry_run=False, now=later)
+    now = datetime.now(timezone.utc)
+    assert db.consolidate(dry_run=False, now=now + timedelta(days=8)).applied["promote"] > 0
+    assert db.dashboard(namespace="alice")["lifecycle_tiers"]["long_term"] > 0
+    db.dream("alice", now=now + timedelta(days=9))
+    assert db.consolidate(namespace="alice", dry_run=False, now=now + timedelta(days=400)).applied["compress"] > 0
+    assert db.archive(ids=["alice-kw-tide-0", "alice-kw-tide-1"])["file"] is not None  # her text in an archive file
+    db.archive(ids=["bob-mill-0"])
     db.checkpoint()
     # a reader's searches and context are spooled for the writer; a capture waits in the spool
     with engramdb.open(folder, read_only=True, access_log="spool") as reader:

@@ -331,3 +331,20 @@ def test_a_purge_takes_its_memories_out_of_the_topic_files_and_keeps_the_rest(tm
         after = again.topics("n")
         assert after and not any("violin" in t.label for t in after)
         assert violin.id not in {t.id for t in after}  # the numbering goes on: its id is not given again
+
+
+def test_a_damaged_topic_file_is_written_again_by_a_purge_not_kept_with_what_it_holds(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    db.add_many([{"content": text, "namespace": ns} for ns, subjects in (("n", ["violin", "bread"]), ("m", ["cat"]))
+                 for subject in subjects for text in SUBJECTS[subject]])
+    assert any("violin" in t.label for t in db.topics("n")) and not any("violin" in t.label for t in db.topics("m"))
+    db.close()
+    path = tmp_path / "s" / "index" / "topics.arrow"
+    raw = bytearray(path.read_bytes())
+    raw[-20] ^= 0xFF  # a flipped byte away from the label: unreadable, the label still in it
+    path.write_bytes(bytes(raw))
+    assert b"violin" in raw
+    with engramdb.open(tmp_path / "s") as db:
+        db.purge(namespace="n")
+    for p in (tmp_path / "s" / "index").iterdir():
+        assert b"violin" not in p.read_bytes(), p.name

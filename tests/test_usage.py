@@ -328,3 +328,19 @@ def test_the_batch_update_never_rates_a_memory_of_another_namespace() -> None:
     rep = batch.apply(ratings, log.read())
     assert rep.foreign == 1 and ratings.by_id["a1"].elo == a1 and ratings.by_id["a1"].namespace == "a"
     assert ratings.by_id["b1"].updates == 1  # b's own match still counts
+
+
+def test_a_damaged_ratings_file_is_written_again_by_a_purge(tmp_path: Path) -> None:
+    with make(tmp_path / "s") as db:
+        hits = db.search("violin lessons", namespace="a", k=3)
+        db.feedback(hits.query_id or "", used=[hits[0].id])
+        db.update_importance()
+    path = tmp_path / "s" / "index" / "elo-ratings.arrow"
+    raw = bytearray(path.read_bytes())
+    raw[-20] ^= 0xFF  # unreadable now; the ids are still in its bytes
+    path.write_bytes(bytes(raw))
+    assert hits[0].id.encode() in raw
+    with engramdb.open(tmp_path / "s") as db:
+        db.purge([h.id for h in hits])
+        assert db.stats()["usage"]["ratings_file"] == "adopted"
+    assert not any(h.id.encode() in path.read_bytes() for h in hits)

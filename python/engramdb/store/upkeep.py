@@ -65,6 +65,8 @@ class UpkeepVerbs(Reads):
     def _forget_tiers(self, ids: set[str]) -> None:
         """What a purge takes out of the tier state: the purged memories (a file that could not be
         read is written again without them, rather than kept with what it may hold)."""
+        if not ids:
+            return
         state = self.tiers()
         unread = state.state not in ("adopted", "missing") and self._derived.exists(TIERS_FILE)
         if (state.forget(ids) or unread) and self._derived.writable:
