@@ -341,6 +341,25 @@ async def test_bad_arguments_are_tool_errors_and_the_server_goes_on(session: Cli
     assert got["hits"][0]["content"] in BAKING
 
 
+async def test_unknown_arguments_and_loose_types_are_refused_by_name(session: ClientSession) -> None:
+    """An argument a tool does not take is not dropped unseen (`top_k` would search with topK 10),
+    and a value of the wrong JSON type is not guessed into the right one."""
+    text = await error(session, "search_graph", query="bread", top_k=1)
+    assert "search_graph takes no argument 'top_k'" in text and "did you mean 'topK'?" in text
+    assert "query, strategy, topK, namespace" in text
+    assert "takes no argument 'bogus'" in await error(session, "store_memory", content="x", bogus=1)
+    assert "takes no argument 'dry_run'" in await error(session, "trigger_consolidation", dry_run=True)
+    for bad in ({"query": 42}, {"query": "bread", "topK": -3}, {"query": "bread", "topK": "2"},
+                {"query": "bread", "topK": 2.5}, {"query": "bread", "topK": True}):
+        name = "query" if bad["query"] == 42 else "topK"
+        assert name in await error(session, "search_graph", **bad), bad
+    assert "dryRun" in await error(session, "trigger_consolidation", dryRun="yes")
+    assert "importance" in await error(session, "store_memory", content="x", importance="0.5")
+    assert "query is empty" in await error(session, "search_graph", query="   ")
+    got = await call(session, "search_graph", query="sourdough starter", topK=2)
+    assert len(got["hits"]) == 2
+
+
 async def test_beside_another_writer_it_serves_read_only_and_captures(tmp_path: Path) -> None:
     path = tmp_path / "store"
     writer = engramdb.open(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -59,12 +60,15 @@ def test_a_spool_file_replayed_after_a_crash_duplicates_nothing(tmp_path: Path) 
 
 
 def test_one_capture_spooled_twice_is_stored_once_and_the_store_opens(tmp_path: Path) -> None:
-    """A hook past its budget spools its capture again as a rescue: two spool files hold one id.
-    The next writer stores it once; before this was fixed, opening the store raised."""
+    """A hook past its budget captures its record again as a rescue. Seen waiting, the same record
+    is acknowledged as the copy there; when both copies race into the spool (two files hold one
+    id), the next writer stores it once; before this was fixed, opening the store raised."""
     writer = engramdb.open(tmp_path)
     got = engramdb.capture(tmp_path, [{"content": "moved the loader", "namespace": "a"}])
-    engramdb.capture(tmp_path, [{"content": "moved the loader", "namespace": "a", "id": got["ids"][0]}])
-    assert len(list((tmp_path / "spool").glob("*.json"))) == 2
+    again = engramdb.capture(tmp_path, [{"content": "moved the loader", "namespace": "a", "id": got["ids"][0]}])
+    assert again == {"ids": got["ids"], "stored": 0, "spooled": 1}
+    (first,) = (tmp_path / "spool").glob("*.json")
+    shutil.copy(first, first.with_name("99999999999999999999-1-race.json"))  # the copies raced in
     writer.close()
     with engramdb.open(tmp_path) as db:
         assert _contents(db) == ["moved the loader"]

@@ -8,12 +8,30 @@ object (`parse`), says where the store and the namespace are (`store_path`, `nam
 turns the event into the records a capture stores (`prompt_record`, `tool_record`,
 `reply_record`) or the query a read asks (`tool_query`), and holds each event's time budget
 (`budget_ms`). hooks.py runs them against the store.
+
+The namespace of a project is its folder's name as a reversible slug (`folder_namespace`), since
+a namespace is 1-128 of the characters `A-Za-z0-9._:@/+-` starting with a letter or digit: ASCII
+letters and digits stay, and so do `.`, `_` and `-` after the first character; every other
+character is written as its UTF-8 bytes, each as `+` and two upper-case hex digits (`My Project`
+-> `My+20Project`, `café` -> `caf+C3+A9`, `a+b` -> `a+2Bb`). A slug that would start with `+`
+(or with `x`s and then `+`) gets one more `x` in front, since a namespace starts with a letter or
+digit (`.dotfiles` -> `x+2Edotfiles`); reading back, one leading `x` before `x...+` is dropped.
+`namespace_folder` reads a slug back. A slug that would pass 128 characters keeps at most its
+first 119 and ends with `:` and 8 hex digits of a hash of the name (`:` is never in a plain slug,
+so such a namespace says it is one; it cannot be read back). An explicit `--namespace` or
+$ENGRAMDB_NAMESPACE is used as given.
+
+The agent's text (prompt, tool input and response, reply, session id) is kept as sent, except
+that a lone surrogate in it (half an emoji, as clipping UTF-16 leaves it), which no file can
+hold, becomes U+FFFD: a hook never drops a capture for one character.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,9 +78,21 @@ class Payload:
     fields: dict[str, Any] = field(default_factory=dict)
 
     def text(self, key: str) -> str:
-        """A string field, "" when missing or not a string."""
+        """A string field, "" when missing or not a string (lone surrogates replaced: `mend`)."""
         value = self.fields.get(key)
-        return value if isinstance(value, str) else ""
+        return mend(value) if isinstance(value, str) else ""
+
+
+def mend(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD; a surrogate
+    pair split over two code points is joined back into its character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def parse(raw: str, event: str) -> Payload:
@@ -82,7 +112,7 @@ def parse(raw: str, event: str) -> Payload:
     sid = obj.get("session_id")
     cwd = obj.get("cwd")
     transcript = obj.get("transcript_path")
-    return Payload(event, sid if isinstance(sid, str) and sid else None,
+    return Payload(event, mend(sid) if isinstance(sid, str) and sid else None,
                    cwd if isinstance(cwd, str) and cwd else os.getcwd(),
                    transcript if isinstance(transcript, str) and transcript else None, obj)
 
@@ -108,8 +138,68 @@ def store_path(path: str | None, payload: Payload) -> Path:
 
 
 def namespace_of(namespace: str | None, payload: Payload) -> str:
-    """`--namespace`, else $ENGRAMDB_NAMESPACE, else the project folder's name (the session's cwd)."""
-    return namespace or os.environ.get("ENGRAMDB_NAMESPACE") or Path(payload.cwd).name or DEFAULT_NAMESPACE
+    """`--namespace`, else $ENGRAMDB_NAMESPACE (either as given), else the project folder's name (the
+    session's cwd) as a slug (`folder_namespace`)."""
+    return namespace or os.environ.get("ENGRAMDB_NAMESPACE") or folder_namespace(Path(payload.cwd).name)
+
+
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_KEPT_AFTER_FIRST = _KEPT | {".", "_", "-"}
+NAMESPACE_CHARS = 128  # a namespace's length limit (model/memory.py)
+_HASHED_AT = NAMESPACE_CHARS - 9  # a slug too long keeps this much, then ":" and 8 hex digits
+_LEADS = re.compile(r"x*\+")  # a slug that needs an "x" in front: it would start with "+" (or "x...x+")
+_LED = re.compile(r"x+\+")  # a slug that has one
+
+
+def folder_namespace(name: str) -> str:
+    """The namespace of a project folder named `name` (see the module docstring): ASCII letters and
+    digits kept, `.`, `_`, `-` kept after the first character, every other character as `+XX` per
+    UTF-8 byte; DEFAULT_NAMESPACE for no name (the filesystem root)."""
+    if not name:
+        return DEFAULT_NAMESPACE
+    raw = name.encode("utf-8", "surrogatepass")  # a name Python decoded with surrogates keeps its bytes
+    out = []
+    for i, byte in enumerate(raw):
+        ch = chr(byte)
+        out.append(ch if ch in (_KEPT_AFTER_FIRST if i else _KEPT) else f"+{byte:02X}")
+    slug = "".join(out)
+    if _LEADS.match(slug):  # a namespace starts with a letter or digit
+        slug = "x" + slug
+    if len(slug) <= NAMESPACE_CHARS:
+        return slug
+    cut = slug[:_HASHED_AT]
+    plus = cut.rfind("+", len(cut) - 2)  # never half an escape
+    if plus >= 0:
+        cut = cut[:plus]
+    return f"{cut}:{hashlib.blake2b(raw, digest_size=4).hexdigest()}"
+
+
+def namespace_folder(namespace: str) -> str | None:
+    """The folder name `folder_namespace` made `namespace` from; None for a hashed slug (a name
+    too long to keep whole) or a namespace no folder maps to."""
+    original = namespace
+    if ":" in namespace:
+        return None
+    if _LED.match(namespace):
+        namespace = namespace[1:]
+    raw = bytearray()
+    i = 0
+    while i < len(namespace):
+        ch = namespace[i]
+        if ch == "+":
+            try:
+                raw.append(int(namespace[i + 1:i + 3], 16))
+            except ValueError:
+                return None
+            i += 3
+        else:
+            raw += ch.encode("ascii", "replace")
+            i += 1
+    try:
+        name = bytes(raw).decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    return name if name and folder_namespace(name) == original else None
 
 
 def clip(text: str, limit: int) -> str:
@@ -121,13 +211,14 @@ def clip(text: str, limit: int) -> str:
 
 
 def as_text(value: Any) -> str:
-    """A JSON value as text: a string as is, anything else as compact JSON."""
+    """A JSON value as text: a string as is, anything else as compact JSON (lone surrogates
+    replaced: `mend`)."""
     if isinstance(value, str):
-        return value
+        return mend(value)
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except ValueError:  # a circular structure cannot come from JSON, but a caller's dict might
-        return str(value)
+        return mend(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    except (ValueError, RecursionError):  # a circular or too deep structure: its repr says enough
+        return mend(str(value))
 
 
 def compact_input(tool_input: Any) -> str:
@@ -141,9 +232,9 @@ def compact_input(tool_input: Any) -> str:
 
 
 def _base(payload: Payload, namespace: str) -> dict[str, Any]:
-    meta = {"hook": payload.event, "cwd": payload.cwd}
+    meta = {"hook": payload.event, "cwd": mend(payload.cwd)}
     if payload.transcript_path:
-        meta["transcript_path"] = payload.transcript_path
+        meta["transcript_path"] = mend(payload.transcript_path)
     return {"namespace": namespace, "session_id": payload.session_id, "metadata": meta,
             "provenance": {"extractor": f"engramdb hook {payload.event}"}}
 
@@ -219,7 +310,7 @@ def last_assistant_text(transcript_path: str | None) -> str:
             texts = []
         text = "\n".join(t for t in texts if t.strip()).strip()
         if text:
-            return text
+            return mend(text)
     return ""
 
 
@@ -237,5 +328,5 @@ def tool_query(payload: Payload) -> str:
 
 
 __all__ = ["BUDGETS_MS", "BUDGET_ENV", "EVENTS", "HookInputError", "Payload", "as_text", "budget_ms", "clip",
-           "compact_input", "last_assistant_text", "namespace_of", "parse", "prompt_record", "reply_record",
-           "store_path", "tool_query", "tool_record"]
+           "compact_input", "folder_namespace", "last_assistant_text", "mend", "namespace_folder", "namespace_of",
+           "parse", "prompt_record", "reply_record", "store_path", "tool_query", "tool_record"]

@@ -6,20 +6,23 @@ their descriptions, and whose result is a JSON-able dict. `build_server` registe
 `mcp.server.MCPServer` (SDK 2.x): every call runs under one lock (a tool may swap the store's handle,
 see mcp_server.py, and the topic caches belong to the handle), and the errors engramdb raises on
 purpose (bad arguments, unknown ids or topics, a read-only store, a missing extra) come back as tool
-results with `isError` carrying engramdb's message; argument errors are the SDK's (pydantic names
-the parameter). Anything else is a crash the SDK logs to stderr; the server goes on serving.
+results with `isError` carrying engramdb's message. Arguments are checked before a tool runs: one
+the tool does not take (`top_k` for `topK`) is refused by name with the tool's own list, and a
+wrong type or range is pydantic's error naming the parameter (strict: "2" is not an integer).
+Anything else is a crash the SDK logs to stderr; the server goes on serving.
 
 Importing this module needs the MCP SDK (`engramdb[mcp]`); mcp_server.py checks that first.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -28,7 +31,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .._version import __version__
-from ..model import Edge, FormatError, Hit, Memory, StoreError, StoreLocked
+from ..model import Edge, FormatError, Hit, Memory, StoreError, StoreLocked, from_micros
 from ..store import Store
 
 MAX_TOP_K = 1000  # a tool result goes into an agent's context window: more is never what it wants
@@ -41,12 +44,19 @@ SOURCE, EXTRACTOR = "mcp", "engramdb-mcp:store_memory"  # what store_memory writ
 CAUSED_BY_TYPES = frozenset({"CAUSED_BY", "DUE_TO", "RESULT_OF", "BECAUSE_OF", "TRIGGERED_BY"})
 CAUSES_TYPES = frozenset({"CAUSES", "LEADS_TO", "LED_TO", "RESULTS_IN", "TRIGGERS", "ENABLES", "PREVENTS"})
 
-Query = Annotated[str, Field(min_length=1, description="What to look for, in natural language.")]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"How many memories to return (1-{MAX_TOP_K}).")]
-Namespace = Annotated[str | None, Field(description="The namespace (a hard partition: tenant, user or agent) to "
+def Arg(**kwargs: Any) -> Any:
+    """A tool parameter: pydantic's `Field`, strict (a JSON number is not text, "2" or 2.0 is not an
+    integer, 1 is not a boolean): a wrong type is the client's mistake to see, not to have guessed.
+    (A Literal's choices are matched exactly as they are: those use `Field`.)"""
+    return Field(strict=True, **kwargs)
+
+
+Query = Annotated[str, Arg(min_length=1, description="What to look for, in natural language.")]
+TopK = Annotated[int, Arg(ge=1, le=MAX_TOP_K, description=f"How many memories to return (1-{MAX_TOP_K}).")]
+Namespace = Annotated[str | None, Arg(description="The namespace (a hard partition: tenant, user or agent) to "
                                                     "use; default: the server's --namespace.")]
-DryRun = Annotated[bool, Field(description="Only report what would change; change nothing.")]
-TopicId = Annotated[str, Field(min_length=1, description="A topic id from get_topic_portfolio, e.g. 'default/t3' "
+DryRun = Annotated[bool, Arg(description="Only report what would change; change nothing.")]
+TopicId = Annotated[str, Arg(min_length=1, description="A topic id from get_topic_portfolio, e.g. 'default/t3' "
                                                          "(or 't3' in the namespace).")]
 Strategy = Literal["hybrid", "dense_only", "exact", "tree", "hnsw", "bm25", "rrf", "multi_space", "pipeline"]
 Result = dict[str, Any]
@@ -176,7 +186,7 @@ class MemoryTools:
         return {"namespace": ns, "direction": direction, "hits": out, "edges": sum(len(r["edges"]) for r in out),
                 "query_id": hits.query_id}
 
-    def search_by_intent(self, query: Query, blendWithSemantic: Annotated[float, Field(
+    def search_by_intent(self, query: Query, blendWithSemantic: Annotated[float, Arg(
             ge=0.0, le=1.0, description="Weight of plain semantic similarity in the blend (0: intent-routed "
                                         "only, 1: semantic only).")] = 0.5,
             topK: TopK = 10, namespace: Namespace = None) -> Result:
@@ -201,15 +211,15 @@ class MemoryTools:
                           "semantic_score": round(b, 4)} for h, a, b in ranked]}
 
     # ------------------------------------------------------------------------------------- writes
-    def store_memory(self, content: Annotated[str, Field(min_length=1, description="The text to remember.")],
-                     importance: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+    def store_memory(self, content: Annotated[str, Arg(min_length=1, description="The text to remember.")],
+                     importance: Annotated[float | None, Arg(ge=0.0, le=1.0, description=(
                          "How much it matters (0-1): stored as the memory's confidence, which consolidation "
                          "weighs (a higher one is kept longer), and in metadata.importance."))] = None,
-                     rationale: Annotated[str | None, Field(description=(
+                     rationale: Annotated[str | None, Arg(description=(
                          "Why it is worth remembering; kept in the memory's provenance."))] = None,
-                     memoryType: Annotated[str | None, Field(min_length=1, max_length=100, description=(
+                     memoryType: Annotated[str | None, Arg(min_length=1, max_length=100, description=(
                          "Free-form type, e.g. fact, preference, decision."))] = None,
-                     sessionId: Annotated[str | None, Field(description="The conversation or session it belongs "
+                     sessionId: Annotated[str | None, Arg(description="The conversation or session it belongs "
                                                                         "to.")] = None,
                      namespace: Namespace = None) -> Result:
         """Store one memory (embedded in every space of the store's schema and indexed). Returns its
@@ -226,9 +236,9 @@ class MemoryTools:
             record["metadata"] = {"importance": float(importance)}
         return {"namespace": ns, **self._remember(record)}
 
-    def inject_context(self, query: Query, max_tokens: Annotated[int, Field(
+    def inject_context(self, query: Query, max_tokens: Annotated[int, Arg(
             ge=50, description="Token budget of the context block (at least 50).")] = 2000,
-            sessionId: Annotated[str | None, Field(description=(
+            sessionId: Annotated[str | None, Arg(description=(
                 "The current session: adds a divergence alert and its latest turns."))] = None,
             namespace: Namespace = None) -> Result:
         """The context block to put before the agent's next turn: the best memories for the query
@@ -253,7 +263,7 @@ class MemoryTools:
             sample = [m for m in (db.get(i) for i in t.members[:SAMPLE_MEMBERS]) if m is not None]
             topics.append({"id": t.id, "label": t.label, "members": t.size, "confidence": t.confidence,
                            "phase": t.phase, "stability": t.stability, "centroid_stability": t.centroid_stability,
-                           "runs": t.runs, "since": datetime.fromtimestamp(t.created_us / 1e6, timezone.utc),
+                           "runs": t.runs, "since": from_micros(int(t.created_us)),
                            "sample": [{"id": m.id, "content": m.content[:SNIPPET]} for m in sample]})
         return {"namespace": ns, "topics": topics, "churn": found.churn, "entropy": found.entropy,
                 "consolidation_due": found.consolidation_due, "sampled": found.sampled,
@@ -286,7 +296,7 @@ class MemoryTools:
         agreement), rather than the incremental update; returns the new portfolio and its seconds."""
         return self._topics(self._ns(namespace), refresh=True)
 
-    def get_divergence_alerts(self, query: Query, sessionId: Annotated[str, Field(
+    def get_divergence_alerts(self, query: Query, sessionId: Annotated[str, Arg(
             min_length=1, description="The session whose recent memories the query is compared with.")],
             namespace: Namespace = None) -> Result:
         """Whether a query has drifted from what a session has been about: its similarity to the
@@ -326,7 +336,7 @@ class MemoryTools:
         confidence 0.3 (hypotheses that searches walk only when asked). Returns what it did."""
         return self._store().dream(self._ns(namespace), dry_run=dryRun)
 
-    def merge_concepts(self, keep: TopicId, merge: Annotated[str, Field(
+    def merge_concepts(self, keep: TopicId, merge: Annotated[str, Arg(
             min_length=1, description="The topic to fold into `keep` (same namespace).")],
             namespace: Namespace = None) -> Result:
         """Merge two topics of a namespace: `merge`'s members join `keep` now, and later runs keep
@@ -338,7 +348,7 @@ class MemoryTools:
             "id": t.id, "label": t.label, "members": t.size, "confidence": t.confidence, "phase": t.phase,
             "member_ids": list(t.members)}}
 
-    def forget_concept(self, concept: Annotated[str, Field(min_length=1, description=(
+    def forget_concept(self, concept: Annotated[str, Arg(min_length=1, description=(
             "A topic id ('default/t3' or 't3') to forget all its members, or text: the memories a search "
             "for it finds with a good match (score >= 0.5)."))], dryRun: DryRun = False,
             namespace: Namespace = None) -> Result:
@@ -349,7 +359,7 @@ class MemoryTools:
         ids = self._store().forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
         return {"namespace": ns, "dry_run": dryRun, "forgotten": ids, "count": len(ids)}
 
-    def restore_memories(self, ids: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
+    def restore_memories(self, ids: Annotated[list[str], Arg(min_length=1, max_length=1000, description=(
             "Ids of forgotten memories (forget_concept's `forgotten`) to bring back."))],
             namespace: Namespace = None) -> Result:
         """Undo forget_concept for these memories (within 30 days of their forgetting): each is
@@ -393,16 +403,37 @@ def _guarded(fn: Callable[..., Result], lock: threading.Lock) -> Callable[..., R
     return call
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, refusing a call that names an argument its tool does not take (the SDK
+    would drop it unseen: `top_k` for `topK` would search with the default)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters: dict[str, tuple[str, ...]] = {}  # tool -> the arguments it takes
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = self.parameters.get(name)
+        if known is not None:
+            unknown = [k for k in arguments if k not in known]
+            if unknown:
+                near = {k: difflib.get_close_matches(k, known, n=1, cutoff=0.6) for k in unknown}
+                hints = "".join(f" ({k!r}: did you mean {m[0]!r}?)" for k, m in near.items() if m)
+                raise ToolError(f"{name} takes no argument {', '.join(map(repr, unknown))}{hints}; its arguments "
+                                f"are {', '.join(known)}")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(tools: MemoryTools, *, lock: threading.Lock | None = None, lifespan: Any = None) -> MCPServer[Any]:
     """An MCP server with the tools of `tools` (MemoryTools.TOOLS) (stdio: `server.run_stdio_async()`); each call holds
     `lock` (a new one by default) while it runs; `lifespan` is the server's (see MCPServer)."""
-    server: MCPServer[Any] = MCPServer(
+    server = _Server(
         "engramdb", version=__version__, lifespan=lifespan, log_level="WARNING",
         instructions=("Long-term memory: store_memory to remember, search_* to recall, inject_context for a "
                       f"prompt-ready block; every tool takes an optional namespace (default {tools.namespace!r})."))
     lock = lock if lock is not None else threading.Lock()
     for name in MemoryTools.TOOLS:
         fn = getattr(tools, name)
+        server.parameters[name] = tuple(inspect.signature(fn).parameters)
         server.add_tool(_guarded(fn, lock), name=name, description=inspect.cleandoc(fn.__doc__ or ""),
                         annotations=ToolAnnotations(read_only_hint=name in MemoryTools.READ_ONLY,
                                                     destructive_hint=name in MemoryTools.DESTRUCTIVE,

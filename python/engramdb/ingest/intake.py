@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..model.checks import MAX_SEQ, encodes
 from ..model.errors import InvalidMemory
 from ..model.memory import _ID_RE, _NS_RE, Memory, validate_memory
 from ..storage.columns import MEMORY_SCHEMA, _json
@@ -50,7 +51,7 @@ def _new_ids(n: int) -> list[str]:
 
 
 def _short_str(v: Any, hi: int) -> bool:
-    return type(v) is str and 1 <= len(v) <= hi
+    return type(v) is str and 1 <= len(v) <= hi and encodes(v)
 
 
 def _cheap_ok(name: str, v: Any) -> bool:
@@ -66,7 +67,7 @@ def _cheap_ok(name: str, v: Any) -> bool:
     if name in ("source", "role", "memory_type"):
         return v is None or _short_str(v, 100)
     if name == "seq":
-        return v is None or (type(v) is int and v >= 0)
+        return v is None or (type(v) is int and 0 <= v <= MAX_SEQ)
     if name == "confidence":
         return v is None or (type(v) is float and 0.0 <= v <= 1.0)
     if name in ("metadata", "provenance"):

@@ -4,7 +4,9 @@ Conversation-neighbour expansion (H3) finds the turns next to a hit by (session_
 caller who stores turns in order should not have to count them. A record with a session_id and
 no seq gets the next position of its session: one past the highest seq that session holds in
 the store (every version, so a position is never reused) or that this writer has handed out.
-A caller's own seq is kept, and the count goes on after it.
+A caller's own seq is kept, and the count goes on after it. A caller's seq is at most
+`checks.MAX_SEQ` (2**62 - 1), so the count has room above it; a session whose positions reached
+the 64-bit column's end (a store written before that limit) is refused by name, never overflowed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import threading
 
 import pyarrow as pa
 
+from ..model.checks import INT64_MAX
+from ..model.errors import InvalidMemory
 from ..storage.view import View
 
 
@@ -40,18 +44,24 @@ class TurnCounter:
         namespaces = table.column("namespace").to_pylist()
         out: list[int | None] = []
         with self._lock:
+            counts: dict[tuple[str, str], int] = {}  # kept only when every row fits (a refusal moves nothing on)
             for ns, sess, q in zip(namespaces, sessions, seqs):
                 if sess is None:
                     out.append(q)
                     continue
                 key = (ns, sess)
-                nxt = self._next.get(key)
+                nxt = counts.get(key, self._next.get(key))
                 if nxt is None:
                     nxt = highest_seq(view, ns, sess) + 1
                 if q is None:
+                    if nxt > INT64_MAX:
+                        raise InvalidMemory(f"session {sess!r} of namespace {ns!r} has used every position up to "
+                                            f"{INT64_MAX:,}: the next seq would overflow the store's 64-bit column; "
+                                            "give seq explicitly (0 to 2**62 - 1) or start a new session_id")
                     q = nxt
                 out.append(q)
-                self._next[key] = max(nxt, q + 1)
+                counts[key] = max(nxt, q + 1)
+            self._next.update(counts)
         i = table.schema.get_field_index("seq")
         return table.set_column(i, table.schema.field(i), pa.array(out, table.schema.field(i).type))
 

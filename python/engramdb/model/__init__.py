@@ -11,10 +11,10 @@ from .errors import (
     StoreLocked,
 )
 from .hit import Hit, Hits, SearchStats
-from .memory import Memory, as_utc, micros, utc_now, validate_memory
+from .memory import Memory, as_utc, check_namespace, from_micros, micros, utc_now, validate_memory
 from .tuning import Tuning
 
 __all__ = [
     "ConflictError", "CorruptFile", "Edge", "EdgeKey", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning", "SearchStats", "StoreError",
-    "StoreLocked", "Tuning", "as_utc", "micros", "utc_now", "validate_edge_fields", "validate_memory",
+    "StoreLocked", "Tuning", "as_utc", "check_namespace", "from_micros", "micros", "utc_now", "validate_edge_fields", "validate_memory",
 ]

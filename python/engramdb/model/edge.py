@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from . import checks
 from .errors import InvalidMemory
 from .memory import as_utc
 
@@ -61,6 +62,8 @@ def validate_edge_fields(type: str, confidence: float, reason: str | None,
         raise InvalidMemory(f"edge confidence must be a number in [0, 1], got {confidence!r}")
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
         raise InvalidMemory(f"edge reason must be a string of at most {MAX_REASON} characters, got {reason!r:.80}")
+    if reason is not None:
+        checks.utf8("edge reason", reason)
     start, end = as_utc("valid_from", valid_from), as_utc("valid_until", valid_until)
     if start is not None and end is not None and end < start:
         raise InvalidMemory(f"edge valid_until ({end.isoformat()}) is before valid_from ({start.isoformat()})")

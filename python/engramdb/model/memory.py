@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from . import checks
 from .errors import InvalidMemory
 
 SOURCES_BUILTIN = ("turn", "hook", "response", "file_chunk", "fact")
@@ -33,7 +33,9 @@ def utc_now() -> datetime:
 def as_utc(name: str, value: Any) -> datetime | None:
     """Check a timestamp field: None, or an aware datetime (converted to UTC).
 
-    Naive datetimes are refused: the store cannot know which zone they meant.
+    Naive datetimes are refused: the store cannot know which zone they meant; so is one that falls
+    outside years 1-9999 once in UTC (`datetime(1, 1, 1, tzinfo=<UTC+5>)`), which Python cannot
+    represent.
     """
     if value is None:
         return None
@@ -44,7 +46,13 @@ def as_utc(name: str, value: Any) -> datetime | None:
             f"{name} is a naive datetime ({value.isoformat()}); pass an aware one, "
             f"e.g. datetime(..., tzinfo=timezone.utc)"
         )
-    return value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)
+    if value.tzinfo is timezone.utc:
+        return value
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidMemory(f"{name} {value.isoformat()} is out of range: in UTC it falls outside years 1-9999, "
+                            "the range a datetime holds") from None
 
 
 def content_hash(content: str) -> str:
@@ -120,15 +128,9 @@ def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, option
         )
 
 
-def _check_json(field_name: str, value: Any) -> None:
-    if not isinstance(value, dict):
-        raise InvalidMemory(f"{field_name} must be a dict (stored as JSON), got {type(value).__name__}")
-    if not value:
-        return
-    try:
-        json.dumps(value, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMemory(f"{field_name} must be JSON-serialisable: {exc}") from None
+def check_namespace(value: Any) -> None:
+    """Refuse a namespace that no memory could have (the rule `validate_memory` applies), naming it."""
+    _check_name("namespace", value, _NS_RE, optional=False)
 
 
 def validate_memory(m: Memory) -> Memory:
@@ -140,21 +142,17 @@ def validate_memory(m: Memory) -> Memory:
     _check_name("namespace", m.namespace, _NS_RE, optional=False)
     if not isinstance(m.content, str) or not m.content.strip():
         raise InvalidMemory(f"content must be a non-empty string, got {m.content!r}")
-    if m.session_id is not None and (not isinstance(m.session_id, str) or not 1 <= len(m.session_id) <= 256):
-        raise InvalidMemory(f"session_id must be a string of 1-256 characters, got {m.session_id!r}")
-    if m.seq is not None and (isinstance(m.seq, bool) or not isinstance(m.seq, int) or m.seq < 0):
-        raise InvalidMemory(f"seq must be an integer >= 0, got {m.seq!r}")
-    if not isinstance(m.source, str) or not 1 <= len(m.source) <= 100:
-        raise InvalidMemory(f"source must be a string of 1-100 characters, got {m.source!r}")
-    if m.role is not None and (not isinstance(m.role, str) or not 1 <= len(m.role) <= 100):
-        raise InvalidMemory(f"role must be a string of 1-100 characters, got {m.role!r}")
-    if m.memory_type is not None and (not isinstance(m.memory_type, str) or not 1 <= len(m.memory_type) <= 100):
-        raise InvalidMemory(f"memory_type must be a string of 1-100 characters, got {m.memory_type!r}")
+    checks.utf8("content", m.content)
+    checks.short_text("session_id", m.session_id, 256)
+    checks.seq(m.seq)
+    checks.short_text("source", m.source, 100, optional=False)
+    checks.short_text("role", m.role, 100)
+    checks.short_text("memory_type", m.memory_type, 100)
     conf = m.confidence
     if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not math.isfinite(conf) or not 0 <= conf <= 1:
         raise InvalidMemory(f"confidence must be a number in [0, 1], got {conf!r}")
-    _check_json("metadata", m.metadata)
-    _check_json("provenance", m.provenance)
+    checks.json_tree("metadata", m.metadata)
+    checks.json_tree("provenance", m.provenance)
     if isinstance(m.version, bool) or not isinstance(m.version, int) or m.version < 1:
         raise InvalidMemory(f"version must be an integer >= 1, got {m.version!r}")
     times: dict[str, Any] = {
@@ -177,8 +175,16 @@ def validate_memory(m: Memory) -> Memory:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICRO = timedelta(microseconds=1)
 
 
 def micros(t: datetime) -> int:
-    """An aware datetime as integer microseconds since the Unix epoch (the scans' time unit)."""
-    return int((t - _EPOCH).total_seconds() * 1_000_000)
+    """An aware datetime as integer microseconds since the Unix epoch (the scans' time unit).
+    Exact: integer arithmetic on the timedelta, never a float (a float's 53 bits drop the last
+    microsecond of some instants, so `as_of` at the very instant of a supersede saw the old fact)."""
+    return (t - _EPOCH) // _MICRO
+
+
+def from_micros(us: int) -> datetime:
+    """Integer microseconds since the Unix epoch as an aware UTC datetime (exact: `micros`'s inverse)."""
+    return _EPOCH + timedelta(microseconds=us)

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..model import checks
 from ..model.memory import as_utc, micros
+from ..spaces.protocol import SparseBatch, TokenBatch
 from ..spaces.schema import Schema
 from .fusion import DEFAULT_WEIGHTS
 
@@ -28,6 +30,38 @@ DEFAULT_STRATEGY = "hybrid"
 # it adds ~1-2 ms (the expanded query's postings, a fuller candidate set) to a ~7 ms pipeline,
 # for +1-2 points of LoCoMo recall@10 (bench/RESULTS.md)
 DEFAULT_STAGES = {"sparse": 10_000, "dense": 1_000, "fused": 100, "topics": 50, "feedback": 0}
+
+
+def check_request(query: Any, *, namespace: Any, session_id: Any, types: Any,
+                  query_vector: Any = None) -> list[str] | None:
+    """Check what a search takes from its caller before anything uses it (the query, namespace,
+    session and type names reach the access log's buffer, which every later search, checkpoint and
+    close writes): returns `types` as a list (a str is one type name), or None.
+
+    `query` must be text or a vector (TypeError otherwise); text must not be empty (unless
+    `query_vector` gives the vector) and, like every name, must encode as UTF-8 (ValueError)."""
+    if isinstance(query, str):
+        checks.utf8("query", query, ValueError)
+        if not query.strip() and query_vector is None:
+            raise ValueError(f"query is empty ({query!r}): give the text to search for, or a vector")
+    elif not isinstance(query, (np.ndarray, SparseBatch, TokenBatch, list, tuple)):
+        raise TypeError(f"query must be text (a str) or a vector (a numpy array, or a SparseBatch / TokenBatch "
+                        f"for such a space), got {type(query).__name__} {query!r:.80}")
+    if isinstance(namespace, str):
+        checks.utf8("namespace", namespace, ValueError)
+    if session_id is not None:
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a string or None, got {type(session_id).__name__} {session_id!r:.80}")
+        checks.utf8("session_id", session_id, ValueError)
+    if types is None:
+        return None
+    names = [types] if isinstance(types, str) else list(types) if isinstance(types, (list, tuple, set, frozenset)) \
+        else None
+    if not names or not all(isinstance(t, str) and t for t in names):
+        raise ValueError(f"types must be a memory_type name or a non-empty list of them, got {types!r:.200}")
+    for t in names:
+        checks.utf8("types", t, ValueError)
+    return names
 
 
 @dataclass(frozen=True)
@@ -87,12 +121,13 @@ class SearchPlan:
         sp = schema[space or schema.main]
         as_of_t, known_t = as_utc("as_of", as_of), as_utc("known_at", known_at)
         fused = strategy in FUSED_STRATEGIES
+        rrf_weights = _weights(weights, schema)  # checked whatever the strategy: a wrong name is a mistake anywhere
         return SearchPlan(
             strategy=strategy, namespace=namespace, k=k, space=sp.name,
             as_of_us=micros(as_of_t) if as_of_t is not None else None,
             known_us=micros(known_t) if known_t is not None else None,
             types=type_set,
-            weights=_weights(weights) if fused else {},
+            weights=rrf_weights if fused else {},
             stages={**DEFAULT_STAGES, **_stages(stages)} if fused else {},
             recency=recency if recency is not None else strategy in ("multi_space", "pipeline"),
             explain=bool(explain),
@@ -100,8 +135,16 @@ class SearchPlan:
         )
 
 
-def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+def _weights(weights: Mapping[str, float] | None, schema: Schema) -> dict[str, float]:
+    """The RRF weights: the defaults, with the caller's for the methods it names (the built-in
+    methods and the store's spaces, which multi_space runs as enhancers); any other name is refused."""
     w = dict(DEFAULT_WEIGHTS)
+    if weights is not None and not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a dict of method name -> weight, got {type(weights).__name__}")
+    known = [*DEFAULT_WEIGHTS, *(sp.name for sp in schema if sp.name not in DEFAULT_WEIGHTS)]
+    unknown = [name for name in (weights or {}) if name not in known]
+    if unknown:
+        raise ValueError(f"weights has no method {unknown[0]!r}; the methods are {known}")
     for name, value in (weights or {}).items():
         try:
             v = float(value)

@@ -5,8 +5,10 @@ own process). A capture must neither fail nor wait for the lock, so it writes it
 `<store>/spool/` as one file, whole or not at all (temporary name, fsync, rename), and the next
 writer ingests the folder. Exactly once: every record carries the id it was given at capture time,
 the writer skips ids it already holds (a crash between storing and unlinking replays harmlessly),
-and only then unlinks the file. A file whose checksum fails is renamed `*.damaged` (one the writer
-refuses, `*.rejected`): never ingested, never deleted.
+and only then unlinks the file. A file whose checksum fails, or whose records do not decode (a
+malformed time), is renamed `*.damaged` (one the writer refuses, `*.rejected`): never ingested,
+never deleted. Anything in the folder that is not a file (a directory named `x.json`) is left
+alone: the store opens whatever the folder holds.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .derived_files import write_atomically
 
 FOLDER = "spool"
 FORMAT = 1
-_TIMES = ("valid_from", "valid_until")
+_TIMES = ("valid_from", "valid_until", "expired_at", "forgotten_at")  # the record times add_many takes
 
 
 def _jsonable(record: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def _open(path: Path) -> Any:
         if outer.get("format") != FORMAT or zlib.crc32(body.encode()) != outer["crc32"]:
             return None
         return json.loads(body)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError):  # OSError: unreadable
         return None
 
 
@@ -72,11 +74,30 @@ def _read(path: Path) -> list[dict[str, Any]] | None:
     if not isinstance(records, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str)
                                                 for r in records):
         return None
-    for r in records:
-        for k in _TIMES:
-            if isinstance(r.get(k), str):
-                r[k] = datetime.fromisoformat(r[k])
+    try:
+        for r in records:
+            for k in _TIMES:
+                if isinstance(r.get(k), str):
+                    r[k] = datetime.fromisoformat(r[k])
+    except ValueError:  # a checksum-valid file whose time is malformed: damaged, set aside like one
+        return None
     return records
+
+
+def waiting(store: Path) -> dict[str, dict[str, Any]]:
+    """The records waiting in the spool by id (what a capture checks its ids against); damaged
+    files are left for the writer to set aside."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in pending(store):
+        for r in _read(path) or ():
+            out.setdefault(r["id"], r)
+    return out
+
+
+def jsonable(record: dict[str, Any]) -> dict[str, Any]:
+    """A record as a spool file holds it (its times as ISO text), to compare with a waiting one."""
+    out: dict[str, Any] = json.loads(json.dumps(_jsonable(record), sort_keys=True))
+    return out
 
 
 def pending(store: Path) -> list[Path]:
@@ -84,7 +105,7 @@ def pending(store: Path) -> list[Path]:
     folder = store / FOLDER
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix == ".json")
+    return sorted(p for p in folder.iterdir() if p.suffix == ".json" and p.is_file())
 
 
 def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: int = 1000) -> dict[str, int]:
@@ -172,7 +193,7 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
     costs the log no lookup."""
     done = {"files": 0, "rows": 0, "damaged": 0}
     folder = store / FOLDER
-    paths = sorted(p for p in folder.iterdir() if p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX)) \
+    paths = sorted(p for p in folder.iterdir() if p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file()) \
         if folder.is_dir() else []
     fresh, again = [], []
     for path in paths:
@@ -198,7 +219,8 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
 
 def access_pending(store: Path) -> bool:
     folder = store / FOLDER
-    return folder.is_dir() and any(p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) for p in folder.iterdir())
+    return folder.is_dir() and any(p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file() for p in folder.iterdir())
 
 
-__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "pending", "put", "put_access"]
+__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "jsonable", "pending",
+           "put", "put_access", "waiting"]

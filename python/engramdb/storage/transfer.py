@@ -28,6 +28,7 @@ from .vectors import column_name, conform, from_arrow
 from .view import View
 
 _TIMES = ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
+_FIELDS = frozenset(f.name for f in fields(Memory))
 
 
 def export(view: View, path: str | Path, table_schema: pa.Schema, namespace: str | None) -> int:
@@ -35,6 +36,10 @@ def export(view: View, path: str | Path, table_schema: pa.Schema, namespace: str
     out = Path(path)
     if out.suffix not in (".jsonl", ".arrow"):
         raise ValueError(f"export path must end in .jsonl or .arrow, got {out.name!r}")
+    if not out.parent.is_dir():
+        raise ValueError(f"export path {str(out)!r}: its folder {str(out.parent)!r} does not exist; create it first")
+    if out.is_dir():
+        raise ValueError(f"export path {str(out)!r} is a folder; give a file name ending in .jsonl or .arrow")
     locs = sorted(loc for _, loc in view.current()
                   if namespace is None or view.segments[loc[0]].namespace(loc[1]) == namespace)
     tables = [conform(view.segments[si].checked().slice(row, 1), view.schema) for si, row in locs]
@@ -43,22 +48,28 @@ def export(view: View, path: str | Path, table_schema: pa.Schema, namespace: str
     if archived and view.folder is not None:  # an export carries the text, wherever it lives now
         texts = pa.concat_tables([read_arrow(view.folder / f) for f in sorted(archived)])
         table, _ = restore_content(table, texts)
-    if out.suffix == ".arrow":
-        write_segment(out, table)
-    else:
-        with builtins.open(out, "w", encoding="utf-8") as fh:
-            for m in table_to_memories(table):
-                rec = {f.name: getattr(m, f.name) for f in fields(Memory)}
-                for key, value in rec.items():
-                    if isinstance(value, datetime):
-                        rec[key] = value.isoformat()
-                fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    try:
+        if out.suffix == ".arrow":
+            write_segment(out, table)
+        else:
+            with builtins.open(out, "w", encoding="utf-8") as fh:
+                for m in table_to_memories(table):
+                    rec = {f.name: getattr(m, f.name) for f in fields(Memory)}
+                    for key, value in rec.items():
+                        if isinstance(value, datetime):
+                            rec[key] = value.isoformat()
+                    fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    except OSError as exc:  # a folder that is not writable, a full disk: the path and why, not a traceback
+        raise ValueError(f"cannot write export file {str(out)!r}: {exc.strerror or exc}") from None
     return len(locs)
 
 
 def read_export(path: str | Path, schema: Schema) -> list[dict[str, Any]]:
-    """The add_many records of an export file (history fields kept, version restarts)."""
+    """The add_many records of an export file (history fields kept, version restarts). A file that
+    cannot be read, or a line that is not one exported record, raises naming the file (and line)."""
     src = Path(path)
+    if src.suffix in (".jsonl", ".arrow") and not src.is_file():
+        raise ValueError(f"import path {str(src)!r} is not a file (missing, or a folder)")
     if src.suffix == ".arrow":
         table = read_segment(src).table
         memories = table_to_memories(table)
@@ -80,9 +91,22 @@ def read_export(path: str | Path, schema: Schema) -> list[dict[str, Any]]:
                     rec = json.loads(line)
                 except ValueError as exc:
                     raise InvalidMemory(f"{src.name} line {line_no}: not JSON ({exc})") from None
+                if not isinstance(rec, dict):
+                    raise InvalidMemory(f"{src.name} line {line_no}: not an exported record (a JSON object), "
+                                        f"got {type(rec).__name__}")
+                unknown = sorted(set(rec) - _FIELDS)
+                if unknown:
+                    raise InvalidMemory(f"{src.name} line {line_no}: unknown field(s) {unknown}")
                 for key in _TIMES:
                     if isinstance(rec.get(key), str):
-                        rec[key] = datetime.fromisoformat(rec[key])
+                        try:
+                            rec[key] = datetime.fromisoformat(rec[key])
+                        except ValueError:
+                            raise InvalidMemory(f"{src.name} line {line_no}: {key} {rec[key]!r} is not an ISO "
+                                                "time") from None
+                for key in ("id", "namespace", "content"):
+                    if key not in rec:
+                        raise InvalidMemory(f"{src.name} line {line_no}: {key} is missing")
                 records.append(_record(Memory(**rec), {}))
         return records
     raise ValueError(f"import path must end in .jsonl or .arrow, got {src.name!r}")

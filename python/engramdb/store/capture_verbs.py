@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ..model import checks
 from ..model.errors import InvalidMemory
-from ..model.memory import Memory, micros, utc_now
+from ..model.memory import Memory, check_namespace, micros, utc_now
 from ..spaces.passages import passages
 from ..storage import spool
 from ..storage.view import Loc, View
@@ -111,6 +112,8 @@ class CaptureVerbs(Reads):
         """Capture a markdown or text file as chunks (memory_type "chunk", source "file"; metadata
         file, chunk, chunks, sha256). Re-ingesting a changed file supersedes its old chunks; an
         unchanged file is skipped. Returns what was done: file, chunks, added, superseded, skipped."""
+        check_namespace(namespace)  # both go into ids and metadata: checked before the file is read
+        checks.utf8("add_file path", str(path))
         p = Path(path).resolve()
         try:
             raw = p.read_bytes()

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..ingest.intake import build_intake
-from ..model.errors import StoreLocked
+from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.memory import utc_now
+from ..model.tuning import Tuning
 from ..storage import spool
 from ..storage.backup import backup as storage_backup
 from ..storage.repair import repair as storage_repair
@@ -51,20 +52,62 @@ def repair(path: str | Path, *, accept_loss: bool = False, dry_run: bool = False
 def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwargs: Any) -> dict[str, Any]:
     """Store `records` (dicts as `add_many` takes) in the store at `path` without waiting for its
     writer's lock: stored now when the lock is free, else spooled for the next writer, which
-    ingests them exactly once. Records are checked now (a bad one raises and nothing is kept).
-    Returns {"ids": [...], "stored": n, "spooled": n}."""
+    ingests them exactly once. Returns {"ids": [...], "stored": n, "spooled": n}.
+
+    A capture is acknowledged only when the writer will keep it: records are checked now with the
+    writer's own rules (add_many's checks, content within `Tuning.max_content_bytes`), and, when the
+    lock is held elsewhere, each id against the store as committed (read-only) and the records
+    already waiting in the spool. An id held by another record raises StoreError; a bad record
+    raises InvalidMemory naming it and the field; either way nothing is kept. The same record
+    captured again (a hook's rescue of a late capture) is acknowledged as the copy already there
+    and kept once."""
     recs = [dict(r) for r in records]
     for r in recs:
         r.setdefault("id", uuid.uuid4().hex)
-    build_intake(recs, utc_now(), 1 << 30)  # the writer's own checks, before anything is kept
+    tuning = open_kwargs.get("tuning")
+    limit = tuning.max_content_bytes if isinstance(tuning, Tuning) else Tuning().max_content_bytes
+    build_intake(recs, utc_now(), limit)  # the writer's own checks, before anything is kept
     ids = [r["id"] for r in recs]
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise StoreError(f"id {twice!r} is given to two records of one capture")
     try:
         db = open_store(path, **open_kwargs)
     except StoreLocked:
-        spool.put(Path(path), recs)
-        return {"ids": ids, "stored": 0, "spooled": len(recs)}
+        return _spool(Path(path), recs, ids)
     try:
         db.add_many(recs)
     finally:
         db.close(checkpoint=False)  # the WAL is durable; the next long-lived writer folds it
     return {"ids": ids, "stored": len(recs), "spooled": 0}
+
+
+def _spool(path: Path, recs: list[dict[str, Any]], ids: list[str]) -> dict[str, Any]:
+    """Spool what the writer will take in: ids checked against the committed store (read-only) and
+    the spool's waiting records; a record already there as it is now is not spooled again."""
+    if any(r.get("vectors") for r in recs):
+        raise InvalidMemory("a capture that must wait for the writer cannot carry vectors (the spool holds "
+                            "text; the writer embeds it): capture the records without them")
+    waiting = spool.waiting(path)
+    # the store as committed, untouched; no embedders: ids are looked up, nothing is embedded
+    with open_store(path, read_only=True, access_log=False, embedders={}) as reader:
+        versions = {i: reader.history(i) for i in ids}
+    stored = {i: v[-1] for i, v in versions.items() if v}
+    fresh, stored_n, spooled_n = [], 0, 0
+    for i, r in enumerate(recs):
+        mid = r["id"]
+        if mid in stored:
+            m = stored[mid]
+            if (m.content, m.namespace) != (r.get("content"), r.get("namespace")):
+                raise StoreError(f"records[{i}]: id {mid!r} already exists in {path}; use update() to change it")
+            stored_n += 1  # this very record, stored by an earlier capture
+        elif mid in waiting:
+            if waiting[mid] != spool.jsonable(r):
+                raise StoreError(f"records[{i}]: id {mid!r} is already waiting in {path / spool.FOLDER} for "
+                                 "another record")
+            spooled_n += 1  # this very record, spooled by an earlier capture
+        else:
+            fresh.append(r)
+    if fresh:
+        spool.put(path, fresh)
+    return {"ids": ids, "stored": stored_n, "spooled": spooled_n + len(fresh)}

@@ -22,7 +22,7 @@ from ..model.edge import Edge
 from ..model.hit import Hits
 from ..model.memory import Memory
 from ..model.tuning import Tuning
-from ..retrieval.plan import SearchPlan
+from ..retrieval.plan import SearchPlan, check_request
 from ..retrieval.search import run_search
 from ..retrieval.types import TypeClusters, cluster_types, namespace_type_names
 from ..spaces.protocol import Embedder, Embedding
@@ -72,7 +72,7 @@ class Reads:
         strategy: str | None = None,
         as_of: datetime | None = None,
         known_at: datetime | None = None,
-        types: Iterable[str] | None = None,
+        types: str | Iterable[str] | None = None,
         explain: bool = False,
         weights: Mapping[str, float] | None = None,
         query_vector: np.ndarray | None = None,
@@ -116,10 +116,10 @@ class Reads:
 
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
         believed then, older versions included. Neither: current memories only. `types`: only
-        memories of these memory_type values, and of up to 5 neighbour types of each (H6: names at
+        memories of these memory_type values (a str is one name), and of up to 5 neighbour types of each (H6: names at
         cosine >= 0.80 in the main space, in the same DBSCAN cluster; `expand_types=False` keeps
         exactly the names given; explain shows the expansion under "types"). `weights`: per method ("vector", "bm25", "graph",
-        "neighbours", enhancer space names; 0 turns one off). `query_vector`: the main space's
+        "neighbours", the store's space names; 0 turns one off; any other name is refused). `query_vector`: the main space's
         query vector when the caller already has it (the text still feeds BM25 and the other
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
         pipeline). `explain`: each hit carries why it ranked (methods, raw and scaled scores).
@@ -137,15 +137,14 @@ class Reads:
         (bench/RESULTS.md: it did not raise recall). `hypotheses=True` lets graph expansion walk
         the edges `dream` proposed (reason "dream: ..."), which it otherwise leaves alone.
         """
+        types = check_request(query, namespace=namespace, session_id=session_id, types=types,
+                              query_vector=query_vector)
         for name, v, hi in (("elo_weight", elo_weight, 1.0), ("explore", explore, 0.99)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
                 raise ValueError(f"{name} must be a number in [0, {hi:g}], got {v!r}")
         deeper = k * DEEPER if (elo_weight > 0 or explore > 0) and isinstance(k, int) and k > 0 else k
         expansion: dict[str, list[str]] = {}
-        if types is not None and expand_types and not isinstance(types, str):
-            types = list(types)
-            if not types or not all(isinstance(t, str) and t for t in types):
-                raise ValueError(f"types must be a non-empty list of memory_type names, got {types!r}")
+        if types is not None and expand_types:
             expansion = self._type_clusters(namespace).expand(types, self._embed_names)
             types = list(dict.fromkeys([*types, *(n for near in expansion.values() for n in near)]))
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,

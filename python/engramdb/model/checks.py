@@ -1,0 +1,103 @@
+"""The boundary checks every way into engramdb shares (API, CLI, MCP tools, hooks, capture).
+
+Whatever a caller hands in is checked here before it reaches anything other calls share (the WAL,
+the access log's buffer, the spool): a value that would fail later, for every caller at once,
+fails now, for this caller only, with an error naming the field and the value.
+
+- Text: every string must encode as UTF-8. A lone surrogate (half an emoji, as clipping UTF-16
+  leaves it) cannot be written to Arrow, JSON files or the log, so it is refused here.
+- JSON trees (`metadata`, `provenance`): keys and values checked at any depth, nesting at most
+  `MAX_DEPTH` levels (a deeper tree would exhaust the JSON encoder's recursion), walked without
+  recursion.
+- `seq`: an integer in [0, `MAX_SEQ`]; the store's column is a signed 64-bit integer and the
+  automatic next positions count on from the highest one given, so room is left above it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidMemory
+
+MAX_DEPTH = 64  # nesting levels of a metadata or provenance tree (dicts and lists)
+MAX_SEQ = 2**62 - 1  # the highest seq a caller may give: 2**62 automatic positions stay above it
+INT64_MAX = 2**63 - 1  # the seq column's limit
+
+
+def utf8(name: str, value: str, error: type[ValueError] = InvalidMemory) -> None:
+    """Refuse a string UTF-8 cannot encode (a lone surrogate), naming `name`, the character and
+    where it is. A string of ASCII (the common case) costs one flag test."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"{name} holds a character UTF-8 cannot encode ({exc.reason}: {value[exc.start:exc.end]!r} "
+                    f"at position {exc.start}); a lone surrogate is half a character, as clipping UTF-16 text "
+                    "leaves it") from None
+
+
+def encodes(value: str) -> bool:
+    """True when the string encodes as UTF-8 (what `utf8` checks, as a test)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def json_tree(name: str, value: Any) -> None:
+    """Check a metadata or provenance dict: JSON-serialisable (no NaN or inf), every string key
+    and value encodable at any depth, nested at most MAX_DEPTH levels. Raises InvalidMemory naming
+    the field and the path to the bad part, e.g. `metadata['a'][0]`."""
+    if not isinstance(value, dict):
+        raise InvalidMemory(f"{name} must be a dict (stored as JSON), got {type(value).__name__}")
+    if not value:
+        return
+    stack: list[tuple[str, Any, int]] = [(name, value, 1)]
+    while stack:
+        where, node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidMemory(f"{name} is nested deeper than {MAX_DEPTH} levels (at {where[:80]}...); "
+                                f"flatten it (the limit is engramdb.model.checks.MAX_DEPTH)")
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if isinstance(k, str):
+                    utf8(f"{where} key {k!r}", k)
+                stack.append((f"{where}[{k!r}]", v, depth + 1))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((f"{where}[{i}]", v, depth + 1) for i, v in enumerate(node))
+        elif isinstance(node, str):
+            utf8(where, node)
+    try:
+        json.dumps(value, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMemory(f"{name} must be JSON-serialisable: {exc}") from None
+
+
+def seq(value: Any) -> None:
+    """A caller's seq: None, or an integer in [0, MAX_SEQ]."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidMemory(f"seq must be an integer >= 0, got {value!r}")
+    if value > MAX_SEQ:
+        raise InvalidMemory(f"seq must be at most {MAX_SEQ:,} (2**62 - 1: the automatic next positions count on "
+                            f"above it within the store's 64-bit column), got {value:,}")
+
+
+def short_text(name: str, value: Any, most: int, *, optional: bool = True) -> None:
+    """A short string field (session_id, source, role, memory_type): 1 to `most` characters that
+    encode as UTF-8 (None allowed when `optional`)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not 1 <= len(value) <= most:
+        raise InvalidMemory(f"{name} must be a string of 1-{most} characters, got {value!r}")
+    utf8(name, value)
+
+
+__all__ = ["INT64_MAX", "MAX_DEPTH", "MAX_SEQ", "encodes", "json_tree", "seq", "short_text", "utf8"]
