@@ -51,7 +51,7 @@ def _new_ids(n: int) -> list[str]:
 
 
 def _short_str(v: Any, hi: int) -> bool:
-    return type(v) is str and 1 <= len(v) <= hi and encodes(v)
+    return type(v) is str and 1 <= len(v) <= hi and (v.isascii() or encodes(v))
 
 
 def _cheap_ok(name: str, v: Any) -> bool:
