@@ -131,9 +131,10 @@ def _write(path: Path, data: bytes) -> int:
 
 def _remove_partials(out: Path) -> None:
     """Remove what earlier backups to `out` left when they were cut short: folders named
-    `.<name>.engramdb-partial-*` that still hold the note such a backup writes first."""
+    `.<name>.engramdb-partial-*` that still hold the note such a backup writes first (or are
+    empty: cut short before it)."""
     for p in out.parent.glob(f".{out.name}{PARTIAL}*"):
-        if p.is_dir() and (p / PARTIAL_NOTE).is_file():
+        if p.is_dir() and ((p / PARTIAL_NOTE).is_file() or not any(p.iterdir())):  # the note, or cut before it
             _remove_partial(p)
 
 

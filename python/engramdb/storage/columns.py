@@ -20,8 +20,9 @@ from ..model.memory import Memory, content_hash
 # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums; 4: + files that
 # describe themselves (storage/describe.py: a lost manifest can be rebuilt), spaces in the marker;
 # 5: multivector tokens as int8 codes with a scale each (storage/vectors.py; format-4 float32
-# tokens are still read)
-FORMAT_VERSION = 5
+# tokens are still read); 6: the store's id and generation in the manifest, every file's
+# description and the WAL's header (storage/identity.py; version-1 WAL headers are still read)
+FORMAT_VERSION = 6
 TS = pa.timestamp("us", tz="UTC")
 
 MEMORY_SCHEMA = pa.schema(

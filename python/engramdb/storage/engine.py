@@ -39,7 +39,7 @@ from .edge_files import edges_to_table, is_edge_table, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
 from .folder import MANIFEST, MARKER, classify, mark_spaces, write_marker
-from .identity import highest_number, lineage, marker_id, refusal, wal_problem
+from .identity import highest_number, marker_id, refusal, wal_problem
 from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
@@ -202,8 +202,7 @@ class Engine:
                     archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
             raw = handles[m.wal].read()
         try:
-            why = wal_problem(m.wal, read_header(raw[:HEADER_MAX], self.path / m.wal)[0], m,
-                              {m.store_id} | lineage(self.path))
+            why = wal_problem(m.wal, read_header(raw[:HEADER_MAX], self.path / m.wal)[0], m)
         except WalError as exc:
             why = str(exc)
         if why is not None:
@@ -448,7 +447,10 @@ class Engine:
                 first = pending[0]
                 view = self.publish(segments=view.segments[:first] + (merged,))
                 if self.on_commit is not None:
-                    self.on_commit(view)
+                    try:
+                        self.on_commit(view)
+                    except OSError as exc:  # derived indexes: rebuilt by the next search that needs them
+                        log.warning("indexes of %s were not saved after a checkpoint: %s", self.path, exc)
 
     def _fold(self, view: View, pending: list[int]) -> Segment | None:
         """Write the WAL's segments and edge frames to files and commit them with a fresh WAL."""

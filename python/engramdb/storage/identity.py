@@ -69,14 +69,15 @@ def highest_number(folder: Path, besides: str = "") -> int:
     return top
 
 
-def wal_problem(name: str, identity: dict[str, Any] | None, m: Manifest, own: set[str]) -> str | None:
-    """Why a log with header `identity` cannot be this store's log `name`, or None. `own`: the
-    ids whose files are this store's (its own and its lineage). A log from before identities
-    (None) or one a crash left headerless ({}) is taken as it is."""
+def wal_problem(name: str, identity: dict[str, Any] | None, m: Manifest) -> str | None:
+    """Why a log with header `identity` cannot be this store's log `name`, or None. A log is
+    only ever its own store's (a backup's lineage covers its immutable files, not a log that
+    went on being written after the copy). A log from before identities (None) or one a crash
+    left headerless ({}) is taken as it is."""
     if not identity:
         return None
     sid = identity.get("store")
-    if m.store_id and sid and sid != m.store_id and sid not in own:
+    if m.store_id and sid and sid != m.store_id:
         return f"{name} is another store's write-ahead log (store {sid}, this store is {m.store_id})"
     seq = identity.get("seq")
     if isinstance(seq, int) and f"wal-{seq:06d}.log" != name:
@@ -108,6 +109,7 @@ def claimed_by(path: Path) -> str | None:
 def stale_manifest(folder: Path, m: Manifest, journal: Journal) -> list[str]:
     """This store's files newer than the manifest (see the module docstring): their names, with
     why. Files that only look like the store's (no description or header of ours) are not."""
+    present = sorted(folder.iterdir())  # before the journal: a file seen was journaled before it was made
     entries = journal.entries()
     listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
     own = {m.store_id, ""} | lineage(folder)
@@ -116,7 +118,7 @@ def stale_manifest(folder: Path, m: Manifest, journal: Journal) -> list[str]:
         if gen is not None and gen > m.generation + 1 and name not in listed and claimed_by(folder / name) in own:
             out.append(f"{name} (journaled for generation {gen}; the manifest is generation {m.generation})")
     said = {n.split(" ", 1)[0] for n in out}
-    for entry in sorted(folder.iterdir()):
+    for entry in present:
         hit = STORE_FILE.match(entry.name)
         if hit is None or entry.name in listed or entry.name in entries or entry.name in said:
             continue
@@ -144,7 +146,6 @@ def refusal(folder: Path, m: Manifest, journal: Journal) -> str | None:
     """Why a writable open must not use this folder's manifest (or None): missing files, a foreign
     log, files newer than the manifest. The message names the files and what to do."""
     problems = []
-    own = {m.store_id} | lineage(folder)
     mid = marker_id(folder)
     if m.store_id and mid and m.store_id != mid and m.store_id not in lineage(folder):
         problems.append(f"{MARKER} says store {mid} but the manifest is store {m.store_id}'s")
@@ -155,7 +156,7 @@ def refusal(folder: Path, m: Manifest, journal: Journal) -> str | None:
                         + (" (the write-ahead log holds every write since the last checkpoint)" if m.wal in gone else ""))
     else:
         try:
-            why = wal_problem(m.wal, wal_identity(folder / m.wal), m, own)
+            why = wal_problem(m.wal, wal_identity(folder / m.wal), m)
         except WalError as exc:
             why = str(exc)
         if why is not None:

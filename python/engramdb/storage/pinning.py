@@ -45,7 +45,13 @@ def pinned(folder: Path) -> Iterator[tuple[Manifest, dict[str, BinaryIO]]]:
                 for name in names:
                     handles[name] = open(folder / name, "rb")  # noqa: SIM115 - closed below
             except FileNotFoundError:
+                if manifest_bytes(folder) == before:  # not a commit that moved on: the file is gone
+                    raise StoreError(f"{folder}: the manifest lists {name}, which is missing; nothing was read. "
+                                     f"Run `engramdb repair --path {folder}` to see what the store's files hold"
+                                     ) from None
                 continue  # a commit unlisted it since the manifest was read
+            except IsADirectoryError:
+                raise StoreError(f"{folder}: the manifest lists {name}, which is a folder, not a file") from None
             if manifest_bytes(folder) != before:
                 continue
             yield m, handles

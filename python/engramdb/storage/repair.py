@@ -413,14 +413,20 @@ def _set_aside(path: Path, suffix: str) -> None:
 
 
 def needs_repair(folder: Path) -> str | None:
-    """Why `folder` needs a repair, or None: a lost or damaged manifest, or one that does not
-    agree with the files beside it (a listed file or the live log missing, another store's log,
-    files newer than the manifest: storage/identity.py)."""
+    """Why `folder` needs a repair, or None: a lost or damaged manifest, one that does not agree
+    with the files beside it (a listed file or the live log missing, another store's log, files
+    newer than the manifest: storage/identity.py), or a damaged live log."""
     why = damaged_manifest(folder)
     if why is not None:
         return why
     m = parse_manifest((folder / MANIFEST).read_bytes(), folder / MANIFEST)
-    return refusal(folder, m, Journal(folder))
+    why = refusal(folder, m, Journal(folder))
+    if why is None:
+        try:  # the live log: a damaged one is salvaged (its intact frames kept) with accept_loss
+            decode_frames((folder / m.wal).read_bytes(), folder / m.wal)
+        except CorruptFile as exc:
+            why = f"its write-ahead log is damaged ({exc})"
+    return why
 
 
 def damaged_manifest(folder: Path) -> str | None:

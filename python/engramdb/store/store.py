@@ -8,6 +8,7 @@ graph (edges, inference), retrieval (search plans and strategies).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import datetime
@@ -46,6 +47,7 @@ from .options import Options
 from .reads import Snapshot
 from .usage import Usage, UsageVerbs
 
+_log = logging.getLogger("engramdb")
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
@@ -79,12 +81,13 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
                         f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
                         f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
             self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders)
+            self._engine.on_commit = self._indexes.save
+            self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
+            self.last_spool = self._drain_spool()  # what hooks spooled while another writer held the lock
         except BaseException:
-            self._engine.close()
+            # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
+            self._engine.close(checkpoint=False)
             raise
-        self._engine.on_commit = self._indexes.save
-        self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
-        self.last_spool = self._drain_spool()  # what hooks spooled while another writer held the lock
 
     @property
     def path(self) -> Path | None:
@@ -112,12 +115,20 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
         engine = self._engine
         if engine.closed:
             return
-        if not engine.read_only and checkpoint:
-            with engine.writing():
-                engine.checkpoint()
-                self._indexes.save(engine.view)
-        self._usage.flush()  # a reader's access rows go to the spool
-        engine.close(checkpoint=checkpoint)
+        done = False
+        try:
+            if not engine.read_only and checkpoint:
+                with engine.writing():
+                    engine.checkpoint()
+                    try:
+                        self._indexes.save(engine.view)
+                    except OSError as exc:  # derived, rebuilt from the segments by the next search
+                        _log.warning("the indexes of %s were not saved at close: %s", self.path, exc)
+            self._usage.flush()  # a reader's access rows go to the spool
+            done = True
+        finally:
+            # the lock is released whatever failed: the rows are durable in the WAL either way
+            engine.close(checkpoint=checkpoint and done)
 
     def __enter__(self) -> Store:  # noqa: PYI034 - Store is not meant to be subclassed
         return self
