@@ -202,10 +202,8 @@ def crash(op, path, detail):
     global calls
     calls += 1
     if calls == at:
-        if op == "write" and detail is not None and len(detail) > 1:
-            fd = os.open(path, os.O_WRONLY)  # a torn write: half of it reached the file
-            os.write(fd, bytes(detail[: len(detail) // 2]))
-            os.close(fd)
+        if op == "write":
+            disk.torn_write(path, detail)  # half of it reached the file
         os._exit(9)
 
 import engramdb

@@ -33,8 +33,10 @@ _hook_lock = threading.Lock()
 @contextmanager
 def inject(hook: Hook) -> Iterator[None]:
     """Call `hook(op, path, detail)` before every storage I/O operation while the block runs
-    (one hook at a time, process-wide). `detail` is the bytes about to be written for "write"
-    (a hook may write a prefix of them itself before raising, as a torn write would), else None."""
+    (one hook at a time, process-wide). `detail` is, for "write", (the bytes about to be
+    written, the offset or None for the file's end): a hook may write a prefix of them itself
+    before raising or ending the process, as a torn write would; for "rename" and "link", the
+    source path; else None."""
     global _hook
     with _hook_lock:
         if _hook is not None:
@@ -63,7 +65,7 @@ def write_at(fd: int, data: bytes | memoryview, offset: int, path: str | os.Path
     """Write all of `data` at `offset` (`os.pwrite` until done: a short write is resumed, never
     left for a buffer to finish later)."""
     view = memoryview(data).cast("B")
-    _before("write", path, view)
+    _before("write", path, (view, offset))
     done = 0
     while done < len(view):
         n = os.pwrite(fd, view[done:], offset + done)
@@ -75,7 +77,7 @@ def write_at(fd: int, data: bytes | memoryview, offset: int, path: str | os.Path
 def append(fd: int, data: bytes | memoryview, path: str | os.PathLike[str]) -> None:
     """Write all of `data` at the descriptor's position (a sequentially written file)."""
     view = memoryview(data).cast("B")
-    _before("write", path, view)
+    _before("write", path, (view, None))
     done = 0
     while done < len(view):
         done += os.write(fd, view[done:])
@@ -227,3 +229,17 @@ class SeamFile:
             os.close(self._fd)
             self._fd = None
         self.closed = True
+
+
+def torn_write(path: str, detail: Any) -> None:
+    """Write the first half of a "write" operation's bytes where it would have written them (what
+    a hook does to leave the torn write a crash or a full disk leaves)."""
+    data, offset = detail
+    if len(data) < 2:
+        return
+    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if offset is None else 0))
+    try:
+        half = bytes(data[: len(data) // 2])
+        os.write(fd, half) if offset is None else os.pwrite(fd, half, offset)
+    finally:
+        os.close(fd)

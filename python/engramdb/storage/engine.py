@@ -370,15 +370,17 @@ class Engine:
         return self._wal.size() if self._wal is not None else 0
 
     # ------------------------------------------------------------------------------ writes
-    def append(self, table: pa.Table, vectors: Mapping[str, Embedding]) -> View:
-        """Append memory rows (MEMORY_SCHEMA) with every space's vectors; acknowledged on return."""
+    def append(self, table: pa.Table, vectors: Mapping[str, Embedding], edges: Sequence[Edge] = ()) -> View:
+        """Append memory rows (MEMORY_SCHEMA) with every space's vectors, and `edges` with them in
+        the same WAL frame (all durable or none); acknowledged on return."""
         with self._lock:
             self.check_writable()
             cols = {column_name(sp): to_arrow(sp, vectors[sp.name]) for sp in self.schema}
             for name, arr in cols.items():
                 table = table.append_column(self.table_schema.field(name), arr)
             table = table.replace_schema_metadata(self.table_schema.metadata)
-            if self._wal is not None and self.path is not None and table.num_rows >= self.tuning.checkpoint_rows:
+            if not edges and self._wal is not None and self.path is not None and \
+                    table.num_rows >= self.tuning.checkpoint_rows:
                 # A batch this large would be checkpointed at once: write it straight to a segment
                 # file (data written once, not twice), acknowledged when the manifest lists it.
                 self.checkpoint()  # earlier rows first, so file order stays version order
@@ -387,9 +389,14 @@ class Engine:
                     self._manifest.segments.append(seg.entry())
                     self.commit()  # acknowledged from here on
                 return self.add_segments([seg])
+            edge_table = edges_to_table(list(edges)) if edges else None
             if self._wal is not None:
-                self._wal.append(table)  # acknowledged from here on
+                self._wal.append(table, *([edge_table] if edge_table is not None else []))  # acknowledged
             view = self.add_segments([Segment(table)])
+            if edge_table is not None:
+                self._edges_pending.append(edge_table)
+                view.edges.append(list(edges))
+                view = self.publish(edge_rows=len(view.edges))
             if self._wal is not None and sum(len(s) for s in view.segments if s.file is None) >= self.tuning.checkpoint_rows:
                 self._checkpoint_after_write()
             return self._view

@@ -38,10 +38,20 @@ class Journal:
         lines = "".join(f"{n}{tag}\n" for n in names)
         if not lines:
             return
-        fd = disk.open_fd(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        fd = disk.open_fd(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         try:
-            disk.append(fd, lines.encode("utf-8"), self.path)
-            disk.fsync(fd, self.path)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                lines = "\n" + lines  # a line a failed write tore stays a line of its own, never joins a name
+            try:
+                disk.append(fd, lines.encode("utf-8"), self.path)
+                disk.fsync(fd, self.path)
+            except BaseException:
+                try:
+                    disk.truncate(fd, size, self.path)  # the names were not journaled: the caller makes no file
+                except OSError:
+                    pass
+                raise
         finally:
             disk.close(fd)
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import disk
 from .derived_files import write_atomically
 
 FOLDER = "spool"
@@ -42,7 +43,7 @@ def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
     """One spool file, whole or not at all: the records as JSON with their CRC-32, named by time
     first so the writer takes files in the order they were made."""
     folder = store / FOLDER
-    folder.mkdir(exist_ok=True)
+    disk.mkdir(folder)
     body = json.dumps(records, ensure_ascii=False, sort_keys=True)
     raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
     path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}"
@@ -118,7 +119,7 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
     for path in pending(store)[:limit]:
         records = _read(path)
         if records is None:
-            os.replace(path, path.with_suffix(".damaged"))
+            disk.replace(path, path.with_suffix(".damaged"))
             done["damaged"] += 1
         else:
             batch.append((path, records))
@@ -134,10 +135,10 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
                 apply(records)
                 kept.append((path, records))
             except ValueError:
-                os.replace(path, path.with_suffix(".rejected"))
+                disk.replace(path, path.with_suffix(".rejected"))
                 done["rejected"] += 1
     for path, records in kept:
-        path.unlink()
+        disk.unlink(path, missing_ok=False)
         done["files"] += 1
         done["records"] += len(records)
     return done
@@ -199,19 +200,19 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
     for path in paths:
         rows = _read_access(path)
         if rows is None:
-            os.replace(path, path.with_suffix(".damaged"))
+            disk.replace(path, path.with_suffix(".damaged"))
             done["damaged"] += 1
         elif path.suffix == TAKING_SUFFIX:
             again.append((path, rows))
         else:
             taking = path.with_suffix(TAKING_SUFFIX)
-            os.replace(path, taking)
+            disk.replace(path, taking)
             fresh.append((taking, rows))
     for batch, replay in ((again, True), (fresh, False)):
         if batch:
             apply([r for _, rows in batch for r in rows], replay)
     for path, rows in again + fresh:
-        path.unlink()
+        disk.unlink(path, missing_ok=False)
         done["files"] += 1
         done["rows"] += len(rows)
     return done

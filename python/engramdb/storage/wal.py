@@ -6,7 +6,8 @@ json`, the JSON naming whose log it is: `store` (the store's id), `seq` (the num
 took over: a repair's salvage). Logs written before format 6 have the bare 8-byte header
 `EGWAL001` and no identity; they are still read. A frame is
 `b"EGF1" | u32 length | u32 crc32(payload) | payload`, little-endian, where the payload is one
-Arrow IPC stream (schema + record batches). `append` writes a whole frame and fsyncs before it
+Arrow IPC stream (schema + record batches), or from format 6 several back to back (a supersede's
+new versions and its edge: one write, one frame). `append` writes a whole frame and fsyncs before it
 returns, so a write is acknowledged only once it is on disk. Recovery reads frames until the first
 one a crash tore (a partial header, a short payload, a zero-filled tail) and truncates the file
 there: every acknowledged frame survives, a torn one was never acknowledged. A whole frame that
@@ -79,18 +80,26 @@ class WalError(CorruptFile):
     """The log cannot be read at all (not a torn tail: a wrong header or an unreadable file)."""
 
 
-def encode_frame(table: pa.Table) -> bytes:
-    """The bytes of one frame holding `table`."""
+def encode_frame(*tables: pa.Table) -> bytes:
+    """The bytes of one frame holding `tables` (one Arrow IPC stream each, back to back: a write
+    that changes memories and edges together, a supersede, is one frame, durable whole or not)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
+    for table in tables:
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
     payload: bytes = sink.getvalue().to_pybytes()
     return _FRAME.pack(FRAME_MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
-def decode_payload(payload: bytes) -> pa.Table:
-    """The table inside a frame payload."""
-    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+def decode_payload(payload: bytes) -> list[pa.Table]:
+    """The tables inside a frame payload, in order."""
+    reader = pa.BufferReader(pa.py_buffer(payload))
+    tables = []
+    while reader.tell() < len(payload):
+        tables.append(pa.ipc.open_stream(reader).read_all())
+    if not tables:
+        raise ValueError("an empty frame")
+    return tables
 
 
 class WriteAheadLog:
@@ -134,11 +143,12 @@ class WriteAheadLog:
             self._fd = None
             raise
 
-    def append(self, table: pa.Table) -> int:
-        """Write one frame and fsync it; returns the file size after the frame. When the write or
-        the fsync fails (a full disk, an I/O error) the frame is cut off again and the error
-        raised: the write was not acknowledged, and the log stays a sequence of whole frames."""
-        frame = encode_frame(table)
+    def append(self, *tables: pa.Table) -> int:
+        """Write one frame holding `tables` and fsync it; returns the file size after the frame.
+        When the write or the fsync fails (a full disk, an I/O error) the frame is cut off again
+        and the error raised: the write was not acknowledged, and the log stays a sequence of
+        whole frames."""
+        frame = encode_frame(*tables)
         fd = self._descriptor()
         if self._broken:
             self._cut()  # the last failed append's bytes first; raises again while it cannot
@@ -229,7 +239,7 @@ def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = T
         _, length, _ = _FRAME.unpack_from(data, pos)
         start, end = pos + _FRAME.size, pos + _FRAME.size + length
         try:
-            tables.append(decode_payload(data[start:end]))
+            tables.extend(decode_payload(data[start:end]))
         except (pa.ArrowException, OSError, ValueError) as exc:
             if not strict:
                 break

@@ -244,9 +244,9 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
             o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
                                                   superseded_by=new.id))
             n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
-            self._write([o2, n2], [view.row_vectors(old_id), view.row_vectors(new_id)])
-            self._engine.append_edges([Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede",
-                                            created_at=now)])
+            # the two new versions and the edge are one write: durable together or not at all
+            self._write([o2, n2], [view.row_vectors(old_id), view.row_vectors(new_id)],
+                        edges=[Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
             return o2, n2
 
     def link(self, src: str, dst: str, type: str, *, confidence: float = 1.0, reason: str | None = None,
@@ -314,30 +314,16 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
     def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
         """Hard delete for privacy requests: every version of these memories (one id, several, or
         with `namespace=` every memory of a namespace) leaves every file, content, vectors, edges
-        and archived text, and everything derived from them: access log rows (the searches that
-        found nothing of a namespace purged whole or left empty too), ratings and ELO log, topics,
-        themes and their history, tiers, curiosity items, caches (S7). The spool is taken in first.
+        and archived text, and so does what was derived from them (S7; see `_purge_derived`).
 
         One atomic rewrite, whatever the count: the WAL is folded into a segment first, each
         segment holding a purged row is rewritten without it (the other rows copied unchanged;
         segments without one keep their files), and one manifest commit drops the old files.
         An unknown id refuses the whole call. Returns how many versions were removed.
         """
-        if isinstance(ids, str):
-            ids = [ids]
-        if namespace is not None and (not isinstance(namespace, str) or not namespace):
-            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
-        ids = list(ids)
-        while (drained := self._drain_spool()) is not None and drained["files"]:
-            pass  # captures and readers' access rows waiting for this writer are purged with the rest
+        ids = self._purge_request(ids, namespace)  # checked; the spool taken in, to be purged with the rest
         with self._topic_lock, self._engine.writing():
-            view = self._engine.view
-            for mid in sorted(set(ids)):
-                if view.key_of(mid) is None:
-                    raise StoreError(f"no memory with id {mid!r} to purge")
-            gone = set(ids) | ({view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
-                               if namespace is not None else set())
-            self._forget_derived(view, gone, namespace)  # first: a failure there leaves every memory as it was
+            self._purge_derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
             removed = rewrites.purge(self._engine, ids, namespace)
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
@@ -518,10 +504,11 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
         }
 
     # ----------------------------------------------------------------------------- internals
-    def _write(self, memories: list[Memory], given: list[Mapping[str, Any]]) -> None:
-        """New versions with their vectors (the caller holds the writer's lock)."""
+    def _write(self, memories: list[Memory], given: list[Mapping[str, Any]], edges: list[Edge] | None = None) -> None:
+        """New versions with their vectors, and `edges` in the same write (the caller holds the
+        writer's lock)."""
         vectors = vectors_for(self.schema, self.embedders, [m.content for m in memories], given, self.tuning)
-        self._engine.append(memories_to_table(memories), vectors)
+        self._engine.append(memories_to_table(memories), vectors, edges or ())
         self._passages_of([m.content for m in memories])
 
     def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
