@@ -9,7 +9,6 @@ the storage layer's I/O seam (`engramdb.storage.disk`)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
