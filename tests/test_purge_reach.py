@@ -152,3 +152,14 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
         for q in bob["queries"]:
             assert str(q).encode() in raw_all  # bob's searches stay in the access log
         assert again.importance("bob-0").elo != elo.INITIAL_ELO or bob_elo is None
+
+
+def test_purge_refuses_an_id_that_is_not_a_string_before_anything_is_written(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    db.add("kwenthrix", namespace="alice", id="a1")
+    engramdb.capture(tmp_path / "s", [{"id": "a2", "content": "spooled", "namespace": "alice"}])
+    with pytest.raises(TypeError, match=r"ids must be memory ids \(non-empty strings\), got 5"):
+        db.purge(["a1", 5])  # type: ignore[list-item]
+    assert any((tmp_path / "s" / "spool").iterdir())  # refused before the spool was taken in
+    assert db.get("a1") is not None
+    db.close()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ from ..context.model import Context, ContextItem
 from ..context.tokens import Counter, counter
 from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
+from ..model.errors import StoreError
 from ..model.hit import Hit
 from ..model.memory import Memory
 from ..spaces.query import embed_query, forget_queries
@@ -246,14 +247,39 @@ class ContextVerbs(CuriosityVerbs):
                                      "tokens_in_full": full, "tokens_saved": max(0, full - used)})
 
     # ------------------------------------------------------------------------------ purge
-    def _forget_derived(self, view: View, gone: set[str], namespace: str | None) -> None:
-        """Take purged memories (`gone`, in `view`) and a purged `namespace` out of everything
-        derived from them (S7): the access and ELO logs and the ratings (E1-E5; the searches of a
-        namespace left empty that found nothing too), the curiosity queue (K7), topics, themes and their
-        history (C4, H8), the tier state (H7), and the caches that held their text, ids or
-        vectors (searches, type names, query vectors, list orders). `Store.purge` calls it with
-        the writer's lock and the topics' lock held, before the segments are rewritten: a failure
-        here raises with every memory as it was."""
+    def _drain_spool(self) -> dict[str, int] | None:  # CaptureVerbs' (before this class in Store's bases)
+        raise NotImplementedError
+
+    def _purge_request(self, ids: str | Iterable[str], namespace: str | None) -> list[str]:
+        """`purge`'s arguments checked (before anything is written), then everything waiting in the
+        spool for this writer taken in (captures, readers' access rows), so the purge covers it."""
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            ids = [ids]  # one id (checked below like the others)
+        out = list(ids)
+        bad = [i for i in out if not isinstance(i, str) or not i]
+        if bad:
+            raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r}")
+        while (drained := self._drain_spool()) is not None and drained["files"]:
+            pass
+        return out
+
+    def _purge_derived(self, view: View, ids: list[str], namespace: str | None) -> None:
+        """What `Store.purge` does before the segments are rewritten, with the writer's lock and
+        the topics' lock held: refuse an unknown id, then take the purged memories (`ids`, and
+        every memory of `namespace`) out of everything derived from them: the access and ELO logs
+        and the ratings (E1-E5; the searches that found nothing of a namespace purged whole, or
+        whose every memory is purged, too), the curiosity queue (K7), topics, themes and their
+        history (C4, H8), the tier state (H7), and the caches that held their text, ids or vectors
+        (searches, type names, query vectors, list orders). A failure here raises with every
+        memory as it was."""
+        for mid in sorted(set(ids)):
+            if view.key_of(mid) is None:
+                raise StoreError(f"no memory with id {mid!r} to purge")
+        gone = set(ids)
+        if namespace is not None:
+            gone |= {view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
         whole = {namespace} if namespace is not None else set()
         touched = set(whole)
         for mid in gone:
