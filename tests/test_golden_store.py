@@ -307,3 +307,41 @@ def test_a_format_4_store_with_float32_tokens_joins_format_5_writes(tmp_path: Pa
     assert set(after) == set(before) | {"new1"}
     for mid, toks in before.items():
         np.testing.assert_array_equal(after[mid], int8_tokens(toks))
+
+
+GOLDEN_V6 = Path(__file__).parent / "golden" / "store-v6"
+
+
+def test_golden_v6_opens_read_only_in_place_and_every_file_names_its_store() -> None:
+    """store-v6 (format 6): the same history; the manifest holds the store's id and generation, and
+    every file names them: each segment and edges file in its description, the WAL in its header."""
+    from engramdb.storage.describe import schema_description
+    from engramdb.storage.wal import HEADER_MAX, read_header
+
+    before = {p.name: p.read_bytes() for p in GOLDEN_V6.iterdir()}
+    with engramdb.open(GOLDEN_V6, schema=golden_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]
+        check_v2(db)
+    assert {p.name: p.read_bytes() for p in GOLDEN_V6.iterdir()} == before
+    m = json.loads(before["manifest.json"])
+    assert m["format_version"] == 6 and len(m["store_id"]) == 32 and m["generation"] >= 1
+    assert json.loads(before["engramdb.store"])["store_id"] == m["store_id"]
+    for e in m["segments"] + m["edges"]:
+        desc = schema_description(before[e["file"]][:1 << 16])
+        assert desc is not None and desc["store"] == m["store_id"] and 1 <= desc["generation"] <= m["generation"]
+    identity, _ = read_header(before[m["wal"]][:HEADER_MAX], GOLDEN_V6 / m["wal"])
+    assert identity == {"store": m["store_id"], "seq": int(m["wal"][4:10]), "generation": identity["generation"]}
+    assert engramdb.verify(GOLDEN_V6)["ok"]
+
+
+def test_a_v5_store_opened_for_writing_gets_an_id_and_its_old_log_still_replays(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN_V5, tmp_path / "s")
+    with engramdb.open(tmp_path / "s", schema=golden_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
+        check_v2(db)  # the format-5 WAL (a header without an identity) replayed
+        marker = json.loads((tmp_path / "s" / "engramdb.store").read_text())
+        m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+        assert m["format_version"] == 6 and m["store_id"] == marker["store_id"]
+        db.checkpoint()  # a new WAL: it names the store
+        wal = json.loads((tmp_path / "s" / "manifest.json").read_text())["wal"]
+        assert (tmp_path / "s" / wal).read_bytes()[:8] == b"EGWAL002"
+    with engramdb.open(tmp_path / "s", schema=golden_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]
+        check_v2(db)

@@ -152,3 +152,35 @@ def test_acknowledged_frames_survive_sigkill(tmp_path: Path) -> None:
         ids = [m.id for t in tables for m in table_to_memories(t)]
         assert len(tables) >= len(acked), f"acknowledged {len(acked)} frames, recovered {len(tables)}"
         assert ids[: 20 * len(acked)] == [f"m{i}-{j}" for i in range(len(acked)) for j in range(20)]
+
+
+def test_golden_v2_log_reads_with_its_identity_and_a_frame_of_two_streams() -> None:
+    """wal-v2.log (format 6, tools/make_golden_wal.py): a header naming its store, number and
+    generation; a frame of one memory, then a supersede's two versions and its edge in one frame."""
+    from engramdb.storage.edge_files import is_edge_table, table_to_edges
+    from engramdb.storage.wal import HEADER_MAX, read_header
+
+    data = (GOLDEN / "wal-v2.log").read_bytes()
+    identity, start = read_header(data[:HEADER_MAX], GOLDEN / "wal-v2.log")
+    assert identity == {"store": "0123456789abcdef0123456789abcdef", "seq": 1, "generation": 1}
+    assert data[:8] == b"EGWAL002" and start > 16
+    tables, end = read_frames(GOLDEN / "wal-v2.log")
+    assert end == len(data) and len(tables) == 3
+    first, second = golden_memories()
+    assert table_to_memories(tables[0]) == [first]
+    assert [(m.id, m.version, m.superseded_by, m.supersedes) for m in table_to_memories(tables[1])] == \
+        [("m1", 2, "m2", None), ("m2", 3, None, "m1")]
+    assert is_edge_table(tables[2])
+    assert [(e.src, e.dst, e.type) for e in table_to_edges(tables[2])] == [("m2", "m1", "SUPERSEDES")]
+
+
+def test_a_log_written_with_an_identity_reads_it_back(tmp_path: Path) -> None:
+    identity = {"store": "abc", "seq": 7, "generation": 3}
+    WriteAheadLog(tmp_path / "wal-000007.log", identity, create=True).close()
+    again = WriteAheadLog(tmp_path / "wal-000007.log")
+    assert again.identity == identity and again.recover() == []
+    again.close()
+    with pytest.raises(FileExistsError):
+        WriteAheadLog(tmp_path / "wal-000007.log", identity, create=True)  # never over an existing log
+    with pytest.raises(FileNotFoundError):
+        WriteAheadLog(tmp_path / "wal-000008.log", create=False)
