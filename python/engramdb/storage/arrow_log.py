@@ -14,7 +14,6 @@ namespaces, queries, ...) without them. The log deletes only files of its own na
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import disk
 from .derived_files import table_bytes, write_atomically
 
 LOG_DIR = "access"
@@ -88,9 +88,8 @@ class ArrowLog:
         seqs = table.column("seq")
         name = (f"{self.prefix}-{pc.min(seqs).as_py():012d}-{pc.max(seqs).as_py():012d}-"
                 f"{zlib.crc32(raw):08x}.arrow")
-        self.dir.mkdir(exist_ok=True)
-        write_atomically(self.dir / name, raw)
-        _fsync_dir(self.dir)
+        disk.mkdir(self.dir)
+        write_atomically(self.dir / name, raw)  # the name made durable too (the folder fsynced)
         return name
 
     # ------------------------------------------------------------------------------ reading
@@ -163,7 +162,7 @@ class ArrowLog:
             merged = pa.concat_tables([t for _, t in good])
             self._write(merged)
             for f, _ in good:
-                (self.dir / f[3]).unlink(missing_ok=True)
+                disk.unlink(self.dir / f[3])
             _fsync_dir(self.dir)
             return len(good)
 
@@ -214,7 +213,7 @@ class ArrowLog:
                 rest = t.filter(pc.invert(h))
                 if rest.num_rows:
                     self._write(rest)
-                (self.dir / name).unlink()
+                disk.unlink(self.dir / name, missing_ok=False)
                 removed += n
             _fsync_dir(self.dir)
             return removed
@@ -246,16 +245,12 @@ def intact_logs(folder: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
 
 
 def _fsync_dir(folder: Path) -> None:
+    """Make the folder's removals durable (best effort: a failure leaves at worst a file a later
+    read keeps each seq of once)."""
     try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
+        disk.fsync_dir(folder)
     except OSError:
         pass
-    finally:
-        os.close(fd)
 
 
 __all__ = ["LOG_DIR", "ArrowLog", "intact_logs"]

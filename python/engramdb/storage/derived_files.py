@@ -10,13 +10,14 @@ folder: the index layer hands it bytes and gets bytes back.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from . import disk
 
 INDEX_DIR = "index"
 DERIVED_PREFIXES = ("tree-", "hnsw-", "bm25-", "passages-")  # what the index layer names its files
@@ -48,13 +49,8 @@ _TEMP_NAMES = threading.Lock()
 
 def write_atomically(path: Path, raw: bytes | bytearray) -> None:
     """Write a file whole or not at all: a temporary file beside it, fsynced, renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
     with _TEMP_NAMES:
-        with open(tmp, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        disk.write_atomically(path, raw)
 
 
 def table_bytes(table: pa.Table) -> bytes:
@@ -81,18 +77,15 @@ class DerivedFiles:
     def write(self, name: str, raw: bytes | bytearray) -> dict[str, int]:
         """Write one data file atomically (temp file, fsync, rename); returns its fingerprint."""
         assert self.dir is not None and self.writable
-        self.dir.mkdir(exist_ok=True)
+        disk.mkdir(self.dir)
         write_atomically(self.dir / name, raw)
         return fingerprint(raw)
 
     def write_sidecar(self, name: str, meta: dict[str, Any]) -> None:
         """Replace a sidecar atomically (its data files are written before it)."""
         assert self.dir is not None and self.writable
-        self.dir.mkdir(exist_ok=True)
-        tmp = self.dir / (name + ".tmp")
-        with _TEMP_NAMES:
-            tmp.write_text(json.dumps(meta))
-            os.replace(tmp, self.dir / name)
+        disk.mkdir(self.dir)
+        write_atomically(self.dir / name, json.dumps(meta).encode())
 
     def read_sidecar(self, name: str) -> dict[str, Any] | str:
         """A sidecar's content, or why it cannot be read ("missing", "unreadable ...")."""
@@ -155,4 +148,4 @@ class DerivedFiles:
         for f in self.dir.iterdir():
             # only files of the names indexes write: nothing else in the folder is ours to delete
             if f.is_file() and f.name.startswith(DERIVED_PREFIXES):
-                f.unlink()
+                disk.unlink(f)

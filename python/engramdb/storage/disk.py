@@ -16,6 +16,7 @@ changes nothing durable.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("engramdb.storage")
 OPS = ("open", "write", "fsync", "rename", "link", "unlink", "truncate", "mkdir", "rmdir")
 Hook = Callable[[str, str, Any], None]  # (op, path, detail) -> None, or raise
 
@@ -166,7 +168,9 @@ def write_atomically(path: Path, data: bytes | memoryview, *, tmp: Path | None =
     """Replace `path` with `data` whole or not at all: a temporary file beside it (`tmp`, by
     default `<name>.tmp`), fsynced, renamed over it, then the folder fsynced (unless
     `durable_name` is False: the caller makes the name durable). A failure before the rename
-    leaves `path` as it was and removes the temporary file."""
+    leaves `path` as it was, removes the temporary file and raises; once the rename is done the
+    new file is what readers get, so a failing fsync of the folder after it is logged, not raised
+    (raising would have the caller write again what is already there)."""
     tmp = tmp or path.with_name(path.name + ".tmp")
     write_file(tmp, data)
     try:
@@ -175,7 +179,10 @@ def write_atomically(path: Path, data: bytes | memoryview, *, tmp: Path | None =
         _discard(tmp)
         raise
     if durable_name:
-        fsync_dir(path.parent)
+        try:
+            fsync_dir(path.parent)
+        except OSError as exc:
+            log.warning("fsync of %s after writing %s failed: %s", path.parent, path.name, exc)
 
 
 def _discard(path: Path) -> None:

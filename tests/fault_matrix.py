@@ -1,0 +1,449 @@
+"""The fault-injection matrix (issue 24): every public operation that writes, failed at each of
+its I/O calls in turn, by an error (ENOSPC, EIO) and by a crash (the process killed there).
+
+Every file operation of engramdb's storage layer goes through one seam (`engramdb.storage.disk`);
+a hook installed there counts an operation's calls, then fails the k-th. After each case:
+
+- the store opens without manual steps (a plain `engramdb.open`; a repair the open does by itself
+  is allowed, a StoreError is not), and `engramdb.verify` says ok;
+- every memory acknowledged before the operation is there exactly once (its whole history, each
+  version once), and the operation is all or nothing: what is stored equals the state before it or
+  the state after it; after an error, the state before it when it raised, after it when it did not
+  (a fault past the commit point is logged, not raised);
+- after an error the same handle keeps working: a follow-up write succeeds and is there after a
+  reopen (no byte of the failed call becomes durable behind it);
+- operations whose recovery finishes them (spool ingest: the next writer takes the spool in;
+  repair: run again) end in the state after.
+
+Crashes run in processes forked from a small server that imported engramdb but never opened a
+store (no threads to inherit), so a case costs a fork, not an interpreter start. The suite runs a
+bounded sample (tests/test_fault_matrix.py); `python bench/fault_matrix.py` runs every case and
+prints the counts for bench/RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import engramdb
+from engramdb.storage import disk
+from store_helpers import toy_embedders, toy_schema
+
+TUNING = engramdb.Tuning(checkpoint_rows=40)
+FAULTS = ("ENOSPC", "EIO", "crash")
+CRASH_EXIT = 86
+
+
+def open_store(folder: Path, **kw: Any) -> engramdb.Store:
+    return engramdb.open(folder, schema=toy_schema(), embedders=toy_embedders(), tuning=TUNING,  # type: ignore[arg-type]
+                         **kw)
+
+
+# ------------------------------------------------------------------------------ the operations
+def _base(folder: Path) -> None:
+    """The store every operation starts from: committed segments, edges, an archive, a forgotten
+    and a superseded memory, rows waiting in the WAL, two namespaces."""
+    db = open_store(folder)
+    old = datetime.now(timezone.utc) - timedelta(days=400)
+    db.add_many([{"content": f"memory {i} about topic {i % 5}", "namespace": "a", "id": f"a{i}",
+                  "valid_from": old} for i in range(60)])
+    db.add_many([{"content": f"bob's note {i}", "namespace": "b", "id": f"b{i}"} for i in range(30)])
+    db.link("a1", "a2", "CAUSED_BY", confidence=0.9)
+    db.update("a3", content="memory 3, edited")
+    db.forget("a4")
+    db.supersede("a5", "a6")
+    db.archive(ids=["a7", "a8"])
+    db.checkpoint()
+    db.add_many([{"content": f"in the log {i}", "namespace": "a", "id": f"w{i}"} for i in range(5)])
+    db.link("a10", "a11", "RELATED_TO", confidence=0.8)
+    db.close(checkpoint=False)
+
+
+@dataclass
+class Op:
+    """One operation of the matrix: `run(db)` on a store opened from a copy of the base (or, with
+    `whole`, `run(None, folder)` on the folder itself: open, backup, repair)."""
+
+    name: str
+    run: Callable[..., Any]
+    prepare: Callable[[Path], None] | None = None  # more state before the operation
+    whole: bool = False  # the operation is on the folder (it opens the store itself, or none)
+    settles: bool = False  # recovery (a reopen, a second run) finishes it: only "after" is allowed
+
+
+def _add(db: engramdb.Store) -> None:
+    db.add("a new memory", namespace="a", id="new")
+
+
+def _add_many(db: engramdb.Store) -> None:
+    db.add_many([{"content": f"batch row {i}", "namespace": "a", "id": f"n{i}"} for i in range(12)])
+
+
+def _add_many_big(db: engramdb.Store) -> None:  # at least checkpoint_rows: written straight to a segment
+    db.add_many([{"content": f"big batch row {i}", "namespace": "b", "id": f"g{i}"} for i in range(45)])
+
+
+def _update(db: engramdb.Store) -> None:
+    db.update("a12", content="memory 12, changed")
+
+
+def _supersede(db: engramdb.Store) -> None:
+    db.supersede("a13", "a14")
+
+
+def _link(db: engramdb.Store) -> None:
+    db.link("a15", "a16", "PART_OF", confidence=0.95)
+
+
+def _forget(db: engramdb.Store) -> None:
+    db.forget("a17")
+
+
+def _checkpoint(db: engramdb.Store) -> None:
+    db.checkpoint()
+
+
+def _compact(db: engramdb.Store) -> None:
+    db.compact()
+
+
+def _purge(db: engramdb.Store) -> None:
+    db.purge(["a20", "a7"])
+
+
+def _purge_namespace(db: engramdb.Store) -> None:
+    db.purge(namespace="b")
+
+
+def _archive(db: engramdb.Store) -> None:
+    db.archive(ids=["a21", "a22"])
+
+
+def _unarchive(db: engramdb.Store) -> None:
+    db.unarchive(["a7"])
+
+
+def _consolidate(db: engramdb.Store) -> None:
+    db.consolidate(dry_run=False)
+
+
+def _topics(db: engramdb.Store) -> None:
+    db.topics("a", refresh=True)
+
+
+def _ratings(db: engramdb.Store) -> None:
+    hits = db.search("memory about topic 2", namespace="a", k=5)
+    db.feedback(hits.query_id, used=[h.id for h in hits[:2]])
+    db.update_importance()
+
+
+def _access_log(db: engramdb.Store) -> None:
+    for i in range(6):
+        db.search(f"memory {i}", namespace="a", k=3)
+    db.checkpoint()  # writes the access log's waiting rows
+
+
+def _open(db: None, folder: Path) -> None:
+    engramdb_open = open_store(folder)  # replays the WAL; takes the spool in
+    engramdb_open.close(checkpoint=False)
+
+
+def _spooled(folder: Path) -> None:
+    from engramdb.storage import spool
+
+    spool.put(folder, [{"content": f"captured {i}", "namespace": "a", "id": f"c{i}"} for i in range(4)])
+    spool.put(folder, [{"content": "captured later", "namespace": "b", "id": "c9"}])
+
+
+def _backup(db: None, folder: Path) -> None:
+    engramdb.backup(folder, folder.parent / (folder.name + "-backup"))
+
+
+def _manifest_lost(folder: Path) -> None:
+    (folder / "manifest.json").unlink()
+
+
+def _repair(db: None, folder: Path) -> None:
+    engramdb.repair(folder, accept_loss=True)
+
+
+OPS: dict[str, Op] = {op.name: op for op in (
+    Op("add", _add), Op("add_many", _add_many), Op("add_many_segment", _add_many_big), Op("update", _update),
+    Op("supersede", _supersede), Op("link", _link), Op("forget", _forget), Op("checkpoint", _checkpoint),
+    Op("compact", _compact), Op("purge", _purge), Op("purge_namespace", _purge_namespace),
+    Op("archive", _archive), Op("unarchive", _unarchive), Op("consolidate", _consolidate),
+    Op("topics", _topics), Op("ratings", _ratings), Op("access_log", _access_log),
+    Op("open_replay", _open, whole=True, settles=True),
+    Op("spool_ingest", _open, prepare=_spooled, whole=True, settles=True),
+    Op("backup", _backup, whole=True),
+    Op("repair", _repair, prepare=_manifest_lost, whole=True, settles=True),
+)}
+
+
+# ------------------------------------------------------------------------------ what is stored
+def state(folder: Path) -> dict[str, Any]:
+    """Everything a user can read back: per memory its whole history (version, content, valid
+    until, forgotten, archived), the live edges, reopened read-only."""
+    db = open_store(folder, read_only=True)
+    dump = folder.parent / (folder.name + "-state.jsonl")
+    try:
+        db.export(dump)  # every current memory, forgotten ones too, of every namespace
+        ids = sorted(json.loads(line)["id"] for line in dump.read_text().splitlines() if line)
+        out: dict[str, Any] = {}
+        for mid in ids:
+            out[mid] = [(h.version, h.content if not db.is_archived(mid) else "<archived>",
+                         str(h.valid_until), h.forgotten_at is not None) for h in db.history(mid)]
+        edges = sorted((e.src, e.dst, e.type) for mid in out for e in db.edges(mid, direction="out",
+                                                                                  include_forgotten=True))
+        return {"memories": out, "edges": edges}
+    finally:
+        db.close()
+        dump.unlink(missing_ok=True)
+
+
+def backup_state(folder: Path) -> dict[str, Any] | None:
+    dest = folder.parent / (folder.name + "-backup")
+    try:
+        return state(dest)
+    except engramdb.StoreError:
+        return None
+
+
+# ------------------------------------------------------------------------------ one case
+class Counter:
+    """A hook that counts calls and fails the `at`-th (0: never)."""
+
+    def __init__(self, at: int = 0, fault: str = "EIO") -> None:
+        self.at, self.fault, self.calls, self.fired = at, fault, 0, ""
+
+    def __call__(self, op: str, path: str, detail: Any) -> None:
+        self.calls += 1
+        if self.calls != self.at:
+            return
+        self.fired = f"{op} {os.path.basename(path)}"
+        if op == "write":  # half of it reached the file: a torn write
+            disk.torn_write(path, detail)
+        if self.fault == "crash":
+            os._exit(CRASH_EXIT)
+        code = errno.ENOSPC if self.fault == "ENOSPC" else errno.EIO
+        raise OSError(code, os.strerror(code), path)
+
+
+def run_op(op: Op, folder: Path, hook: Counter) -> BaseException | None:
+    """Run `op` on `folder` with `hook` installed around the operation only; the error it raised."""
+    db = None if op.whole else open_store(folder)
+    raised: BaseException | None = None
+    try:
+        with disk.inject(hook):
+            try:
+                op.run(db, folder) if op.whole else op.run(db)
+            except (OSError, engramdb.StoreError) as exc:
+                raised = exc
+        if db is not None and raised is not None:  # the handle keeps working after a failed call
+            db.add("a follow-up write", namespace="a", id="follow-up")
+    finally:
+        if db is not None:
+            db.close()  # idempotent
+    return raised
+
+
+def count_calls(op: Op, template: Path, scratch: Path) -> int:
+    folder = fresh(template, scratch / f"count-{op.name}")
+    hook = Counter()
+    raised = run_op(op, folder, hook)
+    assert raised is None, f"{op.name} failed without a fault: {raised!r}"
+    return hook.calls
+
+
+def fresh(template: Path, folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    backup = folder.parent / (folder.name + "-backup")
+    if backup.exists():
+        shutil.rmtree(backup)
+    shutil.copytree(template, folder)
+    return folder
+
+
+@dataclass
+class Expect:
+    before: dict[str, Any]
+    after: dict[str, Any]
+    backup: dict[str, Any] | None = None
+
+
+def templates(root: Path) -> dict[str, tuple[Path, Expect]]:
+    """Per operation: its starting folder and the states before and after it (no fault)."""
+    base = root / "base"
+    _base(base)
+    out = {}
+    for name, op in OPS.items():
+        template = root / f"template-{name}"
+        shutil.copytree(base, template)
+        if op.prepare is not None:
+            op.prepare(template)
+        before = state(base) if name == "repair" else None
+        if before is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                before = state(fresh(template, root / "probe")) if name not in ("spool_ingest",) else state(base)
+        done = fresh(template, root / f"after-{name}")
+        assert run_op(op, done, Counter()) is None
+        out[name] = (template, Expect(before=before, after=state(done), backup=backup_state(done)))
+    return out
+
+
+def check(op: Op, folder: Path, expect: Expect, fault: str, raised: BaseException | None, finished: bool) -> str:
+    """"" when the case holds, else what went wrong."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a RepairWarning from an open that repaired by itself is allowed
+        if op.name == "repair":
+            try:
+                engramdb.repair(folder, accept_loss=True)  # what the user runs again
+            except engramdb.StoreError as exc:
+                return f"the second repair failed: {exc}"
+        try:
+            open_store(folder).close()  # opens without manual steps
+        except (engramdb.StoreError, OSError) as exc:
+            return f"does not open: {exc}"
+    report = engramdb.verify(folder)
+    if not report["ok"]:
+        return f"verify: {report}"
+    got = state(folder)
+    follow = got["memories"].pop("follow-up", None)
+    wanted = [(1, "a follow-up write", "None", False)] if raised is not None and not op.whole else None
+    if fault != "crash" and follow != wanted:
+        return f"the follow-up write after the failed call is {follow!r}, expected {wanted!r}"
+    if op.settles:
+        allowed = {"after": expect.after}
+    elif fault == "crash":
+        allowed = {"before": expect.before, "after": expect.after}
+    else:
+        allowed = {"before": expect.before} if raised is not None else {"after": expect.after}
+    if not any(got == want for want in allowed.values()):
+        return f"state is neither {' nor '.join(allowed)}: {_diff(got, allowed)}"
+    if op.name == "backup":
+        copy = backup_state(folder)
+        if copy is not None and copy != expect.backup:
+            return "the backup opens as a store that differs from the source"
+    return ""
+
+
+def _diff(got: dict[str, Any], allowed: dict[str, dict[str, Any]]) -> str:
+    out = []
+    for name, want in allowed.items():
+        gm, wm = got["memories"], want["memories"]
+        missing = sorted(set(wm) - set(gm))[:3]
+        extra = sorted(set(gm) - set(wm))[:3]
+        changed = sorted(k for k in set(gm) & set(wm) if gm[k] != wm[k])[:3]
+        out.append(f"vs {name}: missing {missing}, extra {extra}, changed {[(k, gm[k], wm[k]) for k in changed]}, "
+                   f"edges {'same' if got['edges'] == want['edges'] else 'differ'}")
+    return "; ".join(out)
+
+
+# ------------------------------------------------------------------------------ crashes, forked
+class Forker:
+    """A server process that forks one child per crash case (see the module docstring)."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__)), "serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == "READY"
+
+    def crash(self, op: str, folder: Path, at: int) -> tuple[bool, int]:
+        """(finished: the call count was below `at`, calls made) of `op` crashed at call `at`."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"op": op, "folder": str(folder), "at": at}) + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        return reply["finished"], reply["calls"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def serve() -> None:
+    print("READY", flush=True)
+    for line in sys.stdin:
+        case = json.loads(line)
+        result = Path(case["folder"] + ".result")
+        result.unlink(missing_ok=True)
+        pid = os.fork()
+        if pid == 0:  # the child: run the operation, crash at the chosen call
+            code = 0
+            try:
+                hook = Counter(case["at"], "crash")
+                run_op(OPS[case["op"]], Path(case["folder"]), hook)
+                result.write_text(json.dumps({"calls": hook.calls}))
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent as a failure
+                result.write_text(json.dumps({"error": repr(exc)}))
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        done = json.loads(result.read_text()) if result.exists() else None
+        if done is not None and "error" in done:
+            raise SystemExit(f"case {case} failed in the child: {done['error']}")
+        exit_code = os.waitstatus_to_exitcode(status)
+        if done is None and exit_code != CRASH_EXIT:
+            raise SystemExit(f"case {case}: the child exited {exit_code}")
+        print(json.dumps({"finished": done is not None, "calls": (done or {}).get("calls", case["at"])}), flush=True)
+
+
+# ------------------------------------------------------------------------------ the matrix
+def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tuple[str, ...] = FAULTS,
+               ops: list[str] | None = None) -> dict[str, Any]:
+    """Run the cases `points(op, calls)` chooses for each operation and fault; returns counts and
+    the failures (op, fault, call, what)."""
+    root.mkdir(parents=True, exist_ok=True)
+    plans = templates(root)
+    forker = Forker() if "crash" in faults else None
+    counts: dict[str, dict[str, int]] = {}
+    failures: list[tuple[str, str, int, str]] = []
+    try:
+        for name in ops or list(OPS):
+            op = OPS[name]
+            template, expect = plans[name]
+            total = count_calls(op, template, root)
+            counts[name] = {"calls": total, "cases": 0}
+            for fault in faults:
+                for at in points(name, total):
+                    folder = fresh(template, root / "case")
+                    if fault == "crash":
+                        assert forker is not None
+                        finished, _ = forker.crash(name, folder, at)
+                        raised = None
+                    else:
+                        hook = Counter(at, fault)
+                        raised = run_op(op, folder, hook)
+                        finished = not hook.fired
+                    why = check(op, folder, expect, fault, raised, finished)
+                    counts[name]["cases"] += 1
+                    if why:
+                        failures.append((name, fault, at, why))
+    finally:
+        if forker is not None:
+            forker.close()
+    return {"counts": counts, "failures": failures}
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
+    serve()
