@@ -315,3 +315,23 @@ def test_open_checks_every_argument_before_it_touches_the_folder(
     with pytest.raises(exc, match=match):
         engramdb.open(tmp_path / "empty", **kwargs)
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_feedback_curiosity_and_divergence_refuse_half_an_emoji_and_the_store_goes_on(tmp_path: Path) -> None:
+    """A lone surrogate in feedback's session_id once sat in the access log's buffer and failed every
+    later checkpoint and close; consume_curiosity and divergence raised raw UnicodeEncodeErrors."""
+    db = engramdb.open(tmp_path / "s")
+    db.add("hello world", namespace="n", session_id="s1")
+    hits = db.search("hello", namespace="n")
+    with pytest.raises(ValueError, match="session_id holds a character UTF-8 cannot encode"):
+        db.feedback(hits.query_id, used=[hits[0].id], session_id="s\ud83d")
+    with pytest.raises(ValueError, match="curiosity item ids"):
+        db.consume_curiosity(["x\ud83d"])
+    with pytest.raises(ValueError, match="query holds a character UTF-8 cannot encode"):
+        db.divergence("q\ud83d", namespace="n", session_id="s1")
+    db.feedback(hits.query_id, used=[hits[0].id], session_id="s1")
+    db.checkpoint()
+    db.close()
+    again = engramdb.open(tmp_path / "s")
+    assert again.update_importance().matches == 1  # the good feedback was kept, the bad one never logged
+    again.close()

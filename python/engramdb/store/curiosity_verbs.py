@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context.curiosity import CuriosityItem, Key, ranked
+from ..model import checks
 from ..storage.curiosity_log import CuriosityLog
 from .topic_verbs import TopicVerbs
 
@@ -51,9 +52,9 @@ class CuriosityVerbs(TopicVerbs):
         context that is surprised by the same link queues it again, as a new item.
         PermissionError on a read-only store."""
         wanted = [ids] if isinstance(ids, str) else list(ids)
-        bad = [i for i in wanted if not isinstance(i, str) or not i]
+        bad = [i for i in wanted if not isinstance(i, str) or not i or not checks.encodes(i)]
         if bad:
-            raise ValueError(f"ids must be curiosity item ids (non-empty strings), got {bad[0]!r}")
+            raise ValueError(f"ids must be curiosity item ids (non-empty strings UTF-8 can encode), got {bad[0]!r}")
         log = self._curiosity_log()
         if self.read_only:
             raise PermissionError("this store is read-only: its curiosity queue can be listed, not consumed")

@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
+from ..model import checks
 from ..model.edge import Edge
 from ..model.memory import Memory, as_utc, micros, utc_now
 from ..spaces.batches import concat, take
@@ -203,6 +204,9 @@ class TopicVerbs(UpkeepVerbs):
         main-space similarity to the session's `recent` newest memories, and "divergent" when even
         the nearest is under the space's `low` threshold. Returns {"divergent", "similarity",
         "nearest", "low", "session_memories"}."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError(f"query must be non-empty text, got {query!r}")
+        checks.utf8("query", query, ValueError)
         view = self._view()
         locs = view.current_locs(namespace, session_id=session_id)
         mine = list(zip(view.memories_at(locs), locs))

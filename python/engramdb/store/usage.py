@@ -29,6 +29,7 @@ from ..importance import annotate, batch
 from ..importance.elo import RELEVANCE_THRESHOLD
 from ..importance.ratings import DATA as RATINGS_FILE
 from ..importance.ratings import Importance, Ratings
+from ..model import checks
 from ..model.hit import Hit, Hits
 from ..model.memory import utc_now
 from ..storage import spool
@@ -114,6 +115,8 @@ class Usage:
                                   "read-only)")
         if not isinstance(query_id, str) or not query_id:
             raise ValueError(f"query_id must be the non-empty id a search returned (Hits.query_id), got {query_id!r}")
+        if session_id is not None:  # before the row reaches the log's buffer, which every later write shares
+            checks.short_text("session_id", session_id, 256)
         ids = used_ids(used)
         namespace = self._namespace_of(query_id)
         if namespace is None:
