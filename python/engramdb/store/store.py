@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from ..graph import inference, links
 from ..graph.heuristic import MIN_CONFIDENCE, InferenceReport, Inferrer
-from ..hierarchy.tree import CentroidTree
 from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
 from ..ingest.embedding import check_vector_names, vectors_for
@@ -27,7 +26,7 @@ from ..lifecycle.contradictions import Proposal
 from ..model.edge import Edge
 from ..model.errors import ConflictError, InvalidMemory, StoreError
 from ..model.hit import Hits
-from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
+from ..model.memory import Memory, utc_now, validate_memory
 from ..model.tuning import Tuning
 from ..spaces.passages import MIN_CHARS
 from ..spaces.profiles import earlier_schemas, embedders_for, names_match, profile_schema
@@ -40,6 +39,7 @@ from ..storage.columns import memories_to_table
 from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
+from .archive_verbs import ArchiveVerbs
 from .capture_verbs import CaptureVerbs
 from .context_verbs import ContextVerbs
 from .merging import MergeRule, merge_newer, merged_update
@@ -52,7 +52,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
+class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage
@@ -327,83 +327,8 @@ class Store(UsageVerbs, CaptureVerbs, ContextVerbs):
             removed = rewrites.purge(self._engine, ids, namespace)
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
+            self.last_dedup, self.last_contradictions = [], []  # they may name what was purged
             return removed
-
-    # ----------------------------------------------------------------------------- archival (J7)
-    def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
-                ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """Move the content of old memories (or of the memories `ids`) to an archive file (J7);
-        vectors and tree stay.
-
-        A memory is old when its current version was learned before `older_than`. Where its
-        namespace has a centroid tree, whole leaves go (every memory of a leaf is old); elsewhere
-        memory by memory; `ids` are archived memory by memory (what consolidation chose).
-        Archived memories still match searches (their hits carry `archived=True` and empty
-        content) and can be brought back with `unarchive`. Returns a report: memories and leaves
-        archived, and the archive file.
-        """
-        if (older_than is None) == (ids is None):
-            raise ValueError("archive needs older_than= or ids=, not both")
-        engine = self._engine
-        if ids is not None:
-            wanted = set([ids] if isinstance(ids, str) else ids)
-            with engine.writing():
-                if self.path is None:
-                    raise StoreError("archive needs a store folder: the archive is a file")
-                engine.checkpoint()
-                view = engine.view
-                unknown = sorted(i for i in wanted if view.loc_of(i) is None)
-                if unknown:
-                    raise StoreError(f"no memory with id {unknown[0]!r} to archive")
-                name = rewrites.archive(engine, {i for i in wanted if i not in view.archived})
-                return {"memories": len(wanted - set(view.archived)) if name else 0, "leaves": 0, "file": name}
-        cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
-        with engine.writing():
-            if self.path is None:
-                raise StoreError("archive needs a store folder: the archive is a file")
-            engine.checkpoint()
-            view = engine.view
-            old = {mid for mid, (si, r) in view.current()
-                   if view.segments[si].learned_at[r] < cutoff and mid not in view.archived
-                   and (namespace is None or view.segments[si].namespace(r) == namespace)}
-            chosen: set[str] = set()
-            leaves: list[tuple[CentroidTree, int]] = []
-            treed: set[str] = set()
-            main = self.schema[self.schema.main]
-            tree = self._indexes.tree(main, view) if main.kind == "dense" and self.index_kind == "tree" else None
-            if tree is not None:
-                chosen, leaves, treed = tree.old_leaves(view, old, set(view.archived), namespace)
-            for mid in old:
-                loc = view.loc_of(mid)
-                if loc is not None and view.segments[loc[0]].namespace(loc[1]) not in treed:
-                    chosen.add(mid)
-            name = rewrites.archive(engine, chosen)
-            if name is None:
-                return {"memories": 0, "leaves": 0, "file": None}
-            if tree is not None:
-                tree.set_archived(leaves)
-            return {"memories": len(chosen), "leaves": len(leaves), "file": name}
-
-    def unarchive(self, ids: Iterable[str] | None = None) -> int:
-        """Put archived content back (all archived memories when `ids` is None); returns how many."""
-        engine = self._engine
-        with engine.writing() as view:
-            which = set(view.archived) if ids is None else set(ids)
-            unknown = sorted(which - set(view.archived))
-            if unknown:
-                raise StoreError(f"not archived: {unknown[:5]}")
-            if not which or self.path is None:
-                return 0
-            engine.checkpoint()
-            n = rewrites.unarchive(engine, which)
-            main = self.schema[self.schema.main]
-            if main.kind == "dense" and self.index_kind == "tree":
-                self._indexes.tree(main, engine.view).set_archived(None)
-            return n
-
-    def is_archived(self, id: str) -> bool:
-        """True when the memory's content is in an archive file (J7)."""
-        return id in self._engine.view.archived
 
     # ----------------------------------------------------------------------------- files
     def export(self, path: str | Path, *, namespace: str | None = None) -> int:

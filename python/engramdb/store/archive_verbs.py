@@ -1,0 +1,112 @@
+"""Archival (J7): old memories' content moved to archive files, vectors and trees kept, and back.
+
+Mixed into `Store`: the verbs run under the writer's lock, checkpoint first (archival rewrites
+committed segments), and leave the work to storage/rewrites.py; where a namespace has a centroid
+tree, whole leaves go together and the tree records which are archived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..hierarchy.tree import CentroidTree
+from ..index.registry import Indexes
+from ..model.errors import StoreError
+from ..model.memory import as_utc, micros
+from ..spaces.schema import Schema
+from ..storage import rewrites
+from ..storage.engine import Engine
+
+
+class ArchiveVerbs:
+    """Mixed into `Store`."""
+
+    schema: Schema
+    _engine: Engine
+    _indexes: Indexes
+
+    @property
+    def path(self) -> Path | None:
+        raise NotImplementedError
+
+    @property
+    def index_kind(self) -> str:
+        raise NotImplementedError
+
+    def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
+                ids: Iterable[str] | None = None) -> dict[str, Any]:
+        """Move the content of old memories (or of the memories `ids`) to an archive file (J7);
+        vectors and tree stay.
+
+        A memory is old when its current version was learned before `older_than`. Where its
+        namespace has a centroid tree, whole leaves go (every memory of a leaf is old); elsewhere
+        memory by memory; `ids` are archived memory by memory (what consolidation chose).
+        Archived memories still match searches (their hits carry `archived=True` and empty
+        content) and can be brought back with `unarchive`. Returns a report: memories and leaves
+        archived, and the archive file.
+        """
+        if (older_than is None) == (ids is None):
+            raise ValueError("archive needs older_than= or ids=, not both")
+        engine = self._engine
+        if ids is not None:
+            wanted = set([ids] if isinstance(ids, str) else ids)
+            with engine.writing():
+                if self.path is None:
+                    raise StoreError("archive needs a store folder: the archive is a file")
+                engine.checkpoint()
+                view = engine.view
+                unknown = sorted(i for i in wanted if view.loc_of(i) is None)
+                if unknown:
+                    raise StoreError(f"no memory with id {unknown[0]!r} to archive")
+                name = rewrites.archive(engine, {i for i in wanted if i not in view.archived})
+                return {"memories": len(wanted - set(view.archived)) if name else 0, "leaves": 0, "file": name}
+        cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
+        with engine.writing():
+            if self.path is None:
+                raise StoreError("archive needs a store folder: the archive is a file")
+            engine.checkpoint()
+            view = engine.view
+            old = {mid for mid, (si, r) in view.current()
+                   if view.segments[si].learned_at[r] < cutoff and mid not in view.archived
+                   and (namespace is None or view.segments[si].namespace(r) == namespace)}
+            chosen: set[str] = set()
+            leaves: list[tuple[CentroidTree, int]] = []
+            treed: set[str] = set()
+            main = self.schema[self.schema.main]
+            tree = self._indexes.tree(main, view) if main.kind == "dense" and self.index_kind == "tree" else None
+            if tree is not None:
+                chosen, leaves, treed = tree.old_leaves(view, old, set(view.archived), namespace)
+            for mid in old:
+                loc = view.loc_of(mid)
+                if loc is not None and view.segments[loc[0]].namespace(loc[1]) not in treed:
+                    chosen.add(mid)
+            name = rewrites.archive(engine, chosen)
+            if name is None:
+                return {"memories": 0, "leaves": 0, "file": None}
+            if tree is not None:
+                tree.set_archived(leaves)
+            return {"memories": len(chosen), "leaves": len(leaves), "file": name}
+
+    def unarchive(self, ids: Iterable[str] | None = None) -> int:
+        """Put archived content back (all archived memories when `ids` is None); returns how many."""
+        engine = self._engine
+        with engine.writing() as view:
+            which = set(view.archived) if ids is None else set(ids)
+            unknown = sorted(which - set(view.archived))
+            if unknown:
+                raise StoreError(f"not archived: {unknown[:5]}")
+            if not which or self.path is None:
+                return 0
+            engine.checkpoint()
+            n = rewrites.unarchive(engine, which)
+            main = self.schema[self.schema.main]
+            if main.kind == "dense" and self.index_kind == "tree":
+                self._indexes.tree(main, engine.view).set_archived(None)
+            return n
+
+    def is_archived(self, id: str) -> bool:
+        """True when the memory's content is in an archive file (J7)."""
+        return id in self._engine.view.archived
