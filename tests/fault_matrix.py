@@ -139,7 +139,8 @@ def _unarchive(db: engramdb.Store) -> None:
 
 
 def _consolidate(db: engramdb.Store) -> None:
-    db.consolidate(dry_run=False)
+    # a year on: old memories are archived or compressed, the forgotten one is purged
+    db.consolidate(dry_run=False, now=datetime.now(timezone.utc) + timedelta(days=400), protect_days=0)
 
 
 def _topics(db: engramdb.Store) -> None:
@@ -156,6 +157,22 @@ def _access_log(db: engramdb.Store) -> None:
     for i in range(6):
         db.search(f"memory {i}", namespace="a", k=3)
     db.checkpoint()  # writes the access log's waiting rows
+
+
+def _many_log_files(folder: Path) -> None:
+    db = open_store(folder)
+    for i in range(ROTATE_AT):
+        db.search(f"memory {i}", namespace="a", k=2)
+        db.checkpoint()  # one access-log file each
+    db.close(checkpoint=False)
+
+
+ROTATE_AT = 64  # the access log merges its files when it holds more than this many (ArrowLog.max_files)
+
+
+def _rotation(db: engramdb.Store) -> None:
+    db.search("memory about topic 1", namespace="a", k=3)
+    db.checkpoint()  # one file more than the log keeps: it merges them into one
 
 
 def _open(db: None, folder: Path) -> None:
@@ -188,6 +205,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("compact", _compact), Op("purge", _purge), Op("purge_namespace", _purge_namespace),
     Op("archive", _archive), Op("unarchive", _unarchive), Op("consolidate", _consolidate),
     Op("topics", _topics), Op("ratings", _ratings), Op("access_log", _access_log),
+    Op("access_log_rotation", _rotation, prepare=_many_log_files),
     Op("open_replay", _open, whole=True, settles=True),
     Op("spool_ingest", _open, prepare=_spooled, whole=True, settles=True),
     Op("backup", _backup, whole=True),
