@@ -1,5 +1,6 @@
 """The fault-injection matrix (issue 24): every public operation that writes, failed at each of
-its I/O calls in turn, by an error (ENOSPC, EIO) and by a crash (the process killed there).
+its I/O calls in turn, by an error (ENOSPC, EIO), by a crash (the process killed there) and by a
+power cut (the process killed, and every byte written since its file's last fsync lost).
 
 Every file operation of engramdb's storage layer goes through one seam (`engramdb.storage.disk`);
 a hook installed there counts an operation's calls, then fails the k-th. After each case:
@@ -45,7 +46,7 @@ from engramdb.storage import disk
 from store_helpers import toy_embedders, toy_schema
 
 TUNING = engramdb.Tuning(checkpoint_rows=40)
-FAULTS = ("ENOSPC", "EIO", "crash")
+FAULTS = ("ENOSPC", "EIO", "crash", "powerloss")
 CRASH_EXIT = 86
 
 
@@ -244,22 +245,52 @@ def backup_state(folder: Path) -> dict[str, Any] | None:
 
 # ------------------------------------------------------------------------------ one case
 class Counter:
-    """A hook that counts calls and fails the `at`-th (0: never)."""
+    """A hook that counts calls and fails the `at`-th (0: never): raises ENOSPC or EIO, or ends the
+    process ("crash": what was written stays, as after a kill; "powerloss": every byte written
+    since its file's last fsync is lost first, as after a power cut). A write call it fails is
+    torn: half of its bytes reach the file."""
 
     def __init__(self, at: int = 0, fault: str = "EIO") -> None:
         self.at, self.fault, self.calls, self.fired = at, fault, 0, ""
+        self.durable: dict[str, int] = {}  # powerloss: path -> bytes known on disk (its size at the last fsync)
+        self.written: set[str] = set()  # paths written since their last fsync
 
     def __call__(self, op: str, path: str, detail: Any) -> None:
         self.calls += 1
+        if self.fault == "powerloss" and self.calls < self.at:
+            self._track(op, path, detail)
         if self.calls != self.at:
             return
         self.fired = f"{op} {os.path.basename(path)}"
         if op == "write":  # half of it reached the file: a torn write
             disk.torn_write(path, detail)
-        if self.fault == "crash":
+        if self.fault == "powerloss":
+            self._lose_unsynced()
+        if self.fault in ("crash", "powerloss"):
             os._exit(CRASH_EXIT)
         code = errno.ENOSPC if self.fault == "ENOSPC" else errno.EIO
         raise OSError(code, os.strerror(code), path)
+
+    def _track(self, op: str, path: str, detail: Any) -> None:
+        if op in ("open", "write") and path not in self.durable:  # what was there before this process wrote
+            self.durable[path] = os.path.getsize(path) if os.path.isfile(path) else 0
+        if op == "write":
+            self.written.add(path)
+        elif op == "fsync" and os.path.isfile(path):
+            self.durable[path] = os.path.getsize(path)
+            self.written.discard(path)
+        elif op == "rename" and detail is not None:
+            src = str(detail)
+            if src in self.durable:
+                self.durable[path] = self.durable.pop(src)
+            if src in self.written:
+                self.written.discard(src)
+                self.written.add(path)
+
+    def _lose_unsynced(self) -> None:
+        for path in self.written:
+            if os.path.isfile(path) and os.path.getsize(path) > self.durable.get(path, 0):
+                os.truncate(path, self.durable.get(path, 0))
 
 
 def run_op(op: Op, folder: Path, hook: Counter) -> BaseException | None:
@@ -345,11 +376,11 @@ def check(op: Op, folder: Path, expect: Expect, fault: str, raised: BaseExceptio
     got = state(folder)
     follow = got["memories"].pop("follow-up", None)
     wanted = [(1, "a follow-up write", "None", False)] if raised is not None and not op.whole else None
-    if fault != "crash" and follow != wanted:
+    if fault not in ("crash", "powerloss") and follow != wanted:
         return f"the follow-up write after the failed call is {follow!r}, expected {wanted!r}"
     if op.settles:
         allowed = {"after": expect.after}
-    elif fault == "crash":
+    elif fault in ("crash", "powerloss"):
         allowed = {"before": expect.before, "after": expect.after}
     else:
         allowed = {"before": expect.before} if raised is not None else {"after": expect.after}
@@ -385,10 +416,10 @@ class Forker:
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == "READY"
 
-    def crash(self, op: str, folder: Path, at: int) -> tuple[bool, int]:
+    def crash(self, op: str, folder: Path, at: int, fault: str = "crash") -> tuple[bool, int]:
         """(finished: the call count was below `at`, calls made) of `op` crashed at call `at`."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"op": op, "folder": str(folder), "at": at}) + "\n")
+        self.proc.stdin.write(json.dumps({"op": op, "folder": str(folder), "at": at, "fault": fault}) + "\n")
         self.proc.stdin.flush()
         reply = json.loads(self.proc.stdout.readline())
         return reply["finished"], reply["calls"]
@@ -409,7 +440,7 @@ def serve() -> None:
         if pid == 0:  # the child: run the operation, crash at the chosen call
             code = 0
             try:
-                hook = Counter(case["at"], "crash")
+                hook = Counter(case["at"], case.get("fault", "crash"))
                 run_op(OPS[case["op"]], Path(case["folder"]), hook)
                 result.write_text(json.dumps({"calls": hook.calls}))
             except BaseException as exc:  # noqa: BLE001 - reported to the parent as a failure
@@ -433,7 +464,7 @@ def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tupl
     the failures (op, fault, call, what)."""
     root.mkdir(parents=True, exist_ok=True)
     plans = templates(root)
-    forker = Forker() if "crash" in faults else None
+    forker = Forker() if {"crash", "powerloss"} & set(faults) else None
     counts: dict[str, dict[str, int]] = {}
     failures: list[tuple[str, str, int, str]] = []
     try:
@@ -445,9 +476,9 @@ def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tupl
             for fault in faults:
                 for at in points(name, total):
                     folder = fresh(template, root / "case")
-                    if fault == "crash":
+                    if fault in ("crash", "powerloss"):
                         assert forker is not None
-                        finished, _ = forker.crash(name, folder, at)
+                        finished, _ = forker.crash(name, folder, at, fault)
                         raised = None
                     else:
                         hook = Counter(at, fault)
