@@ -85,6 +85,7 @@ class Op:
     prepare: Callable[[Path], None] | None = None  # more state before the operation
     whole: bool = False  # the operation is on the folder (it opens the store itself, or none)
     settles: bool = False  # recovery (a reopen, a second run) finishes it: only "after" is allowed
+    stepwise: bool = False  # a sequence of atomic steps (consolidation): each memory as before or as after
 
 
 def _add(db: engramdb.Store) -> None:
@@ -204,7 +205,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("add", _add), Op("add_many", _add_many), Op("add_many_segment", _add_many_big), Op("update", _update),
     Op("supersede", _supersede), Op("link", _link), Op("forget", _forget), Op("checkpoint", _checkpoint),
     Op("compact", _compact), Op("purge", _purge), Op("purge_namespace", _purge_namespace),
-    Op("archive", _archive), Op("unarchive", _unarchive), Op("consolidate", _consolidate),
+    Op("archive", _archive), Op("unarchive", _unarchive), Op("consolidate", _consolidate, stepwise=True),
     Op("topics", _topics), Op("ratings", _ratings), Op("access_log", _access_log),
     Op("access_log_rotation", _rotation, prepare=_many_log_files),
     Op("open_replay", _open, whole=True, settles=True),
@@ -384,7 +385,15 @@ def check(op: Op, folder: Path, expect: Expect, fault: str, raised: BaseExceptio
         allowed = {"before": expect.before, "after": expect.after}
     else:
         allowed = {"before": expect.before} if raised is not None else {"after": expect.after}
-    if not any(got == want for want in allowed.values()):
+    if op.stepwise and (raised is not None or fault in ("crash", "powerloss")):
+        # stopped between its steps: each memory's whole history is as before or as after it
+        for mid in set(expect.before["memories"]) | set(expect.after["memories"]):
+            mine = got["memories"].get(mid)
+            if mine != expect.before["memories"].get(mid) and mine != expect.after["memories"].get(mid):
+                return f"{mid} is neither as before nor as after the operation: {mine!r}"
+        if set(got["memories"]) - set(expect.before["memories"]) - set(expect.after["memories"]):
+            return "memories appeared that are in neither state"
+    elif not any(got == want for want in allowed.values()):
         return f"state is neither {' nor '.join(allowed)}: {_diff(got, allowed)}"
     if op.name == "backup":
         copy = backup_state(folder)

@@ -115,7 +115,10 @@ class UpkeepVerbs(Reads):
         dry run). The access log is applied to
         the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear". A memory
         among the `protect_depth` best hits of a query logged in the last `protect_days` days
-        (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed."""
+        (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed.
+        Applied, the run is a sequence of steps, each atomic on its own (the archive rewrite, the
+        compressions' new versions, the purge, the tier state): a failure (a full disk) raises and
+        leaves the steps before it applied, each memory whole as it was or as the run made it."""
         if decay not in cons.DECAYS:
             raise ValueError(f"decay must be one of {', '.join(cons.DECAYS)}, got {decay!r}")
         if not dry_run and self.read_only:
