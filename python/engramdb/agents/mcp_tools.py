@@ -105,8 +105,15 @@ class MemoryTools:
         return self.namespace if namespace is None else namespace
 
     def _topic_id(self, topic: str, ns: str) -> str:
-        """'t3' -> '<ns>/t3'; a full id stays as it is."""
-        return f"{ns}/{topic}" if topic[:1] == "t" and topic[1:].isdigit() else topic
+        """'t3' -> '<ns>/t3'; a full id stays as it is, and must be one of `ns`'s topics (a tool
+        called for one namespace never reaches another's)."""
+        if topic[:1] == "t" and topic[1:].isdigit():
+            return f"{ns}/{topic}"
+        owner, sep, number = topic.rpartition("/t")
+        if sep and number.isdigit() and owner != ns:
+            raise ValueError(f"topic {topic!r} is a topic of namespace {owner!r}, not of {ns!r}: a tool called for "
+                             f"one namespace never reaches another's")
+        return topic
 
     def _linked(self, db: Store, e: Edge, other: str, way: str) -> Result:
         m = db.get(other)

@@ -16,6 +16,7 @@ fails now, for this caller only, with an error naming the field and the value.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -100,4 +101,29 @@ def short_text(name: str, value: Any, most: int, *, optional: bool = True) -> No
     utf8(name, value)
 
 
-__all__ = ["INT64_MAX", "MAX_DEPTH", "MAX_SEQ", "encodes", "json_tree", "seq", "short_text", "utf8"]
+def name(field: str, value: Any) -> str:
+    """An argument naming something the store holds (a namespace, an id, a query id): a non-empty
+    string that encodes as UTF-8, else ValueError (TypeError for a non-string) naming `field`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__} {value!r:.80}")
+    if not value:
+        raise ValueError(f"{field} must not be empty")
+    utf8(field, value, ValueError)
+    return value
+
+
+def path(field: str, value: Any) -> str:
+    """A file or folder path argument: a str or os.PathLike whose name encodes as UTF-8 (the file
+    system, the spool and every message that names the path need it), else an error naming `field`."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{field} must be a path (str or os.PathLike), got {type(value).__name__} {value!r:.80}")
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        raise TypeError(f"{field} must be a text path, got bytes {text!r:.80}")
+    if not text:
+        raise ValueError(f"{field} must not be empty")
+    utf8(field, text, ValueError)
+    return text
+
+
+__all__ = ["INT64_MAX", "MAX_DEPTH", "MAX_SEQ", "encodes", "json_tree", "name", "path", "seq", "short_text", "utf8"]

@@ -32,7 +32,7 @@ from . import disk
 from .arrow_log import LOG_DIR, intact_logs
 from .checksum import check
 from .describe import seq_of
-from .folder import MARKER, classify
+from .folder import MARKER, classify, folder_inode
 from .identity import lineage, marker_id
 from .manifest import write_manifest
 from .pinning import pinned
@@ -96,14 +96,14 @@ def _copy_store(src: Path, out: Path) -> dict[str, Any]:
         total += _write(out / LOG_DIR / name, data)
     # the copy's own identity: a new id, the source's (and its ancestors') as lineage
     new_id = uuid.uuid4().hex
-    parents = sorted({i for i in (m.store_id, marker_id(src)) if i} | lineage(src))
+    parents = sorted({i for i in (m.store_id, marker_id(src)) if i} | lineage(src) | set(m.copied_from))
     header = encode_header({"store": new_id, "seq": seq_of(m.wal), "generation": m.generation + 1,
                             "copied_from": parents})
     total += _write(out / m.wal, header + raw[start:end] if end else header)
     marker = {"engramdb": "store", "store_id": new_id, "created_at": datetime.now(timezone.utc).isoformat(),
-              "copied_from": parents, "spaces": m.spaces}
+              "copied_from": parents, "spaces": m.spaces, "home": folder_inode(out)}  # its inode stays with the rename
     _write(out / MARKER, json.dumps(marker, sort_keys=True).encode())
-    m.store_id = new_id
+    m.store_id, m.wal_header, m.copied_from = new_id, 2, parents
     write_manifest(out, m)  # last: the copy is a store only once every file is in place
     rows = sum(int(e.get("rows", 0)) for e in m.segments)
     return {"files": copied + 2 + len(logs), "bytes": total, "committed_rows": rows,

@@ -60,7 +60,9 @@ def _before(op: str, path: str | os.PathLike[str], detail: Any = None) -> None:
 def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """`os.open` for a file the store writes."""
     _before("open", path)
-    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), mode)
+    # never through a symbolic link: a store's files are plain files it made, and a link planted
+    # under one of their names must not make a write land (or a truncation bite) outside the store
+    return os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), mode)
 
 
 def write_at(fd: int, data: bytes | memoryview, offset: int, path: str | os.PathLike[str]) -> None:

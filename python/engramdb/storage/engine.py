@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import os
 import threading
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,8 +40,17 @@ from .describe import description, seq_of
 from .edge_files import edges_to_table, is_edge_table, table_to_edges
 from .edge_log import EdgeLog
 from .filters import MaskCache
-from .folder import MANIFEST, MARKER, classify, mark_spaces, write_marker
-from .identity import highest_number, marker_id, refusal, wal_problem
+from .folder import (
+    MANIFEST,
+    MARKER,
+    classify,
+    folder_inode,
+    mark_spaces,
+    marker_home,
+    update_marker,
+    write_marker,
+)
+from .identity import STORE_FILE, highest_number, marker_id, refusal, stale_manifest, wal_problem
 from .ids import IdIndex
 from .journal import Journal
 from .lock import WriterLock
@@ -49,7 +60,7 @@ from .repair import damaged_manifest, repair_locked
 from .segment import Segment, digest_of, mapped, read_arrow, read_segment, segment_of, write_file
 from .vectors import column_name, conform, to_arrow, vector_fields
 from .view import View
-from .wal import HEADER_MAX, WalError, WriteAheadLog, decode_frames, read_header
+from .wal import WalError, WriteAheadLog, decode_frames, listed_header
 
 log = logging.getLogger("engramdb.storage")
 
@@ -71,6 +82,8 @@ class Engine:
         self._wal: WriteAheadLog | None = None
         self._edges_pending: list[pa.Table] = []  # edge frames in the WAL, not yet in an edges file
         self._closed = False
+        self._pid = os.getpid()  # the writer: a child forked with this object in hand is not one
+        self._copied = ""  # why this folder is a copy of another store's (it takes an id of its own)
         self._made: list[str] = []  # files an atomic change made so far (removed if it fails)
         # called with the new view after a checkpoint committed rows (the facade syncs indexes)
         self.on_commit: Callable[[View], None] | None = None
@@ -92,14 +105,16 @@ class Engine:
                                           metadata=MEMORY_SCHEMA.metadata)
             self.files = DerivedFiles(self.path, writable=not read_only)
             segments, edges, archived = self._load(manifest is None)
+            self._view = View(generation=0, epoch=self._manifest.row_epoch, schema=self.schema,
+                              segments=tuple(segments), ids=IdIndex(), edges=edges, edge_rows=len(edges),
+                              archived=MappingProxyType(archived), masks=MaskCache(), folder=self.path)
+            if self._copied:
+                self._rehome(self._copied)
         except BaseException:
             if self._wal is not None:
                 self._wal.close()
             self._release()  # a failed open never keeps the writer's lock
             raise
-        self._view = View(generation=0, epoch=self._manifest.row_epoch, schema=self.schema,
-                          segments=tuple(segments), ids=IdIndex(), edges=edges, edge_rows=len(edges),
-                          archived=MappingProxyType(archived), masks=MaskCache(), folder=self.path)
 
     def _open_folder(self, read_only: bool) -> Manifest | None:
         """Check the folder, take the writer's lock (writable), repair a lost or damaged manifest
@@ -126,7 +141,13 @@ class Engine:
         manifest = read_manifest(self.path)
         if not read_only:
             # a store made before markers (or before ids) keeps the id its manifest has, if any
-            self.store_id = write_marker(self.path, manifest.store_id if manifest is not None else None)
+            self.store_id = write_marker(self.path, manifest.store_id if manifest is not None else None,
+                                         manifest.copied_from if manifest is not None else None)
+            if manifest is not None and manifest.store_id and self.store_id in manifest.copied_from:
+                # a copy that took an id of its own, cut short before its marker said so
+                update_marker(self.path, store_id=manifest.store_id, copied_from=manifest.copied_from,
+                              home=folder_inode(self.path))
+                self.store_id = manifest.store_id
             self.journal = Journal(self.path)
         else:
             self.store_id = marker_id(self.path) or (manifest.store_id if manifest is not None else "")
@@ -149,8 +170,11 @@ class Engine:
             m.store_id = self.store_id  # a store from before ids gets its marker's at this open
         identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
         self._wal = WriteAheadLog(self.path / m.wal, identity, create=new)
+        if new:
+            m.wal_header = 2
         frames = self._wal.recover()
         self._replay(frames, segments, edges)
+        self._copied = self._copy_of_another(new)
         # numbers never repeat, not even one a rolled-back or set-aside file was given
         m.next_segment = max(m.next_segment, highest_number(self.path, besides=m.wal) + 1)
         if new or m.format_version < FORMAT_VERSION:
@@ -166,6 +190,41 @@ class Engine:
         self._remove_debris()
         close_versions(segments)
         return segments, edges, archived
+
+    def _copy_of_another(self, new: bool) -> str:
+        """Why this folder's store is a copy that must take an id of its own before it writes ("" if
+        not): the folder is not the one its marker was made in (`cp -r`, a restore by copying), or
+        its live log is hard-linked from elsewhere (`cp -al`: appends would land in both stores)."""
+        assert self.path is not None and self._wal is not None
+        here, home = folder_inode(self.path), marker_home(self.path)
+        if home is None and not new:
+            update_marker(self.path, home=here)  # a marker from before homes: this is its home from now on
+        elif home is not None and home != here:
+            return "it was copied from another folder"
+        if os.stat(self._wal.path).st_nlink > 1:
+            return "its write-ahead log is hard-linked from another folder"
+        return ""
+
+    def _rehome(self, why: str) -> None:
+        """Give a copied store an id of its own (the old one kept as where it came from) and a new
+        write-ahead log named with it, its rows folded into a segment first: from now on a log
+        copied over from the original is another store's, and refused (storage/identity.py)."""
+        assert self.path is not None
+        m = self._manifest
+        old = m.store_id
+        with self._lock:
+            view = self._view
+            pending = [i for i, seg in enumerate(view.segments) if seg.file is None]
+            with self.atomic():
+                m.copied_from = sorted({*m.copied_from, old} - {""})
+                m.store_id = uuid.uuid4().hex
+                merged = self._fold(view, pending)  # a fresh log (named with the new id) even with no rows
+            self._edges_pending = []
+            if merged is not None:
+                self._view = dataclasses.replace(view, segments=view.segments[:pending[0]] + (merged,))
+        update_marker(self.path, store_id=m.store_id, copied_from=m.copied_from, home=folder_inode(self.path))
+        self.store_id = m.store_id
+        log.warning("%s: %s, so this store took an id of its own (%s, copied from %s)", self.path, why, m.store_id, old)
 
     def _load_consistent(self) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
         """A reader's load: the files and WAL of one manifest, pinned (storage/pinning.py) while
@@ -202,11 +261,16 @@ class Engine:
                     archived.update(dict.fromkeys(t.column("id").to_pylist(), e["file"]))
             raw = handles[m.wal].read()
         try:
-            why = wal_problem(m.wal, read_header(raw[:HEADER_MAX], self.path / m.wal)[0], m)
+            why = wal_problem(m.wal, listed_header(raw, self.path / m.wal), m)
         except WalError as exc:
             why = str(exc)
         if why is not None:
             raise StoreError(f"{self.path}: {why}. Nothing was read from it; run `engramdb repair --path {self.path}`")
+        newer = stale_manifest(self.path, m, Journal(self.path))
+        if newer and read_manifest(self.path) == m:  # the same manifest still: not a commit under way
+            raise StoreError(f"{self.path}: the manifest is older than files beside it, {'; '.join(newer)} (was an "
+                             "older manifest copied over it?). Nothing was read: it would hide acknowledged writes. "
+                             f"Run `engramdb repair --path {self.path}`")
         try:
             frames = decode_frames(raw, self.path / m.wal)[0]
         except CorruptFile as exc:
@@ -279,6 +343,16 @@ class Engine:
             raise StoreError("the store is closed")
         if self.read_only:
             raise StoreError("the store is open read-only")
+        if self.forked:
+            raise StoreError(f"this store was opened for writing by process {self._pid}; this process ({os.getpid()}) "
+                             "is a child forked from it and cannot write through the same handle (two writers "
+                             "would overwrite each other's log): open the store in the child, read_only=True "
+                             "beside a parent that writes")
+
+    @property
+    def forked(self) -> bool:
+        """True in a process forked from the one that opened the store (its lock is the parent's)."""
+        return os.getpid() != self._pid
 
     def publish(self, **changes: Any) -> View:
         """Make a new view current: the old one with `changes` (the caller holds the lock)."""
@@ -441,6 +515,7 @@ class Engine:
                 raise StoreError("the store is closed")
             if self.path is None or self._wal is None:
                 return
+            self.check_writable()
             view = self._view
             pending = [i for i, s in enumerate(view.segments) if s.file is None]
             if not pending and not self._edges_pending:
@@ -493,6 +568,7 @@ class Engine:
         self._wal = WriteAheadLog(self.path / wal_name, {"store": m.store_id, "seq": seq_of(wal_name),
                                                          "generation": m.generation + 1}, create=True)
         self._manifest.wal = wal_name
+        self._manifest.wal_header = 2
         self.commit([old_wal.path.name])  # committed: the old WAL's rows are in the files now
         old_wal.close()
         return merged
@@ -505,7 +581,7 @@ class Engine:
                 return
             try:
                 if self._wal is not None:
-                    if checkpoint:
+                    if checkpoint and not self.forked:  # a forked child writes nothing of its parent's
                         self.checkpoint()
                     self._wal.close()
             finally:
@@ -525,8 +601,11 @@ class Engine:
         m = self._manifest
         listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
         for name in self.journal.names() - listed:
+            if STORE_FILE.match(name) is None:  # the journal only ever names data files: anything else is not debris
+                continue
             for debris in (self.path / name, self.path / (name + ".tmp")):
-                disk.unlink(debris)
+                if debris.is_file() and not debris.is_symlink():
+                    disk.unlink(debris)
         for name in (MANIFEST + ".tmp", MARKER + ".tmp"):
             disk.unlink(self.path / name)
         self.journal.clear()

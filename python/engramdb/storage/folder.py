@@ -13,6 +13,7 @@ refused (storage/repair.py).
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,9 +47,10 @@ def classify(folder: Path) -> FolderKind:
                      "give an empty or new folder")
 
 
-def write_marker(folder: Path, store_id: str | None = None) -> str:
+def write_marker(folder: Path, store_id: str | None = None, copied_from: list[str] | None = None) -> str:
     """Mark a folder as a store (atomically; kept as it is when present); returns its store id.
-    `store_id`: the id a store made before markers already has (its manifest's)."""
+    `store_id`, `copied_from`: the id a store already has and the stores it was copied from (its
+    manifest's), for a marker made again after it was lost."""
     path = folder / MARKER
     if path.exists():
         try:
@@ -59,9 +61,41 @@ def write_marker(folder: Path, store_id: str | None = None) -> str:
             pass
         return store_id or ""
     sid = store_id or uuid.uuid4().hex
-    body = json.dumps({"engramdb": "store", "store_id": sid, "created_at": datetime.now(timezone.utc).isoformat()})
+    marker = {"engramdb": "store", "store_id": sid, "created_at": datetime.now(timezone.utc).isoformat(),
+              "home": folder_inode(folder)}
+    if copied_from:
+        marker["copied_from"] = list(copied_from)
+    body = json.dumps(marker)
     disk.write_atomically(path, body.encode())
     return sid
+
+
+def folder_inode(folder: Path) -> int:
+    """The folder's inode number: a store copied to another folder (`cp -r`, a restore) finds
+    another one there, and knows it is a copy (storage/identity.py)."""
+    return os.stat(folder).st_ino
+
+
+def update_marker(folder: Path, **fields: object) -> None:
+    """Set fields of the marker (atomically), keeping the others."""
+    path = folder / MARKER
+    try:
+        marker = json.loads(path.read_text())
+    except (OSError, ValueError):
+        marker = {"engramdb": "store", "created_at": datetime.now(timezone.utc).isoformat()}
+    if not isinstance(marker, dict):
+        marker = {"engramdb": "store"}
+    marker.update(fields)
+    disk.write_atomically(path, json.dumps(marker, sort_keys=True).encode())
+
+
+def marker_home(folder: Path) -> int | None:
+    """The inode the marker says the store was made (or last re-homed) in; None when it does not say."""
+    try:
+        home = json.loads((folder / MARKER).read_text()).get("home")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return home if isinstance(home, int) else None
 
 
 def mark_spaces(folder: Path, spaces: dict[str, object]) -> None:

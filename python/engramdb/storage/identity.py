@@ -29,7 +29,7 @@ from .describe import schema_description, seq_of
 from .folder import MARKER
 from .journal import Journal
 from .manifest import Manifest
-from .wal import HEADER_MAX, WalError, read_header
+from .wal import HEADER_MAX, WalError, listed_header, read_header
 
 STORE_FILE = re.compile(r"^(?:(seg|edges|archive)-(\d+)\.arrow|wal-(\d+)\.log)$")
 NUMBERED = re.compile(r"^(?:seg|edges|archive|wal)-(\d+)\.")  # with any suffix (.tmp, .damaged, ...)
@@ -74,6 +74,9 @@ def wal_problem(name: str, identity: dict[str, Any] | None, m: Manifest) -> str 
     only ever its own store's (a backup's lineage covers its immutable files, not a log that
     went on being written after the copy). A log from before identities (None) or one a crash
     left headerless ({}) is taken as it is."""
+    if identity is None and m.wal_header >= 2:
+        return (f"{name} has a bare header from before logs named their store, but this store's live log was "
+                "made with one: it is not this store's log")
     if not identity:
         return None
     sid = identity.get("store")
@@ -112,7 +115,7 @@ def stale_manifest(folder: Path, m: Manifest, journal: Journal) -> list[str]:
     present = sorted(folder.iterdir())  # before the journal: a file seen was journaled before it was made
     entries = journal.entries()
     listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
-    own = {m.store_id, ""} | lineage(folder)
+    own = {m.store_id, ""} | lineage(folder) | set(m.copied_from)
     out = []
     for name, gen in sorted(entries.items()):
         if gen is not None and gen > m.generation + 1 and name not in listed and claimed_by(folder / name) in own:
@@ -136,10 +139,10 @@ def missing_files(folder: Path, m: Manifest) -> list[str]:
 
 
 def wal_identity(path: Path) -> dict[str, Any] | None:
-    """The identity in a log's header (None for a log from before identities); WalError when the
-    header is not a log's."""
+    """The identity in a listed log's header (None for a log from before identities); WalError
+    when the header is not a log's, or is missing or cut short."""
     with open(path, "rb") as fh:
-        return read_header(fh.read(HEADER_MAX), path)[0]
+        return listed_header(fh.read(HEADER_MAX), path)
 
 
 def refusal(folder: Path, m: Manifest, journal: Journal) -> str | None:
@@ -147,7 +150,7 @@ def refusal(folder: Path, m: Manifest, journal: Journal) -> str | None:
     log, files newer than the manifest. The message names the files and what to do."""
     problems = []
     mid = marker_id(folder)
-    if m.store_id and mid and m.store_id != mid and m.store_id not in lineage(folder):
+    if m.store_id and mid and m.store_id != mid and m.store_id not in lineage(folder) and mid not in m.copied_from:
         problems.append(f"{MARKER} says store {mid} but the manifest is store {m.store_id}'s")
     gone = missing_files(folder, m)
     if gone:

@@ -14,10 +14,11 @@ After locking `LOCK`, the writer checks that the file it locked is still the one
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
-from ..model.errors import StoreLocked
+from ..model.errors import StoreError, StoreLocked
 
 try:
     import fcntl
@@ -50,7 +51,14 @@ class WriterLock:
 
     def _lock_file(self, folder: Path) -> int:
         for _ in range(ATTEMPTS):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            try:  # never through a link: the writer would truncate whatever it points to
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0),
+                             0o644)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise StoreError(f"{self.path} is a symbolic link: a store's LOCK file is a plain file it made; "
+                                     "remove the link") from None
+                raise
             if not _try_lock(fd):
                 holder = self.holder()
                 os.close(fd)

@@ -40,6 +40,8 @@ class Manifest:
     row_epoch: int = 0  # bumped when rows are renumbered (purge): derived indexes keyed by row go stale
     store_id: str = ""  # whose store this is (the marker's id; "" before format 6)
     generation: int = 0  # bumped by every manifest written: files and logs name the one they were made for
+    wal_header: int = 1  # 2: the live log was made with a header naming the store (a bare one is not it)
+    copied_from: list[str] = field(default_factory=list)  # the stores this one was copied from (backups)
 
     def to_json(self) -> str:
         """The manifest as JSON, with the checksum of everything else in it."""

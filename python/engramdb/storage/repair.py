@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from . import disk
 from .checksum import file_digest
 from .columns import FORMAT_VERSION
 from .describe import read_description, seq_of
-from .folder import MANIFEST, MARKER
+from .folder import MANIFEST, MARKER, mark_spaces, write_marker
 from .identity import highest_number, lineage, marker_id, refusal
 from .journal import Journal
 from .manifest import PREVIOUS, Manifest, parse_manifest, write_manifest
@@ -72,6 +73,7 @@ class Plan:
     unfinished: list[str] = field(default_factory=list)  # rewrites whose companions are missing
     damaged: list[str] = field(default_factory=list)  # damaged and replaced by nothing: lost
     foreign: list[str] = field(default_factory=list)  # another store's files: left out, left alone
+    store_id: str = ""  # whose store this is (storage/repair.py `identity`)
     blockers: list[str] = field(default_factory=list)
     wal_salvage: str | None = None  # a damaged live WAL whose intact frames would be copied
 
@@ -106,17 +108,30 @@ def survey(folder: Path) -> dict[str, Found]:
     return found
 
 
-def own_ids(folder: Path) -> set[str]:
-    """The store ids whose files are this store's: its marker's, its manifest's (when it reads)
-    and the stores it was copied from."""
-    ids = {i for i in (marker_id(folder),) if i} | lineage(folder)
-    try:
-        m = parse_manifest((folder / MANIFEST).read_bytes(), folder / MANIFEST)
-        if m.store_id:
-            ids.add(m.store_id)
-    except (OSError, StoreError, FormatError):
-        pass
-    return ids
+def identity(folder: Path, found: dict[str, Found]) -> tuple[str, set[str]]:
+    """(this store's id, the ids whose files are its own: its own and the stores it was copied
+    from). The id is the manifest's (or its previous generation's) when one reads, else the one
+    most of the files claim, else the marker's: a marker put in from another store, or lost and
+    made again, never decides whose files these are."""
+    manifests = []
+    for name in (MANIFEST, PREVIOUS):
+        try:
+            manifests.append(parse_manifest((folder / name).read_bytes(), folder / name))
+        except (OSError, StoreError, FormatError):
+            continue
+    sid = next((m.store_id for m in manifests if m.store_id), "")
+    if not sid:
+        claims = Counter(f.desc.get("store") for f in found.values() if f.desc is not None and not f.problem
+                         and f.desc.get("store"))
+        top = claims.most_common(2)
+        if top and (len(top) == 1 or top[0][1] > top[1][1]):
+            sid = str(top[0][0])
+    mid = marker_id(folder)
+    sid = sid or mid or ""
+    own = {sid} | {i for m in manifests for i in m.copied_from}
+    if mid == sid:
+        own |= lineage(folder)
+    return sid, own - {""}
 
 
 def _arrow(path: Path, kind: str) -> Found:
@@ -151,12 +166,17 @@ def plan(folder: str | Path) -> Plan:
     """What a repair of `folder` would do (nothing is written)."""
     path = Path(folder)
     found = survey(path)
-    own = own_ids(path)
-    # another store's files (copied in) are not this store's: left where they are, out of the plan
+    sid, own = identity(path, found)
+    # another store's files (copied in) are not this store's: left where they are, out of the plan;
+    # a sound one blocks, since it may be this store's whose lineage was lost (a backup's marker)
     foreign = {n: f.desc["store"] for n, f in found.items()
                if own and f.desc is not None and f.desc.get("store") and f.desc["store"] not in own}
     found = {n: f for n, f in found.items() if n not in foreign}
-    p = Plan(manifest=None, found=found, foreign=sorted(foreign))
+    p = Plan(manifest=None, found=found, foreign=sorted(foreign), store_id=sid)
+    for n, other in sorted(foreign.items()):
+        p.blockers.append(f"{n} says it is store {other}'s file, not this store's ({sid or 'unknown'}) nor a store's "
+                          "it was copied from: left out, its rows would be lost if it is this store's after all "
+                          "(copied into it by a backup whose marker was lost?)")
     arrow = {n: f for n, f in found.items() if f.kind != "wal"}
     sound = {n for n, f in arrow.items() if f.desc is not None and not f.problem}
     # a file is usable when every file it requires is usable, or replaced by a usable file (an
@@ -225,7 +245,9 @@ def plan(folder: str | Path) -> Plan:
     p.manifest = Manifest(format_version=FORMAT_VERSION, segments=lists["segments"], edges=lists["edges"],
                           archives=lists["archives"], next_segment=next_seq, spaces=spaces or {},
                           created_by="engramdb repair", wal=wal, row_epoch=epoch + 1,  # +1: derived indexes rebuild
-                          store_id=marker_id(path) or "", generation=_last_generation(path, arrow))
+                          wal_header=2 if found.get(wal) is None or found[wal].desc is not None else 1,
+                          store_id=sid, generation=_last_generation(path, arrow),
+                          copied_from=sorted(own - {sid}))
     return p
 
 
@@ -393,6 +415,11 @@ def _apply(path: Path, p: Plan) -> None:
     current = path / MANIFEST
     if current.exists():
         _set_aside(current, ".damaged")
+    if m.store_id and marker_id(path) != m.store_id:  # a marker lost, or another store's put in
+        if (path / MARKER).exists():
+            _set_aside(path / MARKER, ".foreign")
+        write_marker(path, m.store_id, m.copied_from)
+        mark_spaces(path, m.spaces)
     # files a sound file replaces, and pieces of unfinished rewrites, are the store's own and not
     # part of it: the journal names them, so the next open removes them as debris (left alone they
     # would come back to life once whatever replaced them is compacted away)

@@ -1,8 +1,9 @@
 """`verify`: check every file of a store folder without opening it as a store (nothing is
 written, no lock is taken): the manifest's own checksum, each listed file's size and checksum,
-that each parses, the WAL's header and frames, the derived index files against their sidecars,
-and, when no writer holds the store, that the manifest agrees with the files beside it (none
-missing, no other store's log, none newer than the manifest: storage/identity.py).
+that each parses, the WAL's header and frames, and, when no writer holds the store, that the
+manifest agrees with the files beside it (none missing, no other store's log, none newer than
+the manifest: storage/identity.py). The derived index files are checked against their sidecars
+and reported apart: one that does not match is rebuilt, so it never makes a store not ok.
 
 The listed files are pinned as a reader's open pins them (storage/pinning.py): a writer committing
 while `verify` runs never makes a file it unlisted look missing."""
@@ -23,12 +24,13 @@ from .lock import writer_active
 from .manifest import Manifest, parse_manifest, read_manifest
 from .pinning import manifest_bytes, pinned
 from .segment import mapped
-from .wal import HEADER_MAX, WalError, decode_frames, read_header
+from .wal import WalError, decode_frames, listed_header
 
 
 def verify(folder: str | Path) -> dict[str, Any]:
-    """A report: `ok` (every file intact), and per file "ok" or what is wrong with it; `folder`
-    says whether the manifest agrees with the files beside it ("not checked" beside a writer)."""
+    """A report: `ok` (every file of the store's data intact), per file "ok" or what is wrong with
+    it; `folder`: whether the manifest agrees with the files beside it ("not checked" beside a
+    writer); `derived`: the index files' state (rebuilt when next needed; never a reason not ok)."""
     path = Path(folder)
     files: dict[str, str] = {}
     report: dict[str, Any] = {"path": str(path), "ok": False, "files": files}
@@ -56,8 +58,12 @@ def verify(folder: str | Path) -> dict[str, Any]:
             files[m.wal] = "missing"
         except OSError as exc:
             files[m.wal] = f"unreadable ({exc})"
+    # derived index files are reported, not judged: one that does not match is rebuilt by the next
+    # search that needs it (a crash between a data file and its sidecar leaves exactly that)
+    derived: dict[str, str] = {}
+    report["derived"] = derived
     for side in sorted((path / "index").glob("*.json")) if (path / "index").is_dir() else []:
-        files[f"index/{side.name}"] = _derived(side)
+        derived[f"index/{side.name}"] = _derived(side)
     report["folder"] = _agreement(path)
     report["ok"] = all(v == "ok" or v.startswith("ok ") for v in files.values()) and \
         report["folder"] in ("ok", BUSY)
@@ -106,7 +112,7 @@ def _arrow_state(path: Path, entry: dict[str, Any], data: Any) -> str:
 
 def _wal_state(path: Path, m: Manifest, raw: bytes) -> str:
     try:
-        why = wal_problem(m.wal, read_header(raw[:HEADER_MAX], path / m.wal)[0], m)
+        why = wal_problem(m.wal, listed_header(raw, path / m.wal), m)
         if why is not None:
             return why
         frames, _ = decode_frames(raw, path / m.wal)

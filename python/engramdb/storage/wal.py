@@ -36,6 +36,7 @@ _HEAD = struct.Struct("<8sII")
 HEADER_MAX = 1 << 16  # an identity is a few hundred bytes; more is not a header this version wrote
 FRAME_MAGIC = b"EGF1"
 _FRAME = struct.Struct("<4sII")
+_ZERO_TAIL = 16  # zero bytes ending the last frame's payload that mark it torn, not damaged
 
 
 def encode_header(identity: dict[str, Any] | None) -> bytes:
@@ -62,7 +63,7 @@ def read_header(data: bytes, path: str | os.PathLike[str]) -> tuple[dict[str, An
     if length > HEADER_MAX - _HEAD.size:
         raise WalError(path, f"its header claims {length:,} bytes: damaged")
     if len(body) < length:
-        if data[_HEAD.size:].strip(b"\0") and zlib.crc32(body) == crc:
+        if FRAME_MAGIC in data[_HEAD.size:]:  # frames follow: the header was whole, its length field changed
             raise WalError(path, "its header's length field is damaged")
         return {}, 0  # cut short while it was being made: no frame follows
     if zlib.crc32(body) != crc:
@@ -74,6 +75,15 @@ def read_header(data: bytes, path: str | os.PathLike[str]) -> tuple[dict[str, An
     if not isinstance(identity, dict):
         raise WalError(path, "its header is not a JSON object")
     return identity, _HEAD.size + length
+
+
+def listed_header(data: bytes, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """`read_header` of a log a manifest lists: it was whole when it was listed, so a header that
+    is missing or cut short is damage (WalError), never an empty log."""
+    identity, start = read_header(data[:HEADER_MAX], path)
+    if start == 0:
+        raise WalError(path, "its header is missing or cut short (the log was whole when the manifest listed it)")
+    return identity
 
 
 class WalError(CorruptFile):
@@ -127,7 +137,12 @@ class WriteAheadLog:
         try:
             size = os.fstat(self._fd).st_size
             head = os.pread(self._fd, HEADER_MAX, 0) if size else b""
-            if size == 0 or read_header(head, self.path)[1] == 0:  # new, or a header a crash cut short
+            torn = size == 0 or read_header(head, self.path)[1] == 0
+            if torn and create is False and identity is not None:
+                # a log the manifest lists was whole when it was listed: an empty or cut header is damage
+                raise WalError(self.path, "its header is missing or cut short (the log was whole when the manifest "
+                               "listed it): its frames cannot be trusted")
+            if torn:  # new, or a header a crash cut short while the log was being made
                 header = encode_header(identity)
                 if size:
                     disk.truncate(self._fd, 0, self.path)
@@ -224,7 +239,12 @@ def read_frames(path: str | os.PathLike[str]) -> tuple[list[pa.Table], int]:
 def decode_frames(data: bytes, path: str | os.PathLike[str], *, strict: bool = True) -> tuple[list[pa.Table], int]:
     """`read_frames` of a log's bytes (`path` names it in errors). `strict=False` (salvage): the
     intact frames before any damage, without raising for the damage."""
-    _, pos = read_header(data[:HEADER_MAX], path)
+    try:
+        _, pos = read_header(data[:HEADER_MAX], path)
+    except WalError:
+        if strict or FRAME_MAGIC not in data:
+            raise
+        pos = data.find(FRAME_MAGIC)  # salvage: the frames after a damaged header
     if pos == 0:
         return [], 0
     tables = []
@@ -267,6 +287,10 @@ def _frame_damage(data: bytes, pos: int) -> str | None:
             return "has a damaged length"  # the payload is whole: the length field is what changed
         return "torn"
     if zlib.crc32(data[start:end]) != crc:
+        if end == len(data) and not data[max(start, end - _ZERO_TAIL):end].strip(b"\0"):
+            # the last frame, its payload ending in zeros: a file system that extended the file
+            # before the data reached it (a crash mid-append); an Arrow stream ends 0xFFFFFFFF 0x0
+            return "torn"
         return "fails its CRC-32 (its bytes changed after it was written)"
     return None
 

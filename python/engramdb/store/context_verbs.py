@@ -37,10 +37,12 @@ from ..context.model import Context, ContextItem
 from ..context.tokens import Counter, counter
 from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
+from ..model import checks
 from ..model.errors import StoreError
 from ..model.hit import Hit
 from ..model.memory import Memory
 from ..spaces.query import embed_query, forget_queries
+from ..storage import set_aside
 from ..storage.view import View
 from .curiosity_verbs import CuriosityVerbs
 from .navigation import importance_reader, links_reader, mass_reader, relevance_scorer, visibility
@@ -253,14 +255,16 @@ class ContextVerbs(CuriosityVerbs):
     def _purge_request(self, ids: str | Iterable[str], namespace: str | None) -> list[str]:
         """`purge`'s arguments checked (before anything is written), then everything waiting in the
         spool for this writer taken in (captures, readers' access rows), so the purge covers it."""
-        if namespace is not None and (not isinstance(namespace, str) or not namespace):
-            raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
+        if namespace is not None:
+            checks.name("namespace", namespace)
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             ids = [ids]  # one id (checked below like the others)
         out = list(ids)
         bad = [i for i in out if not isinstance(i, str) or not i]
         if bad:
             raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r}")
+        for i in out:
+            checks.utf8("ids", i, ValueError)
         while (drained := self._drain_spool()) is not None and drained["files"]:
             pass
         return out
@@ -272,8 +276,9 @@ class ContextVerbs(CuriosityVerbs):
         and the ratings (E1-E5; the searches that found nothing of a namespace purged whole, or
         whose every memory is purged, too), the curiosity queue (K7), topics, themes and their
         history (C4, H8), the tier state (H7), and the caches that held their text, ids or vectors
-        (searches, type names, query vectors, list orders). A failure here raises with every
-        memory as it was."""
+        (searches, type names, query vectors, list orders), and any damaged file the store set
+        aside that holds them (storage/set_aside.py). A failure here raises with every memory as
+        it was."""
         for mid in sorted(set(ids)):
             if view.key_of(mid) is None:
                 raise StoreError(f"no memory with id {mid!r} to purge")
@@ -294,6 +299,8 @@ class ContextVerbs(CuriosityVerbs):
         self._forget_curiosity(gone, whole)
         self._forget_topics(touched, gone, whole)
         self._forget_tiers(gone)
+        if self.path is not None and not self.read_only:  # damaged files set aside may hold them too
+            set_aside.scrub(self.path, gone, whole)
         self._search_cache = None
         self._types_cache = None
         vars(self).pop("_list_orders", None)  # CaptureVerbs' page orders (ids and locations)

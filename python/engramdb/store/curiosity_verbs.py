@@ -37,6 +37,7 @@ class CuriosityVerbs(TopicVerbs):
         (`via`), the query, the `expected` and `actual` scores (`error`, `surprise`: "stronger" or
         "weaker" than its link predicted) and when. Items about memories forgotten since are left
         out. A read-only store lists what was queued before."""
+        checks.name("namespace", namespace)
         if not isinstance(namespace, str) or not namespace:
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):

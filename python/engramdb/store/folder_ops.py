@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ingest.intake import build_intake
+from ..model import checks
 from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.memory import utc_now
 from ..model.tuning import Tuning
@@ -24,6 +25,7 @@ def verify(path: str | Path) -> dict[str, Any]:
     written): the manifest's checksum, each listed file's size, checksum and row count, the WAL's
     frames, the index files against their sidecars. Returns {"ok": bool, "files": {name: "ok" or
     what is wrong}}; `engramdb verify PATH` prints it."""
+    checks.path("path", path)
     return storage_verify(path)
 
 
@@ -32,6 +34,8 @@ def backup(path: str | Path, dest: str | Path) -> dict[str, Any]:
     (this process's or another's) goes on: every committed file, checksum-checked as it is
     copied, and the whole frames of the WAL. `dest` is a store: open it to restore. Returns
     {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup PATH DEST`."""
+    checks.path("path", path)
+    checks.path("dest", dest)
     return storage_backup(path, dest)
 
 
@@ -46,6 +50,7 @@ def repair(path: str | Path, *, accept_loss: bool = False, dry_run: bool = False
     are renamed `<name>.damaged`, a damaged WAL's intact frames kept). `dry_run=True` only
     reports. A store whose manifest reads is left alone (`needed` False). `open()` repairs by
     itself, with a RepairWarning, when nothing would be lost. `engramdb repair --path P`."""
+    checks.path("path", path)
     return storage_repair(path, accept_loss=accept_loss, dry_run=dry_run)
 
 
@@ -61,6 +66,12 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     raises InvalidMemory naming it and the field; either way nothing is kept. The same record
     captured again (a hook's rescue of a late capture) is acknowledged as the copy already there
     and kept once."""
+    checks.path("path", path)
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+        raise TypeError(f"records must be a list of dicts (one per memory), got {type(records).__name__} {records!r:.80}")
+    bad = next((r for r in records if not isinstance(r, Mapping)), None) if isinstance(records, (list, tuple)) else None
+    if bad is not None:
+        raise TypeError(f"records must be dicts (one per memory), got {type(bad).__name__} {bad!r:.80}")
     recs = [dict(r) for r in records]
     for r in recs:
         r.setdefault("id", uuid.uuid4().hex)

@@ -23,6 +23,7 @@ from ..ingest.embedding import check_vector_names, vectors_for
 from ..ingest.intake import build_intake, content_bytes
 from ..ingest.sequence import TurnCounter
 from ..lifecycle.contradictions import Proposal
+from ..model import checks
 from ..model.edge import Edge
 from ..model.errors import ConflictError, InvalidMemory, StoreError
 from ..model.hit import Hits
@@ -58,6 +59,8 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
     _usage: Usage
 
     def __init__(self, path: str | Path | None = None, options: Options | None = None) -> None:
+        if path is not None:
+            checks.path("path", path)  # before the folder is touched
         o = options or Options()
         schema = profile_schema(o.profile) if o.profile is not None else o.schema
         self._options = o
@@ -117,7 +120,7 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
             return
         done = False
         try:
-            if not engine.read_only and checkpoint:
+            if not engine.read_only and checkpoint and not engine.forked:
                 with engine.writing():
                     engine.checkpoint()
                     try:
@@ -205,6 +208,12 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
         None` (built-in `merge_newer`: this change's text, metadata merged key by key, the higher
         confidence); when the rule cannot merge (None, or `merge=None`) after the last wait,
         `ConflictError` names both versions."""
+        if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)
+                                             or expected_version < 1):
+            raise TypeError(f"expected_version must be the version (an int >= 1) the change was made against, got "
+                            f"{expected_version!r}")
+        if merge is not None and not callable(merge):
+            raise TypeError(f"merge must be a rule (current, changes) -> changes or None, or None, got {merge!r:.80}")
         if expected_version is None or merge is None:
             return self._update(id, expected_version, changes)
         try:
@@ -224,6 +233,9 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
             content_bytes(changes["content"], None, self.tuning.max_content_bytes)
         with self._engine.writing() as view:
             old = links.current(view, id)
+            if expected_version is not None and expected_version > old.version:
+                raise ValueError(f"expected_version {expected_version}: memory {id!r} is at version {old.version}, "
+                                 "and no later version was ever written (a version this write cannot have read)")
             if expected_version is not None and old.version != expected_version:
                 raise ConflictError(id, expected_version, old.version, "it changed while this write waited")
             new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
@@ -352,6 +364,7 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
         """A full-fidelity copy of this store in folder `dest` (new or empty): every version,
         edge and archived text, the known_at history, taken while writes go on. Opening `dest`
         is the restore. Returns what was copied (see `engramdb.backup`)."""
+        checks.path("dest", dest)
         if self.path is None:
             raise StoreError("backup copies a store folder; this store is in memory: use export()")
         if self._engine.closed:

@@ -109,6 +109,7 @@ class TopicVerbs(UpkeepVerbs):
         near as its farthest member (else none), nothing is re-clustered. A namespace of more
         than `SAMPLE` memories is clustered on a sample of that many (seeded by its name) and the
         rest join by the same centroid rule (`Topics.sampled`)."""
+        checks.name("namespace", namespace)
         view = self._view()
         fingerprint = (view.epoch, view.namespace_rows(namespace))
         cache = self._topic_cache if self._topic_cache is not None else {}
@@ -180,6 +181,7 @@ class TopicVerbs(UpkeepVerbs):
         and `.confidence`, biggest first. Stored beside the indexes (`index/themes.arrow`) and
         listed from there while the namespace is unchanged (a read-only store lists what its
         writer stored); `refresh` or a custom `labeler` computes them again."""
+        checks.name("namespace", namespace)
         view = self._view()
         stamp = _stamp(view, namespace)
         if self._themes_stored is None:
@@ -324,6 +326,7 @@ class TopicVerbs(UpkeepVerbs):
 
         Returns a report: topics, consolidation counts, duplicates forgotten, and edges
         proposed."""
+        checks.name("namespace", namespace)
         from ..retrieval.graph import HYPOTHESIS
 
         found = self.topics(namespace, refresh=True)

@@ -115,6 +115,7 @@ class Usage:
                                   "read-only)")
         if not isinstance(query_id, str) or not query_id:
             raise ValueError(f"query_id must be the non-empty id a search returned (Hits.query_id), got {query_id!r}")
+        checks.utf8("query_id", query_id, ValueError)
         if session_id is not None:  # before the row reaches the log's buffer, which every later write shares
             checks.short_text("session_id", session_id, 256)
         ids = used_ids(used)
@@ -353,6 +354,8 @@ class UsageVerbs:
 
     def importance_log(self, id: str | None = None) -> list[dict[str, Any]]:
         """Every ELO change the batch updates made (of one memory), oldest first, with its inputs."""
+        if id is not None:
+            checks.name("id", id)
         rows: list[dict[str, Any]] = self._usage.updates(id).to_pylist()
         return rows
 
