@@ -300,6 +300,16 @@ async def test_merge_concepts_folds_one_topic_into_another(session: ClientSessio
     assert len(after) == len(before) - 1 and merge["id"] not in {t["id"] for t in after}
 
 
+async def test_a_tool_called_for_one_namespace_never_reaches_anothers_topics(session: ClientSession) -> None:
+    """Found by the adversary: merge_concepts took another namespace's full topic ids."""
+    theirs = (await call(session, "get_topic_portfolio", namespace="merge"))["topics"]
+    said = await error(session, "merge_concepts", keep=theirs[0]["id"], merge=theirs[1]["id"], namespace="main")
+    assert "is a topic of namespace 'merge', not of 'main'" in said
+    said = await error(session, "forget_concept", concept=theirs[0]["id"], namespace="main")
+    assert "is a topic of namespace 'merge'" in said
+    assert (await call(session, "get_topic_portfolio", namespace="merge"))["topics"] == theirs
+
+
 async def test_forget_concept_hides_the_memories_from_search(session: ClientSession) -> None:
     dry = await call(session, "forget_concept", concept="sourdough starter", dryRun=True, namespace="forget")
     assert dry["count"] >= 1 and dry["dry_run"] is True
