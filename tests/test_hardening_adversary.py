@@ -176,7 +176,7 @@ def test_a_repair_stops_before_leaving_out_another_ids_sound_files(tmp_path: Pat
         db.add("mine", namespace="n")
     with engramdb.open(x, tuning=engramdb.Tuning(checkpoint_rows=8)) as db:
         db.add_many([{"content": f"theirs {i}", "namespace": "n"} for i in range(10)])
-    theirs = sorted(x.glob("seg-*.arrow"))[-1]
+    theirs = max(x.glob("seg-*.arrow"))
     shutil.copyfile(theirs, a / "seg-000090.arrow")
     (a / "manifest.json").unlink()
     with pytest.raises(StoreError, match="seg-000090.arrow says it is store"):
