@@ -43,6 +43,7 @@ if str(HERE) not in sys.path:
 
 import engramdb
 from engramdb.storage import disk
+from engramdb.storage import folder as folder_seam
 from store_helpers import toy_embedders, toy_schema
 
 TUNING = engramdb.Tuning(checkpoint_rows=40)
@@ -327,6 +328,9 @@ def fresh(template: Path, folder: Path) -> Path:
     if backup.exists():
         shutil.rmtree(backup)
     shutil.copytree(template, folder)
+    # the same store in a new folder, not a copy of it: a copied store takes an id of its own at
+    # its first writable open (storage/identity.py), which would fold its WAL before each operation
+    folder_seam.update_marker(folder, home=folder_seam.folder_inode(folder))
     return folder
 
 
