@@ -65,7 +65,7 @@ def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     return os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), mode)
 
 
-def write_at(fd: int, data: bytes | memoryview, offset: int, path: str | os.PathLike[str]) -> None:
+def write_at(fd: int, data: bytes | bytearray | memoryview, offset: int, path: str | os.PathLike[str]) -> None:
     """Write all of `data` at `offset` (`os.pwrite` until done: a short write is resumed, never
     left for a buffer to finish later)."""
     view = memoryview(data).cast("B")
@@ -78,7 +78,7 @@ def write_at(fd: int, data: bytes | memoryview, offset: int, path: str | os.Path
         done += n
 
 
-def append(fd: int, data: bytes | memoryview, path: str | os.PathLike[str]) -> None:
+def append(fd: int, data: bytes | bytearray | memoryview, path: str | os.PathLike[str]) -> None:
     """Write all of `data` at the descriptor's position (a sequentially written file)."""
     view = memoryview(data).cast("B")
     _before("write", path, (view, None))
@@ -150,7 +150,7 @@ def rmdir(path: str | os.PathLike[str]) -> None:
 
 
 # ------------------------------------------------------------------------------ whole files
-def write_file(path: Path, data: bytes | memoryview, *, exclusive: bool = False) -> None:
+def write_file(path: Path, data: bytes | bytearray | memoryview, *, exclusive: bool = False) -> None:
     """Write `path` whole with `data`, fsynced (with `exclusive`, FileExistsError when it exists:
     never overwrites). A failure removes the half-written file and raises."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
@@ -165,7 +165,7 @@ def write_file(path: Path, data: bytes | memoryview, *, exclusive: bool = False)
     os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes | memoryview, *, tmp: Path | None = None,
+def write_atomically(path: Path, data: bytes | bytearray | memoryview, *, tmp: Path | None = None,
                      durable_name: bool = True) -> None:
     """Replace `path` with `data` whole or not at all: a temporary file beside it (`tmp`, by
     default `<name>.tmp`), fsynced, renamed over it, then the folder fsynced (unless

@@ -53,12 +53,14 @@ from .folder import (
 from .identity import STORE_FILE, highest_number, marker_id, refusal, stale_manifest, wal_problem
 from .ids import IdIndex
 from .journal import Journal
+from .loading import read_listed
 from .lock import WriterLock
 from .manifest import Manifest, read_manifest, write_manifest
 from .pinning import pinned
 from .repair import damaged_manifest, repair_locked
-from .segment import Segment, digest_of, mapped, read_arrow, read_segment, segment_of, write_file
+from .segment import Segment, digest_of, mapped, read_segment, segment_of, write_file
 from .vectors import column_name, conform, to_arrow, vector_fields
+from .versions import close_versions, with_closures
 from .view import View
 from .wal import WalError, WriteAheadLog, decode_frames, listed_header
 
@@ -165,7 +167,7 @@ class Engine:
             raise StoreError(f"{self.path}: {why}. Nothing was changed: opening would hide or lose acknowledged "
                              f"writes. Run `engramdb repair --path {self.path}` to see what the store's own files "
                              "hold and rebuild the manifest from them")
-        segments, edges, archived = self._read_files(m)
+        segments, edges, archived = read_listed(self.path, m)
         if not m.store_id:
             m.store_id = self.store_id  # a store from before ids gets its marker's at this open
         identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
@@ -283,31 +285,6 @@ class Engine:
         self.salvaged = skipped
         self._replay(frames, segments, edges)
         close_versions(segments)
-        return segments, edges, archived
-
-    def _read_files(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
-        assert self.path is not None
-        try:
-            return self._read_listed(m)
-        except FileNotFoundError as exc:
-            raise StoreError(f"{self.path}: {MANIFEST} lists {Path(str(exc.filename)).name}, which is missing; nothing "
-                             "was changed") from None
-
-    def _read_listed(self, m: Manifest) -> tuple[list[Segment], EdgeLog, dict[str, str]]:
-        assert self.path is not None
-        for entries in (m.segments, m.edges, m.archives):
-            for i, entry in enumerate(entries):
-                # files listed before descriptions had no order: their place in the list is one
-                # (below every seq, so every file written from now on sorts after them)
-                entry.setdefault("order", i)
-        segments = [read_segment(self.path / entry["file"], entry, defer=True) for entry in m.segments]
-        edges = EdgeLog()
-        for entry in m.edges:
-            edges.append(table_to_edges(read_arrow(self.path / entry["file"], entry)))
-        archived: dict[str, str] = {}
-        for entry in m.archives:
-            ids = read_arrow(self.path / entry["file"], entry).column("id").to_pylist()
-            archived.update(dict.fromkeys(ids, entry["file"]))
         return segments, edges, archived
 
     def _replay(self, frames: list[pa.Table], segments: list[Segment], edges: EdgeLog) -> None:
@@ -493,7 +470,7 @@ class Engine:
         np.cumsum([len(s) for s in segments], out=bases[1:])
         replaced = view.ids.extend(segments, bases, int(bases[-1]))
         if replaced:
-            segments = _with_closures(segments, bases, replaced)
+            segments = with_closures(segments, bases, replaced)
         return self.publish(segments=segments)
 
     def append_edges(self, edges: list[Edge]) -> View:
@@ -609,41 +586,3 @@ class Engine:
         for name in (MANIFEST + ".tmp", MARKER + ".tmp"):
             disk.unlink(self.path / name)
         self.journal.clear()
-
-
-def close_versions(segments: list[Segment]) -> None:
-    """Set sys_end of every row a later version replaced (at open, before anything is shared),
-    without the full id index: only rows of ids that have a version > 1 somewhere can be replaced
-    (a first version never follows another row of its id: ids are unique at add, and purge
-    removes every row of an id)."""
-    replaced: set[str] = set()
-    for seg in segments:
-        later = np.flatnonzero(np.asarray(seg.table.column("version").to_numpy()) > 1)
-        replaced.update(seg.ids[int(r)] for r in later)
-    if not replaced:
-        return
-    last: dict[str, tuple[int, int]] = {}
-    for si, seg in enumerate(segments):
-        for row, mid in enumerate(seg.ids):
-            if mid in replaced:
-                prev = last.get(mid)
-                if prev is not None:
-                    old = segments[prev[0]]
-                    old.sys_end[prev[1]] = min(int(old.sys_end[prev[1]]), int(seg.learned_at[row]))
-                last[mid] = (si, row)
-
-
-def _with_closures(segments: tuple[Segment, ...], bases: np.ndarray,
-                   replaced: list[tuple[int, int]]) -> tuple[Segment, ...]:
-    """The segments with each replaced row's system time ended where its replacement was learned
-    (copies of the segments touched: a published view's segments never change)."""
-    pairs = np.asarray(replaced, np.int64)
-    new_seg = np.searchsorted(bases, pairs[:, 1], side="right") - 1
-    at = np.array([segments[s].learned_at[k - bases[s]] for s, k in zip(new_seg.tolist(), pairs[:, 1].tolist())],
-                  np.int64)
-    old_seg = np.searchsorted(bases, pairs[:, 0], side="right") - 1
-    out = list(segments)
-    for s in np.unique(old_seg).tolist():
-        sel = old_seg == s
-        out[s] = out[s].with_closed(pairs[sel, 0] - bases[s], at[sel])
-    return tuple(out)

@@ -1,0 +1,48 @@
+"""System time across versions: a row stops being current where a later version of its memory
+was learned. Rows never change; the store keeps each row's end (`sys_end`) beside it, set at open
+for what the files hold and by copy on write as new versions arrive (a published segment never
+changes under a reader)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .segment import Segment
+
+
+def close_versions(segments: list[Segment]) -> None:
+    """Set sys_end of every row a later version replaced (at open, before anything is shared),
+    without the full id index: only rows of ids that have a version > 1 somewhere can be replaced
+    (a first version never follows another row of its id: ids are unique at add, and purge
+    removes every row of an id)."""
+    replaced: set[str] = set()
+    for seg in segments:
+        later = np.flatnonzero(np.asarray(seg.table.column("version").to_numpy()) > 1)
+        replaced.update(seg.ids[int(r)] for r in later)
+    if not replaced:
+        return
+    last: dict[str, tuple[int, int]] = {}
+    for si, seg in enumerate(segments):
+        for row, mid in enumerate(seg.ids):
+            if mid in replaced:
+                prev = last.get(mid)
+                if prev is not None:
+                    old = segments[prev[0]]
+                    old.sys_end[prev[1]] = min(int(old.sys_end[prev[1]]), int(seg.learned_at[row]))
+                last[mid] = (si, row)
+
+
+def with_closures(segments: tuple[Segment, ...], bases: np.ndarray,
+                   replaced: list[tuple[int, int]]) -> tuple[Segment, ...]:
+    """The segments with each replaced row's system time ended where its replacement was learned
+    (copies of the segments touched: a published view's segments never change)."""
+    pairs = np.asarray(replaced, np.int64)
+    new_seg = np.searchsorted(bases, pairs[:, 1], side="right") - 1
+    at = np.array([segments[s].learned_at[k - bases[s]] for s, k in zip(new_seg.tolist(), pairs[:, 1].tolist())],
+                  np.int64)
+    old_seg = np.searchsorted(bases, pairs[:, 0], side="right") - 1
+    out = list(segments)
+    for s in np.unique(old_seg).tolist():
+        sel = old_seg == s
+        out[s] = out[s].with_closed(pairs[sel, 0] - bases[s], at[sel])
+    return tuple(out)
