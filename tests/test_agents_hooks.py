@@ -231,7 +231,7 @@ def test_a_capture_past_its_budget_is_still_kept_once(tmp_path: Path) -> None:
         late = hook("Stop", store, _payload("Stop", tmp_path, last_assistant_message=text),
                     env=_env(**{ev.BUDGET_ENV: "1"}))
         assert (late.returncode, late.stdout) == (0, "")
-        assert "budget" in late.stderr and "spooled instead" in late.stderr
+        assert "budget" in late.stderr and "spooled for the next writer" in late.stderr
     with engramdb.open(store):  # two spooled copies at most (the capture's and the rescue's), one memory
         pass
     assert [m.content for m in memories(store)].count(text) == 1
@@ -290,6 +290,6 @@ def test_the_claude_code_example_wires_every_event_above_its_budget() -> None:
     assert set(wired) == set(ev.EVENTS) == set(hooks.HOOKS)
     for event, [h] in wired.items():
         assert (h["type"], h["command"]) == ("command", f"engramdb hook {event}")
-        rescue = hooks.RESCUE_S * 1000 if hooks.HOOKS[event].capture is not None else 0
+        rescue = hooks.rescue_seconds(event) * 1000 if hooks.HOOKS[event].capture is not None else 0
         assert h["timeout"] * 1000 > ev.BUDGETS_MS[event] + rescue  # the hook leaves before it is killed
         assert h.get("async", False) == (hooks.HOOKS[event].read is None and event != "SessionEnd")

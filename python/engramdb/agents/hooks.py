@@ -16,8 +16,11 @@ Each event has a read (context for the agent) and/or a write, within its budget
 Context goes to stdout as `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
 TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is nothing to say.
 
-Captures go through `engramdb.capture`: stored at once when the writer's lock is free, else
-spooled for the next writer, so parallel hooks never wait on each other or on a long-lived writer.
+Captures are spooled first, always (the capture's one path: a JSON file, checked with the writer's
+rules, fsynced and renamed into place in milliseconds, with neither Arrow nor the store opened),
+then taken in at once when the writer's lock is free (the process opens the store as its writer,
+which ingests the spool); else the next writer takes them in, exactly once (ids are given here).
+Parallel hooks never wait on each other or on a long-lived writer.
 Reads open the store read-only (any number at once); a store folder that does not exist yet reads
 as empty. The exit status is always 0: these hooks never block the agent. Bad or empty stdin
 prints nothing and leaves one line on stderr.
@@ -26,9 +29,12 @@ Deadlines: the read and the write run on daemon threads. The budget counts from 
 start; a read that has a quicker answer offers it first (the pack before the topics, plain search
 hits before the full context, whose topics a cold process may need seconds to compute), and that
 answer is printed when the full one is not ready at FALLBACK_AT of the budget. At the budget the
-process leaves with `os._exit(0)`: nothing printed if the context was not ready, never half of it;
-a capture still unfinished is first captured again under the same id (`_rescue`: spooled in
-milliseconds while the process's own capture holds the lock), so it is kept, and kept once.
+process leaves with `os._exit(0)`: nothing printed if the context was not ready, never half of it.
+A capture already spooled is kept whatever is cut short after it; one not yet spooled is spooled
+then, on the main thread (`_rescue`), waiting up to RESCUE_S past the budget for stdin to be read
+first (a machine so loaded that a hook cannot read its input in its budget; RESCUE_ASYNC_S for the
+capture-only events an agent runs without waiting). A capture that cannot
+be kept is said on stderr as such, with its count ("1 capture NOT kept"), never passed over.
 $ENGRAMDB_HOOK_BUDGET_MS sets one budget (ms) for every event. `main` is a process's entry point
 (the CLI's): it may end the process.
 """
@@ -49,6 +55,10 @@ from typing import Any
 
 import engramdb
 
+from ..model.errors import InvalidMemory
+from ..model.memory import Memory, validate_memory
+from ..model.tuning import Tuning
+from ..storage import spool
 from . import hook_events as ev
 from .hook_events import Payload
 
@@ -61,7 +71,8 @@ TOOL_MIN_SCORE = 0.3  # a tool call is frequent: only good matches are worth its
 TOOL_CHARS = 1_200  # a PreToolUse context at most (a brief one, whatever --max-chars allows)
 LINE_CHARS = 400  # one memory in a plain-search answer
 TOPICS_SHOWN = 8  # topics a SessionStart lists
-RESCUE_S = 2.0  # past the budget, a late capture's second chance (spooling takes ms, a cold import ~0.4-1 s)
+RESCUE_S = 2.0  # past the budget, how long a capture whose input is not read yet is waited for (spooling takes ms)
+RESCUE_ASYNC_S = 20.0  # ... by an event nothing waits for (a capture only: the agent runs its hook async)
 PROCESS_AGE_LIMIT_S = 60.0  # older at main(): not a hook's own process (main() was called in-process), count from now
 
 
@@ -81,6 +92,9 @@ class _Run:
         self.store: Path | None = None
         self.records: list[dict[str, Any]] = []  # what the write captures
         self.written = threading.Event()
+        self.kept = False  # the capture's records are in the spool (durable)
+        self.rescue_s = RESCUE_S
+        self.keeping = threading.Lock()  # the write thread and a rescue keep them once
         self.notes: list[str] = []
 
     def offer(self, text: str | None) -> None:
@@ -129,6 +143,7 @@ def main(event: str, *, path: str | None, namespace: str | None, max_chars: int)
     budget = ev.budget_ms(event) / 1000
     deadline = _process_start() + budget
     run = _Run(deadline)
+    run.rescue_s = rescue_seconds(event)
     worker = threading.Thread(target=_work, args=(run, event, path, namespace, max(0, max_chars)),
                               name=f"engramdb-hook-{event}", daemon=True)
     worker.start()
@@ -142,6 +157,8 @@ def main(event: str, *, path: str | None, namespace: str | None, max_chars: int)
     if text and HOOKS[event].read is not None:
         _print_context(event, text)
     if not run.written.wait(max(0.0, deadline - time.monotonic())):
+        if run.kept:  # in the spool; storing it was cut short: the next writer takes it in
+            _leave(event, None)
         _leave(event, f"over its {ev.budget_ms(event)} ms budget before its write finished" + _rescue(run))
     if which == "full":  # the reader is closing: let it spool what it injected (E1), within the budget
         worker.join(max(0.0, deadline - time.monotonic()))
@@ -191,7 +208,8 @@ def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, n
     try:
         run.go_write.wait()
         if run.records:
-            engramdb.capture(store, run.records)
+            _keep(run, store)  # durable from here on: the capture is kept
+            _take_in(store)  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
         if upkeep is not None:
             upkeep(store, ns)
     except Exception as exc:  # noqa: BLE001 - as in _work
@@ -200,32 +218,52 @@ def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, n
         run.written.set()
 
 
+def rescue_seconds(event: str) -> float:
+    """How long past its budget `event` waits to keep a capture whose input is not read yet."""
+    return RESCUE_S if HOOKS[event].read is not None else RESCUE_ASYNC_S
+
+
+def _keep(run: _Run, store: Path) -> None:
+    """Spool the capture's records (checked with the writer's rules first), once per process: a
+    file of JSON, fsynced and renamed into place in milliseconds, with neither Arrow nor the store
+    opened. The spool is the capture's one path; whichever writer opens next takes it in, exactly
+    once (ids were given here)."""
+    with run.keeping:
+        if run.kept or not run.records:
+            return
+        limit = Tuning().max_content_bytes
+        for r in run.records:
+            validate_memory(Memory(**r))  # the writer's rules: a capture it would refuse is not acknowledged
+            if len(r["content"].encode("utf-8")) > limit:
+                raise InvalidMemory(f"content is {len(r['content'].encode()):,} bytes, over {limit:,}")
+        spool.put(store, run.records)
+        run.kept = True
+
+
+def _take_in(store: Path) -> None:
+    """Open the store as its writer, which takes the spool in, when no other process writes it."""
+    try:
+        db = engramdb.open(store)
+    except engramdb.StoreLocked:
+        return  # the writer takes the spool in before its next write
+    db.close(checkpoint=False)  # the rows are durable in the WAL; the next long-lived writer folds them
+
+
 def _rescue(run: _Run) -> str:
-    """At the deadline with a capture unfinished: capture the same records (same ids) again,
-    within RESCUE_S. While this process's own capture holds the writer's lock, that spools them in
-    milliseconds; the next writer takes in whichever copy it does not already hold (ids are
-    checked), so the memory is kept once. Says what became of them ("" with nothing to keep)."""
-    end = time.monotonic() + RESCUE_S
-    if run.written.is_set() or not run.parsed.wait(RESCUE_S):
+    """At the deadline with a capture not yet kept: keep it now, on this thread (spooling takes
+    milliseconds), waiting up to RESCUE_S (RESCUE_ASYNC_S for an event with no read: the agent does
+    not wait for it) for stdin to be read first. Says what became of it ("":
+    nothing to keep, or kept already); a capture that could not be kept is said as such, with its
+    count, never passed over."""
+    if run.kept or not run.parsed.wait(run.rescue_s):
+        return "" if run.kept else ": 1 capture NOT kept (its input was not read in time)"
+    if not run.records or run.store is None:
         return ""
-    store = run.store
-    if not run.records or store is None:
-        return ""
-    done = threading.Event()
-    kept: list[dict[str, Any]] = []
-
-    def again() -> None:
-        try:
-            kept.append(engramdb.capture(store, run.records))
-        except Exception as exc:  # noqa: BLE001 - as in _work
-            run.notes.append(_why(exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=again, name="engramdb-hook-rescue", daemon=True).start()
-    if done.wait(max(0.0, end - time.monotonic())) and kept:
-        return f": the capture was {'spooled' if kept[0]['spooled'] else 'stored'} instead"
-    return f": the capture may be lost (not kept within a further {RESCUE_S:g} s)"
+    try:
+        _keep(run, run.store)
+    except Exception as exc:  # noqa: BLE001 - said, with the count
+        return f": {len(run.records)} capture(s) NOT kept ({_why(exc)})"
+    return ": the capture was spooled for the next writer"
 
 
 # ---------------------------------------------------------------------------------- reads

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,8 +29,8 @@ FolderKind = Literal["new", "store", "lost"]
 
 
 def classify(folder: Path) -> FolderKind:
-    """"new" (absent or empty), "store" (a manifest), "lost" (the marker without a manifest);
-    any other folder raises StoreError naming it."""
+    """"new" (absent, empty, or being made: see `_being_made`), "store" (a manifest), "lost" (the
+    marker without a manifest); any other folder raises StoreError naming it."""
     if not folder.exists():
         return "new"
     if not folder.is_dir():
@@ -39,12 +40,28 @@ def classify(folder: Path) -> FolderKind:
         return "store"
     if MARKER in names:
         return "lost"
-    if not names:
+    if not names or _being_made(folder, names):
         return "new"
     shown = sorted(names)[:5]
     raise StoreError(f"{folder} is not an engramdb store (no {MANIFEST}, no {MARKER}) and is not empty "
                      f"({len(names)} entries, e.g. {shown}): refusing to use it, nothing was changed; "
                      "give an empty or new folder")
+
+
+_SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access)(\.tmp)?$")  # storage/spool.py's names
+
+
+def _being_made(folder: Path, names: set[str]) -> bool:
+    """True for a folder holding only what a store's first moments leave: the `LOCK` its first
+    writer has just taken (before the marker), and captures spooled while it was being made (a
+    hook's, beside that writer) under the spool's own names. Such a folder is a new store, not
+    someone else's folder."""
+    if not names <= {"LOCK", "spool"} or ("LOCK" in names and not (folder / "LOCK").is_file()):
+        return False
+    spooled = folder / "spool"
+    if "spool" not in names:
+        return True
+    return spooled.is_dir() and all(_SPOOLED.match(p.name) and p.is_file() for p in spooled.iterdir())
 
 
 def write_marker(folder: Path, store_id: str | None = None, copied_from: list[str] | None = None) -> str:

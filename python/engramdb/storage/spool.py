@@ -2,8 +2,13 @@
 
 Coding-agent hooks run as parallel processes beside a long-lived writer (an MCP server, the agent's
 own process). A capture must neither fail nor wait for the lock, so it writes its records to
-`<store>/spool/` as one file, whole or not at all (temporary name, fsync, rename), and the next
-writer ingests the folder. Exactly once: every record carries the id it was given at capture time,
+`<store>/spool/` as one file, whole or not at all, and the next writer ingests the folder (under
+its lock, once). The file is written under a temporary name (`<name>.tmp`) that its writer holds
+an exclusive `flock` on until it is renamed into place: a temporary file the writer can lock
+(`finish`) was left by a process that died, and is finished (renamed, when its records are whole)
+or removed (when they are not: it was never acknowledged), so no capture that reached the disk
+whole is stranded and no stray file stays. This module needs neither Arrow nor numpy: a hook
+spools in milliseconds. Exactly once: every record carries the id it was given at capture time,
 the writer skips ids it already holds (a crash between storing and unlinking replays harmlessly),
 and only then unlinks the file. A file whose checksum fails, or whose records do not decode (a
 malformed time), is renamed `*.damaged` (one the writer refuses, `*.rejected`): never ingested,
@@ -24,10 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from . import disk
-from .derived_files import write_atomically
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock; a temporary file is judged by its bytes alone
+    fcntl = None  # type: ignore[assignment]
 
 FOLDER = "spool"
 FORMAT = 1
+TMP = ".tmp"
 _TIMES = ("valid_from", "valid_until", "expired_at", "forgotten_at")  # the record times add_many takes
 
 
@@ -41,14 +51,63 @@ def _jsonable(record: dict[str, Any]) -> dict[str, Any]:
 
 def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
     """One spool file, whole or not at all: the records as JSON with their CRC-32, named by time
-    first so the writer takes files in the order they were made."""
+    first so the writer takes files in the order they were made (see the module docstring)."""
     folder = store / FOLDER
-    disk.mkdir(folder)
+    disk.mkdir(folder, parents=True)
     body = json.dumps(records, ensure_ascii=False, sort_keys=True)
     raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
     path = folder / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}"
-    write_atomically(path, raw)
+    tmp = path.with_name(path.name + TMP)
+    fd = disk.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held until renamed: `finish` leaves a living writer's file alone
+        disk.write_at(fd, raw, 0, tmp)
+        disk.fsync(fd, tmp)
+        disk.replace(tmp, path)
+    except BaseException:
+        try:
+            disk.unlink(tmp)
+        except OSError:
+            pass  # a temporary file nobody holds: `finish` takes care of it
+        raise
+    finally:
+        disk.close(fd)
+    try:
+        disk.fsync_dir(folder)
+    except OSError:
+        pass  # the rename is visible to the writer either way; a crash of the machine may undo it
     return path
+
+
+def finish(store: Path) -> int:
+    """Settle the temporary files writers that died left (see the module docstring): a whole one
+    takes its place, a torn one goes. Returns how many were settled; a file another process is
+    still writing is left alone."""
+    folder = store / FOLDER
+    if not folder.is_dir():
+        return 0
+    settled = 0
+    for tmp in sorted(p for p in folder.iterdir() if p.name.endswith(TMP) and p.is_file()):
+        try:
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue  # renamed or removed meanwhile
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # its writer is alive
+            final = tmp.with_name(tmp.name[: -len(TMP)])
+            if _open(tmp) is not None and not final.exists():
+                disk.replace(tmp, final)  # whole: it was about to be renamed when its writer died
+            else:
+                disk.unlink(tmp)  # torn (never acknowledged), or a copy of a file already in place
+            settled += 1
+        finally:
+            os.close(fd)
+    return settled
 
 
 def _open(path: Path) -> Any:
@@ -115,6 +174,7 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
     file is renamed `*.damaged`; when the writer refuses the batch, the files are tried one by
     one and a refused one is renamed `*.rejected`. Returns counts of files and records."""
     done = {"files": 0, "records": 0, "damaged": 0, "rejected": 0}
+    finish(store)  # what writers that died left under a temporary name: whole ones are taken in too
     batch: list[tuple[Path, list[dict[str, Any]]]] = []
     for path in pending(store)[:limit]:
         records = _read(path)
@@ -193,6 +253,7 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
     logged it, so its rows come with `replay` True (the log skips those it holds); the common case
     costs the log no lookup."""
     done = {"files": 0, "rows": 0, "damaged": 0}
+    finish(store)
     folder = store / FOLDER
     paths = sorted(p for p in folder.iterdir() if p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file()) \
         if folder.is_dir() else []
