@@ -344,21 +344,53 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
 
     # ----------------------------------------------------------------------------- files
     def export(self, path: str | Path, *, namespace: str | None = None) -> int:
-        """Write current memories (forgotten ones included, marked) to `.jsonl` or `.arrow`.
+        """Write the memories (of `namespace`, or all) to `.jsonl` or `.arrow`, losslessly: every
+        version (forgotten ones included), the edges between them with their history, archived
+        text read back from the archive. Returns how many memories.
 
-        Archived memories are written with their text (read back from the archive). JSONL holds the
-        records (any tool reads it; vectors are re-made on import). Arrow holds records and every
-        space's vectors, in the segment layout. Returns the count written.
+        JSONL: one line per memory, the current version's fields on top, `history` (earlier
+        versions) and `edges` (the edge rows leaving it) beside them; no vectors. Arrow: one row
+        per version in the segment layout with every space's vectors, the store's schema and the
+        edges in its metadata. See `engramdb.storage.transfer` for the layout.
         """
         return transfer.export(self._engine.view, path, self._engine.table_schema, namespace)
 
-    def import_(self, path: str | Path) -> list[str]:
-        """Add the memories of an `export` file (`.jsonl` or `.arrow`) as new memories (version 1).
+    def import_(self, path: str | Path) -> transfer.Imported:
+        """Add the memories of an `export` file (`.jsonl` or `.arrow`), as they were: every version
+        with its number, valid and system times, forgotten state and metadata, and the edges
+        between them, in one write (all or nothing: a bad line, a known id or a space that cannot
+        be filled refuses the file, naming it, the line or row and the field). Ids must not exist
+        here yet. Dedup and contradiction checks do not run: the file is what a store held.
 
-        Arrow files written with this store's spaces bring their vectors; JSONL records are
-        embedded again. Ids must not exist here yet.
+        An Arrow file's vectors are kept for each space whose recorded kind, dimension and
+        embedder are this store's; other spaces (and every space of a JSONL file) are embedded
+        again from the text. Returns the ids in file order (a list), with `reembedded` (space ->
+        why), `versions` and `edges` written; spaces of an Arrow file embedded again are logged.
         """
-        return self.add_many(transfer.read_export(path, self.schema))
+        incoming = transfer.read_export(path, self.schema)
+        for m, at in zip(incoming.memories, incoming.where):
+            try:
+                content_bytes(m.content, None, self.tuning.max_content_bytes)
+            except InvalidMemory as exc:
+                raise InvalidMemory(f"{incoming.name} {at}: {exc}") from None
+        missing = sorted(name for name in incoming.reembedded if name not in self.embedders)
+        if missing:
+            raise InvalidMemory(f"{incoming.name}: space(s) {missing} must be embedded again "
+                                f"({'; '.join(incoming.reembedded[n] for n in missing)}) but this store has no "
+                                "embedder for them: open it with embedders= for those spaces")
+        with self._engine.writing() as view:
+            for m, at in zip(incoming.memories, incoming.where):
+                if m.id in view:
+                    raise StoreError(f"{incoming.name} {at}: id {m.id!r} already exists in this store; import adds "
+                                     "memories, it does not replace them")
+            if incoming.memories:
+                given: list[Mapping[str, Any]] = list(incoming.vectors)
+                self._write(incoming.memories, given, incoming.edges)
+            self._turns.clear()  # the imported turns' positions are read from the store again
+        if incoming.reembedded and Path(path).suffix == ".arrow":
+            _log.warning("import %s: embedded again from the text (the file's vectors do not fit this store): %s",
+                         incoming.name, "; ".join(f"{k}: {v}" for k, v in incoming.reembedded.items()))
+        return transfer.Imported(incoming.ids(), incoming.reembedded, len(incoming.memories), len(incoming.edges))
 
     def backup(self, dest: str | Path) -> dict[str, Any]:
         """A full-fidelity copy of this store in folder `dest` (new or empty): every version,
