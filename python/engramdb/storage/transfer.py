@@ -83,6 +83,7 @@ class Incoming:
     memories: list[Memory]  # every version, in the order to write (each id's versions ascending)
     where: list[str]  # per version: "line 3", "line 3 history[0]", "row 7"
     edges: list[Edge]  # edge rows in write order
+    edge_where: list[str]  # per edge row: "line 3 edges[0]", "edges[5]"
     vectors: list[dict[str, Embedding]]  # per version: the file's vectors of the spaces kept
     reembedded: dict[str, str] = field(default_factory=dict)  # space -> why it is embedded again
 
@@ -190,6 +191,7 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
     memories: list[Memory] = []
     where: list[str] = []
     edges: list[Edge] = []
+    edge_where: list[str] = []
     line_of: dict[str, int] = {}
     try:
         data = src.read_bytes()  # bytes: a line that is not UTF-8 is named by its own number
@@ -226,8 +228,10 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
                 raise InvalidMemory(f"{at} edges[{k}]: src {e.src!r} is not the line's id {current.id!r} (a "
                                     "line holds the edges leaving its memory)")
             edges.append(e)
+            edge_where.append(f"line {line_no} edges[{k}]")
     why = "a JSONL export holds no vectors: the text is embedded"
-    return Incoming(src.name, memories, where, edges, [{} for _ in memories], {sp.name: why for sp in schema})
+    return Incoming(src.name, memories, where, edges, edge_where, [{} for _ in memories],
+                    {sp.name: why for sp in schema})
 
 
 def _json_object(line: str, at: str) -> dict[str, Any]:
@@ -345,7 +349,7 @@ def _read_arrow(src: Path, schema: Schema) -> Incoming:
             raise InvalidMemory(f"{src.name}: column {column_name(sp)!r} (rows from 0): {exc}") from None
         for r in range(len(memories)):
             vectors[r][sp.name] = take(batch, [r])
-    return Incoming(src.name, memories, where, edges, vectors, reembedded)
+    return Incoming(src.name, memories, where, edges, [f"edges[{k}]" for k in range(len(edges))], vectors, reembedded)
 
 
 def _table_memories(name: str, table: pa.Table) -> list[Memory]:
@@ -423,12 +427,12 @@ def _check_versions(incoming: Incoming) -> None:
 def _check_edges(incoming: Incoming) -> None:
     """Every edge joins two memories of the file, in their namespace."""
     namespace = {m.id: m.namespace for m in incoming.memories}
-    for k, e in enumerate(incoming.edges):
+    for e, at in zip(incoming.edges, incoming.edge_where):
         for end in ("src", "dst"):
             mid = getattr(e, end)
             if mid not in namespace:
-                raise InvalidMemory(f"{incoming.name} edge {e.src} -[{e.type}]-> {e.dst} (edge row {k}): {end} "
-                                    f"{mid!r} is not a memory of the file")
+                raise InvalidMemory(f"{incoming.name} {at}: {end} {mid!r} is not a memory of the file (edge "
+                                    f"{e.src} -[{e.type}]-> {e.dst})")
             if namespace[mid] != e.namespace:
-                raise InvalidMemory(f"{incoming.name} edge {e.src} -[{e.type}]-> {e.dst} (edge row {k}): namespace "
-                                    f"{e.namespace!r} is not its {end}'s {namespace[mid]!r}")
+                raise InvalidMemory(f"{incoming.name} {at}: namespace {e.namespace!r} is not its {end}'s "
+                                    f"{namespace[mid]!r} (edge {e.src} -[{e.type}]-> {e.dst})")
