@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..model.errors import StoreError
 from . import disk
 from .derived_files import table_bytes, write_atomically
 
@@ -224,24 +225,39 @@ class ArrowLog:
                 "buffered": len(self._buffer), "next_seq": self.next_seq, "damaged": dict(self.damaged)}
 
 
+LISTINGS = 20  # a folder listing read again this often while a writer replaces its files
 LOG_FILE = re.compile(r"^[a-z]+-\d{12}-\d{12}-([0-9a-f]{8})\.arrow$")
 
 
 def intact_logs(folder: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
     """The log files of a store folder whose bytes match the CRC-32 in their name, as (name,
-    bytes), and the names of those that do not (what a backup copies, and leaves out)."""
+    bytes), and the names of those that do not (what a backup copies, and leaves out). A file a
+    rotation or a purge removes while they are read is passed over and the folder listed again
+    for what replaced it, until a listing holds nothing that vanished: the files read may overlap
+    (a merged file beside some it merged), and a log reads each seq once."""
     d = folder / LOG_DIR
-    good: list[tuple[str, bytes]] = []
-    bad: list[str] = []
+    got: dict[str, bytes] = {}
+    bad: set[str] = set()
     if not d.is_dir():
-        return good, bad
-    for p in sorted(d.iterdir()):
-        m = LOG_FILE.match(p.name)
-        if not m:
-            continue
-        raw = p.read_bytes()
-        (good.append((p.name, raw)) if f"{zlib.crc32(raw):08x}" == m.group(1) else bad.append(p.name))
-    return good, bad
+        return [], []
+    for _ in range(LISTINGS):
+        vanished = False
+        for p in sorted(d.iterdir()):
+            m = LOG_FILE.match(p.name)
+            if not m or p.name in got or p.name in bad:
+                continue
+            try:
+                raw = p.read_bytes()
+            except FileNotFoundError:
+                vanished = True  # a rotation or a purge replaced it: its replacement is listed next time
+                continue
+            if f"{zlib.crc32(raw):08x}" == m.group(1):
+                got[p.name] = raw
+            else:
+                bad.add(p.name)
+        if not vanished:  # every file listed was read: what replaced a vanished one is among them
+            return sorted(got.items()), sorted(bad)
+    raise StoreError(f"{d}: the log's files kept changing while they were read ({LISTINGS} times); try again")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -4,8 +4,8 @@ Coding-agent hooks run as parallel processes beside a long-lived writer (an MCP 
 own process). A capture must neither fail nor wait for the lock, so it writes its records to
 `<store>/spool/` as one file, whole or not at all, and the next writer ingests the folder (under
 its lock, once). The file is written under a temporary name (`<name>.tmp`) that its writer holds
-an exclusive `flock` on until it is renamed into place: a temporary file the writer can lock
-(`finish`) was left by a process that died, and is finished (renamed, when its records are whole)
+an exclusive `flock` on until it is renamed into place: a temporary file older than GRACE_S that
+the writer can lock (`finish`) was left by a process that died, and is finished (renamed, when its records are whole)
 or removed (when they are not: it was never acknowledged), so no capture that reached the disk
 whole is stranded and no stray file stays. This module needs neither Arrow nor numpy: a hook
 spools in milliseconds. Exactly once: every record carries the id it was given at capture time,
@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - Windows: no flock; a temporary file is
 FOLDER = "spool"
 FORMAT = 1
 TMP = ".tmp"
+GRACE_S = 10.0  # a temporary file younger than this is a writer's at work (it spools in milliseconds)
 _TIMES = ("valid_from", "valid_until", "expired_at", "forgotten_at")  # the record times add_many takes
 
 
@@ -80,6 +81,12 @@ def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
     return path
 
 
+def torn(store: Path) -> bool:
+    """True when the spool holds a temporary file (a writer at work, or one that died)."""
+    folder = store / FOLDER
+    return folder.is_dir() and any(p.name.endswith(TMP) for p in folder.iterdir())
+
+
 def finish(store: Path) -> int:
     """Settle the temporary files writers that died left (see the module docstring): a whole one
     takes its place, a torn one goes. Returns how many were settled; a file another process is
@@ -88,11 +95,15 @@ def finish(store: Path) -> int:
     if not folder.is_dir():
         return 0
     settled = 0
+    now = time.time()
     for tmp in sorted(p for p in folder.iterdir() if p.name.endswith(TMP) and p.is_file()):
         try:
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue  # renamed or removed meanwhile
+        if now - os.fstat(fd).st_mtime < GRACE_S:  # a writer may have made it a moment ago, before its flock
+            os.close(fd)
+            continue
         try:
             if fcntl is not None:
                 try:
@@ -284,5 +295,5 @@ def access_pending(store: Path) -> bool:
     return folder.is_dir() and any(p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file() for p in folder.iterdir())
 
 
-__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "jsonable", "pending",
-           "put", "put_access", "waiting"]
+__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "finish",
+           "jsonable", "pending", "put", "put_access", "torn", "waiting"]

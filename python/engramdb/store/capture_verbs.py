@@ -17,6 +17,7 @@ import builtins
 import hashlib
 import json
 import logging
+import threading
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -29,11 +30,13 @@ from ..model.errors import InvalidMemory
 from ..model.memory import Memory, check_namespace, micros, utc_now
 from ..spaces.passages import passages
 from ..storage import spool
+from ..storage.engine import Engine
 from ..storage.view import Loc, View
 from .reads import Reads
 from .usage import Usage
 
 _log = logging.getLogger("engramdb")
+_drainer = threading.local()  # .store: the store this thread is taking the spool in for
 _LIST_FIELDS = ("memory_type", "session_id", "role", "source")
 LIST_ORDERS_KEPT = 8  # namespaces whose list order is kept between pages
 # (sort keys (learned_at, seq, place), locations, valid_until, id -> position) of one namespace
@@ -50,7 +53,7 @@ class CaptureVerbs(Reads):
     """Mixed into `Store`."""
 
     _usage: Usage
-    _draining = False
+    _engine: Engine
     _list_orders: dict[str, tuple[weakref.ref[View], _ListOrder]] | None = None
     last_spool: dict[str, int] | None = None  # what the last spool ingestion did (files, records, damaged, rejected)
 
@@ -83,26 +86,32 @@ class CaptureVerbs(Reads):
 
     def _drain_spool(self) -> dict[str, int] | None:
         """Ingest what other processes spooled while this store's writer held the lock: captures,
-        and readers' access rows (to the access log)."""
-        if self._draining or self.read_only or self.path is None:
+        and readers' access rows (to the access log). Under the writer's lock, by one thread at a
+        time: a thread that finds another draining waits for it, then finds the files gone (each is
+        taken in once; before, two threads could take in the same files)."""
+        if self.read_only or self.path is None or getattr(_drainer, "store", None) is self:
+            return None  # read-only, in memory, or this thread is draining already (add_many within apply)
+        if not spool.pending(self.path) and not spool.access_pending(self.path) and not spool.torn(self.path):
             return None
-        self._usage.ingest_spooled()
-        if not spool.pending(self.path):
-            return None
-        self._draining = True
-        try:
-            def apply(records: builtins.list[dict[str, Any]]) -> None:
-                view = self._view()
-                fresh: dict[str, dict[str, Any]] = {}
-                for r in records:  # ingested before a crash: skipped; spooled twice (a hook's late
-                    if r["id"] not in view:  # capture and its rescue): taken once
-                        fresh.setdefault(r["id"], r)
-                if fresh:
-                    self.add_many(list(fresh.values()))
+        with self._engine.writing():
+            _drainer.store = self
+            try:
+                self._usage.ingest_spooled()
+                if not spool.pending(self.path) and not spool.torn(self.path):
+                    return None
 
-            done = spool.drain(self.path, apply)
-        finally:
-            self._draining = False
+                def apply(records: builtins.list[dict[str, Any]]) -> None:
+                    view = self._view()
+                    fresh: dict[str, dict[str, Any]] = {}
+                    for r in records:  # ingested before a crash: skipped; spooled twice (a hook's late
+                        if r["id"] not in view:  # capture and its rescue): taken once
+                            fresh.setdefault(r["id"], r)
+                    if fresh:
+                        self.add_many(list(fresh.values()))
+
+                done = spool.drain(self.path, apply)
+            finally:
+                _drainer.store = None
         if done["damaged"] or done["rejected"]:
             _log.warning("engramdb: spool in %s: %s", self.path, done)
         return done

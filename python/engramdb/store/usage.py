@@ -62,6 +62,9 @@ class Usage:
         self._ratings: Ratings | None = None
         self.ratings_state: str | None = None  # "adopted" or why the ratings start empty
         self._lock = threading.Lock()
+        self._gate = threading.Lock()  # held while rows are logged and while a purge cleans the logs
+        self._purged_ids: set[str] = set()  # purged in this process: never logged again (see `_unpurged`)
+        self._purged_ns: set[str] = set()
         self._recent: OrderedDict[str, str] = OrderedDict()  # query id -> namespace
         self.rng = random.Random()
 
@@ -136,9 +139,13 @@ class Usage:
         return len(ids)
 
     def _append(self, rows: list[dict[str, Any]]) -> None:
-        if self.logging:
-            self.log.append(rows)
-            return
+        with self._gate:  # a purge in progress decides first what may be logged (see `purge`)
+            rows = self._unpurged(rows)
+            if not rows:
+                return
+            if self.logging:
+                self.log.append(rows)
+                return
         with self._lock:
             if not self._spooled:
                 self._spool_since = time.monotonic()
@@ -166,7 +173,19 @@ class Usage:
             return None
         return spool.drain_access(self._path, self._take)
 
+    def _unpurged(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`rows` without those a purge of this store removed or would have: a search that showed a
+        purged memory (all its rows: its text may say what the memory said), a row naming one, a
+        row of a purged namespace. A search that began before the purge and logs after it, or a
+        reader's rows taken in later, never bring them back."""
+        if not self._purged_ids and not self._purged_ns:
+            return rows
+        shown = {r["query_id"] for r in rows if r.get("memory_id") in self._purged_ids}
+        return [r for r in rows if r.get("memory_id") not in self._purged_ids and r["query_id"] not in shown
+                and r.get("namespace") not in self._purged_ns]
+
     def _take(self, rows: list[dict[str, Any]], replay: bool) -> None:
+        rows = self._unpurged(rows)
         fresh = rows
         if replay:  # only then is the whole log read
             self.log.flush()
@@ -231,6 +250,12 @@ class Usage:
         sessions wrote. Writes nothing when none of them was ever logged or rated."""
         if not ids and not namespaces:
             return 0
+        with self._gate:  # no row naming them is logged from now on, while the files are cleaned or after
+            self._purged_ids |= set(ids)
+            self._purged_ns |= set(namespaces)
+            return self._purge_logged(ids, namespaces)
+
+    def _purge_logged(self, ids: set[str], namespaces: set[str] | frozenset[str]) -> int:
         removed = 0
         queries: set[str] = set()
         log = self.log if self.logging else \
