@@ -43,7 +43,7 @@ TOOLS = {
     "detect_topics": set(),
     "get_divergence_alerts": {"query", "sessionId"},
     "trigger_consolidation": {"dryRun"},
-    "trigger_dream": set(),
+    "trigger_dream": {"dryRun"},
     "merge_concepts": {"keep", "merge"},
     "forget_concept": {"concept", "dryRun"},
     "restore_memories": {"ids"},
@@ -273,17 +273,20 @@ async def test_divergence_alert_when_the_query_leaves_the_session(session: Clien
 
 
 async def test_consolidation_reports_every_memory(session: ClientSession) -> None:
-    dry = await call(session, "trigger_consolidation", dryRun=True, namespace="upkeep")
+    dry = await call(session, "trigger_consolidation", namespace="upkeep")  # a dry run unless asked
     assert dry["dry_run"] is True and sum(dry["counts"].values()) == 36 and dry["applied"] == {}
-    done = await call(session, "trigger_consolidation", namespace="upkeep")
+    done = await call(session, "trigger_consolidation", dryRun=False, namespace="upkeep")
     assert done["dry_run"] is False and sum(done["counts"].values()) == 36 and "promote" in done["applied"]
 
 
 async def test_dream_forgets_the_repeated_memory(
         session: ClientSession, store: tuple[Path, dict[str, dict[str, str]]]) -> None:
     twice = "Maya's favourite bakery is on Elm Street"
-    got = await call(session, "trigger_dream", namespace="dream")
     copies = {store[1]["dream"][f"{twice} #{i}"] for i in range(2)}
+    dry = await call(session, "trigger_dream", namespace="dream")  # a proposal unless asked
+    assert dry["dry_run"] is True and dry["duplicates_forgotten"] == [] and set(dry["forgotten"]) < copies
+    assert all(why.startswith("an exact copy of ") for why in dry["forgotten"].values())
+    got = await call(session, "trigger_dream", dryRun=False, namespace="dream")
     assert got["topics"] >= 2 and len(got["duplicates_forgotten"]) == 1 and set(got["duplicates_forgotten"]) < copies
     hits = (await call(session, "search_graph", query="Maya's favourite bakery Elm Street", namespace="dream"))["hits"]
     assert [h["id"] for h in hits if h["id"] in copies] == list(copies - set(got["duplicates_forgotten"]))
@@ -311,11 +314,11 @@ async def test_a_tool_called_for_one_namespace_never_reaches_anothers_topics(ses
 
 
 async def test_forget_concept_hides_the_memories_from_search(session: ClientSession) -> None:
-    dry = await call(session, "forget_concept", concept="sourdough starter", dryRun=True, namespace="forget")
-    assert dry["count"] >= 1 and dry["dry_run"] is True
+    dry = await call(session, "forget_concept", concept="sourdough starter", namespace="forget")  # a dry run
+    assert dry["count"] >= 1 and dry["dry_run"] is True and set(dry["reasons"]) == set(dry["forgotten"])
     still = await call(session, "search_graph", query="sourdough starter", namespace="forget", topK=36)
     assert set(dry["forgotten"]) <= {h["id"] for h in still["hits"]}
-    done = await call(session, "forget_concept", concept="sourdough starter", namespace="forget")
+    done = await call(session, "forget_concept", concept="sourdough starter", dryRun=False, namespace="forget")
     assert done["forgotten"] == dry["forgotten"]
     after = await call(session, "search_graph", query="sourdough starter", namespace="forget", topK=36)
     assert not set(done["forgotten"]) & {h["id"] for h in after["hits"]}
@@ -382,7 +385,7 @@ async def test_beside_another_writer_it_serves_read_only_and_captures(tmp_path: 
             assert hits[0]["content"] == BAKING[1]  # the other writer's committed memories
             stored = await call(s, "store_memory", content="Maya switched to a spelt starter in May")
             assert stored["stored"] == "captured" and "writer lock" in stored["note"]
-            assert "read-only" in await error(s, "trigger_consolidation")  # a write the reader refuses
+            assert "read-only" in await error(s, "trigger_consolidation", dryRun=False)  # a write the reader refuses
         assert "read-only" in log.read_text()
     finally:
         writer.close()

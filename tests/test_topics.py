@@ -195,9 +195,10 @@ def test_a_dream_replays_dedups_and_proposes_hypotheses_that_search_skips_unless
                  for i, t in enumerate(v)])
     db.add_many([{"id": "again", "content": "My violin teacher is  strict", "namespace": "n"},
                  {"id": "turn", "content": "my violin teacher is strict", "namespace": "n", "session_id": "s"}])
-    dry = db.dream("n", dry_run=True)
-    assert dry["duplicates"] == [("violin1", "again")] and db.get("again") is not None  # a dry run forgets nothing
-    rep = db.dream("n")
+    dry = db.dream("n")  # a dry run, by default: it forgets nothing
+    assert dry["duplicates"] == [("violin1", "again")] and db.get("again") is not None and dry["dry_run"]
+    assert dry["forgotten"]["again"].startswith("an exact copy of violin1")  # the proposal, with its reason
+    rep = db.dream("n", dry_run=False)
     assert rep["topics"] >= 3 and rep["duplicates_forgotten"] == ["again"] and db.get("again") is None
     assert db.get("turn") is not None  # a turn said twice is an event
     assert sum(rep["consolidation"].values()) == len(db) + 1  # decided before the duplicate went
@@ -224,7 +225,7 @@ def test_dream_explores_across_topics_with_minilm() -> None:
     db = engramdb.open(None, profile="minilm")
     db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
                  for i, t in enumerate(v)])
-    rep = db.dream("n", max_edges=5)
+    rep = db.dream("n", max_edges=5, dry_run=False)
     assert len(rep["edges"]) <= 5
     for e in rep["edges"]:
         assert e["reason"].startswith("dream: similar") and e["similarity"] >= 0.45

@@ -89,13 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     metrics = sub.add_parser("metrics", help="print the store's metrics in the Prometheus text format")
     store_args(metrics)
     metrics.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
-    cons = sub.add_parser("consolidate", help="apply the access log to the ELO ratings, then promote, compress "
-                                              "and archive memories by their priority and ELO (H7, E7); no "
-                                              "current memory is deleted, memories forgotten over 30 days ago "
-                                              "are purged")
+    cons = sub.add_parser("consolidate", help="report (with --apply: apply) a consolidation: the access log applied "
+                                              "to the ELO ratings, memories promoted, compressed and archived by "
+                                              "their priority and ELO (H7, E7); no current memory is deleted, "
+                                              "memories a person forgot over 30 days ago are purged")
     store_args(cons)
     cons.add_argument("folder", nargs="?", help="the store folder (instead of --path)")
-    cons.add_argument("--dry-run", action="store_true", help="report every decision, change nothing")
+    mode = cons.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="report every decision, change nothing (the default)")
+    mode.add_argument("--apply", action="store_true", help="apply the decisions (what a cron line wants)")
     cons.add_argument("--namespace")
     cons.add_argument("--decay", choices=["exponential", "ebbinghaus", "linear"], default="exponential")
     cons.add_argument("--json", action="store_true", help="print every decision as a JSON line")
@@ -246,8 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(report.summary(), file=sys.stderr if args.json else sys.stdout)
             return 0
         if args.command == "consolidate":
-            with open_store(args.path, read_only=args.dry_run) as db:
-                run = db.consolidate(namespace=args.namespace, dry_run=args.dry_run, decay=args.decay)
+            with open_store(args.path, read_only=not args.apply) as db:
+                run = db.consolidate(namespace=args.namespace, dry_run=not args.apply, decay=args.decay)
                 if args.json:
                     for d in run.decisions:
                         print(json.dumps(dataclasses.asdict(d)))
@@ -257,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             print(f"{d.action:<9} {d.id}  {d.reason}")
                     for mid in run.purged:
                         print(f"{'purge':<9} {mid}  forgotten more than 30 days ago")
+                    for mid, why in run.held.items():
+                        print(f"{'hold':<9} {mid}  {why}")
                 print(run.summary(), file=sys.stderr if args.json else sys.stdout)
             return 0
         if args.command == "archive":

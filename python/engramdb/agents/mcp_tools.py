@@ -55,7 +55,8 @@ Query = Annotated[str, Arg(min_length=1, description="What to look for, in natur
 TopK = Annotated[int, Arg(ge=1, le=MAX_TOP_K, description=f"How many memories to return (1-{MAX_TOP_K}).")]
 Namespace = Annotated[str | None, Arg(description="The namespace (a hard partition: tenant, user or agent) to "
                                                     "use; default: the server's --namespace.")]
-DryRun = Annotated[bool, Arg(description="Only report what would change; change nothing.")]
+DryRun = Annotated[bool, Arg(description="Only report what would change, with why (the default); false to "
+                                          "do it.")]
 TopicId = Annotated[str, Arg(min_length=1, description="A topic id from get_topic_portfolio, e.g. 'default/t3' "
                                                          "(or 't3' in the namespace).")]
 Strategy = Literal["hybrid", "dense_only", "exact", "tree", "hnsw", "bm25", "rrf", "multi_space", "pipeline"]
@@ -319,28 +320,32 @@ class MemoryTools:
                 "nearest_content": near.content[:SNIPPET] if near is not None else None}
 
     # ------------------------------------------------------------------------------------- upkeep
-    def trigger_consolidation(self, dryRun: DryRun = False, namespace: Namespace = None) -> Result:
+    def trigger_consolidation(self, dryRun: DryRun = True, namespace: Namespace = None) -> Result:
         """Consolidate a namespace (H7, E7): apply the access log to the ELO ratings, then promote
         short-term memories to long-term, compress LOW ones unused for 14 days to a summary and
         archive VERY_LOW ones unused for 30 days or of low priority; no current memory is deleted, a
-        memory a recent question still reaches is kept, and memories forgotten more than 30 days ago
-        are purged for good (listed in `purged`). Returns the counts, what was applied and the
-        decisions other than keep, each with its reason."""
+        memory a recent question still reaches is kept, and memories a person forgot more than 30
+        days ago are purged for good (listed in `purged`; those the engine forgot on its own and no
+        one confirmed are kept, listed in `held`). A dry run unless dryRun is false. Returns the
+        counts, what was applied and the decisions other than keep, each with its reason."""
         ns = self._ns(namespace)
         r = self._store().consolidate(namespace=ns, dry_run=dryRun)
         changes = [d for d in r.decisions if d.action != "keep"]
         return {"namespace": ns, "dry_run": r.dry_run, "summary": r.summary(), "counts": r.counts(),
                 "applied": r.applied, "topics_due": r.topics_due, "seconds": round(r.seconds, 3),
-                "purged": r.purged,
+                "purged": r.purged, "held": r.held,
                 "decisions": [{"id": d.id, "action": d.action, "reason": d.reason, "priority": d.priority,
                                "elo": d.elo, "tier_before": d.tier_before, "tier_after": d.tier_after}
                               for d in changes[:MAX_DECISIONS]], "decisions_listed": min(len(changes), MAX_DECISIONS)}
 
-    def trigger_dream(self, dryRun: DryRun = False, namespace: Namespace = None) -> Result:
+    def trigger_dream(self, dryRun: DryRun = True, namespace: Namespace = None) -> Result:
         """An offline pass over a namespace (C9). Replay: re-cluster its topics, consolidate it, and
-        forget the newer copy of memories stored twice word for word in the last 7 days outside
-        any session. Exploration: link similar memories of different topics with RELATED_TO edges of
-        confidence 0.3 (hypotheses that searches walk only when asked). Returns what it did."""
+        forget the newer of two memories that are exact copies (their own text word for word, both
+        still in force, the newer stored in the last 7 days outside any session). Exploration: link
+        similar memories of different topics with RELATED_TO edges of confidence 0.3 (hypotheses
+        that searches walk only when asked). A dry run unless dryRun is false: `forgotten` lists
+        each copy with its reason. Applied, the dream's forgets are restorable with
+        restore_memories and are never purged until a person confirms them. Returns what it did."""
         return self._store().dream(self._ns(namespace), dry_run=dryRun)
 
     def merge_concepts(self, keep: TopicId, merge: Annotated[str, Arg(
@@ -356,21 +361,25 @@ class MemoryTools:
             "member_ids": list(t.members)}}
 
     def forget_concept(self, concept: Annotated[str, Arg(min_length=1, description=(
-            "A topic id ('default/t3' or 't3') to forget all its members, or text: the memories a search "
-            "for it finds with a good match (score >= 0.5)."))], dryRun: DryRun = False,
+            "A topic id ('default/t3' or 't3') to forget all its members, or text: the memories whose "
+            "own text a search for it matches well (score >= 0.5; a turn that is only next to a match "
+            "is not taken)."))], dryRun: DryRun = True,
             namespace: Namespace = None) -> Result:
         """Forget every memory of a concept: soft, nothing is deleted, the memories are hidden from
         search and context and restore_memories brings them back for 30 days (then consolidation
-        purges them). Returns the ids forgotten (or that would be, with dryRun)."""
+        purges them). A dry run unless dryRun is false: look at what it would forget first.
+        Returns the ids forgotten (or that would be), each with the reason it was chosen."""
         ns = self._ns(namespace)
-        ids = self._store().forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
-        return {"namespace": ns, "dry_run": dryRun, "forgotten": ids, "count": len(ids)}
+        got = self._store().forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
+        return {"namespace": ns, "dry_run": dryRun, "forgotten": list(got), "count": len(got),
+                "reasons": got.reasons}
 
     def restore_memories(self, ids: Annotated[list[str], Arg(min_length=1, max_length=1000, description=(
             "Ids of forgotten memories (forget_concept's `forgotten`) to bring back."))],
             namespace: Namespace = None) -> Result:
-        """Undo forget_concept for these memories (within 30 days of their forgetting): each is
-        searchable and in context again. A memory of another namespace or unknown id is refused
+        """Undo forget_concept or a dream's forget for these memories (a person's forget can be
+        undone within 30 days of it, the dream's until someone confirms it): each is searchable
+        and in context again. A memory of another namespace or unknown id is refused
         by name, and nothing is restored. Returns the ids restored."""
         ns = self._ns(namespace)
         db = self._store()

@@ -15,6 +15,10 @@ an archive file (`Store.unarchive` brings it back). A memory a recent question r
 replays the last 30 days' queries, 50 deep) is never archived or compressed: retrieval is not
 perfect, and what someone asked about last week may be the answer they did not get.
 
+The one deletion: a memory forgotten more than 30 days ago (S7's restore window) is purged, when
+a person forgot it or confirmed the engine's forget (`engramdb.lifecycle.forgetting`); what the
+engine forgot on its own is held, restorable, and listed with why.
+
 Decay strategies (recency in [0, 1] after d days, a accesses):
 - "exponential": 0.5 ^ (d / h), h = 43.3 days x (1 + ln(1 + a)) (adaptive: use slows forgetting);
 - "ebbinghaus": (1 + 1.84 t) ^ -1.25 with t = d / (1 + ln(1 + a)) (the access boost);
@@ -116,6 +120,7 @@ class Report:
     seconds: float = 0.0
     topics_due: dict[str, bool] = field(default_factory=dict)  # namespace -> C4's trigger (topics computed)
     purged: list[str] = field(default_factory=list)  # forgotten longer than the window: purged (due, in a dry run)
+    held: dict[str, str] = field(default_factory=dict)  # forgotten as long by the engine alone: kept (id -> why)
 
     def counts(self) -> dict[str, int]:
         """How many memories each action got."""
@@ -130,6 +135,8 @@ class Report:
         parts = [f"{a} {c.get(a, 0)} ({100 * c.get(a, 0) / n:.0f}%)" for a in ("promote", "archive", "compress", "keep")]
         gone = f"; {len(self.purged)} forgotten over {FORGET_WINDOW_DAYS:g} days {'due for purge' if self.dry_run else 'purged'}" \
             if self.purged else ""
+        if self.held:
+            gone += f"; {len(self.held)} forgotten by the engine alone, kept until confirmed"
         return f"{'dry run: ' if self.dry_run else ''}{len(self.decisions)} memories ({self.decay} decay): " + \
             ", ".join(parts) + gone
 

@@ -7,6 +7,16 @@ reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement i
 
 - same memory_type (two untyped memories count as the same type), overlapping validity,
   different content;
+- the same subject (`different_subjects`): two statements about different things (invoice 1001
+  and invoice 1002, the kitchen bulb and the bathroom bulb, Alice and Bob) never contradict,
+  however alike their shape. The subject is what a statement says something about: the words
+  before its predicate (the first copula, auxiliary or modal: "is", "was", "has", "will", ...);
+  two subjects are the same when they hold the same content words, numbers and names. When a
+  statement has no such verb (or its subject is empty: "There are ..."), the two statements'
+  content words are aligned in order: a difference that comes before anything they share, or
+  any difference but the last (the value a statement ends on), sits in the subject's position
+  and means different subjects. Paraphrases that agree on little fail this too: an automatic
+  supersede needs that evidence, and `detector=` is there for a judge that reads meaning;
 - and one of:
   - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
   - *number*: they hold different numbers or dates ("rent 1,200" / "rent 1,450"),
@@ -24,6 +34,7 @@ starts; nothing is deleted.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.memory import Memory
-from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
+from ..spaces.analyzer import SNOWBALL_STOPWORDS, Analyzer, negation, normalize, tokenize
 
 MIN_SIMILARITY = 0.75  # SPEC H5
 CANDIDATE_SIMILARITY = 0.5  # pairs looked at: a negation or number may sit lower before masking
@@ -51,6 +62,10 @@ _MAY = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+may|may\s+\d{1,2})\b")  # the
 _AMOUNT_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_MONTHS)
 # negating verbs and adverbs beyond the analyzer's negation words
 _NEGATING = frozenset({"stopped", "quit"})
+# the closed-class verbs a predicate opens with (copulas, auxiliaries, modals; "may" is a month
+# too), and the contractions that hold one ("it's", "don't"; "let's" holds none)
+_PREDICATE = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "will", "would", "shall", "should", "can", "could", "might", "must", "cannot"]) | frozenset(
+    w for w in SNOWBALL_STOPWORDS if "'" in w and w != "let's")
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,8 @@ class HeuristicDetector:
     def __call__(self, old: Memory, new: Memory, similarity: float) -> tuple[float, str] | None:
         if old.memory_type != new.memory_type or _same_text(old.content, new.content):
             return None
+        if different_subjects(old.content, new.content) is not None:
+            return None
         cue = None
         if negated(old.content) != negated(new.content):
             cue = "negation"
@@ -124,6 +141,47 @@ class HeuristicDetector:
                           f"{', '.join(sorted(amounts(new.content)))})",
                 "update": "the same statement said again, differently"}[cue]
         return round(CUE_SCORE[cue] * strength, 4), f"{cue}: {what}; similarity {sim:.2f}"
+
+
+def different_subjects(a: str, b: str) -> str | None:
+    """Why two statements are about different subjects (see the module docstring), or None when
+    nothing says they are."""
+    sa, sb = _subject(a), _subject(b)
+    ta, tb = _content(a), _content(b)
+    if sa is not None and sb is not None:  # each names its subject: was one replaced by another?
+        only_a, only_b = sa - set(tb), sb - set(ta)
+        if only_a and only_b:
+            return f"different subjects ({' '.join(sorted(only_a))} / {' '.join(sorted(only_b))})"
+        return None
+    if sa is not None or sb is not None:  # one names its subject: does the other speak of it?
+        subject, other = (sa, tb) if sa is not None else (sb, ta)
+        assert subject is not None
+        missing = subject - set(other)
+        if missing and (missing == subject or any(_NUMBER.fullmatch(t) for t in missing)):
+            return f"different subjects ({' '.join(sorted(missing))} in one only)"
+        return None
+    ops = difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()  # neither: the words in order
+    changed = [(ta[i1:i2], tb[j1:j2]) for op, i1, i2, j1, j2 in ops if op == "replace"]
+    if not changed:
+        return None
+    first = ops[0][0] == "replace" and any(op == "equal" for op, *_ in ops)  # replaced before anything shared
+    numbers = [any(_NUMBER.fullmatch(t) for t in x + y) for x, y in changed]
+    if first or (numbers[0] and any(numbers[1:])):  # or a number changed, then another: an id, then a value
+        return f"different subjects ({' '.join(changed[0][0])} / {' '.join(changed[0][1])})"
+    return None
+
+
+def _subject(text: str) -> frozenset[str] | None:
+    """The content terms (stemmed, stop words out, numbers kept) before a statement's predicate
+    (empty for a pronoun or "There"); None when it has no predicate verb after its first word."""
+    tokens = tokenize(text)
+    at = next((i for i, t in enumerate(tokens) if i > 0 and t in _PREDICATE), None)
+    return None if at is None else frozenset(_content(" ".join(tokens[:at])))
+
+
+def _content(text: str) -> list[str]:
+    """A text's content terms in order, without negations (a cue, not a subject)."""
+    return [t for t in _ANALYZER.terms(text) if negation(t) is None and t not in _NEGATING]
 
 
 def _replaced(a: str, b: str) -> bool:
@@ -174,5 +232,5 @@ def candidate_pairs(vectors: np.ndarray, newer: np.ndarray, overlap: Callable[[i
     return out
 
 
-__all__ = ["MIN_SIMILARITY", "Detector", "HeuristicDetector", "Proposal", "amounts", "candidate_pairs", "masked",
-           "negated"]
+__all__ = ["MIN_SIMILARITY", "Detector", "HeuristicDetector", "Proposal", "amounts", "candidate_pairs",
+           "different_subjects", "masked", "negated"]

@@ -14,14 +14,12 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from ..model import checks
-from ..model.edge import Edge
-from ..model.memory import Memory, as_utc, micros, utc_now
+from ..model.memory import Memory
 from ..spaces.batches import concat, take
 from ..storage.view import View
 from ..topics import clustering
@@ -30,13 +28,10 @@ from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
-from .upkeep import UpkeepVerbs
+from .dream_verbs import DreamVerbs
 
-FORGET_MIN_SCORE = 0.5  # a concept given as text: what a search finds at a good match
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
-DREAM_EDGES, DREAM_CONFIDENCE, RECENT_DAYS = 50, 0.3, 7
-EXPLORE = 5000  # memories the dream's exploration compares pairwise (the newest)
 
 
 _P = ParamSpec("_P")
@@ -53,16 +48,8 @@ def _one_at_a_time(fn: Callable[Concatenate[TopicVerbs, _P], _R]) -> Callable[Co
     return run
 
 
-class TopicVerbs(UpkeepVerbs):
-    """Mixed into `Store` (on the upkeep verbs: a dream consolidates)."""
-
-    # provided by Store
-    def forget(self, id: str) -> Memory:
-        raise NotImplementedError
-
-    def link(self, src: str, dst: str, type: str, *, confidence: float = 1.0, reason: str | None = None,
-             valid_from: datetime | None = None, valid_until: datetime | None = None) -> Edge:
-        raise NotImplementedError
+class TopicVerbs(DreamVerbs):
+    """Mixed into `Store` (on the dream's verbs, which read the topics)."""
 
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
@@ -308,88 +295,6 @@ class TopicVerbs(UpkeepVerbs):
         back = np.argsort(np.concatenate(order), kind="stable")
         return take(joined, back) if len(parts) > 1 else joined
 
-    def dream(self, namespace: str, *, dry_run: bool = False, max_edges: int = DREAM_EDGES,
-              now: datetime | None = None) -> dict[str, Any]:
-        """An offline pass over a namespace (C9), for a quiet hour.
-
-        Replay:
-        - re-cluster its topics;
-        - consolidate it (H7, E7; `dry_run` only reports);
-        - forget the newer copy of a memory stored twice word for word in the last 7 days,
-          outside any session (a turn said twice is an event and stays; forgetting is undone by
-          `restore`).
-
-        Exploration: link up to `max_edges` pairs of similar memories that sit in different
-        topics (main-space cosine at least the midpoint of the space's low and high thresholds,
-        best first) with RELATED_TO edges of confidence 0.3 and reason "dream: ...". These
-        hypotheses are never walked by graph expansion unless a search passes `hypotheses=True`.
-
-        Returns a report: topics, consolidation counts, duplicates forgotten, and edges
-        proposed."""
-        checks.name("namespace", namespace)
-        from ..retrieval.graph import HYPOTHESIS
-
-        found = self.topics(namespace, refresh=True)
-        run = self.consolidate(namespace=namespace, dry_run=dry_run, now=now)
-        view = self._view()
-        locs = view.current_locs(namespace)
-        # columns, not Memory objects: 100,000 of those cost seconds
-        ids = [view.segments[si].ids[r] for si, r in locs]
-        learned = np.array([int(view.segments[si].learned_at[r]) for si, r in locs], np.int64)
-        solo = [int(view.segments[si].turns()[0][r]) < 0 for si, r in locs]  # in no session
-        texts = self._texts(view, locs)
-        cut = micros(as_utc("now", now) or utc_now()) - RECENT_DAYS * 86_400_000_000
-        by_age = sorted(range(len(locs)), key=lambda i: (int(learned[i]), ids[i]))
-        seen: dict[str, int] = {}
-        dupes = []
-        for i in by_age:
-            key = " ".join(texts[i].lower().split())
-            if solo[i] and key in seen and learned[i] >= cut:
-                dupes.append((ids[seen[key]], ids[i]))
-            seen.setdefault(key, i)
-        if not dry_run:
-            for _, newer in dupes:
-                self.forget(newer)
-        topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
-        sp = self.schema[self.schema.main]
-        floor = (sp.low + sp.high) / 2
-        # the newest EXPLORE members: a dream replays recent experience, and all pairs of a 100K
-        # namespace would be 5e9 similarities
-        inside = [i for i in by_age if ids[i] in topic_of][-EXPLORE:]
-        edges: list[tuple[float, str, str]] = []
-        if len(inside) > 1:
-            x = np.asarray(self._gather(view, [locs[i] for i in inside], sp.name), np.float32).reshape(len(inside), -1)
-            x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-            tid = np.array([topic_of[ids[i]] for i in inside])
-            for sim, ia, ib in _cross_pairs(x, tid, floor, max_edges):
-                edges.append((sim, ids[inside[ia]], ids[inside[ib]]))
-        made = []
-        for sim, src, dst in edges:
-            ta, tb = found[topic_of[src]], found[topic_of[dst]]
-            if any(e.dst == dst and e.type == "RELATED_TO" for e in view.outgoing(src)):
-                continue
-            reason = f"{HYPOTHESIS}: similar ({sim:.2f}) across topics {ta.label!r} and {tb.label!r}"
-            if not dry_run:
-                self.link(src, dst, "RELATED_TO", confidence=DREAM_CONFIDENCE, reason=reason)
-            made.append({"src": src, "dst": dst, "similarity": round(sim, 4), "reason": reason})
-        return {"namespace": namespace, "dry_run": dry_run, "topics": len(found), "churn": found.churn,
-                "consolidation": run.counts(), "duplicates_forgotten": [n for _, n in dupes] if not dry_run else [],
-                "duplicates": dupes, "edges": made}
-
-    def forget_concept(self, concept: str, *, namespace: str, dry_run: bool = True,
-                       min_score: float = FORGET_MIN_SCORE) -> list[str]:
-        """Forget every memory of a concept (C8): the members of a topic (`concept` a topic id such
-        as "n/t3") or the memories a search for `concept` finds scoring `min_score` or more.
-        Soft: `restore(id)` brings each back. `dry_run` (the default) only says which."""
-        if concept.startswith(f"{namespace}/t") and concept[len(namespace) + 2:].isdigit():
-            ids = list(self.topic(concept, sample=0)[0].members)
-        else:
-            ids = [h.id for h in self.search(concept, namespace=namespace, k=1000, min_score=min_score, log=False)]
-        if not dry_run:
-            for mid in ids:
-                self.forget(mid)
-        return ids
-
     @_one_at_a_time
     def merge_concepts(self, keep: str, into_it: str) -> Topic:
         """Merge two topics of one namespace (C8): `into_it`'s members join `keep` now, and in
@@ -488,25 +393,6 @@ class _Run:
                     groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
-
-
-def _cross_pairs(x: np.ndarray, tid: np.ndarray, floor: float, k: int) -> list[tuple[float, int, int]]:
-    """The k most similar pairs (i < j) of unit rows in different topics at `floor` or more, best
-    first (ties by position), computed a block of rows at a time (bounded memory)."""
-    best: list[tuple[float, int, int]] = []
-    step = max(1, (1 << 22) // max(1, len(x)))
-    for s in range(0, len(x), step):
-        sims = x[s:s + step] @ x.T
-        i, j = np.nonzero(sims >= floor)
-        keep = (j > i + s) & (tid[i + s] != tid[j])
-        i, j = i[keep], j[keep]
-        vals = sims[i, j]
-        if len(vals) > k:
-            top = np.argpartition(-vals, k - 1)[:k]
-            i, j, vals = i[top], j[top], vals[top]
-        best += [(float(v), int(a) + s, int(b)) for v, a, b in zip(vals.tolist(), i.tolist(), j.tolist())]
-        best = sorted(best, key=lambda t: (-t[0], t[1], t[2]))[:k]
-    return best
 
 
 def _stamp(view: View, namespace: str) -> str:

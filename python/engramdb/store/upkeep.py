@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from ..importance.elo import DAY_US, tier
 from ..lifecycle import consolidation as cons
+from ..lifecycle import forgetting
 from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, candidate_pairs
 from ..lifecycle.tier_state import DATA as TIERS_FILE
 from ..lifecycle.tier_state import TierState
@@ -22,14 +23,14 @@ from ..model.memory import Memory, as_utc, micros, utc_now
 from ..spaces.schema import Schema
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import Loc, View
-from .reads import Reads
+from .forget_verbs import ForgetVerbs
 from .usage import Usage
 
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
 PROTECT_MIN_SCORE = 0.1  # a hit scoring under it matched nothing of the question (README "Scores")
 
 
-class UpkeepVerbs(Reads):
+class UpkeepVerbs(ForgetVerbs):
     """Mixed into `Store`: the verbs above, over its current snapshot."""
 
     _usage: Usage
@@ -111,19 +112,33 @@ class UpkeepVerbs(Reads):
         archive file, `unarchive` brings it back), compressions as new versions whose content is
         `summarizer(text)` (built-in: the leading sentences; the full text stays the previous
         version), promotions in the tier state. No current memory is deleted; memories forgotten
-        more than 30 days ago (S7's restore window) are purged, listed in `.purged` (due, in a
-        dry run). The access log is applied to
+        more than 30 days ago (S7's restore window) by a person are purged, listed in `.purged`
+        (due, in a dry run); those the engine forgot on its own (the dream's copies) and nobody
+        confirmed are kept, restorable, and listed in `.held` with why (see
+        `engramdb.lifecycle.forgetting`). The access log is applied to
         the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear". A memory
         among the `protect_depth` best hits of a query logged in the last `protect_days` days
         (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed.
         Applied, the run is a sequence of steps, each atomic on its own (the archive rewrite, the
         compressions' new versions, the purge, the tier state): a failure (a full disk) raises and
         leaves the steps before it applied, each memory whole as it was or as the run made it."""
+        t0 = time.perf_counter()
+        report, texts, now_us = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
+        if not dry_run:
+            self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _consolidation_plan(self, namespace: str | None, dry_run: bool, decay: str, now: datetime | None,
+                            protect_days: float, protect_depth: int) -> tuple[cons.Report, dict[str, str], int]:
+        """A run's decisions, written nowhere: the report, the texts of the memories it would
+        compress, and its time (microseconds)."""
         if decay not in cons.DECAYS:
             raise ValueError(f"decay must be one of {', '.join(cons.DECAYS)}, got {decay!r}")
+        if not isinstance(dry_run, bool):
+            raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
         if not dry_run and self.read_only:
             raise StoreError("this store is read-only: consolidate(dry_run=False) writes")
-        t0 = time.perf_counter()
         if self._usage.logging:
             self._usage.update()
         now_us = micros(as_utc("now", now) or utc_now())
@@ -158,37 +173,42 @@ class UpkeepVerbs(Reads):
         cached = getattr(self, "_topic_cache", None) or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
                              if namespace is None or ns == namespace}
-        report.purged = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
-        if not dry_run:
-            self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
-        report.seconds = time.perf_counter() - t0
-        return report
+        report.purged, report.held = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
+        return report, texts, now_us
 
     def purge_forgotten(self, *, days: float = cons.FORGET_WINDOW_DAYS, namespace: str | None = None,
                         dry_run: bool = False, now: datetime | None = None) -> list[str]:
-        """Purge (hard delete, as `purge`) every memory forgotten more than `days` ago (S7: a
+        """Purge (hard delete, as `purge`) every memory a person forgot more than `days` ago (S7: a
         forgotten memory is restorable for 30 days, then it goes). `consolidate(dry_run=False)`
-        does this too. Returns the ids, sorted; `dry_run` only lists them."""
+        does this too. A memory the engine forgot on its own (the dream's copies) and nobody
+        confirmed is not taken (`forget_proposals`, `confirm_forgotten`). Returns the ids,
+        sorted; `dry_run` only lists them."""
         if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:
             raise ValueError(f"days must be a number >= 0, got {days!r}")
         if not dry_run and self.read_only:
             raise StoreError("this store is read-only: purge_forgotten(dry_run=False) writes")
         now_us = micros(as_utc("now", now) or utc_now())
-        ids = self._expired_forgotten(self._view(), namespace, now_us, float(days))
+        ids, _ = self._expired_forgotten(self._view(), namespace, now_us, float(days))
         if ids and not dry_run:
             self.purge(ids)
         return ids
 
-    def _expired_forgotten(self, view: View, namespace: str | None, now_us: int, days: float) -> list[str]:
-        """Memories whose current version was forgotten `days` or more before `now_us`."""
-        out = []
+    def _expired_forgotten(self, view: View, namespace: str | None, now_us: int,
+                           days: float) -> tuple[list[str], dict[str, str]]:
+        """Memories whose current version was forgotten `days` or more before `now_us`: those a
+        person forgot (sorted), and those held because the engine forgot them on its own (id ->
+        why)."""
+        out, held = [], {}
         for si, row in view.current_locs(namespace, include_forgotten=True):
             seg = view.segments[si]
             if seg.forgotten[row]:
                 m = seg.memory_at(row)
                 if m.forgotten_at is not None and now_us - micros(m.forgotten_at) >= days * DAY_US:
-                    out.append(m.id)
-        return sorted(out)
+                    if forgetting.purgeable(m):
+                        out.append(m.id)
+                    else:
+                        held[m.id] = forgetting.held_because(m)
+        return sorted(out), dict(sorted(held.items()))
 
     def _reached(self, since_us: int, namespace: str | None, depth: int) -> dict[str, str]:
         """Memory id -> why it is protected: the recent queries' best hits now."""

@@ -1,0 +1,112 @@
+"""Forgets the engine's own verbs make, recorded (S7, issue 25; see `engramdb.lifecycle.forgetting`):
+who forgot each memory and why, the dream's proposals listed and confirmed.
+
+Mixed into `Store` (under the upkeep verbs). A recorded forget is one write: every memory it
+forgets (and the edges a dream proposes with them) is checked first, then written in one batch,
+durable together or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..graph import links
+from ..lifecycle import forgetting
+from ..model import checks
+from ..model.edge import Edge
+from ..model.memory import Memory, micros, utc_now, validate_memory
+from ..storage.engine import Engine
+from .reads import Reads
+
+LinkSpec = tuple[str, str, str, float, str]  # src, dst, type, confidence, reason
+
+
+class ForgetVerbs(Reads):
+    """Mixed into `Store`."""
+
+    _engine: Engine
+
+    def _write(self, memories: list[Memory], given: list[Mapping[str, Any]], edges: list[Edge] | None = None) -> None:
+        raise NotImplementedError
+
+    def _forget_recorded(self, reasons: Mapping[str, str], by: str, *, confirmed: bool,
+                         edges: Sequence[LinkSpec] = ()) -> list[str]:
+        """Forget the memories `reasons` names (id -> why), each forgotten version recording `by`,
+        its reason and `confirmed`, and link `edges`, in one write. Every memory is checked before
+        anything is written: one archived, forgotten or gone meanwhile refuses the whole call."""
+        gone = set(reasons)
+        for src, dst, *_ in edges:
+            if src in gone or dst in gone:
+                raise ValueError(f"an edge {src!r} -> {dst!r} would join a memory this write forgets")
+        with self._engine.writing() as view:
+            now = utc_now()
+            at = micros(now)
+            news: list[Memory] = []
+            given: list[Mapping[str, Any]] = []
+            for mid, why in reasons.items():
+                old = links.current(view, mid)
+                meta = {**old.metadata, forgetting.KEY: forgetting.record(by, why, at, confirmed=confirmed)}
+                news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, forgotten_at=now,
+                                                             metadata=meta)))
+                given.append(view.row_vectors(mid))
+            made = [links.edge_for(view, src, dst, kind, conf, reason, None, None)
+                    for src, dst, kind, conf, reason in edges]
+            if news:
+                self._write(news, given, made)
+            elif made:
+                self._engine.append_edges(made)
+        return list(reasons)
+
+    def forget_proposals(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The forgotten memories (of `namespace`) that wait for a person: forgotten by one of the
+        engine's own verbs (the dream's exact copies) and not confirmed. No purge by the restore
+        window takes them; `restore(id)` brings one back, `confirm_forgotten(ids)` makes the
+        forget a person's (purged once its 30 days have passed). Each: id, namespace, by,
+        reason, forgotten_at and the first 200 characters of its content."""
+        if namespace is not None:
+            checks.name("namespace", namespace)
+        view = self._view()
+        out = []
+        for si, row in view.current_locs(namespace, include_forgotten=True):
+            seg = view.segments[si]
+            if not seg.forgotten[row]:
+                continue
+            m = seg.memory_at(row)
+            rec = forgetting.of(m)
+            if rec is not None and not forgetting.purgeable(m):
+                out.append({"id": m.id, "namespace": m.namespace, "by": rec.get("by"), "reason": rec.get("reason"),
+                            "forgotten_at": m.forgotten_at, "content": m.content[:200]})
+        return sorted(out, key=lambda d: (d["forgotten_at"], d["id"]))
+
+    def confirm_forgotten(self, ids: str | Iterable[str]) -> list[str]:
+        """Stand behind the engine's forgets of these memories (see `forget_proposals`): each
+        becomes a person's forget, purged once its 30 days (counted from the forget) have passed.
+        A memory forgotten by hand is already one (left as it is). An id that is not a forgotten
+        memory refuses the whole call, before anything is written. Returns the ids confirmed."""
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        bad = [i for i in wanted if not isinstance(i, str) or not i]
+        if bad:
+            raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r}")
+        for i in wanted:
+            checks.utf8("ids", i, ValueError)
+        with self._engine.writing() as view:
+            now = utc_now()
+            news: list[Memory] = []
+            given: list[Mapping[str, Any]] = []
+            for mid in dict.fromkeys(wanted):
+                m = links.current(view, mid, include_forgotten=True)
+                if m.forgotten_at is None:
+                    raise ValueError(f"ids: memory {mid!r} is not forgotten: there is no forget to confirm")
+                rec = forgetting.of(m)
+                if rec is None or forgetting.purgeable(m):
+                    continue
+                meta = {**m.metadata, forgetting.KEY: forgetting.confirmed(rec, micros(now))}
+                news.append(validate_memory(m.with_changes(version=m.version + 1, learned_at=now, metadata=meta)))
+                given.append(view.row_vectors(mid))
+            if news:
+                self._write(news, given)
+        return [m.id for m in news]
+
+
+__all__ = ["ForgetVerbs"]
