@@ -187,6 +187,32 @@ def test_service_refuses_bad_requests_with_422(client: Any) -> None:
     assert client.get("/users/erin/memories").json()["items"][0]["content"] == "something to page through"
 
 
+def test_service_refuses_a_body_over_its_limit_with_413(tmp_path: Path) -> None:
+    app = _load_app()
+    from fastapi.testclient import TestClient
+
+    def body(text: str, n: int = 1) -> bytes:
+        return json.dumps({"messages": [{"role": "user", "content": text}] * n}).encode()
+
+    json_type = {"content-type": "application/json"}
+    with TestClient(app.create_app(tmp_path / "store")) as c:  # the default: 1 MiB
+        big = c.post("/users/hal/messages", content=body("w" * 500_000, 3), headers=json_type)  # each message fits
+        assert big.status_code == 413, big.status_code
+        assert "limit of 1,048,576 bytes" in big.json()["detail"]
+        assert c.get("/health").json()["memories"] == 0
+    with TestClient(app.create_app(tmp_path / "other", max_body_bytes=2_000)) as c:
+        ok = c.post("/users/gina/messages", content=body("x" * 1_500), headers=json_type)
+        assert ok.status_code == 201, ok.text
+        declared = c.post("/users/gina/messages", content=body("y" * 5_000), headers=json_type)
+        streamed = c.post("/users/gina/messages", content=iter([body("z" * 1_500)[:1_000]] * 3),  # no length given
+                          headers=json_type)
+        for r in (declared, streamed):
+            assert r.status_code == 413, r.text
+            assert r.json()["detail"] == ("request body is over the service's limit of 2,000 bytes; send fewer or "
+                                          "shorter messages per request")
+        assert [m["content"][0] for m in c.get("/users/gina/memories").json()["items"]] == ["x"]  # nothing else stored
+
+
 def test_service_closes_its_store_at_shutdown(tmp_path: Path) -> None:
     app = _load_app()
     from fastapi.testclient import TestClient

@@ -11,6 +11,11 @@ anything else is a 422):
     GET  /users/{user}/memories?limit=100&cursor=...   (oldest first; next_cursor is null on the last page)
     GET  /health
 
+A request body over `max_body_bytes` (MAX_BODY_BYTES, 1 MiB, by default: a full batch of 1,000
+messages of about a kilobyte each; `--max-body-bytes` to change it) is refused with a 413 and a
+JSON `detail` naming the limit, before the service reads more of it than the limit and before the
+store sees anything: an unbounded body would be held in memory whole, however large.
+
 Run one process per store folder (a store has one writer; a second process gets StoreLocked):
 
     pip install fastapi uvicorn
@@ -36,6 +41,7 @@ from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette import types as asgi
 
 # A subset of what the store accepts as a namespace that is also safe as one URL path segment.
 USER_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -43,6 +49,54 @@ CURSOR = r"^[A-Za-z0-9_=-]{1,1024}$"  # what Store.list hands out (url-safe base
 
 User = Annotated[str, PathParam(pattern=USER_NAME, description="the user: one namespace of the store")]
 Text = Annotated[str, Query(min_length=1, max_length=10_000)]
+
+
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: see the module docstring
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body is over `limit` bytes gets a 413, whether it says so
+    in Content-Length (refused before a byte of it is read) or streams it (refused once more than
+    the limit has arrived). A body within the limit is read once and handed on as it was."""
+
+    def __init__(self, app: asgi.ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self.refuse(send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: nothing to answer
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self.refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        pending: list[asgi.Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> asgi.Message:
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def refuse(self, send: asgi.Send) -> None:
+        body = JSONResponse(status_code=413, content={
+            "detail": f"request body is over the service's limit of {self.limit:,} bytes; send fewer or "
+                      "shorter messages per request"}).body
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
 
 
 class Message(BaseModel):
@@ -68,9 +122,13 @@ def memory_json(m: engramdb.Memory) -> dict[str, Any]:
             "valid_until": m.valid_until.isoformat() if m.valid_until else None}
 
 
-def create_app(path: str | Path, *, store_threads: int | None = None) -> FastAPI:
+def create_app(path: str | Path, *, store_threads: int | None = None,
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     """The service over the store folder `path` (made on first start); `store_threads` sizes the
-    store's thread pool (default: engramdb.aio's, up to 4)."""
+    store's thread pool (default: engramdb.aio's, up to 4); a request body over `max_body_bytes`
+    gets a 413."""
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be an integer >= 1, got {max_body_bytes!r}")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,6 +139,7 @@ def create_app(path: str | Path, *, store_threads: int | None = None) -> FastAPI
             await app.state.store.close()  # folds the WAL into a segment, saves the indexes
 
     app = FastAPI(title="engramdb multi-user memory service", lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
 
     @app.exception_handler(engramdb.InvalidMemory)
     async def invalid_memory(request: Request, exc: engramdb.InvalidMemory) -> JSONResponse:
@@ -152,9 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--fd", type=int, help="serve on this already-bound socket instead (loadtest.py passes one)")
     ap.add_argument("--store-threads", type=int, help="the store's thread pool (default: up to 4)")
+    ap.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                    help=f"refuse request bodies over this many bytes with a 413 (default {MAX_BODY_BYTES:,})")
     ap.add_argument("--log-level", default="warning")
     args = ap.parse_args(argv)
-    config = uvicorn.Config(create_app(args.path, store_threads=args.store_threads), host=args.host, port=args.port,
+    service = create_app(args.path, store_threads=args.store_threads, max_body_bytes=args.max_body_bytes)
+    config = uvicorn.Config(service, host=args.host, port=args.port,
                             log_level=args.log_level, access_log=False)
     # An inherited socket is wrapped here with its real family (uvicorn's own --fd takes every fd for
     # AF_UNIX, so asyncio leaves TCP_NODELAY off and each response waits ~40 ms on delayed ACKs).
