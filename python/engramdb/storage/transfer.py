@@ -84,12 +84,28 @@ class Incoming:
     where: list[str]  # per version: "line 3", "line 3 history[0]", "row 7"
     edges: list[Edge]  # edge rows in write order
     edge_where: list[str]  # per edge row: "line 3 edges[0]", "edges[5]"
-    vectors: list[dict[str, Embedding]]  # per version: the file's vectors of the spaces kept
+    vectors: dict[str, Embedding]  # space -> the file's vectors of every version, for the spaces kept
     reembedded: dict[str, str] = field(default_factory=dict)  # space -> why it is embedded again
 
     def ids(self) -> list[str]:
         """Each memory's id once, in file order."""
         return list(dict.fromkeys(m.id for m in self.memories))
+
+
+def given_rows(incoming: Incoming, embeddable: set[str]) -> list[dict[str, Any]]:
+    """The kept vectors row by row, for the embedding step that fills the other spaces: dense and
+    binary ones as row views (cheap), sparse and multivector ones only for a space the store has
+    no embedder for (splitting those rows costs more than embedding the text; the caller puts the
+    file's whole columns over what that step made for the spaces kept)."""
+    rows: list[dict[str, Any]] = [{} for _ in incoming.memories]
+    for name, batch in incoming.vectors.items():
+        if isinstance(batch, np.ndarray):
+            for i, row in enumerate(rows):
+                row[name] = batch[i]
+        elif name not in embeddable:
+            for i, row in enumerate(rows):
+                row[name] = take(batch, [i])
+    return rows
 
 
 # ------------------------------------------------------------------------------ export
@@ -230,8 +246,7 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
             edges.append(e)
             edge_where.append(f"line {line_no} edges[{k}]")
     why = "a JSONL export holds no vectors: the text is embedded"
-    return Incoming(src.name, memories, where, edges, edge_where, [{} for _ in memories],
-                    {sp.name: why for sp in schema})
+    return Incoming(src.name, memories, where, edges, edge_where, {}, {sp.name: why for sp in schema})
 
 
 def _json_object(line: str, at: str) -> dict[str, Any]:
@@ -335,7 +350,7 @@ def _read_arrow(src: Path, schema: Schema) -> Incoming:
     memories = [_checked(m, f"{src.name} row {r}") for r, m in enumerate(_table_memories(src.name, table))]
     where = [f"row {r}" for r in range(len(memories))]
     edges = [_edge(raw, f"{src.name} edges[{k}]") for k, raw in enumerate(header.get("edges", []))]
-    vectors: list[dict[str, Embedding]] = [{} for _ in memories]
+    vectors: dict[str, Embedding] = {}
     reembedded: dict[str, str] = {}
     recorded = header.get("spaces")
     for sp in schema:
@@ -344,11 +359,9 @@ def _read_arrow(src: Path, schema: Schema) -> Incoming:
             reembedded[sp.name] = why
             continue
         try:
-            batch = sp.check(from_arrow(sp, table.column(column_name(sp))), len(memories))
+            vectors[sp.name] = sp.check(from_arrow(sp, table.column(column_name(sp))), len(memories))
         except (SpaceError, ValueError, pa.ArrowException) as exc:
             raise InvalidMemory(f"{src.name}: column {column_name(sp)!r} (rows from 0): {exc}") from None
-        for r in range(len(memories)):
-            vectors[r][sp.name] = take(batch, [r])
     return Incoming(src.name, memories, where, edges, [f"edges[{k}]" for k in range(len(edges))], vectors, reembedded)
 
 

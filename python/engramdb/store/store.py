@@ -384,8 +384,13 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
                     raise StoreError(f"{incoming.name} {at}: id {m.id!r} already exists in this store; import adds "
                                      "memories, it does not replace them")
             if incoming.memories:
-                given: list[Mapping[str, Any]] = list(incoming.vectors)
-                self._write(incoming.memories, given, incoming.edges)
+                contents = [m.content for m in incoming.memories]
+                vectors = dict(incoming.vectors)  # the file's, for the spaces they fit; the rest embedded
+                if incoming.reembedded:
+                    given = transfer.given_rows(incoming, set(self.embedders))
+                    vectors = {**vectors_for(self.schema, self.embedders, contents, given, self.tuning), **vectors}
+                self._engine.append(memories_to_table(incoming.memories), vectors, incoming.edges)
+                self._passages_of(contents)
             self._turns.clear()  # the imported turns' positions are read from the store again
         if incoming.reembedded and Path(path).suffix == ".arrow":
             _log.warning("import %s: embedded again from the text (the file's vectors do not fit this store): %s",
