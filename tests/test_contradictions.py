@@ -151,3 +151,14 @@ def test_with_minilm_supersede_on_write_ends_no_fact_about_another_subject() -> 
     assert db.last_contradictions == [] and all(db.get(f"p{i}-old").valid_until is None for i in range(3))  # type: ignore[union-attr]
     pair(db, "rent", "My rent is 1200 dollars a month", "My rent is 1450 dollars a month")
     assert [(p.old, p.new) for p in db.last_contradictions] == [("rent-old", "rent-new")]  # the same subject still is
+
+
+def test_two_notes_of_one_template_are_not_one_statement_with_another_number() -> None:
+    """Issue 25: the shared shape made the masked texts similar; the decisions are different
+    statements (a word replaced besides the numbers), not a changed number."""
+    db = engramdb.open(None)
+    note = "Weekly sync notes. Attendees were Ana, Ben and Chloe. Decision: {}."
+    pair(db, "n", note.format("migrate billing to Postgres 16"), note.format("hire 2 engineers in May"))
+    assert db.resolve_contradictions(namespace="n") == []
+    pair(db, "m", note.format("hire 2 engineers in May"), note.format("hire 3 engineers in May"))
+    assert [p.reason.split(":")[0] for p in db.resolve_contradictions(namespace="m")] == ["number"]

@@ -24,7 +24,11 @@ reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement i
     says something the other does not (a content word on both sides: a value replaced; a
     paraphrase that only adds or drops words on one side is not an update).
   For a negation or a number the two must be the same statement apart from that cue: the
-  similarity of the texts with their negations, numbers and dates masked is >= 0.75.
+  similarity of the texts with their negations, numbers and dates masked is >= 0.75, and
+  neither replaces a word of the other once masked (words added on one side are fine: "Maya is
+  34" / "Maya is 36 now"); two notes of one template with different decisions ("Decision:
+  migrate to Postgres 16" / "Decision: hire 2 engineers") are not one statement with another
+  number. Such a pair is judged as a possible update instead.
 
 Scores: negation 0.9, number 0.8, update 0.6, each times how far the (masked) similarity is
 between 0.75 and 1 (x 0.75 at 0.75, x 1 at 1), so a caller can keep the surest with `min_score`.
@@ -126,8 +130,9 @@ class HeuristicDetector:
             if a and b and a != b:
                 cue = "number"
         if cue is not None:
-            sim = _cosine(self.embed([masked(old.content), masked(new.content)]))
-            if sim < self.min_similarity:
+            ma, mb = masked(old.content), masked(new.content)
+            sim = _cosine(self.embed([ma, mb]))
+            if sim < self.min_similarity or _replaced(ma, mb):  # not the same statement apart from the cue
                 cue, sim = None, similarity
         else:
             sim = similarity
