@@ -59,6 +59,7 @@ from ..model.errors import InvalidMemory
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from ..storage import spool
+from ..storage.lock import writer_active
 from . import hook_events as ev
 from .hook_events import Payload
 
@@ -241,11 +242,14 @@ def _keep(run: _Run, store: Path) -> None:
 
 
 def _take_in(store: Path) -> None:
-    """Open the store as its writer, which takes the spool in, when no other process writes it."""
+    """Open the store as its writer, which takes the spool in, when no other process writes it
+    (looked at first without loading the engine: in a storm of hooks most find it held)."""
+    if writer_active(store):
+        return  # the writer takes the spool in before its next write
     try:
         db = engramdb.open(store)
     except engramdb.StoreLocked:
-        return  # the writer takes the spool in before its next write
+        return
     db.close(checkpoint=False)  # the rows are durable in the WAL; the next long-lived writer folds them
 
 

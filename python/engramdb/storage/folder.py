@@ -53,10 +53,10 @@ _SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access)(\.tmp)?$")  # sto
 
 def _being_made(folder: Path, names: set[str]) -> bool:
     """True for a folder holding only what a store's first moments leave: the `LOCK` its first
-    writer has just taken (before the marker), and captures spooled while it was being made (a
-    hook's, beside that writer) under the spool's own names. Such a folder is a new store, not
+    writer has just taken and the marker it is writing (under its temporary name), and captures
+    spooled while it was being made (a hook's, beside that writer) under the spool's own names. Such a folder is a new store, not
     someone else's folder."""
-    if not names <= {"LOCK", "spool"} or ("LOCK" in names and not (folder / "LOCK").is_file()):
+    if not names <= {"LOCK", "spool", MARKER + ".tmp"} or ("LOCK" in names and not (folder / "LOCK").is_file()):
         return False
     spooled = folder / "spool"
     if "spool" not in names:

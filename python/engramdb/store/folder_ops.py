@@ -15,6 +15,7 @@ from ..model.memory import utc_now
 from ..model.tuning import Tuning
 from ..storage import spool
 from ..storage.backup import backup as storage_backup
+from ..storage.folder import classify
 from ..storage.repair import repair as storage_repair
 from ..storage.verify import verify as storage_verify
 from .store import open as open_store
@@ -73,6 +74,7 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     if bad is not None:
         raise TypeError(f"records must be dicts (one per memory), got {type(bad).__name__} {bad!r:.80}")
     recs = [dict(r) for r in records]
+    given = any("id" in r for r in recs)  # ids made here are new: nothing to check them against
     for r in recs:
         r.setdefault("id", uuid.uuid4().hex)
     tuning = open_kwargs.get("tuning")
@@ -85,7 +87,7 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     try:
         db = open_store(path, **open_kwargs)
     except StoreLocked:
-        return _spool(Path(path), recs, ids)
+        return _spool(Path(path), recs, ids, given)
     try:
         db.add_many(recs)
     finally:
@@ -93,17 +95,22 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     return {"ids": ids, "stored": len(recs), "spooled": 0}
 
 
-def _spool(path: Path, recs: list[dict[str, Any]], ids: list[str]) -> dict[str, Any]:
-    """Spool what the writer will take in: ids checked against the committed store (read-only) and
-    the spool's waiting records; a record already there as it is now is not spooled again."""
+def _spool(path: Path, recs: list[dict[str, Any]], ids: list[str], given: bool) -> dict[str, Any]:
+    """Spool what the writer will take in: ids the caller gave checked against the committed store
+    (read-only; none while the store is still being made) and the spool's waiting records; a
+    record already there as it is now is not spooled again."""
     if any(r.get("vectors") for r in recs):
         raise InvalidMemory("a capture that must wait for the writer cannot carry vectors (the spool holds "
                             "text; the writer embeds it): capture the records without them")
+    if not given:  # ids made by this call: new, so nothing to compare; the spool is the one path
+        spool.put(path, recs)
+        return {"ids": ids, "stored": 0, "spooled": len(recs)}
     waiting = spool.waiting(path)
-    # the store as committed, untouched; no embedders: ids are looked up, nothing is embedded
-    with open_store(path, read_only=True, access_log=False, embedders={}) as reader:
-        versions = {i: reader.history(i) for i in ids}
-    stored = {i: v[-1] for i, v in versions.items() if v}
+    stored: dict[str, Any] = {}
+    if classify(path) == "store":  # the store as committed, untouched; no embedders: nothing is embedded
+        with open_store(path, read_only=True, access_log=False, embedders={}) as reader:
+            versions = {i: reader.history(i) for i in ids}
+        stored = {i: v[-1] for i, v in versions.items() if v}
     fresh, stored_n, spooled_n = [], 0, 0
     for i, r in enumerate(recs):
         mid = r["id"]
