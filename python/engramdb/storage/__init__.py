@@ -6,11 +6,7 @@ spool, which a hook writes in milliseconds) is imported without Arrow or numpy."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .engine import Engine
-    from .view import View
+from typing import Any
 
 __all__ = ["Engine", "View"]
 
