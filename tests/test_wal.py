@@ -166,7 +166,7 @@ def test_golden_v2_log_reads_with_its_identity_and_a_frame_of_two_streams() -> N
     assert data[:8] == b"EGWAL002" and start > 16
     tables, end = read_frames(GOLDEN / "wal-v2.log")
     assert end == len(data) and len(tables) == 3
-    first, second = golden_memories()
+    first, _ = golden_memories()
     assert table_to_memories(tables[0]) == [first]
     assert [(m.id, m.version, m.superseded_by, m.supersedes) for m in table_to_memories(tables[1])] == \
         [("m1", 2, "m2", None), ("m2", 3, None, "m1")]
