@@ -116,6 +116,7 @@ def test_the_cues() -> None:
     ("Alice lives in Paris", "Bob lives in Paris", "alic / bob"),
     ("my kitchen light uses 60 watts", "my bathroom light uses 40 watts", "kitchen / bathroom"),
     ("Flight 117 leaves at 7:15", "Flight 118 leaves at 9:40", "117 / 118"),
+    ("Room 14 costs 80 euros a night", "Room 12 costs 80 euros a night", "14 / 12"),
 ])
 def test_statements_about_different_subjects_never_contradict(old: str, new: str, why: str) -> None:
     """Issue 25: the same shape is not the same subject (a differing id, number or name where the
@@ -130,6 +131,9 @@ def test_statements_about_different_subjects_never_contradict(old: str, new: str
     ("The platform team has 8 engineers.", "There are twelve engineers on the platform team."),
     ("The nightly backup job is enabled on the analytics cluster.", "nightly backups are disabled on the analytics cluster"),
     ("Maya is 34 years old and a nurse.", "Maya is thirty-six and works as a nurse."),
+    ("Room 14 costs 80 euros a night", "Room 14 costs 95 euros a night"),
+    ("Tom weighs 80 kg", "Tom weighs 85 kg"),
+    ("Order 5521 shipped on May 2", "Order 5521 shipped on May 6"),
 ])
 def test_the_same_subject_said_again_is_not_told_apart(old: str, new: str) -> None:
     assert different_subjects(old, new) is None

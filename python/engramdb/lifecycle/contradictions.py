@@ -9,14 +9,17 @@ reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement i
   different content;
 - the same subject (`different_subjects`): two statements about different things (invoice 1001
   and invoice 1002, the kitchen bulb and the bathroom bulb, Alice and Bob) never contradict,
-  however alike their shape. The subject is what a statement says something about: the words
-  before its predicate (the first copula, auxiliary or modal: "is", "was", "has", "will", ...);
-  two subjects are the same when they hold the same content words, numbers and names. When a
-  statement has no such verb (or its subject is empty: "There are ..."), the two statements'
-  content words are aligned in order: a difference that comes before anything they share, or
-  any difference but the last (the value a statement ends on), sits in the subject's position
-  and means different subjects. Paraphrases that agree on little fail this too: an automatic
-  supersede needs that evidence, and `detector=` is there for a judge that reads meaning;
+  however alike their shape (issue 25). The subject is what a statement speaks of: the words
+  before its predicate, which opens with its first copula, auxiliary or modal ("is", "was",
+  "has", "will", "don't", ...; empty for a pronoun or "There"). Both subjects known: they differ
+  when each holds a content word, number or name the other statement never says ("kitchen" /
+  "bathroom"; "the bulb" / "the kitchen bulb" is the same, told more closely). One known: the
+  other statement must say all of it, or at least every number of it. Neither (no such verb:
+  "Alice lives in Paris"): their content words are aligned in order, and the first change sits
+  in the subject's position when the statement opens with it ("Alice" / "Bob lives in Paris"),
+  or when it is a number right after the statement's first word, a label ("Room 14" / "Room 12
+  costs 80 euros"), and in both cases the statement goes on the same after it. A value a
+  statement ends on ("I live in Paris" / "in Berlin") is what a correction changes;
 - and one of:
   - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
   - *number*: they hold different numbers or dates ("rent 1,200" / "rent 1,450"),
@@ -64,6 +67,7 @@ _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", 
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _MAY = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+may|may\s+\d{1,2})\b")  # the month, not the verb
 _AMOUNT_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_MONTHS)
+_AMOUNT_TERMS = frozenset(t for w in (*_AMOUNT_WORDS, "may") for t in Analyzer(stopwords=()).terms(w))  # stemmed
 # negating verbs and adverbs beyond the analyzer's negation words
 _NEGATING = frozenset({"stopped", "quit"})
 # the closed-class verbs a predicate opens with (copulas, auxiliaries, modals; "may" is a month
@@ -166,14 +170,20 @@ def different_subjects(a: str, b: str) -> str | None:
             return f"different subjects ({' '.join(sorted(missing))} in one only)"
         return None
     ops = difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()  # neither: the words in order
-    changed = [(ta[i1:i2], tb[j1:j2]) for op, i1, i2, j1, j2 in ops if op == "replace"]
-    if not changed:
+    k = 1 if ops and ops[0][0] == "equal" else 0  # the first change, where a statement's subject sits
+    if k >= len(ops) or ops[k][0] != "replace":
         return None
-    first = ops[0][0] == "replace" and any(op == "equal" for op, *_ in ops)  # replaced before anything shared
-    numbers = [any(_NUMBER.fullmatch(t) for t in x + y) for x, y in changed]
-    if first or (numbers[0] and any(numbers[1:])):  # or a number changed, then another: an id, then a value
-        return f"different subjects ({' '.join(changed[0][0])} / {' '.join(changed[0][1])})"
+    _, i1, i2, j1, j2 = ops[k]
+    after = [t for o, a1, a2, *_ in ops[k + 1:] if o == "equal" for t in ta[a1:a2] if not _amount(t)]
+    opening = k == 0  # the statement opens with it
+    label = i1 == j1 == 1 and any(_NUMBER.fullmatch(t) for t in ta[i1:i2] + tb[j1:j2])  # "room 14", "invoice 1001"
+    if after and (opening or label):  # and the statement goes on, the same: it says it of another subject
+        return f"different subjects ({' '.join(ta[i1:i2])} / {' '.join(tb[j1:j2])})"
     return None
+
+
+def _amount(term: str) -> bool:
+    return bool(_NUMBER.fullmatch(term)) or term in _AMOUNT_TERMS
 
 
 def _subject(text: str) -> frozenset[str] | None:
