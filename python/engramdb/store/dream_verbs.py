@@ -94,10 +94,11 @@ class DreamVerbs(UpkeepVerbs):
         gone = {c.copy for c in copies}
         edges = self._explore(view, locs, ids, found, gone | changing | set(view.archived), max_edges)
         if not dry_run:
+            forgets = {c.copy: c.reason for c in copies}
+            hypotheses = [(e["src"], e["dst"], "RELATED_TO", DREAM_CONFIDENCE, e["reason"]) for e in edges]
+            self._forget_check(view, forgets, hypotheses)  # checked before the consolidation writes anything
             self._apply(run, compress, leading_sentences, now_us)
-            self._forget_recorded({c.copy: c.reason for c in copies}, forgetting.BY_DREAM, confirmed=False,
-                                  edges=[(e["src"], e["dst"], "RELATED_TO", DREAM_CONFIDENCE, e["reason"])
-                                         for e in edges])
+            self._forget_recorded(forgets, forgetting.BY_DREAM, confirmed=False, edges=hypotheses)
         return {"namespace": namespace, "dry_run": dry_run, "topics": len(found), "churn": found.churn,
                 "consolidation": run.counts(), "consolidation_applied": run.applied, "purged": run.purged,
                 "held": run.held, "duplicates": [(c.original, c.copy) for c in copies],
@@ -159,11 +160,12 @@ class DreamVerbs(UpkeepVerbs):
         """Forget every memory of a concept (C8): the members of a topic (`concept` a topic id such
         as "n/t3"), or the memories whose own match to a search for `concept` scores `min_score`
         or more (expansion off: a turn that only sits next to a match, or an edge away from one,
-        is not of the concept). Archived memories are left (`unarchive` them first). `dry_run`
-        (the default) only says which. Soft: each forget is recorded (by "forget_concept", with
-        the match or topic that chose it) as this call's word, so `restore(id)` brings it back
-        for 30 days and then the restore window's purge takes it. Returns the ids (a list) with
-        `.reasons` (id -> why) and `.dry_run`; applied, all are forgotten in one write or none."""
+        is not of the concept). Archived memories are left (`unarchive` them first), and so are
+        members of a stored topic forgotten since. `dry_run` (the default) only says which.
+        Soft: each forget is recorded (by "forget_concept", with the match or topic that chose
+        it) as this call's word, so `restore(id)` brings it back for 30 days and then the restore
+        window's purge takes it. Returns the ids (a list) with `.reasons` (id -> why) and
+        `.dry_run`; applied, all are forgotten in one write or none."""
         checks.name("namespace", namespace)
         if not isinstance(concept, str) or not concept.strip():
             raise ValueError(f"concept must be a topic id or non-empty text, got {concept!r:.80}")
@@ -178,7 +180,8 @@ class DreamVerbs(UpkeepVerbs):
         reasons: dict[str, str] = {}
         if concept.startswith(f"{namespace}/t") and concept[len(namespace) + 2:].isdigit():
             t = self.topic(concept, sample=0)[0]
-            reasons = {mid: f"a member of topic {t.id} ({t.label!r})" for mid in t.members if mid not in view.archived}
+            reasons = {mid: f"a member of topic {t.id} ({t.label!r})" for mid in t.members
+                       if mid not in view.archived and view.get(mid) is not None}  # a stored topic may be older
         else:
             hits = self.search(concept, namespace=namespace, k=1000, min_score=min_score, log=False, explain=True,
                                weights={"neighbours": 0.0, "graph": 0.0})

@@ -17,6 +17,7 @@ from ..model import checks
 from ..model.edge import Edge
 from ..model.memory import Memory, micros, utc_now, validate_memory
 from ..storage.engine import Engine
+from ..storage.view import View
 from .reads import Reads
 
 LinkSpec = tuple[str, str, str, float, str]  # src, dst, type, confidence, reason
@@ -35,11 +36,8 @@ class ForgetVerbs(Reads):
         """Forget the memories `reasons` names (id -> why), each forgotten version recording `by`,
         its reason and `confirmed`, and link `edges`, in one write. Every memory is checked before
         anything is written: one archived, forgotten or gone meanwhile refuses the whole call."""
-        gone = set(reasons)
-        for src, dst, *_ in edges:
-            if src in gone or dst in gone:
-                raise ValueError(f"an edge {src!r} -> {dst!r} would join a memory this write forgets")
         with self._engine.writing() as view:
+            made = self._forget_check(view, reasons, edges)
             now = utc_now()
             at = micros(now)
             news: list[Memory] = []
@@ -50,13 +48,22 @@ class ForgetVerbs(Reads):
                 news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, forgotten_at=now,
                                                              metadata=meta)))
                 given.append(view.row_vectors(mid))
-            made = [links.edge_for(view, src, dst, kind, conf, reason, None, None)
-                    for src, dst, kind, conf, reason in edges]
             if news:
                 self._write(news, given, made)
             elif made:
                 self._engine.append_edges(made)
         return list(reasons)
+
+    @staticmethod
+    def _forget_check(view: View, reasons: Mapping[str, str], edges: Sequence[LinkSpec] = ()) -> list[Edge]:
+        """What `_forget_recorded` checks, on `view`, writing nothing: every memory current (not
+        archived, not forgotten), every edge valid and joining none of them. Returns the edges."""
+        for mid in reasons:
+            links.current(view, mid)
+        for src, dst, *_ in edges:
+            if src in reasons or dst in reasons:
+                raise ValueError(f"an edge {src!r} -> {dst!r} would join a memory this write forgets")
+        return [links.edge_for(view, src, dst, kind, conf, reason, None, None) for src, dst, kind, conf, reason in edges]
 
     def forget_proposals(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """The forgotten memories (of `namespace`) that wait for a person: forgotten by one of the
