@@ -141,7 +141,7 @@ async def measure(path: Path, n: int, profile: str, queries: int, errlog: Path) 
                         lambda i: call("inject_context", query=next(qs)))
             await timed("forget_concept (dry run)", max(1, queries // 5),
                         lambda i: call("forget_concept", concept=next(qs), dryRun=True))
-            await timed("forget_concept", min(3, queries), lambda i: call("forget_concept", concept=notes[i]))
+            await timed("forget_concept", min(3, queries), lambda i: call("forget_concept", concept=notes[i], dryRun=False))
             await timed("detect_topics", 3, lambda i: call("detect_topics"))
             await timed("trigger_consolidation (dry run)", 3, lambda i: call("trigger_consolidation", dryRun=True))
             if n <= DREAM_MAX:
