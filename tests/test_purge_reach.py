@@ -96,7 +96,7 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
     now = datetime.now(timezone.utc)
     assert db.consolidate(dry_run=False, now=now + timedelta(days=8)).applied["promote"] > 0
     assert db.dashboard(namespace="alice")["lifecycle_tiers"]["long_term"] > 0
-    db.dream("alice", now=now + timedelta(days=9))
+    db.dream("alice", now=now + timedelta(days=9), dry_run=False)  # applied: its edges and forgets are derived too
     assert db.consolidate(namespace="alice", dry_run=False, now=now + timedelta(days=400)).applied["compress"] > 0
     assert db.archive(ids=["alice-kw-tide-0", "alice-kw-tide-1"])["file"] is not None  # her text in an archive file
     db.archive(ids=["bob-mill-0"])
