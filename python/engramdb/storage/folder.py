@@ -61,7 +61,8 @@ def _being_made(folder: Path, names: set[str]) -> bool:
     spooled = folder / "spool"
     if "spool" not in names:
         return True
-    return spooled.is_dir() and all(_SPOOLED.match(p.name) and p.is_file() for p in spooled.iterdir())
+    return spooled.is_dir() and not spooled.is_symlink() and all(
+        _SPOOLED.match(p.name) and p.is_file() and not p.is_symlink() for p in spooled.iterdir())
 
 
 def write_marker(folder: Path, store_id: str | None = None, copied_from: list[str] | None = None) -> str:

@@ -19,15 +19,19 @@ alone: the store opens whatever the folder holds.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import time
 import uuid
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..model.errors import StoreError
 from . import disk
 
 try:
@@ -35,6 +39,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no flock; a temporary file is judged by its bytes alone
     fcntl = None  # type: ignore[assignment]
 
+log = logging.getLogger("engramdb.storage")
 FOLDER = "spool"
 FORMAT = 1
 TMP = ".tmp"
@@ -54,6 +59,9 @@ def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
     """One spool file, whole or not at all: the records as JSON with their CRC-32, named by time
     first so the writer takes files in the order they were made (see the module docstring)."""
     folder = store / FOLDER
+    if folder.is_symlink():
+        raise StoreError(f"{folder} is a symbolic link: the spool is a folder the store made; nothing is written "
+                         "through a link (remove it)")
     disk.mkdir(folder, parents=True)
     body = json.dumps(records, ensure_ascii=False, sort_keys=True)
     raw = json.dumps({"format": FORMAT, "crc32": zlib.crc32(body.encode()), "records": body}).encode()
@@ -83,26 +91,44 @@ def _write(store: Path, records: list[dict[str, Any]], suffix: str) -> Path:
 
 def torn(store: Path) -> bool:
     """True when the spool holds a temporary file (a writer at work, or one that died)."""
+    folder = _folder(store)
+    return folder is not None and any(p.name.endswith(TMP) for p in folder.iterdir())
+
+
+@contextmanager
+def exclusive(store: Path) -> Iterator[None]:
+    """Hold the spool's own lock (a flock on the spool folder itself: no file to leave behind)
+    across processes: what a capture with ids the caller chose holds while it checks the waiting
+    records and adds its own, so two captures of one id cannot both pass the check."""
     folder = store / FOLDER
-    return folder.is_dir() and any(p.name.endswith(TMP) for p in folder.iterdir())
+    if folder.is_symlink():
+        raise StoreError(f"{folder} is a symbolic link: nothing is written through a link (remove it)")
+    disk.mkdir(folder, parents=True)
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def finish(store: Path) -> int:
     """Settle the temporary files writers that died left (see the module docstring): a whole one
     takes its place, a torn one goes. Returns how many were settled; a file another process is
     still writing is left alone."""
-    folder = store / FOLDER
-    if not folder.is_dir():
+    folder = _folder(store)
+    if folder is None:
         return 0
     settled = 0
     now = time.time()
-    for tmp in sorted(p for p in folder.iterdir() if p.name.endswith(TMP) and p.is_file()):
+    for tmp in sorted(p for p in folder.iterdir() if p.name.endswith(TMP) and not p.is_symlink() and p.is_file()):
         try:
             fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             continue  # renamed or removed meanwhile
-        if now - os.fstat(fd).st_mtime < GRACE_S:  # a writer may have made it a moment ago, before its flock
-            os.close(fd)
+        if 0 <= now - os.fstat(fd).st_mtime < GRACE_S:  # a writer may have made it a moment ago, before
+            os.close(fd)  # its flock (a time ahead of the clock is a clock stepped back: judged now)
             continue
         try:
             if fcntl is not None:
@@ -171,12 +197,36 @@ def jsonable(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _folder(store: Path) -> Path | None:
+    """The spool folder, or None when there is none, or it is a symbolic link: the spool's files
+    are the store's own, and nothing is read, renamed or removed through a link."""
+    folder = store / FOLDER
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    return folder
+
+
+def _files(store: Path, *suffixes: str) -> list[Path]:
+    """The spool's plain files (never a link, never a folder) with one of these suffixes, oldest first."""
+    folder = _folder(store)
+    if folder is None:
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in suffixes and not p.is_symlink() and p.is_file())
+
+
 def pending(store: Path) -> list[Path]:
     """The spool files waiting, oldest first."""
-    folder = store / FOLDER
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.suffix == ".json" and p.is_file())
+    return _files(store, ".json")
+
+
+def _set_aside(path: Path, suffix: str) -> None:
+    """Rename a file the writer will not take in (`<name>.damaged`, `.rejected`), to a name that
+    is free (`.damaged.1`, ...): kept for whoever wants to look at it, never in the way."""
+    target = path.with_suffix(suffix)
+    n = 1
+    while target.exists() or target.is_symlink():
+        target, n = path.with_suffix(f"{suffix}.{n}"), n + 1
+    disk.replace(path, target)
 
 
 def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: int = 1000) -> dict[str, int]:
@@ -190,7 +240,7 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
     for path in pending(store)[:limit]:
         records = _read(path)
         if records is None:
-            disk.replace(path, path.with_suffix(".damaged"))
+            _set_aside(path, ".damaged")
             done["damaged"] += 1
         else:
             batch.append((path, records))
@@ -206,7 +256,7 @@ def drain(store: Path, apply: Callable[[list[dict[str, Any]]], None], *, limit: 
                 apply(records)
                 kept.append((path, records))
             except ValueError:
-                disk.replace(path, path.with_suffix(".rejected"))
+                _set_aside(path, ".rejected")
                 done["rejected"] += 1
     for path, records in kept:
         disk.unlink(path, missing_ok=False)
@@ -250,11 +300,31 @@ _ACCESS_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _access_row(r: object) -> bool:
-    """A row the access log can take as it is: known fields of the right types (a file written by
-    another program, or damaged past its checksum, is refused whole)."""
+    """A row the access log can take as it is: known fields of the right types and ranges, text
+    UTF-8 can encode (a file written by another program, or damaged past its checksum, is refused
+    whole)."""
     return isinstance(r, dict) and all(k in r for k in ("kind", "query_id", "at", "namespace")) and all(
-        k in _ACCESS_TYPES and isinstance(v, _ACCESS_TYPES[k]) and not (k == "rank" and isinstance(v, bool))
-        for k, v in r.items())
+        k in _ACCESS_TYPES and isinstance(v, _ACCESS_TYPES[k]) and _in_range(k, v) for k, v in r.items())
+
+
+def _in_range(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return key == "used"
+    if isinstance(value, int):
+        return 0 <= value < 2**62 if key == "rank" else abs(value) < 2**53
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return value.isascii() or _encodes(value)
+    return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None]) -> dict[str, int]:
@@ -265,24 +335,36 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
     costs the log no lookup."""
     done = {"files": 0, "rows": 0, "damaged": 0}
     finish(store)
-    folder = store / FOLDER
-    paths = sorted(p for p in folder.iterdir() if p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file()) \
-        if folder.is_dir() else []
     fresh, again = [], []
-    for path in paths:
+    for path in _files(store, ACCESS_SUFFIX, TAKING_SUFFIX):
         rows = _read_access(path)
         if rows is None:
-            disk.replace(path, path.with_suffix(".damaged"))
+            _set_aside(path, ".damaged")
             done["damaged"] += 1
         elif path.suffix == TAKING_SUFFIX:
             again.append((path, rows))
         else:
             taking = path.with_suffix(TAKING_SUFFIX)
+            if taking.exists() or taking.is_symlink():
+                _set_aside(taking, ".damaged")  # a name in the way is not taken for a cut-short file
             disk.replace(path, taking)
             fresh.append((taking, rows))
     for batch, replay in ((again, True), (fresh, False)):
-        if batch:
+        if not batch:
+            continue
+        try:
             apply([r for _, rows in batch for r in rows], replay)
+        except (ValueError, TypeError, OverflowError, UnicodeError) as exc:
+            # rows the log refuses (another program's file, past the checks above): file by file, and
+            # a refused one set aside, never replayed at every open
+            for path, rows in list(batch):
+                try:
+                    apply(rows, replay)
+                except (ValueError, TypeError, OverflowError, UnicodeError):
+                    log.warning("%s: access rows the log refuses (%s), set aside", path, exc)
+                    _set_aside(path, ".damaged")
+                    done["damaged"] += 1
+                    (again if replay else fresh).remove((path, rows))
     for path, rows in again + fresh:
         disk.unlink(path, missing_ok=False)
         done["files"] += 1
@@ -291,9 +373,8 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
 
 
 def access_pending(store: Path) -> bool:
-    folder = store / FOLDER
-    return folder.is_dir() and any(p.suffix in (ACCESS_SUFFIX, TAKING_SUFFIX) and p.is_file() for p in folder.iterdir())
+    return bool(_files(store, ACCESS_SUFFIX, TAKING_SUFFIX))
 
 
-__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "finish",
+__all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "exclusive", "finish",
            "jsonable", "pending", "put", "put_access", "torn", "waiting"]

@@ -104,8 +104,14 @@ class CaptureVerbs(Reads):
                     view = self._view()
                     fresh: dict[str, dict[str, Any]] = {}
                     for r in records:  # ingested before a crash: skipped; spooled twice (a hook's late
-                        if r["id"] not in view:  # capture and its rescue): taken once
-                            fresh.setdefault(r["id"], r)
+                        held = fresh.get(r["id"]) or (view.get(r["id"], include_forgotten=True)  # capture and
+                                                       if r["id"] in view else None)  # its rescue): taken once
+                        if held is None:
+                            fresh[r["id"]] = r
+                        elif _content(held) != (r.get("content"), r.get("namespace")):
+                            # another record under one id: never dropped in silence, its file set aside
+                            raise ValueError(f"spooled record {r['id']!r} differs from the one this store holds "
+                                             "under that id")
                     if fresh:
                         self.add_many(list(fresh.values()))
 
@@ -265,6 +271,13 @@ class CaptureVerbs(Reads):
         """Every stored version of a memory, oldest first, each with its system time (learned_at,
         expired_at) and valid time (valid_from, valid_until). Empty for an unknown id."""
         return self._view().versions(id)
+
+
+def _content(held: Memory | dict[str, Any]) -> tuple[Any, Any]:
+    """(content, namespace) of a stored memory or a spooled record."""
+    if isinstance(held, Memory):
+        return held.content, held.namespace
+    return held.get("content"), held.get("namespace")
 
 
 def _field(m: Memory, key: str) -> Any:

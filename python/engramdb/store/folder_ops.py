@@ -70,10 +70,11 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     checks.path("path", path)
     if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
         raise TypeError(f"records must be a list of dicts (one per memory), got {type(records).__name__} {records!r:.80}")
-    bad = next((r for r in records if not isinstance(r, Mapping)), None) if isinstance(records, (list, tuple)) else None
-    if bad is not None:
-        raise TypeError(f"records must be dicts (one per memory), got {type(bad).__name__} {bad!r:.80}")
-    recs = [dict(r) for r in records]
+    recs = []
+    for i, r in enumerate(records):  # any iterable: each checked as it comes
+        if not isinstance(r, Mapping):
+            raise TypeError(f"records[{i}] must be a dict (one memory), got {type(r).__name__} {r!r:.80}")
+        recs.append(dict(r))
     given = any("id" in r for r in recs)  # ids made here are new: nothing to check them against
     for r in recs:
         r.setdefault("id", uuid.uuid4().hex)
@@ -89,10 +90,25 @@ def capture(path: str | Path, records: Iterable[Mapping[str, Any]], **open_kwarg
     except StoreLocked:
         return _spool(Path(path), recs, ids, given)
     try:
-        db.add_many(recs)
+        fresh = _not_stored(db.get, recs, path) if given else recs  # the same record again: the copy already there
+        if fresh:
+            db.add_many(fresh)
     finally:
         db.close(checkpoint=False)  # the WAL is durable; the next long-lived writer folds it
     return {"ids": ids, "stored": len(recs), "spooled": 0}
+
+
+def _not_stored(get: Any, recs: list[dict[str, Any]], path: str | Path) -> list[dict[str, Any]]:
+    """The records not stored yet; one stored as it is now (an earlier capture of it) is left out,
+    one whose id another record holds raises StoreError."""
+    out = []
+    for i, r in enumerate(recs):
+        m = get(r["id"], include_forgotten=True)
+        if m is None:
+            out.append(r)
+        elif (m.content, m.namespace) != (r.get("content"), r.get("namespace")):
+            raise StoreError(f"records[{i}]: id {r['id']!r} already exists in {path}; use update() to change it")
+    return out
 
 
 def _spool(path: Path, recs: list[dict[str, Any]], ids: list[str], given: bool) -> dict[str, Any]:
@@ -105,6 +121,11 @@ def _spool(path: Path, recs: list[dict[str, Any]], ids: list[str], given: bool) 
     if not given:  # ids made by this call: new, so nothing to compare; the spool is the one path
         spool.put(path, recs)
         return {"ids": ids, "stored": 0, "spooled": len(recs)}
+    with spool.exclusive(path):  # two captures of one id cannot both pass the check below
+        return _spool_checked(path, recs, ids)
+
+
+def _spool_checked(path: Path, recs: list[dict[str, Any]], ids: list[str]) -> dict[str, Any]:
     waiting = spool.waiting(path)
     stored: dict[str, Any] = {}
     if classify(path) == "store":  # the store as committed, untouched; no embedders: nothing is embedded

@@ -336,7 +336,10 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
         ids = self._purge_request(ids, namespace)  # checked; the spool taken in, to be purged with the rest
         with self._topic_lock, self._engine.writing():
             self._purge_derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
-            removed = rewrites.purge(self._engine, ids, namespace)
+            try:
+                removed = rewrites.purge(self._engine, ids, namespace)
+            finally:
+                self._usage.purged()  # rows made before now naming them are never logged again
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
             self.last_dedup, self.last_contradictions = [], []  # they may name what was purged

@@ -18,12 +18,14 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from ..importance import annotate, batch
 from ..importance.elo import RELEVANCE_THRESHOLD
@@ -31,17 +33,31 @@ from ..importance.ratings import DATA as RATINGS_FILE
 from ..importance.ratings import Importance, Ratings
 from ..model import checks
 from ..model.hit import Hit, Hits
-from ..model.memory import utc_now
+from ..model.memory import micros, utc_now
 from ..storage import spool
 from ..storage.access_log import access_log, elo_log
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
 
+TOMBS_FILE = "purged-tombstones.json"  # index/: XXH3 of purged ids and namespaces, when each purge ended
+PURGE_GRACE_S = 60  # rows stamped up to this long after a purge ended, naming what it purged, are dropped too
 SPOOL_ROWS = 512  # a reader's access rows kept in memory before they are spooled
 SPOOL_SECONDS = 30.0  # ... or the age of the oldest of them when the next rows arrive
 _log = logging.getLogger("engramdb")
 RECENT_QUERIES = 4096  # query ids remembered in memory for feedback (older ones are looked up in the log)
 DEEPER = 3  # elo_weight / explore: candidates searched per place kept
+
+
+def _tomb(value: str) -> str:
+    return xxhash.xxh3_64_hexdigest(value.encode("utf-8", "surrogatepass"))
+
+
+def _load_tombs(files: DerivedFiles) -> dict[str, int | None]:
+    meta = files.read_sidecar(TOMBS_FILE)
+    tombs = meta.get("tombs") if isinstance(meta, dict) else None
+    if not isinstance(tombs, dict):
+        return {}
+    return {k: v for k, v in tombs.items() if isinstance(k, str) and isinstance(v, int)}
 
 
 class Usage:
@@ -63,8 +79,9 @@ class Usage:
         self.ratings_state: str | None = None  # "adopted" or why the ratings start empty
         self._lock = threading.Lock()
         self._gate = threading.Lock()  # held while rows are logged and while a purge cleans the logs
-        self._purged_ids: set[str] = set()  # purged in this process: never logged again (see `_unpurged`)
-        self._purged_ns: set[str] = set()
+        # tombstones (see `_unpurged`): XXH3 of a purged id or namespace -> when its purge ended (None:
+        # under way); hashes, so that no byte of what was purged stays in the file that keeps them
+        self._tombs: dict[str, int | None] = _load_tombs(files)
         self._recent: OrderedDict[str, str] = OrderedDict()  # query id -> namespace
         self.rng = random.Random()
 
@@ -176,13 +193,24 @@ class Usage:
     def _unpurged(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`rows` without those a purge of this store removed or would have: a search that showed a
         purged memory (all its rows: its text may say what the memory said), a row naming one, a
-        row of a purged namespace. A search that began before the purge and logs after it, or a
-        reader's rows taken in later, never bring them back."""
-        if not self._purged_ids and not self._purged_ns:
+        row of a purged namespace, made before its purge ended. A search that began before the
+        purge and logs after it, or a reader's rows taken in later, even by another process after
+        a restart, never bring them back (the tombstones are kept in the index folder); a memory or
+        namespace made again under the same name after the purge is logged as usual."""
+        if not self._tombs:
             return rows
-        shown = {r["query_id"] for r in rows if r.get("memory_id") in self._purged_ids}
-        return [r for r in rows if r.get("memory_id") not in self._purged_ids and r["query_id"] not in shown
-                and r.get("namespace") not in self._purged_ns]
+
+        def dead(value: object, at: object) -> bool:
+            if not isinstance(value, str):
+                return False
+            end = self._tombs.get(_tomb(value), -1)
+            if end == -1:
+                return False
+            return end is None or not isinstance(at, datetime) or micros(at) <= end
+
+        shown = {r["query_id"] for r in rows if dead(r.get("memory_id"), r.get("at"))}
+        return [r for r in rows if r["query_id"] not in shown and not dead(r.get("memory_id"), r.get("at"))
+                and not dead(r.get("namespace"), r.get("at"))]
 
     def _take(self, rows: list[dict[str, Any]], replay: bool) -> None:
         rows = self._unpurged(rows)
@@ -251,9 +279,21 @@ class Usage:
         if not ids and not namespaces:
             return 0
         with self._gate:  # no row naming them is logged from now on, while the files are cleaned or after
-            self._purged_ids |= set(ids)
-            self._purged_ns |= set(namespaces)
+            for value in (*ids, *namespaces):
+                self._tombs[_tomb(value)] = None  # under way: every row naming them is dropped
             return self._purge_logged(ids, namespaces)
+
+    def purged(self) -> None:
+        """The purge `purge` began is over: rows naming what it purged are dropped when stamped
+        before now plus PURGE_GRACE_S (a search under way as it ended logs after it; a memory or
+        namespace made again later is logged), and the tombstones are kept."""
+        end_us = micros(utc_now()) + PURGE_GRACE_S * 1_000_000  # searches under way when it ended log after it
+        with self._gate:
+            for key, end in self._tombs.items():
+                if end is None:
+                    self._tombs[key] = end_us
+            if self.files.writable:
+                self.files.write_sidecar(TOMBS_FILE, {"format": 1, "tombs": self._tombs})
 
     def _purge_logged(self, ids: set[str], namespaces: set[str] | frozenset[str]) -> int:
         removed = 0
