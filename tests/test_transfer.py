@@ -121,7 +121,7 @@ def test_a_jsonl_line_is_the_current_version_with_its_history_and_edges(tmp_path
     db = engramdb.open()
     ids = _history_store(db)
     db.export(tmp_path / "all.jsonl")
-    lines = {r["id"]: r for r in map(json.loads, (tmp_path / "all.jsonl").read_text().splitlines())}
+    lines = {r["id"]: r for r in map(json.loads, (tmp_path / "all.jsonl").read_text().splitlines()) if "id" in r}
     coffee = lines[ids["coffee"]]
     assert coffee["version"] == 3 and coffee["forgotten_at"] is not None
     assert [h["version"] for h in coffee["history"]] == [1, 2] and coffee["history"][0]["content"] == "Coffee is good"
@@ -193,7 +193,7 @@ def _good_line(tmp: Path) -> dict[str, object]:
     db = engramdb.open()
     db.add("a good record", namespace="n", id="good1")
     db.export(tmp / "good.jsonl")
-    rec: dict[str, object] = json.loads((tmp / "good.jsonl").read_text())
+    rec: dict[str, object] = json.loads((tmp / "good.jsonl").read_text().splitlines()[1])  # after the header
     return rec
 
 
@@ -278,3 +278,28 @@ def test_a_bad_arrow_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidMemory, match="meta.arrow row 1: metadata or provenance is not a JSON object"):
         db.import_(tmp_path / "meta.arrow")
     assert db.stats()["memories"] == 0
+
+
+def test_a_jsonl_export_cut_short_is_refused_and_a_failed_one_keeps_the_last(tmp_path: Path) -> None:
+    """Found by the adversary: a re-export that failed part-way had already cut the previous file
+    in half, and a file cut at a line end imported without complaint (1,501 of 3,000)."""
+    db = engramdb.open()
+    db.add_many([{"content": f"memory {i}", "namespace": "n"} for i in range(300)])
+    out = tmp_path / "all.jsonl"
+    db.export(out)
+    whole = out.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    assert json.loads(lines[0]) == {"engramdb_export": {"format": json.loads(lines[0])["engramdb_export"]["format"]}}
+    assert json.loads(lines[-1]) == {"engramdb_export_end": {"memories": 300}}
+    out.write_bytes(b"".join(lines[:151]))  # cut at a line end
+    with pytest.raises(InvalidMemory, match="cut short"):
+        engramdb.open().import_(out)
+    out.write_bytes(b"".join(lines[:151] + lines[-1:]))  # the last line kept, memories gone
+    with pytest.raises(InvalidMemory, match="says 300 memories, the file holds 150"):
+        engramdb.open().import_(out)
+    out.write_bytes(whole)
+    blocker = tmp_path / "all.jsonl.tmp"
+    blocker.mkdir()  # the temporary name taken: the export fails before it touches the file
+    with pytest.raises(ValueError, match="cannot write export file"):
+        db.export(out)
+    assert out.read_bytes() == whole

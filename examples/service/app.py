@@ -28,6 +28,7 @@ pool, where searches run side by side (reads take no lock) and writes queue on t
 
 import argparse
 import contextlib
+import json
 import os
 import socket
 import sys
@@ -39,6 +40,8 @@ import engramdb
 import engramdb.aio
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette import types as asgi
@@ -122,6 +125,14 @@ def memory_json(m: engramdb.Memory) -> dict[str, Any]:
             "valid_until": m.valid_until.isoformat() if m.valid_until else None}
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every character past ASCII escaped: an error that quotes what a client sent (a
+    lone surrogate, half an emoji, is valid JSON as an escape) is still a response, never a 500."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def create_app(path: str | Path, *, store_threads: int | None = None,
                max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     """The service over the store folder `path` (made on first start); `store_threads` sizes the
@@ -138,16 +149,21 @@ def create_app(path: str | Path, *, store_threads: int | None = None,
         finally:
             await app.state.store.close()  # folds the WAL into a segment, saves the indexes
 
-    app = FastAPI(title="engramdb multi-user memory service", lifespan=lifespan)
+    app = FastAPI(title="engramdb multi-user memory service", lifespan=lifespan,
+                  default_response_class=AsciiJSONResponse)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return AsciiJSONResponse(status_code=422, content={"detail": jsonable_encoder(exc.errors())})
 
     @app.exception_handler(engramdb.InvalidMemory)
     async def invalid_memory(request: Request, exc: engramdb.InvalidMemory) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
+        return AsciiJSONResponse(status_code=422, content={"detail": str(exc)})
 
     @app.exception_handler(engramdb.StoreError)
     async def store_error(request: Request, exc: engramdb.StoreError) -> JSONResponse:
-        return JSONResponse(status_code=503, content={"detail": f"{type(exc).__name__}: {exc}"})
+        return AsciiJSONResponse(status_code=503, content={"detail": f"{type(exc).__name__}: {exc}"})
 
     def store_of(request: Request) -> engramdb.aio.AsyncStore:
         store: engramdb.aio.AsyncStore = request.app.state.store

@@ -112,9 +112,21 @@ def parse(raw: str, event: str) -> Payload:
     sid = obj.get("session_id")
     cwd = obj.get("cwd")
     transcript = obj.get("transcript_path")
-    return Payload(event, mend(sid) if isinstance(sid, str) and sid else None,
+    return Payload(event, session_key(mend(sid)) if isinstance(sid, str) and sid else None,
                    cwd if isinstance(cwd, str) and cwd else os.getcwd(),
                    transcript if isinstance(transcript, str) and transcript else None, obj)
+
+
+SESSION_MAX = 256  # the store's limit on session_id
+
+
+def session_key(sid: str) -> str:
+    """An agent's session id as the store keeps it: as it is up to SESSION_MAX characters; a
+    longer one cut and ended with `:` and 16 hex digits of its SHA-256 (one session, one key), so
+    a capture is never lost to the length of an id."""
+    if len(sid) <= SESSION_MAX:
+        return sid
+    return sid[: SESSION_MAX - 17] + ":" + hashlib.sha256(sid.encode("utf-8")).hexdigest()[:16]
 
 
 def budget_ms(event: str) -> int:

@@ -59,6 +59,7 @@ from ..model.errors import InvalidMemory
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from ..storage import spool
+from ..storage.folder import classify
 from ..storage.lock import writer_active
 from . import hook_events as ev
 from .hook_events import Payload
@@ -209,7 +210,11 @@ def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, n
     try:
         run.go_write.wait()
         if run.records:
-            _keep(run, store)  # durable from here on: the capture is kept
+            try:
+                _keep(run, store)  # durable from here on: the capture is kept
+            except Exception as exc:  # noqa: BLE001 - said as such, with the count
+                run.notes.append(f"{len(run.records)} capture(s) NOT kept ({_why(exc)})")
+                return
             _take_in(store)  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
         if upkeep is not None:
             upkeep(store, ns)
@@ -232,6 +237,7 @@ def _keep(run: _Run, store: Path) -> None:
     with run.keeping:
         if run.kept or not run.records:
             return
+        classify(store)  # a store, a new one or one being made; any other folder is refused untouched
         limit = Tuning().max_content_bytes
         for r in run.records:
             validate_memory(Memory(**r))  # the writer's rules: a capture it would refuse is not acknowledged

@@ -103,6 +103,7 @@ class Space:
             if not np.isfinite(arr).all():
                 row = int(np.argwhere(~np.isfinite(arr))[0][0])
                 raise SpaceError(f"{where}: row {row} contains NaN or inf")
+            _norms_finite(where, arr)
             return arr
         if self.kind == "binary":
             arr = np.asarray(value)
@@ -148,7 +149,18 @@ class Space:
         tok = np.ascontiguousarray(tok, dtype=np.float32)
         if not np.isfinite(tok).all():
             raise SpaceError(f"{where}: tokens contain NaN or inf")
+        _norms_finite(where, tok)
         return TokenBatch(tok, off)
+
+
+def _norms_finite(where: str, arr: np.ndarray) -> None:
+    """Refuse rows whose squared length overflows float32 (values near 1e19 and up: finite, yet
+    every cosine and dot product the kernels take with them would be inf or NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", arr, arr, dtype=np.float32)
+    if not np.isfinite(sq).all():
+        row = int(np.argwhere(~np.isfinite(sq))[0][0])
+        raise SpaceError(f"{where}: row {row} is too long for float32 (its squared length overflows); scale it down")
 
 
 class Schema:

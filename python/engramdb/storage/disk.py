@@ -56,6 +56,17 @@ def _before(op: str, path: str | os.PathLike[str], detail: Any = None) -> None:
         hook(op, os.fspath(path), detail)
 
 
+@contextmanager
+def _named(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An OSError that names no file (a full disk at a write) raised again naming `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), os.fspath(path)) from None
+        raise
+
+
 # ------------------------------------------------------------------------------ descriptors
 def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
     """`os.open` for a file the store writes."""
@@ -71,11 +82,12 @@ def write_at(fd: int, data: bytes | bytearray | memoryview, offset: int, path: s
     view = memoryview(data).cast("B")
     _before("write", path, (view, offset))
     done = 0
-    while done < len(view):
-        n = os.pwrite(fd, view[done:], offset + done)
-        if n <= 0:  # pragma: no cover - pwrite reports errors by raising
-            raise OSError(errno.EIO, f"short write to {path}")
-        done += n
+    with _named(path):
+        while done < len(view):
+            n = os.pwrite(fd, view[done:], offset + done)
+            if n <= 0:  # pragma: no cover - pwrite reports errors by raising
+                raise OSError(errno.EIO, f"short write to {path}")
+            done += n
 
 
 def append(fd: int, data: bytes | bytearray | memoryview, path: str | os.PathLike[str]) -> None:
@@ -83,20 +95,23 @@ def append(fd: int, data: bytes | bytearray | memoryview, path: str | os.PathLik
     view = memoryview(data).cast("B")
     _before("write", path, (view, None))
     done = 0
-    while done < len(view):
-        done += os.write(fd, view[done:])
+    with _named(path):
+        while done < len(view):
+            done += os.write(fd, view[done:])
 
 
 def fsync(fd: int, path: str | os.PathLike[str]) -> None:
     """Make a file's data durable."""
     _before("fsync", path)
-    os.fsync(fd)
+    with _named(path):
+        os.fsync(fd)
 
 
 def truncate(fd: int, size: int, path: str | os.PathLike[str]) -> None:
     """Cut a file back to `size` bytes."""
     _before("truncate", path)
-    os.ftruncate(fd, size)
+    with _named(path):
+        os.ftruncate(fd, size)
 
 
 def close(fd: int) -> None:

@@ -9,7 +9,11 @@ segment layout, with every space's vectors). Both carry everything the store kno
 - every edge row between the exported memories, in write order: live edges, the rows they
   replaced and removals (`unlink`), each with its type, confidence, reason, validity and times.
 
-JSONL: one line per memory (forgotten ones included), in store order. Its top-level fields are
+JSONL: a first line `{"engramdb_export": {"format": N}}`, then one line per memory (forgotten
+ones included), in store order, then a last line `{"engramdb_export_end": {"memories": N}}`: a
+file cut short is refused whole, never imported in part (files without the first line, written
+before it, are read as they are). The file is written under a temporary name and renamed, so a
+failed export leaves the previous one as it was. A memory line's top-level fields are
 the current version's (what a tool reading the file wants); `history` holds its earlier versions
 (full records, oldest first) and `edges` the edge rows leaving it, each present only when not
 empty. No vectors: an import embeds the text again.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -56,6 +61,7 @@ EXPORT_KEY = b"engramdb.export"  # Arrow schema metadata: {"format", "schema", "
 EXPORT_FORMAT = 2  # 1: current versions only, no edges, no schema; 2: every version, edges, schema
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _EDGE_FIELDS = tuple(f.name for f in fields(Edge))
+HEAD_KEY, END_KEY = "engramdb_export", "engramdb_export_end"  # a JSONL export's first and last lines
 _LINE_FIELDS = frozenset(_MEMORY_FIELDS) | {"history", "edges"}  # a JSONL line: the current version and these
 _MEMORY_TIMES = ("valid_from", "valid_until", "learned_at", "expired_at", "forgotten_at")
 _EDGE_TIMES = ("valid_from", "valid_until", "created_at", "removed_at")
@@ -167,15 +173,25 @@ def _write_lines(out: Path, versions: list[Memory], edges: list[Edge]) -> None:
     leaving: dict[str, list[dict[str, Any]]] = {}
     for e in edges:
         leaving.setdefault(e.src, []).append(_as_json(e, _EDGE_FIELDS))
-    with builtins.open(out, "w", encoding="utf-8") as fh:
-        for mid in sorted(by_id, key=last.__getitem__):
-            *earlier, current = by_id[mid]
-            rec = _as_json(current, _MEMORY_FIELDS)
-            if earlier:
-                rec["history"] = [_as_json(m, _MEMORY_FIELDS) for m in earlier]
-            if mid in leaving:
-                rec["edges"] = leaving[mid]
-            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp = out.with_name(out.name + ".tmp")  # a failed export leaves the previous file as it was
+    try:
+        with builtins.open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({HEAD_KEY: {"format": EXPORT_FORMAT}}) + "\n")
+            for mid in sorted(by_id, key=last.__getitem__):
+                *earlier, current = by_id[mid]
+                rec = _as_json(current, _MEMORY_FIELDS)
+                if earlier:
+                    rec["history"] = [_as_json(m, _MEMORY_FIELDS) for m in earlier]
+                if mid in leaving:
+                    rec["edges"] = leaving[mid]
+                fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            fh.write(json.dumps({END_KEY: {"memories": len(by_id)}}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _as_json(obj: Memory | Edge, names: tuple[str, ...]) -> dict[str, Any]:
@@ -213,6 +229,7 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
         data = src.read_bytes()  # bytes: a line that is not UTF-8 is named by its own number
     except OSError as exc:
         raise ValueError(f"cannot read import file {str(src)!r}: {exc.strerror or exc}") from None
+    head = end = None
     for line_no, raw in enumerate(data.split(b"\n"), 1):
         at = f"{src.name} line {line_no}"
         try:
@@ -222,6 +239,16 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
         if not line.strip():
             continue
         rec = _json_object(line, at)
+        if end is not None:
+            raise InvalidMemory(f"{at}: a line after the export's last one (line {end[0]})")
+        if HEAD_KEY in rec or END_KEY in rec:
+            if HEAD_KEY in rec and (line_no != 1 or len(rec) != 1):
+                raise InvalidMemory(f"{at}: the export's first line is its header, and only line 1 is")
+            if END_KEY in rec:
+                end = (line_no, rec[END_KEY])
+            else:
+                head = rec[HEAD_KEY]
+            continue
         unknown = sorted(set(rec) - _LINE_FIELDS)
         if unknown:
             raise InvalidMemory(f"{at}: unknown field(s) {unknown}")
@@ -245,6 +272,14 @@ def _read_lines(src: Path, schema: Schema) -> Incoming:
                                     "line holds the edges leaving its memory)")
             edges.append(e)
             edge_where.append(f"line {line_no} edges[{k}]")
+    if head is not None:  # written by this version: whole only with its last line, which counts the memories
+        if end is None:
+            raise InvalidMemory(f"{src.name}: the export is cut short (its last line, which counts its memories, "
+                                "is missing): nothing was imported")
+        count = end[1].get("memories") if isinstance(end[1], dict) else None
+        if count != len(line_of):
+            raise InvalidMemory(f"{src.name} line {end[0]}: the export says {count!r} memories, the file holds "
+                                f"{len(line_of)}: nothing was imported")
     why = "a JSONL export holds no vectors: the text is embedded"
     return Incoming(src.name, memories, where, edges, edge_where, {}, {sp.name: why for sp in schema})
 
