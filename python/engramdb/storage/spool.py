@@ -345,8 +345,11 @@ def drain_access(store: Path, apply: Callable[[list[dict[str, Any]], bool], None
             again.append((path, rows))
         else:
             taking = path.with_suffix(TAKING_SUFFIX)
-            if taking.exists() or taking.is_symlink():
-                _set_aside(taking, ".damaged")  # a name in the way is not taken for a cut-short file
+            if taking.exists() or taking.is_symlink():  # a name in the way (not ours to move): this file aside
+                log.warning("%s: its name while it is taken in, %s, is taken; set aside", path, taking.name)
+                _set_aside(path, ".damaged")
+                done["damaged"] += 1
+                continue
             disk.replace(path, taking)
             fresh.append((taking, rows))
     for batch, replay in ((again, True), (fresh, False)):
