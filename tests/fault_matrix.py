@@ -232,7 +232,7 @@ def state(folder: Path) -> dict[str, Any]:
     dump = folder.parent / (folder.name + "-state.jsonl")
     try:
         db.export(dump)  # every current memory, forgotten ones too, of every namespace
-        ids = sorted(json.loads(line)["id"] for line in dump.read_text().splitlines() if line)
+        ids = sorted(rec["id"] for rec in map(json.loads, dump.read_text().splitlines()) if "id" in rec)
         out: dict[str, Any] = {}
         for mid in ids:
             out[mid] = [(h.version, h.content if not db.is_archived(mid) else "<archived>",

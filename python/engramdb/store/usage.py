@@ -293,7 +293,10 @@ class Usage:
                 if end is None:
                     self._tombs[key] = end_us
             if self.files.writable:
-                self.files.write_sidecar(TOMBS_FILE, {"format": 1, "tombs": self._tombs})
+                try:
+                    self.files.write_sidecar(TOMBS_FILE, {"format": 1, "tombs": self._tombs})
+                except OSError as exc:  # the purge is committed; this process keeps them all the same
+                    _log.warning("engramdb: the purge's tombstones were not saved in %s: %s", self._path, exc)
 
     def _purge_logged(self, ids: set[str], namespaces: set[str] | frozenset[str]) -> int:
         removed = 0
