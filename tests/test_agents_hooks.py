@@ -293,3 +293,48 @@ def test_the_claude_code_example_wires_every_event_above_its_budget() -> None:
         rescue = hooks.rescue_seconds(event) * 1000 if hooks.HOOKS[event].capture is not None else 0
         assert h["timeout"] * 1000 > ev.BUDGETS_MS[event] + rescue  # the hook leaves before it is killed
         assert h.get("async", False) == (hooks.HOOKS[event].read is None and event != "SessionEnd")
+
+
+def _long_ago(folder: Path, records: list[dict[str, Any]]) -> Path:
+    """An export file of memories the store learned long ago (each record's own learned_at)."""
+    base = {"namespace": NS, "version": 1, "confidence": 1.0, "source": "turn", "metadata": {}, "provenance": {},
+            "memory_type": None, "role": None, "seq": None, "session_id": None, "valid_from": None,
+            "valid_until": None, "expired_at": None, "forgotten_at": None, "supersedes": None, "superseded_by": None}
+    path = folder / "old.jsonl"
+    lines = [{"engramdb_export": {"format": 2}}, *({**base, **r} for r in records),
+             {"engramdb_export_end": {"memories": len(records)}}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("opted_in", [False, True])
+def test_session_end_applies_only_what_a_person_chose_unless_the_user_opted_in(tmp_path: Path, opted_in: bool) -> None:
+    """Issue 25: SessionEnd ran consolidate(dry_run=False) on every session end. It purges what a
+    person forgot past its window and promotes; archiving and compressing stay proposals unless
+    $ENGRAMDB_HOOK_CONSOLIDATE=all."""
+    from datetime import datetime, timedelta, timezone
+
+    store, now = tmp_path / "mem", datetime.now(timezone.utc)
+    days = [(now - timedelta(days=d)).isoformat() for d in (20, 60, 40)]
+    note = "Quarterly planning note. The budget review moved. Details follow in the doc."
+    with engramdb.open(store) as db:
+        db.import_(_long_ago(tmp_path, [
+            {"id": "note", "content": note, "learned_at": days[0]},  # LOW and unused 20 days: compress
+            {"id": "gone", "content": "an old secret", "learned_at": days[1], "forgotten_at": days[2]}]))
+        other = db.add("unrelated note about the car", namespace=NS).id
+        for _ in range(6):  # the note is shown and never used, by a question that scores nothing
+            db.feedback(db.search("xylophone zebra", namespace=NS, k=5).query_id or "", used=[other])
+        db.import_(_long_ago(tmp_path, [{"id": "doubt", "content": "maybe the printer is on floor 3",
+                                         "learned_at": days[1], "confidence": 0.0}]))  # priority under 0.2: archive
+    env = _env(ENGRAMDB_HOOK_CONSOLIDATE="all") if opted_in else _env()
+    end = hook("SessionEnd", store, _payload("SessionEnd", tmp_path, reason="exit"), env=env)
+    assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
+    with engramdb.open(store, read_only=True) as db:
+        assert db.get("gone", include_forgotten=True) is None  # a person's forget past its window: purged
+        [run] = db.tiers().runs
+        if opted_in:
+            assert db.is_archived("doubt") and db.get("note").content != note  # type: ignore[union-attr]
+        else:
+            assert not db.is_archived("doubt") and [v.content for v in db.history("note")] == [note]
+            assert run["applied"].get("archive", 0) == 0 and run["applied"].get("compress", 0) == 0
+            assert run["proposed"] == {"archive": 1, "compress": 1}

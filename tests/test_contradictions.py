@@ -166,3 +166,79 @@ def test_two_notes_of_one_template_are_not_one_statement_with_another_number() -
     assert db.resolve_contradictions(namespace="n") == []
     pair(db, "m", note.format("hire 2 engineers in May"), note.format("hire 3 engineers in May"))
     assert [p.reason.split(":")[0] for p in db.resolve_contradictions(namespace="m")] == ["number"]
+
+
+ANOTHER_SUBJECT = [  # issue 25, the adversary's second pass: each was ended by an automatic supersede
+    ("Hotel room 14 costs 80 euros a night", "Hotel room 12 costs 95 euros a night"),
+    ("I paid invoice 1001 today", "I paid invoice 1002 today"),
+    ("App version 2.3 supports dark mode", "App version 2.4 supports dark mode"),
+    ("La facture 1001 est payée", "La facture 1002 est payée"),
+    ("Die Rechnung 1001 ist bezahlt", "Die Rechnung 1002 ist bezahlt"),
+    ("Backup of server A ran at 02:00", "Backup of server B ran at 03:00"),
+    ("Server A is down since 9:00", "Server B is down since 9:30"),  # a letter, and a stop word at that
+    ("You owe Sam 20 euros", "You owe Ana 25 euros"),  # a name the verb acts on
+    ("We booked room 14 for two nights", "We booked room 12 for three nights"),
+    ("Meeting with Alice at 3pm", "Meeting with Bob at 4pm"),  # no verb: any name or number tells apart
+]
+
+
+@pytest.mark.parametrize(("old", "new"), ANOTHER_SUBJECT)
+def test_an_identifier_that_differs_where_it_names_a_thing_means_another_subject(old: str, new: str) -> None:
+    """A differing number, code, letter or name before the predicate, one a noun labels ("invoice
+    1001") or a verb acts on ("owe Sam") anywhere, or any of them when no verb is recognised."""
+    assert different_subjects(old, new) is not None
+    db = engramdb.open(None, contradictions="supersede")
+    first = db.add(old, namespace="n").id
+    db.add(new, namespace="n")
+    assert db.last_contradictions == [] and db.get(first).valid_until is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The meeting is in Room 14", "The meeting is in Room 12"),  # where: a value, after the predicate
+    ("Theo is in Year 4 at Riverside", "Theo is in Year 6 at Riverside"),
+    ("My manager is Alice", "My manager is Bob"),  # what the copula says of the subject
+    ("I work at Google", "I work at Meta"),
+    ("Die Miete ist 1200 Euro", "Die Miete ist 1450 Euro"),
+    ("Le loyer est de 1200 euros", "Le loyer est de 1450 euros"),
+    ("I'm 34 years old", "I'm 36 years old"),
+])
+def test_a_value_after_the_predicate_is_what_a_correction_changes(old: str, new: str) -> None:
+    assert different_subjects(old, new) is None
+
+
+def test_a_back_dated_correction_ends_the_stale_fact_not_itself() -> None:
+    """Issue 25: the pair is ordered by when the store learned each statement. The rent told now
+    as true since January is the correction: the stale memory ends where it starts, and the
+    correction stays current (it had been ended, the stale 1200 kept)."""
+    jan = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    db = engramdb.open(None, contradictions="supersede")
+    stale = db.add("My rent is 1200 euros a month", namespace="n").id
+    fix = db.add("My rent is 1450 euros a month", namespace="n", valid_from=jan).id
+    assert [(p.old, p.new, p.applied) for p in db.last_contradictions] == [(stale, fix, True)]
+    assert db.get(fix).valid_until is None and db.get(stale).valid_until == jan  # type: ignore[union-attr]
+    assert db.get(db.search("what is my rent", namespace="n", k=1, log=False)[0].id).content == \
+        "My rent is 1450 euros a month"  # type: ignore[union-attr]
+
+
+def test_a_correction_dated_before_the_stale_facts_own_start_ends_it_where_it_starts() -> None:
+    """The stale memory was said to hold from March; the correction, learned later, says 1450
+    since January: the stale one never held (it ends at its own start), the correction stands."""
+    db = engramdb.open(None)
+    mar, jan = datetime(2025, 3, 1, tzinfo=timezone.utc), datetime(2025, 1, 1, tzinfo=timezone.utc)
+    stale = db.add("My rent is 1200 euros a month", namespace="n", valid_from=mar).id
+    fix = db.add("My rent is 1450 euros a month", namespace="n", valid_from=jan).id
+    [p] = db.resolve_contradictions(namespace="n", dry_run=False)
+    assert (p.old, p.new, p.applied) == (stale, fix, True)
+    assert db.get(fix).valid_until is None and db.get(stale).valid_until == mar  # type: ignore[union-attr]
+    assert db.search("rent", namespace="n", k=5, as_of=datetime(2025, 6, 1, tzinfo=timezone.utc), log=False)[0].id == fix
+
+
+def test_an_update_in_place_counts_as_told_when_its_text_was() -> None:
+    """A memory rewritten by the engine (a merged copy's count) is not told anew: the order is by
+    when its text was told, so the later statement still wins."""
+    db = engramdb.open(None, dedup="merge")
+    stale = db.add("My rent is 1200 euros a month", namespace="n").id
+    fix = db.add("My rent is 1450 euros a month", namespace="n").id
+    db.add("My rent is 1200 euros a month", namespace="n")  # merged: a new version of the stale memory
+    [p] = db.resolve_contradictions(namespace="n")
+    assert (p.old, p.new) == (stale, fix)

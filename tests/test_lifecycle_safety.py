@@ -6,10 +6,12 @@ only what a person forgot. Each test failed before its fix."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import pytest
@@ -162,3 +164,198 @@ def test_bad_arguments_are_refused_by_name_before_anything_is_written() -> None:
         db.confirm_forgotten([copy])
     assert db.get(copy) is not None and len(db) == 2
     assert json.dumps(db.dream("n")["forgotten"])  # the report is plain data
+
+
+# ---------------------------------------------------------------------------------------------------
+# The adversary's second pass (issue 25, automatic verbs): each of these failed on 729a876.
+
+def _told_long_ago(db: engramdb.Store, folder: Path, text: str, days: float, **fields: object) -> str:
+    """A memory the store learned `days` ago (an export's record, imported as it was): what a
+    consolidation at the present may compress or archive."""
+    mid = f"old{abs(hash((text, days))) % 10**12:012d}"
+    rec = {"id": mid, "content": text, "namespace": "n", "version": 1, "learned_at": (now() - timedelta(days=days)).isoformat(),
+           "confidence": 1.0, "source": "turn", "metadata": {}, "provenance": {}, "memory_type": None, "role": None,
+           "seq": None, "session_id": None, "valid_from": None, "valid_until": None, "expired_at": None,
+           "forgotten_at": None, "supersedes": None, "superseded_by": None, **fields}
+    path = folder / f"{mid}.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in ({"engramdb_export": {"format": 2}}, rec,
+                                                      {"engramdb_export_end": {"memories": 1}})) + "\n")
+    db.import_(path)
+    return mid
+
+
+def _shown_never_used(db: engramdb.Store, query: str, used: str) -> None:
+    """Searches that show the namespace's memories and use only `used`: the others' ELO falls to
+    LOW (compressible once unused 14 days)."""
+    for _ in range(6):
+        hits = db.search(query, namespace="n", k=5)
+        db.feedback(hits.query_id or "", used=[used])
+
+
+def test_b1_the_dream_keeps_an_open_ended_memory_that_repeats_one_ending_tomorrow() -> None:
+    start = now() - timedelta(hours=2)
+    db = engramdb.open(None)
+    db.add("Alice is the on-call engineer", namespace="n", valid_from=start, valid_until=now() + timedelta(days=1))
+    open_ended = db.add("Alice is the on-call engineer", namespace="n", valid_from=start).id
+    rep = db.dream("n", dry_run=False)
+    assert rep["duplicates"] == [] and db.get(open_ended) is not None
+    hits = db.search("who is the on-call engineer", namespace="n", k=5, as_of=now() + timedelta(days=3), log=False)
+    assert [h.id for h in hits] == [open_ended]
+
+
+def test_b2_a_compression_never_writes_over_a_correction_made_while_it_summarizes() -> None:
+    db = engramdb.open(None)
+    target = db.add("The team offsite is in Room 12. Bring your laptop. Lunch is provided.", namespace="n").id
+    other = db.add("unrelated note about the car", namespace="n").id
+    _shown_never_used(db, "team offsite room laptop lunch", other)
+    fixed = "The team offsite moved to Room 14. Bring your laptop. Lunch is provided."
+
+    def summarizer(text: str) -> str:  # an LLM call takes seconds: the user corrects the memory meanwhile
+        if db.get(target).content != fixed:  # type: ignore[union-attr]
+            db.update(target, content=fixed)
+        return text.split(".")[0] + "."
+
+    run = db.consolidate(dry_run=False, now=now() + timedelta(days=20), protect_days=0, summarizer=summarizer)
+    assert db.get(target).content == fixed  # type: ignore[union-attr]
+    assert [v.content for v in db.history(target)][-1] == fixed and len(db.history(target)) == 2
+    assert "changed" in run.skipped[target] and "compress" in run.counts()
+
+
+def test_b3_the_dream_leaves_a_copy_the_user_changed_after_it_was_chosen(tmp_path: Path) -> None:
+    db = engramdb.open(None)
+    note = _told_long_ago(db, tmp_path, "Quarterly planning note. The budget review moved. Details follow.", 20)
+    other = db.add("unrelated note about the car", namespace="n").id
+    _shown_never_used(db, "xylophone zebra", other)  # the note scores nothing: no question protects it
+    db.add_many([{"content": "The spare key is under the blue flowerpot", "namespace": "n"}] * 2)
+    [(first, copy)] = db.dream("n")["duplicates"]
+    moved = "The spare key is now in the garage, on the hook by the door"
+
+    def summarizer(text: str) -> str:  # the dream compresses the note after it chose the copy
+        if db.get(copy).content != moved:  # type: ignore[union-attr]
+            db.update(copy, content=moved)
+        return text.split(".")[0] + "."
+
+    rep = db.dream("n", dry_run=False, summarizer=summarizer)
+    assert rep["consolidation_applied"]["compress"] == 1 and db.get(note).content.startswith("Quarterly")  # type: ignore[union-attr]
+    assert rep["duplicates_forgotten"] == [] and "changed" in rep["skipped"][copy]
+    assert db.get(copy).content == moved and db.get(first) is not None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("label", "older", "newer", "link"), [
+    ("confidence", {"confidence": 0.2}, {"confidence": 1.0}, False),
+    ("source", {"source": "rumour"}, {"source": "cto-email"}, False),
+    ("provenance", {}, {"provenance": {"doc": "mail-4411"}}, False),
+    ("its own edge", {}, {}, True),
+    ("a user's 'compressed' key", {"metadata": {"compressed": "gzip"}}, {"metadata": {"compressed": "zstd"}}, False),
+    ("a user's 'merged_duplicates' key", {"metadata": {"merged_duplicates": "no"}}, {"metadata": {}}, False),
+    ("role", {"role": "user"}, {"role": "assistant"}, False),
+    ("valid_until", {"valid_until": now() + timedelta(days=1)}, {}, False),
+])
+def test_b5_a_memory_that_differs_in_any_field_a_user_set_is_not_a_copy(label: str, older: dict[str, object],
+                                                                       newer: dict[str, object], link: bool) -> None:
+    db = engramdb.open(None)
+    text = "The deploy freeze starts on Friday"
+    db.add(text, namespace="n", **older)  # type: ignore[arg-type]
+    new = db.add(text, namespace="n", **newer).id  # type: ignore[arg-type]
+    if link:
+        cause = db.add("The payment outage last week", namespace="n").id
+        db.link(new, cause, "CAUSED_BY", reason="the CTO said so")
+    rep = db.dream("n", dry_run=False)
+    assert rep["duplicates"] == [] and db.get(new) is not None, label
+
+
+def test_b5_the_engines_own_marks_do_not_make_two_copies_differ(tmp_path: Path) -> None:
+    text = "The deploy freeze starts on Friday"
+    with engramdb.open(tmp_path / "s", dedup="merge") as db:
+        first = db.add(text, namespace="n").id
+        db.add(text, namespace="n")  # merged into the first: the engine counts the copy in its metadata
+        assert db.get(first).metadata["merged_duplicates"] == 1  # type: ignore[union-attr]
+    with engramdb.open(tmp_path / "s") as db:  # dedup off: the same text stored again
+        again = db.add(text, namespace="n").id
+        assert db.dream("n")["duplicates"] == [(first, again)]
+
+
+def test_b6_a_memory_restored_while_the_run_works_is_never_purged(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s")
+    x = db.add("My passport number is X1234567, expires 2031", namespace="n").id
+    db.forget(x)  # a person forgot it...
+    db.add("Long meeting note. Decisions were taken. Many details follow here.", namespace="n")
+    other = db.add("unrelated note about the car", namespace="n").id
+    _shown_never_used(db, "long meeting note decisions details", other)
+
+    def summarizer(text: str) -> str:  # ...and, 31 days on, wants it back while the run summarizes
+        if db.get(x) is None:
+            db.restore(x)
+        return text.split(".")[0] + "."
+
+    run = db.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
+    assert db.get(x) is not None and db.get(x).content.startswith("My passport")  # type: ignore[union-attr]
+    assert run.purged == [] and "restored" in run.skipped[x] and run.applied.get("purge", 0) == 0
+    db.close()
+
+
+def test_b6_a_forget_confirmed_or_restored_meanwhile_is_judged_as_it_is_when_the_purge_runs(tmp_path: Path) -> None:
+    """The purge list is read again under the writer's lock: what is still a person's forget past
+    its window goes, nothing else."""
+    db = engramdb.open(tmp_path / "s")
+    gone, back = db.add_many([{"content": f"secret {i}", "namespace": "n"} for i in range(2)])
+    db.forget(gone)
+    db.forget(back)
+    db.add("Long meeting note. Decisions were taken. Many details follow here.", namespace="n")
+    other = db.add("unrelated note about the car", namespace="n").id
+    _shown_never_used(db, "long meeting note decisions details", other)
+
+    def summarizer(text: str) -> str:
+        if db.get(back) is None:
+            db.restore(back)
+            db.forget(back)  # forgotten again now: its window starts over
+        return text.split(".")[0] + "."
+
+    run = db.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
+    assert run.purged == [gone] and db.get(gone, include_forgotten=True) is None
+    assert db.get(back, include_forgotten=True) is not None and back in run.skipped
+    db.close()
+
+
+@pytest.mark.parametrize("bad", [None, "no", "yes", 0, 0.0, [], 1])
+def test_b7_resolve_contradictions_takes_only_true_or_false_for_dry_run(bad: object) -> None:
+    db = engramdb.open(None)
+    old = db.add("My rent is 1200 euros a month", namespace="n").id
+    db.add("My rent is 1450 euros a month", namespace="n")
+    assert db.resolve_contradictions(namespace="n")  # a proposal there is
+    with pytest.raises(TypeError, match=re.escape(f"dry_run must be True or False, got {bad!r}")):
+        db.resolve_contradictions(namespace="n", dry_run=bad)  # type: ignore[arg-type]
+    assert db.get(old).valid_until is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda db: db.consolidate(protect_days=float("inf")), ValueError, "protect_days must be a number in [0, 36500], got inf"),
+    (lambda db: db.consolidate(protect_days=1e300), ValueError, "protect_days must be a number in [0, 36500], got 1e+300"),
+    (lambda db: db.consolidate(protect_days=float("nan")), ValueError, "protect_days must be a number in [0, 36500], got nan"),
+    (lambda db: db.consolidate(protect_days="30"), TypeError, "protect_days must be a number in [0, 36500], got '30'"),
+    (lambda db: db.consolidate(protect_days=True), TypeError, "protect_days must be a number in [0, 36500], got True"),
+    (lambda db: db.consolidate(protect_depth=-1), ValueError, "protect_depth must be an int in [0, 1000], got -1"),
+    (lambda db: db.consolidate(protect_depth=2.5), TypeError, "protect_depth must be an int in [0, 1000], got 2.5"),
+    (lambda db: db.consolidate(namespace=5), TypeError, "namespace"),
+    (lambda db: db.consolidate(dry_run=False, steps=["compress", "delete"]), ValueError,
+     "steps must be some of 'promote', 'archive', 'compress', 'purge', got 'delete'"),
+    (lambda db: db.confirm_forgotten(None), TypeError, "ids must be a memory id or an iterable of them, got None"),
+    (lambda db: db.confirm_forgotten(5), TypeError, "ids must be a memory id or an iterable of them, got 5"),
+    (lambda db: db.resolve_contradictions(namespace="n", ids="abc"), TypeError,
+     "ids must be an iterable of memory ids, not one string"),
+    (lambda db: db.resolve_contradictions(namespace="n", ids=[5]), TypeError, "ids must be memory ids"),
+    (lambda db: db.resolve_contradictions(namespace="n", min_score=float("nan")), ValueError,
+     "min_score must be a number in [0, 1], got nan"),
+    (lambda db: db.resolve_contradictions(namespace="n", detector="llm"), TypeError, "detector must be a callable"),
+    (lambda db: db.resolve_contradictions(namespace=7), TypeError, "namespace"),
+    (lambda db: db.dream("n", summarizer="short"), TypeError, "summarizer must be a callable"),
+])
+def test_b8_bad_arguments_of_the_automatic_verbs_are_refused_by_name(call: Any, error: type[Exception],
+                                                                     words: str) -> None:
+    db = engramdb.open(None)
+    kept = db.add("The boiler code is 4417", namespace="n").id
+    db.forget(db.add("an old list", namespace="n").id)
+    with pytest.raises(error) as got:
+        call(db)
+    assert words in str(got.value)
+    assert db.get(kept) is not None and len(db.history(kept)) == 1 and db.tiers().runs == []

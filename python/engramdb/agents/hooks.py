@@ -320,7 +320,13 @@ def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _R
 def session_end(store: Path, ns: str) -> None:
     """Upkeep as the writer: ingest the spool (opening does), fold the WAL, merge the small
     segments, consolidate the namespace and refresh its topics. Left, with a note, to the
-    process holding the writer's lock when there is one."""
+    process holding the writer's lock when there is one.
+
+    It runs at every session's end, with nobody to review it, so its consolidation applies only
+    what changes no memory's content on the engine's own judgement: promotions (tier state) and
+    the purge of what a person forgot (or confirmed) past its 30 days, a person's choice. Archives
+    and compressions stay proposals (recorded in the run, `engramdb consolidate` lists them)
+    unless $ENGRAMDB_HOOK_CONSOLIDATE is "all"."""
     if not store.is_dir():
         return
     try:
@@ -328,10 +334,11 @@ def session_end(store: Path, ns: str) -> None:
     except engramdb.StoreLocked:
         raise RuntimeError(f"{store} has another writer: the upkeep is left to it (captures stay spooled "
                            "for it)") from None
+    every = os.environ.get("ENGRAMDB_HOOK_CONSOLIDATE", "").strip().lower() == "all"
     with db:
         db.checkpoint()
         db.compact()
-        db.consolidate(namespace=ns, dry_run=False)
+        db.consolidate(namespace=ns, dry_run=False, steps=None if every else ("promote", "purge"))
         db.topics(ns)
 
 

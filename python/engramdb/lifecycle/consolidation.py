@@ -19,6 +19,13 @@ The one deletion: a memory forgotten more than 30 days ago (S7's restore window)
 a person forgot it or confirmed the engine's forget (`engramdb.lifecycle.forgetting`); what the
 engine forgot on its own is held, restorable, and listed with why.
 
+Applied, a run changes a memory only as it was when the run decided: a summary is written only
+over the version it summarized, and the purge list is read again under the writer's lock right
+before the purge (still forgotten, at the version planned, still a person's, still past its
+window). A memory changed meanwhile (a correction, a restore while a summarizer works) is left as
+it is and listed in the report's `.skipped` with why. `steps` chooses what an applied run does
+(the others stay proposals, counted in `.proposed`).
+
 Decay strategies (recency in [0, 1] after d days, a accesses):
 - "exponential": 0.5 ^ (d / h), h = 43.3 days x (1 + ln(1 + a)) (adaptive: use slows forgetting);
 - "ebbinghaus": (1 + 1.84 t) ^ -1.25 with t = d / (1 + ln(1 + a)) (the access boost);
@@ -75,6 +82,7 @@ def leading_sentences(text: str, sentences: int = 2, max_words: int = 60) -> str
 
 
 FORGET_WINDOW_DAYS = 30.0  # S7: a forgotten memory stays restorable this long, then purge removes it
+STEPS = ("promote", "archive", "compress", "purge")  # what an applied run may do, in this order
 
 @dataclass(frozen=True)
 class Standing:
@@ -121,6 +129,8 @@ class Report:
     topics_due: dict[str, bool] = field(default_factory=dict)  # namespace -> C4's trigger (topics computed)
     purged: list[str] = field(default_factory=list)  # forgotten longer than the window: purged (due, in a dry run)
     held: dict[str, str] = field(default_factory=dict)  # forgotten as long by the engine alone: kept (id -> why)
+    proposed: dict[str, int] = field(default_factory=dict)  # applied, a step left out (`steps`): action -> how many
+    skipped: dict[str, str] = field(default_factory=dict)  # planned, not done: changed meanwhile (id -> why)
 
     def counts(self) -> dict[str, int]:
         """How many memories each action got."""
@@ -137,6 +147,10 @@ class Report:
             if self.purged else ""
         if self.held:
             gone += f"; {len(self.held)} forgotten by the engine alone, kept until confirmed"
+        if self.proposed:
+            gone += "; left as proposals: " + ", ".join(f"{a} {n}" for a, n in self.proposed.items())
+        if self.skipped:
+            gone += f"; {len(self.skipped)} changed while the run worked, left as they are"
         return f"{'dry run: ' if self.dry_run else ''}{len(self.decisions)} memories ({self.decay} decay): " + \
             ", ".join(parts) + gone
 
@@ -166,5 +180,5 @@ def decide(s: Standing, decay: str = "exponential") -> Decision:
     return out("keep", f"priority {p:.2f}", s.tier)
 
 
-__all__ = ["DECAYS", "TIERS", "Decision", "Report", "Standing", "Summarizer", "decide", "leading_sentences",
+__all__ = ["DECAYS", "STEPS", "TIERS", "Decision", "Report", "Standing", "Summarizer", "decide", "leading_sentences",
            "priority", "recency"]

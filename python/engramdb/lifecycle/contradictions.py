@@ -7,19 +7,14 @@ reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement i
 
 - same memory_type (two untyped memories count as the same type), overlapping validity,
   different content;
-- the same subject (`different_subjects`): two statements about different things (invoice 1001
-  and invoice 1002, the kitchen bulb and the bathroom bulb, Alice and Bob) never contradict,
-  however alike their shape (issue 25). The subject is what a statement speaks of: the words
-  before its predicate, which opens with its first copula, auxiliary or modal ("is", "was",
-  "has", "will", "don't", ...; empty for a pronoun or "There"). Both subjects known: they differ
-  when each holds a content word, number or name the other statement never says ("kitchen" /
-  "bathroom"; "the bulb" / "the kitchen bulb" is the same, told more closely). One known: the
-  other statement must say all of it, or at least every number of it. Neither (no such verb:
-  "Alice lives in Paris"): their content words are aligned in order, and the first change sits
-  in the subject's position when the statement opens with it ("Alice" / "Bob lives in Paris"),
-  or when it is a number right after the statement's first word, a label ("Room 14" / "Room 12
-  costs 80 euros"), and in both cases the statement goes on the same after it. A value a
-  statement ends on ("I live in Paris" / "in Berlin") is what a correction changes;
+- the same subject (`engramdb.lifecycle.subjects`): two statements about different things
+  (invoice 1001 and invoice 1002, server A and server B, the kitchen bulb and the bathroom bulb,
+  Alice and Bob) never contradict, however alike their shape (issue 25). An identifier (a
+  number, code, capital letter or name) one statement holds and the other never says means
+  different subjects when it sits before the predicate, anywhere in a statement with no verb
+  recognised, or after a verb that acts on it ("paid invoice 1001", "owe Sam"); after a copula
+  ("is in Room 14", "is 1,200") it is the value a correction changes. Content words of the
+  subjects are compared too ("kitchen" / "bathroom");
 - and one of:
   - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
   - *number*: they hold different numbers or dates ("rent 1,200" / "rent 1,450"),
@@ -41,7 +36,6 @@ starts; nothing is deleted.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.memory import Memory
-from ..spaces.analyzer import SNOWBALL_STOPWORDS, Analyzer, negation, normalize, tokenize
+from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
+from .subjects import different_subjects
 
 MIN_SIMILARITY = 0.75  # SPEC H5
 CANDIDATE_SIMILARITY = 0.5  # pairs looked at: a negation or number may sit lower before masking
@@ -67,13 +62,8 @@ _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", 
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _MAY = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+may|may\s+\d{1,2})\b")  # the month, not the verb
 _AMOUNT_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_MONTHS)
-_AMOUNT_TERMS = frozenset(t for w in (*_AMOUNT_WORDS, "may") for t in Analyzer(stopwords=()).terms(w))  # stemmed
 # negating verbs and adverbs beyond the analyzer's negation words
 _NEGATING = frozenset({"stopped", "quit"})
-# the closed-class verbs a predicate opens with (copulas, auxiliaries, modals; "may" is a month
-# too), and the contractions that hold one ("it's", "don't"; "let's" holds none)
-_PREDICATE = frozenset(["am", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "will", "would", "shall", "should", "can", "could", "might", "must", "cannot"]) | frozenset(
-    w for w in SNOWBALL_STOPWORDS if "'" in w and w != "let's")
 
 
 @dataclass(frozen=True)
@@ -150,53 +140,6 @@ class HeuristicDetector:
                           f"{', '.join(sorted(amounts(new.content)))})",
                 "update": "the same statement said again, differently"}[cue]
         return round(CUE_SCORE[cue] * strength, 4), f"{cue}: {what}; similarity {sim:.2f}"
-
-
-def different_subjects(a: str, b: str) -> str | None:
-    """Why two statements are about different subjects (see the module docstring), or None when
-    nothing says they are."""
-    sa, sb = _subject(a), _subject(b)
-    ta, tb = _content(a), _content(b)
-    if sa is not None and sb is not None:  # each names its subject: was one replaced by another?
-        only_a, only_b = sa - set(tb), sb - set(ta)
-        if only_a and only_b:
-            return f"different subjects ({' '.join(sorted(only_a))} / {' '.join(sorted(only_b))})"
-        return None
-    if sa is not None or sb is not None:  # one names its subject: does the other speak of it?
-        subject, other = (sa, tb) if sa is not None else (sb, ta)
-        assert subject is not None
-        missing = subject - set(other)
-        if missing and (missing == subject or any(_NUMBER.fullmatch(t) for t in missing)):
-            return f"different subjects ({' '.join(sorted(missing))} in one only)"
-        return None
-    ops = difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes()  # neither: the words in order
-    k = 1 if ops and ops[0][0] == "equal" else 0  # the first change, where a statement's subject sits
-    if k >= len(ops) or ops[k][0] != "replace":
-        return None
-    _, i1, i2, j1, j2 = ops[k]
-    after = [t for o, a1, a2, *_ in ops[k + 1:] if o == "equal" for t in ta[a1:a2] if not _amount(t)]
-    opening = k == 0  # the statement opens with it
-    label = i1 == j1 == 1 and any(_NUMBER.fullmatch(t) for t in ta[i1:i2] + tb[j1:j2])  # "room 14", "invoice 1001"
-    if after and (opening or label):  # and the statement goes on, the same: it says it of another subject
-        return f"different subjects ({' '.join(ta[i1:i2])} / {' '.join(tb[j1:j2])})"
-    return None
-
-
-def _amount(term: str) -> bool:
-    return bool(_NUMBER.fullmatch(term)) or term in _AMOUNT_TERMS
-
-
-def _subject(text: str) -> frozenset[str] | None:
-    """The content terms (stemmed, stop words out, numbers kept) before a statement's predicate
-    (empty for a pronoun or "There"); None when it has no predicate verb after its first word."""
-    tokens = tokenize(text)
-    at = next((i for i, t in enumerate(tokens) if i > 0 and t in _PREDICATE), None)
-    return None if at is None else frozenset(_content(" ".join(tokens[:at])))
-
-
-def _content(text: str) -> list[str]:
-    """A text's content terms in order, without negations (a cue, not a subject)."""
-    return [t for t in _ANALYZER.terms(text) if negation(t) is None and t not in _NEGATING]
 
 
 def _replaced(a: str, b: str) -> bool:

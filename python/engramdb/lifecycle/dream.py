@@ -10,13 +10,20 @@ A memory is a copy of an older one when all of these hold:
 - their own texts are the same word for word (case and spacing aside): a memory's own text is
   what it was stored or updated with, never a summary a compression wrote over it (two notes that
   open alike compress to the same leading sentences and are still two notes);
-- they are the same record otherwise: memory type, role, valid_from and metadata (the engine's
-  own keys aside) equal;
+- they are the same record otherwise: every field a user sets is equal (memory type, role,
+  session, validity at both ends, confidence, source, provenance and metadata), the engine's
+  own metadata aside: a `compressed` mark, a `merged_duplicates` count or a `forgetting` record
+  in the shape the engine writes them (a user's own value under one of those names is the
+  user's, and compared);
+- the newer holds no edge of its own (an edge in or out is something said about that memory:
+  forgetting it would hide the edge);
 - the newer was first stored (its first version, not a later rewrite) in the window the dream
   looks at (`RECENT_DAYS`), outside any session (a turn said twice in a conversation is an
   event, and stays).
 
-The older stays; the newer is proposed for forgetting, with the older's id as its reason.
+The older stays; the newer is proposed for forgetting, with the older's id as its reason. A copy
+records the versions of both as they were judged: applied, the forget is written only while both
+are still at those versions (a memory changed since is a different record, and is left).
 """
 
 from __future__ import annotations
@@ -29,48 +36,36 @@ from typing import Any
 
 from ..model.memory import Memory, micros
 from . import forgetting
+from .statements import own_text
 
 RECENT_DAYS = 7
-ENGINE_KEYS = frozenset({"compressed", "merged_duplicates", forgetting.KEY})  # metadata the engine writes
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What the dream knows of one memory: its current version, its own text and when it was
-    first stored (microseconds)."""
+    """What the dream knows of one memory: its current version, its own text, when it was first
+    stored (microseconds) and whether it holds an edge (in or out)."""
 
     memory: Memory
     text: str
     first_learned_us: int
+    linked: bool = False
 
 
 @dataclass(frozen=True)
 class Copy:
-    """`copy` repeats `original` word for word; `reason` says so."""
+    """`copy` repeats `original` word for word; `reason` says so; `versions` are theirs (original,
+    copy) as judged."""
 
     original: str
     copy: str
     reason: str
+    versions: tuple[int, int] = (0, 0)
 
 
 def key(text: str) -> str:
     """The text compared: lowercased, runs of whitespace as one space."""
     return " ".join(text.lower().split())
-
-
-def own_text(versions: Sequence[Memory]) -> str:
-    """A memory's own text from its versions (oldest first): its newest content, except that a
-    content a compression wrote (the version that set a new `compressed` mark and changed the
-    text) leaves the text as it was before."""
-    text = ""
-    before: Memory | None = None
-    for v in versions:
-        if before is None or v.content != before.content:
-            mark = v.metadata.get("compressed")
-            if before is None or not mark or mark == before.metadata.get("compressed"):
-                text = v.content
-        before = v
-    return text
 
 
 def in_force(m: Memory, now: datetime) -> bool:
@@ -80,10 +75,23 @@ def in_force(m: Memory, now: datetime) -> bool:
     return m.valid_until is None or m.valid_until > now
 
 
+def engine_mark(key: str, value: Any) -> bool:
+    """Whether a metadata entry is one the engine writes, in the engine's shape: a compression's
+    mark, a merged copy's count, a forget's record."""
+    if key == "compressed":
+        return isinstance(value, dict) and {"at_us", "chars_before"} <= set(value)
+    if key == "merged_duplicates":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if key == forgetting.KEY:
+        return isinstance(value, dict) and {"by", "at_us", "confirmed"} <= set(value)
+    return False
+
+
 def _record(m: Memory) -> tuple[Any, ...]:
-    """The fields two copies share besides their text."""
-    meta = {k: v for k, v in m.metadata.items() if k not in ENGINE_KEYS}
-    return m.memory_type, m.role, m.valid_from, json.dumps(meta, sort_keys=True, default=str)
+    """The fields two copies share besides their text: every one a user sets."""
+    meta = {k: v for k, v in m.metadata.items() if not engine_mark(k, v)}
+    return (m.memory_type, m.role, m.session_id, m.valid_from, m.valid_until, float(m.confidence), m.source,
+            json.dumps(m.provenance, sort_keys=True, default=str), json.dumps(meta, sort_keys=True, default=str))
 
 
 def copies(seen: Sequence[Seen], now: datetime, days: float = RECENT_DAYS) -> list[Copy]:
@@ -99,11 +107,12 @@ def copies(seen: Sequence[Seen], now: datetime, days: float = RECENT_DAYS) -> li
         older = first.get(k)
         if older is None:
             first[k] = s
-        elif s.memory.session_id is None and s.first_learned_us >= since:
+        elif s.memory.session_id is None and s.first_learned_us >= since and not s.linked:
             out.append(Copy(older.memory.id, s.memory.id,
-                            f"an exact copy of {older.memory.id} (its own text, word for word), first stored "
-                            f"within {days:g} days of the dream, outside any session"))
+                            f"an exact copy of {older.memory.id} (its own text, word for word, every field the "
+                            f"same), first stored within {days:g} days of the dream, outside any session",
+                            (older.memory.version, s.memory.version)))
     return out
 
 
-__all__ = ["RECENT_DAYS", "Copy", "Seen", "copies", "in_force", "key", "own_text"]
+__all__ = ["RECENT_DAYS", "Copy", "Seen", "copies", "engine_mark", "in_force", "key", "own_text"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..lifecycle import dream as replay
 from ..lifecycle import forgetting
-from ..lifecycle.consolidation import leading_sentences
+from ..lifecycle.consolidation import STEPS, Summarizer, leading_sentences
 from ..lifecycle.forgetting import Forgotten
 from ..model import checks
 from ..model.errors import StoreError
@@ -50,13 +50,13 @@ class DreamVerbs(UpkeepVerbs):
         raise NotImplementedError
 
     def dream(self, namespace: str, *, dry_run: bool = True, max_edges: int = DREAM_EDGES,
-              now: datetime | None = None) -> dict[str, Any]:
+              now: datetime | None = None, summarizer: Summarizer | None = None) -> dict[str, Any]:
         """An offline pass over a namespace (C9), for a quiet hour. `dry_run` (the default) only
         reports what it would do; `dry_run=False` does it.
 
         Replay:
         - re-cluster its topics (derived data: refreshed either way);
-        - consolidate it (H7, E7; as `consolidate` at `now`);
+        - consolidate it (H7, E7; as `consolidate` at `now`, compressing with `summarizer`);
         - forget the newer of two memories that are exact copies: their own texts (never a
           summary a compression wrote) the same word for word, both in force (not ended, not
           archived), the same record otherwise, the newer first stored in the last 7 days
@@ -72,20 +72,26 @@ class DreamVerbs(UpkeepVerbs):
 
         Everything is decided before anything is written; applied, the consolidation runs first
         (its steps as in `consolidate`), then the forgets and the edges in one write, all or
-        nothing. Returns a report: topics, churn, the consolidation's counts, what it applied,
-        purged and held; `duplicates` ((original, copy) pairs), `forgotten` (copy -> why),
-        `duplicates_forgotten` (the copies forgotten, when applied) and the `edges` proposed."""
+        nothing. A copy is forgotten only while it and its original are still at the versions
+        judged (an update, forget, archive or restore meanwhile leaves it, listed in `skipped`),
+        and an edge only while both its ends are. Returns a report: topics, churn, the
+        consolidation's counts, what it applied, purged and held; `duplicates` ((original, copy)
+        pairs), `forgotten` (copy -> why), `duplicates_forgotten` (the copies forgotten, when
+        applied), `skipped` (id -> why a planned change was not made) and the `edges` proposed
+        (written, when applied, but those `skipped` names)."""
         checks.name("namespace", namespace)
         if not isinstance(dry_run, bool):
             raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
         if isinstance(max_edges, bool) or not isinstance(max_edges, int) or max_edges < 0:
             raise ValueError(f"max_edges must be an int >= 0, got {max_edges!r}")
+        if summarizer is not None and not callable(summarizer):
+            raise TypeError(f"summarizer must be a callable (text) -> summary, or None, got {summarizer!r:.80}")
         at = as_utc("now", now) or utc_now()
         if not dry_run and self.read_only:
             raise StoreError("this store is read-only: dream(dry_run=False) writes")
         found = self.topics(namespace, refresh=True)
-        run, compress, now_us = self._consolidation_plan(namespace, dry_run, "exponential", at, PROTECT_DAYS,
-                                                         PROTECT_DEPTH)
+        plan = self._consolidation_plan(namespace, dry_run, "exponential", at, PROTECT_DAYS, PROTECT_DEPTH)
+        run = plan.report
         changing = {d.id for d in run.decisions if d.action in ("archive", "compress")}
         view = self._view()
         locs = view.current_locs(namespace)
@@ -93,17 +99,29 @@ class DreamVerbs(UpkeepVerbs):
         copies = self._copies(view, locs, ids, self._texts(view, locs), at, changing)
         gone = {c.copy for c in copies}
         edges = self._explore(view, locs, ids, found, gone | changing | set(view.archived), max_edges)
+        forgotten: list[str] = []
+        skipped: dict[str, str] = {}
         if not dry_run:
             forgets = {c.copy: c.reason for c in copies}
             hypotheses = [(e["src"], e["dst"], "RELATED_TO", DREAM_CONFIDENCE, e["reason"]) for e in edges]
             self._forget_check(view, forgets, hypotheses)  # checked before the consolidation writes anything
-            self._apply(run, compress, leading_sentences, now_us)
-            self._forget_recorded(forgets, forgetting.BY_DREAM, confirmed=False, edges=hypotheses)
+            self._apply(plan, summarizer or leading_sentences, STEPS)
+            # written only as judged: each copy with its original, each edge with its two ends
+            judged = {mid: self._version_in(view, mid) for e in edges for mid in (e["src"], e["dst"])}
+            for c in copies:
+                judged[c.original], judged[c.copy] = c.versions
+            forgotten, skipped = self._forget_recorded(forgets, forgetting.BY_DREAM, confirmed=False, edges=hypotheses,
+                                                       judged=judged, along={c.copy: c.original for c in copies})
         return {"namespace": namespace, "dry_run": dry_run, "topics": len(found), "churn": found.churn,
                 "consolidation": run.counts(), "consolidation_applied": run.applied, "purged": run.purged,
                 "held": run.held, "duplicates": [(c.original, c.copy) for c in copies],
-                "forgotten": {c.copy: c.reason for c in copies},
-                "duplicates_forgotten": [c.copy for c in copies] if not dry_run else [], "edges": edges}
+                "forgotten": {c.copy: c.reason for c in copies}, "duplicates_forgotten": forgotten,
+                "skipped": {**run.skipped, **skipped}, "edges": edges}
+
+    @staticmethod
+    def _version_in(view: View, mid: str) -> int:
+        m = view.get(mid, include_forgotten=True)
+        return m.version if m is not None else 0
 
     def _copies(self, view: View, locs: list[Loc], ids: list[str], texts: list[str], at: datetime,
                 changing: set[str]) -> list[replay.Copy]:
@@ -122,7 +140,8 @@ class DreamVerbs(UpkeepVerbs):
                 first = versions[0].learned_at if versions else None
                 if first is None:
                     continue
-                seen.append(replay.Seen(view.memory_at(*locs[i]), replay.own_text(versions), micros(first)))
+                linked = bool(view.outgoing(ids[i]) or view.incoming(ids[i]))
+                seen.append(replay.Seen(view.memory_at(*locs[i]), replay.own_text(versions), micros(first), linked))
         return replay.copies(seen, at)
 
     def _explore(self, view: View, locs: list[Loc], ids: list[str], found: Topics, skip: set[str],

@@ -23,6 +23,21 @@ from .reads import Reads
 LinkSpec = tuple[str, str, str, float, str]  # src, dst, type, confidence, reason
 
 
+def changed(view: View, mid: str, version: int) -> str | None:
+    """Why a memory is no longer as a verb judged it (live, not archived, at `version`), or None
+    when it still is."""
+    m = view.get(mid, include_forgotten=True)
+    if m is None:
+        return "purged meanwhile"
+    if m.forgotten_at is not None:
+        return "forgotten meanwhile"
+    if mid in view.archived:
+        return "archived meanwhile"
+    if m.version != version:
+        return f"changed meanwhile (version {version} -> {m.version})"
+    return None
+
+
 class ForgetVerbs(Reads):
     """Mixed into `Store`."""
 
@@ -32,19 +47,43 @@ class ForgetVerbs(Reads):
         raise NotImplementedError
 
     def _forget_recorded(self, reasons: Mapping[str, str], by: str, *, confirmed: bool,
-                         edges: Sequence[LinkSpec] = ()) -> list[str]:
+                         edges: Sequence[LinkSpec] = (), judged: Mapping[str, int] | None = None,
+                         along: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """Forget the memories `reasons` names (id -> why), each forgotten version recording `by`,
         its reason and `confirmed`, and link `edges`, in one write. Every memory is checked before
-        anything is written: one archived, forgotten or gone meanwhile refuses the whole call."""
+        anything is written: one archived, forgotten or gone meanwhile refuses the whole call.
+
+        With `judged` (id -> the version a verb decided on, for every memory it names), what
+        changed since is left instead: a forget whose memory, or the memory it depends on
+        (`along`: id -> the original a copy repeats), is no longer at its judged version, and an
+        edge either end of which is not. Returns the ids forgotten and those left (id -> why)."""
         with self._engine.writing() as view:
+            skipped: dict[str, str] = {}
+            if judged is not None:
+                def why(mid: str) -> str | None:
+                    return changed(view, mid, judged.get(mid, 0))
+
+                for mid in reasons:
+                    w = why(mid) or (why(along[mid]) if along and mid in along else None)
+                    if w is not None:
+                        skipped[mid] = f"not forgotten: {w}"
+                kept = []
+                for spec in edges:
+                    w_src, w_dst = why(spec[0]), why(spec[1])
+                    if w_src is None and w_dst is None:
+                        kept.append(spec)
+                    else:
+                        end, other = (spec[0], spec[1]) if w_src is not None else (spec[1], spec[0])
+                        skipped.setdefault(end, f"not linked to {other}: {w_src or w_dst}")
+                reasons, edges = {mid: r for mid, r in reasons.items() if mid not in skipped}, kept
             made = self._forget_check(view, reasons, edges)
             now = utc_now()
             at = micros(now)
             news: list[Memory] = []
             given: list[Mapping[str, Any]] = []
-            for mid, why in reasons.items():
+            for mid, reason in reasons.items():
                 old = links.current(view, mid)
-                meta = {**old.metadata, forgetting.KEY: forgetting.record(by, why, at, confirmed=confirmed)}
+                meta = {**old.metadata, forgetting.KEY: forgetting.record(by, reason, at, confirmed=confirmed)}
                 news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, forgotten_at=now,
                                                              metadata=meta)))
                 given.append(view.row_vectors(mid))
@@ -52,7 +91,7 @@ class ForgetVerbs(Reads):
                 self._write(news, given, made)
             elif made:
                 self._engine.append_edges(made)
-        return list(reasons)
+        return list(reasons), skipped
 
     @staticmethod
     def _forget_check(view: View, reasons: Mapping[str, str], edges: Sequence[LinkSpec] = ()) -> list[Edge]:
@@ -91,6 +130,8 @@ class ForgetVerbs(Reads):
         becomes a person's forget, purged once its 30 days (counted from the forget) have passed.
         A memory forgotten by hand is already one (left as it is). An id that is not a forgotten
         memory refuses the whole call, before anything is written. Returns the ids confirmed."""
+        if not isinstance(ids, (str, Iterable)) or isinstance(ids, bytes):
+            raise TypeError(f"ids must be a memory id or an iterable of them, got {ids!r:.80}")
         wanted = [ids] if isinstance(ids, str) else list(ids)
         bad = [i for i in wanted if not isinstance(i, str) or not i]
         if bad:

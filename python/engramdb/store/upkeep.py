@@ -1,52 +1,80 @@
-"""The store verbs that keep a namespace sound over time: contradictions (H5), consolidation
-tiers and ELO pruning (H7, E7)."""
+"""The store verbs that keep a namespace sound over time: consolidation tiers and ELO pruning
+(H7, E7), and the restore window's purge (S7)."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 
+from ..graph import links
 from ..importance.elo import DAY_US, tier
 from ..lifecycle import consolidation as cons
 from ..lifecycle import forgetting
-from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, candidate_pairs
 from ..lifecycle.tier_state import DATA as TIERS_FILE
 from ..lifecycle.tier_state import TierState
+from ..model import checks
 from ..model.errors import StoreError
-from ..model.memory import Memory, as_utc, micros, utc_now
-from ..spaces.schema import Schema
+from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
 from ..storage.derived_files import DerivedFiles
-from ..storage.view import Loc, View
-from .forget_verbs import ForgetVerbs
+from ..storage.view import View
+from .contradiction_verbs import ContradictionVerbs
+from .forget_verbs import changed
 from .usage import Usage
 
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
+MAX_PROTECT_DAYS, MAX_PROTECT_DEPTH = 36500, 1000  # a century of queries, a thousand hits deep
 PROTECT_MIN_SCORE = 0.1  # a hit scoring under it matched nothing of the question (README "Scores")
 
 
-class UpkeepVerbs(ForgetVerbs):
+@dataclass
+class Plan:
+    """A consolidation run decided, not applied: its report, and for each memory it would change
+    (compress, purge) the version it decided on and the text it would summarize."""
+
+    report: cons.Report
+    now_us: int
+    versions: dict[str, int] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+
+def _steps(steps: Iterable[str] | None) -> tuple[str, ...]:
+    """The steps an applied run takes, checked (a string is one step)."""
+    if steps is None:
+        return cons.STEPS
+    if isinstance(steps, str):
+        steps = [steps]
+    if not isinstance(steps, Iterable):
+        raise TypeError(f"steps must be some of {', '.join(map(repr, cons.STEPS))}, got {steps!r:.80}")
+    out = tuple(steps)
+    for s in out:
+        if s not in cons.STEPS:
+            error = ValueError if isinstance(s, str) else TypeError
+            raise error(f"steps must be some of {', '.join(map(repr, cons.STEPS))}, got {s!r:.80}")
+    return out
+
+
+class UpkeepVerbs(ContradictionVerbs):
     """Mixed into `Store`: the verbs above, over its current snapshot."""
 
     _usage: Usage
     _tiers: TierState | None = None
 
-    def supersede(self, old_id: str, new_id: str) -> tuple[Memory, Memory]:
+    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
         raise NotImplementedError
 
-    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
+    @property
+    def _topic_lock(self) -> Any:  # provided by TopicVerbs: a threading.RLock
         raise NotImplementedError
 
     def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
                 ids: Iterable[str] | None = None) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _new_versions(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
         raise NotImplementedError
 
     @property
@@ -104,7 +132,8 @@ class UpkeepVerbs(ForgetVerbs):
 
     def consolidate(self, *, namespace: str | None = None, dry_run: bool = True, decay: str = "exponential",
                     summarizer: cons.Summarizer | None = None, now: datetime | None = None,
-                    protect_days: float = PROTECT_DAYS, protect_depth: int = PROTECT_DEPTH) -> cons.Report:
+                    protect_days: float = PROTECT_DAYS, protect_depth: int = PROTECT_DEPTH,
+                    steps: Iterable[str] | None = None) -> cons.Report:
         """One consolidation run (H7, E7): every current memory (of `namespace`) gets a decision,
         "promote" (short-term to long-term), "archive", "compress" or "keep", with its reason,
         priority and ELO (see `engramdb.lifecycle.consolidation`). `dry_run` (the default) only
@@ -121,22 +150,42 @@ class UpkeepVerbs(ForgetVerbs):
         (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed.
         Applied, the run is a sequence of steps, each atomic on its own (the archive rewrite, the
         compressions' new versions, the purge, the tier state): a failure (a full disk) raises and
-        leaves the steps before it applied, each memory whole as it was or as the run made it."""
+        leaves the steps before it applied, each memory whole as it was or as the run made it.
+        `steps` (default all of "promote", "archive", "compress", "purge") are the ones applied;
+        the others stay proposals (counted in `.proposed`). The summarizer runs outside the
+        writer's lock (an LLM call may take seconds); a summary is written only over the version
+        it summarized, and the purge list is checked again under the lock (still forgotten, at
+        the version planned, still a person's or confirmed, still past its window): a memory
+        updated, restored or forgotten again meanwhile is left as it is and listed in
+        `.skipped` with why."""
         t0 = time.perf_counter()
-        report, texts, now_us = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
+        chosen = _steps(steps)
+        plan = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
+        if summarizer is not None and not callable(summarizer):
+            raise TypeError(f"summarizer must be a callable (text) -> summary, or None, got {summarizer!r:.80}")
         if not dry_run:
-            self._apply(report, texts, summarizer or cons.leading_sentences, now_us)
-        report.seconds = time.perf_counter() - t0
-        return report
+            self._apply(plan, summarizer or cons.leading_sentences, chosen)
+        plan.report.seconds = time.perf_counter() - t0
+        return plan.report
 
     def _consolidation_plan(self, namespace: str | None, dry_run: bool, decay: str, now: datetime | None,
-                            protect_days: float, protect_depth: int) -> tuple[cons.Report, dict[str, str], int]:
-        """A run's decisions, written nowhere: the report, the texts of the memories it would
-        compress, and its time (microseconds)."""
-        if decay not in cons.DECAYS:
+                            protect_days: float, protect_depth: int) -> Plan:
+        """A run's decisions, written nowhere: the report, the texts and versions of what it would
+        change, and its time."""
+        if namespace is not None:
+            checks.name("namespace", namespace)
+        if not isinstance(decay, str) or decay not in cons.DECAYS:
             raise ValueError(f"decay must be one of {', '.join(cons.DECAYS)}, got {decay!r}")
         if not isinstance(dry_run, bool):
             raise TypeError(f"dry_run must be True or False, got {dry_run!r}")
+        if isinstance(protect_days, bool) or not isinstance(protect_days, (int, float)):
+            raise TypeError(f"protect_days must be a number in [0, {MAX_PROTECT_DAYS}], got {protect_days!r:.80}")
+        if not 0 <= protect_days <= MAX_PROTECT_DAYS:  # NaN fails this too
+            raise ValueError(f"protect_days must be a number in [0, {MAX_PROTECT_DAYS}], got {protect_days!r}")
+        if isinstance(protect_depth, bool) or not isinstance(protect_depth, int):
+            raise TypeError(f"protect_depth must be an int in [0, {MAX_PROTECT_DEPTH}], got {protect_depth!r:.80}")
+        if not 0 <= protect_depth <= MAX_PROTECT_DEPTH:
+            raise ValueError(f"protect_depth must be an int in [0, {MAX_PROTECT_DEPTH}], got {protect_depth!r}")
         if not dry_run and self.read_only:
             raise StoreError("this store is read-only: consolidate(dry_run=False) writes")
         if self._usage.logging:
@@ -145,8 +194,9 @@ class UpkeepVerbs(ForgetVerbs):
         view = self._view()
         ratings, state = self._usage.ratings, self.tiers()
         report = cons.Report(dry_run=dry_run, decay=decay)
-        reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) if protect_days > 0 else {}
-        texts: dict[str, str] = {}
+        reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) \
+            if protect_days > 0 and protect_depth > 0 else {}
+        plan = Plan(report, now_us)
         cols: dict[int, tuple[np.ndarray, list[str | None]]] = {}  # per segment: confidence, metadata JSON
         for si, row in view.current_locs(namespace):
             seg = view.segments[si]
@@ -169,12 +219,15 @@ class UpkeepVerbs(ForgetVerbs):
             d = cons.decide(standing, decay)
             report.decisions.append(d)
             if d.action == "compress":
-                texts[mid] = seg.memory_at(row).content
+                m = seg.memory_at(row)
+                plan.texts[mid], plan.versions[mid] = m.content, m.version
         cached = getattr(self, "_topic_cache", None) or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
                              if namespace is None or ns == namespace}
-        report.purged, report.held = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
-        return report, texts, now_us
+        due, report.held = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
+        report.purged = sorted(due)
+        plan.versions.update(due)
+        return plan
 
     def purge_forgotten(self, *, days: float = cons.FORGET_WINDOW_DAYS, namespace: str | None = None,
                         dry_run: bool = False, now: datetime | None = None) -> list[str]:
@@ -187,28 +240,34 @@ class UpkeepVerbs(ForgetVerbs):
             raise ValueError(f"days must be a number >= 0, got {days!r}")
         if not dry_run and self.read_only:
             raise StoreError("this store is read-only: purge_forgotten(dry_run=False) writes")
+        if namespace is not None:
+            checks.name("namespace", namespace)
         now_us = micros(as_utc("now", now) or utc_now())
-        ids, _ = self._expired_forgotten(self._view(), namespace, now_us, float(days))
-        if ids and not dry_run:
-            self.purge(ids)
+        if dry_run:
+            return sorted(self._expired_forgotten(self._view(), namespace, now_us, float(days))[0])
+        with self._topic_lock, self._engine.writing() as view:  # listed and purged with no write between
+            ids = sorted(self._expired_forgotten(view, namespace, now_us, float(days))[0])
+            if ids:
+                self.purge(ids)
         return ids
 
     def _expired_forgotten(self, view: View, namespace: str | None, now_us: int,
-                           days: float) -> tuple[list[str], dict[str, str]]:
+                           days: float) -> tuple[dict[str, int], dict[str, str]]:
         """Memories whose current version was forgotten `days` or more before `now_us`: those a
-        person forgot (sorted), and those held because the engine forgot them on its own (id ->
-        why)."""
-        out, held = [], {}
+        person forgot (id -> that version), and those held because the engine forgot them on its
+        own (id -> why)."""
+        out: dict[str, int] = {}
+        held: dict[str, str] = {}
         for si, row in view.current_locs(namespace, include_forgotten=True):
             seg = view.segments[si]
             if seg.forgotten[row]:
                 m = seg.memory_at(row)
                 if m.forgotten_at is not None and now_us - micros(m.forgotten_at) >= days * DAY_US:
                     if forgetting.purgeable(m):
-                        out.append(m.id)
+                        out[m.id] = m.version
                     else:
                         held[m.id] = forgetting.held_because(m)
-        return sorted(out), dict(sorted(held.items()))
+        return out, dict(sorted(held.items()))
 
     def _reached(self, since_us: int, namespace: str | None, depth: int) -> dict[str, str]:
         """Memory id -> why it is protected: the recent queries' best hits now."""
@@ -218,12 +277,19 @@ class UpkeepVerbs(ForgetVerbs):
                 out.setdefault(h.id, f"a recent question reaches it ({q[:40]!r})")
         return out
 
-    def _apply(self, report: cons.Report, texts: Mapping[str, str], summarizer: cons.Summarizer, now_us: int) -> None:
-        state = self.tiers()
+    def _apply(self, plan: Plan, summarizer: cons.Summarizer, steps: tuple[str, ...]) -> None:
+        """Apply a plan's `steps` (the others are counted as proposals), each memory only as the
+        plan found it."""
+        report, state = plan.report, self.tiers()
         by_action: dict[str, list[cons.Decision]] = {}
         for d in report.decisions:
             by_action.setdefault(d.action, []).append(d)
-        archive = [d.id for d in by_action.get("archive", [])]
+        for action in ("archive", "compress", "promote"):
+            if action not in steps and by_action.get(action):
+                report.proposed[action] = len(by_action[action])
+        if "purge" not in steps and report.purged:
+            report.proposed["purge"] = len(report.purged)
+        archive = [d.id for d in by_action.get("archive", [])] if "archive" in steps else []
         if archive:
             try:
                 report.applied["archive"] = int(self.archive(ids=archive)["memories"])
@@ -233,108 +299,80 @@ class UpkeepVerbs(ForgetVerbs):
                 report.decisions = [cons.Decision(d.id, d.namespace, "keep", f"{d.reason}; not archived: {exc}",
                                                   d.priority, d.elo, d.elo_tier, d.tier_before, d.tier_before)
                                     if d.action == "archive" else d for d in report.decisions]
-        changes = {}
-        for d in by_action.get("compress", []):
-            summary = summarizer(texts[d.id])
-            if not isinstance(summary, str) or not summary.strip():
-                raise ValueError(f"the summarizer returned {summary!r} for {d.id!r}: it must return non-empty text")
-            changes[d.id] = {"content": summary, "metadata": {**self._meta(d.id), "compressed": {
-                "at_us": now_us, "reason": d.reason, "chars_before": len(texts[d.id])}}}
-        report.applied["compress"] = self._new_versions(changes)
-        for d in by_action.get("promote", []):
-            state.set(d.id, "long_term", now_us)
-        report.applied["promote"] = len(by_action.get("promote", []))
-        if report.purged:
-            self.purge(report.purged)
-            report.applied["purge"] = len(report.purged)
-        state.record({"at_us": now_us, "decay": report.decay, "counts": report.counts(), "applied": report.applied})
+        if "compress" in steps:
+            summaries = {}
+            for d in by_action.get("compress", []):
+                summary = summarizer(plan.texts[d.id])  # outside the writer's lock: it may take seconds
+                if not isinstance(summary, str) or not summary.strip():
+                    raise ValueError(f"the summarizer returned {summary!r:.80} for {d.id!r}: it must return non-empty "
+                                     "text")
+                summaries[d.id] = (summary, d.reason)
+            report.applied["compress"] = self._compress(plan, summaries)
+        if "promote" in steps:
+            for d in by_action.get("promote", []):
+                state.set(d.id, "long_term", plan.now_us)
+            report.applied["promote"] = len(by_action.get("promote", []))
+        if "purge" in steps and report.purged:
+            report.applied["purge"] = self._purge_planned(plan)
+        elif report.purged:
+            report.purged = []  # due, not purged: counted in `proposed`
+        state.record({"at_us": plan.now_us, "decay": report.decay, "counts": report.counts(),
+                      "applied": report.applied, "proposed": report.proposed})
         state.save(self._derived)
 
-    def _meta(self, mid: str) -> dict[str, Any]:
-        m = self._view().get(mid)
-        return dict(m.metadata) if m is not None else {}
+    def _compress(self, plan: Plan, summaries: Mapping[str, tuple[str, str]]) -> int:
+        """Write each summary as a new version of its memory (its vectors kept: the summary stays
+        findable by what the full text said), in one batch, over the version summarized only."""
+        if not summaries:
+            return 0
+        with self._engine.writing() as view:
+            now = utc_now()
+            news: list[Memory] = []
+            given: list[Mapping[str, Any]] = []
+            for mid, (summary, reason) in summaries.items():
+                why = changed(view, mid, plan.versions[mid])
+                if why is not None:
+                    plan.report.skipped[mid] = f"not compressed: {why}"
+                    continue
+                old = links.current(view, mid)
+                meta = {**old.metadata, "compressed": {"at_us": plan.now_us, "reason": reason,
+                                                       "chars_before": len(plan.texts[mid])}}
+                news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, content=summary,
+                                                             metadata=meta)))
+                given.append(view.row_vectors(mid))
+            if news:
+                self._write(news, given)
+        return len(news)
 
-    def resolve_contradictions(self, *, namespace: str, dry_run: bool = True, detector: Detector | None = None,
-                               min_score: float = 0.0, since: datetime | None = None,
-                               ids: Iterable[str] | None = None) -> list[Proposal]:
-        """Find newer memories that contradict older ones of a namespace (H5) and, unless
-        `dry_run`, end each older one where the newer starts (`supersede`; nothing is deleted).
-
-        Pairs judged: current memories of the namespace whose validity overlaps and whose main-
-        space vectors are near, older first; `since` (learned at or after) or `ids` limits the
-        memories whose pairs are looked at (what a write just added). `detector(old, new,
-        similarity) -> (score, reason) | None` replaces the built-in rule (an LLM judge, say);
-        proposals under `min_score` are dropped. Returns the proposals best first, each with
-        `.old`, `.new`, `.reason`, `.score` and `.applied`; an older memory is ended once (by
-        its best proposal)."""
-        view = self._view()
-        mems, vectors = _current(view, self.schema, namespace)
-        if len(mems) < 2:
-            return []
-        when = np.array([_start(m).timestamp() for m in mems])
-        order = np.argsort(np.lexsort((np.array([_learned(m).timestamp() for m in mems]), when)))
-        only = None
-        if since is not None or ids is not None:
-            wanted = set(ids) if ids is not None else None
-            cut = as_utc("since", since)
-            only = np.array([i for i, m in enumerate(mems) if (wanted is None or m.id in wanted)
-                             and (cut is None or _learned(m) >= cut)], np.int64)
-            if len(only) == 0:
-                return []
-        judge = detector or HeuristicDetector(self._embed_main)
-        found = []
-        for a, b, sim in candidate_pairs(vectors, order, lambda i, j: _overlap(mems[i], mems[j]), only):
-            verdict = judge(mems[a], mems[b], sim)
-            if verdict is None:
-                continue
-            score, reason = verdict
-            if not 0.0 <= float(score) <= 1.0:
-                raise ValueError(f"a contradiction detector's score must be in [0, 1], got {score!r} for "
-                                 f"({mems[a].id!r}, {mems[b].id!r})")
-            if score >= min_score:
-                found.append(Proposal(mems[a].id, mems[b].id, str(reason), float(score), round(sim, 4)))
-        found.sort(key=lambda p: (-p.score, p.old, p.new))
-        best: dict[str, Proposal] = {}
-        for p in found:
-            best.setdefault(p.old, p)
-        proposals = sorted(best.values(), key=lambda p: (-p.score, p.old, p.new))
-        if dry_run:
-            return proposals
-        applied = []
-        for p in proposals:
-            self.supersede(p.old, p.new)
-            applied.append(Proposal(p.old, p.new, p.reason, p.score, p.similarity, applied=True))
-        return applied
-
-    def _embed_main(self, texts: Iterable[str]) -> np.ndarray:
-        emb = self.embedders.get(self.schema.main)
-        if emb is None:
-            raise ValueError(f"no embedder for the main space {self.schema.main!r}: pass detector= to judge pairs")
-        return np.asarray(emb.embed(list(texts)), np.float64)
-
-
-def _current(view: View, schema: Schema, namespace: str) -> tuple[list[Memory], np.ndarray]:
-    """The namespace's current, not forgotten memories and their main-space vectors."""
-    locs: list[Loc] = view.current_locs(namespace)
-    main = schema.main
-    rows = [np.asarray(view.segments[si].vectors(schema, main))[row] for si, row in locs]
-    vectors = np.stack(rows).astype(np.float32) if rows else np.zeros((0, 1), np.float32)
-    return view.memories_at(locs), vectors
-
-
-def _learned(m: Memory) -> datetime:
-    assert m.learned_at is not None  # every stored version has one
-    return m.learned_at
-
-
-def _start(m: Memory) -> datetime:
-    return m.valid_from or _learned(m)
-
-
-def _overlap(a: Memory, b: Memory) -> bool:
-    """Whether two memories' validity intervals overlap (an open end is forever)."""
-    a0, b0 = _start(a), _start(b)
-    return (b.valid_until is None or a0 < b.valid_until) and (a.valid_until is None or b0 < a.valid_until)
+    def _purge_planned(self, plan: Plan) -> int:
+        """Purge the plan's due forgets that are still due: read again under the writer's lock
+        (and the topics' lock, which a purge takes first), so nothing restored, changed or
+        forgotten again since the plan is taken. Returns how many memories were purged."""
+        report, days = plan.report, cons.FORGET_WINDOW_DAYS
+        with self._topic_lock, self._engine.writing() as view:
+            due = []
+            for mid in report.purged:
+                m = view.get(mid, include_forgotten=True)
+                if m is None:
+                    why = "purged meanwhile"
+                elif m.forgotten_at is None:
+                    why = "restored meanwhile"
+                elif m.version != plan.versions[mid]:
+                    why = f"changed meanwhile (version {plan.versions[mid]} -> {m.version})"
+                elif not forgetting.purgeable(m):
+                    why = forgetting.held_because(m)
+                elif plan.now_us - micros(m.forgotten_at) < days * DAY_US:
+                    why = f"forgotten again meanwhile: within its {days:g} days"
+                else:
+                    why = None
+                if why is None:
+                    due.append(mid)
+                else:
+                    report.skipped[mid] = f"not purged: {why}"
+            if due:
+                self.purge(due)
+        report.purged = due
+        return len(due)
 
 
 __all__ = ["UpkeepVerbs"]
