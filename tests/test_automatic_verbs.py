@@ -12,8 +12,13 @@ text; a repeat adds a memory with the same text). After every step:
 - no memory is purged but one a person forgot, and only once its 30 days have passed;
 - every memory the engine forgot on its own is restorable: its record says the dream forgot it,
   and its history holds the text the user last gave it;
-- a dream forgets only a copy outside a session whose text a live memory still holds; a concept
-  forget takes only memories whose own text shares a word with the concept.
+- a dream forgets only a copy outside a session whose text a live memory still holds, that
+  matches its original on every field a user set (a repeat may differ in its end of validity,
+  source, metadata or confidence) and holds no edge of its own; a concept forget takes only
+  memories whose own text shares a word with the concept;
+- a consolidation during which the user corrects a memory it compresses, or restores (or
+  forgets again) a memory due for purge, leaves what the user did as the user did it (the
+  summarizer is where the run waits: the user acts there, in the same thread).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
+from engramdb.lifecycle.dream import engine_mark
 from engramdb.spaces.analyzer import Analyzer
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -64,6 +70,7 @@ class Told:
     forgotten_at: datetime | None = None  # when a person (or forget_concept) forgot it
     by_engine: bool = False  # forgotten by the dream
     purged: bool = False
+    ends: bool = False  # told with an end of validity (a repeat "until the day after tomorrow")
 
 
 @dataclass
@@ -85,9 +92,10 @@ class AutomaticVerbs(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ------------------------------------------------------------------------------ helpers
-    def _add(self, subject: str, text: str, session: str | None = None, confidence: float = 1.0) -> str:
-        mid = self.db.add(text, namespace="n", session_id=session, confidence=confidence).id
-        self.model.told[mid] = Told(subject, text)
+    def _add(self, subject: str, text: str, session: str | None = None, confidence: float = 1.0,
+             **fields: Any) -> str:
+        mid = self.db.add(text, namespace="n", session_id=session, confidence=confidence, **fields).id
+        self.model.told[mid] = Told(subject, text, ends=fields.get("valid_until") is not None)
         return mid
 
     def _live(self, mid: str) -> bool:
@@ -95,16 +103,25 @@ class AutomaticVerbs(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------------------ rules
     @rule(subject=st.sampled_from(sorted(FACTS)), value=st.integers(0, 2), repeat=st.booleans(),
-          confidence=st.sampled_from([1.0, 0.05]))
-    def tell(self, subject: str, value: int, repeat: bool, confidence: float) -> None:
+          confidence=st.sampled_from([1.0, 0.05]), variant=st.sampled_from(["plain", "plain", "source", "meta",
+                                                                            "until"]))
+    def tell(self, subject: str, value: int, repeat: bool, confidence: float, variant: str) -> None:
         """A fact told: said again word for word, or with a value (a correction when it differs
         from the current one: the user supersedes the old memories the engine did not end). A
-        doubtful one (confidence 0.05) is archived by a consolidation months on."""
+        doubtful one (confidence 0.05) is archived by a consolidation months on. A repeat may
+        differ from the memories it repeats in a field: its source, its metadata, or an end of
+        validity ("until the day after tomorrow": not the current fact, a fact of its own)."""
         template, values = FACTS[subject]
         now = self.model.current.get(subject, [])
         text = self.model.told[now[0]].text if repeat and now else template.format(values[value % len(values)])
-        new = self._add(subject, text, confidence=confidence)
-        if now and self.model.told[now[0]].text == text:
+        same = bool(now) and self.model.told[now[0]].text == text
+        fields: dict[str, Any] = {"source": "email"} if variant == "source" else \
+            {"metadata": {"compressed": "by hand"}} if variant == "meta" else {}
+        if variant == "until" and same:
+            self._add(subject, text, confidence=confidence, valid_until=datetime.now(timezone.utc) + 2 * DAY)
+            return
+        new = self._add(subject, text, confidence=confidence, **fields)
+        if same:
             self.model.current[subject] = [*now, new]
             return
         for old in now:
@@ -126,6 +143,16 @@ class AutomaticVerbs(RuleBasedStateMachine):
             self.db.update(mid, content=text)
             self.model.told[mid].text = text
         self.model.current[subject] = now
+
+    @rule(a=st.sampled_from(sorted(FACTS)), b=st.sampled_from(sorted(FACTS)))
+    def link(self, a: str, b: str) -> None:
+        """The user links the newest memory of one subject to another's (an edge of its own)."""
+        ends = [self.model.current.get(x, [])[-1:] for x in (a, b)]
+        if not all(ends) or ends[0] == ends[1]:
+            return
+        src, dst = ends[0][0], ends[1][0]
+        if all(self._live(m) and not self.db.is_archived(m) for m in (src, dst)):
+            self.db.link(src, dst, "RELATED_TO", reason="the user said so")
 
     @rule(name=st.sampled_from(sorted(TURNS)))
     def say(self, name: str) -> None:
@@ -149,16 +176,66 @@ class AutomaticVerbs(RuleBasedStateMachine):
                 event(f"consolidation: {action}")
         self._purged(run.purged, run.held, self.clock)
 
-    def _purged(self, purged: list[str], held: dict[str, str], at: datetime) -> None:
+    @rule(days=st.integers(14, 40), action=st.sampled_from(["correct", "restore", "forget again"]),
+          query=st.sampled_from(SHOWN))
+    def consolidate_while_the_user_acts(self, days: int, action: str, query: str) -> None:
+        """A consolidation whose summarizer (an LLM call: seconds) is where the user acts: corrects
+        a memory the run compresses, or restores, or forgets again, a memory due for purge (no
+        question protects what it compresses: protect_days=0)."""
+        self.shown_never_used(query, 6)
+        self.clock += days * DAY
+        plan = self.db.consolidate(now=self.clock, protect_days=0)
+        target: str | None = None
+        if action == "correct":
+            compressing = [d.id for d in plan.decisions if d.action == "compress" and d.id in self.model.told
+                           and self.model.told[d.id].subject in FACTS]
+            target = compressing[0] if compressing else None
+        else:
+            target = plan.purged[0] if plan.purged else None
+        done: list[str] = []
+
+        def summarizer(text: str) -> str:
+            if target is not None and not done:
+                done.append(target)
+                self._act(action, target)
+            return text.split(".")[0] + "."
+
+        run = self.db.consolidate(dry_run=False, now=self.clock, summarizer=summarizer, protect_days=0)
+        if done:  # (nothing compressed: the summarizer never ran, the user did nothing meanwhile)
+            event(f"the user acted during a consolidation: {action}")
+            assert target in run.skipped, f"{target} changed during the run and was not left: {run.skipped}"
+            if action == "correct":
+                assert self.db.get(target).content == self.model.told[target].text, \
+                    "a summary overwrote a correction"  # type: ignore[union-attr]
+        # forgotten again during the run, it is not due for this run (its new forget came after the plan)
+        self._purged(run.purged, run.held, self.clock, spared=set(done))
+
+    def _act(self, action: str, mid: str) -> None:
+        t = self.model.told[mid]
+        if action == "correct":
+            template, values = FACTS[t.subject]
+            text = next(template.format(v) for v in values if template.format(v) != t.text)
+            self.db.update(mid, content=text)
+            t.text = text
+            self.model.current[t.subject] = [mid]  # the fact as the user now tells it
+            return
+        self.db.restore(mid)
+        t.forgotten_at = None
+        if action == "forget again":
+            self.db.forget(mid)
+            self._forgotten_by_person(mid)
+
+    def _purged(self, purged: list[str], held: dict[str, str], at: datetime, spared: set[str] = frozenset()) -> None:  # type: ignore[assignment]
         """What a consolidation at `at` purged and held: only a person's forgets past their window
-        go, all of them; what the dream forgot is held."""
+        go, all of them (but `spared`: forgotten again while the run worked); what the dream forgot
+        is held."""
         for mid in purged:
             t = self.model.told[mid]
             assert t.forgotten_at is not None and not t.by_engine, f"purged {mid} ({t.text!r}), which no person forgot"
             assert at - t.forgotten_at >= 30 * DAY, f"purged {mid} before its 30 days had passed"
             t.purged = True
         for mid, t in self.model.told.items():
-            if t.forgotten_at is not None and not t.purged and at - t.forgotten_at >= 30 * DAY:
+            if t.forgotten_at is not None and not t.purged and at - t.forgotten_at >= 30 * DAY and mid not in spared:
                 raise AssertionError(f"{mid} was forgotten by a person over 30 days ago and not purged")
         assert set(held) <= {mid for mid, t in self.model.told.items() if t.by_engine}
         if held:
@@ -174,6 +251,11 @@ class AutomaticVerbs(RuleBasedStateMachine):
             assert self.db.get(copy, include_forgotten=True).session_id is None  # type: ignore[union-attr]
             assert self._live(original) and self.model.told[original].text == t.text, \
                 f"the dream forgot {copy} ({t.text!r}) as a copy of {original} ({self.model.told[original].text!r})"
+            before = self.db.history(copy)[-2]  # as it was before the dream's forget
+            assert _fields(self.db.get(original)) == _fields(before), \
+                f"the dream forgot {copy} as a copy of {original}, which differs: {_fields(before)} / " \
+                f"{_fields(self.db.get(original))}"
+            assert self.db.edges(copy, direction="both", include_forgotten=True) == [], f"{copy} had edges"
             t.by_engine = True
             event("dream: forgot a copy")
 
@@ -244,7 +326,15 @@ class AutomaticVerbs(RuleBasedStateMachine):
                     assert m.metadata["forgetting"]["by"] == "dream" and not m.metadata["forgetting"]["confirmed"]
 
 
+def _fields(m: engramdb.Memory | None) -> tuple[Any, ...]:
+    """Every field of a memory a user sets (besides its text), the engine's own marks aside."""
+    assert m is not None
+    meta = {k: v for k, v in m.metadata.items() if not engine_mark(k, v)}
+    return (m.memory_type, m.role, m.session_id, m.valid_from, m.valid_until, m.confidence, m.source,
+            m.provenance, meta)
+
+
 AutomaticVerbs.TestCase.settings = settings(
-    max_examples=50, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=80, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestAutomaticVerbs = AutomaticVerbs.TestCase
