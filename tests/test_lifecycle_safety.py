@@ -349,6 +349,7 @@ def test_b7_resolve_contradictions_takes_only_true_or_false_for_dry_run(bad: obj
     (lambda db: db.resolve_contradictions(namespace="n", detector="llm"), TypeError, "detector must be a callable"),
     (lambda db: db.resolve_contradictions(namespace=7), TypeError, "namespace"),
     (lambda db: db.dream("n", summarizer="short"), TypeError, "summarizer must be a callable"),
+    (lambda db: db.consolidate(dry_run=False, summarizer="short"), TypeError, "summarizer must be a callable"),
 ])
 def test_b8_bad_arguments_of_the_automatic_verbs_are_refused_by_name(call: Any, error: type[Exception],
                                                                      words: str) -> None:

@@ -160,9 +160,9 @@ class UpkeepVerbs(ContradictionVerbs):
         `.skipped` with why."""
         t0 = time.perf_counter()
         chosen = _steps(steps)
-        plan = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
         if summarizer is not None and not callable(summarizer):
             raise TypeError(f"summarizer must be a callable (text) -> summary, or None, got {summarizer!r:.80}")
+        plan = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
         if not dry_run:
             self._apply(plan, summarizer or cons.leading_sentences, chosen)
         plan.report.seconds = time.perf_counter() - t0
