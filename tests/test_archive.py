@@ -113,7 +113,7 @@ def test_export_carries_archived_text(tmp_path: Path) -> None:
     db.archive(cut)
     mid = next(f"m{i}" for i in range(300) if db.is_archived(f"m{i}"))
     assert db.export(tmp_path / "out.jsonl") == 400
-    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())}
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines()) if "id" in r}
     assert rows[mid]["content"] == f"old secret {mid[1:]}" and rows["m350"]["content"] == "fresh 350"
     db.export(tmp_path / "out.arrow")
     fresh = engramdb.open(None, schema=SCHEMA, embedders={}, dedup="off")

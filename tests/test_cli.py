@@ -45,7 +45,7 @@ def test_add_search_stats_export_commands(tmp_path: Path, capsys: pytest.Capture
     assert cli.main(["stats", "--path", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 2
     assert cli.main(["export", str(tmp_path / "out.jsonl"), "--path", path]) == 0
-    assert (tmp_path / "out.jsonl").read_text().count("\n") == 2
+    assert (tmp_path / "out.jsonl").read_text().count("\n") == 4  # the header, two memories, the last line
     assert cli.main(["add", "x", "--path", path, "--namespace", "n", "--valid-from", "2025-03-20"]) == 1
     assert "naive datetime" in capsys.readouterr().err
 

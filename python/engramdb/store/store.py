@@ -338,8 +338,10 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
             self._purge_derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
             try:
                 removed = rewrites.purge(self._engine, ids, namespace)
-            finally:
-                self._usage.purged()  # rows made before now naming them are never logged again
+            except BaseException:
+                self._usage.purged(save=False)  # the rows are kept: only this process stops logging them a while
+                raise
+            self._usage.purged()  # rows made before now naming them are never logged again
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
             self.last_dedup, self.last_contradictions = [], []  # they may name what was purged

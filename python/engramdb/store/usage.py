@@ -283,7 +283,7 @@ class Usage:
                 self._tombs[_tomb(value)] = None  # under way: every row naming them is dropped
             return self._purge_logged(ids, namespaces)
 
-    def purged(self) -> None:
+    def purged(self, *, save: bool = True) -> None:
         """The purge `purge` began is over: rows naming what it purged are dropped when stamped
         before now plus PURGE_GRACE_S (a search under way as it ended logs after it; a memory or
         namespace made again later is logged), and the tombstones are kept."""
@@ -292,7 +292,7 @@ class Usage:
             for key, end in self._tombs.items():
                 if end is None:
                     self._tombs[key] = end_us
-            if self.files.writable:
+            if save and self.files.writable:
                 try:
                     self.files.write_sidecar(TOMBS_FILE, {"format": 1, "tombs": self._tombs})
                 except OSError as exc:  # the purge is committed; this process keeps them all the same
