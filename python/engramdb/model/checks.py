@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import InvalidMemory
@@ -112,6 +112,20 @@ def name(field: str, value: Any) -> str:
     return value
 
 
+def id_list(field: str, value: Any) -> list[str]:
+    """An iterable of memory ids: each a non-empty string UTF-8 can encode (TypeError, or
+    ValueError, naming `field` and the first bad one)."""
+    if not isinstance(value, Iterable) or isinstance(value, (str, bytes, Mapping)):
+        raise TypeError(f"{field} must be an iterable of memory ids, got {value!r:.80}")
+    out = list(value)
+    bad = [i for i in out if not isinstance(i, str) or not i]
+    if bad:
+        raise TypeError(f"{field} must be memory ids (non-empty strings), got {bad[0]!r:.80}")
+    for i in out:
+        utf8(field, i, ValueError)
+    return out
+
+
 def path(field: str, value: Any) -> str:
     """A file or folder path argument: a str or os.PathLike whose name encodes as UTF-8 (the file
     system, the spool and every message that names the path need it), else an error naming `field`."""
@@ -126,4 +140,4 @@ def path(field: str, value: Any) -> str:
     return text
 
 
-__all__ = ["INT64_MAX", "MAX_DEPTH", "MAX_SEQ", "encodes", "json_tree", "name", "path", "seq", "short_text", "utf8"]
+__all__ = ["INT64_MAX", "MAX_DEPTH", "MAX_SEQ", "encodes", "id_list", "json_tree", "name", "path", "seq", "short_text", "utf8"]

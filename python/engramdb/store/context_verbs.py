@@ -257,14 +257,7 @@ class ContextVerbs(CuriosityVerbs):
         spool for this writer taken in (captures, readers' access rows), so the purge covers it."""
         if namespace is not None:
             checks.name("namespace", namespace)
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-            ids = [ids]  # one id (checked below like the others)
-        out = list(ids)
-        bad = [i for i in out if not isinstance(i, str) or not i]
-        if bad:
-            raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r}")
-        for i in out:
-            checks.utf8("ids", i, ValueError)
+        out = checks.id_list("ids", [ids] if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable) else ids)
         while (drained := self._drain_spool()) is not None and drained["files"]:
             pass
         return out

@@ -24,9 +24,8 @@ from ..graph import links
 from ..lifecycle import statements
 from ..lifecycle.contradictions import Detector, HeuristicDetector, Proposal, candidate_pairs
 from ..model import checks
-from ..model.edge import Edge
 from ..model.errors import StoreError
-from ..model.memory import Memory, as_utc, utc_now, validate_memory
+from ..model.memory import Memory, as_utc
 from ..spaces.schema import Schema
 from ..storage.view import Loc, View
 from .forget_verbs import ForgetVerbs, changed
@@ -36,6 +35,9 @@ BULK = 32  # memories rewritten since their telling: read all versions in one pa
 
 class ContradictionVerbs(ForgetVerbs):
     """Mixed into `Store` (under the upkeep verbs)."""
+
+    def _supersede_write(self, view: View, old: Memory, new: Memory, end: datetime) -> tuple[Memory, Memory]:
+        raise NotImplementedError  # in store.py
 
     @property
     def read_only(self) -> bool:
@@ -126,13 +128,7 @@ class ContradictionVerbs(ForgetVerbs):
             if any(changed(view, mid, versions.get(mid, 0)) for mid in (old_id, new_id)):
                 return False
             old, new = links.pair(view, old_id, new_id, ("old_id", "new_id"))
-            now = utc_now()
-            o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
-                                                  superseded_by=new.id))
-            n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
-            # the two new versions and the edge are one write: durable together or not at all
-            self._write([o2, n2], [view.row_vectors(old_id), view.row_vectors(new_id)],
-                        edges=[Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
+            o2, n2 = self._supersede_write(view, old, new, end)
             versions[old_id], versions[new_id] = o2.version, n2.version
             return True
 
@@ -150,15 +146,7 @@ def _ids(ids: Any) -> set[str] | None:
         return None
     if isinstance(ids, (str, bytes)):
         raise TypeError(f"ids must be an iterable of memory ids, not one string (pass [{ids!r:.80}] for one)")
-    if not isinstance(ids, Iterable):
-        raise TypeError(f"ids must be an iterable of memory ids, got {ids!r:.80}")
-    out = list(ids)
-    bad = [i for i in out if not isinstance(i, str) or not i]
-    if bad:
-        raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r:.80}")
-    for i in out:
-        checks.utf8("ids", i, ValueError)
-    return set(out)
+    return set(checks.id_list("ids", ids))
 
 
 class _Told:

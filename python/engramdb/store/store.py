@@ -252,14 +252,19 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
         with self._engine.writing() as view:
             old, new = links.pair(view, old_id, new_id, ("old_id", "new_id"))
             end = new.valid_from or new.learned_at
-            now = utc_now()
-            o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
-                                                  superseded_by=new.id))
-            n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
-            # the two new versions and the edge are one write: durable together or not at all
-            self._write([o2, n2], [view.row_vectors(old_id), view.row_vectors(new_id)],
-                        edges=[Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
-            return o2, n2
+            assert end is not None  # a stored memory has learned_at
+            return self._supersede_write(view, old, new, end)
+
+    def _supersede_write(self, view: View, old: Memory, new: Memory, end: datetime) -> tuple[Memory, Memory]:
+        """`old` ends at `end`, superseded by `new`: two new versions and the SUPERSEDES edge, one
+        write, durable together or not at all (the caller holds the writer's lock)."""
+        now = utc_now()
+        o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
+                                              superseded_by=new.id))
+        n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
+        self._write([o2, n2], [view.row_vectors(old.id), view.row_vectors(new.id)],
+                    edges=[Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
+        return o2, n2
 
     def link(self, src: str, dst: str, type: str, *, confidence: float = 1.0, reason: str | None = None,
              valid_from: datetime | None = None, valid_until: datetime | None = None) -> Edge:
