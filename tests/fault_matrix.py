@@ -25,6 +25,7 @@ prints the counts for bench/RELIABILITY.md.
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import os
 import shutil
@@ -452,6 +453,10 @@ class Forker:
 
 
 def serve() -> None:
+    # everything a case runs is imported here, once: each child is a fork of this process, and
+    # never imports a module of another version than the rest (or pays for the import itself)
+    engramdb.open().close()
+    importlib.import_module("engramdb.agents.hooks")
     print("READY", flush=True)
     for line in sys.stdin:
         case = json.loads(line)
