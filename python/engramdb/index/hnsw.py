@@ -89,13 +89,16 @@ class HnswIndex:
     def _version(self) -> HnswVersion:
         return HnswVersion(self.epoch, self.covered, self.source, self, frozenset(self.graphs), dict(self.recent))
 
-    def sync(self, view: View, *, wait: bool = True) -> HnswVersion | None:
+    def sync(self, view: View, *, wait: bool = True, advance: bool = True) -> HnswVersion | None:
         """Add new committed rows to the graphs; build graphs for namespaces that crossed the
-        threshold. None when the view is older than the graphs' row epoch."""
+        threshold (not with `advance=False`: the version as it is, see TreeIndex.sync). None when
+        the view is older than the graphs' row epoch."""
         if self.epoch > view.epoch:
             return None
         if self.epoch == view.epoch and self.covered >= view.committed_rows:
             return self._version()
+        if not advance:
+            return self._version() if self.epoch == view.epoch else None
         if not self._lock.acquire(blocking=wait):
             return self._version() if self.epoch == view.epoch else None
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model.tuning import Tuning
@@ -11,11 +11,11 @@ from ..spaces.protocol import Embedder
 from ..spaces.schema import Space
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
-from .hnsw import HnswIndex
+from .hnsw import HnswIndex, HnswVersion
 from .lexical import StoreBm25
 from .passage_vectors import StorePassages
 from .protocol import DerivedIndex
-from .tree import TreeIndex
+from .tree import TreeIndex, TreeVersion
 from .turns import TurnMaps
 
 INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")
@@ -42,6 +42,10 @@ class Indexes:
         self._passages: dict[str, StorePassages] = {}
         self.turns = TurnMaps()
         self._lock = threading.Lock()  # makes (and loads) each index once
+        # a writer's background worker (store/background.py): `ask(key, job)`, and the newest
+        # snapshot for its jobs; None: indexes advance on the caller's thread
+        self.ask: Callable[[str, Callable[[], Any]], None] | None = None
+        self.view_now: Callable[[], View] | None = None
 
     def tree(self, space: Space, view: View) -> TreeIndex:
         """The centroid trees of a dense space."""
@@ -70,6 +74,20 @@ class Indexes:
     def dense(self, space: Space, view: View, kind: str | None = None) -> TreeIndex | HnswIndex:
         """The dense index of a space: `kind` ("tree" or "hnsw"), or the store's own."""
         return self.graph(space, view) if (kind or self.kind) == "hnsw" else self.tree(space, view)
+
+    def dense_version(self, space: Space, view: View, kind: str | None = None) -> TreeVersion | HnswVersion | None:
+        """The dense index version a search of `view` reads. With a background worker (`ask`), the
+        search never inserts or builds (the first search after a namespace crossed
+        `tree_min_rows` would build its tree: a second at 20,000 memories): it reads the version
+        there is and asks the worker to advance it (the search scans the rows it lacks exactly)."""
+        ix = self.dense(space, view, kind)
+        if self.ask is None or self.view_now is None:
+            return ix.sync(view, wait=False)
+        v = ix.sync(view, wait=False, advance=False)
+        if v is None or v.covered < view.committed_rows:
+            now = self.view_now
+            self.ask(f"index:{ix.kind}:{space.name}", lambda: ix.sync(now()))
+        return v
 
     def bm25(self, space: Space, view: View) -> StoreBm25:
         """The BM25 indexes of a lexical space."""
@@ -109,13 +127,23 @@ class Indexes:
         group: dict[str, TreeIndex] | dict[str, HnswIndex]
         for kind, group in (("tree", self._trees), ("hnsw", self._graphs)):
             for name, ix in group.items():
-                v = ix.sync(view, wait=False)
+                v = ix.sync(view, wait=False, advance=self.ask is None)  # never a build here
                 if v is not None and v.covered >= view.committed_rows:
                     view.derived.setdefault(f"index:{kind}:{name}", v)
 
     def loaded(self) -> list[DerivedIndex]:
         """Every index made so far."""
         return [*self._trees.values(), *self._graphs.values(), *self._bm25.values(), *self._passages.values()]
+
+    def sync(self, view: View) -> None:
+        """Bring the indexes made so far up to the view's committed rows, in memory (no file)."""
+        dense: list[TreeIndex | HnswIndex] = [*self._trees.values(), *self._graphs.values()]
+        for ix in dense:
+            ix.sync(view)
+        if view.committed == len(view.segments):
+            keyed: list[StoreBm25 | StorePassages] = [*self._bm25.values(), *self._passages.values()]
+            for kx in keyed:
+                kx.sync(view)
 
     def save(self, view: View) -> None:
         """Bring the indexes made so far up to the view's committed rows and write the changed

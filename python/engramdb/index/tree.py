@@ -62,17 +62,21 @@ class TreeIndex:
         self._save_lock = threading.Lock()  # one save at a time
 
     # ------------------------------------------------------------------------------ upkeep
-    def sync(self, view: View, *, wait: bool = True) -> TreeVersion | None:
+    def sync(self, view: View, *, wait: bool = True, advance: bool = True) -> TreeVersion | None:
         """A version covering the view's committed rows: the current one when it does, else a
         new one (inserting the new keys, building trees for namespaces that crossed
         `tree_min_rows`). With `wait=False` a sync already running elsewhere is not waited for:
-        the current version comes back (the caller scans the keys it lacks exactly). None when
-        the view is older than the index's row epoch (a purge came between)."""
+        the current version comes back (the caller scans the keys it lacks exactly); with
+        `advance=False` nothing is inserted or built here (a search whose store has a
+        background worker for that). None when the view is older than the index's row epoch (a
+        purge came between), or newer and not advanced to."""
         v = self.current
         if v.epoch == view.epoch and v.covered >= view.committed_rows:
             return v
         if v.epoch > view.epoch:
             return None
+        if not advance:
+            return v if v.epoch == view.epoch else None
         if not self._lock.acquire(blocking=wait):
             return v if v.epoch == view.epoch else None
         try:

@@ -40,6 +40,11 @@ class Tuning:
     - `search_cache`: repeated searches kept per store and reused on the same snapshot (K5; a
       write, or the clock passing a memory's validity boundary, retires them); 0 turns it off
       (what the latency benchmarks do, to time the search itself).
+    - `background`: upkeep a request leaves behind (the topics of a namespace that moved, the
+      trees of a namespace that crossed `tree_min_rows`, the indexes after a checkpoint) runs on
+      the store's own thread, paced (store/background.py), so no search, context or add waits on
+      it. False: on the caller's thread, when asked (`topics()`, `build_index()`, `close()`) and
+      at each checkpoint: what a short-lived process such as a hook wants.
     """
 
     checkpoint_rows: int = 4_096
@@ -55,11 +60,16 @@ class Tuning:
     progress_min: int = 5_000
     embed_chunk: int = 2_048
     search_cache: int = 256
+    background: bool = True
 
     def __post_init__(self) -> None:
         least = {"tree_leaf_size": 2, "tree_fanout": 2, "hot_rows": 0, "search_cache": 0}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "background":
+                if not isinstance(value, bool):
+                    raise ValueError(f"tuning background must be True or False, got {value!r}")
+                continue
             if f.name == "tree_rebuild_growth":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                         or value <= 1:

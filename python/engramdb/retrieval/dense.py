@@ -118,7 +118,7 @@ def _pinned(ctx: QueryContext, kind: str, sp: Space) -> TreeVersion | HnswVersio
     key = f"index:{kind}:{sp.name}"
     version = view.derived.get(key)
     if version is None:
-        version = ctx.indexes.dense(sp, view, kind).sync(view, wait=False)
+        version = ctx.indexes.dense_version(sp, view, kind)
         if version is not None and version.covered >= view.committed_rows:
             view.derived[key] = version
     assert version is None or isinstance(version, (TreeVersion, HnswVersion))

@@ -41,6 +41,7 @@ from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
 from .archive_verbs import ArchiveVerbs
+from .background import BackgroundVerbs, Worker
 from .capture_verbs import CaptureVerbs
 from .context_verbs import ContextVerbs
 from .merging import MergeRule, merge_newer, merged_update
@@ -53,7 +54,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
+class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerbs):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
 
     _usage: Usage
@@ -84,7 +85,10 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
                         f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
                         f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
             self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders)
-            self._engine.on_commit = self._indexes.save
+            self._engine.on_commit = self._after_commit
+            if not o.read_only and o.tuning.background:
+                self._upkeep = Worker(str(self._engine.path or "in memory"))
+                self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self.last_spool = self._drain_spool()  # what hooks spooled while another writer held the lock
         except BaseException:
@@ -118,6 +122,8 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
         engine = self._engine
         if engine.closed:
             return
+        if self._upkeep is not None:
+            self._upkeep.close()  # the running job ends first: it may write derived files
         done = False
         try:
             if not engine.read_only and checkpoint and not engine.forked:
@@ -482,6 +488,7 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs):
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
             "usage": self._usage.describe(),  # the access log and the ELO ratings (E1-E5)
+            "upkeep": self._upkeep_stats(),  # the background worker: pending jobs, each job's last run
             # per namespace whose topics were computed in this process: C4's consolidation trigger
             "topics": {ns: {"topics": len(t), "churn": t.churn, "entropy": t.entropy,
                             "consolidation_due": t.consolidation_due}

@@ -28,6 +28,7 @@ from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
+from .background import Worker
 from .dream_verbs import DreamVerbs
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
@@ -60,6 +61,7 @@ class TopicVerbs(DreamVerbs):
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
     _topics_stored: dict[str, tuple[str, Topics]] | None = None  # namespace -> (stamp, topics), as stored
     _themes_stored: dict[str, tuple[str, list[Theme]]] | None = None  # namespace -> (stamp, themes), as stored
+    _upkeep: Worker | None = None  # the store's background worker (None: read-only or background=False)
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -95,7 +97,10 @@ class TopicVerbs(DreamVerbs):
         their topics, new ones join the topic whose centroid they are nearest when they are as
         near as its farthest member (else none), nothing is re-clustered. A namespace of more
         than `SAMPLE` memories is clustered on a sample of that many (seeded by its name) and the
-        rest join by the same centroid rule (`Topics.sampled`)."""
+        rest join by the same centroid rule (`Topics.sampled`). A read-only store lists what its
+        writer last stored, even when the namespace moved since (`refresh` computes them here).
+        Searches and `context()` never run this: they read the last topics, and a writer's
+        background worker refreshes them (`Tuning.background`)."""
         checks.name("namespace", namespace)
         view = self._view()
         fingerprint = (view.epoch, view.namespace_rows(namespace))
@@ -108,8 +113,10 @@ class TopicVerbs(DreamVerbs):
         if self._topics_stored is None:
             self._topics_stored = topic_state.load_results(self._derived)
         kept = self._topics_stored.get(namespace)
-        if kept is not None and kept[0] == stamp and not refresh and labeler is None:
-            cache[namespace] = (fingerprint, kept[1])  # what the writer (or this store, earlier) found
+        if kept is not None and (kept[0] == stamp or self.read_only) and not refresh and labeler is None:
+            # what the writer (or this store, earlier) found; a reader lists the writer's last
+            # ones even when the namespace moved since (a hook has no time to cluster)
+            cache[namespace] = (fingerprint, kept[1])
             return kept[1]
         locs = view.current_locs(namespace)
         ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
@@ -129,6 +136,8 @@ class TopicVerbs(DreamVerbs):
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
         result = _merged(result, self._merges().get(namespace, {}))
         result.sampled = sampled
+        pos = {mid: i for i, mid in enumerate(ids)}
+        result.centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in result], unit)
         self._previous()[namespace] = nxt
         self._save_previous()
         cache[namespace] = (fingerprint, result)
@@ -211,43 +220,49 @@ class TopicVerbs(DreamVerbs):
         return {"divergent": far, "similarity": round(sim, 4), "nearest": mine[i][0].id, "low": sp.low,
                 "session_memories": len(mine)}
 
-    @_one_at_a_time
     def _topics_to_use(self, namespace: str) -> Topics:
-        """The topics a search or a context uses: a writer's, fresh; a reader's, as the writer last
-        stored them even when the namespace moved since (topics change slowly, and clustering in a
-        short-lived reader such as a hook costs seconds), or none when nothing is stored."""
-        if not self.read_only:
-            return self.topics(namespace)
+        """The topics a search or a context uses: the last ones computed (by this store, or by the
+        writer and stored), even when the namespace moved since, or none before a first run. A
+        request never clusters (a run takes seconds at 100,000 memories: bench/RESULTS.md "The
+        agent loop"): when they are behind the namespace, a writer with a background worker asks
+        it to refresh them (store/background.py); a reader, or `Tuning(background=False)`, uses
+        them as they are until `topics()` is called. Takes no lock: a run replaces whole entries."""
         view = self._view()
-        hit = (self._topic_cache or {}).get(namespace)
-        if hit is not None and hit[0] == (view.epoch, view.namespace_rows(namespace)):
-            return hit[1]
         if self._topics_stored is None:
             self._topics_stored = topic_state.load_results(self._derived)
         kept = self._topics_stored.get(namespace)
-        return kept[1] if kept is not None else Topics([])
+        fresh = kept is not None and kept[0] == _stamp(view, namespace)
+        hit = (self._topic_cache or {}).get(namespace)
+        if not fresh and self._upkeep is not None and (hit is None or hit[0] != (view.epoch,
+                                                                                   view.namespace_rows(namespace))):
+            self._upkeep.ask(f"topics:{namespace}", functools.partial(self._refresh_topics, namespace))
+        if kept is not None and (fresh or hit is None):
+            return kept[1]
+        return hit[1] if hit is not None else Topics([])
 
-    @_one_at_a_time
-    def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
+    def _refresh_topics(self, namespace: str) -> None:
+        """The worker's job: the namespace's topics as `topics()` computes them, and their map."""
+        self._topic_map(namespace, self.topics(namespace))
+
+    def _topic_map(self, namespace: str, found: Topics | None = None) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
-        topic stage, the context's topic matches); made once per topics run."""
-        found = self._topics_to_use(namespace)
+        topic stage, the context's topic matches); made once per topics run (by the worker,
+        after its run, when there is one)."""
+        found = self._topics_to_use(namespace) if found is None else found
         maps = self._topic_maps if self._topic_maps is not None else {}
         self._topic_maps = maps
         hit = maps.get(namespace)
         if hit is not None and hit[0] is found:
             return hit[1], hit[2]
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
-        view = self._view()
-        locs = view.current_locs(namespace)
-        pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
-        unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
-            if locs else np.zeros((0, 1))
-        rows = []
-        for t in found:
-            c = unit[[pos[m] for m in t.members if m in pos]].mean(axis=0)
-            rows.append(c / max(float(np.linalg.norm(c)), 1e-12))
-        centroids = np.stack(rows) if rows else np.zeros((0, 1))
+        centroids = found.centroids
+        if centroids is None or len(centroids) != len(found):  # topics stored before centroids were kept
+            view = self._view()
+            locs = view.current_locs(namespace)
+            pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
+            unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+                if locs else np.zeros((0, 1))
+            centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in found], unit)
         maps[namespace] = (found, topic_of, centroids)
         return topic_of, centroids
 
@@ -405,6 +420,16 @@ def _stamp(view: View, namespace: str) -> str:
             mine = seg.learned_at[seg.ns_index == code]
             newest = max(newest, int(mine.max()) if len(mine) else 0)
     return f"{view.namespace_rows(namespace)}:{newest}"
+
+
+def _centroids(groups: list[list[int]], unit: np.ndarray) -> np.ndarray:
+    """Each group's unit centroid over `unit`'s rows (a zero row for a group with none)."""
+    dim = unit.shape[1] if unit.ndim == 2 and len(unit) else 1
+    rows = []
+    for g in groups:
+        c = unit[g].mean(axis=0) if g else np.zeros(dim)
+        rows.append(c / max(float(np.linalg.norm(c)), 1e-12))
+    return np.stack(rows) if rows else np.zeros((0, dim))
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -54,9 +54,11 @@ class Topics(list[Topic]):
     entropy: float
     sampled: int | None  # clustered on a sample of this many memories (a large namespace), or None
 
+    centroids: np.ndarray | None  # each topic's unit main-space centroid, in order (None: not known)
+
     def __init__(self, topics: list[Topic], churn: float = 0.0, entropy: float = 0.0) -> None:
         super().__init__(topics)
-        self.churn, self.entropy, self.sampled = churn, entropy, None
+        self.churn, self.entropy, self.sampled, self.centroids = churn, entropy, None, None
 
     @property
     def consolidation_due(self) -> bool:

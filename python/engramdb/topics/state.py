@@ -31,9 +31,9 @@ def _store(files: DerivedFiles, data: str, side: str, table: pa.Table) -> None:
     files.write_sidecar(side, {"format": STATE_FORMAT, **entry})
 
 
-def _stored(files: DerivedFiles, data: str, side: str, schema: pa.Schema) -> pa.Table | str:
-    """The table saved under `data`, or why there is none to trust (missing, damaged, another
-    format, other columns)."""
+def _stored(files: DerivedFiles, data: str, side: str, schema: pa.Schema, *older: pa.Schema) -> pa.Table | str:
+    """The table saved under `data` (with `schema`'s columns, or one of the `older` ones), or why
+    there is none to trust (missing, damaged, another format, other columns)."""
     meta = files.read_sidecar(side)
     if isinstance(meta, str):
         return meta
@@ -46,7 +46,8 @@ def _stored(files: DerivedFiles, data: str, side: str, schema: pa.Schema) -> pa.
         table = bytes_table(raw)
     except Exception as exc:  # noqa: BLE001 - a derived file is never trusted
         return f"unreadable ({type(exc).__name__})"
-    return table if table.schema.remove_metadata().equals(schema) else "unexpected columns"
+    found = table.schema.remove_metadata()
+    return table if any(found.equals(s) for s in (schema, *older)) else "unexpected columns"
 
 
 def save(files: DerivedFiles, prev: dict[str, Previous], merges: dict[str, dict[str, str]]) -> None:
@@ -124,6 +125,9 @@ _RESULTS = pa.schema([("namespace", pa.string()), ("stamp", pa.string()), ("chur
                       ("label", pa.string()), ("members", pa.list_(pa.string())), ("confidence", pa.float64()),
                       ("phase", pa.string()), ("stability", pa.float64()), ("centroid_stability", pa.float64()),
                       ("runs", pa.int64()), ("created_us", pa.int64())])
+# with each topic's unit main-space centroid: a reader's first context finds the query's nearest
+# topic without reading every member's vector (a second at 100,000 memories)
+_RESULTS_CENTROIDS = _RESULTS.append(pa.field("centroid", pa.list_(pa.float32())))
 
 
 def save_results(files: DerivedFiles, results: dict[str, tuple[str, Topics]]) -> None:
@@ -131,23 +135,26 @@ def save_results(files: DerivedFiles, results: dict[str, tuple[str, Topics]]) ->
     state, so another process (a reader: hooks, a service's workers) lists them without clustering."""
     if not files.writable:
         return
-    rows: dict[str, list[Any]] = {name: [] for name in _RESULTS.names}
+    rows: dict[str, list[Any]] = {name: [] for name in _RESULTS_CENTROIDS.names}
     for ns, (stamp, found) in sorted(results.items()):
-        for t in found or [Topic("", ns, "", (), 0.0)]:
+        cents = found.centroids if found.centroids is not None and len(found.centroids) == len(found) else None
+        for i, t in enumerate(found or [Topic("", ns, "", (), 0.0)]):
             values = (ns, stamp, found.churn, found.entropy, found.sampled, t.id, t.label, list(t.members),
-                      t.confidence, t.phase, t.stability, t.centroid_stability, t.runs, t.created_us)
-            for name, value in zip(_RESULTS.names, values):
+                      t.confidence, t.phase, t.stability, t.centroid_stability, t.runs, t.created_us,
+                      cents[i].tolist() if cents is not None and found else None)
+            for name, value in zip(_RESULTS_CENTROIDS.names, values):
                 rows[name].append(value)
-    _store(files, RESULTS_DATA, RESULTS_SIDE, pa.table(rows, schema=_RESULTS))
+    _store(files, RESULTS_DATA, RESULTS_SIDE, pa.table(rows, schema=_RESULTS_CENTROIDS))
 
 
 def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
     """The stored topics per namespace (empty when missing or damaged: they are computed again)."""
-    table = _stored(files, RESULTS_DATA, RESULTS_SIDE, _RESULTS)
+    table = _stored(files, RESULTS_DATA, RESULTS_SIDE, _RESULTS_CENTROIDS, _RESULTS)
     if isinstance(table, str):
         return {}
     try:
         out: dict[str, tuple[str, Topics]] = {}
+        cents: dict[str, list[Any]] = {}
         for r in table.to_pylist():
             ns = str(r["namespace"])
             if ns not in out:
@@ -158,6 +165,10 @@ def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
                 out[ns][1].append(Topic(str(r["topic_id"]), ns, str(r["label"]), tuple(r["members"]),
                                         float(r["confidence"]), str(r["phase"]), r["stability"],
                                         r["centroid_stability"], int(r["runs"]), int(r["created_us"])))
+                cents.setdefault(ns, []).append(r.get("centroid"))
+        for ns, rows in cents.items():  # all or none: a file written before centroids were kept has none
+            if all(c is not None for c in rows) and len({len(c) for c in rows}) == 1:
+                out[ns][1].centroids = np.asarray(rows, np.float64)
         return out
     except Exception:  # noqa: BLE001 - a derived file is never trusted
         return {}

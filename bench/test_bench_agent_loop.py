@@ -1,0 +1,175 @@
+"""The loop a chat or coding agent runs, as one (issue "[3 of 7] The agent loop"): store the turn,
+ask for context, answer, ask again; at 1,000, 10,000 and 100,000 memories of chat-like text in one
+namespace, default profile, default arguments.
+
+Data: sessions of 20 turns, user and assistant alternating, each turn one English sentence found
+on this machine (_corpus.py), stored as a user stores a conversation: `add_messages` one session at
+a time (role, content; session id; no prefixes). The questions are other sentences of the same pool
+(never stored). Building the store is outside the timing (it says so: "build_s" in extra_info);
+every timed call runs on a store reopened after the build, as an agent's process finds it.
+
+Per size (p50 / p95 and max in extra_info, milliseconds):
+- `test_search`: `db.search(q, namespace=...)`, 200 questions.
+- `test_context`: `db.context(q, namespace=..., max_tokens=1000)`, 100 questions, no write between.
+- `test_add_then_context`: 60 rounds of "add one user turn to the live session, then
+  context(max_tokens=1000) for the next question": the call an agent makes after every turn.
+- `test_first_context_after_open`: a new Python process opens the store and asks for one context
+  (the cold path: imports excluded, open and the call timed inside the child), 5 processes.
+- `test_replay_1000_turns` (one size): 1,000 turns into a new store, each followed by a context;
+  the slowest call and how many took over 100 ms.
+
+Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_agent_loop.py -q -p no:cacheprovider --benchmark-json=/tmp/bench_loop.json`
+(`ENGRAMDB_BENCH_LOOP_SIZES=1000,10000` runs fewer sizes.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import _corpus
+import engramdb
+import pytest
+
+SIZES = [int(s) for s in os.environ.get("ENGRAMDB_BENCH_LOOP_SIZES", "1000,10000,100000").split(",")]
+SESSION = 20
+NS = "user-1"
+
+
+def _pool(n: int) -> tuple[list[str], list[str]]:
+    """n sentences to store and 400 others to ask."""
+    s = _corpus.sentences(max(n, 2_000) + 400)
+    return s[:n], s[-400:]
+
+
+def _sessions(texts: list[str], start: int = 0) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    for a in range(0, len(texts), SESSION):
+        yield f"s{start + a // SESSION}", [{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                                           for i, t in enumerate(texts[a:a + SESSION])]
+
+
+def _pcts(ms: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else [ms[0]] * 19
+    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(q[18], 2), "max_ms": round(max(ms), 2),
+            "calls": len(ms)}
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"{n // 1000}k")
+def loop_store(request: Any) -> Iterator[tuple[int, Path, list[str], float]]:
+    n = request.param
+    texts, questions = _pool(n)
+    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-loop-"))
+    t0 = time.perf_counter()
+    with engramdb.open(folder / "mem") as db:
+        for sid, msgs in _sessions(texts):
+            db.add_messages(msgs, namespace=NS, session_id=sid)
+    build = time.perf_counter() - t0
+    yield n, folder / "mem", questions, round(build, 1)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _timed(benchmark: Any, calls: list[Any], extra: dict[str, Any]) -> None:
+    ms: list[float] = []
+
+    def one_round() -> None:
+        for fn in calls:
+            t0 = time.perf_counter()
+            fn()
+            ms.append((time.perf_counter() - t0) * 1e3)
+
+    benchmark.pedantic(one_round, rounds=1, iterations=1)
+    benchmark.extra_info.update(extra, **_pcts(ms))
+
+
+def test_search(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
+    n, path, questions, build = loop_store
+    with engramdb.open(path) as db:
+        db.search(questions[0], namespace=NS)
+        _timed(benchmark, [lambda q=q: db.search(q, namespace=NS) for q in questions[:200]],
+               {"memories": n, "build_s": build})
+
+
+def test_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
+    n, path, questions, build = loop_store
+    with engramdb.open(path) as db:
+        db.context(questions[0], namespace=NS, max_tokens=1000)
+        _timed(benchmark, [lambda q=q: db.context(q, namespace=NS, max_tokens=1000) for q in questions[200:300]],
+               {"memories": n, "build_s": build})
+
+
+def test_add_then_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
+    n, path, questions, build = loop_store
+    with engramdb.open(path) as db:
+        db.context(questions[0], namespace=NS, max_tokens=1000)
+        sid = f"s{n // SESSION - 1}"  # the newest session goes on
+
+        def turn(i: int) -> None:
+            db.add_messages([{"role": "user", "content": questions[300 + i]}], namespace=NS, session_id=sid)
+            db.context(questions[301 + i], namespace=NS, max_tokens=1000, session_id=sid)
+
+        _timed(benchmark, [lambda i=i: turn(i) for i in range(60)], {"memories": n, "build_s": build})
+
+
+_CHILD = """
+import sys, time, json
+import engramdb
+t0 = time.perf_counter()
+db = engramdb.open(sys.argv[1])
+t1 = time.perf_counter()
+c = db.context(sys.argv[2], namespace=sys.argv[3], max_tokens=1000)
+t2 = time.perf_counter()
+db.close()
+print(json.dumps({"open_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3, "items": len(c.items)}))
+"""
+
+
+def test_first_context_after_open(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
+    n, path, questions, build = loop_store
+    runs: list[dict[str, float]] = []
+
+    def one_round() -> None:
+        for q in questions[380:385]:
+            out = subprocess.run([sys.executable, "-c", _CHILD, str(path), q, NS], capture_output=True, text=True,
+                                 check=True)
+            runs.append(json.loads(out.stdout))
+
+    benchmark.pedantic(one_round, rounds=1, iterations=1)
+    benchmark.extra_info.update({"memories": n, "build_s": build},
+                                open=_pcts([r["open_ms"] for r in runs]),
+                                **_pcts([r["context_ms"] for r in runs]),
+                                open_plus_context=_pcts([r["open_ms"] + r["context_ms"] for r in runs]))
+
+
+def test_replay_1000_turns(benchmark: Any) -> None:
+    texts, questions = _pool(1_000)
+    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-replay-"))
+    add_ms: list[float] = []
+    ctx_ms: list[float] = []
+
+    def replay() -> None:
+        with engramdb.open(folder / "mem") as db:
+            for i, (sid, msgs) in enumerate(_sessions(texts)):
+                for m in msgs:
+                    t0 = time.perf_counter()
+                    db.add_messages([m], namespace=NS, session_id=sid)
+                    t1 = time.perf_counter()
+                    db.context(questions[len(ctx_ms) % 400], namespace=NS, max_tokens=1000, session_id=sid)
+                    add_ms.append((t1 - t0) * 1e3)
+                    ctx_ms.append((time.perf_counter() - t1) * 1e3)
+
+    try:
+        benchmark.pedantic(replay, rounds=1, iterations=1)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    both = [a + c for a, c in zip(add_ms, ctx_ms)]
+    benchmark.extra_info.update(turns=len(both), add=_pcts(add_ms), context=_pcts(ctx_ms), **_pcts(both),
+                                over_100ms=sum(1 for x in add_ms + ctx_ms if x > 100))

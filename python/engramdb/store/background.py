@@ -1,0 +1,167 @@
+"""Upkeep off the request path: one background thread per writable store.
+
+A request (search, context) reads what is already made: the topics last computed, the index
+versions last built (and scans exactly what they do not cover yet). When it finds them behind the
+namespace, it asks this worker to catch up and returns at once; the worker runs one job at a time,
+each under its own key (a namespace's topics, a space's tree): a job asked for again while it
+waits is run once.
+
+Pacing: after a job, the same key is not run again before `PACE` times what it took (at least
+`MIN_GAP` seconds), so upkeep takes at most about a `1 / (PACE + 1)` share of one core however
+fast an agent writes, and topics lag their namespace by at most about `PACE + 1` runs' time (a
+second or two at 10,000 memories, half a minute at 100,000: bench/RESULTS.md "The agent loop").
+The heavy parts of a job (clustering, tree builds) run in the C++ core with the GIL released, so a
+request on another thread goes on meanwhile.
+
+`close()` stops the thread and waits for the running job (a job writes derived files, which only
+an open writer may do); a job that fails is logged and asked again on the next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..index.registry import Indexes
+from ..storage.engine import Engine
+from ..storage.view import View
+
+log = logging.getLogger("engramdb")
+
+PACE = 9.0  # a key waits this many times its last run's duration before it runs again
+MIN_GAP = 1.0  # seconds, at least, between two runs of one key
+
+
+class Worker:
+    """The store's background upkeep: `ask(key, job)` queues, the worker thread runs (see the
+    module docstring). Made per store; the thread starts on the first job."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._pid = os.getpid()  # a forked child never runs its parent's jobs (it does not own the writer)
+        self._cv = threading.Condition()
+        self._waiting: dict[str, Callable[[], Any]] = {}
+        self._next: dict[str, float] = {}  # key -> monotonic time it may run again
+        self._running: str | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.runs: dict[str, dict[str, Any]] = {}  # key -> {"ms", "at", "error"} of its last run
+
+    def ask(self, key: str, job: Callable[[], Any]) -> None:
+        """Run `job` soon on the worker thread (once, however often it is asked before it runs)."""
+        if os.getpid() != self._pid:
+            return
+        with self._cv:
+            if self._closed:
+                return
+            self._waiting[key] = job
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=f"engramdb-upkeep:{self._name}",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify_all()
+
+    def pending(self) -> list[str]:
+        """The keys waiting or running now."""
+        with self._cv:
+            return sorted({*self._waiting, *([self._running] if self._running else [])})
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until nothing waits or runs (True), or `timeout` seconds pass (False)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            while self._waiting or self._running:
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cv.wait(left if left is None else min(left, 0.5))
+            return True
+
+    def close(self) -> None:
+        """Stop: drop what waits, let the running job finish, join the thread."""
+        with self._cv:
+            self._closed = True
+            self._waiting.clear()
+            self._cv.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and os.getpid() == self._pid:
+            thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                key = job = None
+                while not self._closed:
+                    now = time.monotonic()
+                    ready = [k for k in self._waiting if self._next.get(k, 0.0) <= now]
+                    if ready:
+                        key = ready[0]
+                        job = self._waiting.pop(key)
+                        self._running = key
+                        break
+                    soonest = min((self._next.get(k, 0.0) for k in self._waiting), default=None)
+                    self._cv.wait(None if soonest is None else max(0.01, soonest - now))
+                if self._closed:
+                    self._running = None
+                    self._cv.notify_all()
+                    return
+            t0 = time.monotonic()
+            error = None
+            try:
+                assert job is not None
+                job()
+            except Exception as e:  # noqa: BLE001 - upkeep is best effort: no request depends on it
+                error = f"{type(e).__name__}: {e}"
+                log.warning("background upkeep %s of %s failed: %s", key, self._name, error)
+            took = time.monotonic() - t0
+            with self._cv:
+                assert key is not None
+                self._next[key] = time.monotonic() + max(MIN_GAP, PACE * took)
+                self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error}
+                self._running = None
+                self._cv.notify_all()
+
+
+class BackgroundVerbs:
+    """Mixed into `Store`: the worker's use by the store (`settle`, the indexes after a checkpoint)."""
+
+    _upkeep: Worker | None = None  # None: read-only, or Tuning(background=False)
+    _engine: Engine
+    _indexes: Indexes
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until the background upkeep has caught up with what was asked of it so far
+        (topics, trees, the indexes after a checkpoint): True when it has, False when `timeout`
+        seconds passed first. Nothing to wait for (True) on a read-only store or with
+        `Tuning(background=False)`."""
+        return self._upkeep.wait(timeout) if self._upkeep is not None else True
+
+    def _after_commit(self, view: View) -> None:
+        """A checkpoint folded the WAL into a segment file: bring the indexes up to it and save
+        them, on the worker when there is one (a tree built at 100,000 memories takes seconds:
+        not inside the `add` that happened to fill the WAL), else now."""
+        if self._upkeep is None:
+            self._indexes.save(view)
+        else:
+            self._upkeep.ask("indexes", self._catch_up_indexes)
+
+    def _catch_up_indexes(self) -> None:
+        """The worker's job: advance the indexes in memory to the newest snapshot without the
+        writer's lock (searches and writes go on; searches scan exactly what an index does not
+        cover yet), then write the changed ones under it (a purge must not race their files)."""
+        self._indexes.sync(self._engine.view)
+        with self._engine.writing() as view:
+            self._indexes.save(view)
+
+    def _upkeep_stats(self) -> dict[str, Any]:
+        """What `stats()["upkeep"]` says: whether the worker runs, what waits, each job's last run."""
+        w = self._upkeep
+        return {"background": w is not None, "pending": w.pending() if w is not None else [],
+                "runs": dict(w.runs) if w is not None else {}}
+
+
+__all__ = ["MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]
