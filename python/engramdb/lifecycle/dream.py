@@ -87,10 +87,14 @@ def engine_mark(key: str, value: Any) -> bool:
     return False
 
 
-def _record(m: Memory) -> tuple[Any, ...]:
-    """The fields two copies share besides their text: every one a user sets."""
+def _record(s: Seen) -> tuple[Any, ...]:
+    """The fields two copies share besides their text: every one a user sets. A start equal to
+    when the memory was first stored is the engine's (a later version of a memory stored without
+    `valid_from` carries that start, model/memory.py): it counts as none."""
+    m = s.memory
     meta = {k: v for k, v in m.metadata.items() if not engine_mark(k, v)}
-    return (m.memory_type, m.role, m.session_id, m.valid_from, m.valid_until, float(m.confidence), m.source,
+    start = None if m.valid_from is not None and micros(m.valid_from) == s.first_learned_us else m.valid_from
+    return (m.memory_type, m.role, m.session_id, start, m.valid_until, float(m.confidence), m.source,
             json.dumps(m.provenance, sort_keys=True, default=str), json.dumps(meta, sort_keys=True, default=str))
 
 
@@ -103,7 +107,7 @@ def copies(seen: Sequence[Seen], now: datetime, days: float = RECENT_DAYS) -> li
     for s in sorted(seen, key=lambda s: (s.first_learned_us, s.memory.id)):
         if not in_force(s.memory, now) or not s.text.strip():
             continue
-        k = (key(s.text), _record(s.memory))
+        k = (key(s.text), _record(s))
         older = first.get(k)
         if older is None:
             first[k] = s

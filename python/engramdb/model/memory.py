@@ -40,7 +40,9 @@ def as_utc(name: str, value: Any) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, datetime):
-        raise InvalidMemory(f"{name} must be a timezone-aware datetime, got {type(value).__name__} {value!r}")
+        hint = " (for an ISO-8601 string with its UTC offset use datetime.fromisoformat(...))" \
+            if isinstance(value, str) else ""
+        raise InvalidMemory(f"{name} must be a timezone-aware datetime, got {type(value).__name__} {value!r:.80}{hint}")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise InvalidMemory(
             f"{name} is a naive datetime ({value.isoformat()}); pass an aware one, "
@@ -114,8 +116,31 @@ class Memory:
         return new
 
     def with_changes(self, **changes: Any) -> Memory:
-        """A copy with some fields replaced (validated by the caller through validate_memory)."""
-        return replace(self, **changes)
+        """A copy with some fields replaced (validated by the caller through validate_memory).
+
+        A new version (a higher `version`) of a memory stored without `valid_from` gets the start
+        it had: this version's `valid_from`, else its `learned_at` (S2: valid from when it was
+        learned). Every writer of a new version (update, supersede, forget, restore, compression,
+        contradictions, merges) passes here; without the rule a version's missing start read as its
+        OWN `learned_at`, so a fact corrected later had never held before the correction. A
+        version whose `valid_until` falls before that start (superseded by a memory that started
+        first) starts where it ends: it never held on its own, as the old empty interval said.
+        """
+        new = replace(self, **changes)
+        if new.valid_from is None and isinstance(new.version, int) and isinstance(self.version, int) \
+                and new.version > self.version:
+            start = self.valid_from or self.learned_at
+            end = new.valid_until
+            if isinstance(start, datetime) and isinstance(end, datetime) and _aware(start) and _aware(end) \
+                    and end < start:
+                start = end
+            if start is not None:
+                new = replace(new, valid_from=start)
+        return new
+
+
+def _aware(t: datetime) -> bool:
+    return t.tzinfo is not None and t.tzinfo.utcoffset(t) is not None
 
 
 def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, optional: bool) -> None:

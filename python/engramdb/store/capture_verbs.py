@@ -20,6 +20,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..model import checks
 from ..model.errors import InvalidMemory
-from ..model.memory import Memory, check_namespace, micros, utc_now
+from ..model.memory import Memory, as_utc, check_namespace, micros, utc_now
 from ..spaces.passages import passages
 from ..storage import spool
 from ..storage.engine import Engine
@@ -174,8 +175,11 @@ class CaptureVerbs(Reads):
                      session_id: str | None = None, memory_type: str = "turn") -> builtins.list[str]:
         """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
         one session, in order (seq assigned); returns their ids. A message's "id", when given, is
-        its memory's id (a retried request then fails on the id instead of storing twice); other
-        keys go to metadata. One bad message refuses all."""
+        its memory's id (a retried request then fails on the id instead of storing twice); its
+        "valid_from", when given, is when it was said (an aware datetime, or an ISO-8601 string
+        with its UTC offset, e.g. "2024-05-07T13:56:00+02:00" or "...Z"), else it is valid from
+        when the store learns it; other keys go to metadata. One bad message refuses all, before
+        anything is written."""
         records = []
         for i, msg in enumerate(messages):
             if not isinstance(msg, Mapping):
@@ -185,10 +189,12 @@ class CaptureVerbs(Reads):
                 raise InvalidMemory(f"message {i}: role must be a non-empty string, got {role!r}")
             if not isinstance(content, str):
                 raise InvalidMemory(f"message {i}: content must be a string, got {type(content).__name__}")
-            extra = {k: v for k, v in msg.items() if k not in ("role", "content", "id")}
+            said = msg.get("valid_from")
+            extra = {k: v for k, v in msg.items() if k not in ("role", "content", "id", "valid_from")}
             records.append({"content": content, "role": role, "namespace": namespace, "session_id": session_id,
                             "memory_type": memory_type, **({"metadata": extra} if extra else {}),
-                            **({"id": msg["id"]} if "id" in msg else {})})
+                            **({"id": msg["id"]} if "id" in msg else {}),
+                            **({"valid_from": _message_time(i, said)} if said is not None else {})})
         return self.add_many(records)
 
     def list(self, namespace: str, *, filters: Mapping[str, Any] | None = None, limit: int = 100,
@@ -271,6 +277,30 @@ class CaptureVerbs(Reads):
         """Every stored version of a memory, oldest first, each with its system time (learned_at,
         expired_at) and valid time (valid_from, valid_until). Empty for an unknown id."""
         return self._view().versions(id)
+
+
+def _message_time(i: int, value: Any) -> datetime:
+    """A message's "valid_from": an aware datetime, or an ISO-8601 string with its UTC offset (a
+    chat API's JSON carries times as strings); as UTC. Refused naming the message and the value."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidMemory(f"message {i}: valid_from {value!r:.80} is not an ISO-8601 time (e.g. "
+                                "2024-05-07T13:56:00+02:00)") from None
+        if parsed.tzinfo is None:
+            raise InvalidMemory(f"message {i}: valid_from {value!r:.80} has no UTC offset: add one (+00:00, Z, "
+                                "+02:00); the store never guesses a zone")
+        value = parsed
+    elif not isinstance(value, datetime):
+        raise InvalidMemory(f"message {i}: valid_from must be an aware datetime or an ISO-8601 string with a UTC "
+                            f"offset, got {type(value).__name__} {value!r:.80}")
+    try:
+        t = as_utc("valid_from", value)
+    except InvalidMemory as exc:
+        raise InvalidMemory(f"message {i}: {exc}") from None
+    assert t is not None
+    return t
 
 
 def _content(held: Memory | dict[str, Any]) -> tuple[Any, Any]:
