@@ -117,10 +117,12 @@ def test_a_neighbour_never_outranks_its_seed_and_filler_carries_little() -> None
     seed = by["Do you remember the name of the restaurant from our anniversary?"]
     reply = by["Yes, it was Chez Panisse, in Berkeley, with the fig tart."]
     assert reply.explain["expanded"]["method"] == "neighbours"  # type: ignore[index]
-    assert reply.score < seed.score  # it matches no query word on its own
-    assert reply.score == pytest.approx(scored.NEIGHBOUR_SHARE * seed.score, rel=1e-3)  # it says as much
+    assert reply.score == 0.0 and reply.via == seed.id  # it matches no query word on its own: context of its seed
+    ranked = reply.explain["ranked"]  # type: ignore[index]
+    assert ranked < seed.score
+    assert ranked == pytest.approx(scored.NEIGHBOUR_SHARE * seed.score, rel=1e-3)  # it says as much
     filler = by.get("Nice!")
-    assert filler is None or filler.score < 0.5 * reply.score  # a filler reply says little
+    assert filler is None or filler.explain["ranked"] < 0.5 * ranked  # type: ignore[index]  # a filler says little
 
 
 def test_an_expanded_memory_scores_the_larger_of_its_own_match_and_its_share() -> None:
@@ -135,8 +137,11 @@ def test_an_expanded_memory_scores_the_larger_of_its_own_match_and_its_share() -
     assert {h.memory.content for h in expanded} >= {"the apples are ripe and sweet this year"}
     for h in expanded:
         why = h.explain
-        assert h.score == pytest.approx(max(why["own"], why["expanded"]["inherited"]), abs=1e-4)  # type: ignore[index]
-        assert h.score <= hits[0].score
+        # ranked by the larger of the two; it reports its own match, and its seed when the share placed it
+        assert why["ranked"] == pytest.approx(max(why["own"], why["expanded"]["inherited"]), abs=1e-4)  # type: ignore[index]
+        assert h.score == pytest.approx(why["own"], abs=1e-4)  # type: ignore[index]
+        assert (h.via is not None) == (why["expanded"]["inherited"] > why["own"])  # type: ignore[index]
+        assert why["ranked"] <= hits[0].score  # type: ignore[index]
     ripe = next(h for h in expanded if h.memory.content.startswith("the apples are ripe"))
     assert ripe.explain["own"] > 0  # type: ignore[index]  # it matches "apples" on its own
 

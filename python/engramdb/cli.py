@@ -281,12 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         text = f"[{a}:{b}] ...{h.memory.content[a:b]}..."
                     if args.json:
                         row = {"id": h.id, "score": h.score, "content": h.memory.content, "archived": h.archived,
-                               "passage": list(h.passage) if h.passage is not None else None}
+                               "passage": list(h.passage) if h.passage is not None else None, "via": h.via}
                         if args.explain:
                             row["explain"] = h.explain
                         print(json.dumps(row))
                     else:
-                        print(f"{h.score:8.4f}  {h.id}  {text}")
+                        # a turn shown as context of another hit says whose (its score is its own match)
+                        print(f"{h.score:8.4f}  {h.id}  {text}" + (f"  (via {h.via})" if h.via else ""))
                         if args.explain:
                             print(f"          {json.dumps(h.explain)}")
                 if args.stats:

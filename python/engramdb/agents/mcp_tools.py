@@ -89,9 +89,10 @@ def memory_json(m: Memory) -> Result:
 
 
 def hit_json(h: Hit) -> Result:
-    """A search hit: its memory's fields, its [0, 1] score, ELO importance, tier and matching passage."""
+    """A search hit: its memory's fields, its own [0, 1] score, ELO importance, tier, matching
+    passage, and `via`: the id of the hit it is context of (a neighbouring turn, an edge hop), or None."""
     return {**memory_json(h.memory), "score": round(float(h.score), 4), "elo": h.elo, "tier": h.tier,
-            "archived": h.archived, "passage": h.passage}
+            "archived": h.archived, "passage": h.passage, "via": h.via}
 
 
 class MemoryTools:
@@ -135,7 +136,8 @@ class MemoryTools:
             "multi_space: rrf plus intent-routed enhancer spaces; pipeline: sparse -> dense -> RRF -> MaxSim"))]
             = "hybrid", topK: TopK = 10, namespace: Namespace = None) -> Result:
         """Search the memories of a namespace (multi-space graph search). Returns the best `topK`
-        memories, best first, each with its score in [0, 1] (about 0.2 a weak match, 0.5 a good one),
+        memories, best first, each with its own score in [0, 1] (about 0.2 a weak match, 0.5 a good
+        one), `via` (the id of the hit a neighbouring turn or linked memory came with, else null),
         validity times, ELO importance and tier; `query_id` names the logged search."""
         ns = self._ns(namespace)
         hits = self._store().search(query, namespace=ns, k=topK, strategy=strategy)

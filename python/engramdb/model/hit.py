@@ -16,6 +16,11 @@ from .memory import Memory
 class Hit:
     """One search result: the memory, its score in the searched space, and why (if asked).
 
+    `score`: the memory's OWN match to the query, in [0, 1]. `via`: None for a memory found by its
+    own match; for one the search added because of another hit (the hybrid search's neighbouring
+    turn of a hit, or a memory an edge away from one) whose share of that hit placed it above its
+    own match, the id of that hit: it is context of `via`, its `score` says how little it matches
+    by itself, and it is ranked by the share (never above the hit it came with).
     `elo`, `tier`: the memory's importance learned from use (E2-E6): annotation only, the order is
     by relevance unless the search set `elo_weight`.
     `passage`: for a memory longer than one passage (about 200 words, C7), the (start, end)
@@ -29,9 +34,10 @@ class Hit:
     explain: dict[str, Any] | None = None
     archived: bool = False  # content is in an archive file (memory.content is empty): `unarchive` it
     passage: tuple[int, int] | None = None
-    elo: float | None = None  # the memory's ELO importance now (E6; the initial 1200 until rated)
+    elo: float | None = None  # the memory's ELO importance now (E6; the initial 1400, mid-MEDIUM, until rated)
     tier: str | None = None  # HIGH, MEDIUM, LOW or VERY_LOW (from `elo`)
     explored: bool = False  # placed by `explore=` (Thompson sampling), not by relevance
+    via: str | None = None  # the hit this one is context of (see above); None: found by its own match
 
 
 @dataclass(frozen=True)

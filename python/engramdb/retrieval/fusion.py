@@ -34,6 +34,10 @@ class Fused(Generic[K]):
     score: float
     methods: dict[str, tuple[int, float]] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)  # what explain adds (a calibrated score's parts)
+    # ranked by a share of another result's score (the hybrid's expansion): that result's key, and
+    # this one's own score (what its hit reports); None when it ranks by its own
+    via: Any = None
+    own: float | None = None
 
 
 def _heaviest_first(ranked: Mapping[str, V], weights: Mapping[str, float]) -> list[tuple[str, V]]:

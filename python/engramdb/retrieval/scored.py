@@ -8,7 +8,10 @@
    share of its seed's: NEIGHBOUR_SHARE x the seed's score x how much the turn says next to the
    seed (its idf mass over the seed's, at most 1), or GRAPH_SHARE x the seed's score x the edge
    confidences. So a neighbour or hop never outranks the hit it came from unless it matches the
-   query on its own, and a filler turn ("Nice to meet you!") carries little.
+   query on its own, and a filler turn ("Nice to meet you!") carries little. The share only
+   RANKS it: a memory placed by its share (above its own match) reports its own score and the
+   hit it came with (`Hit.via`), so a turn that shares nothing with the query never reads as a
+   match; the order is the shares'.
 A memory longer than a passage (C7) scores in each method as its best passage: BM25 indexes its
 passages, and the main space's similarity is the best of its own vector's and its passages'
 (index/passage_vectors.py), whose best also join the vector recall. The hit says which passage.
@@ -100,7 +103,7 @@ def finish_scored(run: Run) -> None:
     scored: _Scored = run.scored
     top = scored.order()[: max(run.k, run.st["fused"])]
     locs = run.ctx.view.locs(scored.keys[top])
-    run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i))
+    run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i), *scored.placed_by(i))
                  for loc, i in zip(locs, top.tolist())]
     run.sizes["fused"] = len(run.fused)
     run.info.update({"stages": run.sizes, "stage_ms": run.stage_ms})
@@ -259,6 +262,13 @@ class _Scored:
             i = self._pos[key]
             self.final[i] = max(self.final[i], inherited)
             self.expanded[i] = (inherited, method, seed, share)
+
+    def placed_by(self, i: int) -> tuple[int | None, float | None]:
+        """(the seed's key, its own score) when candidate i ranks by its share of a seed's score
+        rather than by its own match; (None, None) when its own match ranks it."""
+        if i in self.expanded and self.final[i] > self.own[i]:
+            return self.expanded[i][2], float(self.own[i])
+        return None, None
 
     def methods(self, i: int) -> dict[str, tuple[int, float]]:
         """Per method its (rank among the candidates, raw score): every candidate is scored by

@@ -139,7 +139,7 @@ def _fused_hits(run: Run) -> list[Hit]:
     """Recency (C3), the cut to k, and the hits with their explanations."""
     ctx, plan, view = run.ctx, run.ctx.plan, run.ctx.view
     rrf_max = run.info.get("rrf_max")  # a rank-fused score is scaled by the best it could be
-    fused = [Fused(f.key, min(1.0, f.score / rrf_max), f.methods, {**f.detail, "fused": f.score})
+    fused = [Fused(f.key, min(1.0, f.score / rrf_max), f.methods, {**f.detail, "fused": f.score}, f.via, f.own)
              for f in run.fused] if rrf_max else run.fused
     factors: dict[tuple[int, int], float] = {}
     if plan.recency:
@@ -150,19 +150,26 @@ def _fused_hits(run: Run) -> list[Hit]:
         fused = sorted(fused, key=lambda f: -f.score * factors[f.key])
     fused = fused[: plan.k]
     memories = view.memories_at([f.key for f in fused])
+    via_keys = [f.via for f in fused if f.via is not None]
+    via_ids = {key: view.segments[si].ids[row]
+               for key, (si, row) in zip(via_keys, view.locs(np.array(via_keys, np.int64)))} if via_keys else {}
     weights = run.info.get("weights", run.w)
     hits = []
     for f, m in zip(fused, memories):
         factor = factors.get(f.key, 1.0)
+        ranked = f.score * factor
+        # placed by a share of another hit's score: it reports its own match, and that hit
+        via = via_ids[f.via] if f.via is not None else None
+        score = f.own * factor if via is not None and f.own is not None else ranked
         why = None
         if plan.explain:
-            why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": f.score * factor,
-                   "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
+            why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": score, "ranked": ranked,
+                   "via": via, "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
                    "weights": weights, **({"rrf_k": RRF_K} if rrf_max else {}), "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
                    **{key: v for key, v in run.info.items() if key != "weights"}, **f.detail, "failed": ctx.failed}
-        hits.append(Hit(m.id, float(f.score * factor), m, why, m.id in view.archived,
-                        _passage_span(m.content, f.detail.get("passage"))))
+        hits.append(Hit(m.id, float(score), m, why, m.id in view.archived,
+                        _passage_span(m.content, f.detail.get("passage")), via=via))
     return hits
 
 
