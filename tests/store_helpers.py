@@ -112,3 +112,27 @@ def bit_flipped_copies(base: Path, name: str, clean: bytes, dest: Path, trials: 
         (copy / name).write_bytes(bytes(raw))
         folders.append(str(copy))
     return folders
+
+
+def shown_long_ago(folder: Path, namespace: str, shown: Sequence[str], used: str, days: float,
+                   times: int = 6) -> None:
+    """Searches of `days` ago, in the access log of the store in `folder` (closed: the storage
+    layer's seam writes the log), that showed `shown` scoring nothing and used only `used`. The
+    store reads them into its ratings when it opens or updates: the others were first shown, and
+    lost, that long ago, so by now they are LOW (E3: decayed toward 800, unused since)."""
+    import uuid
+    from datetime import datetime, timedelta, timezone
+
+    from engramdb.storage.access_log import access_log
+
+    log = access_log(folder, writable=True)
+    at = datetime.now(timezone.utc) - timedelta(days=days)
+    for _ in range(times):
+        base = {"query_id": uuid.uuid4().hex, "namespace": namespace, "session_id": None, "at": at,
+                "strategy": "hybrid"}
+        log.append([{**base, "kind": "search", "query": "xylophone zebra", "memory_id": mid, "rank": r + 1,
+                     "score": 0.0, "used": False, **({"latency_ms": 1.0} if r == 0 else {})}
+                    for r, mid in enumerate([*shown, used])])
+        log.append([{**base, "kind": "feedback", "query": None, "memory_id": used, "rank": None, "score": None,
+                     "used": True}])
+    log.flush()

@@ -19,6 +19,7 @@ import engramdb
 import pytest
 from engramdb.agents import hook_events as ev
 from engramdb.agents import hooks
+from store_helpers import shown_long_ago
 
 NS = "proj"
 SESSION = "sess-1"
@@ -322,10 +323,10 @@ def test_session_end_applies_only_what_a_person_chose_unless_the_user_opted_in(t
             {"id": "note", "content": note, "learned_at": days[0]},  # LOW and unused 20 days: compress
             {"id": "gone", "content": "an old secret", "learned_at": days[1], "forgotten_at": days[2]}]))
         other = db.add("unrelated note about the car", namespace=NS).id
-        for _ in range(6):  # the note is shown and never used, by a question that scores nothing
-            db.feedback(db.search("xylophone zebra", namespace=NS, k=5).query_id or "", used=[other])
         db.import_(_long_ago(tmp_path, [{"id": "doubt", "content": "maybe the printer is on floor 3",
                                          "learned_at": days[1], "confidence": 0.0}]))  # priority under 0.2: archive
+    # the note was shown 20 days ago, by a question that scores nothing, and never used since: LOW
+    shown_long_ago(store, NS, ["note"], other, 20)
     env = _env(ENGRAMDB_HOOK_CONSOLIDATE="all") if opted_in else _env()
     end = hook("SessionEnd", store, _payload("SessionEnd", tmp_path, reason="exit"), env=env)
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")

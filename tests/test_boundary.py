@@ -333,5 +333,6 @@ def test_feedback_curiosity_and_divergence_refuse_half_an_emoji_and_the_store_go
     db.checkpoint()
     db.close()
     again = engramdb.open(tmp_path / "s")
-    assert again.update_importance().matches == 1  # the good feedback was kept, the bad one never logged
+    assert again.importance(hits[0].id).used == 1  # the good feedback was kept (and rated), the bad one never logged
+    assert again.update_importance().matches == 0  # settled when it was given
     again.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 import engramdb
 import pytest
+from store_helpers import shown_long_ago
 
 POSTGRES = "Weekly sync notes. Attendees were Ana, Ben and Chloe. Decision: migrate billing to Postgres 16."
 ANDROID = "Weekly sync notes. Attendees were Ana, Ben and Chloe. Decision: mobile app drops Android 9."
@@ -185,8 +186,8 @@ def _told_long_ago(db: engramdb.Store, folder: Path, text: str, days: float, **f
 
 
 def _shown_never_used(db: engramdb.Store, query: str, used: str) -> None:
-    """Searches that show the namespace's memories and use only `used`: the others' ELO falls to
-    LOW (compressible once unused 14 days)."""
+    """Searches that show the namespace's memories and use only `used`: the others lose, and once
+    unused some 12 days they are LOW (compressible once unused 14 days: the runs look 20 or 31 days on)."""
     for _ in range(6):
         hits = db.search(query, namespace="n", k=5)
         db.feedback(hits.query_id or "", used=[used])
@@ -222,10 +223,12 @@ def test_b2_a_compression_never_writes_over_a_correction_made_while_it_summarize
 
 
 def test_b3_the_dream_leaves_a_copy_the_user_changed_after_it_was_chosen(tmp_path: Path) -> None:
-    db = engramdb.open(None)
-    note = _told_long_ago(db, tmp_path, "Quarterly planning note. The budget review moved. Details follow.", 20)
-    other = db.add("unrelated note about the car", namespace="n").id
-    _shown_never_used(db, "xylophone zebra", other)  # the note scores nothing: no question protects it
+    with engramdb.open(tmp_path / "s") as db:
+        note = _told_long_ago(db, tmp_path, "Quarterly planning note. The budget review moved. Details follow.", 20)
+        other = db.add("unrelated note about the car", namespace="n").id
+    # shown 20 days ago by a question it scores nothing for (none protects it), never used since: LOW
+    shown_long_ago(tmp_path / "s", "n", [note], other, 20)
+    db = engramdb.open(tmp_path / "s")
     db.add_many([{"content": "The spare key is under the blue flowerpot", "namespace": "n"}] * 2)
     [(first, copy)] = db.dream("n")["duplicates"]
     moved = "The spare key is now in the garage, on the hook by the door"

@@ -32,13 +32,12 @@ def test_a_search_is_logged_and_feedback_moves_the_ratings(tmp_path: Path) -> No
     hits = db.search("violin lessons", namespace="a", k=4)
     assert hits.query_id is not None and all(h.elo == elo.INITIAL_ELO and h.tier == "MEDIUM" for h in hits)
     used, shown = hits[1].id, [h.id for h in hits if h.id != hits[1].id]
-    assert db.feedback(hits.query_id, used=[used]) == 1
-    rep = db.update_importance()
-    assert (rep.matches, rep.updates, rep.late_feedback) == (1, len(hits), 0)
+    assert db.feedback(hits.query_id, used=[used]) == 1  # settled at once: one match of len(hits) updates
     assert db.importance(used).elo > elo.INITIAL_ELO > db.importance(shown[0]).elo
     assert db.importance(used).used == 1 and db.importance(shown[0]).shown == 1
+    assert sum(db.importance(h.id).updates for h in hits) == len(hits)
     again = db.update_importance()
-    assert (again.entries, again.updates) == (0, 0)  # idempotent
+    assert (again.entries, again.updates) == (0, 0)  # idempotent: the feedback is never counted twice
     log = db.importance_log(used)
     assert len(log) == 1 and log[0]["outcome"] == 1.0 and log[0]["k"] == 16 and not log[0]["gated"]
     assert log[0]["after"] == pytest.approx(log[0]["before"] + 16 * (1 - log[0]["expected"]))
@@ -63,20 +62,21 @@ def test_feedback_names_a_logged_search(tmp_path: Path) -> None:
 def test_feedback_that_none_was_used_lowers_every_hit() -> None:
     db = make(None)
     hits = db.search("rain in lisbon", namespace="a", k=3)
-    assert db.feedback(hits.query_id or "", used=[]) == 0
-    rep = db.update_importance()
-    assert rep.matches == 1 and all(db.importance(h.id).elo < elo.INITIAL_ELO for h in hits)
+    assert db.feedback(hits.query_id or "", used=[]) == 0  # one match, settled at once
+    assert all(db.importance(h.id).elo < elo.INITIAL_ELO and db.importance(h.id).updates == 1 for h in hits)
+    assert db.update_importance().matches == 0
 
 
 def test_late_feedback_changes_nothing_and_namespaces_stay_apart(tmp_path: Path) -> None:
     db = make(None)
     a = db.search("the bakery", namespace="a", k=3)
     b = db.search("the bakery", namespace="b", k=3)
-    db.feedback(a.query_id or "", used=[a[0].id])
-    db.update_importance()
-    db.feedback(a.query_id or "", used=[a[1].id])  # after the query was settled
+    db.feedback(a.query_id or "", used=[a[0].id])  # settles the query
+    before = db.importance_log()
+    db.feedback(a.query_id or "", used=[a[1].id])  # after the query was settled: late, changes nothing
+    assert db.importance_log() == before
     rep = db.update_importance()
-    assert rep.late_feedback == 1 and rep.updates == 0
+    assert rep.updates == 0 and rep.late_feedback == 0  # the late row was read (and passed over) already
     assert db.importance(a[1].id).used == 0
     assert all(db.importance(h.id).updates == 0 for h in b)  # only the shown and used of "a" played
     db.close()
@@ -109,9 +109,9 @@ def test_ratings_are_derived_a_lost_file_is_replayed_to_the_same(tmp_path: Path)
     for f in (tmp_path / "s" / "index").glob("elo-ratings.*"):
         f.unlink()
     with engramdb.open(tmp_path / "s") as db2:
-        assert db2.stats()["usage"]["ratings"] == 0  # until the next update
-        db2.update_importance()  # replays the log from its start
+        assert db2.stats()["usage"]["ratings_file"] == "missing"  # replayed from the log's start when first read
         assert {i: db2.importance(i).elo for i in ids} == pytest.approx(before, abs=0.01)  # decayed to now
+        assert db2.update_importance().updates == 0
     shutil.copytree(tmp_path / "s", tmp_path / "ro")
     (tmp_path / "ro" / "LOCK").unlink(missing_ok=True)
     with engramdb.open(tmp_path / "ro", read_only=True) as ro:  # annotates from the saved ratings, logs nothing

@@ -11,15 +11,19 @@
 - C5 importance = sat(log(1 + accesses)) x exp(-ln 2 / 45 x days), sat(x) = x (k1 + 1) / (x + k1),
   k1 = 1.2.
 
-A memory never rated starts at `INITIAL_ELO` (1200, the bottom of MEDIUM: the seed names no start;
-a new memory is neither proven nor forgotten) and decays from when it was learned.
+A memory never rated starts at `INITIAL_ELO`, 1400, the middle of MEDIUM (the seed names no start).
+A memory nobody has judged is neither proven nor forgotten, so it must sit inside a tier, not on
+a boundary: at 1200, the MEDIUM/LOW boundary, one lost match or the first microsecond of decay
+made every memory LOW with no feedback at all, and LOW is what pruning compresses (E7). From the
+middle it takes about 25 lost matches at K 16, or 12 days shown and unused (800 + 600 e^(-d/30)
+= 1200 at d = 12.2), to reach LOW; a memory never shown keeps it (no access, no decay).
 """
 
 from __future__ import annotations
 
 import math
 
-INITIAL_ELO = 1200.0
+INITIAL_ELO = 1400.0  # mid-MEDIUM (see the module docstring); ratings format 2 (importance/ratings.py)
 FLOOR = 800.0
 K_NEW, K_ESTABLISHED, ESTABLISHED_AFTER = 16.0, 8.0, 30
 GATE = 0.25

@@ -2,8 +2,10 @@
 
 Ratings are derived data: the batch update (importance/batch.py) makes them from the access log,
 and they are saved beside the indexes as `index/elo-ratings.arrow` with a JSON sidecar (format,
-watermark, size, CRC-32). A missing or damaged file, or one a purge removed, is rebuilt by
-replaying the log from its start, so losing it never loses or corrupts a memory.
+watermark, size, CRC-32). A missing or damaged file, one a purge removed, or one of an older
+format, is rebuilt by replaying the log from its start, so losing it never loses or corrupts a
+memory. Format 2: ratings start at 1400 (format 1's started at 1200, the MEDIUM/LOW boundary:
+its values are on another scale, so such a file is replayed, not adopted).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pyarrow as pa
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from .elo import DAY_US, INITIAL_ELO, decayed, importance, tier
 
-RATINGS_FORMAT = 1
+RATINGS_FORMAT = 2
 DATA, SIDE = "elo-ratings.arrow", "elo-ratings.json"
 _SCHEMA = pa.schema([("memory_id", pa.string()), ("namespace", pa.string()), ("elo", pa.float64()),
                      ("updates", pa.int64()), ("shown", pa.int64()), ("used", pa.int64()),

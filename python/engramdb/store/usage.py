@@ -1,9 +1,14 @@
 """What a store learns from use (E1-E6, C5): the access log, the ratings, feedback and the batch update.
 
 Every search of a writable store is logged (`Hits.query_id` names it); `feedback(query_id,
-used=[...])` says which hits the caller used; `update_importance()` turns the log into ELO ratings
-(importance/batch.py) and logs every change; hits carry their memory's ELO and tier. A read-only
-store annotates from the saved ratings and logs nothing; opened with `access_log="spool"`, its
+used=[...])` says which hits the caller used, and the ratings follow at once: the batch update
+(importance/batch.py) runs over the log past the ratings' watermark there and then, from the
+rows this process logged (kept in memory, `MIRROR_ROWS`) or, when they do not reach back to the
+watermark, from the log's files; every change is logged; hits carry their memory's ELO and tier.
+The ratings are saved when the log's rows they cover are (close, checkpoint, `update_importance`),
+so a reopen reads the same ratings and a later update never counts a row twice. Ratings that
+could not be adopted (missing, damaged, an older format) are replayed from the log when first
+read. A read-only store annotates from the saved ratings and logs nothing; opened with `access_log="spool"`, its
 searches, feedback and context injections go to the spool (`*.access` files, written at close,
 every `SPOOL_ROWS` rows, or when rows have waited `SPOOL_SECONDS`) for the writer to add to its log: a hook beside an MCP server still
 teaches the ratings what it injected.
@@ -28,6 +33,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from ..importance import annotate, batch
+from ..importance.batch import OUTCOME_KINDS
 from ..importance.elo import RELEVANCE_THRESHOLD
 from ..importance.ratings import DATA as RATINGS_FILE
 from ..importance.ratings import Importance, Ratings
@@ -35,7 +41,7 @@ from ..model import checks
 from ..model.hit import Hit, Hits
 from ..model.memory import micros, utc_now
 from ..storage import spool
-from ..storage.access_log import access_log, elo_log
+from ..storage.access_log import ACCESS_SCHEMA, access_log, elo_log
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
 
@@ -46,6 +52,9 @@ SPOOL_SECONDS = 30.0  # ... or the age of the oldest of them when the next rows 
 _log = logging.getLogger("engramdb")
 RECENT_QUERIES = 4096  # query ids remembered in memory for feedback (older ones are looked up in the log)
 DEEPER = 3  # elo_weight / explore: candidates searched per place kept
+# the latest rows this process logged, kept in memory: feedback on a recent search settles from
+# them (its search rows and everything past the watermark) without reading the log's files
+MIRROR_ROWS = 8192
 
 
 def _tomb(value: str) -> str:
@@ -76,7 +85,9 @@ class Usage:
         self.log = access_log(path, writable=self.logging)
         self.elo_log = elo_log(path, writable=writable)
         self._ratings: Ratings | None = None
-        self.ratings_state: str | None = None  # "adopted" or why the ratings start empty
+        self.ratings_state: str | None = None  # "adopted", or why the saved ratings were not (then replayed)
+        self._dirty = False  # the ratings changed since they were saved
+        self._mirror: list[dict[str, Any]] = []  # rows this process logged: consecutive seqs up to the log's last
         self._lock = threading.Lock()
         self._gate = threading.Lock()  # held while rows are logged and while a purge cleans the logs
         # tombstones (see `_unpurged`): XXH3 of a purged id or namespace -> when its purge ended (None:
@@ -87,10 +98,16 @@ class Usage:
 
     @property
     def ratings(self) -> Ratings:
+        """The ratings: the saved ones, or (missing, damaged, of an older format) the log replayed
+        from its start, in memory (a writer saves them with its next rows)."""
         if self._ratings is None:
             with self._lock:
                 if self._ratings is None:
-                    self._ratings, self.ratings_state = Ratings.load(self.files)
+                    ratings, state = Ratings.load(self.files)
+                    if state != "adopted" and self.log.next_seq > 1:  # derived data: made again
+                        batch.apply(ratings, self.log.read())
+                        self._dirty = True
+                    self._ratings, self.ratings_state = ratings, state
         return self._ratings
 
     # ------------------------------------------------------------------------------ searches
@@ -153,6 +170,12 @@ class Usage:
         self._append([{"kind": kind, "query_id": query_id, "namespace": namespace, "session_id": session_id,
                        "at": at, "query": None, "strategy": None, "memory_id": mid, "rank": None, "score": None,
                        "used": mid is not None} for mid in (list[str | None](ids) or [None])])
+        if kind == "feedback" and self.logging:
+            # the ratings follow at once (E2): the same update the batch makes, for what is logged so
+            # far. A context's injections ("inject") wait for the agent's own feedback on that search
+            # (then one match holds both) or the next update: settling them alone would make the
+            # agent's feedback late.
+            self._settle(RELEVANCE_THRESHOLD)
         return len(ids)
 
     def _append(self, rows: list[dict[str, Any]]) -> None:
@@ -161,7 +184,7 @@ class Usage:
             if not rows:
                 return
             if self.logging:
-                self.log.append(rows)
+                self._mirrored(rows, self.log.append(rows))
                 return
         with self._lock:
             if not self._spooled:
@@ -223,7 +246,8 @@ class Usage:
             have = set(zip(seen.column("query_id").to_pylist(), seen.column("kind").to_pylist()))
             fresh = [r for r in rows if (r["query_id"], r["kind"]) not in have]
         if fresh:
-            self.log.append(fresh)
+            with self._gate:
+                self._mirrored(fresh, self.log.append(fresh))
             self.log.flush()
 
     def _namespace_of(self, query_id: str) -> str | None:
@@ -241,32 +265,91 @@ class Usage:
         if not self.logging:
             raise PermissionError("this store is read-only: the ratings cannot be updated here")
         self.ingest_spooled()
-        self.log.flush()
+        report = self._settle(threshold)
+        self._save(force=self.ratings_state != "adopted")  # a file that could not be read is written again
+        return report
+
+    def _mirrored(self, rows: list[dict[str, Any]], seqs: list[int]) -> None:
+        """Keep the rows just logged (with their seqs) in the mirror (the caller holds `_gate`)."""
+        if not seqs:
+            return
+        if self._mirror and self._mirror[-1]["seq"] + 1 != seqs[0]:
+            self._mirror = []  # a gap: the mirror holds consecutive rows only
+        self._mirror.extend({**r, "seq": q} for r, q in zip(rows, seqs))
+        if len(self._mirror) > MIRROR_ROWS:
+            del self._mirror[: len(self._mirror) - MIRROR_ROWS]
+
+    def _tail(self, mark: int, *, full: bool = True) -> pa.Table | None:
+        """The rows the update needs to go past `mark`: every row after it, and every row of the
+        searches those rows give an outcome for (their shown memories, earlier outcomes). From the
+        mirror when it holds them all; else the whole log (None when not `full`)."""
+        last = self.log.next_seq - 1
+        if last <= mark:
+            return ACCESS_SCHEMA.empty_table()
+        rows = self._mirror
+        if rows and rows[0]["seq"] <= mark + 1 and rows[-1]["seq"] == last:
+            start = mark + 1 - rows[0]["seq"]  # consecutive seqs: the index of the first row past mark
+            wanted = {r["query_id"] for r in rows[start:] if r["kind"] in OUTCOME_KINDS}
+            # a search's first row carries its latency: with it, every later row of the search is here
+            heads = {r["query_id"] for r in rows if r["kind"] == "search" and r.get("latency_ms") is not None
+                     and r["query_id"] in wanted}
+            if wanted <= heads:
+                picked = [r for r in rows[:start] if r["query_id"] in wanted] + rows[start:]
+                return pa.Table.from_pylist(picked, schema=ACCESS_SCHEMA)
+        return self.log.read() if full else None
+
+    def _settle(self, threshold: float, *, full: bool = True) -> batch.UpdateReport:
+        """Apply every logged row past the ratings' watermark now (E5), and log the changes; the
+        ratings are saved with the rows they cover (`_save`). Not `full`: only when the mirror
+        holds what it needs."""
         ratings = self.ratings
-        with self._lock:
-            report = batch.apply(ratings, self.log.read(), threshold)
+        with self._gate, self._lock:  # _gate: no row is logged (nor purged) while the update reads
+            table = self._tail(ratings.watermark, full=full)
+            if table is None:
+                return batch.UpdateReport(watermark=ratings.watermark)
+            report = batch.apply(ratings, table, threshold)
             if report.changes:
                 self.elo_log.append(report.changes)
-                self.elo_log.flush()
-            if report.entries or self.ratings_state != "adopted":
-                ratings.save(self.files)
-                self.ratings_state = "adopted"
+            if report.entries:
+                self._dirty = True
         return report
+
+    def _save(self, *, force: bool = False) -> None:
+        """Save the ratings when they changed (or were replayed), after the log's rows they cover:
+        a crash in between leaves ratings older than the log, never newer (a row they count that
+        the log lost would take a seq the ratings cover, and be skipped)."""
+        with self._gate, self._lock:  # no row logged or settled between the flush and the save
+            self.log.flush()
+            self.elo_log.flush()
+            if self._ratings is not None and (self._dirty or force):
+                self._ratings.save(self.files)
+                self.ratings_state = "adopted" if self.files.writable else self.ratings_state
+                self._dirty = False
 
     def importance(self, memory_id: str) -> Importance:
         return self.ratings.describe(memory_id, time.time_ns() // 1_000)
 
     def updates(self, memory_id: str | None = None) -> pa.Table:
         """The ELO update log (of one memory)."""
+        if self.logging:
+            self.log.flush()  # the rows the changes came from first: the ELO log never runs ahead of them
         self.elo_log.flush()
         t = self.elo_log.read()
         return t if memory_id is None else t.filter(pc.equal(t.column("memory_id"), memory_id))
 
     # ------------------------------------------------------------------------------ upkeep
     def flush(self) -> None:
+        """Write what waits: the rows logged, and (a writer) the ratings, settled first when the
+        rows in memory suffice (a reopen then reads them as they are now)."""
         if self.logging:
+            if self._ratings is not None:
+                self._settle(RELEVANCE_THRESHOLD, full=False)
             self.log.flush()
             self.elo_log.flush()
+            try:
+                self._save()
+            except OSError as exc:  # derived data: replayed from the log when read next; the rows are safe
+                _log.warning("engramdb: the ELO ratings were not saved in %s: %s", self._path, exc)
         elif self.spooling:
             self._spool()
 
@@ -318,6 +401,7 @@ class Usage:
             if self.ratings.forget(ids, namespaces) or unread:
                 self.ratings.save(self.files)
                 self.ratings_state = "adopted"
+        self._mirror = []  # rows the log no longer holds are never replayed from memory (purge holds _gate)
         with self._lock:  # what feedback would still find in memory
             self._recent = OrderedDict((q, ns) for q, ns in self._recent.items()
                                        if q not in queries and ns not in namespaces)
