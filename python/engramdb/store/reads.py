@@ -94,10 +94,13 @@ class Reads:
         each method's evidence is mapped to [0, 1] (lexical: the share of the query's term weight
         the memory holds, 1 = every query term once in a memory of average length; semantic: the
         space's similarity, 0 at its `low` threshold, 1 at its `high`) and a hit scores the
-        weighted mean over the methods its strategy runs; an expanded memory (the turn next to a
-        hit, a memory an edge away) scores the larger of its own match and a share of its seed's.
-        About 0.2 is a weak match, 0.5 a good one. `min_score` leaves out hits under it. The raw
-        scores (BM25, cosine, the rank-fused score) are in `explain`.
+        weighted mean over the methods its strategy runs. An expanded memory (the turn next to a
+        hit, a memory an edge away) RANKS by the larger of its own match and a share of its seed's,
+        but its score is always its own match: when the share placed it, `hit.via` names the hit it
+        came with (a turn that shares nothing with the query scores about 0, not like a match).
+        About 0.2 is a weak match, 0.5 a good one. `min_score` leaves out hits whose score is under
+        it. The raw scores (BM25, cosine, the rank-fused score) are in `explain` ("ranked": the
+        score the order used).
 
         Strategies:
         - None (the default): "hybrid", the best measured across conversation sets ("dense_only"
@@ -124,8 +127,8 @@ class Reads:
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
         pipeline). `explain`: each hit carries why it ranked (methods, raw and scaled scores).
 
-        Importance (E6): each hit carries its memory's `elo` and `tier`, learned from use
-        (`feedback`, `update_importance`); the order stays by relevance unless `elo_weight` (in
+        Importance (E6): each hit carries its memory's `elo` and `tier`, learned from use (each
+        `feedback` moves them at once); the order stays by relevance unless `elo_weight` (in
         [0, 1]) blends the ELO in. `explore` (in [0, 1), e.g. 0.15) gives that share of the k places
         to memories below the cut, by Thompson sampling over their feedback (`hit.explored`). A
         writable store logs the search (E1): `Hits.query_id` names it for `feedback`;

@@ -481,7 +481,9 @@ class UsageVerbs:
     def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
         """Record which hits of a logged search the caller used (`query_id`: the search's
         `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
-        shown loses). Returns how many ids were recorded.
+        shown loses). The ratings follow at once (`importance`, hits' `elo` and `tier`): the
+        search is settled by its first feedback, with what a context injected for it; feedback
+        given for it again later is late and changes nothing. Returns how many ids were recorded.
         Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
         memory it found another way) but must be memories of the namespace searched (ValueError
         otherwise: one namespace's feedback never rates another's memories). `used` is a list of
@@ -497,7 +499,9 @@ class UsageVerbs:
     def update_importance(self, *, relevance_threshold: float = RELEVANCE_THRESHOLD) -> batch.UpdateReport:
         """Apply the access log to the ELO ratings from where the last update stopped (E5): each
         search with feedback updates the memories it showed (used: won, shown only: lost), R-gated
-        below `relevance_threshold`. Idempotent; every change is logged (`importance_log`)."""
+        below `relevance_threshold`. Idempotent; every change is logged (`importance_log`). Not
+        needed for feedback (it settles at once, at the default threshold): it takes in what
+        readers spooled and what contexts injected without feedback since, and saves the ratings."""
         return self._usage.update(relevance_threshold)
 
     def importance(self, id: str) -> Importance:
