@@ -49,6 +49,11 @@ def apply(ratings: Ratings, log: pa.Table, threshold: float = RELEVANCE_THRESHOL
     if log.num_rows == 0:
         return rep
     mark = ratings.watermark
+    last = int(pc.max(log.column("seq")).as_py() or 0)
+    log = _needed(log, mark)
+    if log.num_rows == 0:  # nothing past the watermark
+        ratings.watermark = rep.watermark = max(mark, last)
+        return rep
     c: dict[str, list[Any]] = {name: log.column(name).to_pylist() for name in
                                ("seq", "kind", "query_id", "namespace", "memory_id", "score", "rank")}
     at_us = pc.cast(log.column("at"), pa.int64()).to_pylist()
@@ -93,9 +98,21 @@ def apply(ratings: Ratings, log: pa.Table, threshold: float = RELEVANCE_THRESHOL
         ids = ids - foreign
         _match(ratings, q, players, ids, when, threshold, rep)
         rep.matches += 1
-    ratings.watermark = rep.watermark = max(mark, int(c["seq"][-1]))
+    ratings.watermark = rep.watermark = max(mark, last)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _needed(log: pa.Table, mark: int) -> pa.Table:
+    """The rows an update past `mark` reads: those after it, and every row of the searches they
+    give an outcome for (what those searches showed, their earlier outcomes). The rest of the
+    log changes nothing, so it is left in Arrow (vectorised), not read row by row."""
+    seq = log.column("seq")
+    after = pc.greater(seq, mark)
+    outcome = pc.and_(after, pc.is_in(log.column("kind"), value_set=pa.array(OUTCOME_KINDS, pa.string())))
+    asked = pc.unique(log.filter(outcome).column("query_id").combine_chunks())
+    keep = pc.or_(after, pc.fill_null(pc.is_in(log.column("query_id"), value_set=asked), False))
+    return log.filter(keep)
 
 
 def _seen(ratings: Ratings, mid: str, namespace: str, at: int) -> Rating:
