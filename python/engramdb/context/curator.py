@@ -8,9 +8,11 @@ with what is already chosen - its token cost, among those that still fit; stop w
   model-free space, turns of one conversation share their date and speakers, so the penalty
   pushed evidence below turns that were not repeats (bench/RESULTS.md).
 - Token cost: 0.05 per 100 tokens (between two equally good memories the shorter wins).
-- Cost: a candidate's tokens as it would be rendered. Lines of one group (the same validity badge,
-  in the same section) share one heading: the first pays its badge inline, each later one only
-  its line (context/sections.py renders them so).
+- Cost: a candidate's tokens as it would be rendered. Lines of one group (a session's turns, a
+  day's facts, in one section) sit under one line: the first pays that line too, each later one
+  only its own (context/sections.py renders them so).
+- A candidate the redundancy counts as a full repeat of one chosen (its similarity 1: the same
+  vector) is never taken: the block would say the same thing twice.
 - Sections: a candidate may belong to a section with its own room (`rooms`, e.g. the topic
   matches' share) as well as the whole budget: the sections are filled together, in value order,
   so a topic match never displaces a better related memory.
@@ -28,14 +30,14 @@ import numpy as np
 
 REDUNDANCY = 0.3
 TOKEN_COST = 0.05  # per 100 tokens
-GROUPED_EXTRA = 1  # a group's heading line costs about its badge inline plus one line break
+FULL = 1.0 - 1e-6  # a redundancy this high is a repeat
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """What the curator weighs: an id, its score, its tokens as a line with its badge inline, its
-    unit main-space vector; its group (its badge: "" for none) and tokens without the badge; its
-    section."""
+    """What the curator weighs: an id, its score, its tokens as the first line of its group (the
+    group's line included), its unit main-space vector; its group ("" for none) and its tokens once
+    its group has a line in its section; its section."""
 
     id: str
     score: float
@@ -49,7 +51,7 @@ class Candidate:
 @dataclass(frozen=True)
 class Pick:
     """A chosen candidate, with the value it was chosen at, the redundancy it paid and the tokens it
-    cost (`grouped`: it joined a group already in its section, its badge in the group's heading)."""
+    cost (`grouped`: it joined a group already in its section, under the group's line)."""
 
     id: str
     score: float
@@ -71,8 +73,7 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
         return chosen
     score = np.array([c.score for c in pool])
     inline = np.array([c.tokens for c in pool])
-    bare = np.array([c.bare_tokens + GROUPED_EXTRA if c.group and c.bare_tokens is not None else c.tokens
-                     for c in pool])
+    bare = np.array([c.bare_tokens if c.group and c.bare_tokens is not None else c.tokens for c in pool])
     keys = [(c.section, c.group) if c.group else None for c in pool]
     vecs = np.stack([c.vector for c in pool])
     sim = np.full(len(pool), -np.inf)  # each candidate's largest similarity to a chosen one
@@ -87,6 +88,9 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
         if not ok.any():
             break
         red = np.clip((sim - floor) / (1.0 - floor), 0.0, None) if floor < 1.0 else (sim >= 1.0).astype(float)
+        ok &= red < FULL
+        if not ok.any():
+            break
         value = score - REDUNDANCY * red - TOKEN_COST * n / 100
         i = int(np.argmax(np.where(ok, value, -np.inf)))
         c = pool[i]

@@ -1,29 +1,31 @@
-"""C6's sections and their budgets, and how a memory reads in a context.
+"""C6's sections and their budgets, and the block's layout.
 
 Priorities, with their shares of a 1,150-token base that scale with the budget: divergence alert
-200, topic matches 400, related memories 300, recent context 200, temporal badges 50. A section
+200, topic matches 400, related memories 300, recent context 200, the time note 50. A section
 takes its share only as far as it can fill it: the divergence note what it is, the recent context
-the session's latest turns it has, the badges their one line; the topic matches and related
-memories (curated together, the topic matches within their share plus what the note left) take
-the rest, and what they leave flows down to the recent context and the badges. Headings are
-counted exactly and each line pays its line break; 1% of the budget is kept back (a tokenizer need
-not count a text as the sum of its lines), then the rendered text is counted whole and trimmed
-from the last item if it is still over. Reserving every section's share whatever it could fill
-left a quarter of a 1,000-token budget unused without a session (bench/RESULTS.md).
+the session's latest turns it has, the time note its one line (and only when it says something:
+an `as_of` was asked, or a fact shown no longer holds); the topic matches and related memories
+(curated together, the topic matches within their share plus what the note left) take the rest,
+and what they leave flows down to the recent context and the note. Headings are counted exactly
+and each line pays its line break; 1% of the budget is kept back (a tokenizer need not count a
+text as the sum of its lines), then the rendered text is counted whole and the last chosen items
+dropped while it is still over. Reserving every section's share whatever it could fill left a
+quarter of a 1,000-token budget unused without a session (bench/RESULTS.md).
 
-Every fact carries its validity badge. Within a section, facts that share a badge (a session's
-turns, a day's notes) follow one line holding it, instead of each repeating it: a badge is about
-12 cl100k tokens, a fifth of a LoCoMo turn's line (bench/RESULTS.md). A badge only one line
-carries stays at the end of that line.
+Within a section, memories without a group come first (in the order chosen), then the groups
+(a session's turns, a day's facts: context/lines.py) from the earliest, each under its one line,
+its memories in the order they were said (seq, then time). A reader follows a conversation in
+order; the date is said once a group instead of once a line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
-from ..model.memory import Memory
+from .lines import Group
 from .model import ContextItem
 
 SECTIONS = ("divergence", "topics", "related", "recent", "badges")
@@ -31,6 +33,8 @@ BASE = {"divergence": 200, "topics": 400, "related": 300, "recent": 200, "badges
 MARGIN = 0.01
 HEADINGS = {"divergence": "## Note", "topics": "## On {label}", "related": "## Related memories",
             "recent": "## Earlier in this session", "badges": "## Time"}
+_EPOCH = datetime.min
+_NO_GROUP = Group("")
 
 
 def budgets(max_tokens: int) -> dict[str, int]:
@@ -40,69 +44,55 @@ def budgets(max_tokens: int) -> dict[str, int]:
     return {s: int(usable * BASE[s] / total) for s in SECTIONS}
 
 
-def _day(t: datetime | None) -> str:
-    return t.date().isoformat() if t is not None else "?"
+@dataclass(frozen=True)
+class Placed:
+    """An item with where it goes in its section: its group and its place in it (`order`: when it
+    was said, its seq in its session, its id)."""
+
+    item: ContextItem
+    group: Group = _NO_GROUP
+    order: tuple[datetime, int, str] = (_EPOCH, -1, "")
 
 
-def badge(m: Memory, as_of: datetime | None) -> str:
-    """The validity of a fact: "(valid 2024-03-20 - present)", "(valid ... - 2024-06-01, superseded)"."""
-    start = m.valid_from or m.learned_at
-    if m.valid_until is None:
-        return f"(valid {_day(start)} - present)"
-    ended = "superseded" if m.superseded_by else "ended"
-    return f"(valid {_day(start)} - {_day(m.valid_until)}, {ended})"
-
-
-def body(text: str) -> str:
-    """A memory's text (or the passage that matched) as a context line, without its badge."""
-    return f"- {' '.join(text.split())}"
-
-
-def line(m: Memory, text: str, as_of: datetime | None) -> str:
-    """A memory as one context line: its text (or the passage that matched) and its badge."""
-    return f"{body(text)} {badge(m, as_of)}"
-
-
-def render(items: list[ContextItem], labels: Mapping[str, str]) -> tuple[str, list[ContextItem]]:
-    """The block: sections in order, each under its heading (`labels` fills "{label}"); in a
-    section, the lines that share a badge follow one line holding it, placed where the first of
-    them would be. Returns the text and the items in the order they appear, each item's `text` the
-    line as rendered."""
+def render(placed: list[Placed], labels: Mapping[str, str]) -> tuple[str, list[ContextItem]]:
+    """The block: sections in order, each under its heading (`labels` fills "{label}"), laid out
+    as the module docstring says. Returns the text and the items in the order they appear, each
+    with `badge` set to the line it sits under (and its own mark)."""
     parts: list[str] = []
     out: list[ContextItem] = []
     for s in SECTIONS:
-        mine = [i for i in items if i.section == s]
+        mine = [p for p in placed if p.item.section == s]
         if not mine:
             continue
         parts.append(HEADINGS[s].format(label=labels.get(s, "")))
-        shared = {b for b in (i.badge for i in mine) if b and sum(1 for j in mine if j.badge == b) > 1}
-        done: set[str] = set()
-        for i in mine:
-            if i.badge in done:
-                continue
-            if i.badge in shared:
-                done.add(i.badge)
-                parts.append(i.badge)
-                for j in mine:
-                    if j.badge == i.badge:
-                        bare = j.text[: -len(j.badge) - 1] if j.text.endswith(" " + j.badge) else j.text
-                        parts.append(bare)
-                        out.append(dataclasses.replace(j, text=bare))
-            else:
-                parts.append(i.text)
-                out.append(i)
+        loose = [p for p in mine if not p.group.key]
+        groups: dict[str, tuple[Group, list[Placed]]] = {}
+        for p in mine:
+            if p.group.key:
+                g, members = groups.get(p.group.key, (p.group, []))
+                groups[p.group.key] = (g.joined(p.group), [*members, p])
+        for p in loose:
+            parts.append(p.item.text)
+            out.append(p.item)
+        for g, members in sorted(groups.values(), key=lambda gm: (gm[0].first or _EPOCH, gm[0].key)):
+            head = g.header()
+            parts.append(head)
+            for p in sorted(members, key=lambda p: p.order):
+                parts.append(p.item.text)
+                badge = " ".join(b for b in (head.rstrip(":"), p.item.badge) if b)
+                out.append(dataclasses.replace(p.item, badge=badge))
     return "\n".join(parts), out
 
 
-def fit(items: list[ContextItem], labels: Mapping[str, str], count: Callable[[str], int],
+def fit(placed: list[Placed], labels: Mapping[str, str], count: Callable[[str], int],
         max_tokens: int) -> tuple[str, list[ContextItem]]:
-    """`render` under a hard bound: the last items (the last chosen, of the last section) dropped
-    while the whole is over `max_tokens` by `count`."""
+    """`render` under a hard bound: the last items of `placed` (the last chosen) dropped while the
+    whole is over `max_tokens` by `count`."""
     while True:
-        text, shown = render(items, labels)
-        if count(text) <= max_tokens or not items:
+        text, shown = render(placed, labels)
+        if count(text) <= max_tokens or not placed:
             return text, shown
-        items = items[:-1]
+        placed = placed[:-1]
 
 
-__all__ = ["BASE", "HEADINGS", "SECTIONS", "badge", "body", "budgets", "fit", "line", "render"]
+__all__ = ["BASE", "HEADINGS", "SECTIONS", "Placed", "budgets", "fit", "render"]

@@ -1,0 +1,118 @@
+"""How a memory reads in a context block: one line with who said it, grouped under the date it was
+said or held.
+
+- The line: "- <role>: <text>" ("- user: I live in Paris.", "- Caroline: ..."), or "- <text>" for
+  a memory without a role; the text with its whitespace runs made one space; for a memory longer
+  than a passage, the passage that matched (C7) between "...".
+- Its group: the turns of one session sit under one line holding the session's date and its id
+  ("2023-05-08, session_1:"; a range when its shown turns span days); a dated memory of no session
+  under its day ("2025-03-01:"); an undated one (no `valid_from`, or one equal to when it was
+  learned: nothing said of when it holds) under no line at all. A session's date is when its turns
+  were said (their `valid_from`, else when they were learned). A session id that reads as a
+  machine's (a run of 16 hex digits or more, or a UUID) is left out of the line: it tells a reader
+  nothing and costs a dozen tokens.
+- Its mark: a fact that no longer holds says so at the end of its line, with the date it ended
+  ("(superseded 2025-05-01)", "(ended 2025-05-01)"); one that holds now but ends later says until
+  when ("(until 2026-01-01)"). A fact that holds with no end has none.
+- Its key: the role and the text, case folded, whitespace runs made one space; two memories with
+  one key are one line (a prompt repeated five times is pasted once).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model.memory import Memory
+
+_MACHINE_ID = re.compile(r"[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}")
+
+
+def flat(text: str) -> str:
+    """A text on one line: whitespace runs (line breaks too) made one space."""
+    return " ".join(text.split())
+
+
+def line(m: Memory, text: str) -> str:
+    """A memory (or the passage of it that matched, `text`) as its line, without its mark."""
+    who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
+    return f"- {who}{flat(text)}"
+
+
+def key(m: Memory, text: str) -> tuple[str, str]:
+    """Two memories with one key are one line (see the module docstring)."""
+    return (flat(m.role or "").casefold(), flat(text).casefold())
+
+
+def dated(m: Memory) -> bool:
+    """Whether a memory says when it holds (a `valid_from` of its own, not just when it was learned)."""
+    return m.valid_from is not None and m.valid_from != m.learned_at
+
+
+def said_at(m: Memory) -> datetime | None:
+    """When a memory was said or holds from: its `valid_from`, else when it was learned."""
+    return m.valid_from or m.learned_at
+
+
+def _day(t: datetime | None) -> str:
+    return t.date().isoformat() if t is not None else ""
+
+
+def ended(m: Memory, now: datetime) -> bool:
+    """Whether a fact no longer holds (its validity ended by `now`)."""
+    return m.valid_until is not None and m.valid_until <= now
+
+
+def mark(m: Memory, now: datetime) -> str:
+    """The end of a fact's validity, as its line shows it ("" when it holds with no end)."""
+    if m.valid_until is None:
+        return ""
+    if m.valid_until > now:
+        return f"(until {_day(m.valid_until)})"
+    return f"({'superseded' if m.superseded_by else 'ended'} {_day(m.valid_until)})"
+
+
+def session_name(session_id: str | None) -> str:
+    """A session id as a group line shows it ("" for none, or one that reads as a machine id)."""
+    if not session_id or _MACHINE_ID.search(session_id):
+        return ""
+    return flat(session_id)
+
+
+@dataclass(frozen=True)
+class Group:
+    """What a line sits under: `key` ("" for no group: an undated memory of no session), the
+    session's shown name, and the dates its memories were said (first, last)."""
+
+    key: str
+    session: str = ""
+    first: datetime | None = None
+    last: datetime | None = None
+
+    def header(self) -> str:
+        """The group's line ("" for no group): "2023-05-08, session_1:", "2023-05-08 to 2023-05-09:"."""
+        if not self.key:
+            return ""
+        a, b = _day(self.first), _day(self.last)
+        when = a if a == b else f"{a} to {b}"
+        return f"{', '.join(p for p in (when, self.session) if p)}:"
+
+    def joined(self, other: Group) -> Group:
+        """The group with `other`'s dates too (one group's memories, gathered)."""
+        firsts = [t for t in (self.first, other.first) if t is not None]
+        lasts = [t for t in (self.last, other.last) if t is not None]
+        return Group(self.key, self.session, min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+
+def group(m: Memory) -> Group:
+    """A memory's group (see the module docstring)."""
+    when = said_at(m)
+    if m.session_id:
+        return Group(f"s:{m.session_id}", session_name(m.session_id), when, when)
+    if dated(m):
+        return Group(f"d:{_day(when)}", "", when, when)
+    return Group("")
+
+
+__all__ = ["Group", "dated", "ended", "flat", "group", "key", "line", "mark", "said_at", "session_name"]
