@@ -37,6 +37,7 @@ def filled(path: Path | None, n: int = 1_500) -> tuple[engramdb.Store, np.ndarra
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(n)])
     db.checkpoint()
+    db.settle()  # the trees follow a checkpoint on the store's background worker
     return db, x
 
 
@@ -62,6 +63,7 @@ def test_forgotten_superseded_and_future_rows_stay_out_of_tree_results(tmp_path:
     db.supersede("m2", "m4")
     db.update("m5", valid_from=datetime(2999, 1, 1, tzinfo=timezone.utc))
     db.checkpoint()
+    db.settle()
     for mid in ("m1", "m2", "m5"):
         q = x[int(mid[1:])]
         ids = [h.id for h in db.search(q, namespace="a", k=50, strategy="tree")]
@@ -76,6 +78,7 @@ def test_a_memory_added_a_moment_ago_is_found_first(tmp_path: Path) -> None:
     db.add("just now", namespace="a", id="new1", vectors={"dense": fresh})
     assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # in the WAL: scanned exactly
     db.checkpoint()
+    db.settle()
     assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # committed: the hot rows
 
 
@@ -136,6 +139,7 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(1_500)])
     db.checkpoint()
+    db.settle()
     hits = db.search(x[1], namespace="a", k=10, explain=True)
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "hnsw" and hits[0].id == "m1"
     exact = db.search(x[1], namespace="a", k=10, strategy="exact")
@@ -143,6 +147,7 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
     assert all(int(h.id[1:]) % 3 for h in hits)
     db.forget("m1")
     db.checkpoint()
+    db.settle()
     assert "m1" not in [h.id for h in db.search(x[1], namespace="a", k=10)]
     db.close()
     graphs = list((tmp_path / "s" / "index").glob("hnsw-dense-*.usearch"))
@@ -180,10 +185,12 @@ def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     assert db.search(x[2], namespace="a", k=1)[0].id == "m2"
     db.forget("m2")
     db.checkpoint()
+    db.settle()
     assert db.search(x[2], namespace="a", k=1)[0].id != "m2"  # a write invalidates the mask
     soon = datetime.now(timezone.utc) + timedelta(seconds=0.5)
     db.update("m4", valid_from=soon)
     db.checkpoint()
+    db.settle()
     top = db.search(x[4], namespace="a", k=1)[0].id
     if datetime.now(timezone.utc) < soon:  # the query's clock was before valid_from (a slow machine skips this)
         assert top != "m4"  # not valid yet
@@ -229,6 +236,7 @@ def test_indexes_serve_cosine_spaces_only(tmp_path: Path) -> None:
     db = engramdb.open(tmp_path / "s", schema=schema, embedders={}, dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(700)])
     db.checkpoint()
+    db.settle()
     hit = db.search(x[3], namespace="a", k=1, explain=True)[0]
     assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "exact"
     with pytest.raises(ValueError, match="strategy 'tree' needs a dense cosine space; 'dense' is dense with metric 'dot'"):
@@ -247,6 +255,7 @@ def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
     assert "m7" not in [h.id for h in db.search(x[7], namespace="a", k=10)]
     db.add("fresh", namespace="a", id="fresh", vectors={"dense": x[7]})
     db.checkpoint()  # the tree grows: the new version is packed before it is published
+    db.settle()
     # 1,000 rows + the forget's new version + fresh: trees hold every committed row
     assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_002 and db.stats()["trees"]["dense"]["a"]["packed"]
     assert db.search(x[7], namespace="a", k=1)[0].id == "fresh"

@@ -75,6 +75,9 @@ LINE_CHARS = 400  # one memory in a plain-search answer
 TOPICS_SHOWN = 8  # topics a SessionStart lists
 RESCUE_S = 2.0  # past the budget, how long a capture whose input is not read yet is waited for (spooling takes ms)
 RESCUE_ASYNC_S = 20.0  # ... by an event nothing waits for (a capture only: the agent runs its hook async)
+# a hook's writer lives for one event: upkeep (the indexes after a checkpoint) runs on its own
+# thread, not on a background worker whose job close() would wait for
+QUICK = Tuning(background=False)
 PROCESS_AGE_LIMIT_S = 60.0  # older at main(): not a hook's own process (main() was called in-process), count from now
 
 
@@ -253,7 +256,7 @@ def _take_in(store: Path) -> None:
     if writer_active(store):
         return  # the writer takes the spool in before its next write
     try:
-        db = engramdb.open(store)
+        db = engramdb.open(store, tuning=QUICK)
     except engramdb.StoreLocked:
         return
     db.close(checkpoint=False)  # the rows are durable in the WAL; the next long-lived writer folds them
@@ -330,7 +333,7 @@ def session_end(store: Path, ns: str) -> None:
     if not store.is_dir():
         return
     try:
-        db = engramdb.open(store)
+        db = engramdb.open(store, tuning=QUICK)
     except engramdb.StoreLocked:
         raise RuntimeError(f"{store} has another writer: the upkeep is left to it (captures stay spooled "
                            "for it)") from None

@@ -6,7 +6,7 @@ namespace, it asks this worker to catch up and returns at once; the worker runs 
 each under its own key (a namespace's topics, a space's tree): a job asked for again while it
 waits is run once.
 
-Pacing: after a job, the same key is not run again before `PACE` times what it took (at least
+Pacing: a job starts `DELAY` after it is first asked for; after a job, the same key is not run again before `PACE` times what it took (at least
 `MIN_GAP` seconds), so upkeep takes at most about a `1 / (PACE + 1)` share of one core however
 fast an agent writes, and topics lag their namespace by at most about `PACE + 1` runs' time (a
 second or two at 10,000 memories, half a minute at 100,000: bench/RESULTS.md "The agent loop").
@@ -27,6 +27,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..index.registry import Indexes
+from ..spaces.protocol import Embedder
+from ..spaces.query import lexical_space
+from ..spaces.schema import Schema
 from ..storage.engine import Engine
 from ..storage.view import View
 
@@ -34,6 +37,8 @@ log = logging.getLogger("engramdb")
 
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
+DELAY = 0.5  # seconds a job waits after it is asked for: a burst of writes asks once, and a short
+# script (open, add, context, close) ends before any job starts, so its close() waits for none
 
 
 class Worker:
@@ -58,6 +63,8 @@ class Worker:
         with self._cv:
             if self._closed:
                 return
+            if key not in self._waiting:
+                self._next[key] = max(self._next.get(key, 0.0), time.monotonic() + DELAY)
             self._waiting[key] = job
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=f"engramdb-upkeep:{self._name}",
@@ -132,6 +139,8 @@ class BackgroundVerbs:
     _upkeep: Worker | None = None  # None: read-only, or Tuning(background=False)
     _engine: Engine
     _indexes: Indexes
+    schema: Schema
+    embedders: dict[str, Embedder]
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the background upkeep has caught up with what was asked of it so far
@@ -153,7 +162,14 @@ class BackgroundVerbs:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
         writer's lock (searches and writes go on; searches scan exactly what an index does not
         cover yet), then write the changed ones under it (a purge must not race their files)."""
-        self._indexes.sync(self._engine.view)
+        view = self._engine.view
+        lex = lexical_space(self.schema, self.embedders)
+        if lex is not None:  # what the default search reads first: made here, not by the first search after a reopen
+            self._indexes.bm25(lex, view)
+        main = self.schema[self.schema.main]
+        if main.kind == "dense" and self._indexes.kind != "none":  # the trees of namespaces past tree_min_rows
+            self._indexes.dense(main, view)
+        self._indexes.sync(view)
         with self._engine.writing() as view:
             self._indexes.save(view)
 
@@ -164,4 +180,4 @@ class BackgroundVerbs:
                 "runs": dict(w.runs) if w is not None else {}}
 
 
-__all__ = ["MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]
+__all__ = ["DELAY", "MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]

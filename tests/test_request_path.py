@@ -1,0 +1,149 @@
+"""Nothing slow on the request path (issue "[3 of 7] The agent loop"): `search()` and `context()`
+never cluster topics and never build an index on the caller's thread; a writer's background worker
+does (paced), and `Tuning(background=False)` leaves it to explicit calls. Seams patched: the topics
+layer's clustering and the hierarchy's tree build (each records the thread that ran it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engramdb
+from engramdb.hierarchy.tree import CentroidTree
+from engramdb.topics import clustering
+
+TOPICS = {
+    "cooking": ["Simmer the tomato sauce with garlic and basil for twenty minutes.",
+                "Knead the bread dough and let it rise in a warm kitchen.",
+                "Roast the chicken with rosemary, lemon and garlic.",
+                "Whisk eggs, flour and milk into a smooth pancake batter.",
+                "Season the soup with salt, pepper and fresh thyme."],
+    "cars": ["The car's brake pads squeal and the rotors need replacing.",
+             "Change the engine oil and the oil filter every ten thousand kilometres.",
+             "The mechanic says the car battery and alternator are worn.",
+             "Rotate the car tyres and check their pressure before the trip.",
+             "The engine coolant leaks from the radiator hose of the car."],
+    "music": ["She practises the violin concerto every evening before the concert.",
+              "The band rehearses the new song with drums, bass and guitar.",
+              "Tune the guitar strings before the concert starts.",
+              "The orchestra plays the symphony's slow movement beautifully.",
+              "He writes the song lyrics and the melody on the piano."],
+}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
+    """The thread names each patched seam ran on: "cluster" (topics) and "build" (a tree)."""
+    seen: dict[str, list[str]] = {"cluster": [], "build": []}
+    real_cluster = clustering.cluster_spaces
+    real_build = CentroidTree.build.__func__  # type: ignore[attr-defined]
+
+    def cluster(*a: Any, **k: Any) -> Any:
+        seen["cluster"].append(threading.current_thread().name)
+        return real_cluster(*a, **k)
+
+    def build(cls: type, *a: Any, **k: Any) -> Any:
+        seen["build"].append(threading.current_thread().name)
+        return real_build(cls, *a, **k)
+
+    monkeypatch.setattr(clustering, "cluster_spaces", cluster)
+    monkeypatch.setattr(CentroidTree, "build", classmethod(build))
+    yield seen
+
+
+def _fill(db: engramdb.Store, times: int = 3) -> None:
+    db.add_many([{"content": f"{t} ({i})", "namespace": "n"} for i in range(times)
+                 for texts in TOPICS.values() for t in texts])
+
+
+def _upkeep_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("engramdb-upkeep")]
+
+
+def test_context_reads_topics_and_the_worker_computes_them(tmp_path: Path, calls: dict[str, list[str]]) -> None:
+    with engramdb.open(tmp_path / "s", dedup="off") as db:
+        _fill(db)
+        c = db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
+        assert "chicken" in c.text
+        assert threading.current_thread().name not in calls["cluster"]  # the request did not cluster
+        assert db.settle(timeout=60)
+        assert calls["cluster"], "the background worker computed the topics"
+        assert all(name.startswith("engramdb-upkeep") for name in calls["cluster"])
+        assert "topics:n" in db.stats()["upkeep"]["runs"]
+        assert db.stats()["upkeep"]["runs"]["topics:n"]["error"] is None
+        # what it computed is what topics() gives, without clustering again
+        before = len(calls["cluster"])
+        found = db.topics("n")
+        assert len(calls["cluster"]) == before
+        assert found and sum(t.size for t in found) <= 45
+    assert not _upkeep_threads(), "close() stopped the worker"
+
+
+def test_without_the_background_nothing_runs_on_its_own(tmp_path: Path, calls: dict[str, list[str]]) -> None:
+    tuning = engramdb.Tuning(background=False)
+    with engramdb.open(tmp_path / "s", dedup="off", tuning=tuning) as db:
+        _fill(db)
+        db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
+        db.search("engine oil", namespace="n")
+        assert db.settle(timeout=1)
+        assert calls["cluster"] == []
+        assert db.stats()["upkeep"] == {"background": False, "pending": [], "runs": {}}
+        assert not _upkeep_threads()
+        first = db.topics("n")  # asked: computed here, on this thread
+        assert calls["cluster"] == [threading.current_thread().name]
+        db.add("Bake the sourdough loaf at a high heat with steam.", namespace="n")
+        c = db.context("sourdough", namespace="n", max_tokens=300)  # the older topics serve, none computed
+        assert "sourdough" in c.text
+        assert len(calls["cluster"]) == 1
+        assert first
+
+
+def test_no_search_builds_a_tree_on_the_callers_thread(tmp_path: Path, calls: dict[str, list[str]]) -> None:
+    tuning = engramdb.Tuning(tree_min_rows=200, checkpoint_rows=64)
+    with engramdb.open(tmp_path / "s", dedup="off", tuning=tuning) as db:
+        _fill(db, times=16)  # 240 memories: the namespace crosses tree_min_rows at a checkpoint
+        hits = db.search("engine oil filter", namespace="n", k=5)
+        assert hits and "oil" in hits[0].memory.content
+        dense = db.search("engine oil filter", namespace="n", strategy="dense_only", k=5)
+        assert "oil" in dense[0].memory.content  # answered by an exact scan of what no tree covers yet
+        assert threading.current_thread().name not in calls["build"]
+        assert db.settle(timeout=60)
+        assert calls["build"] and all(n.startswith("engramdb-upkeep") for n in calls["build"])
+        assert db.stats()["trees"][db.schema.main]["n"]["memories"] == 240
+    with engramdb.open(tmp_path / "s", read_only=True) as r:  # the worker's tree was saved: a reader adopts it
+        assert r.search("engine oil filter", namespace="n", strategy="dense_only", k=5)[0].memory.content == \
+            dense[0].memory.content
+
+
+def test_a_reader_lists_the_writers_last_topics_without_clustering(tmp_path: Path,
+                                                                   calls: dict[str, list[str]]) -> None:
+    tuning = engramdb.Tuning(background=False)
+    with engramdb.open(tmp_path / "s", dedup="off", tuning=tuning) as db:
+        _fill(db)
+        stored = [(t.id, t.members) for t in db.topics("n")]
+    with engramdb.open(tmp_path / "s", dedup="off", tuning=tuning) as db:
+        db.add("Grill the salmon with dill and lemon butter.", namespace="n")  # the namespace moves on
+    calls["cluster"].clear()
+    with engramdb.open(tmp_path / "s", read_only=True) as r:
+        listed = [(t.id, t.members) for t in r.topics("n")]
+        c = r.context("salmon with dill", namespace="n", max_tokens=300)
+    assert listed == stored
+    assert "salmon" in c.text
+    assert calls["cluster"] == []
+
+
+def test_background_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="background must be True or False, got 'yes'"):
+        engramdb.Tuning(background="yes")  # type: ignore[arg-type]
+
+
+def test_settle_on_a_read_only_store_is_true_at_once(tmp_path: Path) -> None:
+    with engramdb.open(tmp_path / "s") as db:
+        db.add("one memory", namespace="n")
+    with engramdb.open(tmp_path / "s", read_only=True) as r:
+        assert r.settle(timeout=0) is True
+        assert r.stats()["upkeep"]["background"] is False
