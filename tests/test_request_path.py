@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import engramdb
+import pytest
 from engramdb.hierarchy.tree import CentroidTree
 from engramdb.topics import clustering
 
