@@ -96,12 +96,23 @@ def test_contradictions_resolved_keep_the_older_facts_past(db: engramdb.Store) -
 
 def test_superseding_with_an_older_memory_leaves_the_old_one_never_true(db: engramdb.Store) -> None:
     """The newer memory names one told before it as its successor: the successor started first,
-    so the one superseded never held on its own (an empty interval, as before: no error)."""
+    so the one superseded never held on its own: an empty interval, no error (as the contradiction
+    verbs make one). Without a start of its own it ends (and starts) where the successor starts;
+    a start it was given, or carries from an earlier version, stays, and it ends there."""
     first = db.add("The meeting is on Monday.", namespace="u")
     tick()
     second = db.add("The meeting is on Tuesday.", namespace="u")
     old, _ = db.supersede(second.id, first.id)
-    assert old.valid_until == first.learned_at and old.valid_from == old.valid_until
+    assert old.valid_from == old.valid_until == first.learned_at
+    assert contents(db.search("meeting", namespace="u")) == ["The meeting is on Monday."]
+    third = db.add("The meeting is on Wednesday.", namespace="u")
+    third_v2 = db.update(third.id, confidence=0.9)  # carries its start (when it was learned) from now on
+    assert third_v2.valid_from == third.learned_at
+    old, _ = db.supersede(third.id, first.id)
+    assert old.valid_from == old.valid_until == third.learned_at
+    dated = db.add("The meeting is on Thursday.", namespace="u", valid_from=utc_now() + timedelta(days=1))
+    old, _ = db.supersede(dated.id, first.id)  # a start given, after the successor's
+    assert old.valid_from == old.valid_until == dated.valid_from
     assert contents(db.search("meeting", namespace="u")) == ["The meeting is on Monday."]
 
 

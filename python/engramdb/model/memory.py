@@ -122,25 +122,31 @@ class Memory:
         it had: this version's `valid_from`, else its `learned_at` (S2: valid from when it was
         learned). Every writer of a new version (update, supersede, forget, restore, compression,
         contradictions, merges) passes here; without the rule a version's missing start read as its
-        OWN `learned_at`, so a fact corrected later had never held before the correction. A
-        version whose `valid_until` falls before that start (superseded by a memory that started
-        first) starts where it ends: it never held on its own, as the old empty interval said.
+        OWN `learned_at`, so a fact corrected later had never held before the correction.
+        An end before the start (a memory superseded by one that started first: it never held on
+        its own) gives an empty interval, as the contradiction verbs make one: a start this rule
+        supplies moves to the end (no error about a start the caller never gave); a start the
+        memory was given keeps it, and a supersede (`superseded_by` given) ends the version there.
         """
         new = replace(self, **changes)
-        if new.valid_from is None and isinstance(new.version, int) and isinstance(self.version, int) \
-                and new.version > self.version:
-            start = self.valid_from or self.learned_at
-            end = new.valid_until
-            if isinstance(start, datetime) and isinstance(end, datetime) and _aware(start) and _aware(end) \
-                    and end < start:
+        if not (isinstance(new.version, int) and isinstance(self.version, int) and new.version > self.version):
+            return new
+        inherited = new.valid_from is None
+        start = (self.valid_from or self.learned_at) if inherited else new.valid_from
+        end = new.valid_until
+        if _aware(start) and _aware(end) and end < start:
+            if inherited:
                 start = end
-            if start is not None:
-                new = replace(new, valid_from=start)
+            elif "superseded_by" in changes and new.superseded_by is not None:
+                new = replace(new, valid_until=start)
+        if inherited and start is not None:
+            new = replace(new, valid_from=start)
         return new
 
 
-def _aware(t: datetime) -> bool:
-    return t.tzinfo is not None and t.tzinfo.utcoffset(t) is not None
+def _aware(t: Any) -> bool:
+    """An aware datetime (what can be compared safely before validation)."""
+    return isinstance(t, datetime) and t.tzinfo is not None and t.tzinfo.utcoffset(t) is not None
 
 
 def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, optional: bool) -> None:
