@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import checks
 from .errors import InvalidMemory
@@ -144,7 +144,7 @@ class Memory:
         return new
 
 
-def _aware(t: Any) -> bool:
+def _aware(t: Any) -> TypeGuard[datetime]:
     """An aware datetime (what can be compared safely before validation)."""
     return isinstance(t, datetime) and t.tzinfo is not None and t.tzinfo.utcoffset(t) is not None
 
