@@ -116,6 +116,15 @@ def test_superseding_with_an_older_memory_leaves_the_old_one_never_true(db: engr
     assert contents(db.search("meeting", namespace="u")) == ["The meeting is on Monday."]
 
 
+def test_a_merged_copy_keeps_the_originals_start() -> None:
+    db = engramdb.open(None, dedup="merge")
+    a = db.add("The spare key is under the blue flowerpot.", namespace="u")
+    mid = tick()
+    assert db.add("The spare key is under the blue flowerpot.", namespace="u").id == a.id  # merged: a new version
+    assert [v.valid_from for v in db.history(a.id)] == [None, a.learned_at]
+    assert [h.id for h in db.search("spare key", namespace="u", as_of=mid)] == [a.id]
+
+
 def test_with_changes_rule_on_the_record() -> None:
     """The rule lives where every writer of a new version passes (Memory.with_changes)."""
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
