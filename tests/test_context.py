@@ -88,11 +88,19 @@ def test_every_item_carries_provenance_and_the_injection_is_logged() -> None:
 
 
 def test_a_session_gets_its_recent_turns_and_a_divergence_note() -> None:
-    db = make()
-    ctx = db.context("quantum chromodynamics lattice gauge", namespace="n", max_tokens=600, session_id="s2")
-    sections = {i.section for i in ctx.items}
-    assert "recent" in sections
-    assert "divergence" in sections and ctx.text.startswith("## Note")
+    db = engramdb.open(None)
+    said = ["We booked the trip to Lisbon for June.", "ok", "sure thing", "thanks a lot", "noted, will do",
+            "fine by me", "great", "The hotel in Lisbon is the Pestana, near the old town."]
+    db.add_messages([{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(said)],
+                    namespace="n", session_id="trip")
+    ctx = db.context("Which hotel in Lisbon?", namespace="n", max_tokens=600, session_id="trip")
+    by = {s: [i.text for i in ctx.items if i.section == s] for s in ("divergence", "related", "recent")}
+    assert not by["divergence"] and "- assistant: The hotel in Lisbon is the Pestana, near the old town." in by["related"]
+    assert "- assistant: thanks a lot" in by["recent"] and "## Earlier in this session" in ctx.text
+    far = db.context("quantum chromodynamics lattice gauge", namespace="n", max_tokens=600, session_id="trip")
+    sections = {i.section for i in far.items}
+    assert "divergence" in sections and far.text.startswith("## Note")
+    assert "recent" not in sections  # the session was about something else: its turns are no context for this
 
 
 def test_bad_arguments_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

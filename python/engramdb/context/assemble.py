@@ -19,7 +19,8 @@ Its stages, in order:
    after them leave: the topic heading only when the query is near its nearest topic (the
    centroid's similarity at or above the main space's `low`, what unrelated text reaches), else
    every line is a related memory;
-5. recent context: the session's latest turns not already in;
+5. recent context: the session's latest turns not already in, unless the query is far from them
+   (the divergence note: a topic change, where the old small talk is no context for the new);
 6. the time note: what time the facts hold at, only when an `as_of` was asked or a fact shown no
    longer holds.
 Each stage's time and spend against its budget is in `stats["stages"]`; the dual variables that
@@ -197,13 +198,16 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
             if m is not None:
                 lines[hop.id] = _Line(m, m.content, hop.match + said.get(m.id, 0.0), _hop_why(hop), None,
                                       hop.relevance)
-    lines = _one_line_each(_near(lines))
+    mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace)
+    lines = _one_line_each(_near(lines, mass(list(lines)) if mass is not None else None))
     # 4. topic matches and related memories, curated together, in what the sections after them
     # leave: their shares, but only as much as they can fill
     label, in_topic = _nearest_topic(topics, match.qv, float(snap.schema[snap.schema.main].low),
                                      {i: x.score for i, x in lines.items()})
     lap("topics")
-    recent_lines = _recent_lines(recent, count, now)
+    # a session that has been about something else (the divergence note) has no turns for this question
+    far = divergence is not None and divergence.divergent
+    recent_lines = _recent_lines(recent, count, now) if not far else []
     need_recent = min(budget["recent"], head("recent") + sum(n for _, _, n in recent_lines)) if recent_lines else 0
     # the time note is kept room for only when it will be said (a fact shown can have ended only
     # when an `as_of` asks about the past: the search shows what holds now otherwise)
@@ -314,25 +318,37 @@ def _one_line_each(lines: dict[str, _Line]) -> dict[str, _Line]:
     return {i: x for i, x in lines.items() if i in keep and not (x.memory.superseded_by in keep)}
 
 
-def _near(lines: dict[str, _Line]) -> dict[str, _Line]:
+def _near(lines: dict[str, _Line], said: Mapping[str, float] | None) -> dict[str, _Line]:
     """Each session turn's value plus NEAR_SHARE x the best own match among the candidates within
-    NEAR_TURNS turns of it in its session: a line in a stretch of conversation that matches the
-    query is likelier on its point than a stray match (a question and its answer, a story told
-    over three turns), and a reply that shares no word with the query but answers a turn that
-    does is worth a line."""
-    by: dict[str, list[tuple[int, float, tuple[str, str]]]] = {}
-    for x in lines.values():
+    NEAR_TURNS turns of it in its session, times how much the turn says against that one (its idf
+    mass over the other's, at most 1; `said`, None without a lexical space: 1), as the search
+    weighs a neighbouring turn: a line in a stretch of conversation that matches the query is
+    likelier on its point than a stray match (a question and its answer, a story told over three
+    turns), and a reply that shares no word with the query but answers a turn that does is worth a
+    line; a filler ("ok", "thanks!") carries little. A repeat of a line is no evidence for it."""
+    by: dict[str, list[tuple[int, float, tuple[str, str], str]]] = {}
+    for i, x in lines.items():
         m = x.memory
         if m.session_id is not None and m.seq is not None:
-            by.setdefault(m.session_id, []).append((m.seq, x.own, ln.key(m, x.text)))
-    for x in lines.values():
+            by.setdefault(m.session_id, []).append((m.seq, x.own, ln.key(m, x.text), i))
+    for i, x in lines.items():
         m = x.memory
-        if m.session_id is not None and m.seq is not None:
-            k = ln.key(m, x.text)  # a repeat of the line is no evidence for it
-            near = [own for seq, own, other in by[m.session_id] if 0 < abs(seq - m.seq) <= NEAR_TURNS and other != k]
-            if near:
-                x.score += NEAR_SHARE * max(near)
+        if m.session_id is None or m.seq is None:
+            continue
+        k = ln.key(m, x.text)
+        near = [own * _share(said, i, other) for seq, own, key, other in by[m.session_id]
+                if 0 < abs(seq - m.seq) <= NEAR_TURNS and key != k]
+        if near:
+            x.score += NEAR_SHARE * max(near)
     return lines
+
+
+def _share(said: Mapping[str, float] | None, turn: str, other: str) -> float:
+    """How much `turn` says against `other` (their idf masses), at most 1; 1 without masses."""
+    if said is None:
+        return 1.0
+    base = said.get(other, 0.0)
+    return min(1.0, said.get(turn, 0.0) / base) if base > 0 else 0.0
 
 
 def _walk(req: Request, snap: Snapshot, match: QueryMatch, seeds: dict[str, float], prices: dict[str, float],
