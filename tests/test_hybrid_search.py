@@ -135,6 +135,7 @@ def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) ->
     m = db.add("Second round of vaccinations next month", namespace="a")  # in the WAL
     assert m.id in [h.id for h in db.search("vaccinations", namespace="a", k=3, strategy="bm25")]
     db.checkpoint()
+    db.settle()  # the indexes are saved after a checkpoint by the store's background worker
     st = db.stats()["bm25"]["lexical"]
     assert st["a"]["documents"] == 6 and st["b"]["documents"] == 1 and st["a"]["postings"] > 0
     side = tmp_path / "s" / "index" / "bm25-lexical.json"

@@ -59,8 +59,8 @@ def _fill(db: engramdb.Store, times: int = 3) -> None:
                  for texts in TOPICS.values() for t in texts])
 
 
-def _upkeep_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("engramdb-upkeep")]
+def _upkeep_threads(store: Path) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"engramdb-upkeep:{store}"]
 
 
 def test_context_reads_topics_and_the_worker_computes_them(tmp_path: Path, calls: dict[str, list[str]]) -> None:
@@ -79,7 +79,8 @@ def test_context_reads_topics_and_the_worker_computes_them(tmp_path: Path, calls
         found = db.topics("n")
         assert len(calls["cluster"]) == before
         assert found and sum(t.size for t in found) <= 45
-    assert not _upkeep_threads(), "close() stopped the worker"
+        assert _upkeep_threads(tmp_path / "s"), "the worker's thread runs until close()"
+    assert not _upkeep_threads(tmp_path / "s"), "close() stopped the worker"
 
 
 def test_without_the_background_nothing_runs_on_its_own(tmp_path: Path, calls: dict[str, list[str]]) -> None:
@@ -91,7 +92,7 @@ def test_without_the_background_nothing_runs_on_its_own(tmp_path: Path, calls: d
         assert db.settle(timeout=1)
         assert calls["cluster"] == []
         assert db.stats()["upkeep"] == {"background": False, "pending": [], "runs": {}}
-        assert not _upkeep_threads()
+        assert not _upkeep_threads(tmp_path / "s")
         first = db.topics("n")  # asked: computed here, on this thread
         assert calls["cluster"] == [threading.current_thread().name]
         db.add("Bake the sourdough loaf at a high heat with steam.", namespace="n")
