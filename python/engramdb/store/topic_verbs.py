@@ -33,6 +33,7 @@ from .dream_verbs import DreamVerbs
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
+STALE_SHARE = 0.02  # a request asks the background worker for new topics past this share of new rows
 
 
 _P = ParamSpec("_P")
@@ -231,10 +232,10 @@ class TopicVerbs(DreamVerbs):
         if self._topics_stored is None:
             self._topics_stored = topic_state.load_results(self._derived)
         kept = self._topics_stored.get(namespace)
-        fresh = kept is not None and kept[0] == _stamp(view, namespace)
+        stamp = _stamp(view, namespace)
+        fresh = kept is not None and kept[0] == stamp
         hit = (self._topic_cache or {}).get(namespace)
-        if not fresh and self._upkeep is not None and (hit is None or hit[0] != (view.epoch,
-                                                                                   view.namespace_rows(namespace))):
+        if not fresh and self._upkeep is not None and (kept is None or _moved(kept[0], stamp)):
             self._upkeep.ask(f"topics:{namespace}", functools.partial(self._refresh_topics, namespace))
         if kept is not None and (fresh or hit is None):
             return kept[1]
@@ -408,6 +409,20 @@ class _Run:
                     groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def _moved(stored: str, now: str) -> bool:
+    """Whether a namespace moved enough since its stored topics (stamps of `_stamp`) for the worker
+    to refresh them: by `STALE_SHARE` of its rows, or by any purge (its rows fell or its newest
+    learning time went back). One new turn in a namespace of 100,000 does not re-run its topics:
+    a run is O(namespace) (its texts, labels and stored members), new memories wait at most a
+    fiftieth of it to join a topic, and `topics()` refreshes them whenever it is called."""
+    try:
+        rows, newest = (int(x) for x in stored.split(":"))
+        rows_now, newest_now = (int(x) for x in now.split(":"))
+    except ValueError:
+        return True
+    return rows_now < rows or newest_now < newest or rows_now - rows >= max(1, STALE_SHARE * rows)
 
 
 def _stamp(view: View, namespace: str) -> str:
