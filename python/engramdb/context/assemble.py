@@ -212,7 +212,8 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
     # the time note is kept room for only when it will be said (a fact shown can have ended only
     # when an `as_of` asks about the past: the search shows what holds now otherwise)
     need_note = head("badges") + count(_time_note(req.as_of, 9)) + 1 if req.as_of is not None else 0
-    room = curator_room = max(0, usable - spent - need_recent - need_note - head("topics", label) - head("related"))
+    headings = (head("topics", label) if label else 0) + head("related")
+    room = curator_room = max(0, usable - spent - need_recent - need_note - headings)
     vectors = unit_vectors(view, snap.schema, [x.memory for x in lines.values()])
     pool = [_candidate(i, x, "topics" if i in in_topic else "related", vectors[i], count, now)
             for i, x in lines.items()]

@@ -34,7 +34,7 @@ from ..importance.ratings import Ratings
 from ..index.registry import Indexes
 from ..model.memory import Memory, micros, utc_now
 from ..retrieval.graph import HYPOTHESIS
-from ..retrieval.scales import combine, semantic_scaled
+from ..retrieval.scales import combine, lexical_ideal, semantic_scaled
 from ..retrieval.scored import SEMANTIC_SAY
 from ..spaces.protocol import Embedder, SparseBatch
 from ..spaces.query import embed_query, lexical_space, query_terms
@@ -110,9 +110,9 @@ class QueryMatch:
         if self.lex is not None:
             terms, counts = query_terms(self.lex, embedders, query)
             ix = indexes.bm25(self.lex, view).sync(view).namespace(namespace, view.rows)
-            q_idf = ix.idf(terms) * np.asarray(counts, np.float64) if ix is not None and len(terms) else None
-            self.weight = dict(zip(terms.tolist(), q_idf.tolist())) if q_idf is not None else {}
-            self.ideal = float(q_idf.sum()) if q_idf is not None else 0.0
+            if ix is not None and len(terms):
+                self.weight = dict(zip(terms.tolist(), (ix.idf(terms) * np.asarray(counts, np.float64)).tolist()))
+            self.ideal = lexical_ideal(ix, terms, counts)  # the search's own: sum of idf x query count
             self.says["bm25"] = 1.0
         if self.qv is not None:
             self.says["vector"] = SEMANTIC_SAY
