@@ -12,13 +12,14 @@ class ContextItem:
 
     id: str | None  # the memory's id (None for a note the assembler wrote, such as the divergence alert)
     section: str  # "divergence", "topics", "related", "recent" or "badges"
-    text: str  # the line as it appears in `Context.text` (without its badge when the badge heads a group)
+    text: str  # the line as it appears in `Context.text` ("- user: I live in Paris.")
     score: float
     tokens: int
     why: str
     provenance: dict[str, Any] = field(default_factory=dict)  # K3: source, uri, extracted_at, extractor, snippet,
     # verified, corroboration, trust
-    badge: str = ""  # the fact's validity, "(valid 2024-03-20 - present)" ("" for a note)
+    badge: str = ""  # when it was said or holds, as the block shows it: the date line it sits under and its
+    # own mark ("2024-03-20, s4", "2024-03-20 (superseded 2024-06-01)"; "" for a note or an undated fact)
 
 
 @dataclass(frozen=True)

@@ -199,11 +199,11 @@ class ContextVerbs(CuriosityVerbs):
     def _context_topics(self, namespace: str) -> asm.TopicMap:
         """The namespace's topics as last computed (labels, centroids, memory -> topic), for the
         context's topic heading; none when none were computed."""
-        topic_of, centroids = self._topic_map(namespace)
+        found = self._topics_to_use(namespace)  # one run's labels and centroids, though a new run lands
+        topic_of, centroids = self._topic_map(namespace, found)
         if not len(centroids):
             return asm.TopicMap()
-        labels = [t.label for t in self._topics_to_use(namespace)]
-        return asm.TopicMap(labels, np.asarray(centroids, np.float64), topic_of)
+        return asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), topic_of)
 
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
         """The session's newest turns, newest first."""
