@@ -7,10 +7,13 @@ session's turns under one date line and undated facts with none."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import engramdb
 import pytest
+import store_helpers
 from engramdb.context.model import Context
 
 T1 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc)
@@ -183,3 +186,21 @@ def test_a_topic_heading_only_when_the_query_is_near_the_topic(query: str, headi
     pasteable(ctx)
     assert (f"## On {dog}" in ctx.text) is heading, ctx.text
     assert "## On" in ctx.text or ctx.text.startswith("## Related memories")  # its lines are related memories
+
+
+def test_an_archived_memory_is_not_pasted_as_an_empty_line(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "s", dedup="off", tuning=store_helpers.small_trees(200, 8))
+    db.add_many([{"content": f"old note {i} about the garden shed and its red door", "namespace": "a"}
+                 for i in range(300)])
+    time.sleep(0.01)
+    cut = datetime.now(timezone.utc)
+    time.sleep(0.01)
+    db.add_many([{"content": f"fresh note {i}: the garden shed red door got a new lock", "namespace": "a"}
+                 for i in range(10)])
+    db.checkpoint()
+    assert db.archive(cut)["memories"] > 0
+    hits = db.search("garden shed door lock", namespace="a", k=50)
+    assert any(h.archived for h in hits) and not all(h.archived for h in hits)
+    ctx = db.context("garden shed door lock", namespace="a", max_tokens=1000)
+    lines = pasteable(ctx)
+    assert lines and all(r.startswith("- fresh note") for r in lines), ctx.text  # no empty line for an archived one

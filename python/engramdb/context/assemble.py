@@ -7,7 +7,8 @@ computed (never computed here), the session's divergence and latest turns, and t
 Its stages, in order:
 1. divergence: with a session, a note when the query is far from the session's recent work;
 2. candidates: the hits, one per line: a hit whose line (role and text, context/lines.py) repeats
-   a better one's is left out, and so is a version whose successor is among them. A hit's score is
+   a better one's is left out, and so is a version whose successor is among them, and a hit with
+   no text to paste (archived, J7). A hit's score is
    its own evidence; the search's order is kept by giving each hit the best score at or below its
    rank (a turn the search placed for its neighbour's sake keeps its place). Each line's value
    adds what its speaker says to the query (context/reads.py: a question naming Caroline matches
@@ -195,7 +196,7 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
         found = [(hop, view.get(hop.id)) for hop in walk.hops if hop.id not in lines]
         said = match.speaker([m for _, m in found if m is not None])
         for hop, m in found:
-            if m is not None:
+            if m is not None and m.content.strip():
                 lines[hop.id] = _Line(m, m.content, hop.match + said.get(m.id, 0.0), _hop_why(hop), None,
                                       hop.relevance)
     mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace)
@@ -301,6 +302,8 @@ def _hit_lines(hits: Sequence[Hit], match: QueryMatch) -> dict[str, _Line]:
     said = match.speaker([h.memory for h in hits])
     out: dict[str, _Line] = {}
     for h, r in zip(hits, ranked):
+        if h.archived or not h.memory.content.strip():
+            continue  # nothing to paste: its text is in an archive file (`unarchive` it), or it has none
         extra = said.get(h.id, 0.0)
         why = "search" + (f" (speaker +{extra:.2f})" if extra > 0 else "")
         out[h.id] = _Line(h.memory, _quote(h), r + extra if r > 0 else 0.0, why, h.elo, float(h.score))
