@@ -166,12 +166,18 @@ class View:
 
     def current_rows(self) -> list[tuple[int, np.ndarray]]:
         """(segment, rows) of every memory's newest version in this view, forgotten ones
-        included, segment by segment: the vectorised form of current() for counting."""
-        keys = np.sort(self._ids().keys(self.rows))
-        seg = np.searchsorted(self.bases, keys, side="right") - 1
-        bounds = np.searchsorted(seg, np.arange(len(self.segments) + 1))
-        return [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
-                for si in range(len(self.segments)) if bounds[si + 1] > bounds[si]]
+        included, segment by segment: the vectorised form of current() for counting. Made once
+        per snapshot (a context reads it for the session's turns and for its divergence: a sort
+        of every key at 100,000 memories each); callers never change the arrays."""
+        found = self.derived.get("current_rows")
+        if found is None:
+            keys = np.sort(self._ids().keys(self.rows))
+            seg = np.searchsorted(self.bases, keys, side="right") - 1
+            bounds = np.searchsorted(seg, np.arange(len(self.segments) + 1))
+            found = self.derived["current_rows"] = [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
+                                                    for si in range(len(self.segments)) if bounds[si + 1] > bounds[si]]
+        assert isinstance(found, list)
+        return found
 
     def current_locs(self, namespace: str | None = None, *, include_forgotten: bool = False,
                      session_id: str | None = None) -> list[Loc]:
