@@ -58,7 +58,7 @@ class Worker:
 
     def ask(self, key: str, job: Callable[[], Any]) -> None:
         """Run `job` soon on the worker thread (once, however often it is asked before it runs)."""
-        if os.getpid() != self._pid:
+        if self._forked():
             return
         with self._cv:
             if self._closed:
@@ -72,13 +72,23 @@ class Worker:
                 self._thread.start()
             self._cv.notify_all()
 
+    def _forked(self) -> bool:
+        """True in a child forked from the process that made this worker: the parent's jobs and
+        thread are not here (and its lock may have been held at the fork), so nothing waits."""
+        return os.getpid() != self._pid
+
     def pending(self) -> list[str]:
-        """The keys waiting or running now."""
+        """The keys waiting or running now (none in a forked child: they are its parent's)."""
+        if self._forked():
+            return []
         with self._cv:
             return sorted({*self._waiting, *([self._running] if self._running else [])})
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until nothing waits or runs (True), or `timeout` seconds pass (False)."""
+        """Block until nothing waits or runs (True), or `timeout` seconds pass (False). True at
+        once in a forked child: what waits is its parent's, which no thread here will run."""
+        if self._forked():
+            return True
         end = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while self._waiting or self._running:
@@ -89,13 +99,17 @@ class Worker:
             return True
 
     def close(self) -> None:
-        """Stop: drop what waits, let the running job finish, join the thread."""
+        """Stop: drop what waits, let the running job finish, join the thread (in a forked child,
+        nothing: the thread and the jobs are the parent's)."""
+        if self._forked():
+            self._closed = True
+            return
         with self._cv:
             self._closed = True
             self._waiting.clear()
             self._cv.notify_all()
             thread = self._thread
-        if thread is not None and thread is not threading.current_thread() and os.getpid() == self._pid:
+        if thread is not None and thread is not threading.current_thread():
             thread.join()
 
     def _loop(self) -> None:
