@@ -38,3 +38,28 @@ def test_a_forked_child_of_a_writer_with_a_waiting_job_neither_waits_nor_lists_i
     assert note.read_text() == "True [] 10"
     assert db.stats()["upkeep"]["pending"] == ["topics:n"], "the parent's job is its own still"
     db.close()
+
+
+PIXEL = ["I adopted a grey cat named Pixel last spring.", "What food does she like?",
+         "Pixel only eats salmon pate, never dry food.", "Does she go outside?",
+         "No, she is an indoor cat but loves the balcony.", "Let's talk about my car now.",
+         "The brake pads squeal every morning.", "You should replace the rotors too."]
+
+
+def _pixel_hits(folder: Path, first_seq: int) -> list[str]:
+    with engramdb.open(folder, tuning=engramdb.Tuning(background=False), access_log=False) as db:
+        for i, text in enumerate(PIXEL):
+            db.add(text, namespace="n", session_id="chat", seq=first_seq + i, id=f"t{i}")
+        db.add_many([{"content": "unrelated filler about gardening and tomatoes", "namespace": "n",
+                      "session_id": "other"} for _ in range(30)])
+        return [h.memory.id for h in db.search("what does Pixel eat?", namespace="n", k=5)]
+
+
+@pytest.mark.parametrize("first_seq", [2**32 - 1, 1_700_000_000_000, 2**40, 2**62 - 100])
+def test_turns_numbered_past_32_bits_keep_their_neighbours(tmp_path: Path, first_seq: int) -> None:
+    """A seq is any integer up to 2**62 - 1 (epoch milliseconds are a common choice); the turn
+    maps packed seq into 32 bits and left out every turn at 2**32 or more, so a search found no
+    neighbouring turn of a hit there (t3 after t2 was missing)."""
+    small = _pixel_hits(tmp_path / "small", 0)
+    assert "t3" in small, "the turn after the best hit joins as its neighbour"
+    assert _pixel_hits(tmp_path / "big", first_seq) == small

@@ -15,6 +15,7 @@ from ..storage.segment import Segment
 from ..storage.view import Loc, View
 
 MAPS_KEPT = 64  # namespaces whose turn map is kept
+_INT64_MAX = 2**63 - 1  # the seq column's limit
 
 
 class TurnMaps:
@@ -64,32 +65,36 @@ class TurnMaps:
 
 
 class TurnIndex(Mapping[tuple[str, int], Loc]):
-    """(session_id, seq) -> (segment, row), the newest row of each turn, over some segments: one
-    sorted int64 array of (session number << 32 | seq) and the rows' locations, built with numpy
-    (a dict of 100,000 turns took 70 ms to build; this takes a few, and the first context after an
-    open or a checkpoint builds one)."""
+    """(session_id, seq) -> (segment, row), the newest row of each turn, over some segments: the
+    turns' session numbers and seqs as int64 arrays sorted by (session, seq), and the rows'
+    locations, built with numpy (a dict of 100,000 turns took 70 ms to build; this takes a few,
+    and the first context after an open or a checkpoint builds one). A seq is any int64 >= 0 (a
+    caller's may be epoch milliseconds, MAX_SEQ allows 2**62 - 1): no packing into 32 bits."""
 
-    def __init__(self, sessions: dict[str, int], keys: np.ndarray, segs: np.ndarray, rows: np.ndarray) -> None:
-        self._sessions, self._keys, self._segs, self._rows = sessions, keys, segs, rows
+    def __init__(self, sessions: dict[str, int], sess: np.ndarray, seq: np.ndarray, segs: np.ndarray,
+                 rows: np.ndarray) -> None:
+        self._sessions, self._sess, self._seq, self._segs, self._rows = sessions, sess, seq, segs, rows
+        # where each session's run starts in the sorted arrays (session numbers are 0..n-1)
+        self._bounds = np.searchsorted(sess, np.arange(len(sessions) + 1, dtype=np.int64))
 
     def __getitem__(self, turn: tuple[str, int]) -> Loc:
         name, seq = turn
         sess = self._sessions.get(name)
-        if sess is None or not 0 <= seq < 1 << 32:
+        if sess is None or not 0 <= seq <= _INT64_MAX:  # a neighbour's seq + 1 may pass int64
             raise KeyError(turn)
-        key = (sess << 32) | seq
-        i = int(np.searchsorted(self._keys, key))
-        if i == len(self._keys) or int(self._keys[i]) != key:
+        lo, hi = int(self._bounds[sess]), int(self._bounds[sess + 1])
+        i = lo + int(np.searchsorted(self._seq[lo:hi], seq))
+        if i == hi or int(self._seq[i]) != seq:
             raise KeyError(turn)
         return int(self._segs[i]), int(self._rows[i])
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._seq)
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         names = {v: k for k, v in self._sessions.items()}
-        for key in self._keys.tolist():
-            yield names[key >> 32], key & 0xFFFFFFFF
+        for sess, seq in zip(self._sess.tolist(), self._seq.tolist()):
+            yield names[sess], seq
 
 
 class _Layered(Mapping[tuple[str, int], Loc]):
@@ -114,27 +119,32 @@ class _Layered(Mapping[tuple[str, int], Loc]):
 def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex:
     """The turns of a namespace over the segments numbered `which` (a later row wins)."""
     sessions: dict[str, int] = {}
-    keys, segs, rows = [], [], []
+    sess_parts, seq_parts, segs, rows = [], [], [], []
     for si in which:
         seg = segments[si]
         code = seg.ns_codes.get(namespace)
         if code is None:
             continue
         sess, names, seq = seg.turns()
-        mine = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0) & (seq < 1 << 32))
+        mine = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0))
         if not len(mine):
             continue
         number = np.array([sessions.setdefault(n, len(sessions)) for n in names], np.int64)  # segment's codes -> ours
-        keys.append((number[sess[mine]] << 32) | seq[mine])
+        sess_parts.append(number[sess[mine]])
+        seq_parts.append(seq[mine])
         segs.append(np.full(len(mine), si, np.int32))
         rows.append(mine.astype(np.int64))
-    if not keys:
-        return TurnIndex({}, np.empty(0, np.int64), np.empty(0, np.int32), np.empty(0, np.int64))
-    k, sg, r = np.concatenate(keys), np.concatenate(segs), np.concatenate(rows)
-    # the newest row of a turn is the last of its key in (segment, row) order: a stable sort keeps
-    # that order among equal keys, and the last of each run is kept
-    order = np.argsort(k, kind="stable")
-    k, sg, r = k[order], sg[order], r[order]
-    last = np.ones(len(k), bool)
-    last[:-1] = k[1:] != k[:-1]
-    return TurnIndex(sessions, k[last], sg[last], r[last])
+    if not seq_parts:
+        empty = np.empty(0, np.int64)
+        return TurnIndex({}, empty, empty, np.empty(0, np.int32), empty)
+    ss, sq = np.concatenate(sess_parts), np.concatenate(seq_parts)
+    sg, r = np.concatenate(segs), np.concatenate(rows)
+    # the newest row of a turn is the last of its (session, seq) in (segment, row) order: both
+    # sorts are stable, so that order stays among equal turns, and the last of each run is kept.
+    # One int64 key (session << 32 | seq) sorts in half lexsort's time when every seq fits 32 bits
+    order = np.argsort((ss << 32) | sq, kind="stable") if int(sq.max()) < 1 << 32 and len(sessions) < 1 << 31 \
+        else np.lexsort((sq, ss))
+    ss, sq, sg, r = ss[order], sq[order], sg[order], r[order]
+    last = np.ones(len(sq), bool)
+    last[:-1] = (ss[1:] != ss[:-1]) | (sq[1:] != sq[:-1])
+    return TurnIndex(sessions, ss[last], sq[last], sg[last], r[last])
