@@ -250,6 +250,8 @@ class TopicVerbs(DreamVerbs):
         topic stage, the context's topic matches); made once per topics run (by the worker,
         after its run, when there is one)."""
         found = self._topics_to_use(namespace) if found is None else found
+        if not found:  # no topics yet: nothing to read (not the namespace's every vector)
+            return {}, np.zeros((0, 1))
         maps = self._topic_maps if self._topic_maps is not None else {}
         self._topic_maps = maps
         hit = maps.get(namespace)
