@@ -241,7 +241,9 @@ def _cache_key(view: View, plan: SearchPlan, query: Any, query_vector: np.ndarra
 
 def _next_boundary(view: View, namespace: str, now_us: int) -> int:
     """The first moment after `now_us` at which a memory of the namespace starts or stops being
-    valid (what a search about "now" depends on); the sorted moments are found once per snapshot."""
+    valid (what a search about "now" depends on). The moments are gathered once per snapshot and
+    the least one past `now_us` taken per call: sorting them (np.unique) cost 5 ms at 100,000
+    memories, and an agent's loop makes a new snapshot at every turn."""
     key = f"bounds:{namespace}"
     bounds = view.derived.get(key)
     if bounds is None:
@@ -251,9 +253,9 @@ def _next_boundary(view: View, namespace: str, now_us: int) -> int:
             if code is not None:
                 mine = seg.ns_index == code
                 parts += [seg.valid_from[mine], seg.valid_until[mine]]
-        bounds = view.derived[key] = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
-    i = int(np.searchsorted(bounds, now_us, side="right"))
-    return int(bounds[i]) if i < len(bounds) else int(np.iinfo(np.int64).max)
+        bounds = view.derived[key] = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    later = bounds[bounds > now_us]
+    return int(later.min()) if len(later) else int(np.iinfo(np.int64).max)
 
 
 class Snapshot(Reads):
