@@ -208,9 +208,7 @@ class ContextVerbs(CuriosityVerbs):
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
         """The session's newest turns, newest first."""
         view = self._view()
-        mine = view.memories_at(view.current_locs(namespace, session_id=session_id))  # the session's rows only
-        mine.sort(key=lambda m: (m.seq if m.seq is not None else -1, m.learned_at or 0), reverse=True)
-        return mine[:asm.RECENT_TURNS]
+        return view.memories_at(view.session_locs(namespace, session_id)[::-1][:asm.RECENT_TURNS])
 
 
 __all__ = ["ContextVerbs"]

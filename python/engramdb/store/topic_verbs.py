@@ -21,6 +21,7 @@ import numpy as np
 from ..model import checks
 from ..model.memory import Memory
 from ..spaces.batches import concat, take
+from ..spaces.query import embed_query
 from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
@@ -207,18 +208,15 @@ class TopicVerbs(DreamVerbs):
             raise ValueError(f"query must be non-empty text, got {query!r}")
         checks.utf8("query", query, ValueError)
         view = self._view()
-        locs = view.current_locs(namespace, session_id=session_id)
-        mine = list(zip(view.memories_at(locs), locs))
-        mine.sort(key=lambda p: (p[0].seq if p[0].seq is not None else -1, p[0].learned_at or 0))
-        mine = mine[-recent:]
+        mine = view.session_locs(namespace, session_id)[-recent:]
         sp = self.schema[self.schema.main]
         if not mine:
             return {"divergent": False, "similarity": None, "nearest": None, "low": sp.low, "session_memories": 0}
-        emb = self.embedders[sp.name]
-        q = np.asarray(emb.embed([query]), np.float64)[0]
-        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, sp.name))[row] for _, (si, row) in mine])
+        q = np.asarray(embed_query(sp, self.embedders, query), np.float64).reshape(-1)  # cached (K5)
+        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, sp.name))[row] for si, row in mine])
         far, sim, i = theme_divergence(q, x, sp.low)
-        return {"divergent": far, "similarity": round(sim, 4), "nearest": mine[i][0].id, "low": sp.low,
+        si, row = mine[i]
+        return {"divergent": far, "similarity": round(sim, 4), "nearest": view.segments[si].ids[row], "low": sp.low,
                 "session_memories": len(mine)}
 
     def _topics_to_use(self, namespace: str) -> Topics:
