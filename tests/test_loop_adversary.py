@@ -5,7 +5,9 @@ code before its fix (the commit that adds it says what it saw)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 
 import engramdb
@@ -63,3 +65,61 @@ def test_turns_numbered_past_32_bits_keep_their_neighbours(tmp_path: Path, first
     small = _pixel_hits(tmp_path / "small", 0)
     assert "t3" in small, "the turn after the best hit joins as its neighbour"
     assert _pixel_hits(tmp_path / "big", first_seq) == small
+
+
+class _Job:
+    """A job that counts its runs and fails (or not)."""
+
+    def __init__(self, fail: bool = True) -> None:
+        self.calls = 0
+        self.fail = fail
+
+    def __call__(self) -> None:
+        self.calls += 1
+        if self.fail:
+            raise OSError(28, "No space left on device")
+
+
+def _ran(worker: background.Worker, key: str, job: _Job, calls: int) -> None:
+    """Wait until `job` ran `calls` times and the worker recorded the last run."""
+    while job.calls < calls or key in worker.pending():
+        time.sleep(0.001)
+
+
+def test_a_job_that_keeps_failing_backs_off_and_warns_at_powers_of_two(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A job failing every time (a full disk for the topics file) ran again every second an
+    agent asked, with a warning each time (3,600 an hour). Now each failure in a row doubles the
+    gap and only the 1st, 2nd, 4th, 8th... warn; a success resets both."""
+    monkeypatch.setattr(background, "DELAY", 0.0)
+    monkeypatch.setattr(background, "PACE", 0.0)
+    monkeypatch.setattr(background, "MIN_GAP", 0.0005)  # gaps of 1, 2, 4... ms here
+    w = background.Worker("failing")
+    job = _Job()
+    with caplog.at_level(logging.DEBUG, logger="engramdb"):
+        for n in range(1, 9):
+            w.ask("topics:n", job)
+            _ran(w, "topics:n", job, n)
+        job.fail = False
+        w.ask("topics:n", job)
+        _ran(w, "topics:n", job, 9)
+    w.close()
+    mine = [r for r in caplog.records if "topics:n" in r.getMessage()]
+    assert [r.levelno == logging.WARNING for r in mine] == [True, True, False, True, False, False, False, True]
+    assert "8 in a row" in mine[-1].getMessage() and "No space left on device" in mine[-1].getMessage()
+    assert w.runs["topics:n"]["error"] is None
+
+
+def test_settle_does_not_wait_out_a_failed_jobs_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request asking again for a job that just failed put it back in the queue behind its
+    gap, and settle() waited for it (with the backoff, up to minutes)."""
+    monkeypatch.setattr(background, "DELAY", 0.0)
+    monkeypatch.setattr(background, "MIN_GAP", 3600.0)
+    w = background.Worker("failing")
+    job = _Job()
+    w.ask("topics:n", job)
+    _ran(w, "topics:n", job, 1)
+    w.ask("topics:n", job)  # the next request asks again: it waits an hour or more
+    assert w.pending() == ["topics:n"]
+    assert w.wait(timeout=0) is True
+    w.close()

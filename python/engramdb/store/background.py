@@ -14,7 +14,10 @@ The heavy parts of a job (clustering, tree builds) run in the C++ core with the 
 request on another thread goes on meanwhile.
 
 `close()` stops the thread and waits for the running job (a job writes derived files, which only
-an open writer may do); a job that fails is logged and asked again on the next request.
+an open writer may do); a job that fails is asked again on the next request, each failure in a
+row doubling its key's gap (up to `MAX_BACKOFF`): a job that fails every time (a full disk, data
+its clustering cannot take) runs about a dozen times an hour, not every second an agent asks, and
+is logged as a warning at its 1st, 2nd, 4th, 8th... failure in a row (the rest at debug level).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ log = logging.getLogger("engramdb")
 
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
+MAX_BACKOFF = 600.0  # seconds, at most, between two runs of a key that keeps failing
 DELAY = 0.5  # seconds a job waits after it is asked for: a burst of writes asks once, and a short
 # script (open, add, context, close) ends before any job starts, so its close() waits for none
 
@@ -54,7 +58,7 @@ class Worker:
         self._running: str | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.runs: dict[str, dict[str, Any]] = {}  # key -> {"ms", "at", "error"} of its last run
+        self.runs: dict[str, dict[str, Any]] = {}  # key -> {"ms", "at", "error", "failures"} of its last run
 
     def ask(self, key: str, job: Callable[[], Any]) -> None:
         """Run `job` soon on the worker thread (once, however often it is asked before it runs)."""
@@ -85,13 +89,14 @@ class Worker:
             return sorted({*self._waiting, *([self._running] if self._running else [])})
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until nothing waits or runs (True), or `timeout` seconds pass (False). True at
-        once in a forked child: what waits is its parent's, which no thread here will run."""
+        """Block until nothing waits or runs (True), or `timeout` seconds pass (False). A job whose
+        last run failed and that waits out its backoff is not waited for (`runs` says why). True
+        at once in a forked child: what waits is its parent's, which no thread here will run."""
         if self._forked():
             return True
         end = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            while self._waiting or self._running:
+            while self._running or any(not self.runs.get(k, {}).get("failures") for k in self._waiting):
                 left = None if end is None else end - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -137,14 +142,24 @@ class Worker:
                 job()
             except Exception as e:  # noqa: BLE001 - upkeep is best effort: no request depends on it
                 error = f"{type(e).__name__}: {e}"
-                log.warning("background upkeep %s of %s failed: %s", key, self._name, error)
             took = time.monotonic() - t0
             with self._cv:
                 assert key is not None
-                self._next[key] = time.monotonic() + max(MIN_GAP, PACE * took)
-                self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error}
+                failures = self.runs.get(key, {}).get("failures", 0) + 1 if error else 0
+                gap = max(MIN_GAP, PACE * took)
+                if failures:
+                    gap = min(MAX_BACKOFF, gap * 2.0 ** min(failures, 30))
+                self._next[key] = time.monotonic() + gap
+                self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error,
+                                  "failures": failures}
                 self._running = None
                 self._cv.notify_all()
+            if error is not None:
+                # a warning at the 1st, 2nd, 4th, 8th... failure in a row: a job failing every
+                # time does not fill the log
+                level = logging.WARNING if failures & (failures - 1) == 0 else logging.DEBUG
+                log.log(level, "background upkeep %s of %s failed (%d in a row; next try in %.0f s): %s", key,
+                        self._name, failures, gap, error)
 
 
 class BackgroundVerbs:
@@ -159,7 +174,8 @@ class BackgroundVerbs:
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until the background upkeep has caught up with what was asked of it so far
         (topics, trees, the indexes after a checkpoint): True when it has, False when `timeout`
-        seconds passed first. Nothing to wait for (True) on a read-only store or with
+        seconds passed first. A job that failed and waits out its backoff is not waited for
+        (`stats()["upkeep"]["runs"]` gives its error and failures in a row). Nothing to wait for (True) on a read-only store or with
         `Tuning(background=False)`."""
         return self._upkeep.wait(timeout) if self._upkeep is not None else True
 
@@ -194,4 +210,4 @@ class BackgroundVerbs:
                 "runs": dict(w.runs) if w is not None else {}}
 
 
-__all__ = ["DELAY", "MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]
+__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]
