@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 
 import engramdb
 import pytest
 from engramdb.store import background
+from engramdb.topics import state as topic_state
 
 
 def test_a_forked_child_of_a_writer_with_a_waiting_job_neither_waits_nor_lists_it(
@@ -123,3 +125,48 @@ def test_settle_does_not_wait_out_a_failed_jobs_backoff(monkeypatch: pytest.Monk
     assert w.pending() == ["topics:n"]
     assert w.wait(timeout=0) is True
     w.close()
+
+
+def _files_naming(folder: Path, needles: list[str]) -> list[str]:
+    return sorted({str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()
+                   for n in needles if n.encode() in p.read_bytes()})
+
+
+def test_a_purge_while_a_request_loads_the_stored_topics_leaves_no_purged_id_in_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request reads the stored topics without the topic lock; a purge landing after it read the
+    file and before it kept what it read left the pre-purge topics in memory (purged ids as
+    members, labels made from their text), and the next topics run of any namespace wrote them
+    back into index/topics.arrow."""
+    folder = tmp_path / "s"
+    texts = ["She practises the violin concerto every evening before the concert.",
+             "Tune the guitar strings before the concert starts.",
+             "The orchestra plays the symphony's slow movement beautifully."]
+    tuning = engramdb.Tuning(background=False)
+    with engramdb.open(folder, tuning=tuning) as db:
+        for ns in ("a", "b"):
+            db.add_many([{"content": f"{t} ({i})", "namespace": ns} for i in range(4) for t in texts])
+            db.topics(ns)
+        gone = [m.id for m in db.list("a", limit=100)]
+    assert _files_naming(folder, gone)  # the segments and the stored topics of 'a'
+    db = engramdb.open(folder, tuning=tuning, access_log=False)
+    real = topic_state.load_results
+    caller = threading.current_thread()
+    purges: list[threading.Thread] = []
+
+    def load(files: object) -> object:
+        out = real(files)  # type: ignore[arg-type]
+        if threading.current_thread() is caller and not purges:  # a purge lands between the read and its use
+            purge = threading.Thread(target=db.purge, args=(gone,))
+            purges.append(purge)
+            purge.start()
+            purge.join()
+        return out
+
+    monkeypatch.setattr(topic_state, "load_results", load)
+    db.search("violin", namespace="b", k=3, strategy="pipeline", topics=True)  # the first request reads them
+    monkeypatch.setattr(topic_state, "load_results", real)
+    db.topics("b", refresh=True)  # a run of another namespace writes every namespace's topics
+    db.close()
+    assert len(purges) == 1
+    assert _files_naming(folder, gone) == []

@@ -64,6 +64,7 @@ class TopicVerbs(DreamVerbs):
     _topics_stored: dict[str, tuple[str, Topics]] | None = None  # namespace -> (stamp, topics), as stored
     _themes_stored: dict[str, tuple[str, list[Theme]]] | None = None  # namespace -> (stamp, themes), as stored
     _upkeep: Worker | None = None  # the store's background worker (None: read-only or background=False)
+    _purge_count = 0  # purges of topics begun and ended (odd: one under way): see _stored_topics
 
     def voting_spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
@@ -84,6 +85,28 @@ class TopicVerbs(DreamVerbs):
         found = self.__dict__.get("_topic_rlock")
         # setdefault is atomic: two threads racing here get the same lock
         return found if found is not None else self.__dict__.setdefault("_topic_rlock", threading.RLock())
+
+    @property
+    def _stored_lock(self) -> Any:  # a threading.Lock: the stored topics' swaps against a purge
+        found = self.__dict__.get("_stored_tlock")
+        return found if found is not None else self.__dict__.setdefault("_stored_tlock", threading.Lock())
+
+    def _stored_topics(self) -> dict[str, tuple[str, Topics]]:
+        """The stored topics, read from their file on first use. A request reads them without the
+        topic lock (it never waits for a run); a purge's `_forget_topics` counts up before and
+        after its change (`_purge_count` odd while one is under way), and a read that a purge
+        overlapped is not kept (it may hold what the purge took out: kept, the next run of any
+        namespace wrote it back into the file), so it is read again, or none used this once."""
+        for _ in range(3):
+            stored = self._topics_stored
+            if stored is not None:
+                return stored
+            before = self._purge_count
+            loaded = topic_state.load_results(self._derived)
+            with self._stored_lock:
+                if self._topics_stored is None and before == self._purge_count and before % 2 == 0:
+                    self._topics_stored = loaded
+        return self._topics_stored if self._topics_stored is not None else {}
 
     @_one_at_a_time
     def topics(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
@@ -112,9 +135,8 @@ class TopicVerbs(DreamVerbs):
         if hit is not None and hit[0] == fingerprint and not refresh:
             return hit[1]
         stamp = _stamp(view, namespace)
-        if self._topics_stored is None:
-            self._topics_stored = topic_state.load_results(self._derived)
-        kept = self._topics_stored.get(namespace)
+        stored = self._topics_stored = self._stored_topics()  # under the topic lock: no purge overlaps
+        kept = stored.get(namespace)
         if kept is not None and (kept[0] == stamp or self.read_only) and not refresh and labeler is None:
             # what the writer (or this store, earlier) found; a reader lists the writer's last
             # ones even when the namespace moved since (a hook has no time to cluster)
@@ -144,8 +166,8 @@ class TopicVerbs(DreamVerbs):
         self._save_previous()
         cache[namespace] = (fingerprint, result)
         if labeler is None:
-            self._topics_stored[namespace] = (stamp, result)
-            topic_state.save_results(self._derived, self._topics_stored)
+            stored[namespace] = (stamp, result)
+            topic_state.save_results(self._derived, stored)
         if full:  # increments start from the last full clustering
             if self._topic_runs is None:
                 self._topic_runs = {}
@@ -227,9 +249,7 @@ class TopicVerbs(DreamVerbs):
         it to refresh them (store/background.py); a reader, or `Tuning(background=False)`, uses
         them as they are until `topics()` is called. Takes no lock: a run replaces whole entries."""
         view = self._view()
-        if self._topics_stored is None:
-            self._topics_stored = topic_state.load_results(self._derived)
-        kept = self._topics_stored.get(namespace)
+        kept = self._stored_topics().get(namespace)
         stamp = _stamp(view, namespace)
         fresh = kept is not None and kept[0] == stamp
         hit = (self._topic_cache or {}).get(namespace)
@@ -356,11 +376,17 @@ class TopicVerbs(DreamVerbs):
         if not namespaces and not whole:
             return
         touched = namespaces | whole
-        topic_state.purge(self._derived, touched, ids, whole)
-        for found in (self._topic_cache, self._topic_maps, self._term_caches, self._topic_runs,
-                      self._topics_stored, self._themes_stored):
-            for ns in touched & set(found or ()):
-                found.pop(ns)  # type: ignore[union-attr] # not None: it holds ns
+        with self._stored_lock:
+            self._purge_count += 1  # odd: a request's read of the stored topics now is not kept
+        try:
+            topic_state.purge(self._derived, touched, ids, whole)
+        finally:
+            with self._stored_lock:
+                for found in (self._topic_cache, self._topic_maps, self._term_caches, self._topic_runs,
+                              self._topics_stored, self._themes_stored):
+                    for ns in touched & set(found or ()):
+                        found.pop(ns)  # type: ignore[union-attr] # not None: it holds ns
+                self._purge_count += 1
         if self._topic_prev is not None:
             topic_state.forget(self._topic_prev, self._topic_merges or {}, ids, whole)
 
