@@ -5,6 +5,7 @@ code before its fix (the commit that adds it says what it saw)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from engramdb.index import lexical
 from engramdb.store import background
 from engramdb.topics import state as topic_state
 
@@ -170,3 +172,36 @@ def test_a_purge_while_a_request_loads_the_stored_topics_leaves_no_purged_id_in_
     db.close()
     assert len(purges) == 1
     assert _files_naming(folder, gone) == []
+
+
+def test_build_index_saves_nothing_a_purge_took_out_while_it_built(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """build_index() builds without the writer's lock; a purge landing between its sync and its
+    save had it write the trees and passages of before the purge (the purged memory's key and
+    vector in their centroids, row epoch 0) into index/ after the purge had removed them."""
+    folder = tmp_path / "s"
+    db = engramdb.open(folder, tuning=engramdb.Tuning(background=False, tree_min_rows=20), access_log=False)
+    db.add_many([{"content": f"ordinary note about gardening {i}", "namespace": "n"} for i in range(30)])
+    gone = db.add("the secret word is xylophonequartz", namespace="n").id
+    real = lexical.StoreBm25.sync
+    caller = threading.current_thread()
+    purges: list[threading.Thread] = []
+
+    def sync(self: lexical.StoreBm25, view: object, **kw: object) -> object:
+        out = real(self, view, **kw)  # type: ignore[arg-type]
+        if threading.current_thread() is caller and not purges:  # the purge lands after the build's sync
+            purge = threading.Thread(target=db.purge, args=([gone],))
+            purges.append(purge)
+            purge.start()
+            purge.join()
+        return out
+
+    monkeypatch.setattr(lexical.StoreBm25, "sync", sync)
+    db.build_index()
+    monkeypatch.setattr(lexical.StoreBm25, "sync", real)
+    assert len(purges) == 1 and db.get(gone) is None
+    epoch = json.loads((folder / "manifest.json").read_text())["row_epoch"]
+    written = {p.name: json.loads(p.read_text()).get("epoch") for p in (folder / "index").glob("*.json")
+               if p.name.startswith(("tree-", "passages-", "bm25-"))}
+    assert all(e == epoch for e in written.values()), written
+    db.close()

@@ -445,23 +445,30 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
         if not engine.read_only:
             engine.checkpoint()
         view = engine.view
+
+        def save(ix: Any) -> None:
+            if not engine.files.writable or not ix.dirty:
+                return
+            with engine.writing() as now:  # built without the lock: a purge since renumbered the
+                if now.epoch == view.epoch:  # rows, and what was built holds what it took out
+                    ix.save(engine.files)
+
         lex = lexical_space(self.schema, self.embedders)
         if lex is not None and space is None:  # BM25 of every namespace, saved with the trees
             bm = self._indexes.bm25(lex, view)
             bm.sync(view)
-            if engine.files.writable and bm.dirty and view.committed == len(view.segments):
-                bm.save(engine.files)
+            if view.committed == len(view.segments):
+                save(bm)
         pv = self._indexes.passages(sp, view)
         if pv is not None:  # long memories' passages, embedded now rather than by the first search
             pv.sync(view)
-            if engine.files.writable and pv.dirty and view.committed == len(view.segments):
-                pv.save(engine.files)
+            if view.committed == len(view.segments):
+                save(pv)
         if sp.kind != "dense" or self.index_kind == "none":
             return {}
         ix = self._indexes.dense(sp, view)
         ix.sync(view)
-        if engine.files.writable and ix.dirty:
-            ix.save(engine.files)
+        save(ix)
         return {ns: int(info["memories"]) for ns, info in ix.describe().items()}
 
     def stats(self) -> dict[str, Any]:
