@@ -205,3 +205,20 @@ def test_build_index_saves_nothing_a_purge_took_out_while_it_built(tmp_path: Pat
                if p.name.startswith(("tree-", "passages-", "bm25-"))}
     assert all(e == epoch for e in written.values()), written
     db.close()
+
+
+def test_the_runs_kept_for_stats_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One topics key per namespace: a service with many namespaces kept the last run of every
+    one for ever, and stats()["upkeep"]["runs"] listed them all."""
+    monkeypatch.setattr(background, "DELAY", 0.0)
+    monkeypatch.setattr(background, "MIN_GAP", 0.0)
+    monkeypatch.setattr(background, "PACE", 0.0)
+    many = 300
+    with engramdb.open(tmp_path / "s") as db:
+        db.add_many([{"content": f"note {i}", "namespace": f"user{i}"} for i in range(many)])
+        for i in range(many):
+            db.context("note", namespace=f"user{i}", max_tokens=100)  # each asks for its namespace's topics
+        assert db.settle(timeout=300)
+        runs = db.stats()["upkeep"]["runs"]
+    assert len(runs) < many
+    assert len(runs) == background.RUNS_KEPT and f"topics:user{many - 1}" in runs

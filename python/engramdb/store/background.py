@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,7 @@ log = logging.getLogger("engramdb")
 
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
+RUNS_KEPT = 256  # keys whose last run stats() reports (a service with 100,000 namespaces has as many topic keys)
 MAX_BACKOFF = 600.0  # seconds, at most, between two runs of a key that keeps failing
 DELAY = 0.5  # seconds a job waits after it is asked for: a burst of writes asks once, and a short
 # script (open, add, context, close) ends before any job starts, so its close() waits for none
@@ -58,7 +60,8 @@ class Worker:
         self._running: str | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.runs: dict[str, dict[str, Any]] = {}  # key -> {"ms", "at", "error", "failures"} of its last run
+        # key -> {"ms", "at", "error", "failures"} of its last run, for the `RUNS_KEPT` keys run last
+        self.runs: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def ask(self, key: str, job: Callable[[], Any]) -> None:
         """Run `job` soon on the worker thread (once, however often it is asked before it runs)."""
@@ -88,6 +91,11 @@ class Worker:
         with self._cv:
             return sorted({*self._waiting, *([self._running] if self._running else [])})
 
+    def last_runs(self) -> dict[str, dict[str, Any]]:
+        """A copy of `runs`, oldest first (taken under the lock: the worker changes it)."""
+        with self._cv:
+            return {k: dict(v) for k, v in self.runs.items()}
+
     def wait(self, timeout: float | None = None) -> bool:
         """Block until nothing waits or runs (True), or `timeout` seconds pass (False). A job whose
         last run failed and that waits out its backoff is not waited for (`runs` says why). True
@@ -116,6 +124,19 @@ class Worker:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+
+    def _forget_old(self) -> None:
+        """Keep `runs` to the `RUNS_KEPT` keys run last, and `_next` to the keys whose gap has not
+        passed yet: one key per namespace, and a namespace asked once must not stay for ever.
+        A key that keeps failing keeps its count of failures while its backoff runs."""
+        while len(self.runs) > RUNS_KEPT:
+            old, _ = self.runs.popitem(last=False)
+            if old not in self._waiting:
+                self._next.pop(old, None)
+        if len(self._next) > 2 * RUNS_KEPT:
+            now = time.monotonic()
+            for k in [k for k, t in self._next.items() if t <= now and k not in self._waiting]:
+                del self._next[k]
 
     def _loop(self) -> None:
         while True:
@@ -152,6 +173,8 @@ class Worker:
                 self._next[key] = time.monotonic() + gap
                 self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error,
                                   "failures": failures}
+                self.runs.move_to_end(key)
+                self._forget_old()
                 self._running = None
                 self._cv.notify_all()
             if error is not None:
@@ -207,7 +230,7 @@ class BackgroundVerbs:
         """What `stats()["upkeep"]` says: whether the worker runs, what waits, each job's last run."""
         w = self._upkeep
         return {"background": w is not None, "pending": w.pending() if w is not None else [],
-                "runs": dict(w.runs) if w is not None else {}}
+                "runs": w.last_runs() if w is not None else {}}
 
 
-__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "BackgroundVerbs", "Worker"]
+__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "BackgroundVerbs", "Worker"]
