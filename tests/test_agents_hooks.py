@@ -339,3 +339,17 @@ def test_session_end_applies_only_what_a_person_chose_unless_the_user_opted_in(t
             assert not db.is_archived("doubt") and [v.content for v in db.history("note")] == [note]
             assert run["applied"].get("archive", 0) == 0 and run["applied"].get("compress", 0) == 0
             assert run["proposed"] == {"archive": 1, "compress": 1}
+
+
+def test_a_plain_search_answer_says_who_spoke_and_pastes_a_repeated_prompt_once(tmp_path: Path) -> None:
+    store, cwd = tmp_path / "mem", tmp_path
+    prompt = "Deploy the billing service to the staging cluster with the canary flag"
+    engramdb.capture(store, [{"content": prompt, "namespace": NS, "session_id": SESSION, "role": "user"}
+                             for _ in range(3)] +
+                     [{"content": "I deployed the billing service to staging; the canary flag is on.",
+                       "namespace": NS, "session_id": SESSION, "role": "assistant"}])
+    pre = hook("PreToolUse", store, _payload("PreToolUse", cwd, tool_name="Bash",
+                                             tool_input={"command": "deploy billing service staging canary"}))
+    brief = context_of(pre, "PreToolUse")
+    assert brief.count(prompt) == 1, brief  # said three times, pasted once
+    assert f"- user: {prompt}" in brief and "- assistant: I deployed the billing service" in brief

@@ -313,9 +313,10 @@ def user_prompt_submit(payload: Payload, store: Path, ns: str, max_chars: int, r
 def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run, db: engramdb.Store) -> None:
     """The few memories that match the tool call well."""
     query = ev.tool_query(payload)
-    hits = db.search(query, namespace=ns, k=TOOL_HITS, min_score=TOOL_MIN_SCORE, log=False) if query else []
+    # a few more than shown: the lines pasted once (a repeated prompt) leave room for the next
+    hits = db.search(query, namespace=ns, k=3 * TOOL_HITS, min_score=TOOL_MIN_SCORE, log=False) if query else []
     tool = payload.text("tool_name") or "tool"
-    run.answer(_headed(f"engramdb: memories related to this {tool} call", _lines(hits),
+    run.answer(_headed(f"engramdb: memories related to this {tool} call", _lines(hits, TOOL_HITS),
                        min(max_chars, TOOL_CHARS)))
 
 
@@ -375,13 +376,27 @@ def _tokens(max_chars: int) -> int:
     return max(50, max_chars // CHARS_PER_TOKEN)
 
 
-def _lines(hits: engramdb.Hits | list[engramdb.Hit]) -> list[str]:
-    """One line a hit: when the store learned it, its type, its text (clipped)."""
-    out = []
+def _lines(hits: engramdb.Hits | list[engramdb.Hit], most: int | None = None) -> list[str]:
+    """One line a hit, as the context block writes one: when it was learned (once for a run of
+    hits of one day), who said it (its role) or its type, its text (clipped); a text said twice
+    by the same speaker (a repeated prompt) once; `most` lines of memories at most."""
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    day = None
     for h in hits:
+        if most is not None and len(seen) >= most:
+            break
         m = h.memory
-        when = m.learned_at.date().isoformat() if m.learned_at else "?"
-        out.append(f"- ({when}, {m.memory_type or m.source}) {ev.clip(' '.join(m.content.split()), LINE_CHARS)}")
+        text = " ".join(m.content.split())
+        who = m.role or m.memory_type or m.source
+        if (who, text.casefold()) in seen:
+            continue
+        seen.add((who, text.casefold()))
+        when = m.learned_at.date().isoformat() if m.learned_at else None
+        if when != day and when is not None:
+            out.append(f"{when}:")
+            day = when
+        out.append(f"- {who}: {ev.clip(text, LINE_CHARS)}")
     return out
 
 
