@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ def test_a_forked_child_of_a_writer_with_a_waiting_job_neither_waits_nor_lists_i
     note = tmp_path / "child"
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)  # a child that hangs (a lock held at the fork) dies, and the test fails, not waits for ever
         try:
             settled = db.settle(timeout=2)
             pending = db.stats()["upkeep"]["pending"]

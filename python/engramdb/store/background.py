@@ -92,7 +92,10 @@ class Worker:
             return sorted({*self._waiting, *([self._running] if self._running else [])})
 
     def last_runs(self) -> dict[str, dict[str, Any]]:
-        """A copy of `runs`, oldest first (taken under the lock: the worker changes it)."""
+        """A copy of `runs`, oldest first (taken under the lock: the worker changes it; in a forked
+        child without it: the lock may have been held at the fork, and no thread here changes it)."""
+        if self._forked():
+            return {k: dict(v) for k, v in self.runs.items()}
         with self._cv:
             return {k: dict(v) for k, v in self.runs.items()}
 
