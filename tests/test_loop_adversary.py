@@ -224,3 +224,50 @@ def test_the_runs_kept_for_stats_are_bounded(tmp_path: Path, monkeypatch: pytest
         runs = db.stats()["upkeep"]["runs"]
     assert len(runs) < many
     assert len(runs) == background.RUNS_KEPT and f"topics:user{many - 1}" in runs
+
+
+class _SlowOnTheWorker:
+    """The store's own lexical embedder, slowed on the background worker's thread (where BM25 is
+    brought up to a checkpoint) until the test lets it go: a fork lands while it is inside."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+        self.inside = threading.Event()
+        self.go = threading.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def embed(self, texts: list[str]) -> object:
+        if threading.current_thread().name.startswith("engramdb-upkeep") and not self.go.is_set():
+            self.inside.set()
+            self.go.wait(timeout=1.0)  # released by the test (or after a second: then forks wait for it)
+        return self._inner.embed(texts)  # type: ignore[attr-defined]
+
+
+def test_a_child_forked_while_the_worker_syncs_bm25_can_search(tmp_path: Path) -> None:
+    """The worker holds a BM25 index's lock while it brings it up to a checkpoint; a child forked
+    then inherited the lock held by a thread it does not have, and its first search (BM25 is behind
+    after every write) waited for it for ever. A fork now waits for the sync to end."""
+    with engramdb.open(None) as plain:
+        lexical_embedder = _SlowOnTheWorker(plain.embedders["lexical"])
+        embedders = {**plain.embedders, "lexical": lexical_embedder}
+    db = engramdb.open(tmp_path / "s", embedders=embedders,  # type: ignore[arg-type]
+                       tuning=engramdb.Tuning(checkpoint_rows=100))
+    db.search("warm up", namespace="n", k=3)  # BM25 made
+    long = " ".join(f"word{i} violins" for i in range(400))  # longer than a passage: BM25 embeds its passages
+    db.add(long, namespace="n")
+    db.checkpoint()  # the worker brings BM25 up to it
+    assert lexical_embedder.inside.wait(timeout=60)
+    note = tmp_path / "child"
+    threading.Timer(0.2, lexical_embedder.go.set).start()  # the sync ends soon: the fork waits for it
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)  # a child that hangs dies, and the test fails, not waits for ever
+        try:
+            note.write_text(str(len(db.search("violins", namespace="n", k=3, log=False))))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert note.exists() and note.read_text() == "1"
+    db.close()

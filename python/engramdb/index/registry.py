@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +21,29 @@ from .tree import TreeIndex, TreeVersion
 from .turns import TurnMaps
 
 INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")
+_LIVE: weakref.WeakSet[Indexes] = weakref.WeakSet()  # every store's indexes in this process
+_HELD: list[Any] = []  # the locks a fork holds from just before it until just after
+
+
+def _before_fork() -> None:
+    """A fork waits until no thread is inside an index's sync, load or turn map (a writer's
+    background worker syncs BM25 and builds trees): a child forked meanwhile inherited that lock
+    held, by a thread it does not have, and its first search waited for it for ever."""
+    for indexes in list(_LIVE):
+        indexes._lock.acquire()  # first: no index is made meanwhile, so the list below is whole
+        _HELD.append(indexes._lock)
+        for lock in indexes.fork_locks():
+            lock.acquire()
+            _HELD.append(lock)
+
+
+def _after_fork() -> None:
+    while _HELD:
+        _HELD.pop().release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
 class Indexes:
@@ -46,6 +71,14 @@ class Indexes:
         # snapshot for its jobs; None: indexes advance on the caller's thread
         self.ask: Callable[[str, Callable[[], Any]], None] | None = None
         self.view_now: Callable[[], View] | None = None
+        _LIVE.add(self)
+
+    def fork_locks(self) -> list[Any]:
+        """The locks a fork holds across it besides this registry's own (taken first: it is held
+        while an index is made and loaded, which takes the index's), see `_before_fork`: each
+        index's sync lock, then the turn maps'. A fork waits for a tree build under way."""
+        found = [getattr(ix, "_lock", None) for ix in self.loaded()]
+        return [*[lock for lock in found if lock is not None], self.turns.lock]
 
     def tree(self, space: Space, view: View) -> TreeIndex:
         """The centroid trees of a dense space."""

@@ -30,6 +30,11 @@ class TurnMaps:
         self._maps: OrderedDict[str, tuple[tuple[Segment, ...], TurnIndex]] = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock of the committed maps' cache (a fork holds it across: index/registry.py)."""
+        return self._lock
+
     def get(self, view: View, namespace: str) -> Mapping[tuple[str, int], Loc]:
         """(session_id, seq) -> (segment, row) of the newest row of each turn in a namespace."""
         key = f"turns:{namespace}"
