@@ -271,3 +271,50 @@ def test_a_child_forked_while_the_worker_syncs_bm25_can_search(tmp_path: Path) -
     os.waitpid(pid, 0)
     assert note.exists() and note.read_text() == "1"
     db.close()
+
+
+def test_a_purge_between_a_contexts_search_and_its_snapshot_leaves_the_hit_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """context() raised a bare KeyError (a purged hit's vector) when a purge landed between its
+    search and the snapshot it assembles from."""
+    db = engramdb.open(tmp_path / "s", access_log=False)
+    for i in range(5):
+        db.add(f"the violin concerto rehearsal number {i}", namespace="n")
+    real = db.search
+    gone: list[str] = []
+
+    def search(*a: object, **k: object) -> engramdb.Hits:
+        hits = real(*a, **k)  # type: ignore[arg-type]
+        gone.append(hits[0].id)
+        t = threading.Thread(target=db.purge, args=([hits[0].id],))
+        t.start()
+        t.join()
+        return hits
+
+    monkeypatch.setattr(db, "search", search)
+    c = db.context("violin concerto", namespace="n", max_tokens=500)
+    assert gone and all(i.id != gone[0] for i in c.items) and "rehearsal number" in c.text
+    db.close()
+
+
+def test_a_purge_between_a_contexts_search_and_its_injection_log_is_not_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """context() raised ValueError('no logged search with query_id ...') when a purge of one of its
+    hits took the search's log rows before the injection was logged."""
+    from engramdb.context import assemble as asm
+
+    db = engramdb.open(tmp_path / "s")
+    for i in range(5):
+        db.add(f"the violin concerto rehearsal number {i}", namespace="n")
+    real = asm.assemble
+
+    def assemble(req: object, snap: object, hits: list[engramdb.Hit], **kw: object) -> object:
+        t = threading.Thread(target=db.purge, args=([h.id for h in hits][:1],))
+        t.start()
+        t.join()
+        return real(req, snap, hits, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(asm, "assemble", assemble)
+    c = db.context("violin concerto", namespace="n", max_tokens=500)
+    assert c.items
+    db.close()

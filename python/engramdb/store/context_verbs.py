@@ -26,6 +26,7 @@ from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
 from ..model import checks
 from ..model.errors import StoreError
+from ..model.hit import Hits
 from ..model.memory import Memory
 from ..spaces.query import forget_queries
 from ..storage import set_aside
@@ -81,7 +82,10 @@ class ContextVerbs(CuriosityVerbs):
         t1 = time.perf_counter()
         req = asm.Request(query, namespace, max_tokens, count, tok_name, session_id, as_of, navigate, edge_budget,
                           step_budget, float(latency_ms))
-        snap = asm.Snapshot(self._view(), self._indexes, self.embedders, self.schema, self._usage.ratings)
+        view = self._view()
+        if any(view.key_of(h.id) is None for h in hits):  # purged between the search and this snapshot
+            hits = Hits([h for h in hits if view.key_of(h.id) is not None], hits.stats, hits.query_id)
+        snap = asm.Snapshot(view, self._indexes, self.embedders, self.schema, self._usage.ratings)
         recent = self._recent_turns(namespace, session_id) if session_id is not None else []
         done = asm.assemble(req, snap, hits, topics=self._context_topics(namespace), duals=self._context_duals(),
                             divergence=divergence, recent=recent,
@@ -89,7 +93,10 @@ class ContextVerbs(CuriosityVerbs):
         ctx = done.context
         t2 = time.perf_counter()
         if log and hits.query_id is not None and done.injected:
-            self._usage.feedback(hits.query_id, done.injected, kind="inject", session_id=session_id)
+            try:
+                self._usage.feedback(hits.query_id, done.injected, kind="inject", session_id=session_id)
+            except ValueError:  # a purge took the search's log rows meanwhile: nothing to learn from
+                pass
         found = surprises(done.hops, namespace=namespace, query=query,
                           waiting=self._curiosity_keys() if log and not self.read_only else ())
         queued = self._queue_curiosity(found) if log else 0
