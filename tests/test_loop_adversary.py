@@ -318,3 +318,25 @@ def test_a_purge_between_a_contexts_search_and_its_injection_log_is_not_an_error
     c = db.context("violin concerto", namespace="n", max_tokens=500)
     assert c.items
     db.close()
+
+
+def test_settle_waits_for_what_was_asked_before_it_not_for_what_keeps_coming(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """settle() waited while anything waited: under steady writes something always does (a key
+    asked for again while it runs, paced a second apart), so settle(timeout=None) never returned."""
+    monkeypatch.setattr(background, "DELAY", 0.0)
+    monkeypatch.setattr(background, "MIN_GAP", 0.2)
+    w = background.Worker("test")
+    ran: list[str] = []
+
+    def steady() -> None:  # what an agent's steady writes do: ask again before the last run ends
+        ran.append("steady")
+        w.ask("steady", steady)
+
+    w.ask("first", lambda: (time.sleep(0.3), ran.append("first")))
+    w.ask("steady", steady)
+    try:
+        assert w.wait(timeout=5) is True
+        assert "first" in ran and "steady" in ran
+    finally:
+        w.close()

@@ -58,6 +58,7 @@ class Worker:
         self._waiting: dict[str, Callable[[], Any]] = {}
         self._next: dict[str, float] = {}  # key -> monotonic time it may run again
         self._running: str | None = None
+        self._done: dict[str, int] = {}  # key -> runs finished (what settle() waits to see move)
         self._thread: threading.Thread | None = None
         self._closed = False
         # key -> {"ms", "at", "error", "failures"} of its last run, for the `RUNS_KEPT` keys run last
@@ -100,14 +101,24 @@ class Worker:
             return {k: dict(v) for k, v in self.runs.items()}
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until nothing waits or runs (True), or `timeout` seconds pass (False). A job whose
+        """Block until what waits or runs now has run (True), or `timeout` seconds pass (False). A job whose
         last run failed and that waits out its backoff is not waited for (`runs` says why). True
         at once in a forked child: what waits is its parent's, which no thread here will run."""
         if self._forked():
             return True
         end = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            while self._running or any(not self.runs.get(k, {}).get("failures") for k in self._waiting):
+            # what is waiting or running now, and how many runs each had: a job asked for after
+            # this call is not waited for (under steady writes something is always asked for)
+            before = {k: self._done.get(k, 0) for k in [*self._waiting, *([self._running] if self._running else [])]}
+
+            def owed() -> bool:
+                if self._thread is None or not self._thread.is_alive():
+                    return False  # no thread runs them (never started, or died): nothing to wait for
+                return any(self._done.get(k, 0) == n and (k == self._running or (
+                    k in self._waiting and not self.runs.get(k, {}).get("failures"))) for k, n in before.items())
+
+            while owed():
                 left = None if end is None else end - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -136,6 +147,7 @@ class Worker:
             old, _ = self.runs.popitem(last=False)
             if old not in self._waiting:
                 self._next.pop(old, None)
+                self._done.pop(old, None)
         if len(self._next) > 2 * RUNS_KEPT:
             now = time.monotonic()
             for k in [k for k, t in self._next.items() if t <= now and k not in self._waiting]:
@@ -166,6 +178,11 @@ class Worker:
                 job()
             except Exception as e:  # noqa: BLE001 - upkeep is best effort: no request depends on it
                 error = f"{type(e).__name__}: {e}"
+            except BaseException:  # the thread ends (SystemExit, ...): leave nothing marked running
+                with self._cv:
+                    self._running = None
+                    self._cv.notify_all()
+                raise
             took = time.monotonic() - t0
             with self._cv:
                 assert key is not None
@@ -177,6 +194,7 @@ class Worker:
                 self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error,
                                   "failures": failures}
                 self.runs.move_to_end(key)
+                self._done[key] = self._done.get(key, 0) + 1
                 self._forget_old()
                 self._running = None
                 self._cv.notify_all()
