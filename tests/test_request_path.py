@@ -6,6 +6,7 @@ layer's clustering and the hierarchy's tree build (each records the thread that 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,24 @@ def test_settle_on_a_read_only_store_is_true_at_once(tmp_path: Path) -> None:
     with engramdb.open(tmp_path / "s", read_only=True) as r:
         assert r.settle(timeout=0) is True
         assert r.stats()["upkeep"]["background"] is False
+
+
+def test_a_kept_search_ends_when_the_clock_passes_a_memorys_validity(tmp_path: Path) -> None:
+    """The search cache keeps a search about "now" until the namespace's next validity boundary
+    after it ran (found when the search is reused): a fact that stops holding, and one that starts,
+    change the same search on the same snapshot."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.timezone.utc)
+    with engramdb.open(tmp_path / "s", dedup="off") as db:
+        ending = db.add("The parking permit for level two is valid this week", namespace="n")
+        db.update(ending.id, valid_until=now + dt.timedelta(seconds=1.5))
+        later = db.add("The parking permit for level three starts soon", namespace="n",
+                       valid_from=now + dt.timedelta(seconds=1.5))
+        first = {h.id for h in db.search("parking permit", namespace="n")}
+        assert first == {ending.id}
+        again = db.search("parking permit", namespace="n")
+        assert {h.id for h in again} == first and again.stats.cached  # reused
+        time.sleep(2.0)
+        after = db.search("parking permit", namespace="n")
+        assert {h.id for h in after} == {later.id} and not after.stats.cached
