@@ -49,9 +49,12 @@ def _when(h: Any) -> str:
     return h.memory.valid_from.date().isoformat() if h.memory.valid_from else "?"
 
 
-def _why(h: Any) -> str:
-    """Which methods matched, or the hit a neighbouring turn was expanded from."""
+def _why(h: Any, ranks: dict[str, int] | None = None) -> str:
+    """Which methods matched, or the hit a neighbouring turn came with (its score is its own)."""
     why = h.explain or {}
+    if h.via is not None:
+        at = (ranks or {}).get(h.via)
+        return f"next to hit #{at} in its conversation" if at else "next to a hit in its conversation"
     expanded = why.get("expanded")
     if expanded and expanded["inherited"] >= why.get("own", 0):
         return f"{expanded['method']} of a hit"
@@ -80,8 +83,9 @@ def run_demo(path: str | Path = "engramdb-demo", echo: Callable[[str], None] = p
             hits = db.search(q, namespace=NAMESPACE, k=3, explain=True)  # the default call: hybrid
             latencies.append(time.perf_counter() - t0)
             first += bool(hits) and hits[0].id == answer
+            ranks = {h.id: rank for rank, h in enumerate(hits, 1)}
             for rank, h in enumerate(hits, 1):
-                echo(f"   #{rank} {h.score:5.2f}  [{_when(h)}] {h.memory.content}  <- {_why(h)}")
+                echo(f"   #{rank} {h.score:5.2f}  [{_when(h)}] {h.memory.content}  <- {_why(h, ranks)}")
             echo("")
         then = datetime(2025, 4, 20, tzinfo=timezone.utc)
         q = "Where does Maya work?"
