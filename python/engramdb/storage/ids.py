@@ -35,6 +35,13 @@ class IdIndex:
         self._previous: dict[int, int] = {}  # key -> the key of the version it replaced
         self._rows = 0  # keys [0, _rows) are indexed
         self._lock = threading.Lock()  # one extender at a time; lookups take no lock
+        # the same, as arrays `keys()` reads without a dict walk (an agent's loop asks at every
+        # write: 100,000 dict values and a sort each time): whether each key is its id's newest,
+        # and (replacing key, replaced key) in key order; a replacement is recorded before the
+        # flag flips, so a reader that sees the flip finds the pair
+        self._current = np.zeros(0, bool)
+        self._swaps = np.zeros((0, 2), np.int64)
+        self._nswaps = 0
 
     @property
     def rows(self) -> int:
@@ -57,18 +64,40 @@ class IdIndex:
                 if lo >= hi:
                     continue
                 ids = seg.ids[lo - base : hi - base]
+                cur = self._grown(hi)
                 if latest.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
                     # the bulk path (a reopen, a batch of new ids): isdisjoint walks these ids only
                     latest.update(zip(ids, range(lo, hi)))
+                    cur[lo:hi] = True
                     continue
                 for key, mid in enumerate(ids, lo):
                     old = latest.get(mid)
                     if old is not None:
                         previous[key] = old
                         replaced.append((old, key))
+                        self._swapped(key, old)
+                        cur[old] = False
                     latest[mid] = key
+                    cur[key] = True
             self._rows = max(self._rows, rows)
         return replaced
+
+    def _grown(self, rows: int) -> np.ndarray:
+        """The current-key flags with room for `rows` keys (a new array when it grows: a reader
+        holding the old one reads the flags of its own rows, which only later keys change)."""
+        if len(self._current) < rows:
+            bigger = np.zeros(max(rows, 2 * len(self._current), 1024), bool)
+            bigger[: len(self._current)] = self._current
+            self._current = bigger
+        return self._current
+
+    def _swapped(self, key: int, old: int) -> None:
+        if self._nswaps == len(self._swaps):
+            bigger = np.zeros((max(1024, 2 * len(self._swaps)), 2), np.int64)
+            bigger[: self._nswaps] = self._swaps[: self._nswaps]
+            self._swaps = bigger
+        self._swaps[self._nswaps] = (key, old)
+        self._nswaps += 1
 
     def lookup(self, id: str, rows: int) -> int | None:
         """The key of `id`'s newest row among the first `rows` keys, or None."""
@@ -90,19 +119,16 @@ class IdIndex:
                 yield mid, k
 
     def keys(self, rows: int) -> np.ndarray:
-        """The newest key of every id with a row among the first `rows` keys (in no order)."""
-        keys = np.fromiter(list(self._latest.values()), np.int64)  # a copy: the writer may add ids
-        late = np.flatnonzero(keys >= rows)
-        if len(late):  # ids rewritten after this view: walk back to the version it saw (rare)
-            back = []
-            for key in keys[late].tolist():
-                k: int | None = key
-                while k is not None and k >= rows:
-                    k = self._previous.get(k)
-                back.append(-1 if k is None else k)
-            keys[late] = back
-            keys = keys[keys >= 0]
-        return keys
+        """The newest key of every id with a row among the first `rows` keys, ascending: the
+        flagged keys below `rows`, and the keys a later version (at `rows` or past it) replaced,
+        which are the newest this view sees. The flags are read before the pairs: a flip the
+        read saw has its pair recorded already."""
+        base = np.flatnonzero(self._current[:rows])
+        n = self._nswaps
+        swaps = self._swaps[:n]
+        later = swaps[np.searchsorted(swaps[:, 0], rows):, 1] if n else swaps[:0, 1]
+        later = later[later < rows]
+        return np.union1d(base, later) if len(later) else base
 
     def count(self, rows: int) -> int:
         """How many ids have a row among the first `rows` keys."""
