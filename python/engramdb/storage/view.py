@@ -171,7 +171,7 @@ class View:
         of every key at 100,000 memories each); callers never change the arrays."""
         found = self.derived.get("current_rows")
         if found is None:
-            keys = np.sort(self._ids().keys(self.rows))
+            keys = self._ids().keys(self.rows)  # ascending
             seg = np.searchsorted(self.bases, keys, side="right") - 1
             bounds = np.searchsorted(seg, np.arange(len(self.segments) + 1))
             found = self.derived["current_rows"] = [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
