@@ -117,7 +117,7 @@ class Indexes:
         if self.ask is None or self.view_now is None:
             return ix.sync(view, wait=False)
         v = ix.sync(view, wait=False, advance=False)
-        if v is None or v.covered < view.committed_rows:
+        if view.committed_rows > (v.covered if v is not None else 0):  # something for the worker to index
             now = self.view_now
             self.ask(f"index:{ix.kind}:{space.name}", lambda: ix.sync(now()))
         return v

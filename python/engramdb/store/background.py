@@ -22,10 +22,12 @@ is logged as a warning at its 1st, 2nd, 4th, 8th... failure in a row (the rest a
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +65,7 @@ class Worker:
         self._closed = False
         # key -> {"ms", "at", "error", "failures"} of its last run, for the `RUNS_KEPT` keys run last
         self.runs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        _LIVE.add(self)
 
     def ask(self, key: str, job: Callable[[], Any]) -> None:
         """Run `job` soon on the worker thread (once, however often it is asked before it runs)."""
@@ -204,6 +207,18 @@ class Worker:
                 level = logging.WARNING if failures & (failures - 1) == 0 else logging.DEBUG
                 log.log(level, "background upkeep %s of %s failed (%d in a row; next try in %.0f s): %s", key,
                         self._name, failures, gap, error)
+
+
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit, before its finalisation: stop every worker still running, letting a
+    running job finish (a store a script never closed; a daemon thread still inside numpy or
+    Arrow while the interpreter tears down can crash the process's exit)."""
+    for w in list(_LIVE):
+        w.close()
 
 
 class BackgroundVerbs:
