@@ -168,32 +168,26 @@ class Indexes:
         """Every index made so far."""
         return [*self._trees.values(), *self._graphs.values(), *self._bm25.values(), *self._passages.values()]
 
-    def sync(self, view: View) -> None:
-        """Bring the indexes made so far up to the view's committed rows, in memory (no file)."""
-        dense: list[TreeIndex | HnswIndex] = [*self._trees.values(), *self._graphs.values()]
-        for ix in dense:
-            ix.sync(view)
+    def sync(self, view: View) -> list[TreeIndex | HnswIndex | StoreBm25 | StorePassages]:
+        """Bring the indexes made so far up to the view's committed rows, in memory (no file);
+        returns them. BM25 and the passages only when every segment is a file (their keys span
+        every segment)."""
+        synced: list[TreeIndex | HnswIndex | StoreBm25 | StorePassages] = [*self._trees.values(),
+                                                                            *self._graphs.values()]
         if view.committed == len(view.segments):
-            keyed: list[StoreBm25 | StorePassages] = [*self._bm25.values(), *self._passages.values()]
-            for kx in keyed:
-                kx.sync(view)
+            synced += [*self._bm25.values(), *self._passages.values()]
+        for ix in synced:
+            ix.sync(view)
+        return synced
 
     def save(self, view: View) -> None:
         """Bring the indexes made so far up to the view's committed rows and write the changed
         ones (the writer, after a checkpoint and on close)."""
         if not self.files.writable:
             return
-        dense: list[TreeIndex | HnswIndex] = [*self._trees.values(), *self._graphs.values()]
-        for ix in dense:
-            ix.sync(view)
+        for ix in self.sync(view):
             if ix.dirty:
                 ix.save(self.files)
-        if view.committed == len(view.segments):  # BM25 keys span every segment: saved when all are files
-            keyed: list[StoreBm25 | StorePassages] = [*self._bm25.values(), *self._passages.values()]
-            for kx in keyed:
-                kx.sync(view)
-                if kx.dirty:
-                    kx.save(self.files)
 
     def drop(self) -> None:
         """Forget every index (after a purge renumbered the rows; their files are gone)."""

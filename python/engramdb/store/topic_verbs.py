@@ -453,14 +453,20 @@ def _moved(stored: str, now: str) -> bool:
 
 def _stamp(view: View, namespace: str) -> str:
     """The state of a namespace stored results are valid for: its rows (every write adds one) and
-    its newest learning time (a purge and as many adds after it change that)."""
+    its newest learning time (a purge and as many adds after it change that). Once per snapshot:
+    every search and context of a namespace reads it (a pass over its rows)."""
+    key = f"topics-stamp:{namespace}"
+    found = view.derived.get(key)
+    if found is not None:
+        return str(found)
     newest = 0
     for seg in view.segments:
         code = seg.ns_codes.get(namespace)
         if code is not None:
             mine = seg.learned_at[seg.ns_index == code]
             newest = max(newest, int(mine.max()) if len(mine) else 0)
-    return f"{view.namespace_rows(namespace)}:{newest}"
+    found = view.derived[key] = f"{view.namespace_rows(namespace)}:{newest}"
+    return found
 
 
 def _centroids(groups: list[list[int]], unit: np.ndarray) -> np.ndarray:
