@@ -238,11 +238,12 @@ def test_add_file_chunks_skips_unchanged_and_supersedes_changed(tmp_path: Path) 
 def test_cli_ingest(tmp_path: Path) -> None:
     doc = tmp_path / "a.txt"
     doc.write_text(_doc(40, "otter"))
-    cmd = [sys.executable, "-m", "engramdb", "ingest", str(tmp_path / "db"), str(doc), "--namespace", "n"]
+    cmd = [sys.executable, "-m", "engramdb", "ingest", "--path", str(tmp_path / "db"), str(doc), "--namespace", "n",
+           "--json"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    assert json.loads(out)["added"] >= 1
+    assert json.loads(out)["files"][0]["added"] >= 1
     again = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    assert json.loads(again)["skipped"] is True
+    assert json.loads(again)["files"][0]["skipped"] is True
 
 
 # ------------------------------------------------------------------------------ asyncio facade

@@ -40,7 +40,7 @@ def test_add_search_stats_export_commands(tmp_path: Path, capsys: pytest.Capture
     assert cli.main(["add", "The bakery opens at 4 am", "--path", path, "--namespace", "n"]) == 0
     capsys.readouterr()
     assert cli.main(["search", "cat in a box", "--path", path, "--namespace", "n", "-k", "1", "--json"]) == 0
-    hit = json.loads(capsys.readouterr().out)
+    hit, = json.loads(capsys.readouterr().out)["hits"]
     assert hit["id"] == mid
     assert cli.main(["stats", "--path", path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 2
@@ -60,7 +60,7 @@ def test_kernel_demo_runs_every_kernel_family_and_checks_itself() -> None:
 
 
 def test_capabilities_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["capabilities"]) == 0
+    assert cli.main(["capabilities", "--json"]) == 0
     caps = json.loads(capsys.readouterr().out)
     assert caps["isa"] in caps["available"]
 
@@ -78,11 +78,11 @@ def test_search_explain_index_and_archive_commands(tmp_path: Path, capsys: pytes
     mid = capsys.readouterr().out.strip()
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "-k", "1", "--json", "--explain",
                      "--strategy", "exact"]) == 0
-    hit = json.loads(capsys.readouterr().out)
+    hit, = json.loads(capsys.readouterr().out)["hits"]
     assert hit["id"] == mid and hit["explain"]["strategy"] == "exact" and hit["archived"] is False
-    assert cli.main(["index", "--path", path]) == 0  # one small namespace: nothing to index yet
+    assert cli.main(["index", "--path", path, "--json"]) == 0  # one small namespace: nothing to index yet
     assert json.loads(capsys.readouterr().out)["namespaces"] == {}
-    assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01T00:00:00+00:00"]) == 0
+    assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01T00:00:00+00:00", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 1
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "-k", "1"]) == 0
     assert "(archived)" in capsys.readouterr().out
@@ -99,15 +99,15 @@ def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     for strategy in ("bm25", "hybrid", "multi_space", "pipeline"):
         assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "-k", "2", "--json", "--explain",
                          "--strategy", strategy, "--weight", "bm25=1.5", "--type", "fact"]) == 0
-        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        rows = json.loads(capsys.readouterr().out)["hits"]
         assert [r["content"] for r in rows] == ["Biscuit the cat sleeps in boxes"]  # --type fact only
         assert rows[0]["explain"]["strategy"] == strategy and "bm25" in rows[0]["explain"]["methods"]
         if strategy != "bm25":
             assert rows[0]["explain"]["weights"]["bm25"] == 1.5
     assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "--json", "--stats",
                      "--strategy", "pipeline"]) == 0
-    *hits, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    st = last["stats"]
+    doc = json.loads(capsys.readouterr().out)
+    hits, st = doc["hits"], doc["stats"]
     assert hits and st["strategy"] == "pipeline" and st["namespace"] == "n" and st["failed"] == {}
     assert st["stages"]["fused"] >= len(hits) and set(st["stage_ms"]) == {"recall", "dense", "fuse", "rerank"}
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "hybrid",
@@ -122,7 +122,7 @@ def test_search_stage_option_sets_pipeline_stages(tmp_path: Path, capsys: pytest
     capsys.readouterr()
     assert cli.main(["search", "cat boxes", "--path", path, "--namespace", "n", "--json", "--explain",
                      "--strategy", "pipeline", "--stage", "feedback=2", "--stage", "sparse=50"]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = json.loads(capsys.readouterr().out)["hits"]
     assert rows[0]["explain"]["stages"]["feedback"] == 2 and rows[0]["explain"]["stages"]["sparse"] <= 50
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "--strategy", "pipeline",
                      "--stage", "feedback=ten"]) == 1
@@ -144,7 +144,7 @@ def test_search_command_quotes_the_passage_of_a_long_memory(tmp_path: Path, caps
     assert "bakery oven" in line and len(line) < len(long) // 2  # the passage, not the whole memory
     assert cli.main(["search", "who bought the bakery oven", "--path", path, "--namespace", "n", "-k", "1",
                      "--json"]) == 0
-    row = json.loads(capsys.readouterr().out)
+    row, = json.loads(capsys.readouterr().out)["hits"]
     a, b = row["passage"]
     assert "bakery oven" in row["content"][a:b]
 
@@ -171,7 +171,7 @@ def test_stats_dashboard_and_metrics_commands(tmp_path: Path, capsys: pytest.Cap
     assert cli.main(["stats", "--path", path, "--json"]) == 0
     board = json.loads(capsys.readouterr().out)["usage"]
     assert board["activity"]["searches"] == 3 and board["top"][0]["used"] == 3
-    assert cli.main(["metrics", path]) == 0
+    assert cli.main(["metrics", "--path", path]) == 0
     text = capsys.readouterr().out
     assert 'engramdb_memories{namespace="n"} 4.0' in text and "engramdb_searches_total 3.0" in text
     assert 'engramdb_elo_tier_memories{tier="MEDIUM"}' in text and "# TYPE engramdb_search_latency_seconds gauge" in text
@@ -182,7 +182,7 @@ def test_consolidate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     _used_store(path)
     assert cli.main(["consolidate", "--path", path, "--dry-run", "--json"]) == 0
     captured = capsys.readouterr()
-    rows = [json.loads(line) for line in captured.out.splitlines()]
+    rows = json.loads(captured.out)["decisions"]
     assert {r["id"] for r in rows} == {"m0", "m1", "m2", "m3"} and all(r["action"] == "keep" for r in rows)
     assert "dry run: 4 memories" in captured.err  # every memory is in its 7-day grace
     assert cli.main(["consolidate", path]) == 0  # the folder as the first argument, for cron lines

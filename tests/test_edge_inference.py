@@ -152,7 +152,7 @@ def test_cli_infer_edges_stores_and_prints_edges(tmp_path: Path, capsys: pytest.
     db.close()
     assert cli.main(["infer-edges", "--path", str(tmp_path / "m"), "--namespace", "n", "--json"]) == 0
     out, err = capsys.readouterr()
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = json.loads(out)["stored"]
     assert {"src": ids[1], "dst": ids[0], "type": "CAUSED_BY"}.items() <= rows[0].items()
     assert "4 memories" in err
     with engramdb.open(tmp_path / "m") as again:

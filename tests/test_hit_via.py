@@ -83,5 +83,5 @@ def test_the_mcp_tool_and_the_cli_show_via(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "engramdb", "search", QUERY, "--path", str(tmp_path / "s"),
                           "--namespace", "c", "-k", "2", "--json"], capture_output=True, text=True, check=True,
                          timeout=120)
-    rows2 = [json.loads(line) for line in out.stdout.splitlines()]
+    rows2 = json.loads(out.stdout)["hits"]
     assert [r["via"] for r in rows2] == [None, ids[MANAGER]]
