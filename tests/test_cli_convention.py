@@ -259,6 +259,8 @@ def test_errors_are_one_line_without_a_traceback(store: Path, tmp_path: Path) ->
         (["export", str(tmp_path), *s], 1, "engramdb export: "),
         (["backup", str(tmp_path / "other"), *s], 1, "engramdb backup: "),
         (["demo", "--kernels", "--rows", "10"], 2, "--rows must be >= 1000"),
+        (["context", "violin", "lessons", "--namespace", "n", *s], 2,
+         "one QUERY is expected, got 'violin' and 'lessons' (quote words that go together)"),
     ]
     for (args, code, said), done in zip(cases, run_all([(c[0], tmp_path, None) for c in cases])):
         assert done.returncode == code and said in done.stderr, (args, done.returncode, done.stderr)

@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `engramdb search ... | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush would fail again
-        return 1
+        return 141  # what a shell reports for a command a closed pipe stopped (128 + SIGPIPE)
     except _EXPECTED as exc:
         note(command.name, one_line(str(exc) or type(exc).__name__))
         return 1

@@ -85,6 +85,9 @@ def first_of_two(target: str) -> Callable[[argparse.Namespace], str | None]:
         if args.second is None:
             setattr(args, target, args.first)
             return None
+        if args.path is not None:  # not the old form: two words where one was meant
+            raise CliError(f"one {target.upper()} is expected, got {args.first!r} and {args.second!r} (quote "
+                           "words that go together)", 2)
         setattr(args, target, args.second)
         folder: str = args.first
         return folder
