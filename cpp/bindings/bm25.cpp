@@ -79,7 +79,10 @@ std::tuple<carray<int64_t>, carray<float>, int> bm25_query_py(
     for (py::ssize_t j = 0; j < m; ++j) {
         const int32_t* at = std::lower_bound(ct, ct + T, tp[j]);
         const int64_t r = (at != ct + T && *at == tp[j]) ? at - ct : -1;
-        const int64_t df = dft != nullptr ? dft[j] : (r >= 0 ? ip[r + 1] - ip[r] : 0);
+        // offsets are checked by the kernel (error 2) when it reads the row; until then a
+        // difference of garbage offsets must not be taken (it can overflow)
+        const bool sound = r >= 0 && ip[r] >= 0 && ip[r + 1] >= ip[r];
+        const int64_t df = dft != nullptr ? dft[j] : (sound ? ip[r + 1] - ip[r] : 0);
         rows[static_cast<size_t>(j)] = r;
         const double idf = std::log1p((static_cast<double>(n_total) - static_cast<double>(df) + 0.5) /
                                       (static_cast<double>(df) + 0.5));
@@ -95,8 +98,8 @@ std::tuple<carray<int64_t>, carray<float>, int> bm25_query_py(
                         uz(n_docs), k1, mp, uz(k), 1, idx.data(), sc.data(),
                         sorted_k ? uz(std::max<py::ssize_t>(*sorted_k, 0)) : SIZE_MAX);
     }
-    py::ssize_t n = 0;
-    while (n < k && idx[static_cast<size_t>(n)] >= 0) ++n;
+    py::ssize_t n = 0;  // on an error the kernel wrote no results: return none, not zeros
+    while (err.code == 0 && n < k && idx[static_cast<size_t>(n)] >= 0) ++n;
     carray<int64_t> out_i({n});
     carray<float> out_s({n});
     std::copy(idx.begin(), idx.begin() + n, out_i.mutable_data());

@@ -2,6 +2,7 @@
 #include "engramdb/centroids.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "util.h"
 
@@ -22,6 +23,16 @@ int64_t centroid_update_py(carray<float> C, carray<int64_t> counts, const carray
     const int64_t* np_ = nodes.data();
     for (py::ssize_t i = 0; i < m; ++i)
         if (np_[i] < 0 || np_[i] >= c) throw py::index_error("node_ids[" + std::to_string(i) + "] out of range");
+    // the update's weight is 1 / (n + 1) and n grows by one per pair: a count within m of the
+    // largest int64 overflowed (undefined behaviour), a negative one made the weight infinite or
+    // an extrapolation. Only the counts this batch touches matter.
+    const int64_t* kp0 = counts.data();
+    for (py::ssize_t i = 0; i < m; ++i) {
+        const int64_t n = kp0[np_[i]];
+        if (n < 0 || n > std::numeric_limits<int64_t>::max() - m)
+            throw py::value_error("counts[" + std::to_string(np_[i]) + "] = " + std::to_string(n) +
+                                  " is outside 0..2^63-1 - len(node_ids)");
+    }
     float* cp = C.mutable_data();
     int64_t* kp = counts.mutable_data();
     const float* vp = V.data();

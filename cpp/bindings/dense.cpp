@@ -121,9 +121,12 @@ std::tuple<carray<int64_t>, carray<float>, int64_t> dense_rescore_keys_py(const 
         if (s == 0) f16 = this_f16;
         if (this_f16 != f16) throw py::type_error("matrices must all be float32 or all float16");
         require_len(m.shape(1), q.shape(0), "matrix columns");
-        if (bp[s + 1] - bp[s] != m.shape(0))
+        // bp[s] is a sum of row counts already checked, so adding one more cannot overflow (a
+        // difference of two unchecked bases could)
+        if (bp[s + 1] != bp[s] + m.shape(0))
             throw py::value_error("matrix " + std::to_string(s) + " has " + std::to_string(m.shape(0)) +
-                                  " rows, bases say " + std::to_string(bp[s + 1] - bp[s]));
+                                  " rows, but bases[" + std::to_string(s + 1) + "] = " + std::to_string(bp[s + 1]) +
+                                  " (expected " + std::to_string(bp[s] + m.shape(0)) + ")");
     }
     const int64_t total = bp[nseg];
     const int64_t* kp = keys.data();

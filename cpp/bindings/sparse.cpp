@@ -12,6 +12,13 @@ std::tuple<carray<int64_t>, carray<float>, std::optional<carray<float>>, int64_t
                           const std::optional<carray<float>>& w, py::ssize_t k,
                           const std::optional<carray<uint8_t>>& mask, py::ssize_t threads, bool want_full) {
     require_rank(q_ids, 1, "query");
+    // The kernel sizes its lookup table by the query's last id and merges in id order: an unsorted
+    // query wrote past the table, a negative id before it.
+    const int32_t* qi = q_ids.data();
+    for (py::ssize_t i = 0; i < q_ids.shape(0); ++i)
+        if (qi[i] < 0 || (i > 0 && qi[i] <= qi[i - 1]))
+            throw py::value_error("query ids must be non-negative and strictly increasing, got query[" +
+                                  std::to_string(i) + "] = " + std::to_string(qi[i]));
     require_rank(indptr, 1, "indptr");
     require_rank(ids, 1, "indices");
     if (indptr.shape(0) < 1) throw py::value_error("indptr must have at least one entry");

@@ -26,6 +26,10 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
         throw py::value_error("bad root, height, k, beam or probe");
     const int64_t* cp = child_ptr.data();
     const int64_t* mp = member_ptr.data();
+    // CSR offsets are checked to rise up to their index array's length; a first offset below 0
+    // made the kernel read before the index array.
+    if (cp[0] != 0) throw py::value_error("child_ptr must start at 0, got " + std::to_string(cp[0]));
+    if (mp[0] != 0) throw py::value_error("member_ptr must start at 0, got " + std::to_string(mp[0]));
     for (py::ssize_t i = 0; i < n_nodes; ++i)
         if (cp[i] > cp[i + 1] || mp[i] > mp[i + 1]) throw py::value_error("CSR pointers must not decrease");
     if (cp[n_nodes] != child_idx.shape(0) || mp[n_nodes] != member_idx.shape(0))
@@ -34,10 +38,18 @@ tree_search_py(const carray<float>& q, const carray<float>& C, const carray<int6
         if (child_idx.data()[i] < 0 || child_idx.data()[i] >= n_nodes) throw py::index_error("child id out of range");
     std::vector<const float*> mp_rows;
     const int64_t* bp = bases.data();
+    // key r lives in the matrix s with bases[s] <= r < bases[s + 1]: bases[0] above 0 made the
+    // kernel read keys below it before the first matrix
+    if (bp[0] != 0) throw py::value_error("bases must start at 0, got " + std::to_string(bp[0]));
     for (size_t s = 0; s < mats.size(); ++s) {
         require_rank(mats[s], 2, "matrix");
         require_len(mats[s].shape(1), d, "matrix columns");
-        require_len(mats[s].shape(0), bp[s + 1] - bp[s], "matrix rows (bases)");
+        // bp[s] is a sum of row counts already checked, so adding one more cannot overflow (a
+        // difference of two unchecked bases could)
+        if (bp[s + 1] != bp[s] + mats[s].shape(0))
+            throw py::value_error("matrix " + std::to_string(s) + " has " + std::to_string(mats[s].shape(0)) +
+                                  " rows, but bases[" + std::to_string(s + 1) + "] = " + std::to_string(bp[s + 1]) +
+                                  " (expected " + std::to_string(bp[s] + mats[s].shape(0)) + ")");
         mp_rows.push_back(mats[s].data());
     }
     py::ssize_t n_keys = mats.empty() ? 0 : bp[mats.size()];

@@ -163,8 +163,8 @@ int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d
 void cluster_sums(const float* V, size_t n, size_t d, const int64_t* labels, size_t c, double* sums,
                   int64_t* counts) {
     const IsaKernels& K = kernels();
-    std::memset(sums, 0, c * d * sizeof(double));
-    std::memset(counts, 0, c * sizeof(int64_t));
+    std::fill(sums, sums + c * d, 0.0);  // not memset: an empty output may be a null pointer
+    std::fill(counts, counts + c, int64_t{0});
     for (size_t r = 0; r < n; ++r) {
         const size_t l = static_cast<size_t>(labels[r]);
         K.add_f64(sums + l * d, V + r * d, d);

@@ -13,7 +13,8 @@
 
 namespace engramdb {
 
-// Returns -1, or the first pair whose vector makes its centroid non-finite (a NaN or inf in the
+// Counts must be >= 0 and stay below INT64_MAX through the batch (the binding checks). Returns
+// -1, or the first pair whose vector makes its centroid non-finite (a NaN or inf in the
 // vector, or overflow); then the batch is refused as a whole and nothing is changed. Rows are
 // updated in input order, each saved before its first update.
 int64_t centroid_update(float* C, int64_t* counts, size_t c, size_t d, const int64_t* nodes, const float* V, size_t m);

@@ -1,0 +1,102 @@
+// HDBSCAN over a precomputed distance matrix (density.h): clear structure found, float and double
+// agreeing, degenerate sizes, and a NaN, infinite or negative distance named by its row. (The
+// Python tests compare the labels with scikit-learn's; this checks the native code on its own,
+// under the sanitizers.)
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "engramdb/density.h"
+#include "harness.h"
+
+using harness::Scope;
+
+namespace {
+
+// Two blobs of `per` points around (0, 0) and (10, 0), then `far` lone points far from both.
+std::vector<double> blob_distances(size_t per, size_t far, size_t* n_out) {
+    std::vector<std::pair<double, double>> pts;
+    for (size_t i = 0; i < per; ++i) pts.push_back({harness::uniform(-1.f, 1.f), harness::uniform(-1.f, 1.f)});
+    for (size_t i = 0; i < per; ++i) pts.push_back({10 + harness::uniform(-1.f, 1.f), harness::uniform(-1.f, 1.f)});
+    for (size_t i = 0; i < far; ++i) pts.push_back({100.0 * (i + 1), -100.0 * (i + 1)});
+    const size_t n = pts.size();
+    std::vector<double> D(n * n);
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j)
+            D[i * n + j] = std::hypot(pts[i].first - pts[j].first, pts[i].second - pts[j].second);
+    *n_out = n;
+    return D;
+}
+
+}  // namespace
+
+TEST(hdbscan_finds_two_blobs_and_calls_far_points_noise) {
+    for (size_t min_samples : {2, 5, 20})
+        for (size_t per : {30, 120}) {
+            Scope s("min_samples", min_samples, "per blob", per);
+            size_t n;
+            const std::vector<double> D = blob_distances(per, 3, &n);
+            std::vector<int64_t> labels(n, 99);
+            REQUIRE(engramdb::hdbscan_precomputed(D.data(), n, 10, min_samples, labels.data()) == -1);
+            CHECK(labels[0] >= 0);
+            CHECK(labels[per] >= 0);
+            CHECK(labels[0] != labels[per]);
+            size_t same_a = 0, same_b = 0;
+            for (size_t i = 0; i < per; ++i) {
+                same_a += labels[i] == labels[0];
+                same_b += labels[per + i] == labels[per];
+            }
+            CHECK(same_a >= per * 9 / 10);  // a blob's edge may fall out as noise
+            CHECK(same_b >= per * 9 / 10);
+            for (size_t i = 2 * per; i < n; ++i) CHECK_EQ(labels[i], int64_t{-1});
+            // float32 distances give the same labels
+            const std::vector<float> F(D.begin(), D.end());
+            std::vector<int64_t> lf(n, 99);
+            REQUIRE(engramdb::hdbscan_precomputed(F.data(), n, 10, min_samples, lf.data()) == -1);
+            CHECK(lf == labels);
+        }
+}
+
+TEST(hdbscan_labels_are_numbered_from_zero) {
+    size_t n;
+    const std::vector<double> D = blob_distances(50, 0, &n);
+    for (size_t mcs : {2, 3, 7, 40, 101, 1000}) {
+        Scope s("min_cluster_size", mcs);
+        std::vector<int64_t> labels(n);
+        REQUIRE(engramdb::hdbscan_precomputed(D.data(), n, mcs, 4, labels.data()) == -1);
+        std::set<int64_t> seen(labels.begin(), labels.end());
+        seen.erase(-1);
+        int64_t want = 0;
+        for (int64_t l : seen) CHECK_EQ(l, want++);
+    }
+}
+
+TEST(hdbscan_of_zero_one_and_two_points) {
+    std::vector<int64_t> labels(2, 99);
+    const double none[1] = {0};
+    CHECK_EQ(engramdb::hdbscan_precomputed(none, 0, 2, 1, labels.data()), int64_t{-1});
+    const double one[] = {0.0};
+    CHECK_EQ(engramdb::hdbscan_precomputed(one, 1, 2, 1, labels.data()), int64_t{-1});
+    CHECK_EQ(labels[0], int64_t{-1});
+    const double two[] = {0.0, 1.0, 1.0, 0.0};
+    CHECK_EQ(engramdb::hdbscan_precomputed(two, 2, 2, 2, labels.data()), int64_t{-1});
+    CHECK(labels[0] >= -1 && labels[1] >= -1);
+}
+
+TEST(hdbscan_names_the_first_bad_row) {
+    size_t n;
+    const std::vector<double> D0 = blob_distances(20, 1, &n);
+    for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -0.5})
+        for (size_t min_samples : {3, 20}) {
+            Scope s("bad", bad, "min_samples", min_samples);
+            std::vector<double> D = D0;
+            D[17 * n + 30] = bad;
+            D[25 * n + 2] = bad;
+            std::vector<int64_t> labels(n, 99);
+            CHECK_EQ(engramdb::hdbscan_precomputed(D.data(), n, 5, min_samples, labels.data()), int64_t{17});
+            const std::vector<float> F(D.begin(), D.end());
+            CHECK_EQ(engramdb::hdbscan_precomputed(F.data(), n, 5, min_samples, labels.data()), int64_t{17});
+        }
+}
+
+HARNESS_MAIN
