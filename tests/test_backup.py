@@ -91,7 +91,7 @@ def test_backup_refuses_a_used_destination_and_a_damaged_source(tmp_path: Path, 
     (tmp_path / "used" / "photo.jpg").write_bytes(b"x")
     with pytest.raises(StoreError, match="is not an engramdb store"):
         engramdb.backup(src, tmp_path / "used")
-    assert cli_main(["backup", "--path", str(src), str(tmp_path / "copy")]) == 0
+    assert cli_main(["backup", "--path", str(src), str(tmp_path / "copy"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["committed_rows"] == 1
     assert cli_main(["verify", "--path", str(tmp_path / "copy")]) == 0
     seg = next(src.glob("seg-*.arrow"))
@@ -101,7 +101,7 @@ def test_backup_refuses_a_used_destination_and_a_damaged_source(tmp_path: Path, 
     with pytest.raises(engramdb.CorruptFile, match=seg.name):
         engramdb.backup(src, tmp_path / "copy2")
     capsys.readouterr()
-    assert cli_main(["verify", "--path", str(src)]) == 1
+    assert cli_main(["verify", "--path", str(src), "--json"]) == 1
     assert "damaged" in json.loads(capsys.readouterr().out)["files"][seg.name]
 
 

@@ -119,11 +119,11 @@ def test_repair_of_an_intact_store_changes_nothing(built: tuple[Path, Any]) -> N
 def test_the_cli_repairs_and_reports(built: tuple[Path, Any], capsys: pytest.CaptureFixture[str]) -> None:
     path, expected = built
     (path / "manifest.json").unlink()
-    assert cli(["repair", "--path", str(path), "--dry-run"]) == 0
+    assert cli(["repair", "--path", str(path), "--dry-run", "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
     assert planned["needed"] and planned["blockers"] == [] and "written" not in planned
     assert not (path / "manifest.json").exists()  # a dry run writes nothing
-    assert cli(["repair", "--path", str(path)]) == 0
+    assert cli(["repair", "--path", str(path), "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
     assert done["written"] == "manifest.json" and done["wal"].startswith("wal-")
     with warnings.catch_warnings():
