@@ -68,7 +68,7 @@ def detect(rows: list[dict[str, Any]], profile: str) -> tuple[dict[str, float | 
         for r in rows:
             old, new = f"{r['id']}-old", f"{r['id']}-new"
             best: float | None = None
-            for p in db.resolve_contradictions(namespace=r["id"], dry_run=True):
+            for p in db.lifecycle.resolve_contradictions(namespace=r["id"], dry_run=True):
                 if p.old == old and p.new == new:
                     best = float(p.score) if best is None else max(best, float(p.score))
                 elif p.old == new and p.new == old:

@@ -379,7 +379,7 @@ def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *
             edges = ""
             if infer_edges:  # the built-in heuristic (H2) over every conversation, before any question
                 t0 = time.perf_counter()
-                reports = [db.infer_edges(namespace=ns) for ns in v.conversations()]
+                reports = [db.admin.infer_edges(namespace=ns) for ns in v.conversations()]
                 stored = sum(len(r.stored) for r in reports)
                 kinds: dict[str, int] = {}
                 for r in reports:

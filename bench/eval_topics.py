@@ -10,7 +10,7 @@ conversation and profile:
 - evidence cohesion: of the questions with two or more distinct evidence turns, the share whose
   evidence turns all sit in one topic, against the share a random partition of the same sizes
   would give;
-- `db.themes(ns)`: themes and the silhouette over every clustered memory (seed bar > 0.5);
+- `db.topics.themes(ns)`: themes and the silhouette over every clustered memory (seed bar > 0.5);
 - the pipeline's R@5 / R@10 over every question with the topic stage off and on (`topics=True`).
 
 Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python bench/eval_topics.py [--profiles default,minilm] [--json PATH]`
@@ -86,7 +86,7 @@ def run(data: Path, profile: str, seed: int) -> dict[str, Any]:
                    for e in [_views.evidence_memories(view.holder, ns, q.evidence)] if len(e) >= 2]
         real, rand = _cohesion([list(t.members) for t in topics], ev_sets, mine, rng)
         t0 = time.perf_counter()
-        themes = db.themes(ns)
+        themes = db.topics.themes(ns)
         theme_s = time.perf_counter() - t0
         sils = [t.silhouette for t in themes]
         per[ns] = {"memories": len(mine), "topics_ms": round(took * 1e3, 1), "topics": len(topics),

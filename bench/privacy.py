@@ -73,7 +73,7 @@ def main() -> None:
         assert len(db) == N - 1000
         dest = path.with_name(path.name + "-backup")
         shutil.rmtree(dest, ignore_errors=True)
-        results["backup"].append(timed(lambda db=db, dest=dest: db.backup(dest)))
+        results["backup"].append(timed(lambda db=db, dest=dest: db.admin.backup(dest)))
         assert len(engramdb.open(dest, schema=SCHEMA, embedders={}, read_only=True)) == N - 1000
         db.close()
         shutil.rmtree(dest, ignore_errors=True)

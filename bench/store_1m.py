@@ -45,7 +45,7 @@ def main() -> None:
         spent += time.perf_counter() - t
     print(f"add_many 1M with caller vectors: {spent:.1f}s = {N / spent:,.0f}/s", flush=True)
     t = time.perf_counter()
-    built = db.build_index()
+    built = db.admin.build_index()
     print(f"build_index: {time.perf_counter() - t:.1f}s for {len(built)} trees of {min(built.values()):,}+", flush=True)
     db.close()
     queries = clustered(rng, centres, 100)

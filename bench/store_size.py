@@ -32,7 +32,7 @@ def measure(n: int, profile: str | None) -> dict[str, Any]:
         with engramdb.open(folder, profile=profile) as db:
             for i in range(0, n, 5000):
                 db.add_many([{"content": t, "namespace": "n"} for t in texts[i:i + 5000]])
-            db.compact()
+            db.admin.compact()
         took = time.perf_counter() - t0
         files = [p for p in folder.rglob("*") if p.is_file()]
         total = sum(p.stat().st_size for p in files)

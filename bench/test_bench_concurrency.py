@@ -54,7 +54,7 @@ def folder() -> Iterator[Path]:
         for a in range(0, N, BATCH):
             db.add_many([{"content": docs[i], "namespace": "n", "vectors": {"dense": X[i]}}
                          for i in range(a, a + BATCH)])
-        db.build_index()
+        db.admin.build_index()
     yield path
     shutil.rmtree(path.parent, ignore_errors=True)
 

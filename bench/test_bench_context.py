@@ -53,7 +53,7 @@ def build(profile: str, vectors: np.ndarray | None = None) -> tuple[engramdb.Sto
             for i, r in enumerate(recs):
                 r["vectors"] = {"dense": vectors[a + i]}
         db.add_many(recs)
-    db.build_index()  # the centroid tree and BM25, as after a bulk load
+    db.admin.build_index()  # the centroid tree and BM25, as after a bulk load
     t_add = time.perf_counter() - t0
     t0 = time.perf_counter()
     topics = db.topics("n")

@@ -151,10 +151,10 @@ def rated_store_in_memory() -> Iterator[tuple[Any, dict[str, Any]]]:
     db = engramdb.open(None)
     t_add = _fill(db)
     t0 = time.perf_counter()
-    db.build_index()
+    db.admin.build_index()
     t_index = time.perf_counter() - t0
     t_feedback = _search_with_feedback(db, FEEDBACK_SEARCHES)
-    up = db.update_importance()
+    up = db.importance.refresh()
     yield db, {"add_s": round(t_add, 2), "index_s": round(t_index, 2),
                "searches_with_feedback": FEEDBACK_SEARCHES, "searches_with_feedback_s": round(t_feedback, 2),
                "update_importance_s": round(up.seconds, 3), "elo_matches": up.matches, "elo_updates": up.updates}
@@ -171,7 +171,7 @@ def test_consolidation_100k(benchmark: Any, rated_store_in_memory: tuple[Any, di
     reports: list[Any] = []
 
     def run() -> None:
-        reports.append(db.consolidate(namespace=NAMESPACE, dry_run=True, now=later))
+        reports.append(db.lifecycle.consolidate(namespace=NAMESPACE, dry_run=True, now=later))
 
     benchmark.pedantic(run, rounds=3, iterations=1)
     report = reports[-1]
@@ -193,11 +193,11 @@ def store_folder_100k() -> Iterator[tuple[Path, dict[str, Any]]]:
     db = engramdb.open(path)
     t_add = _fill(db)
     t0 = time.perf_counter()
-    db.build_index()
-    db.checkpoint()
+    db.admin.build_index()
+    db.admin.checkpoint()
     t_index = time.perf_counter() - t0
     _search_with_feedback(db, RATED_SEARCHES)  # ratings exist, so annotation looks real ones up
-    up = db.update_importance()
+    up = db.importance.refresh()
     db.close()
     yield path, {"add_s": round(t_add, 2), "index_s": round(t_index, 2), "searches_with_feedback": RATED_SEARCHES,
                  "elo_updates_before": up.updates}

@@ -11,7 +11,7 @@ Systems (one folder each, all in the same run):
   `vectors={"dense": v}`. It keeps four spaces: dense (the caller's vectors), lexical (BM25),
   HDC codes (projected from the caller's vectors, no model run) and per-term token vectors (for
   the `pipeline` strategy's rerank), as a user of the profile gets. Searches pass
-  `query_vector=`. `db.compact()` then `db.build_index()` (the centroid tree of the namespace and
+  `query_vector=`. `db.admin.compact()` then `db.admin.build_index()` (the centroid tree of the namespace and
   BM25) after the load, as the README says for a bulk load. Vector search is timed on the tree
   as opened by default (probe 8 / beam 16), by exact scan, and at a recall near the peers' tuned
   ones: `Tuning(tree_probe=32, tree_beam=32)` (bench/RESULTS.md's MiniLM setting), with the
@@ -281,13 +281,13 @@ class Engram(Peer):
     def compact(self) -> float:
         with self._open() as db:
             t0 = time.perf_counter()
-            self.notes["segments_merged"] = db.compact()
+            self.notes["segments_merged"] = db.admin.compact()
             return time.perf_counter() - t0
 
     def index(self) -> dict[str, float]:
         with self._open() as db:
             t0 = time.perf_counter()
-            built = db.build_index()
+            built = db.admin.build_index()
             took = time.perf_counter() - t0
             self.notes["build_index"] = built
         return {"build_index (tree + BM25)": took}
@@ -500,7 +500,7 @@ def build(name: str, workdir: Path, timed: Callable[[Callable[[], None]], None] 
         timed(lambda: peer.ingest(d))
     peer.stages["ingest"] = time.perf_counter() - t0
     peer.sizes["after ingest"] = folder_bytes(peer.folder)
-    peer.stages["compact"] = peer.compact()
+    peer.stages["compact"] = peer.admin.compact()
     peer.sizes["after compaction"] = folder_bytes(peer.folder)
     built = peer.index()
     for what, s in built.items():

@@ -49,9 +49,9 @@ def store_100k() -> Iterator[Any]:
         db.add_many([{"content": docs[i], "namespace": "n", "vectors": {"dense": X[i]}} for i in range(a, a + BATCH)])
     t_add = time.perf_counter() - t0
     t0 = time.perf_counter()
-    db.build_index()
+    db.admin.build_index()
     db.search(_zipf.queries(1)[0], namespace="n", k=10, strategy="bm25")  # builds the BM25 index
-    db.checkpoint()
+    db.admin.checkpoint()
     t_index = time.perf_counter() - t0
     # every strategy once over 50 other queries: lazily loaded structures (token vectors of each
     # segment, masks, the turn map) are in place before any strategy is timed, whatever its order

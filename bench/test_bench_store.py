@@ -95,7 +95,7 @@ def store_100k_one_namespace() -> Any:
             db.add_many([{"content": f"memory {i}", "namespace": "one", "vectors": {"dense": rows[i]}}
                          for i in range(b, b + 20_000)])
         t0 = time.perf_counter()
-        db.build_index()
+        db.admin.build_index()
         build_s = time.perf_counter() - t0
     yield folder / "mem", build_s
     shutil.rmtree(folder, ignore_errors=True)

@@ -64,7 +64,7 @@ def test_topics_of_a_100k_namespace_and_an_increment(benchmark: Any) -> None:
     after = db.topics("n")
     increment_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    dream = db.dream("n", dry_run=True)  # re-cluster, consolidate, dedup, explore: the quiet-hour pass
+    dream = db.lifecycle.dream("n", dry_run=True)  # re-cluster, consolidate, dedup, explore: the quiet-hour pass
     benchmark.extra_info["dream_dry_run_s"] = round(time.perf_counter() - t0, 3)
     benchmark.extra_info["dream_edges"] = len(dream["edges"])
     benchmark.extra_info.update({"memories": 100_000, "sampled": topics.sampled, "topics": len(topics),

@@ -58,11 +58,11 @@ while True:
     elif r < 0.86:
         op = "checkpoint"
         print("S", op, flush=True)
-        db.checkpoint()
+        db.admin.checkpoint()
     elif r < 0.92:
         op = "compact"
         print("S", op, flush=True)
-        db.compact()
+        db.admin.compact()
     elif mine:
         mid = mine.pop(int(rng.integers(len(mine))))
         op = f"purge {{mid}}"

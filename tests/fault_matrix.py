@@ -70,8 +70,8 @@ def _base(folder: Path) -> None:
     db.update("a3", content="memory 3, edited")
     db.forget("a4")
     db.supersede("a5", "a6")
-    db.archive(ids=["a7", "a8"])
-    db.checkpoint()
+    db.lifecycle.archive(ids=["a7", "a8"])
+    db.admin.checkpoint()
     db.add_many([{"content": f"in the log {i}", "namespace": "a", "id": f"w{i}"} for i in range(5)])
     db.link("a10", "a11", "RELATED_TO", confidence=0.8)
     db.close(checkpoint=False)
@@ -119,11 +119,11 @@ def _forget(db: engramdb.Store) -> None:
 
 
 def _checkpoint(db: engramdb.Store) -> None:
-    db.checkpoint()
+    db.admin.checkpoint()
 
 
 def _compact(db: engramdb.Store) -> None:
-    db.compact()
+    db.admin.compact()
 
 
 def _purge(db: engramdb.Store) -> None:
@@ -135,16 +135,16 @@ def _purge_namespace(db: engramdb.Store) -> None:
 
 
 def _archive(db: engramdb.Store) -> None:
-    db.archive(ids=["a21", "a22"])
+    db.lifecycle.archive(ids=["a21", "a22"])
 
 
 def _unarchive(db: engramdb.Store) -> None:
-    db.unarchive(["a7"])
+    db.lifecycle.unarchive(["a7"])
 
 
 def _consolidate(db: engramdb.Store) -> None:
     # a year on: old memories are archived or compressed, the forgotten one is purged
-    db.consolidate(dry_run=False, now=datetime.now(timezone.utc) + timedelta(days=400), protect_days=0)
+    db.lifecycle.consolidate(dry_run=False, now=datetime.now(timezone.utc) + timedelta(days=400), protect_days=0)
 
 
 def _topics(db: engramdb.Store) -> None:
@@ -154,20 +154,20 @@ def _topics(db: engramdb.Store) -> None:
 def _ratings(db: engramdb.Store) -> None:
     hits = db.search("memory about topic 2", namespace="a", k=5)
     db.feedback(hits.query_id, used=[h.id for h in hits[:2]])
-    db.update_importance()
+    db.importance.refresh()
 
 
 def _access_log(db: engramdb.Store) -> None:
     for i in range(6):
         db.search(f"memory {i}", namespace="a", k=3)
-    db.checkpoint()  # writes the access log's waiting rows
+    db.admin.checkpoint()  # writes the access log's waiting rows
 
 
 def _many_log_files(folder: Path) -> None:
     db = open_store(folder)
     for i in range(ROTATE_AT):
         db.search(f"memory {i}", namespace="a", k=2)
-        db.checkpoint()  # one access-log file each
+        db.admin.checkpoint()  # one access-log file each
     db.close(checkpoint=False)
 
 
@@ -176,7 +176,7 @@ ROTATE_AT = 64  # the access log merges its files when it holds more than this m
 
 def _rotation(db: engramdb.Store) -> None:
     db.search("memory about topic 1", namespace="a", k=3)
-    db.checkpoint()  # one file more than the log keeps: it merges them into one
+    db.admin.checkpoint()  # one file more than the log keeps: it merges them into one
 
 
 def _open(db: None, folder: Path) -> None:
@@ -232,11 +232,11 @@ def state(folder: Path) -> dict[str, Any]:
     db = open_store(folder, read_only=True)
     dump = folder.parent / (folder.name + "-state.jsonl")
     try:
-        db.export(dump)  # every current memory, forgotten ones too, of every namespace
+        db.admin.export(dump)  # every current memory, forgotten ones too, of every namespace
         ids = sorted(rec["id"] for rec in map(json.loads, dump.read_text().splitlines()) if "id" in rec)
         out: dict[str, Any] = {}
         for mid in ids:
-            out[mid] = [(h.version, h.content if not db.is_archived(mid) else "<archived>",
+            out[mid] = [(h.version, h.content if not db.lifecycle.is_archived(mid) else "<archived>",
                          str(h.valid_until), h.forgotten_at is not None) for h in db.history(mid)]
         edges = sorted((e.src, e.dst, e.type) for mid in out for e in db.edges(mid, direction="out",
                                                                                   include_forgotten=True))

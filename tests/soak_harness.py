@@ -37,7 +37,7 @@ while time.time() < until:
     os.replace(tmp, os.path.join(folder, "..", "acked"))
     b += 1
     if b % 25 == 0:
-        db.compact()
+        db.admin.compact()
 db.close()
 print(b, flush=True)
 """

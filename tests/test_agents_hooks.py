@@ -159,12 +159,12 @@ def test_context_a_hook_injects_beside_a_writer_teaches_the_writers_ratings(tmp_
              "the release checklist lives in RELEASING.md"]
     engramdb.capture(store, [{"content": t, "namespace": NS} for t in notes])
     with engramdb.open(store) as writer:
-        before = writer.update_importance()
+        before = writer.importance.refresh()
         p = hook("UserPromptSubmit", store, _payload("UserPromptSubmit", tmp_path,
                                                       prompt="how does the parser track bracket depth?"))
         assert p.returncode == 0 and "bracket depth" in context_of(p, "UserPromptSubmit")
         assert len(list((store / "spool").glob("*.access"))) == 1
-        report = writer.update_importance()
+        report = writer.importance.refresh()
         assert report.entries > before.entries  # the hook's search and injection rows
         assert not list((store / "spool").glob("*.access"))
 
@@ -319,11 +319,11 @@ def test_session_end_applies_only_what_a_person_chose_unless_the_user_opted_in(t
     days = [(now - timedelta(days=d)).isoformat() for d in (20, 60, 40)]
     note = "Quarterly planning note. The budget review moved. Details follow in the doc."
     with engramdb.open(store) as db:
-        db.import_(_long_ago(tmp_path, [
+        db.admin.import_(_long_ago(tmp_path, [
             {"id": "note", "content": note, "learned_at": days[0]},  # LOW and unused 20 days: compress
             {"id": "gone", "content": "an old secret", "learned_at": days[1], "forgotten_at": days[2]}]))
         other = db.add("unrelated note about the car", namespace=NS).id
-        db.import_(_long_ago(tmp_path, [{"id": "doubt", "content": "maybe the printer is on floor 3",
+        db.admin.import_(_long_ago(tmp_path, [{"id": "doubt", "content": "maybe the printer is on floor 3",
                                          "learned_at": days[1], "confidence": 0.0}]))  # priority under 0.2: archive
     # the note was shown 20 days ago, by a question that scores nothing, and never used since: LOW
     shown_long_ago(store, NS, ["note"], other, 20)
@@ -332,11 +332,11 @@ def test_session_end_applies_only_what_a_person_chose_unless_the_user_opted_in(t
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
     with engramdb.open(store, read_only=True) as db:
         assert db.get("gone", include_forgotten=True) is None  # a person's forget past its window: purged
-        [run] = db.tiers().runs
+        [run] = db.importance.tiers().runs
         if opted_in:
-            assert db.is_archived("doubt") and db.get("note").content != note  # type: ignore[union-attr]
+            assert db.lifecycle.is_archived("doubt") and db.get("note").content != note  # type: ignore[union-attr]
         else:
-            assert not db.is_archived("doubt") and [v.content for v in db.history("note")] == [note]
+            assert not db.lifecycle.is_archived("doubt") and [v.content for v in db.history("note")] == [note]
             assert run["applied"].get("archive", 0) == 0 and run["applied"].get("compress", 0) == 0
             assert run["proposed"] == {"archive": 1, "compress": 1}
 

@@ -378,7 +378,7 @@ async def test_beside_another_writer_it_serves_read_only_and_captures(tmp_path: 
     writer = engramdb.open(path)
     try:
         seed(writer, "main")
-        writer.checkpoint()
+        writer.admin.checkpoint()
         log = tmp_path / "server.log"
         async with connect(params(path, "--namespace", "main"), log) as s:
             hits = (await call(s, "search_graph", query="what does the sourdough starter need?"))["hits"]

@@ -36,16 +36,16 @@ def two_eras(path: Path) -> tuple[engramdb.Store, np.ndarray, datetime]:
     time.sleep(0.01)
     db.add_many([{"content": f"fresh {i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(300, 400)])
-    db.checkpoint()
+    db.admin.checkpoint()
     return db, x, cut
 
 
 def test_old_leaves_are_archived_and_their_hits_say_so(tmp_path: Path) -> None:
     db, x, cut = two_eras(tmp_path / "s")
-    report = db.archive(cut)
+    report = db.lifecycle.archive(cut)
     assert report["leaves"] > 0 and 250 <= report["memories"] <= 300
-    assert all(not db.is_archived(f"m{i}") for i in range(300, 400))  # fresh ones stay
-    archived = [i for i in range(300) if db.is_archived(f"m{i}")]
+    assert all(not db.lifecycle.is_archived(f"m{i}") for i in range(300, 400))  # fresh ones stay
+    archived = [i for i in range(300) if db.lifecycle.is_archived(f"m{i}")]
     hit = db.search(x[archived[0]], namespace="a", k=1, strategy="tree")[0]
     assert hit.id == f"m{archived[0]}" and hit.archived and hit.memory.content == ""
     assert not db.search(x[350], namespace="a", k=1)[0].archived
@@ -63,34 +63,34 @@ def test_old_leaves_are_archived_and_their_hits_say_so(tmp_path: Path) -> None:
 
 def test_archived_memories_refuse_changes_until_unarchived(tmp_path: Path) -> None:
     db, _, cut = two_eras(tmp_path / "s")
-    db.archive(cut)
-    mid = next(f"m{i}" for i in range(300) if db.is_archived(f"m{i}"))
+    db.lifecycle.archive(cut)
+    mid = next(f"m{i}" for i in range(300) if db.lifecycle.is_archived(f"m{i}"))
     with pytest.raises(StoreError, match=f"memory '{mid}' is archived .* unarchive it first"):
         db.update(mid, memory_type="note")
     db.close()
     db = engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, tuning=TUNING)
-    assert db.is_archived(mid)  # survives reopening
-    assert db.unarchive([mid]) == 1
+    assert db.lifecycle.is_archived(mid)  # survives reopening
+    assert db.lifecycle.unarchive([mid]) == 1
     got = db.get(mid)
     assert got is not None and got.content == f"old secret {mid[1:]}"
     assert db.update(mid, memory_type="note").version == 2
-    n = db.unarchive()
-    assert n > 0 and not any(db.is_archived(f"m{i}") for i in range(400))
+    n = db.lifecycle.unarchive()
+    assert n > 0 and not any(db.lifecycle.is_archived(f"m{i}") for i in range(400))
     # what is left is an empty archive file, which names the one it replaced (storage/repair.py);
     # compaction drops it
     assert [engramdb.verify(tmp_path / "s")["files"][p.name] for p in (tmp_path / "s").glob("archive-*")] == ["ok"]
-    db.compact()
+    db.admin.compact()
     assert not list((tmp_path / "s").glob("archive-*"))
     with pytest.raises(StoreError, match="not archived"):
-        db.unarchive(["m1"])
+        db.lifecycle.unarchive(["m1"])
 
 
 def test_purge_takes_content_out_of_the_archive(tmp_path: Path) -> None:
     db, _, cut = two_eras(tmp_path / "s")
-    db.archive(cut)
-    mid = next(f"m{i}" for i in range(300) if db.is_archived(f"m{i}"))
+    db.lifecycle.archive(cut)
+    mid = next(f"m{i}" for i in range(300) if db.lifecycle.is_archived(f"m{i}"))
     db.purge(mid)
-    assert not db.is_archived(mid) and db.get(mid, include_forgotten=True) is None
+    assert not db.lifecycle.is_archived(mid) and db.get(mid, include_forgotten=True) is None
     text = f"old secret {mid[1:]}".encode()
     for f in (tmp_path / "s").glob("*.arrow"):
         data = f.read_bytes()
@@ -100,23 +100,23 @@ def test_purge_takes_content_out_of_the_archive(tmp_path: Path) -> None:
 def test_archive_needs_a_folder_and_an_aware_time(tmp_path: Path) -> None:
     mem = engramdb.open(None, schema=SCHEMA, embedders={})
     with pytest.raises(StoreError, match="needs a store folder"):
-        mem.archive(datetime.now(timezone.utc))
+        mem.lifecycle.archive(datetime.now(timezone.utc))
     db, _, _ = two_eras(tmp_path / "s")
     with pytest.raises(InvalidMemory, match="older_than is a naive datetime"):
-        db.archive(datetime(2020, 1, 1))
-    assert db.archive(datetime(2000, 1, 1, tzinfo=timezone.utc)) == {"memories": 0, "leaves": 0, "file": None}
-    assert db.archive(datetime.now(timezone.utc) + timedelta(days=1), namespace="elsewhere")["memories"] == 0
+        db.lifecycle.archive(datetime(2020, 1, 1))
+    assert db.lifecycle.archive(datetime(2000, 1, 1, tzinfo=timezone.utc)) == {"memories": 0, "leaves": 0, "file": None}
+    assert db.lifecycle.archive(datetime.now(timezone.utc) + timedelta(days=1), namespace="elsewhere")["memories"] == 0
 
 
 def test_export_carries_archived_text(tmp_path: Path) -> None:
     db, _, cut = two_eras(tmp_path / "s")
-    db.archive(cut)
-    mid = next(f"m{i}" for i in range(300) if db.is_archived(f"m{i}"))
-    assert db.export(tmp_path / "out.jsonl") == 400
+    db.lifecycle.archive(cut)
+    mid = next(f"m{i}" for i in range(300) if db.lifecycle.is_archived(f"m{i}"))
+    assert db.admin.export(tmp_path / "out.jsonl") == 400
     rows = {r["id"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines()) if "id" in r}
     assert rows[mid]["content"] == f"old secret {mid[1:]}" and rows["m350"]["content"] == "fresh 350"
-    db.export(tmp_path / "out.arrow")
+    db.admin.export(tmp_path / "out.arrow")
     fresh = engramdb.open(None, schema=SCHEMA, embedders={}, dedup="off")
-    fresh.import_(tmp_path / "out.arrow")
+    fresh.admin.import_(tmp_path / "out.arrow")
     got = fresh.get(mid)
     assert got is not None and got.content == f"old secret {mid[1:]}"

@@ -32,7 +32,7 @@ def history(db: engramdb.Store, t: datetime) -> Any:
     edges = sorted((e.src, e.dst, e.type) for i in range(30) for e in db.edges(f"n{i}", direction="both",
                                                                                 include_forgotten=True))
     then = [h.id for h in db.search("memory 3", namespace="n", k=30, known_at=t, strategy="exact")]
-    return edges, then, {f"n{i}": db.is_archived(f"n{i}") for i in range(30)}
+    return edges, then, {f"n{i}": db.lifecycle.is_archived(f"n{i}") for i in range(30)}
 
 
 def test_a_backup_taken_while_a_writer_runs_restores_equal(tmp_path: Path) -> None:
@@ -48,8 +48,8 @@ def test_a_backup_taken_while_a_writer_runs_restores_equal(tmp_path: Path) -> No
     db.link("n5", "n6", "CAUSED_BY", confidence=0.9)
     db.unlink("n5", "n6", "CAUSED_BY")
     db.link("n7", "n8", "RELATED_TO", confidence=0.8)
-    db.checkpoint()
-    db.archive(cut, namespace="n")
+    db.admin.checkpoint()
+    db.lifecycle.archive(cut, namespace="n")
     db.purge("n9")
     db.update("n1", content="memory 1, in the WAL")  # acknowledged, not yet in a file
     stop = threading.Event()
@@ -64,7 +64,7 @@ def test_a_backup_taken_while_a_writer_runs_restores_equal(tmp_path: Path) -> No
     w.start()
     try:
         time.sleep(0.05)
-        report = db.backup(dest)
+        report = db.admin.backup(dest)
     finally:
         stop.set()
         w.join()
@@ -111,10 +111,10 @@ def test_a_backup_carries_the_access_log_and_leaves_a_damaged_log_file_out(tmp_p
         db.add_many([{"id": f"m{i}", "content": f"violin lessons {i}", "namespace": "n"} for i in range(4)])
         hits = db.search("violin lessons", namespace="n", k=2)
         db.feedback(hits.query_id or "", used=[hits[0].id])
-        db.update_importance()
-        db.checkpoint()
+        db.importance.refresh()
+        db.admin.checkpoint()
         extra = db.search("violin", namespace="n", k=1)  # a second log file
-        db.checkpoint()
+        db.admin.checkpoint()
         before = db.importance(hits[0].id)
     files = sorted((src / "access").iterdir())
     damaged = next(p for p in files if p.name.startswith("access-") and "000000000001" not in p.name[7:19])
@@ -124,7 +124,7 @@ def test_a_backup_carries_the_access_log_and_leaves_a_damaged_log_file_out(tmp_p
     report = engramdb.backup(src, tmp_path / "copy")
     assert report["damaged_logs_left_out"] == [damaged.name] and report["logs"] == len(files) - 1
     with engramdb.open(tmp_path / "copy") as copy:
-        copy.update_importance()  # the ratings are derived: replayed from the copied log
+        copy.importance.refresh()  # the ratings are derived: replayed from the copied log
         assert copy.importance(hits[0].id).used == before.used == 1
         with pytest.raises(ValueError, match="no logged search"):
             copy.feedback(extra.query_id or "", used=["m0"])  # its rows were in the damaged file

@@ -68,10 +68,10 @@ def test_a_query_with_half_an_emoji_is_refused_and_breaks_nothing(tmp_path: Path
             db.search("hello", **{"namespace": "n", **bad})
     assert [h.memory.content for h in db.search("hello", namespace="n")] == ["hello world"]
     assert len(db.search("hello", namespace="other")) == 0
-    db.checkpoint()  # the access log's rows are written: none holds the refused query
+    db.admin.checkpoint()  # the access log's rows are written: none holds the refused query
     db.close()
     with engramdb.open(tmp_path / "s") as again:  # the lock was released
-        recent = again.dashboard()["activity"]["recent"]
+        recent = again.admin.dashboard()["activity"]["recent"]
         assert [(r["namespace"], r["query"]) for r in recent] == [("other", "hello"), ("n", "hello")]
 
 
@@ -84,7 +84,7 @@ def test_a_reader_spooling_its_searches_refuses_the_query_and_still_closes(tmp_p
     assert len(reader.search("hello", namespace="n")) == 1
     reader.close()  # its access rows go to the spool: all of them encode
     with engramdb.open(tmp_path) as db:  # the writer takes them in
-        assert [r["query"] for r in db.dashboard()["activity"]["recent"]] == ["hello"]
+        assert [r["query"] for r in db.admin.dashboard()["activity"]["recent"]] == ["hello"]
 
 
 BAD_RECORDS: list[tuple[dict[str, Any], str]] = [
@@ -225,12 +225,12 @@ def test_export_to_a_missing_folder_names_the_path(tmp_path: Path) -> None:
         db.add("kept", namespace="n")
         with pytest.raises(ValueError, match="export path '/nonexistent_dir/x.jsonl': its folder "
                                              "'/nonexistent_dir' does not exist"):
-            db.export("/nonexistent_dir/x.jsonl")
+            db.admin.export("/nonexistent_dir/x.jsonl")
         (tmp_path / "dir.jsonl").mkdir()
         with pytest.raises(ValueError, match="dir.jsonl' is a folder"):
-            db.export(tmp_path / "dir.jsonl")
+            db.admin.export(tmp_path / "dir.jsonl")
         with pytest.raises(ValueError, match="import path .* is not a file"):
-            db.import_(tmp_path / "missing.jsonl")
+            db.admin.import_(tmp_path / "missing.jsonl")
     got = cli("export", "/nonexistent_dir/x.jsonl", "--path", str(tmp_path / "s"))
     assert got.returncode == 1 and "Traceback" not in got.stderr
     assert "'/nonexistent_dir' does not exist" in got.stderr
@@ -241,9 +241,9 @@ def test_an_import_line_that_is_not_a_record_is_named(tmp_path: Path) -> None:
     (tmp_path / "b.jsonl").write_text('{"id": "m1", "namespace": "n", "content": "x", "colour": "red"}\n')
     db = engramdb.open()
     with pytest.raises(InvalidMemory, match="a.jsonl line 1: not an exported record"):
-        db.import_(tmp_path / "a.jsonl")
+        db.admin.import_(tmp_path / "a.jsonl")
     with pytest.raises(InvalidMemory, match=r"b.jsonl line 1: unknown field\(s\) \['colour'\]"):
-        db.import_(tmp_path / "b.jsonl")
+        db.admin.import_(tmp_path / "b.jsonl")
 
 
 # ------------------------------------------------------------------------------ a new user's requests
@@ -326,13 +326,13 @@ def test_feedback_curiosity_and_divergence_refuse_half_an_emoji_and_the_store_go
     with pytest.raises(ValueError, match="session_id holds a character UTF-8 cannot encode"):
         db.feedback(hits.query_id, used=[hits[0].id], session_id="s\ud83d")
     with pytest.raises(ValueError, match="curiosity item ids"):
-        db.consume_curiosity(["x\ud83d"])
+        db.curiosity.consume(["x\ud83d"])
     with pytest.raises(ValueError, match="query holds a character UTF-8 cannot encode"):
-        db.divergence("q\ud83d", namespace="n", session_id="s1")
+        db.topics.divergence("q\ud83d", namespace="n", session_id="s1")
     db.feedback(hits.query_id, used=[hits[0].id], session_id="s1")
-    db.checkpoint()
+    db.admin.checkpoint()
     db.close()
     again = engramdb.open(tmp_path / "s")
     assert again.importance(hits[0].id).used == 1  # the good feedback was kept (and rated), the bad one never logged
-    assert again.update_importance().matches == 0  # settled when it was given
+    assert again.importance.refresh().matches == 0  # settled when it was given
     again.close()

@@ -26,7 +26,7 @@ def _spooled(store: Path) -> list[Path]:
 def test_a_capture_the_writer_would_refuse_is_refused_before_it_is_spooled(tmp_path: Path) -> None:
     writer = engramdb.open(tmp_path)
     kept = writer.add("the build uses cmake", namespace="a")
-    writer.checkpoint()
+    writer.admin.checkpoint()
     with pytest.raises(InvalidMemory, match=r"records\[0\]: content is 2,097,152 bytes of UTF-8; the limit is "
                                             r"1,048,576 \(Tuning.max_content_bytes\)"):
         engramdb.capture(tmp_path, [{"content": "x" * (2 << 20), "namespace": "a"}])
@@ -50,7 +50,7 @@ def test_a_capture_the_writer_would_refuse_is_refused_before_it_is_spooled(tmp_p
 def test_the_same_record_captured_again_is_kept_once(tmp_path: Path) -> None:
     writer = engramdb.open(tmp_path)
     stored = writer.add("stored already", namespace="a", id="s-1")
-    writer.checkpoint()
+    writer.admin.checkpoint()
     record = {"id": "r-1", "content": "a late capture and its rescue", "namespace": "a", "role": "assistant"}
     assert engramdb.capture(tmp_path, [record])["spooled"] == 1
     assert engramdb.capture(tmp_path, [record])["spooled"] == 1  # the copy waiting is this very record
@@ -140,4 +140,4 @@ def test_an_mcp_query_with_half_an_emoji_is_a_tool_error_and_breaks_nothing(tmp_
         tools.inject_context("hello " + HALF_EMOJI)
     served.close()  # the access log is written whole: the refused query never reached it
     with engramdb.open(tmp_path) as db:
-        assert [r["query"] for r in db.dashboard()["activity"]["recent"]] == ["hello"]
+        assert [r["query"] for r in db.admin.dashboard()["activity"]["recent"]] == ["hello"]

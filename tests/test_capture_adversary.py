@@ -51,7 +51,7 @@ def test_one_id_captured_with_different_texts_at_once_is_acknowledged_once(tmp_p
     results = [out.get() for _ in procs]
     acknowledged = [i for i, what in results if what == "acknowledged"]
     assert len(acknowledged) == 1
-    writer.ingest_spool()
+    writer.admin.ingest_spool()
     assert writer.get("same-id").content == f"version {acknowledged[0]}"  # type: ignore[union-attr]
     writer.close()
 
@@ -233,10 +233,10 @@ def test_the_example_service_answers_a_lone_surrogate_with_422(tmp_path: Path) -
 def test_an_import_of_a_file_cut_short_stores_nothing(tmp_path: Path) -> None:
     db = engramdb.open()
     db.add_many([{"content": f"m{i}", "namespace": "n"} for i in range(40)])
-    db.export(tmp_path / "x.jsonl")
+    db.admin.export(tmp_path / "x.jsonl")
     lines = (tmp_path / "x.jsonl").read_bytes().splitlines(keepends=True)
     (tmp_path / "x.jsonl").write_bytes(b"".join(lines[:20]))
     other = engramdb.open()
     with pytest.raises(InvalidMemory, match="cut short"):
-        other.import_(tmp_path / "x.jsonl")
+        other.admin.import_(tmp_path / "x.jsonl")
     assert len(other) == 0

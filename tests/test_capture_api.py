@@ -181,8 +181,8 @@ def test_list_keeps_a_batch_in_its_order_and_a_cursor_survives_changes(tmp_path:
         db.forget(first[-1].id)  # the cursor's own memory leaves
         after = db.list("a", limit=50, cursor=first.next_cursor)
         assert {f"chunk {i}" for i in range(4, 12)} <= {m.content for m in after}  # nothing skipped
-        db.checkpoint()
-        db.compact()  # a new snapshot with renumbered segments: the same cursor still resumes in place
+        db.admin.checkpoint()
+        db.admin.compact()  # a new snapshot with renumbered segments: the same cursor still resumes in place
         second = db.list("a", limit=4, cursor=db.list("a", limit=4).next_cursor)
         assert [m.content for m in second] == ["chunk 5", "chunk 6", "chunk 7", "chunk 8"]
 

@@ -199,7 +199,7 @@ def test_backups_beside_access_log_rotation_never_fail(tmp_path: Path) -> None:
     def churn() -> None:  # every checkpoint writes the log's rows as a file: a rotation every 65
         while not stop.is_set():
             db.search("note", namespace=NS, k=3)
-            db.checkpoint()
+            db.admin.checkpoint()
 
     side = threading.Thread(target=churn)
     side.start()

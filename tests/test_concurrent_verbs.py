@@ -25,7 +25,7 @@ def test_context_topics_and_writes_from_many_threads(tmp_path: Path) -> None:
             for i in range(5):
                 ctx = db.context("when is the violin lesson?", namespace=f"u{u}", max_tokens=300, session_id="s")
                 seen.setdefault(u, set()).update(it.provenance["snippet"] for it in ctx.items if it.id)
-                db.themes(f"u{u}")
+                db.topics.themes(f"u{u}")
                 db.add(f"note {i} of user {u}", namespace=f"u{u}", session_id="s")
         except BaseException as exc:  # noqa: BLE001 - reported below with the thread's user
             errors.append(exc)

@@ -78,22 +78,22 @@ def test_a_run_reports_then_applies_and_deletes_nothing(tmp_path: Path) -> None:
         h = db.search("garden tomatoes beans", namespace="n", k=3)
         db.feedback(h.query_id or "", used=[])
     later = NOW + timedelta(days=40)
-    dry = db.consolidate(now=later)
+    dry = db.lifecycle.consolidate(now=later)
     assert dry.dry_run and {d.id for d in dry.decisions} == {"g0", "g1", "g2", "x0", "x1", "x2", "x3", "doubtful"}
     by = {d.id: d for d in dry.decisions}
     assert by["doubtful"].action == "archive"  # low confidence, never used, 40 days on
     assert all(by[f"x{i}"].action == "keep" for i in range(4))
     assert db.get("doubtful").content == "maybe the shed is blue"  # type: ignore[union-attr] # a dry run changes nothing
-    done = db.consolidate(now=later, dry_run=False)
-    assert done.applied["archive"] >= 1 and db.is_archived("doubtful")
+    done = db.lifecycle.consolidate(now=later, dry_run=False)
+    assert done.applied["archive"] >= 1 and db.lifecycle.is_archived("doubtful")
     assert len(db) == 8  # nothing deleted
-    db.unarchive(["doubtful"])
+    db.lifecycle.unarchive(["doubtful"])
     assert db.get("doubtful").content == "maybe the shed is blue"  # type: ignore[union-attr]
-    runs = db.tiers().runs
+    runs = db.importance.tiers().runs
     assert runs and runs[-1]["applied"]["archive"] >= 1
     db.close()
     with engramdb.open(tmp_path / "s") as again:  # the run history is kept beside the indexes
-        assert again.tiers().runs == runs
+        assert again.importance.tiers().runs == runs
 
 
 def test_compression_keeps_the_full_text_as_the_previous_version() -> None:
@@ -103,9 +103,9 @@ def test_compression_keeps_the_full_text_as_the_previous_version() -> None:
     for _ in range(6):
         h = db.search("garden tomatoes beans herbs", namespace="n", k=2)
         db.feedback(h.query_id or "", used=["o"])
-    kept = {d.id: d for d in db.consolidate(now=NOW + timedelta(days=20)).decisions}["g"]
+    kept = {d.id: d for d in db.lifecycle.consolidate(now=NOW + timedelta(days=20)).decisions}["g"]
     assert kept.action == "keep" and "a recent question reaches it" in kept.reason  # the searches above did
-    rep = db.consolidate(now=NOW + timedelta(days=20), dry_run=False, summarizer=lambda t: t.split(".")[0] + ".",
+    rep = db.lifecycle.consolidate(now=NOW + timedelta(days=20), dry_run=False, summarizer=lambda t: t.split(".")[0] + ".",
                          protect_days=0)
     assert {d.id: d.action for d in rep.decisions}["g"] == "compress"
     g = db.get("g")
@@ -114,7 +114,7 @@ def test_compression_keeps_the_full_text_as_the_previous_version() -> None:
     assert db.search("tomatoes beans herbs", namespace="n", k=1)[0].id == "g"  # still found by its full text
     with pytest.raises(ValueError, match="the summarizer returned '' for 'g'"):
         db.update("g", metadata={})  # a new version without the mark: compressible again
-        db.consolidate(now=NOW + timedelta(days=60), dry_run=False, summarizer=lambda t: "", protect_days=0)
+        db.lifecycle.consolidate(now=NOW + timedelta(days=60), dry_run=False, summarizer=lambda t: "", protect_days=0)
 
 
 def test_promotion_and_the_read_only_rule(tmp_path: Path) -> None:
@@ -123,13 +123,13 @@ def test_promotion_and_the_read_only_rule(tmp_path: Path) -> None:
     for _ in range(30):
         h = db.search("violin lessons", namespace="n", k=3)
         db.feedback(h.query_id or "", used=[x.id for x in h])
-    rep = db.consolidate(now=NOW + timedelta(days=8), dry_run=False)
-    assert {d.action for d in rep.decisions} == {"promote"} and db.tiers().tier("m0") == "long_term"
+    rep = db.lifecycle.consolidate(now=NOW + timedelta(days=8), dry_run=False)
+    assert {d.action for d in rep.decisions} == {"promote"} and db.importance.tiers().tier("m0") == "long_term"
     db.close()
     with engramdb.open(tmp_path / "s", read_only=True) as ro:
-        assert ro.consolidate(now=NOW + timedelta(days=9)).dry_run
+        assert ro.lifecycle.consolidate(now=NOW + timedelta(days=9)).dry_run
         with pytest.raises(engramdb.StoreError, match="read-only"):
-            ro.consolidate(dry_run=False)
+            ro.lifecycle.consolidate(dry_run=False)
 
 
 def test_a_forgotten_memory_is_restorable_for_30_days_then_purged(tmp_path: Path) -> None:
@@ -140,17 +140,17 @@ def test_a_forgotten_memory_is_restorable_for_30_days_then_purged(tmp_path: Path
     recent = db.add("my gym locker code is 4821", namespace="n")
     kept = db.add("the build uses cmake", namespace="n")
     db.forget(old.id)
-    assert db.purge_forgotten(now=NOW + timedelta(days=29)) == []  # inside the window: nothing goes
+    assert db.lifecycle.purge_forgotten(now=NOW + timedelta(days=29)) == []  # inside the window: nothing goes
     db.restore(old.id)
     assert db.get(old.id) is not None
     db.forget(old.id)
     later = NOW + timedelta(days=31)
     db.forget(recent.id)  # forgotten now, and "now" for the run below is 31 days on: it is due too
-    assert db.purge_forgotten(now=later, dry_run=True) == sorted([old.id, recent.id])
-    dry = db.consolidate(now=later)  # a dry run lists what is due and purges nothing
+    assert db.lifecycle.purge_forgotten(now=later, dry_run=True) == sorted([old.id, recent.id])
+    dry = db.lifecycle.consolidate(now=later)  # a dry run lists what is due and purges nothing
     assert dry.purged == sorted([old.id, recent.id]) and "2 forgotten over 30 days due for purge" in dry.summary()
     assert db.get(old.id, include_forgotten=True) is not None
-    done = db.consolidate(now=later, dry_run=False, namespace="n")
+    done = db.lifecycle.consolidate(now=later, dry_run=False, namespace="n")
     assert done.purged == sorted([old.id, recent.id]) and done.applied["purge"] == 2
     for mid in (old.id, recent.id):
         assert db.get(mid, include_forgotten=True) is None
@@ -167,9 +167,9 @@ def test_purge_forgotten_checks_its_arguments(tmp_path: Path) -> None:
     db = engramdb.open(tmp_path / "s")
     db.forget(db.add("x", namespace="n").id)
     with pytest.raises(ValueError, match="days must be a number >= 0, got -1"):
-        db.purge_forgotten(days=-1)
+        db.lifecycle.purge_forgotten(days=-1)
     db.close()
     with engramdb.open(tmp_path / "s", read_only=True) as r:
-        assert r.purge_forgotten(days=0, dry_run=True) != []
+        assert r.lifecycle.purge_forgotten(days=0, dry_run=True) != []
         with pytest.raises(engramdb.StoreError, match="read-only"):
-            r.purge_forgotten(days=0)
+            r.lifecycle.purge_forgotten(days=0)

@@ -82,7 +82,7 @@ def test_every_item_carries_provenance_and_the_injection_is_logged() -> None:
     assert p["uri"] == "chat://maya/42" and p["verified"] and p["snippet"].startswith("Maya: I now run")
     assert p["source"] == "turn" and p["extracted_at"] and p["trust"]["confidence"] == 1.0
     assert item.why.startswith(("search", "in the topic")) and item.tokens > 0
-    db.update_importance()
+    db.importance.refresh()
     assert db.importance(item.id).used == 1  # the injection counts as a use
     assert ctx.stats["query_id"] and set(ctx.stats["ms"]) >= {"search", "related", "render"}
 
@@ -129,18 +129,18 @@ def test_the_lite_pack_follows_the_elo_tiers() -> None:
     db = engramdb.open(None)
     db.add_many([{"id": f"m{i}", "content": f"Violin lessons on day {i}. The teacher was strict. We practised scales.",
                   "namespace": "n"} for i in range(6)])
-    fresh = db.pack("n", max_tokens=400)  # nobody rated: every memory MEDIUM, a summary each
+    fresh = db.importance.pack("n", max_tokens=400)  # nobody rated: every memory MEDIUM, a summary each
     assert [i.provenance["form"] for i in fresh.items] == ["summary"] * 6
     for _ in range(40):  # m0 is used every time, the others shown and never used
         hits = db.search("violin lessons", namespace="n", k=6)
         db.feedback(hits.query_id or "", used=["m0"])
-    db.update_importance()
-    pack = db.pack("n", max_tokens=400)
+    db.importance.refresh()
+    pack = db.importance.pack("n", max_tokens=400)
     forms = {i.id: (i.provenance["tier"], i.provenance["form"]) for i in pack.items}
     assert pack.items[0].id == "m0" and forms["m0"][1] in ("summary", "full")
     assert all(forms[f"m{i}"] == ("LOW", "pointer") for i in range(1, 6))
     assert pack.stats["tokens_saved"] > 0 and pack.stats["tokens"] <= 400
-    small = db.pack("n", max_tokens=50)
+    small = db.importance.pack("n", max_tokens=50)
     assert small.stats["tokens"] <= 50 and small.stats["memories"] < 6
 
 

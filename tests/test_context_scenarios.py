@@ -197,8 +197,8 @@ def test_an_archived_memory_is_not_pasted_as_an_empty_line(tmp_path: Path) -> No
     time.sleep(0.01)
     db.add_many([{"content": f"fresh note {i}: the garden shed red door got a new lock", "namespace": "a"}
                  for i in range(10)])
-    db.checkpoint()
-    assert db.archive(cut)["memories"] > 0
+    db.admin.checkpoint()
+    assert db.lifecycle.archive(cut)["memories"] > 0
     hits = db.search("garden shed door lock", namespace="a", k=50)
     assert any(h.archived for h in hits) and not all(h.archived for h in hits)
     ctx = db.context("garden shed door lock", namespace="a", max_tokens=1000)

@@ -27,7 +27,7 @@ def pair(db: engramdb.Store, ns: str, old: str, new: str, **kw: object) -> None:
 def test_a_negation_or_a_changed_number_is_proposed(old: str, new: str, cue: str) -> None:
     db = engramdb.open(None)
     pair(db, "n", old, new)
-    got = db.resolve_contradictions(namespace="n")
+    got = db.lifecycle.resolve_contradictions(namespace="n")
     assert [(p.old, p.new) for p in got] == [("n-old", "n-new")]
     assert got[0].reason.startswith(cue) and 0.6 <= got[0].score <= 1.0 and not got[0].applied
 
@@ -41,7 +41,7 @@ def test_a_negation_or_a_changed_number_is_proposed(old: str, new: str, cue: str
 def test_paraphrases_and_compatible_facts_are_not(old: str, new: str) -> None:
     db = engramdb.open(None)
     pair(db, "n", old, new)
-    assert db.resolve_contradictions(namespace="n") == []
+    assert db.lifecycle.resolve_contradictions(namespace="n") == []
 
 
 def test_validity_types_and_namespaces_bound_the_pairs() -> None:
@@ -49,26 +49,26 @@ def test_validity_types_and_namespaces_bound_the_pairs() -> None:
     db.add_many([{"id": "ended", "content": "I like cats", "namespace": "n", "valid_from": T1,
                   "valid_until": datetime(2024, 3, 1, tzinfo=timezone.utc)},
                  {"id": "now", "content": "I don't like cats", "namespace": "n", "valid_from": T2}])
-    assert db.resolve_contradictions(namespace="n") == []  # the old one had ended already
+    assert db.lifecycle.resolve_contradictions(namespace="n") == []  # the old one had ended already
     pair(db, "t", "Sam is vegetarian", "Sam is not vegetarian", memory_type="fact")
     db.update("t-new", memory_type="preference")
-    assert db.resolve_contradictions(namespace="t") == []  # different types
+    assert db.lifecycle.resolve_contradictions(namespace="t") == []  # different types
     db.add_many([{"id": "x1", "content": "I like tea", "namespace": "x", "valid_from": T1},
                  {"id": "y1", "content": "I don't like tea", "namespace": "y", "valid_from": T2}])
-    assert db.resolve_contradictions(namespace="x") == [] and db.resolve_contradictions(namespace="y") == []
+    assert db.lifecycle.resolve_contradictions(namespace="x") == [] and db.lifecycle.resolve_contradictions(namespace="y") == []
 
 
 def test_applying_supersedes_and_deletes_nothing() -> None:
     db = engramdb.open(None)
     pair(db, "n", "My rent is 1200 dollars a month", "My rent is 1450 dollars a month")
-    assert db.resolve_contradictions(namespace="n", dry_run=True)
+    assert db.lifecycle.resolve_contradictions(namespace="n", dry_run=True)
     assert db.get("n-old") is not None and db.get("n-old").valid_until is None  # type: ignore[union-attr]
-    done = db.resolve_contradictions(namespace="n", dry_run=False)
+    done = db.lifecycle.resolve_contradictions(namespace="n", dry_run=False)
     assert [p.applied for p in done] == [True]
     old = db.get("n-old")
     assert old is not None and old.valid_until == T2  # ends where the new one starts
     assert len(db) == 2
-    assert db.resolve_contradictions(namespace="n") == []  # settled: their validity no longer overlaps
+    assert db.lifecycle.resolve_contradictions(namespace="n") == []  # settled: their validity no longer overlaps
     then = db.search("rent", namespace="n", k=1, as_of=datetime(2024, 2, 1, tzinfo=timezone.utc))
     assert then[0].id == "n-old"
 
@@ -82,11 +82,11 @@ def test_a_pluggable_detector_judges_the_candidates() -> None:
         seen.append((old.id, new.id, sim))
         return 0.95, "llm: the job changed"
 
-    got = db.resolve_contradictions(namespace="n", detector=judge)
+    got = db.lifecycle.resolve_contradictions(namespace="n", detector=judge)
     assert seen and seen[0][:2] == ("n-old", "n-new") and got[0].reason == "llm: the job changed"
-    assert db.resolve_contradictions(namespace="n", detector=judge, min_score=0.99) == []
+    assert db.lifecycle.resolve_contradictions(namespace="n", detector=judge, min_score=0.99) == []
     with pytest.raises(ValueError, match=r"score must be in \[0, 1\], got 3"):
-        db.resolve_contradictions(namespace="n", detector=lambda o, n, s: (3, "bad"))
+        db.lifecycle.resolve_contradictions(namespace="n", detector=lambda o, n, s: (3, "bad"))
 
 
 def test_detection_on_write() -> None:
@@ -163,9 +163,9 @@ def test_two_notes_of_one_template_are_not_one_statement_with_another_number() -
     db = engramdb.open(None)
     note = "Weekly sync notes. Attendees were Ana, Ben and Chloe. Decision: {}."
     pair(db, "n", note.format("migrate billing to Postgres 16"), note.format("hire 2 engineers in May"))
-    assert db.resolve_contradictions(namespace="n") == []
+    assert db.lifecycle.resolve_contradictions(namespace="n") == []
     pair(db, "m", note.format("hire 2 engineers in May"), note.format("hire 3 engineers in May"))
-    assert [p.reason.split(":")[0] for p in db.resolve_contradictions(namespace="m")] == ["number"]
+    assert [p.reason.split(":")[0] for p in db.lifecycle.resolve_contradictions(namespace="m")] == ["number"]
 
 
 ANOTHER_SUBJECT = [  # issue 25, the adversary's second pass: each was ended by an automatic supersede
@@ -227,7 +227,7 @@ def test_a_correction_dated_before_the_stale_facts_own_start_ends_it_where_it_st
     mar, jan = datetime(2025, 3, 1, tzinfo=timezone.utc), datetime(2025, 1, 1, tzinfo=timezone.utc)
     stale = db.add("My rent is 1200 euros a month", namespace="n", valid_from=mar).id
     fix = db.add("My rent is 1450 euros a month", namespace="n", valid_from=jan).id
-    [p] = db.resolve_contradictions(namespace="n", dry_run=False)
+    [p] = db.lifecycle.resolve_contradictions(namespace="n", dry_run=False)
     assert (p.old, p.new, p.applied) == (stale, fix, True)
     assert db.get(fix).valid_until is None and db.get(stale).valid_until == mar  # type: ignore[union-attr]
     assert db.search("rent", namespace="n", k=5, as_of=datetime(2025, 6, 1, tzinfo=timezone.utc), log=False)[0].id == fix
@@ -240,5 +240,5 @@ def test_an_update_in_place_counts_as_told_when_its_text_was() -> None:
     stale = db.add("My rent is 1200 euros a month", namespace="n").id
     fix = db.add("My rent is 1450 euros a month", namespace="n").id
     db.add("My rent is 1200 euros a month", namespace="n")  # merged: a new version of the stale memory
-    [p] = db.resolve_contradictions(namespace="n")
+    [p] = db.lifecycle.resolve_contradictions(namespace="n")
     assert (p.old, p.new) == (stale, fix)

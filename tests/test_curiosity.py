@@ -47,8 +47,8 @@ def test_items_persist_across_close_and_reopen_and_are_consumed_once(tmp_path: P
     db.close()
     db = engramdb.open(tmp_path / "s")
     assert [i.id for i in db.curiosity("n")] == [i.id for i in items] and db.curiosity("other") == []
-    assert db.consume_curiosity([item.id]) == 1
-    assert db.consume_curiosity(item.id) == 0  # consumed once
+    assert db.curiosity.consume([item.id]) == 1
+    assert db.curiosity.consume(item.id) == 0  # consumed once
     assert item.id not in {i.id for i in db.curiosity("n")}
     db.close()
     db = engramdb.open(tmp_path / "s")
@@ -70,7 +70,7 @@ def test_a_read_only_store_lists_the_queue_and_writes_nothing(tmp_path: Path) ->
     db_ctx = ro.context("proposal deadline Friday", namespace="n", max_tokens=1000)
     assert db_ctx.stats["curiosity"]["queued"] == 0
     with pytest.raises(PermissionError, match="read-only"):
-        ro.consume_curiosity(queued)
+        ro.curiosity.consume(queued)
     ro.close()
     assert files(tmp_path / "s") == before
 
@@ -86,7 +86,7 @@ def test_a_store_in_memory_keeps_its_queue_in_memory_and_forgotten_memories_leav
     with pytest.raises(ValueError, match="limit must be"):
         db.curiosity("n", limit=-1)
     with pytest.raises(ValueError, match="ids must be"):
-        db.consume_curiosity([""])
+        db.curiosity.consume([""])
 
 
 def hop(id: str, expected: float, relevance: float, parent: str = "p") -> Hop:

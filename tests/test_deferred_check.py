@@ -63,17 +63,17 @@ def test_a_damaged_vector_byte_fails_the_first_search_never_scores(store: tuple[
         assert db.stats()["salvage"] and len(db) == 0
     db = open_store(path)
     db.add("one more", namespace="n", id="extra", vectors={"dense": x[0]})
-    db.checkpoint()  # two segments: compaction has something to merge
+    db.admin.checkpoint()  # two segments: compaction has something to merge
     files = sorted(p.name for p in path.iterdir())
     with pytest.raises(engramdb.CorruptFile):
-        db.compact()  # a rewrite never copies damaged vectors into a fresh file
+        db.admin.compact()  # a rewrite never copies damaged vectors into a fresh file
     with pytest.raises(engramdb.CorruptFile):
         db.purge("m3")
     assert sorted(p.name for p in path.iterdir()) == files and db.get("m3") is not None  # nothing changed
     with pytest.raises(engramdb.CorruptFile):
-        db.export(path.parent / "out.arrow")
+        db.admin.export(path.parent / "out.arrow")
     with pytest.raises(engramdb.StoreError):
-        db.backup(path.parent / "copy")
+        db.admin.backup(path.parent / "copy")
     db.close()
 
 

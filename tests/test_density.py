@@ -215,8 +215,8 @@ def test_themes_and_memory_types_need_no_scikit_learn() -> None:
         db.add_many([{"content": f"the build uses cmake and ninja {i % 2}", "namespace": "n",
                       "memory_type": t} for i, t in enumerate(["note", "notes", "noted", "fact", "facts", "factual"])])
         db.add_many([{"content": "rain falls on the grey city", "namespace": "n"} for _ in range(4)])
-        db.type_clusters()  # H6's DBSCAN runs too
-        print(len(db.themes("n", refresh=True)))
+        db.admin.type_clusters()  # H6's DBSCAN runs too
+        print(len(db.topics.themes("n", refresh=True)))
     """)
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert got.returncode == 0, got.stderr[-2000:]

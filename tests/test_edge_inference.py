@@ -31,7 +31,7 @@ def make(path: Path | None = None) -> tuple[Store, list[str]]:
 
 def test_heuristic_links_a_stated_cause_to_the_earlier_memory_and_stores_only_sure_edges() -> None:
     db, ids = make()
-    report = db.infer_edges(namespace="n")
+    report = db.admin.infer_edges(namespace="n")
     assert report.memories == 4 and not report.failed and not report.rejected
     stored = {(e.src, e.dst, e.type) for e in report.stored}
     assert (ids[1], ids[0], "CAUSED_BY") in stored
@@ -84,7 +84,7 @@ def test_a_custom_inferrer_sees_candidates_and_its_bad_proposals_are_rejected_wi
             ("a", "tuple"),
         ]
 
-    report = db.infer_edges(namespace="n", inferrer=hook, candidates=2)
+    report = db.admin.infer_edges(namespace="n", inferrer=hook, candidates=2)
     assert set(seen) == set(ids[:4])
     for mid, cands in seen.items():
         assert len(cands) == 2 and all(c.memory.id != mid and c.memory.namespace == "n" for c in cands)
@@ -112,7 +112,7 @@ def test_a_failing_inferrer_is_recorded_and_the_run_goes_on() -> None:
             raise TimeoutError("model timed out")
         return [EdgeProposal(candidates[0].memory.id, "NEAR", 0.95)]
 
-    report = db.infer_edges([ids[0], ids[1], ids[2], "gone"], inferrer=hook)
+    report = db.admin.infer_edges([ids[0], ids[1], ids[2], "gone"], inferrer=hook)
     assert report.failed == {ids[1]: "TimeoutError: model timed out", "gone": "no such memory (or it is forgotten)"}
     assert {e.src for e in report.stored} == {ids[0], ids[2]}
     assert any(e.type == "NOTED_WITH" for e in db.edges(ids[0]))
@@ -121,16 +121,16 @@ def test_a_failing_inferrer_is_recorded_and_the_run_goes_on() -> None:
 def test_bad_arguments_name_the_field_and_value() -> None:
     db, ids = make()
     with pytest.raises(ValueError, match=r"min_confidence must be in \[0.7, 1\].*0.5"):
-        db.infer_edges(namespace="n", min_confidence=0.5)
+        db.admin.infer_edges(namespace="n", min_confidence=0.5)
     with pytest.raises(ValueError, match="exactly one"):
-        db.infer_edges(ids[:1], namespace="n")
+        db.admin.infer_edges(ids[:1], namespace="n")
     with pytest.raises(ValueError, match="exactly one"):
-        db.infer_edges()
+        db.admin.infer_edges()
     with pytest.raises(ValueError, match="candidates must be an int.*0"):
-        db.infer_edges(namespace="n", candidates=0)
+        db.admin.infer_edges(namespace="n", candidates=0)
     with pytest.raises(TypeError, match="inferrer must be a callable"):
-        db.infer_edges(namespace="n", inferrer="gpt")  # type: ignore[arg-type]
-    assert db.infer_edges(namespace="empty").memories == 0
+        db.admin.infer_edges(namespace="n", inferrer="gpt")  # type: ignore[arg-type]
+    assert db.admin.infer_edges(namespace="empty").memories == 0
 
 
 def test_inferred_edges_feed_the_graph_method_of_hybrid_search() -> None:
@@ -142,7 +142,7 @@ def test_inferred_edges_feed_the_graph_method_of_hybrid_search() -> None:
     def hook(memory: Memory, candidates: Sequence[Candidate]) -> list[EdgeProposal]:
         return [EdgeProposal(ids[3], "FOLLOWED_BY", 0.9)] if memory.id == ids[2] else []
 
-    db.infer_edges([ids[2]], inferrer=hook)
+    db.admin.infer_edges([ids[2]], inferrer=hook)
     after = {h.id: h for h in db.search(q, namespace="n", k=4, strategy="hybrid", explain=True)}
     assert "graph" in after[ids[3]].explain["methods"]  # type: ignore[index]
 

@@ -113,7 +113,7 @@ def test_edges_persist_through_wal_checkpoint_and_reader(tmp_path: Path) -> None
     reader = engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders(), read_only=True)  # type: ignore[arg-type]
     assert [e.type for e in reader.edges("m0")] == ["CAUSED_BY"]  # from the WAL, before any checkpoint
     reader.close()
-    db.checkpoint()
+    db.admin.checkpoint()
     db.link("m1", "m2", "FOLLOWS")
     db.close()
     with make(tmp_path / "s") as again:

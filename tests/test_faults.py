@@ -32,8 +32,8 @@ def steps() -> list[tuple[str, Any]]:
         out.append(("update", lambda db, b=b: (db.update(f"m{b}-0", content=f"memory {b}-0 edited"),
                                                 {f"m{b}-0": f"memory {b}-0 edited"})[1]))
         out.append(("link", lambda db, b=b: (db.link(f"m{b}-1", f"m{b}-2", "CAUSED_BY", confidence=0.9), {})[1]))
-    out.append(("checkpoint", lambda db: (db.checkpoint(), {})[1]))
-    out.append(("compact", lambda db: (db.compact(), {})[1]))
+    out.append(("checkpoint", lambda db: (db.admin.checkpoint(), {})[1]))
+    out.append(("compact", lambda db: (db.admin.compact(), {})[1]))
     out.append(("purge", lambda db: (db.purge("m3-3"), {"m3-3": None})[1]))
     out.append(("add", lambda db: (db.add("the last one", namespace="n", id="last"), {"last": "the last one"})[1]))
     return out

@@ -91,7 +91,7 @@ def test_golden_v2_survives_checkpoint_compact_and_purge(tmp_path: Path) -> None
     shutil.copytree(GOLDEN_V2, tmp_path / "s")
     with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
         check_v2(db)
-        db.compact()
+        db.admin.compact()
         check_v2(db)
     with engramdb.open(tmp_path / "s", schema=toy_schema(), embedders=toy_embedders()) as db:  # type: ignore[arg-type]
         check_v2(db)
@@ -263,7 +263,7 @@ def _tokens_by_id(db: engramdb.Store, tmp: Path, space: str = "toks") -> dict[st
     """Each current memory's stored tokens (float32), read back from an Arrow export."""
     from engramdb.storage.vectors import column_name, from_arrow
 
-    db.export(tmp / "all.arrow")
+    db.admin.export(tmp / "all.arrow")
     table = pa.ipc.open_file(str(tmp / "all.arrow")).read_all()
     sp = db.schema[space]
     toks = from_arrow(sp, table.column(column_name(sp)))
@@ -298,8 +298,8 @@ def test_a_format_4_store_with_float32_tokens_joins_format_5_writes(tmp_path: Pa
         answers = [[h.id for h in old.search(q, namespace=ns, k=5, log=False)] for ns, q in BM25_QUERIES]
     with engramdb.open(tmp_path / "s") as db:
         db.add("the tokens are stored in half precision now", namespace="n", id="new1")
-        db.checkpoint()
-        db.compact()
+        db.admin.checkpoint()
+        db.admin.compact()
         after = _tokens_by_id(db, tmp_path / "b", "tokens")
         assert [[h.id for h in db.search(q, namespace=ns, k=5, log=False)] for ns, q in BM25_QUERIES] == answers
     files = list((tmp_path / "s").glob("seg-*.arrow"))
@@ -340,7 +340,7 @@ def test_a_v5_store_opened_for_writing_gets_an_id_and_its_old_log_still_replays(
         marker = json.loads((tmp_path / "s" / "engramdb.store").read_text())
         m = json.loads((tmp_path / "s" / "manifest.json").read_text())
         assert m["format_version"] == 6 and m["store_id"] == marker["store_id"]
-        db.checkpoint()  # a new WAL: it names the store
+        db.admin.checkpoint()  # a new WAL: it names the store
         wal = json.loads((tmp_path / "s" / "manifest.json").read_text())["wal"]
         assert (tmp_path / "s" / wal).read_bytes()[:8] == b"EGWAL002"
     with engramdb.open(tmp_path / "s", schema=golden_schema(), embedders=toy_embedders(), read_only=True) as db:  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ LIST = textwrap.dedent("""
     out = []
     for folder in sys.argv[2:]:
         with engramdb.open(folder, read_only=True, access_log=False) as db:
-            out.append([[t.label, sorted(t.members)] for t in db.themes("n")])
+            out.append([[t.label, sorted(t.members)] for t in db.topics.themes("n")])
     print(json.dumps(out))
 """)
 

@@ -20,7 +20,7 @@ def test_a_v1_topic_history_carries_on(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN, tmp_path / "s")
     with engramdb.open(tmp_path / "s") as db:
         topics = db.topics("n")
-        assert db.topics_state == "adopted"
+        assert db.topics.state == "adopted"
         assert all(t.runs == 3 and t.stability == 1.0 for t in topics)  # saved after two runs; the same topics
         violin = next(t for t in topics if "violin0" in t.members)
         merged = next(t for t in topics if "bread0" in t.members)
@@ -37,7 +37,7 @@ def test_flipped_bytes_in_the_topic_history_never_crash(tmp_path: Path, name: st
         for folder in sys.argv[1:]:
             with engramdb.open(folder, read_only=True, access_log=False) as db:
                 topics = db.topics("n")
-                print(db.topics_state == "adopted", len(topics), max(t.runs for t in topics))
+                print(db.topics.state == "adopted", len(topics), max(t.runs for t in topics))
     """)
     out = subprocess.run([sys.executable, "-c", script, *folders], check=False, capture_output=True, text=True,
                          timeout=300)

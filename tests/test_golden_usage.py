@@ -26,12 +26,12 @@ def test_a_v1_usage_folder_is_read_as_it_was() -> None:
         # format 1's ratings are not adopted: the log they came from is replayed, to the same counts
         assert usage["ratings_file"] == "format 1" and usage["ratings"] == 4 and usage["watermark"] == 14
         assert usage["log"]["files"] == 2 and usage["log"]["damaged"] == {}
-        assert [(r["memory_id"], r["outcome"]) for r in db.importance_log("m1")] == [("m1", 1.0), ("m1", 1.0),
+        assert [(r["memory_id"], r["outcome"]) for r in db.importance.log("m1")] == [("m1", 1.0), ("m1", 1.0),
                                                                                     ("m1", 0.0)]
-        assert len(db.importance_log()) == 10
+        assert len(db.importance.log()) == 10
         assert db.importance("m1").used == 2 and db.importance("m0").used == 0
         assert db.importance("m1").elo > db.importance("m0").elo
-        runs = db.tiers().runs
+        runs = db.importance.tiers().runs
         assert len(runs) == 1 and runs[0]["counts"] == {"keep": 4}
         assert db.search("violin", namespace="n", k=2)[0].elo is not None
 
@@ -41,12 +41,12 @@ def test_a_v1_folder_takes_late_feedback_and_replays_to_the_same_ratings(tmp_pat
     with engramdb.open(tmp_path / "s") as db:
         assert db.feedback(PENDING, used=["m3"]) == 1  # a search logged by the old version: settled at once
         assert db.importance("m3").used == 1
-        assert db.update_importance().updates == 0
+        assert db.importance.refresh().updates == 0
         before = {i: db.importance(i) for i in IDS}
     for f in (tmp_path / "s" / "index").glob("elo-ratings.*"):
         f.unlink()
     with engramdb.open(tmp_path / "s") as db:
-        db.update_importance()  # replayed from the whole log, old rows and new
+        db.importance.refresh()  # replayed from the whole log, old rows and new
         again = {i: db.importance(i) for i in IDS}
     for i in IDS:
         assert (again[i].updates, again[i].used) == (before[i].updates, before[i].used)
@@ -72,7 +72,7 @@ def test_flipped_bytes_in_the_ratings_or_tiers_never_crash(tmp_path: Path, name:
                 db.search("violin", namespace="n", k=2)
                 imp = db.importance("m1")
                 state = db.stats()["usage"]["ratings_file"]
-                print(state == "adopted", imp.used, len(db.tiers().runs))
+                print(state == "adopted", imp.used, len(db.importance.tiers().runs))
     """)
     out = subprocess.run([sys.executable, "-c", script, *folders], check=False, capture_output=True, text=True,
                          timeout=300)

@@ -126,7 +126,7 @@ def test_a_reader_refuses_a_rolled_back_manifest(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     with engramdb.open(folder, tuning=engramdb.Tuning(checkpoint_rows=8)) as db:
         db.add("first", namespace="n")
-        db.checkpoint()
+        db.admin.checkpoint()
         db.add_many([{"content": f"bulk {i}", "namespace": "n"} for i in range(10)])  # straight to a segment
     shutil.copyfile(folder / "manifest.prev.json", folder / "manifest.json")
     with pytest.raises(StoreError, match="older than files beside it"):
@@ -213,7 +213,7 @@ def test_a_bare_header_log_in_place_of_the_stores_own_is_refused(tmp_path: Path)
     a, b = tmp_path / "A", tmp_path / "B"
     with engramdb.open(a) as db:
         db.add("a base", namespace="n")
-        db.checkpoint()
+        db.admin.checkpoint()
     in_the_wal(a, ["acknowledged in A's log"])
     in_the_wal(b, ["B's memory"])
     raw = live_wal(b).read_bytes()
@@ -243,11 +243,11 @@ def test_tools_and_verbs_refuse_another_namespace_or_bad_arguments_by_name(tmp_p
     m = db.add("base memory about apples", namespace="n", session_id="s")
     bad = "\ud800"
     for call, field in ((lambda: db.purge(namespace=bad), "namespace"), (lambda: db.topics(bad), "namespace"),
-                        (lambda: db.themes(bad), "namespace"), (lambda: db.dream(bad), "namespace"),
-                        (lambda: db.curiosity(bad), "namespace"), (lambda: db.importance_log(bad), "id"),
+                        (lambda: db.topics.themes(bad), "namespace"), (lambda: db.lifecycle.dream(bad), "namespace"),
+                        (lambda: db.curiosity(bad), "namespace"), (lambda: db.importance.log(bad), "id"),
                         (lambda: db.feedback(bad, used=[]), "query_id"),
                         (lambda: engramdb.open(str(tmp_path / "x") + bad), "path"),
-                        (lambda: db.backup(str(tmp_path / "y") + bad), "dest"),
+                        (lambda: db.admin.backup(str(tmp_path / "y") + bad), "dest"),
                         (lambda: engramdb.capture(str(tmp_path / "z") + bad, [{"content": "x", "namespace": "n"}]),
                          "path"),
                         (lambda: engramdb.capture(tmp_path / "c", "abc"), "records")):  # type: ignore[arg-type]

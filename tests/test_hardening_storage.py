@@ -174,7 +174,7 @@ def test_an_older_wal_of_the_same_store_put_in_place_of_the_live_one_is_refused(
     db.add("first", namespace="n")
     first = json.loads((folder / "manifest.json").read_text())["wal"]
     shutil.copyfile(folder / first, tmp_path / "old.log")  # a copy of the first log, with its frame
-    db.checkpoint()  # the rows move to a segment and a new log begins
+    db.admin.checkpoint()  # the rows move to a segment and a new log begins
     db.add("second", namespace="n")
     db.close(checkpoint=False)
     live = json.loads((folder / "manifest.json").read_text())["wal"]
@@ -294,7 +294,7 @@ def test_a_backup_into_the_store_itself_is_refused(tmp_path: Path) -> None:
     db.add("x", namespace="n")
     for dest in (src / "backup", src / "index" / "b", src):
         with pytest.raises(StoreError, match="inside the store"):
-            db.backup(dest)
+            db.admin.backup(dest)
         assert not dest.exists() or dest == src
     db.close()
     assert engramdb.verify(src)["ok"]
@@ -400,7 +400,7 @@ def test_a_wal_or_segment_path_that_is_a_folder_is_a_clear_error(tmp_path: Path)
     folder = tmp_path / "s"
     db = open_store(folder)
     db.add("x", namespace="n")
-    db.checkpoint()
+    db.admin.checkpoint()
     db.add("y", namespace="n")
     db.close(checkpoint=False)
     m = json.loads((folder / "manifest.json").read_text())
@@ -430,7 +430,7 @@ while time.monotonic() < end:
     db.add_many([{"content": f"row {i} {j}", "namespace": "n"} for j in range(25)])  # a checkpoint each time
     i += 1
     if i % 10 == 0:
-        db.compact()
+        db.admin.compact()
 db.close()
 """
 

@@ -134,8 +134,8 @@ def test_bm25_sees_new_rows_at_once_and_is_saved_and_reloaded(tmp_path: Path) ->
     assert [h.memory.content for h in first] == ["The vet said the dog needs vaccinations"]
     m = db.add("Second round of vaccinations next month", namespace="a")  # in the WAL
     assert m.id in [h.id for h in db.search("vaccinations", namespace="a", k=3, strategy="bm25")]
-    db.checkpoint()
-    db.settle()  # the indexes are saved after a checkpoint by the store's background worker
+    db.admin.checkpoint()
+    db.admin.settle()  # the indexes are saved after a checkpoint by the store's background worker
     st = db.stats()["bm25"]["lexical"]
     assert st["a"]["documents"] == 6 and st["b"]["documents"] == 1 and st["a"]["postings"] > 0
     side = tmp_path / "s" / "index" / "bm25-lexical.json"
@@ -216,7 +216,7 @@ def test_purge_leaves_nothing_for_bm25_to_find(tmp_path: Path) -> None:
     db = make(tmp_path / "s")
     secret = db.add("the vault combination is tangerine-seven", namespace="a")
     assert db.search("tangerine vault", namespace="a", k=3, strategy="bm25")[0].id == secret.id
-    db.build_index()  # the BM25 file now holds the secret's terms
+    db.admin.build_index()  # the BM25 file now holds the secret's terms
     assert (tmp_path / "s" / "index" / "bm25-lexical.arrow").exists()
     db.purge(secret.id)
     assert not (tmp_path / "s" / "index" / "bm25-lexical.arrow").exists()  # derived files go with it

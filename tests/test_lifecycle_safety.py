@@ -35,7 +35,7 @@ def _compressed_notes() -> tuple[engramdb.Store, str, str]:
     for _ in range(6):
         hits = db.search("weekly sync notes attendees decision", namespace="n", k=3)
         db.feedback(hits.query_id or "", used=[other])
-    run = db.consolidate(dry_run=False, now=now() + timedelta(days=20), protect_days=0)
+    run = db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=20), protect_days=0)
     assert run.applied["compress"] == 3
     assert db.get(a).content == db.get(b).content  # type: ignore[union-attr] # the same summary
     return db, a, b
@@ -43,9 +43,9 @@ def _compressed_notes() -> tuple[engramdb.Store, str, str]:
 
 def test_item1_compressed_notes_are_not_copies_and_a_month_later_nothing_is_purged() -> None:
     db, a, b = _compressed_notes()
-    dream = db.dream("n", dry_run=False)
+    dream = db.lifecycle.dream("n", dry_run=False)
     assert dream["duplicates"] == [] and dream["duplicates_forgotten"] == []
-    later = db.consolidate(dry_run=False, now=now() + timedelta(days=31))
+    later = db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=31))
     assert later.purged == []
     for mid, text in ((a, POSTGRES), (b, ANDROID)):
         assert db.get(mid) is not None and db.history(mid)[0].content == text
@@ -57,29 +57,29 @@ def test_a_dreams_forget_is_held_past_the_window_until_a_person_confirms_it() ->
     both = db.add_many([{"content": "The spare key is under the blue flowerpot", "namespace": "n"}] * 2)
     forgotten_by_hand = db.add("an old shopping list", namespace="n").id
     db.forget(forgotten_by_hand)
-    rep = db.dream("n", dry_run=False)
+    rep = db.lifecycle.dream("n", dry_run=False)
     [(first, copy)] = rep["duplicates"]  # one batch: the same time, so the lower id counts as the first
     assert {first, copy} == set(both) and rep["duplicates_forgotten"] == [copy]
     assert rep["forgotten"][copy].startswith(f"an exact copy of {first}")
-    [waiting] = db.forget_proposals("n")
+    [waiting] = db.lifecycle.forget_proposals("n")
     assert waiting["id"] == copy and waiting["by"] == "dream" and "exact copy" in waiting["reason"]
     month = now() + timedelta(days=31)
-    run = db.consolidate(dry_run=False, now=month)
+    run = db.lifecycle.consolidate(dry_run=False, now=month)
     assert run.purged == [forgotten_by_hand]  # a person's forget goes when its window has passed
     assert list(run.held) == [copy] and "not confirmed" in run.held[copy]  # the engine's own does not
-    assert db.purge_forgotten(now=month) == []
+    assert db.lifecycle.purge_forgotten(now=month) == []
     assert db.get(copy, include_forgotten=True) is not None
     assert db.restore(copy).content == "The spare key is under the blue flowerpot"  # restorable all along
     db.forget(copy)  # forgotten again by hand: a person's forget, purged in its turn
-    assert db.forget_proposals("n") == [] and db.purge_forgotten(now=month) == [copy]
+    assert db.lifecycle.forget_proposals("n") == [] and db.lifecycle.purge_forgotten(now=month) == [copy]
 
 
 def test_a_confirmed_dream_forget_is_purged_like_a_persons() -> None:
     db = engramdb.open(None)
     db.add_many([{"content": "Dentist on the 4th at noon", "namespace": "n"}] * 2)
-    [copy] = db.dream("n", dry_run=False)["duplicates_forgotten"]
-    assert db.confirm_forgotten([copy]) == [copy] and db.forget_proposals() == []
-    assert db.consolidate(dry_run=False, now=now() + timedelta(days=31)).purged == [copy]
+    [copy] = db.lifecycle.dream("n", dry_run=False)["duplicates_forgotten"]
+    assert db.lifecycle.confirm_forgotten([copy]) == [copy] and db.lifecycle.forget_proposals() == []
+    assert db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=31)).purged == [copy]
     assert db.get(copy, include_forgotten=True) is None
 
 
@@ -90,7 +90,7 @@ def test_item2_the_dream_keeps_the_current_fact_said_again_after_it_ended() -> N
     db.supersede(paris, berlin)
     again = db.add("I live in Paris", namespace="n").id
     db.supersede(berlin, again)
-    rep = db.dream("n", dry_run=False)
+    rep = db.lifecycle.dream("n", dry_run=False)
     assert rep["duplicates"] == [] and db.get(again) is not None and db.get(again).valid_until is None  # type: ignore[union-attr]
 
 
@@ -101,10 +101,10 @@ def test_item3_forget_concept_takes_no_turn_for_its_neighbours_score() -> None:
         "Remind me to water the tomato plants",
         "The invitations for Jake's surprise birthday party went out",
         "What's the weather tomorrow")])
-    proposed = db.forget_concept("a surprise birthday party for Jake", namespace="n")
+    proposed = db.lifecycle.forget_concept("a surprise birthday party for Jake", namespace="n")
     assert proposed.dry_run and set(proposed) == {party, invites} and tomatoes not in proposed.reasons
     assert all("its own text matches" in proposed.reasons[mid] for mid in proposed)
-    done = db.forget_concept("a surprise birthday party for Jake", namespace="n", dry_run=False)
+    done = db.lifecycle.forget_concept("a surprise birthday party for Jake", namespace="n", dry_run=False)
     assert list(done) == list(proposed) and db.get(tomatoes) is not None and db.get(party) is None
     assert db.get(party, include_forgotten=True).metadata["forgetting"]["by"] == "forget_concept"  # type: ignore[union-attr]
 
@@ -119,17 +119,17 @@ def test_item4_supersede_on_write_never_ends_a_fact_about_another_subject(old: s
     first = db.add(old, namespace="n").id
     db.add(new, namespace="n")
     assert db.last_contradictions == [] and db.get(first).valid_until is None  # type: ignore[union-attr]
-    assert db.resolve_contradictions(namespace="n", dry_run=False) == []
+    assert db.lifecycle.resolve_contradictions(namespace="n", dry_run=False) == []
 
 
 def test_item5_the_dream_leaves_archived_memories_alone(tmp_path: Path) -> None:
     with engramdb.open(tmp_path / "s") as db:
         old = db.add_many([{"content": f"note {i} about the garden shed", "namespace": "n"} for i in range(3)])
-        db.archive(ids=old)  # their content is in the archive file: the rows hold ""
+        db.lifecycle.archive(ids=old)  # their content is in the archive file: the rows hold ""
         both = db.add_many([{"content": "The boiler code is 4417", "namespace": "n"}] * 2)
-        rep = db.dream("n", dry_run=False)
-        assert [set(pair) for pair in rep["duplicates"]] == [set(both)] and all(db.is_archived(mid) for mid in old)
-        db.unarchive(old)
+        rep = db.lifecycle.dream("n", dry_run=False)
+        assert [set(pair) for pair in rep["duplicates"]] == [set(both)] and all(db.lifecycle.is_archived(mid) for mid in old)
+        db.lifecycle.unarchive(old)
         assert [db.get(mid).content for mid in old] == [f"note {i} about the garden shed" for i in range(3)]  # type: ignore[union-attr]
 
 
@@ -137,34 +137,34 @@ def test_every_surface_proposes_first(tmp_path: Path) -> None:
     path = tmp_path / "s"
     with engramdb.open(path) as db:
         _, copy = db.add_many([{"content": "Bins go out on Tuesday night", "namespace": "n"}] * 2)
-        rep = db.dream("n")
+        rep = db.lifecycle.dream("n")
         assert rep["dry_run"] and rep["duplicates"] and db.get(copy) is not None
     out = subprocess.run([sys.executable, "-m", "engramdb", "consolidate", str(path)], capture_output=True,
                          text=True, check=True, timeout=120)
     assert out.stdout.startswith("dry run: ") or "\ndry run: " in out.stdout
     with engramdb.open(path) as db:
-        assert db.tiers().runs == []  # nothing applied, nothing recorded
+        assert db.importance.tiers().runs == []  # nothing applied, nothing recorded
     subprocess.run([sys.executable, "-m", "engramdb", "consolidate", str(path), "--apply", "--json"],
                    capture_output=True, text=True, check=True, timeout=120)
     with engramdb.open(path) as db:
-        assert len(db.tiers().runs) == 1
+        assert len(db.importance.tiers().runs) == 1
 
 
 def test_bad_arguments_are_refused_by_name_before_anything_is_written() -> None:
     db = engramdb.open(None)
     _, copy = db.add_many([{"content": "Bins go out on Tuesday night", "namespace": "n"}] * 2)
     with pytest.raises(ValueError, match="max_edges must be an int >= 0, got -1"):
-        db.dream("n", dry_run=False, max_edges=-1)
+        db.lifecycle.dream("n", dry_run=False, max_edges=-1)
     with pytest.raises(ValueError, match="min_score must be a number in"):
-        db.forget_concept("bins", namespace="n", dry_run=False, min_score=2)
+        db.lifecycle.forget_concept("bins", namespace="n", dry_run=False, min_score=2)
     with pytest.raises(ValueError, match="concept must be a topic id or non-empty text"):
-        db.forget_concept("  ", namespace="n", dry_run=False)
+        db.lifecycle.forget_concept("  ", namespace="n", dry_run=False)
     with pytest.raises(TypeError, match="ids must be memory ids"):
-        db.confirm_forgotten([""])
+        db.lifecycle.confirm_forgotten([""])
     with pytest.raises(ValueError, match="is not forgotten"):
-        db.confirm_forgotten([copy])
+        db.lifecycle.confirm_forgotten([copy])
     assert db.get(copy) is not None and len(db) == 2
-    assert json.dumps(db.dream("n")["forgotten"])  # the report is plain data
+    assert json.dumps(db.lifecycle.dream("n")["forgotten"])  # the report is plain data
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def _told_long_ago(db: engramdb.Store, folder: Path, text: str, days: float, **f
     path = folder / f"{mid}.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in ({"engramdb_export": {"format": 2}}, rec,
                                                       {"engramdb_export_end": {"memories": 1}})) + "\n")
-    db.import_(path)
+    db.admin.import_(path)
     return mid
 
 
@@ -198,7 +198,7 @@ def test_b1_the_dream_keeps_an_open_ended_memory_that_repeats_one_ending_tomorro
     db = engramdb.open(None)
     db.add("Alice is the on-call engineer", namespace="n", valid_from=start, valid_until=now() + timedelta(days=1))
     open_ended = db.add("Alice is the on-call engineer", namespace="n", valid_from=start).id
-    rep = db.dream("n", dry_run=False)
+    rep = db.lifecycle.dream("n", dry_run=False)
     assert rep["duplicates"] == [] and db.get(open_ended) is not None
     hits = db.search("who is the on-call engineer", namespace="n", k=5, as_of=now() + timedelta(days=3), log=False)
     assert [h.id for h in hits] == [open_ended]
@@ -216,7 +216,7 @@ def test_b2_a_compression_never_writes_over_a_correction_made_while_it_summarize
             db.update(target, content=fixed)
         return text.split(".")[0] + "."
 
-    run = db.consolidate(dry_run=False, now=now() + timedelta(days=20), protect_days=0, summarizer=summarizer)
+    run = db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=20), protect_days=0, summarizer=summarizer)
     assert db.get(target).content == fixed  # type: ignore[union-attr]
     assert [v.content for v in db.history(target)][-1] == fixed and len(db.history(target)) == 2
     assert "changed" in run.skipped[target] and "compress" in run.counts()
@@ -230,7 +230,7 @@ def test_b3_the_dream_leaves_a_copy_the_user_changed_after_it_was_chosen(tmp_pat
     shown_long_ago(tmp_path / "s", "n", [note], other, 20)
     db = engramdb.open(tmp_path / "s")
     db.add_many([{"content": "The spare key is under the blue flowerpot", "namespace": "n"}] * 2)
-    [(first, copy)] = db.dream("n")["duplicates"]
+    [(first, copy)] = db.lifecycle.dream("n")["duplicates"]
     moved = "The spare key is now in the garage, on the hook by the door"
 
     def summarizer(text: str) -> str:  # the dream compresses the note after it chose the copy
@@ -238,7 +238,7 @@ def test_b3_the_dream_leaves_a_copy_the_user_changed_after_it_was_chosen(tmp_pat
             db.update(copy, content=moved)
         return text.split(".")[0] + "."
 
-    rep = db.dream("n", dry_run=False, summarizer=summarizer)
+    rep = db.lifecycle.dream("n", dry_run=False, summarizer=summarizer)
     assert rep["consolidation_applied"]["compress"] == 1 and db.get(note).content.startswith("Quarterly")  # type: ignore[union-attr]
     assert rep["duplicates_forgotten"] == [] and "changed" in rep["skipped"][copy]
     assert db.get(copy).content == moved and db.get(first) is not None  # type: ignore[union-attr]
@@ -263,7 +263,7 @@ def test_b5_a_memory_that_differs_in_any_field_a_user_set_is_not_a_copy(label: s
     if link:
         cause = db.add("The payment outage last week", namespace="n").id
         db.link(new, cause, "CAUSED_BY", reason="the CTO said so")
-    rep = db.dream("n", dry_run=False)
+    rep = db.lifecycle.dream("n", dry_run=False)
     assert rep["duplicates"] == [] and db.get(new) is not None, label
 
 
@@ -275,7 +275,7 @@ def test_b5_the_engines_own_marks_do_not_make_two_copies_differ(tmp_path: Path) 
         assert db.get(first).metadata["merged_duplicates"] == 1  # type: ignore[union-attr]
     with engramdb.open(tmp_path / "s") as db:  # dedup off: the same text stored again
         again = db.add(text, namespace="n").id
-        assert db.dream("n")["duplicates"] == [(first, again)]
+        assert db.lifecycle.dream("n")["duplicates"] == [(first, again)]
 
 
 def test_b6_a_memory_restored_while_the_run_works_is_never_purged(tmp_path: Path) -> None:
@@ -291,7 +291,7 @@ def test_b6_a_memory_restored_while_the_run_works_is_never_purged(tmp_path: Path
             db.restore(x)
         return text.split(".")[0] + "."
 
-    run = db.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
+    run = db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
     assert db.get(x) is not None and db.get(x).content.startswith("My passport")  # type: ignore[union-attr]
     assert run.purged == [] and "restored" in run.skipped[x] and run.applied.get("purge", 0) == 0
     db.close()
@@ -314,7 +314,7 @@ def test_b6_a_forget_confirmed_or_restored_meanwhile_is_judged_as_it_is_when_the
             db.forget(back)  # forgotten again now: its window starts over
         return text.split(".")[0] + "."
 
-    run = db.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
+    run = db.lifecycle.consolidate(dry_run=False, now=now() + timedelta(days=31), protect_days=0, summarizer=summarizer)
     assert run.purged == [gone] and db.get(gone, include_forgotten=True) is None
     assert db.get(back, include_forgotten=True) is not None and back in run.skipped
     db.close()
@@ -325,34 +325,34 @@ def test_b7_resolve_contradictions_takes_only_true_or_false_for_dry_run(bad: obj
     db = engramdb.open(None)
     old = db.add("My rent is 1200 euros a month", namespace="n").id
     db.add("My rent is 1450 euros a month", namespace="n")
-    assert db.resolve_contradictions(namespace="n")  # a proposal there is
+    assert db.lifecycle.resolve_contradictions(namespace="n")  # a proposal there is
     with pytest.raises(TypeError, match=re.escape(f"dry_run must be True or False, got {bad!r}")):
-        db.resolve_contradictions(namespace="n", dry_run=bad)  # type: ignore[arg-type]
+        db.lifecycle.resolve_contradictions(namespace="n", dry_run=bad)  # type: ignore[arg-type]
     assert db.get(old).valid_until is None  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda db: db.consolidate(protect_days=float("inf")), ValueError, "protect_days must be a number in [0, 36500], got inf"),
-    (lambda db: db.consolidate(protect_days=1e300), ValueError, "protect_days must be a number in [0, 36500], got 1e+300"),
-    (lambda db: db.consolidate(protect_days=float("nan")), ValueError, "protect_days must be a number in [0, 36500], got nan"),
-    (lambda db: db.consolidate(protect_days="30"), TypeError, "protect_days must be a number in [0, 36500], got '30'"),
-    (lambda db: db.consolidate(protect_days=True), TypeError, "protect_days must be a number in [0, 36500], got True"),
-    (lambda db: db.consolidate(protect_depth=-1), ValueError, "protect_depth must be an int in [0, 1000], got -1"),
-    (lambda db: db.consolidate(protect_depth=2.5), TypeError, "protect_depth must be an int in [0, 1000], got 2.5"),
-    (lambda db: db.consolidate(namespace=5), TypeError, "namespace"),
-    (lambda db: db.consolidate(dry_run=False, steps=["compress", "delete"]), ValueError,
+    (lambda db: db.lifecycle.consolidate(protect_days=float("inf")), ValueError, "protect_days must be a number in [0, 36500], got inf"),
+    (lambda db: db.lifecycle.consolidate(protect_days=1e300), ValueError, "protect_days must be a number in [0, 36500], got 1e+300"),
+    (lambda db: db.lifecycle.consolidate(protect_days=float("nan")), ValueError, "protect_days must be a number in [0, 36500], got nan"),
+    (lambda db: db.lifecycle.consolidate(protect_days="30"), TypeError, "protect_days must be a number in [0, 36500], got '30'"),
+    (lambda db: db.lifecycle.consolidate(protect_days=True), TypeError, "protect_days must be a number in [0, 36500], got True"),
+    (lambda db: db.lifecycle.consolidate(protect_depth=-1), ValueError, "protect_depth must be an int in [0, 1000], got -1"),
+    (lambda db: db.lifecycle.consolidate(protect_depth=2.5), TypeError, "protect_depth must be an int in [0, 1000], got 2.5"),
+    (lambda db: db.lifecycle.consolidate(namespace=5), TypeError, "namespace"),
+    (lambda db: db.lifecycle.consolidate(dry_run=False, steps=["compress", "delete"]), ValueError,
      "steps must be some of 'promote', 'archive', 'compress', 'purge', got 'delete'"),
-    (lambda db: db.confirm_forgotten(None), TypeError, "ids must be a memory id or an iterable of them, got None"),
-    (lambda db: db.confirm_forgotten(5), TypeError, "ids must be a memory id or an iterable of them, got 5"),
-    (lambda db: db.resolve_contradictions(namespace="n", ids="abc"), TypeError,
+    (lambda db: db.lifecycle.confirm_forgotten(None), TypeError, "ids must be a memory id or an iterable of them, got None"),
+    (lambda db: db.lifecycle.confirm_forgotten(5), TypeError, "ids must be a memory id or an iterable of them, got 5"),
+    (lambda db: db.lifecycle.resolve_contradictions(namespace="n", ids="abc"), TypeError,
      "ids must be an iterable of memory ids, not one string"),
-    (lambda db: db.resolve_contradictions(namespace="n", ids=[5]), TypeError, "ids must be memory ids"),
-    (lambda db: db.resolve_contradictions(namespace="n", min_score=float("nan")), ValueError,
+    (lambda db: db.lifecycle.resolve_contradictions(namespace="n", ids=[5]), TypeError, "ids must be memory ids"),
+    (lambda db: db.lifecycle.resolve_contradictions(namespace="n", min_score=float("nan")), ValueError,
      "min_score must be a number in [0, 1], got nan"),
-    (lambda db: db.resolve_contradictions(namespace="n", detector="llm"), TypeError, "detector must be a callable"),
-    (lambda db: db.resolve_contradictions(namespace=7), TypeError, "namespace"),
-    (lambda db: db.dream("n", summarizer="short"), TypeError, "summarizer must be a callable"),
-    (lambda db: db.consolidate(dry_run=False, summarizer="short"), TypeError, "summarizer must be a callable"),
+    (lambda db: db.lifecycle.resolve_contradictions(namespace="n", detector="llm"), TypeError, "detector must be a callable"),
+    (lambda db: db.lifecycle.resolve_contradictions(namespace=7), TypeError, "namespace"),
+    (lambda db: db.lifecycle.dream("n", summarizer="short"), TypeError, "summarizer must be a callable"),
+    (lambda db: db.lifecycle.consolidate(dry_run=False, summarizer="short"), TypeError, "summarizer must be a callable"),
 ])
 def test_b8_bad_arguments_of_the_automatic_verbs_are_refused_by_name(call: Any, error: type[Exception],
                                                                      words: str) -> None:
@@ -362,4 +362,4 @@ def test_b8_bad_arguments_of_the_automatic_verbs_are_refused_by_name(call: Any, 
     with pytest.raises(error) as got:
         call(db)
     assert words in str(got.value)
-    assert db.get(kept) is not None and len(db.history(kept)) == 1 and db.tiers().runs == []
+    assert db.get(kept) is not None and len(db.history(kept)) == 1 and db.importance.tiers().runs == []

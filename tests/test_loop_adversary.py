@@ -35,7 +35,7 @@ def test_a_forked_child_of_a_writer_with_a_waiting_job_neither_waits_nor_lists_i
     if pid == 0:  # pragma: no cover - the child
         signal.alarm(60)  # a child that hangs (a lock held at the fork) dies, and the test fails, not waits for ever
         try:
-            settled = db.settle(timeout=2)
+            settled = db.admin.settle(timeout=2)
             pending = db.stats()["upkeep"]["pending"]
             hits = len(db.search("violin", namespace="n"))
             db.close()
@@ -199,7 +199,7 @@ def test_build_index_saves_nothing_a_purge_took_out_while_it_built(tmp_path: Pat
         return out
 
     monkeypatch.setattr(lexical.StoreBm25, "sync", sync)
-    db.build_index()
+    db.admin.build_index()
     monkeypatch.setattr(lexical.StoreBm25, "sync", real)
     assert len(purges) == 1 and db.get(gone) is None
     epoch = json.loads((folder / "manifest.json").read_text())["row_epoch"]
@@ -220,7 +220,7 @@ def test_the_runs_kept_for_stats_are_bounded(tmp_path: Path, monkeypatch: pytest
         db.add_many([{"content": f"note {i}", "namespace": f"user{i}"} for i in range(many)])
         for i in range(many):
             db.context("note", namespace=f"user{i}", max_tokens=100)  # each asks for its namespace's topics
-        assert db.settle(timeout=300)
+        assert db.admin.settle(timeout=300)
         runs = db.stats()["upkeep"]["runs"]
     assert len(runs) < many
     assert len(runs) == background.RUNS_KEPT and f"topics:user{many - 1}" in runs
@@ -257,7 +257,7 @@ def test_a_child_forked_while_the_worker_syncs_bm25_can_search(tmp_path: Path) -
     db.search("warm up", namespace="n", k=3)  # BM25 made
     long = " ".join(f"word{i} violins" for i in range(400))  # longer than a passage: BM25 embeds its passages
     db.add(long, namespace="n")
-    db.checkpoint()  # the worker brings BM25 up to it
+    db.admin.checkpoint()  # the worker brings BM25 up to it
     assert lexical_embedder.inside.wait(timeout=60)
     note = tmp_path / "child"
     threading.Timer(0.2, lexical_embedder.go.set).start()  # the sync ends soon: the fork waits for it

@@ -32,11 +32,11 @@ def test_feedback_refuses_a_memory_of_another_namespace_and_rates_nothing() -> N
         db.feedback(bob_search.query_id, used=["alice0"])
     with pytest.raises(ValueError, match=r"used: no memory with id 'nobody' in namespace 'bob'"):
         db.feedback(bob_search.query_id, used=["bob0", "nobody"])  # one bad id refuses the call
-    rep = db.update_importance()
+    rep = db.importance.refresh()
     assert rep.matches == 0  # nothing was logged by the refused calls
     assert db.importance("alice0").elo == elo.INITIAL_ELO and db.importance("alice0").updates == 0
     assert db.feedback(bob_search.query_id, used=["bob0"]) == 1  # its own namespace's memory: taken
-    db.update_importance()
+    db.importance.refresh()
     assert db.importance("bob0").elo > elo.INITIAL_ELO and db.importance("alice0").updates == 0
 
 
@@ -47,7 +47,7 @@ def test_feedback_refuses_a_string_for_used() -> None:
         db.feedback(hits.query_id or "", used="abc")
     with pytest.raises(TypeError, match="used must be a list of memory ids, got int 7"):
         db.feedback(hits.query_id or "", used=7)  # type: ignore[arg-type]
-    assert db.update_importance().entries == len(hits)  # the search's rows alone: no feedback row was written
+    assert db.importance.refresh().entries == len(hits)  # the search's rows alone: no feedback row was written
 
 
 # ---------------------------------------------------------------------------------------------- types
@@ -125,18 +125,18 @@ def play(db: engramdb.Store, steps: list[tuple[Any, ...]]) -> None:
         elif kind == "search":
             hits = db.search(step[1], namespace="alice", k=4)
             db.feedback(hits.query_id or "", used=[h.id for h in hits][:step[2]])
-            db.update_importance()
+            db.importance.refresh()
         elif kind == "foreign_feedback":  # alice's search naming one of bob's memories: refused
             hits = db.search("tea", namespace="alice", k=4)
             with pytest.raises(ValueError, match="used: no memory with id"):
                 db.feedback(hits.query_id or "", used=[f"bob{step[1]}"])
-            db.update_importance()
+            db.importance.refresh()
         elif kind == "purge" and pick is not None:
             db.purge(pick)
         elif kind == "topics":
             db.topics("alice")
         elif kind == "checkpoint":
-            db.checkpoint()
+            db.admin.checkpoint()
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -152,11 +152,11 @@ def test_one_namespaces_operations_never_change_anothers_answers_or_files(steps:
         db.update("bob2", content="bob green tea every evening")
         hits = db.search("green tea", namespace="bob", k=3)
         db.feedback(hits.query_id or "", used=[hits[0].id])
-        db.update_importance()
-        db.checkpoint()  # bob's rows in a segment of their own
+        db.importance.refresh()
+        db.admin.checkpoint()  # bob's rows in a segment of their own
         db.add_many([{"content": f"alice {t}", "namespace": "alice"} for t in ["violin and tea", "rain on monday",
                                                                               "ring road cat"]])
-        db.checkpoint()
+        db.admin.checkpoint()
         bob_files = {p.name: p.read_bytes() for p in folder.iterdir()
                      if p.name.startswith(("seg-", "edges-")) and b"alice" not in p.read_bytes()}
         assert any(n.startswith("seg-") for n in bob_files) and any(n.startswith("edges-") for n in bob_files)

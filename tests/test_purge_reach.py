@@ -72,8 +72,8 @@ def exercise(db: engramdb.Store, folder: Path, ns: str, words: str, file_text: s
     assert len(empty) == 0 and empty.query_id is not None  # a search that found nothing is logged too
     (folder.parent / f"{ns}.md").write_text(file_text)
     assert db.add_file(folder.parent / f"{ns}.md", namespace=ns)["added"] >= 3
-    db.update_importance()
-    assert db.topics(ns) and db.themes(ns) is not None
+    db.importance.refresh()
+    assert db.topics(ns) and db.topics.themes(ns) is not None
     ctx = db.context(words, namespace=ns, session_id=session, max_tokens=800)
     assert ctx.items
     return {"queries": [first.query_id, empty.query_id, ctx.stats["query_id"]], "session": session}
@@ -94,13 +94,13 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
         f"Björnholm harvestquill ledger, line {i}: the tractorbarley crop went to the mill." for i in range(80)))
     assert db.curiosity("alice"), "the context queued the surprising hop from alice-kw-seed"
     now = datetime.now(timezone.utc)
-    assert db.consolidate(dry_run=False, now=now + timedelta(days=8)).applied["promote"] > 0
-    assert db.dashboard(namespace="alice")["lifecycle_tiers"]["long_term"] > 0
-    db.dream("alice", now=now + timedelta(days=9), dry_run=False)  # applied: its edges and forgets are derived too
-    assert db.consolidate(namespace="alice", dry_run=False, now=now + timedelta(days=400)).applied["compress"] > 0
-    assert db.archive(ids=["alice-kw-tide-0", "alice-kw-tide-1"])["file"] is not None  # her text in an archive file
-    db.archive(ids=["bob-mill-0"])
-    db.checkpoint()
+    assert db.lifecycle.consolidate(dry_run=False, now=now + timedelta(days=8)).applied["promote"] > 0
+    assert db.admin.dashboard(namespace="alice")["lifecycle_tiers"]["long_term"] > 0
+    db.lifecycle.dream("alice", now=now + timedelta(days=9), dry_run=False)  # applied: its edges and forgets are derived too
+    assert db.lifecycle.consolidate(namespace="alice", dry_run=False, now=now + timedelta(days=400)).applied["compress"] > 0
+    assert db.lifecycle.archive(ids=["alice-kw-tide-0", "alice-kw-tide-1"])["file"] is not None  # her text in an archive file
+    db.lifecycle.archive(ids=["bob-mill-0"])
+    db.admin.checkpoint()
     # a reader's searches and context are spooled for the writer; a capture waits in the spool
     with engramdb.open(folder, read_only=True, access_log="spool") as reader:
         assert reader.search("glimmerhaven kwenthrix", namespace="alice").query_id is not None
@@ -148,7 +148,7 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
         assert [(t.id, t.label, t.members) for t in again.topics("bob")] == bob_topics
         if bob_elo is not None:
             assert again.importance("bob-0").elo == pytest.approx(bob_elo, abs=1.0)
-        assert any(r["namespace"] == "bob" for r in again.importance_log())
+        assert any(r["namespace"] == "bob" for r in again.importance.log())
         for q in bob["queries"]:
             assert str(q).encode() in raw_all  # bob's searches stay in the access log
         assert again.importance("bob-0").elo != elo.INITIAL_ELO or bob_elo is None

@@ -42,17 +42,17 @@ def test_feedback_shows_in_importance_and_hits_at_once(tmp_path: Path) -> None:
     again = {h.id: h for h in db.search("violin lessons", namespace="a", k=4, log=False)}
     assert again[used].elo == pytest.approx(db.importance(used).elo, abs=1e-3)
     assert again[lost].elo == pytest.approx(db.importance(lost).elo, abs=1e-3)
-    log = db.importance_log(used)
+    log = db.importance.log(used)
     assert len(log) == 1 and log[0]["outcome"] == 1.0  # the change is logged as the batch logs it
     before = snapshot(db, [h.id for h in hits])
-    rep = db.update_importance()  # never counted twice
+    rep = db.importance.refresh()  # never counted twice
     assert (rep.matches, rep.updates, rep.late_feedback) == (0, 0, 0)
     assert snapshot(db, [h.id for h in hits]) == before
-    assert len(db.importance_log(used)) == 1
+    assert len(db.importance.log(used)) == 1
     db.close()
     with engramdb.open(tmp_path / "s") as db2:  # a reopen gives the same ratings
         assert snapshot(db2, [h.id for h in hits]) == before
-        assert db2.update_importance().updates == 0
+        assert db2.importance.refresh().updates == 0
 
 
 def test_feedback_that_none_was_used_lowers_every_hit_at_once() -> None:
@@ -69,7 +69,7 @@ def test_a_second_feedback_for_a_settled_search_is_late() -> None:
     db.feedback(hits.query_id or "", used=[hits[0].id])
     db.feedback(hits.query_id or "", used=[hits[1].id])  # the search was settled by the first
     assert db.importance(hits[1].id).used == 0 and db.importance(hits[0].id).used == 1
-    assert db.update_importance().updates == 0
+    assert db.importance.refresh().updates == 0
 
 
 def test_feedback_on_a_contexts_search_counts_with_what_it_injected() -> None:
@@ -83,7 +83,7 @@ def test_feedback_on_a_contexts_search_counts_with_what_it_injected() -> None:
     db.feedback(qid, used=[injected[0]])
     assert db.importance(injected[0]).used == 1
     assert all(db.importance(i).used == 1 for i in injected)  # injected: used (E2)
-    assert db.update_importance().updates == 0
+    assert db.importance.refresh().updates == 0
 
 
 def test_a_lost_or_old_ratings_file_is_replayed_to_the_same_ratings(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ def test_a_lost_or_old_ratings_file_is_replayed_to_the_same_ratings(tmp_path: Pa
     assert not list((tmp_path / "ro" / "index").glob("elo-ratings.*"))  # and writes nothing
     with engramdb.open(tmp_path / "s") as db2:  # no update call needed
         assert {i: db2.importance(i).elo for i in ids} == pytest.approx(before, abs=0.01)
-        assert db2.update_importance().updates == 0
+        assert db2.importance.refresh().updates == 0
     assert list((tmp_path / "s" / "index").glob("elo-ratings.*"))  # the writer saved what it rebuilt
 
 
@@ -122,9 +122,9 @@ def test_time_alone_does_not_flip_a_shown_memory_to_low() -> None:
     the first microsecond of decay); unused for a month it does reach LOW (E3 still applies)."""
     db = make(None)
     shown = [h.id for h in db.search("green tea", namespace="a", k=3)]
-    tomorrow = db.consolidate(namespace="a", now=utc_now() + timedelta(days=1))
+    tomorrow = db.lifecycle.consolidate(namespace="a", now=utc_now() + timedelta(days=1))
     tiers = {d.id: d.elo_tier for d in tomorrow.decisions}
     assert all(tiers[i] == "MEDIUM" for i in shown)
-    later = db.consolidate(namespace="a", now=utc_now() + timedelta(days=30))
+    later = db.lifecycle.consolidate(namespace="a", now=utc_now() + timedelta(days=30))
     assert all(d.elo_tier == "LOW" for d in later.decisions if d.id in shown)
     assert all(d.elo_tier == "MEDIUM" for d in later.decisions if d.id not in shown)  # never shown: no decay

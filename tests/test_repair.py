@@ -37,11 +37,11 @@ def build(path: Path) -> engramdb.Store:
     db.link("m0-1", "m0-2", "CAUSED_BY", confidence=0.9)
     db.update("m0-4", content="turn 0-4 edited")
     db.forget("m1-1")
-    db.compact()
+    db.admin.compact()
     db.add_many([{"content": f"big {j}", "namespace": "a", "id": f"big{j}"} for j in range(60)])  # straight to a file
     db.purge(["m2-2", "m2-5"])
-    db.archive(LATER, namespace="b")
-    db.unarchive(["m0-3"])
+    db.lifecycle.archive(LATER, namespace="b")
+    db.lifecycle.unarchive(["m0-3"])
     db.link("m3-1", "m3-2", "RELATED_TO", confidence=0.7)
     db.add("still in the WAL", namespace="a", id="wal1")
     return db
@@ -53,7 +53,7 @@ def state(db: engramdb.Store) -> Any:
     for mid in ids:
         m = db.get(mid, include_forgotten=True)
         out.append(None if m is None else (m.id, m.content, m.version, m.namespace, m.learned_at, m.forgotten_at,
-                                           db.is_archived(mid)))
+                                           db.lifecycle.is_archived(mid)))
     out.append(sorted((e.src, e.dst, e.type, e.confidence) for mid in ("m0-1", "m3-1")
                       for e in db.edges(mid, include_forgotten=True)))
     out.append(len(db))

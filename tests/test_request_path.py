@@ -70,7 +70,7 @@ def test_context_reads_topics_and_the_worker_computes_them(tmp_path: Path, calls
         c = db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
         assert "chicken" in c.text
         assert threading.current_thread().name not in calls["cluster"]  # the request did not cluster
-        assert db.settle(timeout=60)
+        assert db.admin.settle(timeout=60)
         assert calls["cluster"], "the background worker computed the topics"
         assert all(name.startswith("engramdb-upkeep") for name in calls["cluster"])
         assert "topics:n" in db.stats()["upkeep"]["runs"]
@@ -90,7 +90,7 @@ def test_without_the_background_nothing_runs_on_its_own(tmp_path: Path, calls: d
         _fill(db)
         db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
         db.search("engine oil", namespace="n")
-        assert db.settle(timeout=1)
+        assert db.admin.settle(timeout=1)
         assert calls["cluster"] == []
         assert db.stats()["upkeep"] == {"background": False, "pending": [], "runs": {}}
         assert not _upkeep_threads(tmp_path / "s")
@@ -112,7 +112,7 @@ def test_no_search_builds_a_tree_on_the_callers_thread(tmp_path: Path, calls: di
         dense = db.search("engine oil filter", namespace="n", strategy="dense_only", k=5)
         assert "oil" in dense[0].memory.content  # answered by an exact scan of what no tree covers yet
         assert threading.current_thread().name not in calls["build"]
-        assert db.settle(timeout=60)
+        assert db.admin.settle(timeout=60)
         assert calls["build"] and all(n.startswith("engramdb-upkeep") for n in calls["build"])
         assert db.stats()["trees"][db.schema.main]["n"]["memories"] == 240
     with engramdb.open(tmp_path / "s", read_only=True) as r:  # the worker's tree was saved: a reader adopts it
@@ -146,7 +146,7 @@ def test_settle_on_a_read_only_store_is_true_at_once(tmp_path: Path) -> None:
     with engramdb.open(tmp_path / "s") as db:
         db.add("one memory", namespace="n")
     with engramdb.open(tmp_path / "s", read_only=True) as r:
-        assert r.settle(timeout=0) is True
+        assert r.admin.settle(timeout=0) is True
         assert r.stats()["upkeep"]["background"] is False
 
 

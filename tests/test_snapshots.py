@@ -51,7 +51,7 @@ def answers(reader: Any, queries: list[str]) -> list[Any]:
 def test_a_snapshot_answers_as_when_taken_through_every_write(tmp_path: Path) -> None:
     db = filled(tmp_path / "s")
     rng = np.random.default_rng(9)
-    snap = db.snapshot()
+    snap = db.admin.snapshot()
     # the texts of the memories the writes below change, so each is a top hit before them
     queries = [text(rng) for _ in range(2)] + [snap.get(f"m{i}").content for i in (1, 3, 9, 10)]  # type: ignore[union-attr]
     before = answers(snap, queries)
@@ -72,16 +72,16 @@ def test_a_snapshot_answers_as_when_taken_through_every_write(tmp_path: Path) ->
     db.add_many([{"content": text(rng), "namespace": "n", "id": f"x{i}"} for i in range(300)])  # checkpoints, tree inserts
     db.search(queries[0], namespace="n", k=3)  # the live store moves its indexes on
     check("adds across checkpoints")
-    db.compact()
+    db.admin.compact()
     check("compact")
-    db.archive(t_later, namespace="m")
+    db.lifecycle.archive(t_later, namespace="m")
     check("archive")
     db.purge("m2")  # rows renumbered: a new epoch
     db.search(queries[0], namespace="n", k=3, strategy="hybrid")
     check("purge")
     live = answers(db, queries)
     assert live != before and db.get("m2") is None and snap.get("m2") is not None
-    later = db.snapshot()
+    later = db.admin.snapshot()
     assert later.generation > snap.generation and answers(later, queries) == live
 
 

@@ -239,13 +239,13 @@ def test_purge_removes_the_content_from_every_file(tmp_path: Path, persistent: b
     secret = db.add("my passport number is X1234567", namespace="n")
     db.update(secret.id, content="my passport number is X1234567 (renewed)")
     keep = db.add_many([{"content": f"harmless {i}", "namespace": "n"} for i in range(3)])
-    db.checkpoint()
+    db.admin.checkpoint()
     other = db.add("written after the checkpoint", namespace="n")
     asked = db.search("my passport number is X1234567", namespace="n", k=5)  # logged with its hits
     assert secret.id in [h.id for h in asked] and asked.query_id is not None
     db.feedback(asked.query_id, used=[secret.id])
-    db.checkpoint()  # the access log's rows are in a file
-    db.update_importance()  # and the ratings and the ELO log hold the secret's id
+    db.admin.checkpoint()  # the access log's rows are in a file
+    db.importance.refresh()  # and the ratings and the ELO log hold the secret's id
     assert db.purge(secret.id) == 2
     assert db.get(secret.id, include_forgotten=True) is None
     # a search for it finds nothing (asked in other words: the text of a search made after the
@@ -270,9 +270,9 @@ def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
     a = db.add("Alice moved to Lisbon", namespace="alice", valid_from=T0, metadata={"k": [1, 2]}, role="user")
     db.add("Bob likes tea", namespace="bob")
     b = db.add("Alice adopted a cat", namespace="alice", vectors={"dense": np.eye(8, dtype=np.float32)[2]})
-    assert db.export(tmp_path / f"alice{suffix}", namespace="alice") == 2
+    assert db.admin.export(tmp_path / f"alice{suffix}", namespace="alice") == 2
     other = open_store()
-    ids = other.import_(tmp_path / f"alice{suffix}")
+    ids = other.admin.import_(tmp_path / f"alice{suffix}")
     assert sorted(ids) == sorted([a.id, b.id])
     got = other.get(a.id)
     assert got is not None and (got.content, got.valid_from, got.metadata, got.role) == (a.content, T0, {"k": [1, 2]}, "user")
@@ -287,7 +287,7 @@ def test_export_import_round_trip(tmp_path: Path, suffix: str) -> None:
         assert sorted(r["id"] for r in rows) == sorted([a.id, b.id]) and not any("vectors" in r for r in rows)
         assert {r["id"]: r["valid_from"] for r in rows}[a.id] == T0.isoformat()
     with pytest.raises(ValueError, match="must end in .jsonl or .arrow"):
-        db.export(tmp_path / "x.csv")
+        db.admin.export(tmp_path / "x.csv")
 
 
 def test_compact_merges_segments_and_keeps_history(tmp_path: Path) -> None:
@@ -298,7 +298,7 @@ def test_compact_merges_segments_and_keeps_history(tmp_path: Path) -> None:
     db.forget(ids[1])
     assert db.stats()["segments"] >= 3
     expected = {i: db.get(i, include_forgotten=True) for i in ids}
-    assert db.compact() >= 3
+    assert db.admin.compact() >= 3
     assert db.stats()["segments"] == 1
     assert {i: db.get(i, include_forgotten=True) for i in ids} == expected
     old = db.search("fact 0", namespace="n", k=1, known_at=before_update)  # history survived
@@ -316,10 +316,10 @@ def test_reopen_closes_old_versions_without_the_id_index(tmp_path: Path) -> None
     db = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders(), dedup="off")  # type: ignore[arg-type]
     db.add("alpha one", namespace="n", id="a")
     db.add("beta two", namespace="n", id="b")
-    db.checkpoint()
+    db.admin.checkpoint()
     db.update("a", content="gamma three")  # in the WAL: replaces a committed row
     db.forget("b")
-    db.checkpoint()
+    db.admin.checkpoint()
     db.update("a", content="delta four")  # stays in the WAL
     # the retrieval seam over storage's: a plan run against a read-only engine's snapshot
     engine = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning())
@@ -372,7 +372,7 @@ def test_purge_many_ids_or_a_namespace_in_one_rewrite(tmp_path: Path) -> None:
     a = db.add_many([{"content": f"alice secret {i}", "namespace": "alice"} for i in range(30)])
     db.link(a[0], a[1], "CAUSED_BY")
     db.link(keep[1], keep[2], "CAUSED_BY")
-    db.checkpoint()
+    db.admin.checkpoint()
     before = rows_of_namespace(folder, "keep")
     assert db.purge([a[0], a[1], a[2]]) == 3
     assert all(db.get(i, include_forgotten=True) is None for i in a[:3]) and db.edges(keep[1])

@@ -40,7 +40,7 @@ def test_every_space_finds_the_matching_turn(tmp_path: Path) -> None:
 def stored_vectors(db: engramdb.Store, tmp: Path, space: str) -> Any:
     """A space's vectors as the store holds them, read back from an Arrow export (the segment
     layout: one column per space)."""
-    db.export(tmp / "all.arrow")
+    db.admin.export(tmp / "all.arrow")
     table = pa.ipc.open_file(str(tmp / "all.arrow")).read_all()
     return from_arrow(db.schema[space], table.column(column_name(db.schema[space])))
 

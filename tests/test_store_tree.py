@@ -36,8 +36,8 @@ def filled(path: Path | None, n: int = 1_500) -> tuple[engramdb.Store, np.ndarra
     db = opened(path, dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(n)])
-    db.checkpoint()
-    db.settle()  # the trees follow a checkpoint on the store's background worker
+    db.admin.checkpoint()
+    db.admin.settle()  # the trees follow a checkpoint on the store's background worker
     return db, x
 
 
@@ -54,7 +54,7 @@ def test_tree_search_agrees_with_exact_and_keeps_namespaces_apart(tmp_path: Path
     for q in x[:30:3]:  # b's rows as queries against a: still only a's
         assert all(int(h.id[1:]) % 3 for h in db.search(q, namespace="a", k=20))
     assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_000
-    assert db.tree_recall("a") >= 0.8
+    assert db.admin.tree_recall("a") >= 0.8
 
 
 def test_forgotten_superseded_and_future_rows_stay_out_of_tree_results(tmp_path: Path) -> None:
@@ -62,8 +62,8 @@ def test_forgotten_superseded_and_future_rows_stay_out_of_tree_results(tmp_path:
     db.forget("m1")
     db.supersede("m2", "m4")
     db.update("m5", valid_from=datetime(2999, 1, 1, tzinfo=timezone.utc))
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     for mid in ("m1", "m2", "m5"):
         q = x[int(mid[1:])]
         ids = [h.id for h in db.search(q, namespace="a", k=50, strategy="tree")]
@@ -77,8 +77,8 @@ def test_a_memory_added_a_moment_ago_is_found_first(tmp_path: Path) -> None:
     fresh = vectors(1, seed=99)[0]
     db.add("just now", namespace="a", id="new1", vectors={"dense": fresh})
     assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # in the WAL: scanned exactly
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     assert db.search(fresh, namespace="a", k=1)[0].id == "new1"  # committed: the hot rows
 
 
@@ -138,16 +138,16 @@ def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
     db = opened(tmp_path / "s", dedup="off", index="hnsw")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(1_500)])
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     hits = db.search(x[1], namespace="a", k=10, explain=True)
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "hnsw" and hits[0].id == "m1"
     exact = db.search(x[1], namespace="a", k=10, strategy="exact")
     assert len({h.id for h in hits} & {h.id for h in exact}) >= 9
     assert all(int(h.id[1:]) % 3 for h in hits)
     db.forget("m1")
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     assert "m1" not in [h.id for h in db.search(x[1], namespace="a", k=10)]
     db.close()
     graphs = list((tmp_path / "s" / "index").glob("hnsw-dense-*.usearch"))
@@ -169,7 +169,7 @@ def test_build_index_after_a_bulk_load_serves_readers(tmp_path: Path) -> None:
     with opened(tmp_path / "s", dedup="off") as db:
         db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                      for i in range(1_200)])
-        assert db.build_index() == {"a": 1_200}
+        assert db.admin.build_index() == {"a": 1_200}
     reader = opened(tmp_path / "s", read_only=True)
     hit = reader.search(x[3], namespace="a", k=1, explain=True)[0]
     assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "tree"
@@ -184,13 +184,13 @@ def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     db, x = filled(tmp_path / "s")
     assert db.search(x[2], namespace="a", k=1)[0].id == "m2"
     db.forget("m2")
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     assert db.search(x[2], namespace="a", k=1)[0].id != "m2"  # a write invalidates the mask
     soon = datetime.now(timezone.utc) + timedelta(seconds=0.5)
     db.update("m4", valid_from=soon)
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     top = db.search(x[4], namespace="a", k=1)[0].id
     if datetime.now(timezone.utc) < soon:  # the query's clock was before valid_from (a slow machine skips this)
         assert top != "m4"  # not valid yet
@@ -203,7 +203,7 @@ def test_a_tree_grown_past_twice_its_build_is_rebuilt(tmp_path: Path) -> None:
     x = vectors(2_000)
     db = opened(tmp_path / "s", dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(600)])
-    db.build_index()
+    db.admin.build_index()
 
     def tree_a(store: engramdb.Store) -> dict[str, Any]:
         info: dict[str, Any] = store.stats()["trees"]["dense"]["a"]
@@ -212,11 +212,11 @@ def test_a_tree_grown_past_twice_its_build_is_rebuilt(tmp_path: Path) -> None:
     assert tree_a(db)["built"] == 600 and tree_a(db)["memories"] == 600
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(600, 1_100)])
-    db.build_index()
+    db.admin.build_index()
     assert tree_a(db)["built"] == 600 and tree_a(db)["memories"] == 1_100  # grown by inserts
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
                  for i in range(1_100, 1_300)])
-    db.build_index()
+    db.admin.build_index()
     assert tree_a(db)["built"] == 1_300  # past 2 x 600: rebuilt whole
     db.close()
     # the index layer's seam: the saved tree, loaded over the folder's snapshot, keeps its invariants
@@ -235,8 +235,8 @@ def test_indexes_serve_cosine_spaces_only(tmp_path: Path) -> None:
     x = vectors(700)
     db = engramdb.open(tmp_path / "s", schema=schema, embedders={}, dedup="off")
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}} for i in range(700)])
-    db.checkpoint()
-    db.settle()
+    db.admin.checkpoint()
+    db.admin.settle()
     hit = db.search(x[3], namespace="a", k=1, explain=True)[0]
     assert hit.id == "m3" and hit.explain is not None and hit.explain["strategy"] == "exact"
     with pytest.raises(ValueError, match="strategy 'tree' needs a dense cosine space; 'dense' is dense with metric 'dot'"):
@@ -254,8 +254,8 @@ def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
     db.forget("m7")  # the filter reaches the packed copy too
     assert "m7" not in [h.id for h in db.search(x[7], namespace="a", k=10)]
     db.add("fresh", namespace="a", id="fresh", vectors={"dense": x[7]})
-    db.checkpoint()  # the tree grows: the new version is packed before it is published
-    db.settle()
+    db.admin.checkpoint()  # the tree grows: the new version is packed before it is published
+    db.admin.settle()
     # 1,000 rows + the forget's new version + fresh: trees hold every committed row
     assert db.stats()["trees"]["dense"]["a"]["memories"] == 1_002 and db.stats()["trees"]["dense"]["a"]["packed"]
     assert db.search(x[7], namespace="a", k=1)[0].id == "fresh"

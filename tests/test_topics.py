@@ -111,7 +111,7 @@ def test_a_namespace_topics_find_its_subjects(tmp_path: Path) -> None:
     db = engramdb.open(tmp_path / "s")
     db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
                  for i, t in enumerate(v)])
-    assert db.voting_spaces() == ["dense", "lexical", "tokens"]  # hdc repeats dense
+    assert db.topics.spaces() == ["dense", "lexical", "tokens"]  # hdc repeats dense
     topics = db.topics("n")
     groups = {frozenset(t.members) for t in topics}
     for k in SUBJECTS:
@@ -122,11 +122,11 @@ def test_a_namespace_topics_find_its_subjects(tmp_path: Path) -> None:
     assert db.topics("n") is topics  # unchanged namespace: the same run
     assert db.stats()["topics"]["n"] == {"topics": len(topics), "churn": 0.0, "entropy": topics.entropy,
                                          "consolidation_due": False}
-    assert db.consolidate(namespace="n").topics_due == {"n": False}
-    t, sample = db.topic(topics[0].id)
+    assert db.lifecycle.consolidate(namespace="n").topics_due == {"n": False}
+    t, sample = db.topics.get(topics[0].id)
     assert t == topics[0] and [m.id for m in sample] == list(t.members[:5])
     with pytest.raises(KeyError, match="no topic 'n/t99'"):
-        db.topic("n/t99")
+        db.topics.get("n/t99")
     db.close()
     with engramdb.open(tmp_path / "s") as again:  # the history is kept: ids and stability carry over
         again.add_many([{"id": "violin9", "content": "a violin bow rehair", "namespace": "n"}])
@@ -155,14 +155,14 @@ def test_themes_divergence_and_the_topics_command(tmp_path: Path, capsys: pytest
                      for k, v in SUBJECTS.items() for i, t in enumerate(v)]
                     + [{"id": f"dup{i}", "content": "the violin recital is in june", "namespace": "n"}
                        for i in range(3)])
-        themes = db.themes("n")
+        themes = db.topics.themes("n")
         assert themes and any({"dup0", "dup1", "dup2"} <= set(t.members) for t in themes)  # near-identical texts
         assert all(t.confidence >= 0.6 and -1 <= t.silhouette <= 1 for t in themes)
-        far = db.divergence("what is the capital of peru", namespace="n", session_id="s1")
-        near = db.divergence("violin practice scales", namespace="n", session_id="s1")
+        far = db.topics.divergence("what is the capital of peru", namespace="n", session_id="s1")
+        near = db.topics.divergence("violin practice scales", namespace="n", session_id="s1")
         assert far["divergent"] and not near["divergent"] and near["nearest"].startswith("violin")
         assert far["session_memories"] == 10
-        assert db.divergence("x", namespace="n", session_id="nobody")["session_memories"] == 0
+        assert db.topics.divergence("x", namespace="n", session_id="nobody")["session_memories"] == 0
     assert cli.main(["topics", str(path), "--namespace", "n"]) == 0
     out = capsys.readouterr().out
     assert "violin" in out and "topics; churn" in out
@@ -195,10 +195,10 @@ def test_a_dream_replays_dedups_and_proposes_hypotheses_that_search_skips_unless
                  for i, t in enumerate(v)])
     db.add_many([{"id": "again", "content": "My violin teacher is  strict", "namespace": "n"},
                  {"id": "turn", "content": "my violin teacher is strict", "namespace": "n", "session_id": "s"}])
-    dry = db.dream("n")  # a dry run, by default: it forgets nothing
+    dry = db.lifecycle.dream("n")  # a dry run, by default: it forgets nothing
     assert dry["duplicates"] == [("violin1", "again")] and db.get("again") is not None and dry["dry_run"]
     assert dry["forgotten"]["again"].startswith("an exact copy of violin1")  # the proposal, with its reason
-    rep = db.dream("n", dry_run=False)
+    rep = db.lifecycle.dream("n", dry_run=False)
     assert rep["topics"] >= 3 and rep["duplicates_forgotten"] == ["again"] and db.get("again") is None
     assert db.get("turn") is not None  # a turn said twice is an event
     assert sum(rep["consolidation"].values()) == len(db) + 1  # decided before the duplicate went
@@ -225,7 +225,7 @@ def test_dream_explores_across_topics_with_minilm() -> None:
     db = engramdb.open(None, profile="minilm")
     db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
                  for i, t in enumerate(v)])
-    rep = db.dream("n", max_edges=5, dry_run=False)
+    rep = db.lifecycle.dream("n", max_edges=5, dry_run=False)
     assert len(rep["edges"]) <= 5
     for e in rep["edges"]:
         assert e["reason"].startswith("dream: similar") and e["similarity"] >= 0.45
@@ -274,16 +274,16 @@ def test_forget_and_merge_concepts(tmp_path: Path) -> None:
         topics = db.topics("n")
         cat = next(t for t in topics if "cat0" in t.members)
         bread = next(t for t in topics if "bread0" in t.members)
-        assert db.forget_concept(cat.id, namespace="n") == list(cat.members) and db.get("cat0") is not None
-        by_text = db.forget_concept("sourdough bread", namespace="n")
+        assert db.lifecycle.forget_concept(cat.id, namespace="n") == list(cat.members) and db.get("cat0") is not None
+        by_text = db.lifecycle.forget_concept("sourdough bread", namespace="n")
         assert by_text and all(i.startswith("bread") for i in by_text)
-        merged = db.merge_concepts(bread.id, cat.id)
+        merged = db.topics.merge(bread.id, cat.id)
         assert merged.id == bread.id and set(merged.members) == set(bread.members) | set(cat.members)
         assert cat.id not in {t.id for t in db.topics("n")}
-        gone = db.forget_concept(bread.id, namespace="n", dry_run=False)
+        gone = db.lifecycle.forget_concept(bread.id, namespace="n", dry_run=False)
         assert all(db.get(i) is None for i in gone) and len(gone) == 10
         with pytest.raises(ValueError, match="two topics of one namespace"):
-            db.merge_concepts(bread.id, bread.id)
+            db.topics.merge(bread.id, bread.id)
         for mid in gone:
             db.restore(mid)
     with engramdb.open(tmp_path / "s") as again:  # the merge is kept: the cat topic folds into bread's
@@ -320,7 +320,7 @@ def test_a_purge_takes_its_memories_out_of_the_topic_files_and_keeps_the_rest(tm
                  for i, text in enumerate(t for subject in subjects for t in SUBJECTS[subject])])
     before_m = [(t.id, t.label, t.members) for t in db.topics("m")]
     violin = next(t for t in db.topics("n") if "violin" in t.label)
-    assert db.themes("n") is not None
+    assert db.topics.themes("n") is not None
     db.purge(list(violin.members))
     db.close()
     index = {p.name: p.read_bytes() for p in (tmp_path / "s" / "index").iterdir()}

@@ -57,9 +57,9 @@ def _everything(db: engramdb.Store, ids: dict[str, str]) -> tuple[object, ...]:
 def test_a_round_trip_keeps_versions_edges_validity_forgotten_and_metadata(tmp_path: Path, suffix: str) -> None:
     db = engramdb.open(tmp_path / "a")
     ids = _history_store(db)
-    assert db.export(tmp_path / f"all{suffix}") == 4
+    assert db.admin.export(tmp_path / f"all{suffix}") == 4
     other = engramdb.open(tmp_path / "b")
-    got = other.import_(tmp_path / f"all{suffix}")
+    got = other.admin.import_(tmp_path / f"all{suffix}")
     assert sorted(got) == sorted([*ids.values(), db.list("v")[0].id])
     assert got.versions == 8  # 2 + 2 + 3 versions and the other namespace's 1
     assert got.edges == 4  # RELATED_TO, CAUSED_BY and its removal, SUPERSEDES
@@ -89,17 +89,17 @@ def test_a_round_trip_keeps_versions_edges_validity_forgotten_and_metadata(tmp_p
 def test_export_import_export_is_byte_stable_for_the_same_schema(tmp_path: Path, suffix: str) -> None:
     db = engramdb.open(tmp_path / "a")
     _history_store(db)
-    db.checkpoint()  # rows in a segment file and in the WAL
+    db.admin.checkpoint()  # rows in a segment file and in the WAL
     db.add("written after the checkpoint", namespace="u")
     first, second = tmp_path / f"1{suffix}", tmp_path / f"2{suffix}"
-    db.export(first)
+    db.admin.export(first)
     other = engramdb.open(tmp_path / "b")
-    other.import_(first)
-    other.export(second)
+    other.admin.import_(first)
+    other.admin.export(second)
     assert second.read_bytes() == first.read_bytes()
     other.close()
     with engramdb.open(tmp_path / "b") as reopened:  # the same bytes from the store's files
-        reopened.export(second)
+        reopened.admin.export(second)
     assert second.read_bytes() == first.read_bytes()
     db.close()
 
@@ -107,7 +107,7 @@ def test_export_import_export_is_byte_stable_for_the_same_schema(tmp_path: Path,
 def test_an_arrow_export_of_one_namespace_holds_its_edges_and_schema(tmp_path: Path) -> None:
     db = engramdb.open()
     ids = _history_store(db)
-    assert db.export(tmp_path / "u.arrow", namespace="u") == 3
+    assert db.admin.export(tmp_path / "u.arrow", namespace="u") == 3
     table = pa.ipc.open_file(str(tmp_path / "u.arrow")).read_all()
     assert table.num_rows == 7 and set(table.column("namespace").to_pylist()) == {"u"}
     head = json.loads(table.schema.metadata[b"engramdb.export"])
@@ -120,7 +120,7 @@ def test_an_arrow_export_of_one_namespace_holds_its_edges_and_schema(tmp_path: P
 def test_a_jsonl_line_is_the_current_version_with_its_history_and_edges(tmp_path: Path) -> None:
     db = engramdb.open()
     ids = _history_store(db)
-    db.export(tmp_path / "all.jsonl")
+    db.admin.export(tmp_path / "all.jsonl")
     lines = {r["id"]: r for r in map(json.loads, (tmp_path / "all.jsonl").read_text().splitlines()) if "id" in r}
     coffee = lines[ids["coffee"]]
     assert coffee["version"] == 3 and coffee["forgotten_at"] is not None
@@ -132,7 +132,7 @@ def test_a_jsonl_line_is_the_current_version_with_its_history_and_edges(tmp_path
 # ------------------------------------------------------------------------------ vectors and schemas
 def _stored_dense(db: engramdb.Store, tmp: Path) -> dict[str, np.ndarray]:
     """Each memory's stored dense vector, read back from an Arrow export (the segment layout)."""
-    db.export(tmp / "vectors.arrow")
+    db.admin.export(tmp / "vectors.arrow")
     table = pa.ipc.open_file(str(tmp / "vectors.arrow")).read_all()
     dense = table.column("v.dense").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
     return dict(zip(table.column("id").to_pylist(), dense))
@@ -150,11 +150,11 @@ def test_an_export_into_another_profile_is_embedded_again(tmp_path: Path, suffix
     src = engramdb.open()
     for t in TEXTS:
         src.add(t, namespace="u")
-    src.export(tmp_path / f"x{suffix}")
+    src.admin.export(tmp_path / f"x{suffix}")
     db = engramdb.open(profile="minilm")
     db.add("unrelated note about the weather", namespace="u")
     with caplog.at_level(logging.WARNING, logger="engramdb"):
-        got = db.import_(tmp_path / f"x{suffix}")
+        got = db.admin.import_(tmp_path / f"x{suffix}")
     assert {"dense", "hdc"} <= set(got.reembedded)
     if suffix == ".arrow":  # the spaces both profiles share keep the file's vectors; the others are named
         assert set(got.reembedded) == {"dense", "hdc"} and "minilm-l6-v2" in got.reembedded["dense"]
@@ -174,17 +174,17 @@ def test_an_arrow_file_of_other_dimensions_is_embedded_again_not_a_reshape_error
     small = Schema([Space("dense", "dense", 8, "cosine")])
     src = engramdb.open(schema=small, embedders={})
     src.add("eight dimensions", namespace="n", vectors={"dense": np.eye(8, dtype=np.float32)[1]})
-    src.export(tmp_path / "small.arrow")
+    src.admin.export(tmp_path / "small.arrow")
     db = engramdb.open()
-    got = db.import_(tmp_path / "small.arrow")
+    got = db.admin.import_(tmp_path / "small.arrow")
     assert set(got.reembedded) == {"dense", "lexical", "hdc", "tokens"}
     assert "8-d" in got.reembedded["dense"] and "no 'v.lexical' column" in got.reembedded["lexical"]
     assert db.search("eight dimensions", namespace="n", k=1)[0].id == got[0]
     # a store that cannot embed a space it would have to fill refuses the file, naming the space
     back = engramdb.open(schema=small, embedders={})
-    db.export(tmp_path / "big.arrow")
+    db.admin.export(tmp_path / "big.arrow")
     with pytest.raises(InvalidMemory, match=r"big.arrow: space\(s\) \['dense'\] must be embedded again .*384-d"):
-        back.import_(tmp_path / "big.arrow")
+        back.admin.import_(tmp_path / "big.arrow")
     assert back.history(got[0]) == []
 
 
@@ -192,7 +192,7 @@ def test_an_arrow_file_of_other_dimensions_is_embedded_again_not_a_reshape_error
 def _good_line(tmp: Path) -> dict[str, object]:
     db = engramdb.open()
     db.add("a good record", namespace="n", id="good1")
-    db.export(tmp / "good.jsonl")
+    db.admin.export(tmp / "good.jsonl")
     rec: dict[str, object] = json.loads((tmp / "good.jsonl").read_text().splitlines()[1])  # after the header
     return rec
 
@@ -228,9 +228,9 @@ def test_a_bad_line_is_refused_naming_file_line_and_field_and_nothing_is_stored(
     (tmp_path / "in.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(bad) + "\n")
     db = engramdb.open()
     with pytest.raises(InvalidMemory, match="in.jsonl line 2"):
-        db.import_(tmp_path / "in.jsonl")
+        db.admin.import_(tmp_path / "in.jsonl")
     with pytest.raises(InvalidMemory, match=message):
-        db.import_(tmp_path / "in.jsonl")
+        db.admin.import_(tmp_path / "in.jsonl")
     assert db.history("good1") == [] and db.stats()["memories"] == 0  # all or nothing
 
 
@@ -253,7 +253,7 @@ def test_an_id_the_store_holds_refuses_the_whole_file(tmp_path: Path) -> None:
     db = engramdb.open()
     db.add("already here", namespace="n", id="good1")
     with pytest.raises(StoreError, match="in.jsonl line 2: id 'good1' already exists"):
-        db.import_(tmp_path / "in.jsonl")
+        db.admin.import_(tmp_path / "in.jsonl")
     assert db.history("fresh") == [] and [m.content for m in db.history("good1")] == ["already here"]
 
 
@@ -261,22 +261,22 @@ def test_a_bad_arrow_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "junk.arrow").write_bytes(b"not an arrow file at all")
     db = engramdb.open()
     with pytest.raises(InvalidMemory, match="junk.arrow: not a readable Arrow export"):
-        db.import_(tmp_path / "junk.arrow")
+        db.admin.import_(tmp_path / "junk.arrow")
     with pa.ipc.new_file(str(tmp_path / "other.arrow"), pa.schema([("id", pa.string())])) as w:
         w.write_table(pa.table({"id": ["a"]}))
     with pytest.raises(InvalidMemory, match="other.arrow: column 'namespace' is missing"):
-        db.import_(tmp_path / "other.arrow")
+        db.admin.import_(tmp_path / "other.arrow")
     src = engramdb.open()
     src.add("a record", namespace="n", id="r0")
     src.add("another", namespace="n", id="r1", valid_from=T0)
-    src.export(tmp_path / "ok.arrow")
+    src.admin.export(tmp_path / "ok.arrow")
     table = pa.ipc.open_file(str(tmp_path / "ok.arrow")).read_all()
     i = table.schema.get_field_index("metadata")
     broken = table.set_column(i, table.schema.field(i), pa.array(["{}", "[1]"]))
     with pa.ipc.new_file(str(tmp_path / "meta.arrow"), broken.schema) as w:
         w.write_table(broken)
     with pytest.raises(InvalidMemory, match="meta.arrow row 1: metadata or provenance is not a JSON object"):
-        db.import_(tmp_path / "meta.arrow")
+        db.admin.import_(tmp_path / "meta.arrow")
     assert db.stats()["memories"] == 0
 
 
@@ -286,7 +286,7 @@ def test_a_jsonl_export_cut_short_is_refused_and_a_failed_one_keeps_the_last(tmp
     db = engramdb.open()
     db.add_many([{"content": f"memory {i}", "namespace": "n"} for i in range(300)])
     out = tmp_path / "all.jsonl"
-    db.export(out)
+    db.admin.export(out)
     whole = out.read_bytes()
     lines = whole.splitlines(keepends=True)
     assert json.loads(lines[0]) == {"engramdb_export": {"format": json.loads(lines[0])["engramdb_export"]["format"]}}
@@ -301,5 +301,5 @@ def test_a_jsonl_export_cut_short_is_refused_and_a_failed_one_keeps_the_last(tmp
     blocker = tmp_path / "all.jsonl.tmp"
     blocker.mkdir()  # the temporary name taken: the export fails before it touches the file
     with pytest.raises(ValueError, match="cannot write export file"):
-        db.export(out)
+        db.admin.export(out)
     assert out.read_bytes() == whole

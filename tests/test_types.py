@@ -51,7 +51,7 @@ def test_a_type_filter_expands_in_search_and_says_so(tmp_path: Path) -> None:
     types = ["preference", "preferences", "user_preference", "user preference", "fact", "event", "meeting"]
     db.add_many([{"id": f"m{i}", "content": f"likes green tea, note {i}", "namespace": "n", "memory_type": t}
                  for i, t in enumerate(types)])
-    assert ["preference", "user preference", "user_preference"] in db.type_clusters()
+    assert ["preference", "user preference", "user_preference"] in db.admin.type_clusters()
     hits = db.search("green tea", namespace="n", k=10, types=["preference"], explain=True)
     got = {h.memory.memory_type for h in hits}
     assert "preference" in got and "user preference" in got and not got & {"fact", "event", "meeting"}

@@ -36,9 +36,9 @@ def test_a_search_is_logged_and_feedback_moves_the_ratings(tmp_path: Path) -> No
     assert db.importance(used).elo > elo.INITIAL_ELO > db.importance(shown[0]).elo
     assert db.importance(used).used == 1 and db.importance(shown[0]).shown == 1
     assert sum(db.importance(h.id).updates for h in hits) == len(hits)
-    again = db.update_importance()
+    again = db.importance.refresh()
     assert (again.entries, again.updates) == (0, 0)  # idempotent: the feedback is never counted twice
-    log = db.importance_log(used)
+    log = db.importance.log(used)
     assert len(log) == 1 and log[0]["outcome"] == 1.0 and log[0]["k"] == 16 and not log[0]["gated"]
     assert log[0]["after"] == pytest.approx(log[0]["before"] + 16 * (1 - log[0]["expected"]))
     after = db.search("violin lessons", namespace="a", k=4)
@@ -64,7 +64,7 @@ def test_feedback_that_none_was_used_lowers_every_hit() -> None:
     hits = db.search("rain in lisbon", namespace="a", k=3)
     assert db.feedback(hits.query_id or "", used=[]) == 0  # one match, settled at once
     assert all(db.importance(h.id).elo < elo.INITIAL_ELO and db.importance(h.id).updates == 1 for h in hits)
-    assert db.update_importance().matches == 0
+    assert db.importance.refresh().matches == 0
 
 
 def test_late_feedback_changes_nothing_and_namespaces_stay_apart(tmp_path: Path) -> None:
@@ -72,10 +72,10 @@ def test_late_feedback_changes_nothing_and_namespaces_stay_apart(tmp_path: Path)
     a = db.search("the bakery", namespace="a", k=3)
     b = db.search("the bakery", namespace="b", k=3)
     db.feedback(a.query_id or "", used=[a[0].id])  # settles the query
-    before = db.importance_log()
+    before = db.importance.log()
     db.feedback(a.query_id or "", used=[a[1].id])  # after the query was settled: late, changes nothing
-    assert db.importance_log() == before
-    rep = db.update_importance()
+    assert db.importance.log() == before
+    rep = db.importance.refresh()
     assert rep.updates == 0 and rep.late_feedback == 0  # the late row was read (and passed over) already
     assert db.importance(a[1].id).used == 0
     assert all(db.importance(h.id).updates == 0 for h in b)  # only the shown and used of "a" played
@@ -89,8 +89,8 @@ def test_a_weak_match_moves_a_quarter() -> None:
     strong = [h for h in hits if h.score >= elo.RELEVANCE_THRESHOLD]
     assert weak and strong
     db.feedback(hits.query_id or "", used=[strong[0].id, weak[0].id])
-    db.update_importance()
-    changes = {r["memory_id"]: r for r in db.importance_log()}
+    db.importance.refresh()
+    changes = {r["memory_id"]: r for r in db.importance.log()}
     assert changes[weak[0].id]["gated"] and not changes[strong[0].id]["gated"]
     w, s = changes[weak[0].id], changes[strong[0].id]
     assert w["after"] - w["before"] == pytest.approx(0.25 * 16 * (1 - w["expected"]))
@@ -102,7 +102,7 @@ def test_ratings_are_derived_a_lost_file_is_replayed_to_the_same(tmp_path: Path)
     for q in ("violin", "bakery", "cat", "violin lessons", "tea"):
         hits = db.search(q, namespace="a", k=5)
         db.feedback(hits.query_id or "", used=[hits[0].id])
-    db.update_importance()
+    db.importance.refresh()
     ids = [f"a{i}" for i in range(12)]
     before = {i: round(db.importance(i).elo, 6) for i in ids}
     db.close()
@@ -111,14 +111,14 @@ def test_ratings_are_derived_a_lost_file_is_replayed_to_the_same(tmp_path: Path)
     with engramdb.open(tmp_path / "s") as db2:
         assert db2.stats()["usage"]["ratings_file"] == "missing"  # replayed from the log's start when first read
         assert {i: db2.importance(i).elo for i in ids} == pytest.approx(before, abs=0.01)  # decayed to now
-        assert db2.update_importance().updates == 0
+        assert db2.importance.refresh().updates == 0
     shutil.copytree(tmp_path / "s", tmp_path / "ro")
     (tmp_path / "ro" / "LOCK").unlink(missing_ok=True)
     with engramdb.open(tmp_path / "ro", read_only=True) as ro:  # annotates from the saved ratings, logs nothing
         hits = ro.search("violin", namespace="a", k=3)
         assert hits.query_id is None and any(h.elo != elo.INITIAL_ELO for h in hits)
         with pytest.raises(PermissionError):
-            ro.update_importance()
+            ro.importance.refresh()
     assert not (tmp_path / "ro" / "spool").exists()  # read-only touches nothing unless access_log="spool"
 
 
@@ -126,7 +126,7 @@ def test_a_readers_searches_and_injections_reach_the_writers_ratings(tmp_path: P
     """A hook beside an MCP server reads a store another process writes: what it searched and
     injected is spooled at close, the writer adds it to its log once, and the ratings learn."""
     db = make(tmp_path / "s")
-    db.update_importance()
+    db.importance.refresh()
     with engramdb.open(tmp_path / "s", read_only=True, access_log="spool") as ro:
         for _ in range(6):
             hits = ro.search("violin lessons", namespace="a", k=3)
@@ -139,14 +139,14 @@ def test_a_readers_searches_and_injections_reach_the_writers_ratings(tmp_path: P
     saved = spooled[0].read_bytes()
     used = hits[0].id
     before = db.importance(used).elo
-    report = db.update_importance()  # the writer takes the spool in first
+    report = db.importance.refresh()  # the writer takes the spool in first
     assert report.entries >= 6 and db.importance(used).elo > before
     log = access_log(tmp_path / "s", writable=False)  # the storage layer's seam: the log as written
     kinds = log.read().column("kind").to_pylist()
     assert kinds.count("feedback") == 6 and "inject" in kinds
     spooled[0].with_suffix(".taking").write_bytes(saved)  # as if the writer died after logging, before unlinking
     n = log.read().num_rows
-    db.update_importance()
+    db.importance.refresh()
     assert access_log(tmp_path / "s", writable=False).read().num_rows == n  # replayed: nothing added twice
     assert list((tmp_path / "s" / "spool").iterdir()) == []
     db.close()
@@ -157,7 +157,7 @@ def test_elo_weight_reranks_and_explore_surfaces_rarely_seen_memories() -> None:
     for _ in range(12):  # "a3" (cat) is used every time it is asked about
         hits = db.search("cat biscuit", namespace="a", k=3)
         db.feedback(hits.query_id or "", used=["a2"])
-    db.update_importance()
+    db.importance.refresh()
     plain = db.search("note", namespace="a", k=5)
     weighted = db.search("note", namespace="a", k=5, elo_weight=1.0)
     assert weighted[0].id == "a2" and [h.id for h in plain] != [h.id for h in weighted]
@@ -231,7 +231,7 @@ from engramdb.storage.access_log import access_log
 out = []
 for store in map(Path, sys.argv[1:]):
     with engramdb.open(store) as db:
-        db.update_importance()
+        db.importance.refresh()
     rows = access_log(store, writable=False).read().num_rows
     out.append({"rows": rows, "left": sorted(p.suffix for p in (store / "spool").iterdir())})
 print(json.dumps(out))
@@ -283,13 +283,13 @@ def test_a_namespace_purge_takes_its_searches_that_found_nothing_too(tmp_path: P
     db.feedback(hits.query_id or "", used=[hits[0].id])
     kept = db.search("violin lessons", namespace="b", k=3)
     db.feedback(kept.query_id or "", used=[kept[0].id])
-    db.update_importance()
-    db.checkpoint()
+    db.importance.refresh()
+    db.admin.checkpoint()
     db.purge(namespace="a")
     rows = access_log(tmp_path / "s", writable=False).read()  # the storage layer's seam: the log as written
     assert set(rows.column("namespace").to_pylist()) == {"b"}
     assert "plovdivquasar" not in rows.column("query").to_pylist()
-    assert {r["namespace"] for r in db.importance_log()} == {"b"}
+    assert {r["namespace"] for r in db.importance.log()} == {"b"}
     assert db.stats()["usage"]["ratings"] == len(kept)  # bob's ratings only
     assert db.importance(kept[0].id).used == 1
     with pytest.raises(ValueError, match="no logged search"):  # not even from memory
@@ -334,7 +334,7 @@ def test_a_damaged_ratings_file_is_written_again_by_a_purge(tmp_path: Path) -> N
     with make(tmp_path / "s") as db:
         hits = db.search("violin lessons", namespace="a", k=3)
         db.feedback(hits.query_id or "", used=[hits[0].id])
-        db.update_importance()
+        db.importance.refresh()
     path = tmp_path / "s" / "index" / "elo-ratings.arrow"
     raw = bytearray(path.read_bytes())
     raw[-20] ^= 0xFF  # unreadable now; the ids are still in its bytes

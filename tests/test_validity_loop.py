@@ -87,7 +87,7 @@ def test_contradictions_resolved_keep_the_older_facts_past(db: engramdb.Store) -
     a = db.add("My rent is 1200 a month.", namespace="u")
     mid = tick()
     b = db.add("My rent is 1350 a month.", namespace="u")
-    done = db.resolve_contradictions(namespace="u", dry_run=False, ids=[b.id],
+    done = db.lifecycle.resolve_contradictions(namespace="u", dry_run=False, ids=[b.id],
                                      detector=lambda old, new, sim: (1.0, "a new rent"))
     assert [(p.old, p.new, p.applied) for p in done] == [(a.id, b.id, True)]
     assert contents(db.search("rent a month", namespace="u", as_of=mid)) == ["My rent is 1200 a month."]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
         StoreLocked,
         Tuning,
     )
-    from .store import Page, Snapshot, Store, backup, capture, open, repair, verify
+    from .store import Added, Page, Snapshot, Store, backup, capture, open, repair, verify
 
 _WHERE = {
     "capabilities": "._capabilities",
@@ -52,6 +52,7 @@ _WHERE = {
     "InferenceReport": ".graph.heuristic",
     **dict.fromkeys(("ConflictError", "CorruptFile", "Edge", "FormatError", "Hit", "Hits", "InvalidMemory", "Memory", "RepairWarning",
                      "SearchStats", "StoreError", "StoreLocked", "Tuning"), ".model"),
+    "Added": ".store",
     "Page": ".store",
     "Snapshot": ".store",
     "Store": ".store",
@@ -63,6 +64,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "Added",
     "Candidate",
     "ConflictError",
     "Context",

@@ -8,7 +8,7 @@
 Every call runs the synchronous `Store` verb on a small thread pool of the store's own: the
 kernels and Arrow release the GIL, so searches run side by side, and the loop keeps serving other
 requests meanwhile. Writes still go one at a time through the store's writer lock. Any `Store`
-method not spelled out below is reachable too (`await db.dream(namespace="u1")`); properties such
+method not spelled out below is reachable too (`await db.lifecycle.dream(namespace="u1")`); properties such
 as `db.path` and `db.schema` are plain attributes.
 
 Closing: `close()` refuses new calls at once (they raise `StoreError("the store is closed")`),
@@ -45,9 +45,11 @@ from .store import open as open_store
 
 _log = logging.getLogger("engramdb")
 # verbs that change nothing: one cancelled while it ran is simply dropped, not reported
-_READS = frozenset({"search", "context", "get", "list", "history", "edges", "stats", "snapshot", "explain",
-                    "is_archived", "get_all", "topics", "verify"})
+_READS = frozenset({"search", "context", "get", "list", "history", "edges", "stats", "admin.snapshot", "explain",
+                    "lifecycle.is_archived", "get_all", "topics", "topics.get", "topics.themes", "importance",
+                    "importance.of", "importance.log", "curiosity", "verify"})
 KEPT = 1_000  # cancelled writes remembered (the oldest go first)
+_FACETS = frozenset({"topics", "importance", "lifecycle", "curiosity", "admin"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,29 @@ class CancelledWrite:
     verb: str
     result: Any
     error: BaseException | None
+
+
+class _AsyncFacet:
+    """A facet of the store (`topics`, `lifecycle`, ...) whose verbs are coroutines; a callable
+    facet (`await adb.topics(ns)`) is awaited as a call."""
+
+    def __init__(self, owner: AsyncStore, name: str, facet: Any) -> None:
+        self._owner, self._name, self._facet = owner, name, facet
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._facet, name)
+        if not callable(attr):
+            return attr
+        verb = f"{self._name}.{name}"
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._owner._run(verb, attr, *args, **kwargs)
+
+        call.__doc__ = attr.__doc__
+        return call
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._owner._run(self._name, self._facet, *args, **kwargs)
 
 
 class AsyncStore:
@@ -101,6 +126,8 @@ class AsyncStore:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.store, name)
+        if name in _FACETS:  # db.lifecycle.dream(...) -> await adb.lifecycle.dream(...)
+            return _AsyncFacet(self, name, attr)
         if not callable(attr):
             return attr
 

@@ -21,7 +21,7 @@ class StoreCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         stats = self.store.stats()
-        board = self.store.dashboard(top=0)
+        board = self.store.admin.dashboard(top=0)
         mem = GaugeMetricFamily("engramdb_memories", "Current memories per namespace", labels=["namespace"])
         for ns, n in sorted(stats["namespaces"].items()):
             mem.add_metric([ns], n)

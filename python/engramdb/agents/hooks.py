@@ -4,7 +4,7 @@ The agent runs one process per event with the event's JSON on stdin (hook_events
 Each event has a read (context for the agent) and/or a write, within its budget
 (hook_events.BUDGETS_MS):
 - SessionStart (5 s): read-only, warm what a search needs, then the project's lite pack
-  (`db.pack`: its memories by learned importance) under its topics (`db.topics`);
+  (`db.importance.pack`: its memories by learned importance) under its topics (`db.topics`);
 - UserPromptSubmit (2 s): the plain-search hits for the prompt are offered first (the quick
   answer), then the prompt is captured (role "user", memory_type "turn"; after the read's snapshot,
   so it is not its own best match), then `db.context(prompt, session_id=...)` is the full answer;
@@ -284,7 +284,7 @@ def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _
     """The project's lite pack, under its topics when they come in time."""
     db.search(ns, namespace=ns, k=1, log=False)  # warms the embedders, BM25 and the files' pages
     title = f"engramdb: what the memory of project '{ns}' holds"
-    pack = db.pack(ns, max_tokens=_tokens(max_chars))
+    pack = db.importance.pack(ns, max_tokens=_tokens(max_chars))
     body = ["## Memories by importance", pack.text] if pack.text else []
     run.offer(_headed(title, body, max_chars))
     topics = list(db.topics(ns))[:TOPICS_SHOWN]
@@ -340,9 +340,9 @@ def session_end(store: Path, ns: str) -> None:
                            "for it)") from None
     every = os.environ.get("ENGRAMDB_HOOK_CONSOLIDATE", "").strip().lower() == "all"
     with db:
-        db.checkpoint()
-        db.compact()
-        db.consolidate(namespace=ns, dry_run=False, steps=None if every else ("promote", "purge"))
+        db.admin.checkpoint()
+        db.admin.compact()
+        db.lifecycle.consolidate(namespace=ns, dry_run=False, steps=None if every else ("promote", "purge"))
         db.topics(ns)
 
 

@@ -54,10 +54,10 @@ class ServedStore:
 
     def store(self) -> Store:
         """The handle for this call: the writer if it is (or has just become) ours, having taken in
-        what other processes captured meanwhile (hooks: `ingest_spool`), else a
+        what other processes captured meanwhile (hooks: `db.admin.ingest_spool`), else a
         fresh enough reader."""
         if not self._db.read_only:
-            self._db.ingest_spool()
+            self._db.admin.ingest_spool()
             return self._db
         try:
             writer = engramdb.open(self.path, profile=self.profile)

@@ -314,7 +314,7 @@ class MemoryTools:
         the space's low threshold."""
         ns = self._ns(namespace)
         db = self._store()
-        d = db.divergence(query, namespace=ns, session_id=sessionId)
+        d = db.topics.divergence(query, namespace=ns, session_id=sessionId)
         near = db.get(d["nearest"]) if d["nearest"] is not None else None
         alert = (f"The query is far from this session's recent work (nearest memory {d['nearest']}, similarity "
                  f"{d['similarity']:.2f} under {d['low']:.2f}).") if d["divergent"] else None
@@ -331,7 +331,7 @@ class MemoryTools:
         one confirmed are kept, listed in `held`). A dry run unless dryRun is false. Returns the
         counts, what was applied and the decisions other than keep, each with its reason."""
         ns = self._ns(namespace)
-        r = self._store().consolidate(namespace=ns, dry_run=dryRun)
+        r = self._store().lifecycle.consolidate(namespace=ns, dry_run=dryRun)
         changes = [d for d in r.decisions if d.action != "keep"]
         return {"namespace": ns, "dry_run": r.dry_run, "summary": r.summary(), "counts": r.counts(),
                 "applied": r.applied, "topics_due": r.topics_due, "seconds": round(r.seconds, 3),
@@ -348,7 +348,7 @@ class MemoryTools:
         that searches walk only when asked). A dry run unless dryRun is false: `forgotten` lists
         each copy with its reason. Applied, the dream's forgets are restorable with
         restore_memories and are never purged until a person confirms them. Returns what it did."""
-        return self._store().dream(self._ns(namespace), dry_run=dryRun)
+        return self._store().lifecycle.dream(self._ns(namespace), dry_run=dryRun)
 
     def merge_concepts(self, keep: TopicId, merge: Annotated[str, Arg(
             min_length=1, description="The topic to fold into `keep` (same namespace).")],
@@ -357,7 +357,7 @@ class MemoryTools:
         folding the topic that takes `merge`'s id into `keep`. Returns the merged topic."""
         ns = self._ns(namespace)
         keep_id, merge_id = self._topic_id(keep, ns), self._topic_id(merge, ns)
-        t = self._store().merge_concepts(keep_id, merge_id)
+        t = self._store().topics.merge(keep_id, merge_id)
         return {"namespace": ns, "merged": merge_id, "topic": {
             "id": t.id, "label": t.label, "members": t.size, "confidence": t.confidence, "phase": t.phase,
             "member_ids": list(t.members)}}
@@ -372,7 +372,7 @@ class MemoryTools:
         purges them). A dry run unless dryRun is false: look at what it would forget first.
         Returns the ids forgotten (or that would be), each with the reason it was chosen."""
         ns = self._ns(namespace)
-        got = self._store().forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
+        got = self._store().lifecycle.forget_concept(self._topic_id(concept, ns), namespace=ns, dry_run=dryRun)
         return {"namespace": ns, "dry_run": dryRun, "forgotten": list(got), "count": len(got),
                 "reasons": got.reasons}
 

@@ -6,7 +6,7 @@ similarity) and proposes edges from the memory to some of them (`EdgeProposal`: 
 confidence, reason). An LLM hook is such a callable (ask the model which candidates the memory
 causes, contradicts, elaborates, ...); `HeuristicInferrer` is the built-in one, model-free.
 
-`Store.infer_edges` runs an inferrer, checks every proposal (an unknown dst, a bad type or a
+`Store.admin.infer_edges` runs an inferrer, checks every proposal (an unknown dst, a bad type or a
 confidence outside [0, 1] is rejected with its reason, never stored) and stores only the edges
 whose confidence is at least `MIN_CONFIDENCE` (0.7, H2): a guess below that would feed the graph
 method noise, and the graph method's score is the product of confidences along the path.

@@ -11,7 +11,7 @@ repeated turn is an event. For facts, "skip" stores nothing for a duplicate and 
 earlier memory's id in its place, "merge" does the same and records the duplicate on the earlier
 memory (a new version whose metadata counts the merged copies). A record that names its own id is
 always stored (action "kept"): an id the caller chose must be found by `get` forever. Every
-decision is reported: `Store.last_dedup` lists them for the last write.
+decision is reported: what `Store.add_many` returns lists them (`.dedup`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ empty. No vectors: an import embeds the text again.
 Arrow: one row per version, in store order, with each space's vector column, and in the schema
 metadata under `engramdb.export` (JSON) the exporting store's schema and the edge rows.
 
-Import (`read_export`, written by `Store.import_` in one write, all or nothing) brings versions
+Import (`read_export`, written by `Store.admin.import_` in one write, all or nothing) brings versions
 back as they were, numbers and system times included, so `history` and `as_of` answer in the new
 store as in the old one. Vectors of a space are kept only when the file's recorded space has the
 same kind, dimension and embedder as the store's; otherwise (a JSONL file, a store of another

@@ -6,11 +6,11 @@ from ..model.errors import InvalidMemory, StoreError, StoreLocked
 from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
-from .capture_verbs import Page
 from .folder_ops import backup, capture, repair, verify
 from .options import Options
+from .paging import Page
 from .reads import Snapshot
-from .store import Store, open
+from .store import Added, Store, open
 
-__all__ = ["Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "Page", "SearchStats", "Snapshot", "Store", "StoreError",
+__all__ = ["Added", "Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "Page", "SearchStats", "Snapshot", "Store", "StoreError",
            "StoreLocked", "Tuning", "backup", "capture", "open", "repair", "validate_memory", "verify"]

@@ -9,52 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..hierarchy.tree import CentroidTree
-from ..index.registry import Indexes
 from ..model.errors import StoreError
 from ..model.memory import as_utc, micros
-from ..spaces.schema import Schema
 from ..storage import rewrites
-from ..storage.engine import Engine
+
+if TYPE_CHECKING:
+    from .store import Store
 
 
-class ArchiveVerbs:
-    """Mixed into `Store`."""
+class Archiving:
+    """Archival of old memories' text (J7), behind `db.lifecycle`."""
 
-    schema: Schema
-    _engine: Engine
-    _indexes: Indexes
-
-    @property
-    def path(self) -> Path | None:
-        raise NotImplementedError
-
-    @property
-    def index_kind(self) -> str:
-        raise NotImplementedError
+    def __init__(self, db: Store) -> None:
+        self._db = db
 
     def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
                 ids: Iterable[str] | None = None) -> dict[str, Any]:
-        """Move the content of old memories (or of the memories `ids`) to an archive file (J7);
-        vectors and tree stay.
-
-        A memory is old when its current version was learned before `older_than`. Where its
-        namespace has a centroid tree, whole leaves go (every memory of a leaf is old); elsewhere
-        memory by memory; `ids` are archived memory by memory (what consolidation chose).
-        Archived memories still match searches (their hits carry `archived=True` and empty
-        content) and can be brought back with `unarchive`. Returns a report: memories and leaves
-        archived, and the archive file.
-        """
+        """`LifecycleVerbs.archive`."""
         if (older_than is None) == (ids is None):
             raise ValueError("archive needs older_than= or ids=, not both")
-        engine = self._engine
+        engine = self._db._engine
         if ids is not None:
             wanted = set([ids] if isinstance(ids, str) else ids)
             with engine.writing():
-                if self.path is None:
+                if self._db.path is None:
                     raise StoreError("archive needs a store folder: the archive is a file")
                 engine.checkpoint()
                 view = engine.view
@@ -65,7 +46,7 @@ class ArchiveVerbs:
                 return {"memories": len(wanted - set(view.archived)) if name else 0, "leaves": 0, "file": name}
         cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
         with engine.writing():
-            if self.path is None:
+            if self._db.path is None:
                 raise StoreError("archive needs a store folder: the archive is a file")
             engine.checkpoint()
             view = engine.view
@@ -75,8 +56,8 @@ class ArchiveVerbs:
             chosen: set[str] = set()
             leaves: list[tuple[CentroidTree, int]] = []
             treed: set[str] = set()
-            main = self.schema[self.schema.main]
-            tree = self._indexes.tree(main, view) if main.kind == "dense" and self.index_kind == "tree" else None
+            main = self._db.schema[self._db.schema.main]
+            tree = self._db._indexes.tree(main, view) if main.kind == "dense" and self._db.admin.index_kind == "tree" else None
             if tree is not None:
                 chosen, leaves, treed = tree.old_leaves(view, old, set(view.archived), namespace)
             for mid in old:
@@ -91,22 +72,22 @@ class ArchiveVerbs:
             return {"memories": len(chosen), "leaves": len(leaves), "file": name}
 
     def unarchive(self, ids: Iterable[str] | None = None) -> int:
-        """Put archived content back (all archived memories when `ids` is None); returns how many."""
-        engine = self._engine
+        """`LifecycleVerbs.unarchive`."""
+        engine = self._db._engine
         with engine.writing() as view:
             which = set(view.archived) if ids is None else set(ids)
             unknown = sorted(which - set(view.archived))
             if unknown:
                 raise StoreError(f"not archived: {unknown[:5]}")
-            if not which or self.path is None:
+            if not which or self._db.path is None:
                 return 0
             engine.checkpoint()
             n = rewrites.unarchive(engine, which)
-            main = self.schema[self.schema.main]
-            if main.kind == "dense" and self.index_kind == "tree":
-                self._indexes.tree(main, engine.view).set_archived(None)
+            main = self._db.schema[self._db.schema.main]
+            if main.kind == "dense" and self._db.admin.index_kind == "tree":
+                self._db._indexes.tree(main, engine.view).set_archived(None)
             return n
 
     def is_archived(self, id: str) -> bool:
-        """True when the memory's content is in an archive file (J7)."""
-        return id in self._engine.view.archived
+        """`LifecycleVerbs.is_archived`."""
+        return id in self._db._engine.view.archived

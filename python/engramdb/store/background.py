@@ -30,14 +30,13 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..index.registry import Indexes
-from ..spaces.protocol import Embedder
 from ..spaces.query import lexical_space
-from ..spaces.schema import Schema
-from ..storage.engine import Engine
 from ..storage.view import View
+
+if TYPE_CHECKING:
+    from .store import Store
 
 log = logging.getLogger("engramdb")
 
@@ -221,52 +220,45 @@ def _close_all() -> None:
         w.close()
 
 
-class BackgroundVerbs:
-    """Mixed into `Store`: the worker's use by the store (`settle`, the indexes after a checkpoint)."""
+class Background:
+    """The store's use of its background worker (`db.admin.settle`, the indexes after a checkpoint)."""
 
-    _upkeep: Worker | None = None  # None: read-only, or Tuning(background=False)
-    _engine: Engine
-    _indexes: Indexes
-    schema: Schema
-    embedders: dict[str, Embedder]
+    def __init__(self, db: Store) -> None:
+        self._db = db
 
     def settle(self, timeout: float | None = None) -> bool:
-        """Wait until the background upkeep has caught up with what was asked of it so far
-        (topics, trees, the indexes after a checkpoint): True when it has, False when `timeout`
-        seconds passed first. A job that failed and waits out its backoff is not waited for
-        (`stats()["upkeep"]["runs"]` gives its error and failures in a row). Nothing to wait for (True) on a read-only store or with
-        `Tuning(background=False)`."""
-        return self._upkeep.wait(timeout) if self._upkeep is not None else True
+        """`AdminVerbs.settle`."""
+        return self._db._upkeep.wait(timeout) if self._db._upkeep is not None else True
 
-    def _after_commit(self, view: View) -> None:
+    def after_commit(self, view: View) -> None:
         """A checkpoint folded the WAL into a segment file: bring the indexes up to it and save
         them, on the worker when there is one (a tree built at 100,000 memories takes seconds:
         not inside the `add` that happened to fill the WAL), else now."""
-        if self._upkeep is None:
-            self._indexes.save(view)
+        if self._db._upkeep is None:
+            self._db._indexes.save(view)
         else:
-            self._upkeep.ask("indexes", self._catch_up_indexes)
+            self._db._upkeep.ask("indexes", self.catch_up_indexes)
 
-    def _catch_up_indexes(self) -> None:
+    def catch_up_indexes(self) -> None:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
         writer's lock (searches and writes go on; searches scan exactly what an index does not
         cover yet), then write the changed ones under it (a purge must not race their files)."""
-        view = self._engine.view
-        lex = lexical_space(self.schema, self.embedders)
+        view = self._db._engine.view
+        lex = lexical_space(self._db.schema, self._db.embedders)
         if lex is not None:  # what the default search reads first: made here, not by the first search after a reopen
-            self._indexes.bm25(lex, view)
-        main = self.schema[self.schema.main]
-        if main.kind == "dense" and self._indexes.kind != "none":  # the trees of namespaces past tree_min_rows
-            self._indexes.dense(main, view)
-        self._indexes.sync(view)
-        with self._engine.writing() as view:
-            self._indexes.save(view)
+            self._db._indexes.bm25(lex, view)
+        main = self._db.schema[self._db.schema.main]
+        if main.kind == "dense" and self._db._indexes.kind != "none":  # the trees of namespaces past tree_min_rows
+            self._db._indexes.dense(main, view)
+        self._db._indexes.sync(view)
+        with self._db._engine.writing() as view:
+            self._db._indexes.save(view)
 
-    def _upkeep_stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """What `stats()["upkeep"]` says: whether the worker runs, what waits, each job's last run."""
-        w = self._upkeep
+        w = self._db._upkeep
         return {"background": w is not None, "pending": w.pending() if w is not None else [],
                 "runs": w.last_runs() if w is not None else {}}
 
 
-__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "BackgroundVerbs", "Worker"]
+__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "Background", "Worker"]

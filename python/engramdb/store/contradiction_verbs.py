@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,35 +28,24 @@ from ..model.errors import StoreError
 from ..model.memory import Memory, as_utc
 from ..spaces.schema import Schema
 from ..storage.view import Loc, View
-from .forget_verbs import ForgetVerbs, changed
+from .forget_verbs import changed
+
+if TYPE_CHECKING:
+    from .store import Store
 
 BULK = 32  # memories rewritten since their telling: read all versions in one pass past this many
 
 
-class ContradictionVerbs(ForgetVerbs):
-    """Mixed into `Store` (under the upkeep verbs)."""
+class Contradictions:
+    """Contradiction detection and supersede (H5), behind `db.lifecycle`."""
 
-    def _supersede_write(self, view: View, old: Memory, new: Memory, end: datetime) -> tuple[Memory, Memory]:
-        raise NotImplementedError  # in store.py
-
-    @property
-    def read_only(self) -> bool:
-        raise NotImplementedError
+    def __init__(self, db: Store) -> None:
+        self._db = db
 
     def resolve_contradictions(self, *, namespace: str, dry_run: bool = True, detector: Detector | None = None,
                                min_score: float = 0.0, since: datetime | None = None,
                                ids: Iterable[str] | None = None) -> list[Proposal]:
-        """Find newer memories that contradict older ones of a namespace (H5) and, unless
-        `dry_run`, end each older one where the newer starts (as `supersede`; nothing is deleted).
-
-        Pairs judged: current memories of the namespace whose validity overlaps and whose main-
-        space vectors are near, the older (learned first: see the module docstring) first;
-        `since` (learned at or after) or `ids` (a list of memory ids) limits the memories whose
-        pairs are looked at (what a write just added). `detector(old, new, similarity) ->
-        (score, reason) | None` replaces the built-in rule (an LLM judge, say); proposals under
-        `min_score` are dropped. Returns the proposals best first, each with `.old`, `.new`,
-        `.reason`, `.score` and `.applied`; an older memory is ended once (by its best
-        proposal), and only while both memories are as judged."""
+        """`LifecycleVerbs.resolve_contradictions`."""
         checks.name("namespace", namespace)
         if not isinstance(dry_run, bool):
             raise TypeError(f"dry_run must be True or False, got {dry_run!r:.80}")
@@ -69,10 +58,10 @@ class ContradictionVerbs(ForgetVerbs):
             raise ValueError(f"min_score must be a number in [0, 1], got {min_score!r}")
         wanted = _ids(ids)
         cut = as_utc("since", since)
-        if not dry_run and self.read_only:
+        if not dry_run and self._db.read_only:
             raise StoreError("this store is read-only: resolve_contradictions(dry_run=False) writes")
-        view = self._view()
-        mems, vectors = _current(view, self.schema, namespace)
+        view = self._db._view()
+        mems, vectors = _current(view, self._db.schema, namespace)
         if len(mems) < 2:
             return []
         only = None
@@ -124,18 +113,18 @@ class ContradictionVerbs(ForgetVerbs):
     def _supersede_as_judged(self, old_id: str, new_id: str, end: datetime, versions: dict[str, int]) -> bool:
         """`old` ends at `end`, superseded by `new` (both linked, as `supersede` does), when both
         are still at `versions` (which this updates); False, writing nothing, when not."""
-        with self._engine.writing() as view:
+        with self._db._engine.writing() as view:
             if any(changed(view, mid, versions.get(mid, 0)) for mid in (old_id, new_id)):
                 return False
             old, new = links.pair(view, old_id, new_id, ("old_id", "new_id"))
-            o2, n2 = self._supersede_write(view, old, new, end)
+            o2, n2 = self._db._supersede_write(view, old, new, end)
             versions[old_id], versions[new_id] = o2.version, n2.version
             return True
 
     def _embed_main(self, texts: Iterable[str]) -> np.ndarray:
-        emb = self.embedders.get(self.schema.main)
+        emb = self._db.embedders.get(self._db.schema.main)
         if emb is None:
-            raise ValueError(f"no embedder for the main space {self.schema.main!r}: pass detector= to judge pairs")
+            raise ValueError(f"no embedder for the main space {self._db.schema.main!r}: pass detector= to judge pairs")
         return np.asarray(emb.embed(list(texts)), np.float64)
 
 
@@ -203,4 +192,4 @@ def _overlap(mems: list[Memory], start: Callable[[int], datetime]) -> Callable[[
     return overlap
 
 
-__all__ = ["ContradictionVerbs"]
+__all__ = ["Contradictions"]

@@ -1,4 +1,4 @@
-"""The curiosity queue's verbs (K7): `curiosity` lists what surprised the navigator, `consume_curiosity`
+"""`db.curiosity` (K7): `db.curiosity(namespace)` lists what surprised the navigator, `.consume(ids)`
 takes items off the queue once explored.
 
 `Store.context` queues the hops whose expected and actual scores differed by more than a threshold
@@ -13,24 +13,28 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from datetime import timezone
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context.curiosity import CuriosityItem, Key, ranked
 from ..model import checks
 from ..storage.curiosity_log import CuriosityLog
-from .topic_verbs import TopicVerbs
+
+if TYPE_CHECKING:
+    from .store import Store
 
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 
 
-class CuriosityVerbs(TopicVerbs):
-    """Mixed into `Store` (through ContextVerbs)."""
+class CuriosityVerbs:
+    """The curiosity queue (K7), as `db.curiosity`."""
+
+    def __init__(self, db: Store) -> None:
+        self._db = db
 
     _curiosity_queue: CuriosityLog | None = None
     _curiosity_waiting: dict[Key, str] | None = None  # waiting link -> item id, while this store writes
 
-    def curiosity(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
+    def __call__(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
         """The waiting curiosity items of a namespace, the largest surprise first (then the oldest),
         at most `limit` (None: all). Each names the memory that surprised the navigator (`memory_id`),
         the memory it was reached from (`parent_id`), the seed hit of the walk, the link's kind
@@ -42,12 +46,12 @@ class CuriosityVerbs(TopicVerbs):
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
-        view = self._view()
-        items = [i for i in (_item(r) for r in self._curiosity_log().rows(namespace)) if view.is_live(i.memory_id)]
+        view = self._db._view()
+        items = [i for i in (_item(r) for r in self._log().rows(namespace)) if view.is_live(i.memory_id)]
         out = ranked(items)
         return out if limit is None else out[:limit]
 
-    def consume_curiosity(self, ids: str | Iterable[str]) -> int:
+    def consume(self, ids: str | Iterable[str]) -> int:
         """Take items off the queue (by `CuriosityItem.id`) once explored; returns how many were
         waiting (an id consumed before, or unknown, counts 0: each item is consumed once). A later
         context that is surprised by the same link queues it again, as a new item.
@@ -56,8 +60,8 @@ class CuriosityVerbs(TopicVerbs):
         bad = [i for i in wanted if not isinstance(i, str) or not i or not checks.encodes(i)]
         if bad:
             raise ValueError(f"ids must be curiosity item ids (non-empty strings UTF-8 can encode), got {bad[0]!r}")
-        log = self._curiosity_log()
-        if self.read_only:
+        log = self._log()
+        if self._db.read_only:
             raise PermissionError("this store is read-only: its curiosity queue can be listed, not consumed")
         with _lock:
             gone = log.remove(set(wanted))
@@ -66,49 +70,44 @@ class CuriosityVerbs(TopicVerbs):
         return gone
 
     # ------------------------------------------------------------------------------ helpers
-    def _curiosity_log(self) -> CuriosityLog:
+    def _log(self) -> CuriosityLog:
         log = self._curiosity_queue
         if log is None:
             with _lock:
                 log = self._curiosity_queue
                 if log is None:
-                    log = self._curiosity_queue = CuriosityLog(self.path, writable=not self.read_only)
+                    log = self._curiosity_queue = CuriosityLog(self._db.path, writable=not self._db.read_only)
         return log
 
-    def _curiosity_keys(self) -> dict[Key, str]:
+    def _keys(self) -> dict[Key, str]:
         """The links with an item waiting (read once from the queue, then kept up to date here)."""
         waiting = self._curiosity_waiting
         if waiting is None:
-            rows = self._curiosity_log().rows()
+            rows = self._log().rows()
             waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
         return waiting
 
-    def _queue_curiosity(self, items: list[CuriosityItem]) -> int:
+    def _queue(self, items: list[CuriosityItem]) -> int:
         """Queue items (written at once); returns how many (0 on a read-only store, which never writes)."""
-        if not items or self.read_only:
+        if not items or self._db.read_only:
             return 0
         with _lock:
-            waiting = self._curiosity_keys()
+            waiting = self._keys()
             fresh = [i for i in items if i.key not in waiting]
-            self._curiosity_log().append(_row(i) for i in fresh)
+            self._log().append(_row(i) for i in fresh)
             waiting.update({i.key: i.id for i in fresh})
         return len(fresh)
 
-    def _forget_curiosity(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
+    def _forget(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
         """Remove every item naming one of these memories, and every item of these namespaces
         (what a purge must leave no trace of)."""
-        if self.read_only:
+        if self._db.read_only:
             return 0
         ids = set(memory_ids)
         with _lock:
-            gone = self._curiosity_log().forget_memories(ids, namespaces)
+            gone = self._log().forget_memories(ids, namespaces)
             self._curiosity_waiting = None  # read again when next needed
         return gone
-
-    @property
-    def path(self) -> Path | None:  # provided by Store
-        raise NotImplementedError
-
 
 def _row(i: CuriosityItem) -> dict[str, Any]:
     return {"item_id": i.id, "namespace": i.namespace, "memory_id": i.memory_id, "parent_id": i.parent_id,

@@ -9,16 +9,17 @@ durable together or not at all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..graph import links
 from ..lifecycle import forgetting
 from ..model import checks
 from ..model.edge import Edge
 from ..model.memory import Memory, micros, utc_now, validate_memory
-from ..storage.engine import Engine
 from ..storage.view import View
-from .reads import Reads
+
+if TYPE_CHECKING:
+    from .store import Store
 
 LinkSpec = tuple[str, str, str, float, str]  # src, dst, type, confidence, reason
 
@@ -38,15 +39,13 @@ def changed(view: View, mid: str, version: int) -> str | None:
     return None
 
 
-class ForgetVerbs(Reads):
-    """Mixed into `Store`."""
+class Forgetting:
+    """Forgets the engine proposes and a person confirms, behind `db.lifecycle`."""
 
-    _engine: Engine
+    def __init__(self, db: Store) -> None:
+        self._db = db
 
-    def _write(self, memories: list[Memory], given: list[Mapping[str, Any]], edges: list[Edge] | None = None) -> None:
-        raise NotImplementedError
-
-    def _forget_recorded(self, reasons: Mapping[str, str], by: str, *, confirmed: bool,
+    def record(self, reasons: Mapping[str, str], by: str, *, confirmed: bool,
                          edges: Sequence[LinkSpec] = (), judged: Mapping[str, int] | None = None,
                          along: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """Forget the memories `reasons` names (id -> why), each forgotten version recording `by`,
@@ -57,7 +56,7 @@ class ForgetVerbs(Reads):
         changed since is left instead: a forget whose memory, or the memory it depends on
         (`along`: id -> the original a copy repeats), is no longer at its judged version, and an
         edge either end of which is not. Returns the ids forgotten and those left (id -> why)."""
-        with self._engine.writing() as view:
+        with self._db._engine.writing() as view:
             skipped: dict[str, str] = {}
             if judged is not None:
                 def why(mid: str) -> str | None:
@@ -76,7 +75,7 @@ class ForgetVerbs(Reads):
                         end, other = (spec[0], spec[1]) if w_src is not None else (spec[1], spec[0])
                         skipped.setdefault(end, f"not linked to {other}: {w_src or w_dst}")
                 reasons, edges = {mid: r for mid, r in reasons.items() if mid not in skipped}, kept
-            made = self._forget_check(view, reasons, edges)
+            made = self.check(view, reasons, edges)
             now = utc_now()
             at = micros(now)
             news: list[Memory] = []
@@ -88,13 +87,13 @@ class ForgetVerbs(Reads):
                                                              metadata=meta)))
                 given.append(view.row_vectors(mid))
             if news:
-                self._write(news, given, made)
+                self._db._write(news, given, made)
             elif made:
-                self._engine.append_edges(made)
+                self._db._engine.append_edges(made)
         return list(reasons), skipped
 
     @staticmethod
-    def _forget_check(view: View, reasons: Mapping[str, str], edges: Sequence[LinkSpec] = ()) -> list[Edge]:
+    def check(view: View, reasons: Mapping[str, str], edges: Sequence[LinkSpec] = ()) -> list[Edge]:
         """What `_forget_recorded` checks, on `view`, writing nothing: every memory current (not
         archived, not forgotten), every edge valid and joining none of them. Returns the edges."""
         for mid in reasons:
@@ -105,14 +104,10 @@ class ForgetVerbs(Reads):
         return [links.edge_for(view, src, dst, kind, conf, reason, None, None) for src, dst, kind, conf, reason in edges]
 
     def forget_proposals(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        """The forgotten memories (of `namespace`) that wait for a person: forgotten by one of the
-        engine's own verbs (the dream's exact copies) and not confirmed. No purge by the restore
-        window takes them; `restore(id)` brings one back, `confirm_forgotten(ids)` makes the
-        forget a person's (purged once its 30 days have passed). Each: id, namespace, by,
-        reason, forgotten_at and the first 200 characters of its content."""
+        """`LifecycleVerbs.forget_proposals`."""
         if namespace is not None:
             checks.name("namespace", namespace)
-        view = self._view()
+        view = self._db._view()
         out = []
         for si, row in view.current_locs(namespace, include_forgotten=True):
             seg = view.segments[si]
@@ -126,10 +121,7 @@ class ForgetVerbs(Reads):
         return sorted(out, key=lambda d: (d["forgotten_at"], d["id"]))
 
     def confirm_forgotten(self, ids: str | Iterable[str]) -> list[str]:
-        """Stand behind the engine's forgets of these memories (see `forget_proposals`): each
-        becomes a person's forget, purged once its 30 days (counted from the forget) have passed.
-        A memory forgotten by hand is already one (left as it is). An id that is not a forgotten
-        memory refuses the whole call, before anything is written. Returns the ids confirmed."""
+        """`LifecycleVerbs.confirm_forgotten`."""
         if not isinstance(ids, (str, Iterable)) or isinstance(ids, bytes):
             raise TypeError(f"ids must be a memory id or an iterable of them, got {ids!r:.80}")
         wanted = [ids] if isinstance(ids, str) else list(ids)
@@ -138,7 +130,7 @@ class ForgetVerbs(Reads):
             raise TypeError(f"ids must be memory ids (non-empty strings), got {bad[0]!r}")
         for i in wanted:
             checks.utf8("ids", i, ValueError)
-        with self._engine.writing() as view:
+        with self._db._engine.writing() as view:
             now = utc_now()
             news: list[Memory] = []
             given: list[Mapping[str, Any]] = []
@@ -153,8 +145,8 @@ class ForgetVerbs(Reads):
                 news.append(validate_memory(m.with_changes(version=m.version + 1, learned_at=now, metadata=meta)))
                 given.append(view.row_vectors(mid))
             if news:
-                self._write(news, given)
+                self._db._write(news, given)
         return [m.id for m in news]
 
 
-__all__ = ["ForgetVerbs"]
+__all__ = ["Forgetting", "changed"]

@@ -1,6 +1,6 @@
 """The read verbs (`get`, `edges`, `len`, `search`), shared by a store and its snapshots.
 
-A `Store` reads the snapshot current at each call; a `Snapshot` (`Store.snapshot()`) reads the one
+A `Store` reads the snapshot current at each call; a `Snapshot` (`Store.admin.snapshot()`) reads the one
 it was taken from, whatever is written after: several reads that must agree with each other (a
 search, then `get` of its hits, then their edges) take one snapshot and read it.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -31,7 +32,7 @@ from ..storage.view import View
 from .usage import DEEPER, Usage
 
 
-class Reads:
+class Reads(ABC):
     """The read verbs over `_view()`, the snapshot a read uses (see the module docstring)."""
 
     schema: Schema
@@ -42,8 +43,9 @@ class Reads:
     _types_cache: tuple[frozenset[str], TypeClusters] | None = None  # the type clusters of these names (H6)
     _search_cache: OrderedDict[Any, tuple[Hits, int, int | None]] | None = None  # repeated searches on one snapshot (K5)
 
+    @abstractmethod
     def _view(self) -> View:
-        raise NotImplementedError
+        """The snapshot this read uses: the store's current one, or a snapshot's own."""
 
     def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
         """The current version of a memory, or None (unknown, or forgotten unless asked)."""
@@ -197,18 +199,6 @@ class Reads:
 
     def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
         raise ValueError("topics=True needs a store (a snapshot has no topics)")
-
-    def tree_recall(self, namespace: str, *, space: str | None = None, sample: int = 50, k: int = 10) -> float:
-        """Recall@k of the namespace's tree against exact search, on `sample` of its own vectors
-        used as queries (J6). NaN when the namespace has no tree."""
-        sp = self.schema[space or self.schema.main]
-        view = self._view()
-        return self._indexes.tree(sp, view).recall(view, namespace, sample=sample, k=k)
-
-    def type_clusters(self) -> list[list[str]]:
-        """The store's memory_type names clustered (H6: DBSCAN over their main-space vectors, cosine
-        eps 0.20, at least 3 names a cluster)."""
-        return self._type_clusters().clusters
 
     def _type_clusters(self, namespace: str | None = None) -> TypeClusters:
         view = self._view()

@@ -15,8 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ..graph import inference, links
-from ..graph.heuristic import MIN_CONFIDENCE, InferenceReport, Inferrer
+import numpy as np
+
+from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET
+from ..context.model import Context
+from ..context.tokens import Counter
+from ..graph import links
 from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
 from ..ingest.embedding import check_vector_names, vectors_for
@@ -26,38 +30,63 @@ from ..lifecycle.contradictions import Proposal
 from ..model import checks
 from ..model.edge import Edge
 from ..model.errors import ConflictError, InvalidMemory, StoreError
-from ..model.hit import Hits
 from ..model.memory import Memory, utc_now, validate_memory
 from ..model.tuning import Tuning
 from ..spaces.passages import MIN_CHARS
 from ..spaces.profiles import earlier_schemas, embedders_for, names_match, profile_schema
-from ..spaces.protocol import Embedder, Embedding
-from ..spaces.query import lexical_space
+from ..spaces.protocol import Embedder
 from ..spaces.schema import Schema, SpaceError
-from ..storage import rewrites, transfer
-from ..storage.backup import backup as storage_backup
+from ..storage import rewrites
 from ..storage.columns import memories_to_table
 from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
-from .archive_verbs import ArchiveVerbs
-from .background import BackgroundVerbs, Worker
-from .capture_verbs import CaptureVerbs
-from .context_verbs import ContextVerbs
+from . import deprecations
+from .admin_verbs import AdminVerbs
+from .background import Background, Worker
+from .capture_verbs import Capture
+from .context_verbs import ContextAssembly
+from .curiosity_verbs import CuriosityVerbs
+from .importance_verbs import ImportanceVerbs
+from .lifecycle_verbs import LifecycleVerbs
 from .merging import MergeRule, merge_newer, merged_update
 from .options import Options
-from .reads import Snapshot
-from .usage import Usage, UsageVerbs
+from .paging import Page, Pager
+from .purge_verbs import Purging
+from .reads import Reads
+from .topic_verbs import TopicVerbs
+from .usage import Usage
 
 _log = logging.getLogger("engramdb")
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerbs):
-    """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`."""
+class Added(list[str]):
+    """What `add_many` returns: the ids stored, in order (a duplicate's id is the memory it
+    duplicates), with the reports of the write: `dedup` (S8: each record found to repeat a
+    memory, and what was done) and `contradictions` (H5, with `contradictions=`: what the new
+    memories contradict)."""
+
+    dedup: list[DedupEvent]
+    contradictions: list[Proposal]
+
+    def __init__(self, ids: list[str], dedup: list[DedupEvent] | None = None,
+                 contradictions: list[Proposal] | None = None) -> None:
+        super().__init__(ids)
+        self.dedup = dedup or []
+        self.contradictions = contradictions or []
+
+
+class Store(Reads):
+    """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`.
+
+    The verbs an agent uses are methods (add, add_messages, search, context, feedback, ...); the
+    rest are grouped by what they are about: `db.topics`, `db.importance`, `db.lifecycle`,
+    `db.curiosity` and `db.admin`."""
 
     _usage: Usage
+    _upkeep: Worker | None = None  # the background worker (None: read-only, or Tuning(background=False))
 
     def __init__(self, path: str | Path | None = None, options: Options | None = None) -> None:
         if path is not None:
@@ -68,9 +97,20 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
         self.dedup = o.dedup
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
-        self.last_dedup: list[DedupEvent] = []  # what the last add_many found (S8)
+        self._last_spool: dict[str, int] | None = None  # the spool taken in at open (deprecated: last_spool)
+        self._last_dedup: list[DedupEvent] = []  # what the last add_many found (S8; deprecated: read Added.dedup)
         self.contradictions = o.contradictions
-        self.last_contradictions: list[Proposal] = []  # what the last add_many found (H5), with contradictions=
+        self._last_contradictions: list[Proposal] = []  # the last add_many's (H5; deprecated: Added.contradictions)
+        self._pages = Pager()
+        self._capture = Capture(self)
+        self._context = ContextAssembly(self)
+        self._purging = Purging(self)
+        self._background = Background(self)
+        self.topics = TopicVerbs(self)
+        self.importance = ImportanceVerbs(self)
+        self.lifecycle = LifecycleVerbs(self)
+        self.curiosity = CuriosityVerbs(self)
+        self.admin = AdminVerbs(self)
         self._turns = TurnCounter()  # seq per (namespace, session) when the caller gives none
         self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
                               also=earlier_schemas(o.profile) if o.profile is not None else ())
@@ -85,12 +125,12 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
                         f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
                         f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
             self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders)
-            self._engine.on_commit = self._after_commit
+            self._engine.on_commit = self._background.after_commit
             if not o.read_only and o.tuning.background:
                 self._upkeep = Worker(str(self._engine.path or "in memory"))
                 self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
-            self.last_spool = self._drain_spool()  # what hooks spooled while another writer held the lock
+            self._last_spool = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)
@@ -108,11 +148,6 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
     @property
     def _derived(self) -> DerivedFiles:
         return self._engine.files
-
-    @property
-    def index_kind(self) -> str:
-        """What searches a large namespace: "tree", "hnsw" or "none"."""
-        return self._indexes.kind
 
     # ----------------------------------------------------------------------------- lifecycle
     def close(self, *, checkpoint: bool = True) -> None:
@@ -145,12 +180,6 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def checkpoint(self) -> None:
-        """Write the rows waiting in the WAL to one segment file, then empty the WAL (and write
-        the access log's waiting rows)."""
-        self._engine.checkpoint()
-        self._usage.flush()
-
     # ----------------------------------------------------------------------------- writes
     def add(self, content: str, *, namespace: str, session_id: str | None = None, role: str | None = None,
             memory_type: str | None = None, valid_from: datetime | None = None, id: str | None = None,
@@ -162,17 +191,18 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
         assert got is not None
         return got
 
-    def add_many(self, records: Iterable[Mapping[str, Any] | Memory]) -> list[str]:
-        """Store many memories in one batch (one WAL frame); returns their ids in order.
+    def add_many(self, records: Iterable[Mapping[str, Any] | Memory]) -> Added:
+        """Store many memories in one batch (one WAL frame); returns their ids in order (`Added`,
+        with the write's dedup and contradiction reports).
 
         Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
         record refuses the batch, naming the record and the field.
         """
-        self.last_spool = self._drain_spool() or self.last_spool
+        self._last_spool = self._capture.drain_spool() or self._last_spool
         batch = build_intake(records, utc_now(), self.tuning.max_content_bytes)
         n = len(batch.ids)
         if not n:
-            return []
+            return Added([])
         check_vector_names(self.schema, batch.vectors)
         with self._engine.writing() as view:
             batch.table = self._turns.assign(view, batch.table)
@@ -184,9 +214,9 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
                     seen.add(mid)
             vectors = vectors_for(self.schema, self.embedders, batch.contents, batch.vectors, self.tuning)
             action: Literal["merged", "skipped"] = "merged" if self.dedup == "merge" else "skipped"
-            self.last_dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
+            dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
                 if self.dedup != "off" else []
-            dup = {e.index: e for e in self.last_dedup if e.action != "kept"}
+            dup = {e.index: e for e in dedup if e.action != "kept"}
             keep = [i for i in range(n) if i not in dup]
             if not dup:
                 self._engine.append(batch.table, vectors)
@@ -197,13 +227,31 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             self._passages_of([batch.contents[i] for i in keep])
             if dup and self.dedup == "merge":
                 self._merge_duplicates(list(dup.values()))
+        found: list[Proposal] = []
         if self.contradictions != "off" and keep:  # outside the writer's lock: applying one is a write
             stored = [batch.ids[i] for i in keep]
-            found = []
             for ns in dict.fromkeys(batch.namespaces[i] for i in keep):
-                found += self.resolve_contradictions(namespace=ns, ids=stored, dry_run=self.contradictions == "detect")
-            self.last_contradictions = found
-        return [dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)]
+                found += self.lifecycle.resolve_contradictions(namespace=ns, ids=stored,
+                                                               dry_run=self.contradictions == "detect")
+        self._last_dedup, self._last_contradictions = dedup, found
+        return Added([dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)], dedup, found)
+
+    def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
+                     session_id: str | None = None, memory_type: str = "turn") -> list[str]:
+        """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
+        one session, in order (seq assigned); returns their ids. A message's "id", when given, is
+        its memory's id (a retried request then fails on the id instead of storing twice); its
+        "valid_from", when given, is when it was said (an aware datetime, or an ISO-8601 string
+        with its UTC offset, e.g. "2024-05-07T13:56:00+02:00" or "...Z"), else it is valid from
+        when the store learns it; other keys go to metadata. One bad message refuses all, before
+        anything is written."""
+        return self._capture.add_messages(messages, namespace=namespace, session_id=session_id, memory_type=memory_type)
+
+    def add_file(self, path: str | Path, *, namespace: str, encoding: str = "utf-8") -> dict[str, Any]:
+        """Capture a markdown or text file as chunks (memory_type "chunk", source "file"; metadata
+        file, chunk, chunks, sha256). Re-ingesting a changed file supersedes its old chunks; an
+        unchanged file is skipped. Returns what was done: file, chunks, added, superseded, skipped."""
+        return self._capture.add_file(path, namespace=namespace, encoding=encoding)
 
     def update(self, id: str, *, expected_version: int | None = None, merge: MergeRule | None = merge_newer,
                **changes: Any) -> Memory:
@@ -294,25 +342,6 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             self._engine.append_edges([row])
             return True
 
-    def infer_edges(self, ids: Iterable[str] | None = None, *, namespace: str | None = None,
-                    inferrer: Inferrer | None = None, candidates: int = 10,
-                    min_confidence: float = MIN_CONFIDENCE) -> InferenceReport:
-        """Propose typed edges for memories and store the sure ones (H2).
-
-        Give `ids` (these memories) or `namespace` (every live memory in it). Each memory's
-        `candidates` nearest memories in the main space are shown to `inferrer`, a callable
-        `(memory, candidates) -> EdgeProposal`s (an LLM hook, say); the default is the built-in
-        `HeuristicInferrer` (CAUSED_BY from causal cues, RELATED_TO from shared words and high
-        similarity). Only valid proposals with confidence >= `min_confidence` (at least 0.7)
-        become edges, written as `link` writes them; the report lists what was stored, what was
-        below the bar, what was rejected and why, and where the inferrer failed.
-        """
-        def nearest(vector: Embedding, namespace: str, k: int) -> Hits:
-            return self.search(vector, namespace=namespace, k=k, explain=True)  # explain holds the raw similarity
-
-        return inference.infer_edges(self._engine, self._indexes, self.embedders, nearest, ids, namespace,
-                                     inferrer, candidates, min_confidence)
-
     def forget(self, id: str) -> Memory:
         """Soft delete: hidden from search and get, restorable (S7)."""
         with self._engine.writing() as view:
@@ -325,28 +354,19 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             old = links.current(view, id, include_forgotten=True)
             return old if old.forgotten_at is None else self._rewrite(view, old, forgotten_at=None)
 
-    def compact(self) -> int:
-        """Merge all committed segments (and the WAL) into one segment file (S6).
-
-        Every version is kept (history is data); what goes is the per-segment overhead: fewer
-        files to map on open and fewer scans per query. Atomic: the new manifest lists the merged
-        file in place of the old ones. Returns the number of segments merged.
-        """
-        return rewrites.compact(self._engine)
-
     def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
         """Hard delete for privacy requests: every version of these memories (one id, several, or
         with `namespace=` every memory of a namespace) leaves every file, content, vectors, edges
-        and archived text, and so does what was derived from them (S7; see `_purge_derived`).
+        and archived text, and so does what was derived from them (S7; see store/purge_verbs.py).
 
         One atomic rewrite, whatever the count: the WAL is folded into a segment first, each
         segment holding a purged row is rewritten without it (the other rows copied unchanged;
         segments without one keep their files), and one manifest commit drops the old files.
         An unknown id refuses the whole call. Returns how many versions were removed.
         """
-        ids = self._purge_request(ids, namespace)  # checked; the spool taken in, to be purged with the rest
-        with self._topic_lock, self._engine.writing():
-            self._purge_derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
+        ids = self._purging.request(ids, namespace)  # checked; the spool taken in, to be purged with the rest
+        with self.topics._lock, self._engine.writing():
+            self._purging.derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
             try:
                 removed = rewrites.purge(self._engine, ids, namespace)
             except BaseException:
@@ -355,122 +375,65 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             self._usage.purged()  # rows made before now naming them are never logged again
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
-            self.last_dedup, self.last_contradictions = [], []  # they may name what was purged
+            self._last_dedup, self._last_contradictions = [], []  # they may name what was purged
             return removed
 
     # ----------------------------------------------------------------------------- files
-    def export(self, path: str | Path, *, namespace: str | None = None) -> int:
-        """Write the memories (of `namespace`, or all) to `.jsonl` or `.arrow`, losslessly: every
-        version (forgotten ones included), the edges between them with their history, archived
-        text read back from the archive. Returns how many memories.
+    def delete(self, id: str) -> Memory:
+        """mem0's name for `forget` (soft: restorable; `purge` deletes for privacy requests)."""
+        return self.forget(id)
 
-        JSONL: one line per memory, the current version's fields on top, `history` (earlier
-        versions) and `edges` (the edge rows leaving it) beside them; no vectors. Arrow: one row
-        per version in the segment layout with every space's vectors, the store's schema and the
-        edges in its metadata. See `engramdb.storage.transfer` for the layout.
-        """
-        return transfer.export(self._engine.view, path, self._engine.table_schema, namespace)
+    def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
+                as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
+                navigate: bool = True, edge_budget: int = EDGE_BUDGET, step_budget: int = STEP_BUDGET,
+                latency_ms: float = LATENCY_MS) -> Context:
+        """The best memories for a prompt under `max_tokens` (C6): a `Context` with `.text` (the
+        block a person would paste: sections in priority order, one line a memory with who said
+        it, a session's turns under one line with its date, a fact that no longer holds marked
+        with when it ended; no line twice, no internal id; never more than `max_tokens` by the
+        tokenizer in use; the layout is in context/assemble.py), `.items` (id, section, score,
+        tokens, why, K3 provenance, badge: the date line it sits under and its mark) and `.stats`
+        (tokens used, budget, tokenizer, milliseconds per stage, and the handoff: `stages` with
+        each stage's spend, budget and what it wanted, `prices` and `duals` (the budgets' dual
+        variables before and after this call), `utility`, and `curiosity`: the surprising hops
+        found and queued).
+        `tokenizer`: "cl100k_base" (the default when bpe-openai is installed:
+        `engramdb[tokens]`), "o200k_base", "estimate", or any callable text -> token count.
+        `as_of`: the facts true then (those that ended since marked as such). `navigate`: walk the
+        links from the hits (typed edges, neighbouring turns: K1) within `edge_budget` links read
+        and `step_budget` hops; `latency_ms`: the time a context should take (a soft budget: its
+        dual shrinks the walk's budgets when calls overrun it). The topics are the ones last
+        computed (`topics()`), never computed here. `log=False` neither logs the search nor the
+        injection, nor queues curiosity items."""
+        return self._context.context(query, namespace=namespace, max_tokens=max_tokens, session_id=session_id, as_of=as_of, tokenizer=tokenizer, log=log, navigate=navigate, edge_budget=edge_budget, step_budget=step_budget, latency_ms=latency_ms)
 
-    def import_(self, path: str | Path) -> transfer.Imported:
-        """Add the memories of an `export` file (`.jsonl` or `.arrow`), as they were: every version
-        with its number, valid and system times, forgotten state and metadata, and the edges
-        between them, in one write (all or nothing: a bad line, a known id or a space that cannot
-        be filled refuses the file, naming it, the line or row and the field). Ids must not exist
-        here yet. Dedup and contradiction checks do not run: the file is what a store held.
+    def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
+        """Record which hits of a logged search the caller used (`query_id`: the search's
+        `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
+        shown loses). The ratings follow at once (`db.importance.of`, hits' `elo` and `tier`): the
+        search is settled by its first feedback, with what a context injected for it; feedback
+        given for it again later is late and changes nothing. Returns how many ids were recorded.
+        Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
+        memory it found another way) but must be memories of the namespace searched (ValueError
+        otherwise: one namespace's feedback never rates another's memories). `used` is a list of
+        ids (a single string raises TypeError)."""
+        view = self._view()
 
-        An Arrow file's vectors are kept for each space whose recorded kind, dimension and
-        embedder are this store's; other spaces (and every space of a JSONL file) are embedded
-        again from the text. Returns the ids in file order (a list), with `reembedded` (space ->
-        why), `versions` and `edges` written; spaces of an Arrow file embedded again are logged.
-        """
-        incoming = transfer.read_export(path, self.schema)
-        for m, at in zip(incoming.memories, incoming.where):
-            try:
-                content_bytes(m.content, None, self.tuning.max_content_bytes)
-            except InvalidMemory as exc:
-                raise InvalidMemory(f"{incoming.name} {at}: {exc}") from None
-        missing = sorted(name for name in incoming.reembedded if name not in self.embedders)
-        if missing:
-            raise InvalidMemory(f"{incoming.name}: space(s) {missing} must be embedded again "
-                                f"({'; '.join(incoming.reembedded[n] for n in missing)}) but this store has no "
-                                "embedder for them: open it with embedders= for those spaces")
-        with self._engine.writing() as view:
-            for m, at in zip(incoming.memories, incoming.where):
-                if m.id in view:
-                    raise StoreError(f"{incoming.name} {at}: id {m.id!r} already exists in this store; import adds "
-                                     "memories, it does not replace them")
-            if incoming.memories:
-                contents = [m.content for m in incoming.memories]
-                vectors = dict(incoming.vectors)  # the file's, for the spaces they fit; the rest embedded
-                if incoming.reembedded:
-                    given = transfer.given_rows(incoming, set(self.embedders))
-                    vectors = {**vectors_for(self.schema, self.embedders, contents, given, self.tuning), **vectors}
-                self._engine.append(memories_to_table(incoming.memories), vectors, incoming.edges)
-                self._passages_of(contents)
-            self._turns.clear()  # the imported turns' positions are read from the store again
-        if incoming.reembedded and Path(path).suffix == ".arrow":
-            _log.warning("import %s: embedded again from the text (the file's vectors do not fit this store): %s",
-                         incoming.name, "; ".join(f"{k}: {v}" for k, v in incoming.reembedded.items()))
-        return transfer.Imported(incoming.ids(), incoming.reembedded, len(incoming.memories), len(incoming.edges))
+        def owner(mid: str) -> str | None:
+            loc = view.loc_of(mid)
+            return None if loc is None else view.segments[loc[0]].namespace(loc[1])
 
-    def backup(self, dest: str | Path) -> dict[str, Any]:
-        """A full-fidelity copy of this store in folder `dest` (new or empty): every version,
-        edge and archived text, the known_at history, taken while writes go on. Opening `dest`
-        is the restore. Returns what was copied (see `engramdb.backup`)."""
-        checks.path("dest", dest)
-        if self.path is None:
-            raise StoreError("backup copies a store folder; this store is in memory: use export()")
-        if self._engine.closed:
-            raise StoreError("the store is closed")
-        return storage_backup(self.path, dest)
+        return self._usage.feedback(query_id, used, session_id=session_id, owner=owner)
+
+    def history(self, id: str) -> list[Memory]:
+        """Every stored version of a memory, oldest first, each with its system time (learned_at,
+        expired_at) and valid time (valid_from, valid_until). Empty for an unknown id."""
+        return self._view().versions(id)
 
     def _view(self) -> View:
         return self._engine.view
 
-    def snapshot(self) -> Snapshot:
-        """The store as it is now, for reads that must agree with each other (`get`, `edges`,
-        `search`, `len` on it never see a later write). Nothing is copied."""
-        view = self._engine.view
-        self._indexes.pin(view)
-        return Snapshot(view, self.schema, self.embedders, self.tuning, self._indexes, self._usage)
-
     # ----------------------------------------------------------------------------- indexes
-    def build_index(self, *, space: str | None = None) -> dict[str, int]:
-        """Build (or bring up to date) the index of every namespace with `tuning.tree_min_rows` or
-        more committed memories in a dense space, and the BM25 index of every namespace, and save
-        them. Indexes are otherwise built by the first search that needs one; call this after a
-        bulk load so no query pays for it. Returns namespace -> memories indexed."""
-        sp = self.schema[space or self.schema.main]
-        engine = self._engine
-        if not engine.read_only:
-            engine.checkpoint()
-        view = engine.view
-
-        def save(ix: Any) -> None:
-            if not engine.files.writable or not ix.dirty:
-                return
-            with engine.writing() as now:  # built without the lock: a purge since renumbered the
-                if now.epoch == view.epoch:  # rows, and what was built holds what it took out
-                    ix.save(engine.files)
-
-        lex = lexical_space(self.schema, self.embedders)
-        if lex is not None and space is None:  # BM25 of every namespace, saved with the trees
-            bm = self._indexes.bm25(lex, view)
-            bm.sync(view)
-            if view.committed == len(view.segments):
-                save(bm)
-        pv = self._indexes.passages(sp, view)
-        if pv is not None:  # long memories' passages, embedded now rather than by the first search
-            pv.sync(view)
-            if view.committed == len(view.segments):
-                save(pv)
-        if sp.kind != "dense" or self.index_kind == "none":
-            return {}
-        ix = self._indexes.dense(sp, view)
-        ix.sync(view)
-        save(ix)
-        return {ns: int(info["memories"]) for ns, info in ix.describe().items()}
-
     def stats(self) -> dict[str, Any]:
         """Counts and layout: memories, versions, segments, WAL size, namespaces, spaces, indexes."""
         view = self._engine.view
@@ -495,11 +458,12 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
             "usage": self._usage.describe(),  # the access log and the ELO ratings (E1-E5)
-            "upkeep": self._upkeep_stats(),  # the background worker: pending jobs, each job's last run
+            "spool": self._last_spool,  # what the last take-in of the spool did (at open or before a write)
+            "upkeep": self._background.stats(),  # the background worker: pending jobs, each job's last run
             # per namespace whose topics were computed in this process: C4's consolidation trigger
             "topics": {ns: {"topics": len(t), "churn": t.churn, "entropy": t.entropy,
                             "consolidation_due": t.consolidation_due}
-                       for ns, (_, t) in (self._topic_cache or {}).items()},
+                       for ns, (_, t) in (self.topics._topic_cache or {}).items()},
         }
 
     # ----------------------------------------------------------------------------- internals
@@ -546,6 +510,29 @@ class Store(ArchiveVerbs, UsageVerbs, CaptureVerbs, ContextVerbs, BackgroundVerb
             meta["merged_duplicates"] = int(meta.get("merged_duplicates", 0)) + n
             self._rewrite(view, old, metadata=meta, confidence=old.confidence)
 
+    def _topic_map(self, namespace: str) -> tuple[dict[str, int], np.ndarray]:
+        """The pipeline's topic stage (`search(topics=True)`): the namespace's last topics."""
+        return self.topics._topic_map(namespace)
+
+    # `list` last: a method named list shadows the builtin in the annotations after it
+    def list(self, namespace: str, *, filters: Mapping[str, Any] | None = None, limit: int = 100,
+             cursor: str | None = None, include_ended: bool = False, newest_first: bool = False) -> Page:
+        """A namespace's current memories in the order they were learned (a batch in its order), a
+        page at a time: a `Page` (a list of Memory) whose `next_cursor` gives the next page (None
+        at the end). `filters`: equality on memory_type, session_id, role, source, or on metadata
+        keys as "metadata.KEY". Memories whose valid time has ended (superseded, a file's old
+        chunks) are left out unless `include_ended`. `newest_first` pages from the latest. A
+        cursor outlives writes: after a memory that changed or was forgotten since, the next page
+        starts again at that memory's batch (it may repeat, it never skips)."""
+        return self._pages.page(self._view(), namespace, filters=filters, limit=limit, cursor=cursor,
+                                include_ended=include_ended, newest_first=newest_first)
+
+
+
+# the old names, for one release (store/deprecations.py), looked up only when an attribute is not
+# found; set outside the class body so that type checkers see only the new names
+setattr(Store, "__getattr__", deprecations.moved)  # noqa: B010
+
 
 def open(
     path: str | Path | None = None,
@@ -587,7 +574,8 @@ def open(
     ELO importance learns from); False logs nothing; a read-only store logs nothing, unless
     "spool": then its rows go to the spool at close, for the writer's log (hooks). `contradictions` ("off" | "detect" |
     "supersede"): after each `add_many`, look for older memories the new ones contradict (H5,
-    `resolve_contradictions`): "detect" reports them in `last_contradictions`, "supersede" also
+    `db.lifecycle.resolve_contradictions`): "detect" reports them in what `add_many` returns
+    (`.contradictions`), "supersede" also
     ends each older one where the newer starts.
     """
     return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only, salvage=salvage,

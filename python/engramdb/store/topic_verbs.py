@@ -1,4 +1,4 @@
-"""The store verbs of topics (C4): `topics(namespace)`, `topic(id)`.
+"""`db.topics`: what a namespace is about (C4, H8): `db.topics(namespace)`, `.get(id)`, `.themes`, ...
 
 Topics are derived data: computed from the namespace's current memories when asked and stale
 (the namespace changed since the last run); what the next run compares with (ids, members,
@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..model import checks
 from ..model.memory import Memory
 from ..spaces.batches import concat, take
 from ..spaces.query import embed_query
+from ..spaces.schema import Schema
 from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
@@ -29,8 +30,9 @@ from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
-from .background import Worker
-from .dream_verbs import DreamVerbs
+
+if TYPE_CHECKING:
+    from .store import Store
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
@@ -45,51 +47,44 @@ def _one_at_a_time(fn: Callable[Concatenate[TopicVerbs, _P], _R]) -> Callable[Co
     """Topic runs read and replace the store's topic state and its files: one thread at a time
     (a service calls context() from many)."""
     def run(self: TopicVerbs, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self._topic_lock:
+        with self._lock:
             return fn(self, *args, **kwargs)
     functools.update_wrapper(run, fn)
     return run
 
 
-class TopicVerbs(DreamVerbs):
-    """Mixed into `Store` (on the dream's verbs, which read the topics)."""
+class TopicVerbs:
+    """What a namespace is about: its topics and themes (C4, H8), as `db.topics`."""
+
+    def __init__(self, db: Store) -> None:
+        self._db = db
+        self._lock = threading.RLock()  # a topics run, or a purge of derived data, one thread at a time
+        self._stored_lock = threading.Lock()  # the stored topics' swaps against a purge
+        self.state: str | None = None  # "adopted" (the saved history) or why it started over
 
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
     _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
-    topics_state: str | None = None  # "adopted" (the saved history) or why it started over
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
     _topics_stored: dict[str, tuple[str, Topics]] | None = None  # namespace -> (stamp, topics), as stored
     _themes_stored: dict[str, tuple[str, list[Theme]]] | None = None  # namespace -> (stamp, themes), as stored
-    _upkeep: Worker | None = None  # the store's background worker (None: read-only or background=False)
     _purge_count = 0  # purges of topics begun and ended (odd: one under way): see _stored_topics
 
-    def voting_spaces(self) -> list[str]:
+    def spaces(self) -> list[str]:
         """The spaces whose clusterings vote on topics: every non-temporal space but one projected
         from the main space's vectors (it would repeat the main space's vote)."""
-        main = self.embedders.get(self.schema.main)
+        main = self._db.embedders.get(self._db.schema.main)
         out = []
-        for sp in self.schema:
+        for sp in self._db.schema:
             if sp.category == "temporal" or sp.weight <= 0:
                 continue
-            if sp.name != self.schema.main and main is not None and getattr(self.embedders.get(sp.name), "base",
+            if sp.name != self._db.schema.main and main is not None and getattr(self._db.embedders.get(sp.name), "base",
                                                                              None) is main:
                 continue
             out.append(sp.name)
         return out
-
-    @property
-    def _topic_lock(self) -> Any:  # a threading.RLock
-        found = self.__dict__.get("_topic_rlock")
-        # setdefault is atomic: two threads racing here get the same lock
-        return found if found is not None else self.__dict__.setdefault("_topic_rlock", threading.RLock())
-
-    @property
-    def _stored_lock(self) -> Any:  # a threading.Lock: the stored topics' swaps against a purge
-        found = self.__dict__.get("_stored_tlock")
-        return found if found is not None else self.__dict__.setdefault("_stored_tlock", threading.Lock())
 
     def _stored_topics(self) -> dict[str, tuple[str, Topics]]:
         """The stored topics, read from their file on first use. A request reads them without the
@@ -102,14 +97,14 @@ class TopicVerbs(DreamVerbs):
             if stored is not None:
                 return stored
             before = self._purge_count
-            loaded = topic_state.load_results(self._derived)
+            loaded = topic_state.load_results(self._db._derived)
             with self._stored_lock:
                 if self._topics_stored is None and before == self._purge_count and before % 2 == 0:
                     self._topics_stored = loaded
         return self._topics_stored if self._topics_stored is not None else {}
 
     @_one_at_a_time
-    def topics(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
+    def __call__(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
         """What a namespace is about (C4): groups of its current memories that at least two spaces
         cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
         `.label`, `.members`, `.confidence`, `.phase`, `.stability`, `.centroid_stability` and
@@ -127,7 +122,7 @@ class TopicVerbs(DreamVerbs):
         Searches and `context()` never run this: they read the last topics, and a writer's
         background worker refreshes them (`Tuning.background`)."""
         checks.name("namespace", namespace)
-        view = self._view()
+        view = self._db._view()
         fingerprint = (view.epoch, view.namespace_rows(namespace))
         cache = self._topic_cache if self._topic_cache is not None else {}
         self._topic_cache = cache
@@ -137,14 +132,14 @@ class TopicVerbs(DreamVerbs):
         stamp = _stamp(view, namespace)
         stored = self._topics_stored = self._stored_topics()  # under the topic lock: no purge overlaps
         kept = stored.get(namespace)
-        if kept is not None and (kept[0] == stamp or self.read_only) and not refresh and labeler is None:
+        if kept is not None and (kept[0] == stamp or self._db.read_only) and not refresh and labeler is None:
             # what the writer (or this store, earlier) found; a reader lists the writer's last
             # ones even when the namespace moved since (a hook has no time to cluster)
             cache[namespace] = (fingerprint, kept[1])
             return kept[1]
         locs = view.current_locs(namespace)
         ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
-        unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+        unit = _unit(np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         if not refresh and last is not None and last.epoch == view.epoch and \
@@ -152,7 +147,7 @@ class TopicVerbs(DreamVerbs):
             groups, sampled, full = last.assign(ids, unit), last.sampled, False
         else:
             (groups, sampled), full = self._cluster(namespace, view, locs, unit), True
-        texts = self._texts(view, locs)
+        texts = texts_of(view, locs)
         names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts))
         rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
                 for (members, conf), name in zip(groups, names)]
@@ -167,7 +162,7 @@ class TopicVerbs(DreamVerbs):
         cache[namespace] = (fingerprint, result)
         if labeler is None:
             stored[namespace] = (stamp, result)
-            topic_state.save_results(self._derived, stored)
+            topic_state.save_results(self._db._derived, stored)
         if full:  # increments start from the last full clustering
             if self._topic_runs is None:
                 self._topic_runs = {}
@@ -184,8 +179,8 @@ class TopicVerbs(DreamVerbs):
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        clusterings = clustering.cluster_spaces([(self.schema[name], self._gather(view, sub, name))
-                                                 for name in self.voting_spaces()]) if sub else []
+        clusterings = clustering.cluster_spaces([(self._db.schema[name], vectors_of(view, self._db.schema, sub, name))
+                                                 for name in self.spaces()]) if sub else []
         found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:
@@ -202,23 +197,23 @@ class TopicVerbs(DreamVerbs):
         listed from there while the namespace is unchanged (a read-only store lists what its
         writer stored); `refresh` or a custom `labeler` computes them again."""
         checks.name("namespace", namespace)
-        view = self._view()
+        view = self._db._view()
         stamp = _stamp(view, namespace)
         if self._themes_stored is None:
-            self._themes_stored = topic_state.load_themes(self._derived)
+            self._themes_stored = topic_state.load_themes(self._db._derived)
         kept = self._themes_stored.get(namespace)
         if kept is not None and kept[0] == stamp and not refresh and labeler is None:
             return list(kept[1])
         locs = view.current_locs(namespace)
         found: list[Theme] = []
         if locs:
-            x = np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)
+            x = np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)
             groups, _ = theme_groups(x)
-            texts = self._texts(view, locs)
+            texts = texts_of(view, locs)
             found = labelled(groups, [view.segments[si].ids[r] for si, r in locs],
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts)))
         self._themes_stored[namespace] = (stamp, found)
-        topic_state.save_themes(self._derived, self._themes_stored)
+        topic_state.save_themes(self._db._derived, self._themes_stored)
         return found
 
     def divergence(self, query: str, *, namespace: str, session_id: str, recent: int = 20) -> dict[str, Any]:
@@ -229,13 +224,13 @@ class TopicVerbs(DreamVerbs):
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be non-empty text, got {query!r}")
         checks.utf8("query", query, ValueError)
-        view = self._view()
+        view = self._db._view()
         mine = view.session_locs(namespace, session_id)[-recent:]
-        sp = self.schema[self.schema.main]
+        sp = self._db.schema[self._db.schema.main]
         if not mine:
             return {"divergent": False, "similarity": None, "nearest": None, "low": sp.low, "session_memories": 0}
-        q = np.asarray(embed_query(sp, self.embedders, query), np.float64).reshape(-1)  # cached (K5)
-        x = np.stack([np.asarray(view.segments[si].vectors(self.schema, sp.name))[row] for si, row in mine])
+        q = np.asarray(embed_query(sp, self._db.embedders, query), np.float64).reshape(-1)  # cached (K5)
+        x = np.stack([np.asarray(view.segments[si].vectors(self._db.schema, sp.name))[row] for si, row in mine])
         far, sim, i = theme_divergence(q, x, sp.low)
         si, row = mine[i]
         return {"divergent": far, "similarity": round(sim, 4), "nearest": view.segments[si].ids[row], "low": sp.low,
@@ -248,20 +243,20 @@ class TopicVerbs(DreamVerbs):
         agent loop"): when they are behind the namespace, a writer with a background worker asks
         it to refresh them (store/background.py); a reader, or `Tuning(background=False)`, uses
         them as they are until `topics()` is called. Takes no lock: a run replaces whole entries."""
-        view = self._view()
+        view = self._db._view()
         kept = self._stored_topics().get(namespace)
         stamp = _stamp(view, namespace)
         fresh = kept is not None and kept[0] == stamp
         hit = (self._topic_cache or {}).get(namespace)
-        if not fresh and self._upkeep is not None and (kept is None or _moved(kept[0], stamp)):
-            self._upkeep.ask(f"topics:{namespace}", functools.partial(self._refresh_topics, namespace))
+        if not fresh and self._db._upkeep is not None and (kept is None or _moved(kept[0], stamp)):
+            self._db._upkeep.ask(f"topics:{namespace}", functools.partial(self._refresh_topics, namespace))
         if kept is not None and (fresh or hit is None):
             return kept[1]
         return hit[1] if hit is not None else Topics([])
 
     def _refresh_topics(self, namespace: str) -> None:
         """The worker's job: the namespace's topics as `topics()` computes them, and their map."""
-        self._topic_map(namespace, self.topics(namespace))
+        self._topic_map(namespace, self(namespace))
 
     def _topic_map(self, namespace: str, found: Topics | None = None) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's
@@ -278,10 +273,10 @@ class TopicVerbs(DreamVerbs):
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
         centroids = found.centroids
         if centroids is None or len(centroids) != len(found):  # topics stored before centroids were kept
-            view = self._view()
+            view = self._db._view()
             locs = view.current_locs(namespace)
             pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
-            unit = _unit(np.asarray(self._gather(view, locs, self.schema.main), np.float64).reshape(len(locs), -1)) \
+            unit = _unit(np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)) \
                 if locs else np.zeros((0, 1))
             centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in found], unit)
         maps[namespace] = (found, topic_of, centroids)
@@ -304,42 +299,15 @@ class TopicVerbs(DreamVerbs):
         caches[namespace] = fresh = {t: old[t] for t in texts if t in old}
         return fresh
 
-    @staticmethod
-    def _texts(view: View, locs: list[tuple[int, int]]) -> list[str]:
-        """The content of these locations of `view`, in order, read from the segments' Arrow columns."""
-        out: list[str] = [""] * len(locs)
-        segs = np.array([si for si, _ in locs], np.int64)
-        rows = np.array([r for _, r in locs], np.int64)
-        for si in np.unique(segs).tolist():
-            pick = np.flatnonzero(segs == si)
-            col = view.segments[si].table.column("content").take(rows[pick]).to_pylist()
-            for i, text in zip(pick.tolist(), col):
-                out[i] = text or ""
-        return out
-
-    def _gather(self, view: View, locs: list[tuple[int, int]], space: str) -> Any:
-        """One space's vectors of these locations of `view` (the snapshot they came from: another
-        numbers its segments differently after a checkpoint), in order, one take per segment."""
-        parts, order = [], []
-        segs = np.array([si for si, _ in locs])
-        rows = np.array([r for _, r in locs])
-        for si in np.unique(segs).tolist():
-            pick = np.flatnonzero(segs == si)
-            parts.append(take(view.segments[si].vectors(self.schema, space), rows[pick]))
-            order.append(pick)
-        joined = concat(parts)
-        back = np.argsort(np.concatenate(order), kind="stable")
-        return take(joined, back) if len(parts) > 1 else joined
-
     @_one_at_a_time
-    def merge_concepts(self, keep: str, into_it: str) -> Topic:
+    def merge(self, keep: str, into_it: str) -> Topic:
         """Merge two topics of one namespace (C8): `into_it`'s members join `keep` now, and in
         every later run the topic that takes `into_it`'s id is folded into `keep` (the merge is
         kept beside the indexes). Returns the merged topic."""
         ns = keep.rpartition("/t")[0]
         if into_it.rpartition("/t")[0] != ns or keep == into_it:
             raise ValueError(f"merge_concepts needs two topics of one namespace, got {keep!r} and {into_it!r}")
-        found = {t.id: t for t in self.topics(ns)}
+        found = {t.id: t for t in self(ns)}
         for tid in (keep, into_it):
             if tid not in found:
                 raise KeyError(f"no topic {tid!r} in {ns!r} now")
@@ -348,7 +316,7 @@ class TopicVerbs(DreamVerbs):
         self._topic_cache = None
         if self._topics_stored is not None:
             self._topics_stored.pop(ns, None)  # stored before the merge
-        merged = {t.id: t for t in self.topics(ns)}
+        merged = {t.id: t for t in self(ns)}
         return merged[keep]
 
     def _merges(self) -> dict[str, dict[str, str]]:
@@ -357,12 +325,12 @@ class TopicVerbs(DreamVerbs):
             self._topic_merges = {}
         return self._topic_merges
 
-    def topic(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
+    def get(self, id: str, *, sample: int = 5) -> tuple[Topic, list[Memory]]:
         """One topic (by id, from its namespace's latest topics) and up to `sample` of its memories."""
         namespace = id.rpartition("/t")[0]
-        for t in self.topics(namespace):
+        for t in self(namespace):
             if t.id == id:
-                view = self._view()
+                view = self._db._view()
                 return t, [m for m in (view.get(mid) for mid in t.members[:sample]) if m is not None]
         raise KeyError(f"no topic {id!r} (topics are named '<namespace>/t<n>')")
 
@@ -379,7 +347,7 @@ class TopicVerbs(DreamVerbs):
         with self._stored_lock:
             self._purge_count += 1  # odd: a request's read of the stored topics now is not kept
         try:
-            topic_state.purge(self._derived, touched, ids, whole)
+            topic_state.purge(self._db._derived, touched, ids, whole)
         finally:
             with self._stored_lock:
                 for found in (self._topic_cache, self._topic_maps, self._term_caches, self._topic_runs,
@@ -392,14 +360,14 @@ class TopicVerbs(DreamVerbs):
 
     def _previous(self) -> dict[str, Previous]:
         if self._topic_prev is None:
-            self._topic_prev, merges, self.topics_state = topic_state.load(self._derived)
+            self._topic_prev, merges, self.state = topic_state.load(self._db._derived)
             if self._topic_merges is None:
                 self._topic_merges = merges
         return self._topic_prev
 
     def _save_previous(self) -> None:
         if self._topic_prev is not None:
-            topic_state.save(self._derived, self._topic_prev, self._topic_merges or {})
+            topic_state.save(self._db._derived, self._topic_prev, self._topic_merges or {})
 
 
 class _Run:
@@ -435,6 +403,33 @@ class _Run:
                     groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def texts_of(view: View, locs: list[tuple[int, int]]) -> list[str]:
+    """The content of these locations of `view`, in order, read from the segments' Arrow columns."""
+    out: list[str] = [""] * len(locs)
+    segs = np.array([si for si, _ in locs], np.int64)
+    rows = np.array([r for _, r in locs], np.int64)
+    for si in np.unique(segs).tolist():
+        pick = np.flatnonzero(segs == si)
+        col = view.segments[si].table.column("content").take(rows[pick]).to_pylist()
+        for i, text in zip(pick.tolist(), col):
+            out[i] = text or ""
+    return out
+
+def vectors_of(view: View, schema: Schema, locs: list[tuple[int, int]], space: str) -> Any:
+    """One space's vectors of these locations of `view` (the snapshot they came from: another
+    numbers its segments differently after a checkpoint), in order, one take per segment."""
+    parts, order = [], []
+    segs = np.array([si for si, _ in locs])
+    rows = np.array([r for _, r in locs])
+    for si in np.unique(segs).tolist():
+        pick = np.flatnonzero(segs == si)
+        parts.append(take(view.segments[si].vectors(schema, space), rows[pick]))
+        order.append(pick)
+    joined = concat(parts)
+    back = np.argsort(np.concatenate(order), kind="stable")
+    return take(joined, back) if len(parts) > 1 else joined
 
 
 def _moved(stored: str, now: str) -> bool:
@@ -506,4 +501,4 @@ def _merged(found: Topics, merges: dict[str, str]) -> Topics:
     return kept
 
 
-__all__ = ["TopicVerbs"]
+__all__ = ["TopicVerbs", "texts_of", "vectors_of"]

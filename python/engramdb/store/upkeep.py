@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -22,11 +22,12 @@ from ..lifecycle.tier_state import TierState
 from ..model import checks
 from ..model.errors import StoreError
 from ..model.memory import Memory, as_utc, micros, utc_now, validate_memory
-from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
-from .contradiction_verbs import ContradictionVerbs
+from .archive_verbs import Archiving
 from .forget_verbs import changed
-from .usage import Usage
+
+if TYPE_CHECKING:
+    from .store import Store
 
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
 MAX_PROTECT_DAYS, MAX_PROTECT_DEPTH = 36500, 1000  # a century of queries, a thousand hits deep
@@ -60,54 +61,36 @@ def _steps(steps: Iterable[str] | None) -> tuple[str, ...]:
     return out
 
 
-class UpkeepVerbs(ContradictionVerbs):
-    """Mixed into `Store`: the verbs above, over its current snapshot."""
+class Consolidation:
+    """Consolidation, tiers and the purge of long-forgotten memories (H7, E7), behind `db.lifecycle`."""
 
-    _usage: Usage
+    def __init__(self, db: Store, archiving: Archiving) -> None:
+        self._db = db
+        self._archiving = archiving
+
     _tiers: TierState | None = None
-
-    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
-        raise NotImplementedError
-
-    @property
-    def _topic_lock(self) -> Any:  # provided by TopicVerbs: a threading.RLock
-        raise NotImplementedError
-
-    def archive(self, older_than: datetime | None = None, *, namespace: str | None = None,
-                ids: Iterable[str] | None = None) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @property
-    def read_only(self) -> bool:
-        raise NotImplementedError
-
-    @property
-    def _derived(self) -> DerivedFiles:
-        raise NotImplementedError
 
     def tiers(self) -> TierState:
         """The lifecycle tiers and the recent consolidation runs (loaded once)."""
         if self._tiers is None:
-            self._tiers = TierState.load(self._derived)
+            self._tiers = TierState.load(self._db._derived)
         return self._tiers
 
-    def _forget_tiers(self, ids: set[str]) -> None:
+    def forget_tiers(self, ids: set[str]) -> None:
         """What a purge takes out of the tier state: the purged memories (a file that could not be
         read is written again without them, rather than kept with what it may hold)."""
         if not ids:
             return
         state = self.tiers()
-        unread = state.state not in ("adopted", "missing") and self._derived.exists(TIERS_FILE)
-        if (state.forget(ids) or unread) and self._derived.writable:
-            state.save(self._derived)
+        unread = state.state not in ("adopted", "missing") and self._db._derived.exists(TIERS_FILE)
+        if (state.forget(ids) or unread) and self._db._derived.writable:
+            state.save(self._db._derived)
 
     def dashboard(self, *, top: int = 10, namespace: str | None = None) -> dict[str, Any]:
-        """What `engramdb stats` shows (E9): the memories with the highest ELO, how many memories
-        sit in each ELO tier and each lifecycle tier, recent activity (searches, feedback, latest
-        queries, search latency) and the recent consolidation runs."""
+        """`AdminVerbs.dashboard`."""
         now_us = time.time_ns() // 1_000
-        view = self._view()
-        ratings = self._usage.ratings
+        view = self._db._view()
+        ratings = self._db._usage.ratings
         state = self.tiers()
         elo_tiers = {t: 0 for t in ("HIGH", "MEDIUM", "LOW", "VERY_LOW")}
         life = {t: 0 for t in ("short_term", "long_term", "archived")}
@@ -127,48 +110,25 @@ class UpkeepVerbs(ContradictionVerbs):
             best.append({"id": mid, "namespace": m.namespace, "elo": round(e, 1), "tier": tier(e), "used": r.used,
                          "shown": r.shown, "content": m.content[:80]})
         return {"memories": sum(elo_tiers.values()), "elo_tiers": elo_tiers, "lifecycle_tiers": life, "top": best,
-                "activity": self._usage.activity(now_us), "consolidation": state.runs[-5:],
-                "log": self._usage.describe()}
+                "activity": self._db._usage.activity(now_us), "consolidation": state.runs[-5:],
+                "log": self._db._usage.describe()}
 
     def consolidate(self, *, namespace: str | None = None, dry_run: bool = True, decay: str = "exponential",
                     summarizer: cons.Summarizer | None = None, now: datetime | None = None,
                     protect_days: float = PROTECT_DAYS, protect_depth: int = PROTECT_DEPTH,
                     steps: Iterable[str] | None = None) -> cons.Report:
-        """One consolidation run (H7, E7): every current memory (of `namespace`) gets a decision,
-        "promote" (short-term to long-term), "archive", "compress" or "keep", with its reason,
-        priority and ELO (see `engramdb.lifecycle.consolidation`). `dry_run` (the default) only
-        reports; otherwise the decisions are applied: archives in one rewrite (content to an
-        archive file, `unarchive` brings it back), compressions as new versions whose content is
-        `summarizer(text)` (built-in: the leading sentences; the full text stays the previous
-        version), promotions in the tier state. No current memory is deleted; memories forgotten
-        more than 30 days ago (S7's restore window) by a person are purged, listed in `.purged`
-        (due, in a dry run); those the engine forgot on its own (the dream's copies) and nobody
-        confirmed are kept, restorable, and listed in `.held` with why (see
-        `engramdb.lifecycle.forgetting`). The access log is applied to
-        the ratings first. `decay`: "exponential" (default), "ebbinghaus" or "linear". A memory
-        among the `protect_depth` best hits of a query logged in the last `protect_days` days
-        (replayed now, unlogged; at most 2,000 distinct queries) is never archived or compressed.
-        Applied, the run is a sequence of steps, each atomic on its own (the archive rewrite, the
-        compressions' new versions, the purge, the tier state): a failure (a full disk) raises and
-        leaves the steps before it applied, each memory whole as it was or as the run made it.
-        `steps` (default all of "promote", "archive", "compress", "purge") are the ones applied;
-        the others stay proposals (counted in `.proposed`). The summarizer runs outside the
-        writer's lock (an LLM call may take seconds); a summary is written only over the version
-        it summarized, and the purge list is checked again under the lock (still forgotten, at
-        the version planned, still a person's or confirmed, still past its window): a memory
-        updated, restored or forgotten again meanwhile is left as it is and listed in
-        `.skipped` with why."""
+        """`LifecycleVerbs.consolidate`."""
         t0 = time.perf_counter()
         chosen = _steps(steps)
         if summarizer is not None and not callable(summarizer):
             raise TypeError(f"summarizer must be a callable (text) -> summary, or None, got {summarizer!r:.80}")
-        plan = self._consolidation_plan(namespace, dry_run, decay, now, protect_days, protect_depth)
+        plan = self.plan(namespace, dry_run, decay, now, protect_days, protect_depth)
         if not dry_run:
-            self._apply(plan, summarizer or cons.leading_sentences, chosen)
+            self.apply(plan, summarizer or cons.leading_sentences, chosen)
         plan.report.seconds = time.perf_counter() - t0
         return plan.report
 
-    def _consolidation_plan(self, namespace: str | None, dry_run: bool, decay: str, now: datetime | None,
+    def plan(self, namespace: str | None, dry_run: bool, decay: str, now: datetime | None,
                             protect_days: float, protect_depth: int) -> Plan:
         """A run's decisions, written nowhere: the report, the texts and versions of what it would
         change, and its time."""
@@ -186,13 +146,13 @@ class UpkeepVerbs(ContradictionVerbs):
             raise TypeError(f"protect_depth must be an int in [0, {MAX_PROTECT_DEPTH}], got {protect_depth!r:.80}")
         if not 0 <= protect_depth <= MAX_PROTECT_DEPTH:
             raise ValueError(f"protect_depth must be an int in [0, {MAX_PROTECT_DEPTH}], got {protect_depth!r}")
-        if not dry_run and self.read_only:
+        if not dry_run and self._db.read_only:
             raise StoreError("this store is read-only: consolidate(dry_run=False) writes")
-        if self._usage.logging:
-            self._usage.update()
+        if self._db._usage.logging:
+            self._db._usage.update()
         now_us = micros(as_utc("now", now) or utc_now())
-        view = self._view()
-        ratings, state = self._usage.ratings, self.tiers()
+        view = self._db._view()
+        ratings, state = self._db._usage.ratings, self.tiers()
         report = cons.Report(dry_run=dry_run, decay=decay)
         reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) \
             if protect_days > 0 and protect_depth > 0 else {}
@@ -221,7 +181,7 @@ class UpkeepVerbs(ContradictionVerbs):
             if d.action == "compress":
                 m = seg.memory_at(row)
                 plan.texts[mid], plan.versions[mid] = m.content, m.version
-        cached = getattr(self, "_topic_cache", None) or {}
+        cached = self._db.topics._topic_cache or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
                              if namespace is None or ns == namespace}
         due, report.held = self._expired_forgotten(view, namespace, now_us, cons.FORGET_WINDOW_DAYS)
@@ -231,24 +191,20 @@ class UpkeepVerbs(ContradictionVerbs):
 
     def purge_forgotten(self, *, days: float = cons.FORGET_WINDOW_DAYS, namespace: str | None = None,
                         dry_run: bool = False, now: datetime | None = None) -> list[str]:
-        """Purge (hard delete, as `purge`) every memory a person forgot more than `days` ago (S7: a
-        forgotten memory is restorable for 30 days, then it goes). `consolidate(dry_run=False)`
-        does this too. A memory the engine forgot on its own (the dream's copies) and nobody
-        confirmed is not taken (`forget_proposals`, `confirm_forgotten`). Returns the ids,
-        sorted; `dry_run` only lists them."""
+        """`LifecycleVerbs.purge_forgotten`."""
         if isinstance(days, bool) or not isinstance(days, (int, float)) or not days >= 0:
             raise ValueError(f"days must be a number >= 0, got {days!r}")
-        if not dry_run and self.read_only:
+        if not dry_run and self._db.read_only:
             raise StoreError("this store is read-only: purge_forgotten(dry_run=False) writes")
         if namespace is not None:
             checks.name("namespace", namespace)
         now_us = micros(as_utc("now", now) or utc_now())
         if dry_run:
-            return sorted(self._expired_forgotten(self._view(), namespace, now_us, float(days))[0])
-        with self._topic_lock, self._engine.writing() as view:  # listed and purged with no write between
+            return sorted(self._expired_forgotten(self._db._view(), namespace, now_us, float(days))[0])
+        with self._db.topics._lock, self._db._engine.writing() as view:  # listed and purged with no write between
             ids = sorted(self._expired_forgotten(view, namespace, now_us, float(days))[0])
             if ids:
-                self.purge(ids)
+                self._db.purge(ids)
         return ids
 
     def _expired_forgotten(self, view: View, namespace: str | None, now_us: int,
@@ -272,12 +228,12 @@ class UpkeepVerbs(ContradictionVerbs):
     def _reached(self, since_us: int, namespace: str | None, depth: int) -> dict[str, str]:
         """Memory id -> why it is protected: the recent queries' best hits now."""
         out: dict[str, str] = {}
-        for ns, q in self._usage.recent_queries(since_us, namespace, PROTECT_QUERIES):
-            for h in self.search(q, namespace=ns, k=depth, log=False, min_score=PROTECT_MIN_SCORE):
+        for ns, q in self._db._usage.recent_queries(since_us, namespace, PROTECT_QUERIES):
+            for h in self._db.search(q, namespace=ns, k=depth, log=False, min_score=PROTECT_MIN_SCORE):
                 out.setdefault(h.id, f"a recent question reaches it ({q[:40]!r})")
         return out
 
-    def _apply(self, plan: Plan, summarizer: cons.Summarizer, steps: tuple[str, ...]) -> None:
+    def apply(self, plan: Plan, summarizer: cons.Summarizer, steps: tuple[str, ...]) -> None:
         """Apply a plan's `steps` (the others are counted as proposals), each memory only as the
         plan found it."""
         report, state = plan.report, self.tiers()
@@ -292,7 +248,7 @@ class UpkeepVerbs(ContradictionVerbs):
         archive = [d.id for d in by_action.get("archive", [])] if "archive" in steps else []
         if archive:
             try:
-                report.applied["archive"] = int(self.archive(ids=archive)["memories"])
+                report.applied["archive"] = int(self._archiving.archive(ids=archive)["memories"])
             except StoreError as exc:  # a store kept in memory has no archive file
                 report.applied["archive"] = 0
                 report.applied["archive_skipped"] = len(archive)
@@ -318,14 +274,14 @@ class UpkeepVerbs(ContradictionVerbs):
             report.purged = []  # due, not purged: counted in `proposed`
         state.record({"at_us": plan.now_us, "decay": report.decay, "counts": report.counts(),
                       "applied": report.applied, "proposed": report.proposed})
-        state.save(self._derived)
+        state.save(self._db._derived)
 
     def _compress(self, plan: Plan, summaries: Mapping[str, tuple[str, str]]) -> int:
         """Write each summary as a new version of its memory (its vectors kept: the summary stays
         findable by what the full text said), in one batch, over the version summarized only."""
         if not summaries:
             return 0
-        with self._engine.writing() as view:
+        with self._db._engine.writing() as view:
             now = utc_now()
             news: list[Memory] = []
             given: list[Mapping[str, Any]] = []
@@ -341,7 +297,7 @@ class UpkeepVerbs(ContradictionVerbs):
                                                              metadata=meta)))
                 given.append(view.row_vectors(mid))
             if news:
-                self._write(news, given)
+                self._db._write(news, given)
         return len(news)
 
     def _purge_planned(self, plan: Plan) -> int:
@@ -349,7 +305,7 @@ class UpkeepVerbs(ContradictionVerbs):
         (and the topics' lock, which a purge takes first), so nothing restored, changed or
         forgotten again since the plan is taken. Returns how many memories were purged."""
         report, days = plan.report, cons.FORGET_WINDOW_DAYS
-        with self._topic_lock, self._engine.writing() as view:
+        with self._db.topics._lock, self._db._engine.writing() as view:
             due = []
             for mid in report.purged:
                 m = view.get(mid, include_forgotten=True)
@@ -370,12 +326,12 @@ class UpkeepVerbs(ContradictionVerbs):
                 else:
                     report.skipped[mid] = f"not purged: {why}"
             if due:
-                self.purge(due)
+                self._db.purge(due)
         report.purged = due
         return len(due)
 
 
-__all__ = ["UpkeepVerbs"]
+__all__ = ["Consolidation", "Plan"]
 
 
 def _compressed(metadata: str | None) -> bool:

@@ -43,7 +43,6 @@ from ..model.memory import micros, utc_now
 from ..storage import spool
 from ..storage.access_log import ACCESS_SCHEMA, access_log, elo_log
 from ..storage.derived_files import DerivedFiles
-from ..storage.view import View
 
 TOMBS_FILE = "purged-tombstones.json"  # index/: XXH3 of purged ids and namespaces, when each purge ended
 PURGE_GRACE_S = 60  # rows stamped up to this long after a purge ended, naming what it purged, are dropped too
@@ -470,50 +469,4 @@ def used_ids(used: object) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-class UsageVerbs:
-    """The store verbs of the importance layer (mixed into `Store`)."""
-
-    _usage: Usage
-
-    def _view(self) -> View:  # provided by Store
-        raise NotImplementedError
-
-    def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
-        """Record which hits of a logged search the caller used (`query_id`: the search's
-        `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
-        shown loses). The ratings follow at once (`importance`, hits' `elo` and `tier`): the
-        search is settled by its first feedback, with what a context injected for it; feedback
-        given for it again later is late and changes nothing. Returns how many ids were recorded.
-        Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
-        memory it found another way) but must be memories of the namespace searched (ValueError
-        otherwise: one namespace's feedback never rates another's memories). `used` is a list of
-        ids (a single string raises TypeError)."""
-        view = self._view()
-
-        def owner(mid: str) -> str | None:
-            loc = view.loc_of(mid)
-            return None if loc is None else view.segments[loc[0]].namespace(loc[1])
-
-        return self._usage.feedback(query_id, used, session_id=session_id, owner=owner)
-
-    def update_importance(self, *, relevance_threshold: float = RELEVANCE_THRESHOLD) -> batch.UpdateReport:
-        """Apply the access log to the ELO ratings from where the last update stopped (E5): each
-        search with feedback updates the memories it showed (used: won, shown only: lost), R-gated
-        below `relevance_threshold`. Idempotent; every change is logged (`importance_log`). Not
-        needed for feedback (it settles at once, at the default threshold): it takes in what
-        readers spooled and what contexts injected without feedback since, and saves the ratings."""
-        return self._usage.update(relevance_threshold)
-
-    def importance(self, id: str) -> Importance:
-        """A memory's ELO now (decayed), tier, update and use counts and C5 importance."""
-        return self._usage.importance(id)
-
-    def importance_log(self, id: str | None = None) -> list[dict[str, Any]]:
-        """Every ELO change the batch updates made (of one memory), oldest first, with its inputs."""
-        if id is not None:
-            checks.name("id", id)
-        rows: list[dict[str, Any]] = self._usage.updates(id).to_pylist()
-        return rows
-
-
-__all__ = ["Usage", "UsageVerbs"]
+__all__ = ["Usage"]
