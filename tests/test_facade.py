@@ -10,12 +10,11 @@ import inspect
 import pathlib
 import warnings
 
-import pytest
-
 import engramdb
 import engramdb.aio
-from engramdb.topics.model import Topics
+import pytest
 from engramdb.store.deprecations import LAST, MOVED
+from engramdb.topics.model import Topics
 
 CORE = {"add", "add_many", "add_messages", "add_file", "get", "update", "supersede", "forget", "restore", "delete",
         "purge", "search", "context", "feedback", "list", "history", "link", "unlink", "edges", "stats", "close"}
