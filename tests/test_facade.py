@@ -84,7 +84,7 @@ def test_add_many_returns_its_own_reports() -> None:
         assert first.dedup == [] and first.contradictions == []
         again = db.add_many([{"content": "Maya's team has 4 engineers.", "namespace": "n"},
                              {"content": "Maya's team has 7 engineers.", "namespace": "n"}])
-        assert list(again)[0] == first[0]  # the duplicate's id is the memory it repeats
+        assert again[0] == first[0]  # the duplicate's id is the memory it repeats
         assert [e.action for e in again.dedup] == ["skipped"]
         assert [(p.old, p.new) for p in again.contradictions] == [(first[0], again[1])]
 
