@@ -62,7 +62,7 @@ def test_only_the_root_package_defers_imports_to_type_checking() -> None:
         text = p.read_text()
         if "TYPE_CHECKING" not in text or p == PACKAGE / "__init__.py":
             continue
-        blocks = re.findall(r"^if TYPE_CHECKING:\n((?:    .*\n)+)", text, re.M)
+        blocks = re.findall(r"^if TYPE_CHECKING:\n((?:    .*\n)+)", text, re.MULTILINE)
         facade_back_reference = p.parent.name == "store" and blocks and all(
             b.strip() == "from .store import Store" for b in blocks)
         if not facade_back_reference:
