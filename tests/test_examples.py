@@ -258,7 +258,7 @@ def test_mcp_config_names_engramdb_mcp(name: str) -> None:
     server = _server(name)
     assert server["command"] == "engramdb"
     args = server["args"]
-    assert args[0] == "mcp" and not args[1].startswith("-")  # the store folder
+    assert args[0] == "mcp" and args[1] == "--path" and not args[2].startswith("-")  # the store folder, by --path
     assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}", _expand(args[args.index("--namespace") + 1], {}))
 
 
@@ -273,7 +273,7 @@ def test_mcp_config_starts_a_server_on_its_store(name: str, tmp_path: Path) -> N
     variables = {"ENGRAMDB_PATH": str(tmp_path / "cc-store"), "workspaceFolder": str(tmp_path)}
     args = [_expand(a, variables) for a in server["args"]]
     if name == "claude-desktop":
-        args[1] = str(tmp_path / "desktop-store")  # Claude Desktop's absolute placeholder
+        args[2] = str(tmp_path / "desktop-store")  # Claude Desktop's absolute placeholder
     namespace = args[args.index("--namespace") + 1]
     command = shutil.which(server["command"])
     cmd, pre = (command, []) if command else (sys.executable, ["-m", "engramdb"])
@@ -289,5 +289,5 @@ def test_mcp_config_starts_a_server_on_its_store(name: str, tmp_path: Path) -> N
     tools, stored = anyio.run(session)
     assert {"store_memory", "inject_context", "search_by_intent"} <= tools
     assert stored["namespace"] == namespace
-    with engramdb.open(args[1], read_only=True) as db:
+    with engramdb.open(args[2], read_only=True) as db:
         assert [m.content for m in db.list(namespace)] == [FACT]

@@ -1,4 +1,4 @@
-"""`engramdb stats PATH` (E9): a store at a glance, as rich tables (plain text without `rich`).
+"""`engramdb stats --path PATH` (E9): a store at a glance, as rich tables (plain text without `rich`).
 
 What it shows comes from `Store.stats()` and `Store.admin.dashboard()`: sizes, the ELO and lifecycle
 tier histograms, the memories with the highest ELO, recent activity and consolidation runs.

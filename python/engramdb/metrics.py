@@ -1,4 +1,4 @@
-"""`engramdb metrics PATH` (E9): a store's numbers in the Prometheus text exposition format.
+"""`engramdb metrics --path PATH` (E9): a store's numbers in the Prometheus text exposition format.
 
 Built with prometheus-client (`pip install engramdb[metrics]`) on a registry of its own, so a
 service that embeds the store can also register `collector(store)` into its own registry and

@@ -1,4 +1,4 @@
-"""`engramdb mcp PATH`: serve a store to agents over MCP on stdio (SPEC C8; the tools: mcp_tools.py).
+"""`engramdb mcp --path PATH`: serve a store to agents over MCP on stdio (SPEC C8; the tools: mcp_tools.py).
 
 The store is opened as the writer, and takes in before each call what other processes (hooks) captured
 meanwhile through `engramdb.capture`. When another process holds the writer's lock (`StoreLocked`: an

@@ -25,7 +25,7 @@ def verify(path: str | Path) -> dict[str, Any]:
     """Check every file of the store in folder `path` without opening it (no lock, nothing
     written): the manifest's checksum, each listed file's size, checksum and row count, the WAL's
     frames, the index files against their sidecars. Returns {"ok": bool, "files": {name: "ok" or
-    what is wrong}}; `engramdb verify PATH` prints it."""
+    what is wrong}}; `engramdb verify --path PATH` prints it."""
     checks.path("path", path)
     return storage_verify(path)
 
@@ -34,7 +34,7 @@ def backup(path: str | Path, dest: str | Path) -> dict[str, Any]:
     """Copy the store in folder `path` into `dest` (new or empty), consistently while a writer
     (this process's or another's) goes on: every committed file, checksum-checked as it is
     copied, and the whole frames of the WAL. `dest` is a store: open it to restore. Returns
-    {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup PATH DEST`."""
+    {"path", "files", "bytes", "committed_rows", "wal_frames"}; `engramdb backup --path PATH DEST`."""
     checks.path("path", path)
     checks.path("dest", dest)
     return storage_backup(path, dest)
