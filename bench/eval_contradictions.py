@@ -1,17 +1,24 @@
-"""Contradiction detection quality: precision, recall and F1 of `Store.resolve_contradictions`.
+"""Contradiction detection quality: precision, recall and F1 of `db.lifecycle.resolve_contradictions`.
 
-bench/data/contradictions.jsonl holds hand-written pairs of memories, an earlier "old" and a later "new", in
-six categories: update, negation, number and date (the new memory contradicts the old one) and paraphrase and
-compatible (it does not; the row's `contradicts` is the label). All pairs go into one in-memory store, each in
-its own namespace (the pair id): the old memory as "<id>-old" (valid_from 2024-01-01 UTC), the new one as
-"<id>-new" (valid_from 2024-06-01 UTC), both with the row's memory_type. Then
-`resolve_contradictions(namespace=<id>, dry_run=True)` runs once per pair, and the pair is flagged when a
-proposal has old == "<id>-old" and new == "<id>-new" (at threshold t: and that proposal's score >= t). A
-proposal the other way round is not a hit; it is counted and reported as "reversed".
+bench/data/contradictions.jsonl holds hand-written pairs of memories, an earlier "old" and a later "new",
+written for this bench. Each row has a `category`: update, negation, number and date (the new memory
+contradicts the old one) or paraphrase, compatible, subject (the same shape said of another subject) and
+refinement (the same value said more precisely), which do not; the row's `contradicts` is the label. Its
+`set` is "long" (the first 274 pairs, sentences as notes and chats hold them) or "short" (issue 29: short
+facts of the kinds agents store: profile facts, preferences, plans); its `split` is "dev" (rules may be
+tuned on it) or "test" (held out: every third pair of each set and category, fixed before any tuning).
+
+All pairs go into one in-memory store, each in its own namespace (the pair id): the old memory as
+"<id>-old" (valid_from 2024-01-01 UTC), the new one as "<id>-new" (valid_from 2024-06-01 UTC), both with
+the row's memory_type. Then `db.lifecycle.resolve_contradictions(namespace=<id>, dry_run=True)` runs once
+per pair, and the pair is flagged when a proposal has old == "<id>-old" and new == "<id>-new" (at
+threshold t: and that proposal's score >= t). A proposal the other way round is not a hit; it is counted
+and reported as "reversed".
 
 Reported at any score and at scores >= 0.5, 0.6, 0.7, 0.8: overall precision, recall and F1, and per
 category the number of pairs and the share flagged (recall for the contradicting categories, marked R;
-false-positive rate for the others, marked FPR). `--json PATH` writes the same numbers and every pair's score.
+false-positive rate for the others, marked FPR); then the same at any score per split and set. `--json
+PATH` writes the same numbers and every pair's score.
 
     python bench/eval_contradictions.py
     python bench/eval_contradictions.py --profile minilm --json /tmp/contradictions.json
@@ -28,7 +35,9 @@ from typing import Any
 
 import engramdb
 
-CATEGORIES = ("update", "negation", "number", "date", "paraphrase", "compatible")
+CATEGORIES = ("update", "negation", "number", "date", "paraphrase", "compatible", "subject", "refinement")
+SPLITS = ("dev", "test")
+SETS = ("long", "short")
 THRESHOLDS: tuple[float | None, ...] = (None, 0.5, 0.6, 0.7, 0.8)  # None: any proposal counts
 FIELDS = ("id", "category", "memory_type", "old", "new", "contradicts")
 OLD_AT = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -43,8 +52,12 @@ def load(path: Path) -> list[dict[str, Any]]:
             continue
         row = json.loads(line)
         missing = [f for f in FIELDS if f not in row]
-        if missing or row["category"] not in CATEGORIES or not isinstance(row["contradicts"], bool):
-            raise SystemExit(f"{path}:{n}: bad row (missing {missing}, category {row.get('category')!r})")
+        if missing or row["category"] not in CATEGORIES or not isinstance(row["contradicts"], bool) \
+                or row.get("split", "dev") not in SPLITS or row.get("set", "long") not in SETS:
+            raise SystemExit(f"{path}:{n}: bad row (missing {missing}, category {row.get('category')!r}, "
+                             f"split {row.get('split')!r}, set {row.get('set')!r})")
+        row.setdefault("split", "dev")
+        row.setdefault("set", "long")
         rows.append(row)
     if len({r["id"] for r in rows}) != len(rows):
         raise SystemExit(f"{path}: duplicate ids")
@@ -61,8 +74,6 @@ def detect(rows: list[dict[str, Any]], profile: str) -> tuple[dict[str, float | 
     scores: dict[str, float | None] = {}
     reversed_ = 0
     with engramdb.open(None, profile=profile) as db:
-        if not hasattr(db, "resolve_contradictions"):
-            raise SystemExit("this engramdb has no Store.resolve_contradictions")
         db.add_many(records)
         start = time.perf_counter()
         for r in rows:
@@ -115,12 +126,46 @@ def table(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+GROUPS = (("all", None, None), ("dev", "dev", None), ("test", "test", None), ("long", None, "long"),
+          ("long dev", "dev", "long"), ("long test", "test", "long"), ("short", None, "short"),
+          ("short dev", "dev", "short"), ("short test", "test", "short"))
+
+
+def by_group(rows: list[dict[str, Any]], scores: dict[str, float | None], t: float | None) -> dict[str, Any]:
+    """`measure` at threshold t on each split and set (GROUPS: all, each split, each set, each set's splits)."""
+    return {name: measure([r for r in rows if split in (None, r["split"]) and part in (None, r["set"])], scores, t)
+            for name, split, part in GROUPS}
+
+
+def group_table(rows: list[dict[str, Any]], groups: dict[str, Any]) -> str:
+    """Categories and overall scores as rows, splits and sets as columns (one threshold)."""
+    names = [g for g in groups if groups[g]["categories"]]
+    lines = [f"{'':18}" + "".join(f"{g:>11}" for g in names)]
+    for c in CATEGORIES:
+        if not any(c in groups[g]["categories"] for g in names):
+            continue
+        positive = any(r["contradicts"] for r in rows if r["category"] == c)
+        cells = []
+        for g in names:
+            got = groups[g]["categories"].get(c)
+            cells.append(f"{got['share']:>6.3f} {got['n']:>3}" if got else f"{'-':>10}")
+        lines.append(f"{c + (' (R)' if positive else ' (FPR)'):18}" + "".join(f" {x:>10}" for x in cells))
+    lines.append("-" * len(lines[0]))
+    for key in ("precision", "recall", "f1"):
+        lines.append(f"{key:18}" + "".join(f"{groups[g][key]:>11.3f}" for g in names))
+    for key in ("tp", "fp", "fn"):
+        lines.append(f"{key:18}" + "".join(f"{groups[g][key]:>11}" for g in names))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data" / "contradictions.jsonl",
                     help="labelled pairs (default bench/data/contradictions.jsonl)")
     ap.add_argument("--profile", default="default", help="engramdb.open profile (default: default)")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the numbers here")
+    ap.add_argument("--at", type=float, default=None, metavar="T",
+                    help="the per split and set table at scores >= T (default: any score)")
     args = ap.parse_args(argv)
 
     rows = load(args.data)
@@ -130,9 +175,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(rows)} pairs ({positives} contradicting) from {args.data}, profile {args.profile!r}; "
           f"resolve_contradictions {seconds:.2f}s in all, {reversed_} reversed proposals\n")
     print(table(rows, results))
+    groups = by_group(rows, scores, args.at)
+    print(f"\nper split and set, {'any score' if args.at is None else f'scores >= {args.at}'} "
+          f"(share flagged, then pairs):\n")
+    print(group_table(rows, groups))
     if args.json is not None:
         out = {"data": str(args.data), "profile": args.profile, "pairs": len(rows), "positives": positives,
-               "reversed": reversed_, "seconds": seconds, "results": results, "scores": scores}
+               "reversed": reversed_, "seconds": seconds, "results": results, "at": args.at, "groups": groups,
+               "scores": scores}
         args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         print(f"\nwrote {args.json}")
 
