@@ -84,3 +84,71 @@ def centroid_update(c: np.ndarray, counts: np.ndarray, nodes: np.ndarray, v: np.
         c64[node] = (c64[node] * n[node] + vec) / (n[node] + 1)
         n[node] += 1
     return c64, n
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(a, axis=1, keepdims=True)
+    return np.divide(a, n, out=np.zeros_like(a), where=n > 0)
+
+
+def spherical_kmeans(x: np.ndarray, cent: np.ndarray, iters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spherical k-means from `cent` (kernels.spherical_kmeans_loop's steps): cosine assignment
+    (ties to the lower centroid), an emptied cluster re-seeded with the worst-fitting vector,
+    mean directions; stops once at most n // 1000 labels change."""
+    x64, c = x.astype(np.float64), cent.astype(np.float64)
+    labels = np.full(len(x), -1, np.int64)
+    for _ in range(iters):
+        s = _unit(x64) @ _unit(c).T
+        new = np.argmax(s, axis=1)
+        changed = int((new != labels).sum())
+        labels = new
+        score = s[np.arange(len(x)), labels]
+        sums = np.zeros_like(c)
+        np.add.at(sums, labels, x64)
+        empty = np.flatnonzero(np.bincount(labels, minlength=len(c)) == 0)
+        if len(empty):
+            worst = np.argsort(score, kind="stable")[: len(empty)]
+            sums[empty] = x64[worst]
+            labels[worst] = empty
+        c = _unit(sums)
+        if changed <= len(x) // 1000:
+            break
+    return c, labels
+
+
+def bm25(q: np.ndarray, qc: np.ndarray, doc_terms: list[np.ndarray], doc_tf: list[np.ndarray], norm: np.ndarray,
+         k1: float, n_total: int, df: np.ndarray) -> np.ndarray:
+    """Lucene BM25 of every document from the formula, idf over n_total documents with the
+    given document frequency of each query term."""
+    out = np.zeros(len(doc_terms))
+    for term, count, f in zip(q.tolist(), qc.tolist(), df.tolist()):
+        idf = np.log(1 + (n_total - f + 0.5) / (f + 0.5))
+        for i, (t, tf) in enumerate(zip(doc_terms, doc_tf)):
+            hit = np.flatnonzero(t == term)
+            if len(hit):
+                x = float(tf[hit[0]])
+                out[i] += count * idf * x * (k1 + 1) / (x + float(norm[i]))
+    return out
+
+
+def tree_search(q: np.ndarray, centroids: np.ndarray, children: list[list[int]], members: list[list[int]],
+                root: int, height: int, rows: np.ndarray, allowed: np.ndarray | None, beam: int, probe: int,
+                k: int) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int], set[int]]:
+    """Top-K descent by cosine: the `beam` best children per level (the `probe` best at the leaf
+    level; fewer are all kept unscored), then the k best allowed member keys of the kept leaves,
+    ties to the lower id. Returns (keys, scores, (centroids, memories, leaves) scored, leaves)."""
+    cs = dense_scores(q, centroids, "cosine")[0]
+    frontier, n_cent = [root], 0
+    for lvl in range(height - 1, 0, -1):
+        cand = np.array([c for f in frontier for c in children[f]], np.int64)
+        keep = probe if lvl == 1 else beam
+        if len(cand) > keep:
+            n_cent += len(cand)
+            cand = cand[np.lexsort((cand, -cs[cand]))[:keep]]
+        frontier = cand.tolist()
+    keys = np.unique(np.array([m for leaf in frontier for m in members[leaf]], np.int64))
+    if allowed is not None:
+        keys = keys[allowed[keys]]
+    ks = dense_scores(q, rows[keys], "cosine")[0] if len(keys) else np.zeros(0)
+    order = np.lexsort((keys, -ks))[:k]
+    return keys[order], ks[order], (n_cent, len(keys), len(frontier)), set(frontier)

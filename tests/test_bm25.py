@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engramdb import _core
+import reference as ref
+from engramdb import _core, kernels
 from engramdb.index.bm25 import Bm25Index
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -230,3 +231,69 @@ def test_sorted_k_orders_only_the_head_and_keeps_the_same_set() -> None:
         assert set(got_k.tolist()) == set(full_k.tolist())
         if head < len(got_s):
             assert got_s[head:].max() <= got_s[:head].min(initial=np.inf)
+
+
+def postings(docs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The inverted index of `docs` built here from scratch: (terms, indptr, doc numbers, tf)."""
+    by_term: dict[int, list[tuple[int, float]]] = {}
+    for i, (t, c) in enumerate(docs):
+        for term, tf in zip(t.tolist(), c.tolist()):
+            by_term.setdefault(term, []).append((i, tf))
+    terms = np.array(sorted(by_term), np.int32)
+    indptr = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum([len(by_term[t]) for t in terms.tolist()], out=indptr[1:])
+    flat = [p for t in terms.tolist() for p in by_term[t]]
+    return (terms, indptr, np.array([d for d, _ in flat], np.int32), np.array([f for _, f in flat], np.float32))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernel_query_matches_the_float64_formula(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    docs = corpus(rng, 300)
+    terms, indptr, doc_ids, tf = postings(docs)
+    lengths = np.array([float(c.sum()) for _, c in docs])
+    norm = (1.2 * (1 - 0.75 + 0.75 * lengths / lengths.mean())).astype(np.float32)
+    q = np.unique(rng.integers(0, 45, 4)).astype(np.int32)
+    qc = rng.integers(1, 3, len(q)).astype(np.float32)
+    in_chunk = np.array([sum(term in set(t.tolist()) for t, _ in docs) for term in q.tolist()], np.int64)
+    mask = rng.random(300) < 0.6
+    for n_total, df_total, allowed in ((300, None, None), (300, None, mask), (900, in_chunk + 200, None)):
+        want = ref.bm25(q, qc, [t for t, _ in docs], [c for _, c in docs], norm, 1.2, n_total,
+                        in_chunk if df_total is None else df_total)
+        ok = (want > 0) if allowed is None else (want > 0) & allowed
+        ranked = np.flatnonzero(ok)
+        ranked = ranked[np.lexsort((ranked, -want[ranked]))]
+        for k in (1, 10, 400):
+            got_d, got_s = kernels.bm25_query(q, qc, terms, indptr, doc_ids, tf, norm, 1.2, k, n_total,
+                                              df_total=df_total, mask=allowed)
+            assert len(got_d) == min(k, len(ranked)) and got_d.dtype == np.int64
+            np.testing.assert_allclose(got_s, want[got_d], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got_s, want[ranked[:k]], rtol=1e-5, atol=1e-6)  # the best, in order
+            assert (np.diff(got_s) <= 0).all()
+
+
+def test_kernel_query_refuses_bad_input_by_name() -> None:
+    terms, indptr, docs, tf = postings([(np.array([1, 2], np.int32), np.ones(2, np.float32))] * 3)
+    norm = np.ones(3, np.float32)
+    q, qc = np.array([1], np.int32), np.ones(1, np.float32)
+    args = (terms, indptr, docs, tf, norm, 1.2, 2, 3)
+    with pytest.raises(ValueError, match="counts must be finite and >= 0"):
+        kernels.bm25_query(q, -qc, *args)
+    with pytest.raises(ValueError, match="counts has 2 entries"):
+        kernels.bm25_query(q, np.ones(2), *args)
+    with pytest.raises(ValueError, match="indptr must have length 3"):
+        kernels.bm25_query(q, qc, terms, indptr[:2], docs, tf, norm, 1.2, 2, 3)
+    with pytest.raises(TypeError, match="docs"):
+        kernels.bm25_query(q, qc, terms, indptr, docs.astype(np.int64), tf, norm, 1.2, 2, 3)
+    with pytest.raises(ValueError, match="tf has"):
+        kernels.bm25_query(q, qc, terms, indptr, docs, tf[:2], norm, 1.2, 2, 3)
+    with pytest.raises(ValueError, match="mask"):
+        kernels.bm25_query(q, qc, *args, mask=np.ones(2, bool))
+    with pytest.raises(ValueError, match="k1"):
+        kernels.bm25_query(q, qc, terms, indptr, docs, tf, norm, float("nan"), 2, 3)
+    with pytest.raises(ValueError, match="document out of range"):
+        kernels.bm25_query(q, qc, terms, indptr, docs, tf, norm[:1], 1.2, 2, 3)
+    with pytest.raises(ValueError, match="offsets"):
+        kernels.bm25_query(q, qc, terms, np.array([0, 7, 6], np.int64), docs, tf, norm, 1.2, 2, 10)
+    with pytest.raises(ValueError, match="df above n_total"):
+        kernels.bm25_query(q, qc, *args[:-1], 1, df_total=np.array([3], np.int64))

@@ -136,3 +136,63 @@ def test_a_bad_vector_refuses_the_whole_batch(isa: str, rng: np.random.Generator
     with pytest.raises(ValueError, match="vectors row 12"):
         kernels.centroid_update(c, counts, nodes, v)
     np.testing.assert_array_equal(c, before_c)
+
+
+def test_kmeans_step_matches_reference(isa: str, rng: np.random.Generator) -> None:
+    v = rng.standard_normal((1023, 48)).astype(np.float32)
+    c = rng.standard_normal((9, 48)).astype(np.float32)
+    labels, scores, sums, counts = kernels.kmeans_step(v, c, "cosine", threads=2)
+    s = ref.dense_scores(v, c, "cosine")
+    want = np.argmax(s, axis=1)
+    np.testing.assert_array_equal(labels, want)
+    np.testing.assert_allclose(scores, s.max(axis=1), atol=1e-5)
+    exp = np.zeros((9, 48))
+    np.add.at(exp, want, v.astype(np.float64))
+    np.testing.assert_allclose(sums, exp, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(counts, np.bincount(want, minlength=9))
+
+
+def test_kmeans_step_names_a_bad_row_and_checks_its_operands(rng: np.random.Generator) -> None:
+    v = rng.standard_normal((20, 8)).astype(np.float32)
+    v[13, 2] = np.nan
+    with pytest.raises(kernels.NonFiniteRow, match="vectors row 13") as got:
+        kernels.kmeans_step(v, np.ones((2, 8), np.float32))
+    assert got.value.row == 13
+    with pytest.raises(TypeError, match="vectors"):
+        kernels.kmeans_step(v.astype(np.float64), np.ones((2, 8)))
+    with pytest.raises(ValueError, match="dimension"):
+        kernels.kmeans_step(v, np.ones((2, 9)))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kernels.kmeans_step(np.asfortranarray(v), np.ones((2, 8)))
+
+
+@pytest.mark.parametrize("k,seed", [(1, 0), (3, 1), (6, 2), (8, 3)])
+def test_spherical_kmeans_loop_matches_reference(isa: str, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((6, 16))
+    x = (centres[rng.integers(0, 6, 600)] + 0.3 * rng.standard_normal((600, 16))).astype(np.float32)
+    init = x[rng.choice(600, k, replace=False)].copy()
+    if k == 8:
+        init[7] = init[6]  # a twin never wins a vector (ties go lower): its cluster empties, is re-seeded
+    init /= np.linalg.norm(init, axis=1, keepdims=True)
+    for iters in (0, 1, 4, 30):
+        cent, labels = kernels.spherical_kmeans_loop(x, init, iters)
+        want_c, want_l = ref.spherical_kmeans(x, init, iters)
+        assert cent.dtype == np.float32 and labels.dtype == np.int64
+        np.testing.assert_array_equal(labels, want_l)
+        np.testing.assert_allclose(cent, want_c, atol=1e-5)
+        if iters and k == 8:
+            assert (np.bincount(labels, minlength=8) > 0).all()
+
+
+def test_spherical_kmeans_loop_checks_its_operands(rng: np.random.Generator) -> None:
+    x = rng.standard_normal((30, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="at least one row"):
+        kernels.spherical_kmeans_loop(x, np.zeros((0, 4), np.float32), 3)
+    with pytest.raises(ValueError, match="iters"):
+        kernels.spherical_kmeans_loop(x, x[:2], -1)
+    with pytest.raises(TypeError, match="vectors"):
+        kernels.spherical_kmeans_loop(x.astype(np.float16), x[:2], 3)
+    x[21, 0] = np.inf
+    with pytest.raises(kernels.NonFiniteRow, match="row 21"):
+        kernels.spherical_kmeans_loop(x, np.ones((2, 4), np.float32), 3)

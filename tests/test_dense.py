@@ -293,3 +293,47 @@ def test_rescore_keys_refuses_bad_input_by_name() -> None:
     with pytest.raises(ValueError, match=r"matrices\[1\] row 2 \(key 5\)"):
         kernels.rescore_keys(q, [a, bad], [0, 5], 2)
     assert kernels.rescore_keys(q, [a], [], 3).indices.shape == (0,)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rescore_rows_matches_reference(isa: str, rng: np.random.Generator, metric: str, dtype: type) -> None:
+    x = rng.standard_normal((2000, 96)).astype(dtype)
+    q = rng.standard_normal(96).astype(np.float32)
+    rows = rng.permutation(2000)[:300]  # distinct, in no order
+    full = ref.dense_scores(q[None, :], x.astype(np.float32), metric)[0]
+    tol = ref.dense_tolerance(q[None, :], x.astype(np.float32), metric)
+    for k in (1, 17, 400):
+        got_k, got_s = kernels.rescore_rows(q, x, rows, k, metric)
+        want = min(k, len(rows))
+        assert got_k.shape == (want,) and got_k.dtype == np.int64 and got_s.dtype == np.float32
+        assert set(got_k.tolist()) <= set(rows.tolist()) and len(set(got_k.tolist())) == want
+        np.testing.assert_allclose(got_s, full[got_k], atol=tol, rtol=0)
+        assert np.all(np.diff(got_s) <= 0)
+        kth = np.sort(full[rows])[::-1][want - 1]
+        assert full[got_k].min() >= kth - 2 * tol, "a better row was left out"
+
+
+def test_rescore_rows_refuses_bad_input_by_name() -> None:
+    a = np.ones((5, 4), np.float32)
+    q = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="rows holds row 5, outside 0..4"):
+        kernels.rescore_rows(q, a, np.array([1, 5]), 2)
+    with pytest.raises(ValueError, match="rows holds row -1"):
+        kernels.rescore_rows(q, a, np.array([-1]), 2)
+    with pytest.raises(TypeError, match="rows"):
+        kernels.rescore_rows(q, a, np.array([1], np.int32), 2)
+    with pytest.raises(ValueError, match="dimension"):
+        kernels.rescore_rows(np.ones(5), a, np.array([1]), 2)
+    with pytest.raises(ValueError, match="one vector"):
+        kernels.rescore_rows(np.ones((2, 4)), a, np.array([1]), 2)
+    with pytest.raises(ValueError, match="query"):
+        kernels.rescore_rows(np.full(4, np.nan), a, np.array([1]), 2)
+    bad = a.copy()
+    bad[3, 1] = np.inf
+    with pytest.raises(kernels.NonFiniteRow, match="matrix row 3") as got:
+        kernels.rescore_rows(q, bad, np.array([0, 3]), 2)
+    assert got.value.row == 3
+    assert kernels.rescore_rows(q, a, np.zeros(0, np.int64), 3).indices.shape == (0,)
+    got_k, _ = kernels.rescore_rows(q, a, np.array([4, 2, 0]), 2)  # ties go to the lower row
+    assert got_k.tolist() == [0, 2]

@@ -82,3 +82,42 @@ def test_every_layer_is_in_the_contract() -> None:
     present = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     present |= {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert present - named == set(), "add these to [tool.importlinter] layers in pyproject.toml"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module an engramdb file imports, absolute: `from .. import x` counts as `pkg.x`
+    (x may be a module), string imports through importlib too."""
+    import ast
+
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            found.add(mod)
+            found |= {f"{mod}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                arg = node.args[0].value
+                found.add(package.split(".")[0] + arg if arg.startswith(".") else arg)
+    return found
+
+
+def test_only_kernels_reach_the_native_core() -> None:
+    """`engramdb._core` is reached only through engramdb.kernels' checked wrappers (import-linter
+    cannot see a compiled module, so this rule is read from the source)."""
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if "kernels" not in p.relative_to(PACKAGE).parts]
+    found = {p.relative_to(PACKAGE).as_posix(): sorted(m for m in _imported(p)
+                                                       if m == "engramdb._core" or m.startswith("engramdb._core."))
+             for p in outside}
+    assert {k: v for k, v in found.items() if v} == {}

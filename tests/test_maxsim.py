@@ -46,3 +46,17 @@ def test_maxsim_rejects_bad_offsets(rng: np.random.Generator) -> None:
     tokens[4, 2] = np.nan
     with pytest.raises(ValueError, match="document 0"):
         kernels.maxsim(q, tokens, np.array([0, 10], np.int64))
+
+
+def test_maxsim_shortlist_checks_the_spans_it_reads(rng: np.random.Generator) -> None:
+    """With `docs` only the shortlisted documents' offsets are read, so those are checked (a
+    pass over every offset per call cost a search more than its scoring)."""
+    tokens = rng.standard_normal((10, 4)).astype(np.float32)
+    q = np.ones((2, 4), np.float32)
+    for bad, docs in (([0, 6, 3, 10], [1]), ([0, 6, 11, 10], [1]), ([0, 6, 11, 10], [2])):
+        with pytest.raises(ValueError, match="offsets"):
+            kernels.maxsim(q, tokens, np.array(bad, np.int64), docs=docs)
+    tokens[7, 1] = np.inf
+    with pytest.raises(kernels.NonFiniteRow, match="document 2") as got:
+        kernels.maxsim(q, tokens, np.array([0, 3, 6, 10], np.int64), docs=[0, 2])
+    assert got.value.row == 2

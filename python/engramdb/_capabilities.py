@@ -6,8 +6,8 @@ import os
 import platform
 from typing import Any
 
-from . import _core
 from ._version import __version__
+from .kernels import dispatch
 
 
 def capabilities() -> dict[str, Any]:
@@ -18,11 +18,11 @@ def capabilities() -> dict[str, Any]:
     None), `machine`, `version`, `kernels` (the kernel families), `gil_released` (always True).
     """
     return {
-        "isa": _core.isa(),
-        "available": list(_core.available_isas()),
-        "compiled": list(_core.compiled_isas()),
-        "forced": _core.forced_isa() or None,
-        "note": _core.forced_note() or None,
+        "isa": dispatch.active_isa(),
+        "available": dispatch.available_isas(),
+        "compiled": dispatch.compiled_isas(),
+        "forced": dispatch.forced_isa(),
+        "note": dispatch.forced_note(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "version": __version__,

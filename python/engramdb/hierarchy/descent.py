@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core, kernels
+from .. import kernels
 from .source import KeyFilter, VectorSource
 
 
@@ -158,19 +158,19 @@ class Descent:
             mask = cached[1]
         positions = self._positions
         half = packed.dtype == np.uint16
-        if half:  # candidates by half-precision cosine, then exact scores for the few kept
-            pos, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-                q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root, self.height, [],
-                np.zeros(1, np.int64), mask, beam, probe, 4 * k, True, packed)
-        else:
-            pos, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-                q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root, self.height, [packed],
-                np.array([0, len(pos_keys)], np.int64), mask, beam, probe, 2 * k, True)  # a key may come twice
-        if bad >= 0:
-            raise ValueError(f"the vector of key {int(pos_keys[bad])} contains NaN or inf")
-        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
-        found = pos >= 0
-        keys, scores = pos_keys[pos[found]], scores[found]
+        try:
+            if half:  # candidates by half-precision cosine, then exact scores for the few kept
+                hits = kernels.tree_search(q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root,
+                                           self.height, [], np.zeros(1, np.int64), 4 * k, beam=beam, probe=probe,
+                                           allowed=mask, unit_rows=True, rows_f16=packed)
+            else:  # a key may come twice
+                hits = kernels.tree_search(q, self.centroids[: self.n_nodes], cp, ci, mp, positions, self.root,
+                                           self.height, [packed], np.array([0, len(pos_keys)], np.int64), 2 * k,
+                                           beam=beam, probe=probe, allowed=mask, unit_rows=True)
+        except kernels.NonFiniteRow as e:  # a position in the packed copy: name its memory key
+            raise ValueError(f"the vector of key {int(pos_keys[e.row])} contains NaN or inf") from None
+        stats = self._visited(hits)
+        keys, scores = pos_keys[hits.keys], hits.scores
         if half:  # exact scores of the distinct candidates decide
             uniq = np.unique(keys)
             if not len(uniq):
@@ -188,27 +188,21 @@ class Descent:
 
     def _search_fused(self, source: Any, q: np.ndarray, k: int, probe: int, beam: int,
                       allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, SearchStats]:
-        """The same descent in one native call (`_core.tree_search`) over flat CSR views."""
+        """The same descent in one native call (`kernels.tree_search`) over flat CSR views."""
         cp, ci, mp, mi = self._csr()
         if self.packed:
             return self._search_packed(source, q, k, probe, beam, allowed)
         mats, bases = source.matrices()
         mask = None if allowed is None else np.ascontiguousarray(allowed, dtype=bool).view(np.uint8)
-        keys, scores, (n_cent, n_mem, n_leaves), leaves, bad = _core.tree_search(
-            q, self.centroids[: self.n_nodes], cp, ci, mp, mi, self.root, self.height, mats, bases, mask,
-            beam, probe, k)
-        if bad >= 0:
-            raise ValueError(f"the vector of key {bad} contains NaN or inf")
-        stats = self._visited(leaves, n_cent, n_mem, n_leaves)
-        found = keys >= 0
-        return keys[found], scores[found], stats
+        hits = kernels.tree_search(q, self.centroids[: self.n_nodes], cp, ci, mp, mi, self.root, self.height, mats,
+                                   bases, k, beam=beam, probe=probe, allowed=mask)
+        return hits.keys, hits.scores, self._visited(hits)
 
-    def _visited(self, leaves: np.ndarray, n_cent: int, n_mem: int, n_leaves: int) -> SearchStats:
-        """Stamp the leaves a native descent read (-1 = unused slot) and count its work."""
-        leaves = leaves[leaves >= 0]
-        if len(leaves):
-            self.last_accessed_at[leaves] = now_us()
-        return SearchStats(centroids=int(n_cent), memories=int(n_mem), leaves=int(n_leaves))
+    def _visited(self, hits: kernels.TreeHits) -> SearchStats:
+        """Stamp the leaves a native descent read and count its work."""
+        if len(hits.kept_leaves):
+            self.last_accessed_at[hits.kept_leaves] = now_us()
+        return SearchStats(centroids=hits.centroids, memories=hits.memories, leaves=hits.leaves)
 
     def _csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(child_ptr, child_idx, member_ptr, member_idx) of the current tree, cached until it changes."""
@@ -231,25 +225,23 @@ class Descent:
 
 
 def rescore(source: Any, q: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact cosine top-k of a few keys. Sources with `matrices()` go straight to the gather kernel:
-    the keys come from the tree, so the public wrapper's checks (~0.15 ms) buy nothing here."""
+    """Exact cosine top-k of a few distinct keys. Sources with `matrices()` go straight to the
+    gather kernel (`kernels.rescore_rows`): `topk`'s allow-list would sort the keys again (~0.15 ms)."""
     if not hasattr(source, "matrices"):
         got_k, got_s = source.topk(q, keys, k)
         return np.asarray(got_k, np.int64), np.asarray(got_s, np.float32)
     mats, bases = source.matrices()
-    q2 = np.ascontiguousarray(q, dtype=np.float32)[None, :]
     if len(mats) == 1:  # one matrix: one call, already best first
-        idx, sc, bad = _core.dense_rescore(q2, mats[0], kernels.metric_code("cosine"), keys[None, :], min(k, len(keys)))
-        if bad >= 0:
-            raise ValueError(f"the vector of key {bad} contains NaN or inf")
-        return idx[0], sc[0]
+        got = kernels.rescore_rows(q, mats[0], keys, k, "cosine")
+        return got.indices, got.scores
     seg = np.searchsorted(bases, keys, side="right") - 1
     out_k, out_s = [], []
     for si in np.unique(seg).tolist():
-        rows = np.ascontiguousarray(keys[seg == si] - bases[si])[None, :]
-        idx, sc, bad = _core.dense_rescore(q2, mats[si], kernels.metric_code("cosine"), rows, rows.shape[1])
-        if bad >= 0:
-            raise ValueError(f"the vector of key {int(bases[si] + bad)} contains NaN or inf")
-        out_k.append(idx[0] + bases[si])
-        out_s.append(sc[0])
+        rows = np.ascontiguousarray(keys[seg == si] - bases[si])
+        try:
+            got = kernels.rescore_rows(q, mats[si], rows, len(rows), "cosine")
+        except kernels.NonFiniteRow as e:
+            raise ValueError(f"the vector of key {int(bases[si] + e.row)} contains NaN or inf") from None
+        out_k.append(got.indices + bases[si])
+        out_s.append(got.scores)
     return kernels.merge_topk(out_k, out_s, k)

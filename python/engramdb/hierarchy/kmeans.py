@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _core, kernels
+from .. import kernels
 
 SEED_SAMPLE = 256  # k-means++ runs on a sample of 8 points per cluster, at least this many
 FULL_MATRIX = 512  # samples up to this size get their similarity matrix in one kernel call
-_COSINE = 2  # assign_nearest's metric code for cosine (engramdb.kernels._common.ASSIGN_METRICS)
 NATIVE_LOOP = 4_096  # rows x clusters up to which the iterations run in one native call (one thread)
 
 
@@ -79,19 +78,14 @@ def spherical_kmeans(
     if n * k <= NATIVE_LOOP and threads in (None, 1):
         # small problems (a leaf split: ~200 rows, k = 2 or 3) run the whole loop natively: the same
         # steps from Python cost ~1.5 ms a call in overhead, most of a 100K insert run's time
-        cent, labels, ran = _core.spherical_kmeans_loop(x, np.ascontiguousarray(cent, dtype=np.float32), iters)
-        if ran < 0:
-            raise ValueError(f"spherical_kmeans: row {-ran - 1} has a non-finite score")
-        return cent, labels
+        return kernels.spherical_kmeans_loop(x, cent, iters)
     labels = np.full(n, -1, dtype=np.int64)
-    nt = 0 if threads is None else int(threads)
     for _ in range(iters):
-        # the native calls directly: x was checked once above, the public wrappers would
-        # re-validate the same rows on every iteration (a third of a build's time)
-        new, score, _ = _core.assign_nearest(x, cent, _COSINE, nt)
+        # one call for both halves: cluster_sums alone would re-check every row for NaN on every
+        # iteration (a third of a build's time); the assignment already vouches for them
+        new, score, sums, counts = kernels.kmeans_step(x, cent, "cosine", threads=threads)
         changed = int((new != labels).sum())
         labels = new
-        sums, counts = _core.cluster_sums(x, labels, k)
         empty = np.flatnonzero(counts == 0)
         if len(empty):  # re-seed each empty cluster with a point its current cluster fits worst
             worst = np.argsort(score)[: len(empty)]

@@ -24,13 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _core
+from .. import kernels
 
 K1 = 1.2
 B = 0.75
 MERGE_RATIO = 4  # merge the newest chunk into the one before once it is at least 1/4 of its size
-_ERRORS = {1: "names a posting row out of range", 2: "has bad posting offsets", 3: "names a document out of range",
-           4: "has a weight that is negative or not finite"}
 
 
 @dataclass
@@ -293,10 +291,8 @@ class Bm25Index:
         found_d, found_s = [], []
         for c in self.chunks:
             # one native call: term lookup, idf, scoring and the top-k cut
-            idx, sc, code = _core.bm25_query(terms, counts, c.terms, c.indptr, c.docs, c.tf, norm, self.k1, int(k),
-                                             n, df, mask, sorted_k if len(self.chunks) == 1 else None)
-            if code:
-                raise ValueError(f"BM25 chunk {_ERRORS.get(code, 'is invalid')}")
+            idx, sc = kernels.bm25_query(terms, counts, c.terms, c.indptr, c.docs, c.tf, norm, self.k1, int(k), n,
+                                         df_total=df, mask=mask, sorted_k=sorted_k if len(self.chunks) == 1 else None)
             found_d.append(idx)
             found_s.append(sc)
         if len(found_d) == 1:  # one chunk: the kernel's order is already final

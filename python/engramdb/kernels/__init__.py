@@ -11,8 +11,9 @@ Results are sorted best first; ties go to the lower row index. `k` larger than t
 arrays of shape (q, k).
 
 One module per kernel family, as in the C++ core (cpp/include/engramdb/): dense.py, centroids.py,
-sparse.py, binary.py (Hamming), multivector.py (MaxSim), density.py (HDBSCAN), dispatch.py
-(instruction sets).
+sparse.py, postings.py (BM25), binary.py (Hamming), multivector.py (MaxSim), density.py (HDBSCAN),
+tree_search.py (a centroid tree's descent), dispatch.py (instruction sets). Nothing outside this
+package calls `engramdb._core` (tests/test_layers.py holds the rule).
 """
 
 from __future__ import annotations
@@ -25,46 +26,76 @@ from ._common import (
     ClusterSums,
     Metric,
     NearestCodes,
+    NonFiniteRow,
     TopK,
     merge_topk,
     metric_code,
 )
 from .binary import hamming_distances, hamming_topk
-from .centroids import assign_nearest, assign_topk, centroid_update, cluster_sums
-from .dense import Int8Matrix, quantize_i8, rescore_keys, scores, topk
+from .centroids import (
+    KmeansStep,
+    assign_nearest,
+    assign_topk,
+    centroid_update,
+    cluster_sums,
+    kmeans_step,
+    spherical_kmeans_loop,
+)
+from .dense import Int8Matrix, quantize_i8, rescore_keys, rescore_rows, scores, topk
 from .density import dbscan_cosine, hdbscan, silhouette_cosine
-from .dispatch import active_isa, available_isas, read_bandwidth_probe, use_isa
+from .dispatch import (
+    active_isa,
+    available_isas,
+    compiled_isas,
+    forced_isa,
+    forced_note,
+    read_bandwidth_probe,
+    use_isa,
+)
 from .multivector import maxsim
+from .postings import bm25_query
 from .sparse import csr_from_sets, jaccard_topk
+from .tree_search import TreeHits, tree_search
 
 __all__: Sequence[str] = [
     "AssignMetric",
     "Assignment",
     "ClusterSums",
     "Int8Matrix",
+    "KmeansStep",
     "Metric",
     "NearestCodes",
+    "NonFiniteRow",
     "TopK",
+    "TreeHits",
     "active_isa",
     "assign_nearest",
     "assign_topk",
     "available_isas",
+    "bm25_query",
     "centroid_update",
     "cluster_sums",
+    "compiled_isas",
     "csr_from_sets",
     "dbscan_cosine",
+    "forced_isa",
+    "forced_note",
     "hamming_distances",
     "hamming_topk",
     "hdbscan",
     "jaccard_topk",
+    "kmeans_step",
     "maxsim",
     "merge_topk",
     "metric_code",
     "quantize_i8",
     "read_bandwidth_probe",
     "rescore_keys",
+    "rescore_rows",
     "scores",
     "silhouette_cosine",
+    "spherical_kmeans_loop",
     "topk",
+    "tree_search",
     "use_isa",
 ]

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import _core
 from .. import _validate as v
-from ._common import ASSIGN_METRICS, Assignment, AssignMetric, ClusterSums, metric_code, raise_bad_row
+from ._common import (
+    ASSIGN_METRICS,
+    Assignment,
+    AssignMetric,
+    ClusterSums,
+    NonFiniteRow,
+    metric_code,
+    raise_bad_row,
+)
+
+
+class KmeansStep(NamedTuple):
+    """One Lloyd iteration: each vector's nearest centroid (`labels` int64, `scores` float32, as
+    `assign_nearest`'s) and the per-cluster float64 `sums` and int64 `counts` of those labels."""
+
+    labels: np.ndarray
+    scores: np.ndarray
+    sums: np.ndarray
+    counts: np.ndarray
 
 
 def centroid_update(centroids: np.ndarray, counts: np.ndarray, node_ids: Any, vectors: Any) -> None:
@@ -106,3 +124,40 @@ def cluster_sums(vectors: np.ndarray, labels: Any, n_clusters: int) -> ClusterSu
         v.check_finite("vectors", vec)
     sums, counts = _core.cluster_sums(vec, lab, nc)
     return ClusterSums(sums, counts)
+
+
+def kmeans_step(vectors: np.ndarray, centroids: Any, metric: AssignMetric = "cosine", *,
+                threads: int | None = None) -> KmeansStep:
+    """`assign_nearest` then `cluster_sums` of its labels: one iteration of k-means, with the
+    checks made once for both halves. The sums need no finiteness pass over the vectors (the
+    assignment already refuses a row that scores NaN or inf, naming it), and the labels are the
+    kernel's own, so in range: on every iteration of a build that pass cost a third of the time.
+    """
+    vec, c, mcode, nt = _assign_args(vectors, centroids, metric, threads)
+    labels, sc, bad = _core.assign_nearest(vec, c, mcode, nt)
+    raise_bad_row("vectors", bad)
+    sums, counts = _core.cluster_sums(vec, labels, c.shape[0])
+    return KmeansStep(labels, sc, sums, counts)
+
+
+def spherical_kmeans_loop(vectors: np.ndarray, centroids: Any, iters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spherical k-means in one native call on one thread: (unit centroids (k, d) float32,
+    labels (n,) int64).
+
+    Each iteration assigns every vector to its most cosine-similar centroid (ties to the lower
+    one), re-seeds each emptied cluster with the vector its own cluster fits worst, takes each
+    cluster's mean direction (float64 sums cast to float32, then normalised), and stops after
+    `iters` or once no more than n // 1000 labels changed. `centroids` (k >= 1 rows) should be
+    unit length. For small problems (a leaf split): a Python loop of `kmeans_step` costs more in
+    call overhead than in arithmetic there. A vector that scores NaN or inf raises `NonFiniteRow`.
+    """
+    vec = v.matrix("vectors", vectors, (np.float32,))
+    c, _ = v.float_queries("centroids", centroids)
+    v.same_dim("centroids", c, "vectors", vec)
+    if c.shape[0] < 1:
+        raise ValueError("centroids must have at least one row")
+    it = v.integer("iters", iters, 0)
+    cent, labels, ran = _core.spherical_kmeans_loop(vec, c, it)
+    if ran < 0:
+        raise NonFiniteRow(f"vectors row {-ran - 1} has a non-finite score", -ran - 1)
+    return cent, labels

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core
 from .. import _validate as v
-from ._common import METRICS, Metric, TopK, metric_code, raise_bad_row, shape_out
+from ._common import METRICS, Metric, TopK, check_vector, exact, metric_code, raise_bad_row, shape_out
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,38 @@ def rescore_keys(
         raise ValueError(f"matrices[{s}] row {bad - int(bases[s])} (key {bad}) holds a non-finite value or "
                          "overflows float32")
     return TopK(idx, sc)
+
+
+def rescore_rows(query: Any, matrix: np.ndarray, rows: np.ndarray, k: int, metric: Metric = "dot") -> TopK:
+    """Exact scores of one query for the given rows of one matrix only; the min(k, rows) best as
+    (rows, scores), higher first, ties to the lower row.
+
+    For a shortlist already made distinct (a tree's candidates): unlike `topk`'s allow-list the
+    rows are neither sorted nor de-duplicated here (a repeated row comes back repeated), so the
+    cost is the scoring alone.
+
+    Args:
+        query: (d,) floats; coerced to float32.
+        matrix: (n, d) float32 or float16 rows, C-contiguous.
+        rows: int64 row numbers in [0, n), C-contiguous.
+        k: number of results (>= 1).
+        metric: "dot", "cosine" or "born", as in `topk`.
+    """
+    kk = v.check_k(k)
+    mcode = metric_code(metric, METRICS)
+    q = check_vector("query", query)
+    m = exact("matrix", matrix, (np.float32, np.float16), 2)
+    if m.shape[1] != q.shape[0]:
+        raise ValueError(f"query has dimension {q.shape[0]} but matrix has dimension {m.shape[1]}")
+    r = exact("rows", rows, (np.int64,))
+    if not r.size:
+        return TopK(np.empty(0, np.int64), np.empty(0, np.float32))
+    if int(np.maximum.reduce(r.view(np.uint64))) >= m.shape[0]:  # one pass: a negative row is huge as unsigned
+        bad = r[(r < 0) | (r >= m.shape[0])][0]
+        raise ValueError(f"rows holds row {int(bad)}, outside 0..{m.shape[0] - 1}")
+    idx, sc, bad = _core.dense_rescore(q[None, :], m, mcode, r[None, :], min(kk, r.shape[0]))
+    raise_bad_row("matrix", bad)
+    return TopK(idx[0], sc[0])
 
 
 def _short_allow_list(mask: Any, n: int) -> np.ndarray | None:

@@ -43,3 +43,18 @@ def use_isa(name: str) -> Iterator[str]:
         yield name
     finally:
         _core.set_isa(before)
+
+
+def compiled_isas() -> list[str]:
+    """Instruction sets compiled into this build, best first."""
+    return list(_core.compiled_isas())
+
+
+def forced_isa() -> str | None:
+    """The ENGRAMDB_ISA override as given, or None."""
+    return _core.forced_isa() or None
+
+
+def forced_note() -> str | None:
+    """Why the ENGRAMDB_ISA override was not honoured, or None."""
+    return _core.forced_note() or None

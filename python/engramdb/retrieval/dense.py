@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core, kernels
+from .. import kernels
 from ..index.hnsw import HnswVersion
 from ..index.source import SegmentsSource
 from ..index.tree import TreeVersion
@@ -168,12 +168,12 @@ def scan(sp: Space, qv: Any, vecs: Embedding, mask: np.ndarray, k: int) -> list[
     rows = np.flatnonzero(mask)
     if qv.tokens.shape[0] == 0:
         return []
-    # the native call directly: the segment's offsets were checked when it was written, and the
-    # public wrapper's O(n) offset check per call cost more than scoring a shortlist
-    raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), vecs.tokens, vecs.offsets,
-                            rows.astype(np.int64), 1)
-    if bad >= 0:
-        raise ValueError(f"token vectors of row {bad} contain NaN or inf")
+    # a shortlist: the kernel checks only its rows' offsets (a pass over the segment's would cost
+    # more than the scoring)
+    try:
+        raw = kernels.maxsim(qv.tokens, vecs.tokens, vecs.offsets, rows, threads=1)
+    except kernels.NonFiniteRow as e:
+        raise ValueError(f"token vectors of row {e.row} contain NaN or inf") from None
     scores = raw / qv.tokens.shape[0]
     order = np.lexsort((rows, -scores))[:k]
     return [(int(rows[i]), float(scores[i])) for i in order]

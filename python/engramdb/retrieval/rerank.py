@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import kernels
 from ..spaces.passages import OVERLAP, WORDS
 from ..spaces.protocol import TokenBatch
 from ..spaces.schema import Space
@@ -63,9 +63,10 @@ def maxsim_locations(ctx: QueryContext, qv: Any, sp: Space, locs: list[Loc], n: 
     offsets = np.zeros(len(parts) + 1, np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     tokens = np.ascontiguousarray(np.concatenate(parts), np.float32)
-    raw, bad = _core.maxsim(np.ascontiguousarray(qv.tokens, np.float32), tokens, offsets, None, 1)
-    if bad >= 0:
-        raise ValueError(f"token vectors of {locs[owner[bad]]} contain NaN or inf")
+    try:
+        raw = kernels.maxsim(qv.tokens, tokens, offsets, threads=1)
+    except kernels.NonFiniteRow as e:
+        raise ValueError(f"token vectors of {locs[owner[e.row]]} contain NaN or inf") from None
     scores = np.full(len(locs), -np.inf)
     np.maximum.at(scores, np.array(owner, np.int64), raw / qv.tokens.shape[0])
     order = np.lexsort((np.arange(len(locs)), -scores))[:n]
