@@ -5,7 +5,7 @@
     hits = db.search("where does Alice live?", namespace="alice")
 
 `engramdb.kernels` holds the native kernels; `engramdb.capabilities()` says what they run on.
-The code is layered (README "How the code is laid out"): kernels -> model -> spaces, hierarchy ->
+The code is layered (docs/design.md "Layers"): kernels -> model -> spaces, hierarchy ->
 storage -> index -> retrieval, ingest, graph -> the facade (`engramdb.store`) -> surfaces (CLI).
 The names below load on first use, so `import engramdb.kernels` (or any lower layer) does not
 load the layers above it.

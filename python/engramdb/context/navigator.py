@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ..retrieval.scored import GRAPH_SHARE, NEIGHBOUR_SHARE
 
-THRESHOLD = 0.2  # "about 0.2 is a weak match" (README, Scores): a weaker hop is not worth a step
+THRESHOLD = 0.2  # "about 0.2 is a weak match" (docs/guides/search.md, Scores): a weaker hop is not worth a step
 DEPTH = 2  # links from a seed (the search's graph method walks 2 too)
 W_IMPORTANCE = 0.1
 W_DEGREE = 0.05

