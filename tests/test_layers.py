@@ -121,3 +121,19 @@ def test_only_kernels_reach_the_native_core() -> None:
                                                        if m == "engramdb._core" or m.startswith("engramdb._core."))
              for p in outside}
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_only_storage_reaches_into_the_segments() -> None:
+    """Outside storage/, what a row holds is read through the View's accessors (`id_at`,
+    `column_at`, `vectors_at`, `namespace_mask`, ...), never by indexing its segments."""
+    import ast
+
+    found = []
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if p.relative_to(PACKAGE).parts[0] == "storage":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == "segments":
+                found.append(f"{p.relative_to(PACKAGE).as_posix()}:{node.lineno}")
+    assert found == []

@@ -74,15 +74,13 @@ def links_reader(view: View, indexes: Indexes, namespace: str, as_of: datetime |
         loc = view.loc_of(mid)
         if loc is None:
             return out
-        seg = view.segments[loc[0]]
-        sess, names, seq = seg.turns()
-        if sess[loc[1]] < 0 or seq[loc[1]] < 0:
+        name, at = view.turn_at(loc)
+        if name is None or at < 0:
             return out
-        name, at = names[int(sess[loc[1]])], int(seq[loc[1]])
         for step, kind in ((1, NEXT_TURN), (-1, PREVIOUS_TURN)):
             near = turns.get((name, at + step))
             if near is not None:
-                other = view.segments[near[0]].ids[near[1]]
+                other = view.id_at(near)
                 if visible(other):
                     out.append(Link(other, kind, 1.0))
         return out
@@ -122,7 +120,7 @@ class QueryMatch:
         loc = self.view.loc_of(mid)
         if loc is None or self.lex is None:
             return set()
-        sb = self.view.segments[loc[0]].vectors(self.schema, self.lex.name)
+        sb = self.view.vectors(loc[0], self.lex.name)
         assert isinstance(sb, SparseBatch)
         return {int(t) for t in sb.row(loc[1])[0]}
 
@@ -134,8 +132,7 @@ class QueryMatch:
             for j, mid in enumerate(ids):
                 loc = self.view.loc_of(mid)
                 if loc is not None:
-                    v = np.asarray(np.asarray(self.view.segments[loc[0]].vectors(self.schema, self.main.name))[loc[1]],
-                                   np.float64)
+                    v = np.asarray(np.asarray(self.view.vectors(loc[0], self.main.name))[loc[1]], np.float64)
                     sims[j] = float(v @ self.qv) / max(float(np.linalg.norm(v)), 1e-12)
             parts["vector"] = semantic_scaled(sims, self.main)
         if self.lex is not None:
@@ -179,7 +176,7 @@ def mass_reader(view: View, indexes: Indexes, embedders: Mapping[str, Embedder],
         rows: list[np.ndarray] = []
         for i in ids:
             loc = view.loc_of(i)
-            sb = view.segments[loc[0]].vectors(schema, lex.name) if loc is not None else None
+            sb = view.vectors(loc[0], lex.name) if loc is not None else None
             rows.append(np.asarray(sb.row(loc[1])[0], np.int32) if isinstance(sb, SparseBatch) and loc is not None
                         else np.empty(0, np.int32))
         if ix is None or not rows:
@@ -214,7 +211,7 @@ def unit_vectors(view: View, schema: Schema, memories: list[Memory]) -> dict[str
         else:
             rows.setdefault(loc[0], []).append((m.id, loc[1]))
     for seg, found in rows.items():
-        x = np.asarray(np.asarray(view.segments[seg].vectors(schema, schema.main))[[r for _, r in found]], np.float64)
+        x = np.asarray(np.asarray(view.vectors(seg, schema.main))[[r for _, r in found]], np.float64)
         x = x.reshape(len(found), -1)
         x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
         out.update((mid, x[j]) for j, (mid, _) in enumerate(found))

@@ -100,7 +100,7 @@ def infer_edges(engine: Engine, indexes: Indexes, embedders: Mapping[str, Embedd
 def live_ids(view: View, namespace: str) -> list[str]:
     """Ids of the current memories of a namespace (valid now, not forgotten), in key order."""
     mask = view.key_mask(namespace, None, micros(utc_now()), True)
-    return [view.segments[si].ids[row] for si, row in view.locs(np.flatnonzero(mask))]
+    return view.ids_at(view.locs(np.flatnonzero(mask)))
 
 
 def _idf(view: View, indexes: Indexes, embedders: Mapping[str, Embedder],

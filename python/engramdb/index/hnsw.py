@@ -104,7 +104,7 @@ class HnswIndex:
         try:
             if self.epoch == view.epoch and self.covered >= view.committed_rows:
                 return self._version()
-            src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+            src = SegmentsSource(view.committed_segments, view.schema, self.space)
             with self.rw.write():
                 if self.epoch != view.epoch:
                     self.graphs, self.covered, self.epoch, self.recent = {}, 0, view.epoch, {}
@@ -162,7 +162,7 @@ class HnswIndex:
                         break
                     graphs[ns] = Index.restore(raw)
                 if reason is None:
-                    src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+                    src = SegmentsSource(view.committed_segments, view.schema, self.space)
                     with self._lock, self.rw.write():
                         self.graphs, self.covered, self.epoch = graphs, int(meta["covered"]), view.epoch
                         self.source = src

@@ -58,9 +58,11 @@ class SegmentsSource:
         """The given keys grouped by their rows' namespace."""
         seg, row = self.locate(keys)
         out: dict[str, list[np.ndarray]] = {}
-        for s in np.unique(seg):
+        present = set(np.unique(seg).tolist())
+        for s, sg in enumerate(self.segments):
+            if s not in present:
+                continue
             sel = seg == s
-            sg = self.segments[int(s)]
             codes = sg.ns_index[row[sel]]
             for code in np.unique(codes):
                 out.setdefault(sg.ns_names[int(code)], []).append(keys[sel][codes == code])

@@ -91,7 +91,7 @@ class TreeIndex:
 
     def _advanced(self, v: TreeVersion, view: View) -> TreeVersion:
         t = self.tuning
-        src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+        src = SegmentsSource(view.committed_segments, view.schema, self.space)
         if v.epoch != view.epoch:
             v = TreeVersion(epoch=view.epoch, covered=0, source=None)
         trees, built, recent = dict(v.trees), dict(v.built), dict(v.recent)
@@ -156,7 +156,7 @@ class TreeIndex:
                 trees = table_to_trees(bytes_table(raw))
                 built = {ns: int(meta.get("built", {}).get(ns, len(tr))) for ns, tr in trees.items()}
                 covered = int(meta["covered"])
-                src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+                src = SegmentsSource(view.committed_segments, view.schema, self.space)
                 for tree in trees.values():
                     if self.pack:
                         tree.pack(src)
@@ -189,7 +189,7 @@ class TreeIndex:
         (tree, leaf) pairs, the namespaces that have a tree). Archival moves whole leaves (J7)."""
         v = self.sync(view)
         assert v is not None
-        src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+        src = SegmentsSource(view.committed_segments, view.schema, self.space)
         chosen: set[str] = set()
         leaves: list[tuple[CentroidTree, int]] = []
         treed: set[str] = set()
@@ -199,7 +199,7 @@ class TreeIndex:
             treed.add(ns)
             for leaf in tree.leaves():
                 seg_of, row = src.locate(tree.members[int(leaf)])
-                ids = {view.segments[int(a)].ids[int(b)] for a, b in zip(seg_of, row)}
+                ids = set(view.ids_at(zip(seg_of.tolist(), row.tolist())))
                 if ids and all(i in old or i in archived for i in ids):  # the whole leaf is old
                     chosen |= ids & old
                     leaves.append((tree, int(leaf)))
@@ -223,7 +223,7 @@ class TreeIndex:
         tree = v.trees.get(namespace) if v is not None else None
         if tree is None:
             return float("nan")
-        src = SegmentsSource(view.segments[: view.committed], view.schema, self.space)
+        src = SegmentsSource(view.committed_segments, view.schema, self.space)
         keys = np.sort(np.concatenate([tree.members[int(x)] for x in tree.leaves()]))
         rng = np.random.default_rng(0)
         qs = src.take(rng.choice(keys, min(sample, len(keys)), replace=False))

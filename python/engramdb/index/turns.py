@@ -40,7 +40,7 @@ class TurnMaps:
         key = f"turns:{namespace}"
         found = view.derived.get(key)
         if found is None:
-            committed = tuple(view.segments[: view.committed])
+            committed = view.committed_segments
             base = self._committed(committed, namespace)
             tail = _map(view.segments, namespace, range(view.committed, len(view.segments)))
             found = view.derived[key] = _Layered(tail, base) if tail else base  # a later row wins

@@ -93,15 +93,14 @@ def find_duplicates(view: View, batch: Intake, vectors: Mapping[str, Embedding],
         by_ns.setdefault(ns, []).append(i)
     for ns, rows in by_ns.items():
         best: dict[int, tuple[float, int, int]] = {}
-        for si, seg in enumerate(view.segments):
-            code = seg.ns_codes.get(ns)
-            if code is None:
+        for si in range(len(view.segments)):
+            mask = view.namespace_mask(si, ns)
+            if mask is None:
                 continue
-            mask = (seg.ns_index == code) & (seg.sys_end == NEVER) & ~seg.forgotten
+            mask &= (view.row_array(si, "sys_end") == NEVER) & ~view.row_array(si, "forgotten")
             if not mask.any():
                 continue
-            idx, sc = kernels.topk(q[rows], np.asarray(seg.vectors(schema, main.name)), 1, "cosine",
-                                   mask=mask, threads=1)
+            idx, sc = kernels.topk(q[rows], np.asarray(view.vectors(si, main.name)), 1, "cosine", mask=mask, threads=1)
             for j, r in enumerate(rows):
                 if idx.shape[1] and sc[j, 0] > threshold and sc[j, 0] > best.get(r, (-2.0, 0, 0))[0]:
                     best[r] = (float(sc[j, 0]), si, int(idx[j, 0]))

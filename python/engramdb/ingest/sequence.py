@@ -79,18 +79,14 @@ class TurnCounter:
 def highest_seq(view: View, namespace: str, session: str) -> int:
     """The highest seq of a session in a namespace over every row of the view (-1 when none)."""
     best = -1
-    for seg in view.segments:
-        code = seg.ns_codes.get(namespace)
-        if code is None:
+    for si in range(len(view.segments)):
+        mine = view.namespace_mask(si, namespace)
+        turns = view.session_mask(si, session) if mine is not None else None
+        if mine is None or turns is None:
             continue
-        sess, names, seq = seg.turns()
-        try:
-            s_code = names.index(session)
-        except ValueError:
-            continue
-        mask = (seg.ns_index == code) & (sess == s_code)
+        mask = mine & turns
         if mask.any():
-            best = max(best, int(seq[mask].max()))
+            best = max(best, int(view.row_array(si, "seq")[mask].max()))
     return best
 
 

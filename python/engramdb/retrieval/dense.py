@@ -49,7 +49,7 @@ def dense_found(ctx: QueryContext, sp: Space, qv: Any, k: int,
         mask = ctx.view.row_filter(si, ctx.namespace, ctx.known_us, ctx.t, types=ctx.types)
         if mask is None:
             continue
-        for row, score in scan(sp, qv, view.segments[si].vectors(view.schema, sp.name), mask, k):
+        for row, score in scan(sp, qv, view.vectors(si, sp.name), mask, k):
             found.append((score, si, row))
     return sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k], info
 
@@ -130,7 +130,7 @@ def committed_source(view: View, space: str) -> SegmentsSource:
     key = f"source:{space}"
     src = view.derived.get(key)
     if src is None:
-        src = view.derived[key] = SegmentsSource(view.segments[: view.committed], view.schema, space)
+        src = view.derived[key] = SegmentsSource(view.committed_segments, view.schema, space)
     assert isinstance(src, SegmentsSource)
     return src
 

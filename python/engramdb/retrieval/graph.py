@@ -22,7 +22,7 @@ def graph_found(ctx: QueryContext, seeds: list[tuple[int, int]], n: int) -> Rank
         return []
     t = ctx.t
     when = None if t is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=t)
-    seed_ids = {view.segments[si].ids[row] for si, row in seeds}
+    seed_ids = set(view.ids_at(seeds))
     best: dict[str, float] = {}
     frontier = {mid: 1.0 for mid in seed_ids}
     for hop in range(2):

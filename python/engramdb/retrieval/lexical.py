@@ -67,7 +67,7 @@ def sparse_rows(ctx: QueryContext, keys: np.ndarray) -> list[tuple[np.ndarray, n
     assert sp is not None
     out = []
     for si, row in ctx.view.locs(np.asarray(keys, np.int64)):
-        sb = ctx.view.segments[si].vectors(ctx.view.schema, sp.name)
+        sb = ctx.view.vectors(si, sp.name)
         assert isinstance(sb, SparseBatch)
         out.append(sb.row(row))
     return out

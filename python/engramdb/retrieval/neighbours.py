@@ -15,11 +15,11 @@ def neighbour_pairs(ctx: QueryContext, seeds: list[Loc]) -> list[tuple[int, Loc]
     turns = ctx.indexes.turns.get(view, ctx.namespace)
     out: list[tuple[int, Loc]] = []
     for i, (si, row) in enumerate(seeds):
-        sess, names, seq = view.segments[si].turns()
-        if sess[row] < 0 or seq[row] < 0:
+        session, seq = view.turn_at((si, row))
+        if session is None or seq < 0:
             continue
         for step in (1, -1):
-            loc = turns.get((names[int(sess[row])], int(seq[row]) + step))
+            loc = turns.get((session, seq + step))
             if loc is not None and bool(ctx.rows_ok(loc[0], np.array([loc[1]]))[0]):
                 out.append((i, loc))
     return out

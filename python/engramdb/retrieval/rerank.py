@@ -36,10 +36,9 @@ def scan_locations(ctx: QueryContext, sp: Space, qv: Any, locs: list[Loc], n: in
         by_seg.setdefault(si, []).append(row)
     found: Ranked = []
     for si, rows in by_seg.items():
-        seg = view.segments[si]
-        mask = np.zeros(len(seg), bool)
+        mask = np.zeros(view.segment_rows(si), bool)
         mask[rows] = True
-        found += [((si, r), s) for r, s in scan(sp, qv, seg.vectors(view.schema, sp.name), mask, n)]
+        found += [((si, r), s) for r, s in scan(sp, qv, view.vectors(si, sp.name), mask, n)]
     found.sort(key=lambda x: (-x[1], x[0]))
     return found[:n]
 
@@ -53,7 +52,7 @@ def maxsim_locations(ctx: QueryContext, qv: Any, sp: Space, locs: list[Loc], n: 
     view = ctx.view
     parts, owner = [], []
     for i, (si, row) in enumerate(locs):
-        tb = view.segments[si].vectors(view.schema, sp.name)
+        tb = view.vectors(si, sp.name)
         assert isinstance(tb, TokenBatch)
         a, b = int(tb.offsets[row]), int(tb.offsets[row + 1])
         starts = range(a, max(a + 1, b - TOKEN_WINDOW + TOKEN_STRIDE), TOKEN_STRIDE) if b - a > TOKEN_WINDOW else (a,)

@@ -144,15 +144,14 @@ def _fused_hits(run: Run) -> list[Hit]:
     factors: dict[tuple[int, int], float] = {}
     if plan.recency:
         t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
-        for f in fused:
-            si, row = f.key
-            factors[f.key] = recency_factor(t_ref - int(view.segments[si].valid_from[row])) / RECENCY_TOP
+        valid_from = view.column_at("valid_from", [f.key for f in fused])
+        for f, since in zip(fused, valid_from.tolist()):
+            factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
         fused = sorted(fused, key=lambda f: -f.score * factors[f.key])
     fused = fused[: plan.k]
     memories = view.memories_at([f.key for f in fused])
     via_keys = [f.via for f in fused if f.via is not None]
-    via_ids = {key: view.segments[si].ids[row]
-               for key, (si, row) in zip(via_keys, view.locs(np.array(via_keys, np.int64)))} if via_keys else {}
+    via_ids = dict(zip(via_keys, view.ids_at(view.locs(np.array(via_keys, np.int64))))) if via_keys else {}
     weights = run.info.get("weights", run.w)
     hits = []
     for f, m in zip(fused, memories):

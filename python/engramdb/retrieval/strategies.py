@@ -204,8 +204,7 @@ def topic_filter(run: Run) -> None:
         view = run.ctx.view
         before = len(run.fused)
         run.fused = [f for f in run.fused
-                     if plan.topic_of.get(view.segments[f.key[0]].ids[f.key[1]], -1) in near
-                     or view.segments[f.key[0]].ids[f.key[1]] not in plan.topic_of]
+                     if plan.topic_of.get(view.id_at(f.key), -1) in near or view.id_at(f.key) not in plan.topic_of]
         note = f"kept {len(run.fused)} of {before} (topics {sorted(near)})"
     run.fused = run.fused[: run.st["topics"]]
     run.sizes["topics"] = len(run.fused)

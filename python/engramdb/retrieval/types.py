@@ -61,11 +61,10 @@ def namespace_type_names(view: View, namespace: str) -> frozenset[str]:
     found = view.derived.get(key)
     if found is None:
         names: set[str] = set()
-        for seg in view.segments:
-            code = seg.ns_codes.get(namespace)
-            if code is None:
+        for si, seg in enumerate(view.segments):
+            mine = view.namespace_mask(si, namespace)
+            if mine is None:
                 continue
-            mine = seg.ns_index == code
             names.update(n for n in seg.type_names() if n not in names and (seg.type_mask(frozenset([n])) & mine).any())
         found = view.derived[key] = frozenset(names)
     out: frozenset[str] = found

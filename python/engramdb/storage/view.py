@@ -16,7 +16,7 @@ then the rows still in the WAL); see storage/ids.py for why keys survive checkpo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,7 +26,7 @@ import numpy as np
 
 from ..model.edge import Edge, EdgeKey
 from ..model.memory import Memory
-from ..spaces.batches import take
+from ..spaces.batches import concat, take
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
 from .edge_log import EdgeLog
@@ -35,6 +35,9 @@ from .ids import IdIndex
 from .segment import Segment
 
 Loc = tuple[int, int]  # (segment, row)
+ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
+    "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
+    "sys_end": lambda s: s.sys_end, "forgotten": lambda s: s.forgotten, "seq": lambda s: s.turns()[2]}
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +82,15 @@ class View:
                 break
             n += 1
         return n
+
+    @property
+    def committed_segments(self) -> tuple[Segment, ...]:
+        """The leading segments that are committed files (what derived indexes are built over)."""
+        return self.segments[: self.committed]
+
+    def segment_rows(self, seg: int) -> int:
+        """Rows (every version) of one segment."""
+        return int(self.bases[seg + 1] - self.bases[seg])
 
     @property
     def committed_rows(self) -> int:
@@ -249,6 +261,121 @@ class View:
     def row_vectors(self, id: str) -> dict[str, Embedding]:
         """Every space's stored vector of a memory's current version."""
         return {s.name: self.row_vector(id, s.name) for s in self.schema}
+
+    # ------------------------------------------------------------------------------ columns
+    # What a row holds, read by location without making a Memory (100,000 of those cost seconds).
+    # The `*_at(locs)` forms read a segment at a time and return values in the order of `locs`.
+    def id_at(self, loc: Loc) -> str:
+        """The memory id stored at one row."""
+        return self.segments[loc[0]].ids[loc[1]]
+
+    def ids_at(self, locs: Iterable[Loc]) -> list[str]:
+        """The memory ids stored at these rows, in order."""
+        segments = self.segments
+        return [segments[si].ids[row] for si, row in locs]
+
+    def namespace_at(self, loc: Loc) -> str:
+        """The namespace of one row."""
+        return self.segments[loc[0]].namespace(loc[1])
+
+    def namespaces_at(self, locs: Sequence[Loc]) -> list[str]:
+        """The namespaces of these rows, in order."""
+        out: list[str] = [""] * len(locs)
+        for si, pick, rows in self._by_segment(locs):
+            seg = self.segments[si]
+            names = seg.ns_names
+            for i, code in zip(pick.tolist(), seg.ns_index[rows].tolist()):
+                out[i] = names[code]
+        return out
+
+    def turn_at(self, loc: Loc) -> tuple[str | None, int]:
+        """(session id, seq) of one row: where it sits in its conversation (None and -1 when it
+        has no session or no seq)."""
+        codes, names, seq = self.segments[loc[0]].turns()
+        code = int(codes[loc[1]])
+        return (names[code] if code >= 0 else None), int(seq[loc[1]])
+
+    def column_at(self, name: str, locs: Sequence[Loc]) -> np.ndarray:
+        """One per-row array of these rows, in order: "learned_at", "valid_from", "valid_until",
+        "sys_end" (int64 microseconds), "seq" (int64, -1 when none) or "forgotten" (bool)."""
+        read = ROW_ARRAYS.get(name)
+        if read is None:
+            raise ValueError(f"column must be one of {', '.join(map(repr, ROW_ARRAYS))}; got {name!r}")
+        out = np.empty(len(locs), np.bool_ if name == "forgotten" else np.int64)
+        for si, pick, rows in self._by_segment(locs):
+            out[pick] = read(self.segments[si])[rows]
+        return out
+
+    def values_at(self, name: str, locs: Sequence[Loc]) -> list[Any]:
+        """A stored column's values of these rows as Python objects (None where null), in order:
+        "content", "metadata", "confidence", ... (storage/columns.py), one take per segment."""
+        out: list[Any] = [None] * len(locs)
+        for si, pick, rows in self._by_segment(locs):
+            table = self.segments[si].table
+            if name not in table.column_names:
+                raise ValueError(f"no stored column {name!r}")
+            for i, value in zip(pick.tolist(), table.column(name).take(rows).to_pylist()):
+                out[i] = value
+        return out
+
+    def row_array(self, seg: int, name: str) -> np.ndarray:
+        """One per-row array (as `column_at` names them) of every row of one segment: what a scan
+        filters a segment at a time with. Read only: the segment's own."""
+        read = ROW_ARRAYS.get(name)
+        if read is None:
+            raise ValueError(f"column must be one of {', '.join(map(repr, ROW_ARRAYS))}; got {name!r}")
+        return read(self.segments[seg])
+
+    def vectors(self, seg: int, space: str) -> Embedding:
+        """One space's vectors of every row of one segment (zero-copy where the space allows):
+        what a scan reads a segment at a time."""
+        return self.segments[seg].vectors(self.schema, space)
+
+    def vectors_at(self, space: str, locs: Sequence[Loc]) -> Embedding:
+        """One space's vectors of these rows, in order, one take per segment."""
+        parts, order = [], []
+        for si, pick, rows in self._by_segment(locs):
+            parts.append(take(self.vectors(si, space), rows))
+            order.append(pick)
+        if not parts:
+            return take(self.vectors(0, space), []) if self.segments else np.zeros((0, 0), np.float32)
+        joined = concat(parts)
+        return take(joined, np.argsort(np.concatenate(order), kind="stable")) if len(parts) > 1 else joined
+
+    def namespace_mask(self, seg: int, namespace: str) -> np.ndarray | None:
+        """One bool per row of one segment: is it in `namespace`? None when no row is (the
+        caller skips the segment without reading it)."""
+        segment = self.segments[seg]
+        code = segment.ns_codes.get(namespace)
+        if code is None:
+            return None
+        mask: np.ndarray = segment.ns_index == code
+        return mask
+
+    def session_mask(self, seg: int, session_id: str) -> np.ndarray | None:
+        """One bool per row of one segment: is it a turn of `session_id` (of any namespace)? None
+        when no row is."""
+        codes, names, _ = self.segments[seg].turns()
+        try:
+            code = names.index(session_id)
+        except ValueError:
+            return None
+        mask: np.ndarray = codes == code
+        return mask
+
+    def _by_segment(self, locs: Sequence[Loc]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(segment, positions in locs, rows) for each segment the locations fall in."""
+        if not len(locs):
+            return []
+        a = np.asarray(locs, np.int64).reshape(-1, 2)
+        segs, rows = a[:, 0], a[:, 1]
+        if segs[0] == segs[-1] and (segs == segs[0]).all():  # the usual case: one segment
+            return [(int(segs[0]), np.arange(len(a)), rows)]
+        out = []
+        for si in np.unique(segs).tolist():
+            pick = np.flatnonzero(segs == si)
+            out.append((si, pick, rows[pick]))
+        return out
 
     # ------------------------------------------------------------------------------ edges
     def edge(self, key: EdgeKey) -> Edge | None:

@@ -50,9 +50,11 @@ class Archiving:
                 raise StoreError("archive needs a store folder: the archive is a file")
             engine.checkpoint()
             view = engine.view
-            old = {mid for mid, (si, r) in view.current()
-                   if view.segments[si].learned_at[r] < cutoff and mid not in view.archived
-                   and (namespace is None or view.segments[si].namespace(r) == namespace)}
+            current = list(view.current())
+            locs = [loc for _, loc in current]
+            spaces = view.namespaces_at(locs) if namespace is not None else [None] * len(locs)
+            old = {mid for (mid, _), learned, ns in zip(current, view.column_at("learned_at", locs).tolist(), spaces)
+                   if learned < cutoff and mid not in view.archived and (namespace is None or ns == namespace)}
             chosen: set[str] = set()
             leaves: list[tuple[CentroidTree, int]] = []
             treed: set[str] = set()
@@ -62,7 +64,7 @@ class Archiving:
                 chosen, leaves, treed = tree.old_leaves(view, old, set(view.archived), namespace)
             for mid in old:
                 loc = view.loc_of(mid)
-                if loc is not None and view.segments[loc[0]].namespace(loc[1]) not in treed:
+                if loc is not None and view.namespace_at(loc) not in treed:
                     chosen.add(mid)
             name = rewrites.archive(engine, chosen)
             if name is None:

@@ -171,10 +171,8 @@ def _current(view: View, schema: Schema, namespace: str) -> tuple[list[Memory], 
     and their main-space vectors."""
     locs: list[Loc] = view.current_locs(namespace)
     if view.archived:
-        locs = [(si, row) for si, row in locs if view.segments[si].ids[row] not in view.archived]
-    main = schema.main
-    rows = [np.asarray(view.segments[si].vectors(schema, main))[row] for si, row in locs]
-    vectors = np.stack(rows).astype(np.float32) if rows else np.zeros((0, 1), np.float32)
+        locs = [loc for loc, mid in zip(locs, view.ids_at(locs)) if mid not in view.archived]
+    vectors = np.asarray(view.vectors_at(schema.main, locs), np.float32) if locs else np.zeros((0, 1), np.float32)
     return view.memories_at(locs), vectors
 
 

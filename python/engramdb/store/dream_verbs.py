@@ -26,7 +26,7 @@ from ..model.memory import as_utc, micros, utc_now
 from ..storage.view import Loc, View
 from ..topics.model import Topics
 from .forget_verbs import Forgetting
-from .topic_verbs import texts_of, vectors_of
+from .topic_verbs import texts_of
 from .upkeep import PROTECT_DAYS, PROTECT_DEPTH, Consolidation
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Dreaming:
         changing = {d.id for d in run.decisions if d.action in ("archive", "compress")}
         view = self._db._view()
         locs = view.current_locs(namespace)
-        ids = [view.segments[si].ids[r] for si, r in locs]  # columns, not Memory objects: 100K of them cost seconds
+        ids = view.ids_at(locs)  # columns, not Memory objects: 100K of them cost seconds
         copies = self._copies(view, locs, ids, texts_of(view, locs), at, changing)
         gone = {c.copy for c in copies}
         edges = self._explore(view, locs, ids, found, gone | changing | set(view.archived), max_edges)
@@ -121,14 +121,14 @@ class Dreaming:
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
         sp = self._db.schema[self._db.schema.main]
         floor = (sp.low + sp.high) / 2
-        learned = np.array([int(view.segments[si].learned_at[r]) for si, r in locs], np.int64)
+        learned = view.column_at("learned_at", locs)
         by_age = sorted(range(len(locs)), key=lambda i: (int(learned[i]), ids[i]))
         # the newest EXPLORE members: a dream replays recent experience, and all pairs of a 100K
         # namespace would be 5e9 similarities
         inside = [i for i in by_age if ids[i] in topic_of and ids[i] not in skip][-EXPLORE:]
         pairs: list[tuple[float, str, str]] = []
         if len(inside) > 1 and max_edges > 0:
-            x = np.asarray(vectors_of(view, self._db.schema, [locs[i] for i in inside], sp.name), np.float32).reshape(len(inside), -1)
+            x = np.asarray(view.vectors_at(sp.name, [locs[i] for i in inside]), np.float32).reshape(len(inside), -1)
             x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
             tid = np.array([topic_of[ids[i]] for i in inside])
             for sim, ia, ib in cross_pairs(x, tid, floor, max_edges):

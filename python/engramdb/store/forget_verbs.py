@@ -109,11 +109,11 @@ class Forgetting:
             checks.name("namespace", namespace)
         view = self._db._view()
         out = []
-        for si, row in view.current_locs(namespace, include_forgotten=True):
-            seg = view.segments[si]
-            if not seg.forgotten[row]:
+        locs = view.current_locs(namespace, include_forgotten=True)
+        for loc, forgotten in zip(locs, view.column_at("forgotten", locs).tolist()):
+            if not forgotten:
                 continue
-            m = seg.memory_at(row)
+            m = view.memory_at(*loc)
             rec = forgetting.of(m)
             if rec is not None and not forgetting.purgeable(m):
                 out.append({"id": m.id, "namespace": m.namespace, "by": rec.get("by"), "reason": rec.get("reason"),

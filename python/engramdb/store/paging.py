@@ -81,11 +81,10 @@ class Pager:
         hit = cache.get(namespace)
         if hit is not None and hit[0]() is view:
             return hit[1]
-        rows = []
-        for place, (si, r) in enumerate(view.current_locs(namespace)):  # in the store's order: a batch's own
-            seg = view.segments[si]
-            rows.append(((int(seg.learned_at[r]), int(seg.turns()[2][r]), place), (si, r),
-                         int(seg.valid_until[r]), seg.ids[r]))
+        locs = view.current_locs(namespace)  # in the store's order: a batch's own
+        learned, seq, until = (view.column_at(c, locs).tolist() for c in ("learned_at", "seq", "valid_until"))
+        rows = [((learned[place], seq[place], place), loc, until[place], mid)
+                for place, (loc, mid) in enumerate(zip(locs, view.ids_at(locs)))]
         rows.sort(key=lambda row: row[0])
         order = ([k for k, _, _, _ in rows], [loc for _, loc, _, _ in rows],
                  np.fromiter((u for _, _, u, _ in rows), np.int64, len(rows)),

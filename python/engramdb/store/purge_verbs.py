@@ -47,17 +47,17 @@ class Purging:
                 raise StoreError(f"no memory with id {mid!r} to purge")
         gone = set(ids)
         if namespace is not None:
-            gone |= {view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
+            gone |= set(view.ids_at(view.current_locs(namespace, include_forgotten=True)))
         whole = {namespace} if namespace is not None else set()
         touched = set(whole)
         for mid in gone:
             loc = view.loc_of(mid)
             if loc is not None:
-                touched.add(view.segments[loc[0]].namespace(loc[1]))
+                touched.add(view.namespace_at(loc))
         # ids that are all a namespace holds purge it whole: its searches that found nothing name no
         # memory, and are its text all the same
         whole |= {ns for ns in touched - whole
-                  if all(view.segments[si].ids[r] in gone for si, r in view.current_locs(ns, include_forgotten=True))}
+                  if all(mid in gone for mid in view.ids_at(view.current_locs(ns, include_forgotten=True)))}
         self._db._usage.purge(gone, whole)
         self._db.curiosity._forget(gone, whole)
         self._db.topics._forget_topics(touched, gone, whole)

@@ -241,11 +241,10 @@ def _next_boundary(view: View, namespace: str, now_us: int) -> int:
     bounds = view.derived.get(key)
     if bounds is None:
         parts = []
-        for seg in view.segments:
-            code = seg.ns_codes.get(namespace)
-            if code is not None:
-                mine = seg.ns_index == code
-                parts += [seg.valid_from[mine], seg.valid_until[mine]]
+        for si in range(len(view.segments)):
+            mine = view.namespace_mask(si, namespace)
+            if mine is not None:
+                parts += [view.row_array(si, "valid_from")[mine], view.row_array(si, "valid_until")[mine]]
         bounds = view.derived[key] = np.concatenate(parts) if parts else np.empty(0, np.int64)
     later = bounds[bounds > now_us]
     return int(later.min()) if len(later) else int(np.iinfo(np.int64).max)

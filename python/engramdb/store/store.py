@@ -421,7 +421,7 @@ class Store(Reads):
 
         def owner(mid: str) -> str | None:
             loc = view.loc_of(mid)
-            return None if loc is None else view.segments[loc[0]].namespace(loc[1])
+            return None if loc is None else view.namespace_at(loc)
 
         return self._usage.feedback(query_id, used, session_id=session_id, owner=owner)
 

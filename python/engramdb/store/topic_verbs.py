@@ -20,9 +20,7 @@ import numpy as np
 
 from ..model import checks
 from ..model.memory import Memory
-from ..spaces.batches import concat, take
 from ..spaces.query import embed_query
-from ..spaces.schema import Schema
 from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
@@ -138,8 +136,8 @@ class TopicVerbs:
             cache[namespace] = (fingerprint, kept[1])
             return kept[1]
         locs = view.current_locs(namespace)
-        ids = [view.segments[si].ids[r] for si, r in locs]  # no Memory objects: 100K of them cost seconds
-        unit = _unit(np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)) \
+        ids = view.ids_at(locs)  # no Memory objects: 100K of them cost seconds
+        unit = _unit(np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         if not refresh and last is not None and last.epoch == view.epoch and \
@@ -179,7 +177,7 @@ class TopicVerbs:
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        clusterings = clustering.cluster_spaces([(self._db.schema[name], vectors_of(view, self._db.schema, sub, name))
+        clusterings = clustering.cluster_spaces([(self._db.schema[name], view.vectors_at(name, sub))
                                                  for name in self.spaces()]) if sub else []
         found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
@@ -207,10 +205,10 @@ class TopicVerbs:
         locs = view.current_locs(namespace)
         found: list[Theme] = []
         if locs:
-            x = np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)
+            x = np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)
             groups, _ = theme_groups(x)
             texts = texts_of(view, locs)
-            found = labelled(groups, [view.segments[si].ids[r] for si, r in locs],
+            found = labelled(groups, view.ids_at(locs),
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts)))
         self._themes_stored[namespace] = (stamp, found)
         topic_state.save_themes(self._db._derived, self._themes_stored)
@@ -230,10 +228,9 @@ class TopicVerbs:
         if not mine:
             return {"divergent": False, "similarity": None, "nearest": None, "low": sp.low, "session_memories": 0}
         q = np.asarray(embed_query(sp, self._db.embedders, query), np.float64).reshape(-1)  # cached (K5)
-        x = np.stack([np.asarray(view.segments[si].vectors(self._db.schema, sp.name))[row] for si, row in mine])
+        x = np.asarray(view.vectors_at(sp.name, mine))
         far, sim, i = theme_divergence(q, x, sp.low)
-        si, row = mine[i]
-        return {"divergent": far, "similarity": round(sim, 4), "nearest": view.segments[si].ids[row], "low": sp.low,
+        return {"divergent": far, "similarity": round(sim, 4), "nearest": view.id_at(mine[i]), "low": sp.low,
                 "session_memories": len(mine)}
 
     def _topics_to_use(self, namespace: str) -> Topics:
@@ -275,8 +272,8 @@ class TopicVerbs:
         if centroids is None or len(centroids) != len(found):  # topics stored before centroids were kept
             view = self._db._view()
             locs = view.current_locs(namespace)
-            pos = {view.segments[si].ids[row]: j for j, (si, row) in enumerate(locs)}
-            unit = _unit(np.asarray(vectors_of(view, self._db.schema, locs, self._db.schema.main), np.float64).reshape(len(locs), -1)) \
+            pos = {mid: j for j, mid in enumerate(view.ids_at(locs))}
+            unit = _unit(np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)) \
                 if locs else np.zeros((0, 1))
             centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in found], unit)
         maps[namespace] = (found, topic_of, centroids)
@@ -406,30 +403,8 @@ class _Run:
 
 
 def texts_of(view: View, locs: list[tuple[int, int]]) -> list[str]:
-    """The content of these locations of `view`, in order, read from the segments' Arrow columns."""
-    out: list[str] = [""] * len(locs)
-    segs = np.array([si for si, _ in locs], np.int64)
-    rows = np.array([r for _, r in locs], np.int64)
-    for si in np.unique(segs).tolist():
-        pick = np.flatnonzero(segs == si)
-        col = view.segments[si].table.column("content").take(rows[pick]).to_pylist()
-        for i, text in zip(pick.tolist(), col):
-            out[i] = text or ""
-    return out
-
-def vectors_of(view: View, schema: Schema, locs: list[tuple[int, int]], space: str) -> Any:
-    """One space's vectors of these locations of `view` (the snapshot they came from: another
-    numbers its segments differently after a checkpoint), in order, one take per segment."""
-    parts, order = [], []
-    segs = np.array([si for si, _ in locs])
-    rows = np.array([r for _, r in locs])
-    for si in np.unique(segs).tolist():
-        pick = np.flatnonzero(segs == si)
-        parts.append(take(view.segments[si].vectors(schema, space), rows[pick]))
-        order.append(pick)
-    joined = concat(parts)
-    back = np.argsort(np.concatenate(order), kind="stable")
-    return take(joined, back) if len(parts) > 1 else joined
+    """The content of these locations of `view`, in order ("" for an archived row's)."""
+    return [text or "" for text in view.values_at("content", locs)]
 
 
 def _moved(stored: str, now: str) -> bool:
@@ -455,10 +430,10 @@ def _stamp(view: View, namespace: str) -> str:
     if found is not None:
         return str(found)
     newest = 0
-    for seg in view.segments:
-        code = seg.ns_codes.get(namespace)
-        if code is not None:
-            mine = seg.learned_at[seg.ns_index == code]
+    for si in range(len(view.segments)):
+        mask = view.namespace_mask(si, namespace)
+        if mask is not None:
+            mine = view.row_array(si, "learned_at")[mask]
             newest = max(newest, int(mine.max()) if len(mine) else 0)
     found = view.derived[key] = f"{view.namespace_rows(namespace)}:{newest}"
     return found
@@ -501,4 +476,4 @@ def _merged(found: Topics, merges: dict[str, str]) -> Topics:
     return kept
 
 
-__all__ = ["TopicVerbs", "texts_of", "vectors_of"]
+__all__ = ["TopicVerbs", "texts_of"]

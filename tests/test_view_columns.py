@@ -1,0 +1,82 @@
+"""The View's column accessors (storage's seam): what a row holds, read by location across
+segments (committed files and the WAL's), agreeing with the memory stored there."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb import Tuning
+from engramdb.storage import Engine
+from engramdb.storage.view import View
+from store_helpers import ToyDense, toy_embedders, toy_schema
+
+
+def three_segments(folder: Path) -> None:
+    db = engramdb.open(folder, schema=toy_schema(), embedders=toy_embedders())
+    when = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    for part in range(3):  # three segment files (closing checkpoints the last)
+        db.add_many([{"content": f"part {part} row {i}", "namespace": "a" if i % 3 else "b",
+                      "session_id": f"s{part}" if i % 2 else None, "seq": i if i % 2 else None,
+                      "valid_from": when, "confidence": 0.5 if i == 4 else None} for i in range(7)])
+        if part < 2:
+            db.admin.checkpoint()
+    db.forget(db.list(namespace="a", limit=1)[0].id)
+    db.close()
+
+
+@pytest.fixture
+def view(tmp_path: Path) -> View:
+    three_segments(tmp_path / "mem")
+    engine = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning())
+    return engine.view
+
+
+def every_loc(view: View) -> list[tuple[int, int]]:
+    locs = [loc for _, loc in view.current()]
+    assert len({si for si, _ in locs}) == 3, "rows in three segments"
+    return locs[::-1][::2] + locs[::2]  # out of key order, across segments, one twice
+
+
+def test_accessors_agree_with_the_stored_memories(view: View) -> None:
+    locs = every_loc(view)
+    mems = [view.memory_at(*loc) for loc in locs]
+    assert view.ids_at(locs) == [m.id for m in mems] == [view.id_at(loc) for loc in locs]
+    assert view.namespaces_at(locs) == [m.namespace for m in mems] == [view.namespace_at(loc) for loc in locs]
+    assert [view.turn_at(loc) for loc in locs] == [(m.session_id, -1 if m.seq is None else m.seq) for m in mems]
+    assert view.values_at("content", locs) == [m.content for m in mems]
+    assert [1.0 if c is None else c for c in view.values_at("confidence", locs)] == [m.confidence for m in mems]
+    assert 0.5 in view.values_at("confidence", locs)
+    micros = [int(m.learned_at.timestamp() * 1_000_000) for m in mems]  # type: ignore[union-attr]
+    assert view.column_at("learned_at", locs).tolist() == micros
+    assert view.column_at("forgotten", locs).tolist() == [m.forgotten_at is not None for m in mems]
+    assert view.column_at("forgotten", locs).any()
+    assert view.column_at("seq", locs).tolist() == [-1 if m.seq is None else m.seq for m in mems]
+    got = np.asarray(view.vectors_at("dense", locs))
+    np.testing.assert_allclose(got, ToyDense(8).embed([m.content for m in mems]), rtol=1e-6)
+    assert view.ids_at([]) == [] and view.column_at("valid_from", []).shape == (0,)
+    with pytest.raises(ValueError, match="column must be one of"):
+        view.column_at("content", locs)
+    with pytest.raises(ValueError, match="no stored column"):
+        view.values_at("nonsense", locs)
+
+
+def test_per_segment_masks_and_arrays(view: View) -> None:
+    for si in range(len(view.segments)):
+        n = view.segment_rows(si)
+        rows = [(si, r) for r in range(n)]
+        spaces = view.namespaces_at(rows)
+        mask = view.namespace_mask(si, "a")
+        assert mask is not None and mask.tolist() == [ns == "a" for ns in spaces]
+        assert view.namespace_mask(si, "nowhere") is None
+        sessions = [view.turn_at(loc)[0] for loc in rows]
+        for name in {s for s in sessions if s is not None}:
+            got = view.session_mask(si, name)
+            assert got is not None and got.tolist() == [s == name for s in sessions]
+        assert view.session_mask(si, "no such session") is None
+        assert view.row_array(si, "learned_at").tolist() == view.column_at("learned_at", rows).tolist()
+        assert len(view.vectors(si, "dense")) == n
+    assert len(view.committed_segments) == view.committed == 3  # closing checkpointed the WAL
