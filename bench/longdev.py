@@ -28,15 +28,10 @@ said, each asked on a date after every session). The view is built per LoCoMo co
 * memories as a user stores them: content the turn's text only (no prefix), role, session_id (an opaque
   "s<position>"), valid_from the (shifted) session date; one add_many per namespace in date order;
 * questions (LoCoMo's, evidence repaired by eval_locomo.load_locomo) dated one day after the last session;
-  `first_person` rewrites a question whose evidence turns are all said by one speaker who is the "user" of
-  their sessions, and which names that speaker (or a nickname: a prefix of 3+ letters of the name) but not
-  the other speaker: "Caroline's" (or "James'") -> "my"; the name -> "me" after a preposition, an
-  object-taking verb, an -ing word, or a verb in -s when a function word or nothing follows ("What
-  motivates Joanna to ...?"), else "I"; she/he -> "I", him -> "me", his -> "my", her -> "me" before a
-  function word or the end, else "my", herself/himself -> "myself"; then agreement: "is I" -> "am I",
-  "has I" -> "have I", "does I" -> "do I", "I <verb>s" -> "I <verb>", "I and Name" -> "Name and I".
-  Pronouns about someone else come out wrong ("her friend" of a mother) and "I and my partner" stays:
-  the rule is simple and the same for every question, not a grammar. Every
+  `_first_person.first_person` rewrites a question whose evidence turns are all said by one speaker who is
+  the "user" of their sessions, and which names that speaker but not the other, to the first person
+  ("What did Caroline research?" -> "What did I research?", "Caroline's" -> "my": bench/_first_person.py
+  says the rule, the same for every question). Every
   other question is asked as it is.
 
 Categories (a question is in several): LoCoMo's five; who said the evidence (the user / the assistant /
@@ -55,6 +50,7 @@ Cost: ingest memories/s (embedding included), search p50 / p95 ms per ~1,100-mem
 
     ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python bench/longdev.py --json /tmp/longdev.json
     ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python bench/longdev.py --limit-conversations 2 --profiles default
+    (ablations: --sessions 0, --no-docs, --no-first-person; the variant: --assistant-group 4)
 
 The LoCoMo data (CC BY-NC 4.0) is read in place and never copied; --json holds numbers only.
 """
@@ -82,6 +78,7 @@ import _corpus  # bench/ modules, beside this file
 import _views
 import eval_locomo as ev
 import numpy as np
+from _first_person import first_person
 
 SESSIONS = 50  # sessions per haystack, the conversation's own included
 SEED = 28
@@ -306,81 +303,6 @@ def build_haystack(conversation: str, by_conv: Mapping[str, Sequence[Session]], 
 
 # --- the questions ---------------------------------------------------------------------------------------
 
-_PREPOSITIONS = frozenset({
-    "to", "for", "with", "about", "from", "by", "of", "at", "on", "in", "into", "than", "like",
-    "between", "without", "toward", "towards", "during"})
-_OBJECT_VERBS = frozenset({
-    "give", "gave", "given", "tell", "told", "help", "helped", "ask", "asked", "send", "sent", "show",
-    "showed", "teach", "taught", "remind", "reminded", "inspire", "inspired", "motivate", "motivated",
-    "encourage", "encouraged", "surprise", "surprised", "bring", "brought", "offer", "offered",
-    "recommend", "recommended", "join", "joined", "visit", "visited", "meet", "met", "call", "called",
-    "support", "supported", "invite", "invited", "make", "made", "let"})
-_FUNCTION = frozenset({
-    "and", "or", "to", "for", "with", "about", "from", "by", "at", "on", "in", "into", "of", "off",
-    "up", "out", "back", "a", "an", "the", "that", "this", "as", "than", "when", "after", "before",
-    "while", "during", "if", "so"})
-_NOT_VERBS = frozenset({
-    "is", "was", "has", "does", "this", "always", "sometimes", "perhaps", "as", "its", "us", "thus",
-    "yes", "less", "unless", "whereas", "across"})
-_AGREE = [(r"\bI is\b", "I am"), (r"\bis I\b", "am I"), (r"\bIs I\b", "Am I"), (r"\bI has\b", "I have"),
-          (r"\bhas I\b", "have I"), (r"\bHas I\b", "Have I"), (r"\bdoes I\b", "do I"), (r"\bDoes I\b", "Do I"),
-          (r"\bI does\b", "I do"), (r"\bI goes\b", "I go"), (r"\bisn't I\b", "am I not"), (r"\bhasn't I\b", "haven't I"),
-          (r"\bdoesn't I\b", "don't I")]
-
-
-def names(question: str, person: str) -> bool:
-    """Does the question name `person` (the name, or a prefix of 3+ letters of it as a word: "Mel")?"""
-    return any(len(w) >= 3 and person.lower().startswith(w.lower()) and w[0].isupper()
-               for w in re.findall(r"[A-Za-z]+", question))
-
-
-def first_person(question: str, user: str, other: str) -> str | None:
-    """The question in the first person of `user` (the rule of the module docstring), or None when it does
-    not name the user alone."""
-    if not names(question, user) or names(question, other):
-        return None
-    words = "|".join(sorted({w for w in re.findall(r"[A-Za-z]+", question)
-                             if len(w) >= 3 and w[0].isupper() and user.lower().startswith(w.lower())}))
-
-    def before(text: str, at: int) -> str:
-        found = re.findall(r"[A-Za-z']+", text[:at])
-        return found[-1].lower() if found else ""
-
-    def name(m: re.Match[str]) -> str:
-        if m.group(2):
-            return "my"
-        prev = before(question, m.start())
-        nxt = re.match(r"\s*([A-Za-z]*)", question[m.end():])
-        # "What motivates X to ...?": a verb in -s before the name, a function word (or nothing) after it
-        verb_s = prev.endswith("s") and len(prev) > 3 and prev not in _NOT_VERBS \
-            and (not nxt or not nxt.group(1) or nxt.group(1).lower() in _FUNCTION)
-        return "me" if prev in _PREPOSITIONS or prev in _OBJECT_VERBS or prev.endswith("ing") or verb_s else "I"
-
-    text = re.sub(rf"\b({words})(['\u2019]s?)?(?!\w)", name, question)
-
-    def her(m: re.Match[str]) -> str:
-        nxt = re.match(r"\s+([A-Za-z]+)", text[m.end():])
-        return "me" if not nxt or nxt.group(1).lower() in _FUNCTION else "my"
-
-    text = re.sub(r"\bher\b", her, text)
-    for pat, rep in [(r"\b(she|he)\b", "I"), (r"\bhim\b", "me"), (r"\bhis\b", "my"), (r"\bhers\b", "mine"),
-                     (r"\b(herself|himself)\b", "myself")]:
-        text = re.sub(pat, rep, text)
-    text = re.sub(r"\b(She|He)\b", "I", text)
-    text = re.sub(r"\bHis\b|\bHer\b", "My", text)
-    def third_person(m: re.Match[str]) -> str:  # "I enjoys" -> "I enjoy", "I watches" -> "I watch"
-        word = m.group(1) + "s"
-        if word in _NOT_VERBS or word in ("does", "goes"):
-            return m.group(0)
-        return "I " + (word[:-2] if re.search(r"(ch|sh|ss|x|z)es$", word) else word[:-1])
-
-    for pat, rep in _AGREE:
-        text = re.sub(pat, rep, text)
-    text = re.sub(r"\bI ([a-z]+)s\b", third_person, text)
-    text = re.sub(r"\bI and ([A-Z][a-z]+)\b", r"\1 and I", text)
-    return text[0].upper() + text[1:]
-
-
 @dataclass(frozen=True)
 class LongQuestion:
     """A question asked in a haystack: its text (first person or as it was), date, evidence and tags."""
@@ -394,8 +316,11 @@ class LongQuestion:
     tags: tuple[str, ...]
 
 
-def ask(hay: Haystack, questions: Sequence[ev.Question], pair: tuple[str, str]) -> list[LongQuestion]:
-    """The conversation's questions in its haystack, tagged (`pair`: its two speakers)."""
+def ask(hay: Haystack, questions: Sequence[ev.Question], pair: tuple[str, str],
+        rewrite: bool = True) -> list[LongQuestion]:
+    """The conversation's questions in its haystack, tagged (`pair`: its two speakers); `rewrite` False
+    keeps every question as LoCoMo asks it (an ablation; the "first person" tag still marks those the
+    rule would rewrite)."""
     out = []
     for q in questions:
         roles = {hay.turn_role[e] for e in q.evidence}
@@ -411,7 +336,7 @@ def ask(hay: Haystack, questions: Sequence[ev.Question], pair: tuple[str, str]) 
             (who,) = speakers
             rewritten = first_person(q.text, who, pair[1] if who == pair[0] else pair[0])
             if rewritten is not None:
-                text = rewritten
+                text = rewritten if rewrite else q.text
                 tags.append(FIRST_PERSON)
         out.append(LongQuestion(q.conversation, q.index, text, q.category, q.evidence, hay.question_date,
                                 tuple(tags)))
@@ -430,8 +355,10 @@ class LongView:
 
 
 def build(turns: Sequence[ev.Turn], questions: Sequence[ev.Question], conversations: Sequence[str],
-          docs: Sequence[str], sessions: int = SESSIONS, seed: int = SEED, group: int = 1) -> LongView:
-    """The view of `conversations` (distractors from every conversation of `turns`)."""
+          docs: Sequence[str], sessions: int = SESSIONS, seed: int = SEED, group: int = 1,
+          rewrite: bool = True) -> LongView:
+    """The view of `conversations` (distractors from every conversation of `turns`; `group`: see
+    `build_haystack`, `rewrite`: see `ask`)."""
     by_conv = sessions_by_conversation(turns)
     memories: list[_views.ViewMemory] = []
     asked: list[LongQuestion] = []
@@ -440,7 +367,7 @@ def build(turns: Sequence[ev.Turn], questions: Sequence[ev.Question], conversati
         hay = hays[conv] = build_haystack(conv, by_conv, docs, sessions, seed, group)
         memories += hay.memories
         pair = tuple(dict.fromkeys(t.speaker for s in by_conv[conv] for t in s.turns))
-        asked += ask(hay, [q for q in questions if q.conversation == conv], (pair[0], pair[-1]))
+        asked += ask(hay, [q for q in questions if q.conversation == conv], (pair[0], pair[-1]), rewrite)
     digest = hashlib.blake2b("\0".join(docs).encode("utf-8"), digest_size=8).hexdigest()
     return LongView(_views.View("longdev", memories), asked, hays, len(docs), digest)
 
@@ -587,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="haystacks of the first N conversations only (distractors still from all)")
     ap.add_argument("--sessions", type=int, default=SESSIONS, help="sessions per haystack")
     ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--no-docs", action="store_true", help="ablation: no documentation replies")
+    ap.add_argument("--no-first-person", action="store_true", help="ablation: ask every question as LoCoMo does")
     ap.add_argument("--assistant-group", type=int, default=1, metavar="N",
                     help="also make up to N of a session's assistant turns one memory (1: only consecutive "
                          "turns merge, which LoCoMo never has)")
@@ -605,8 +534,9 @@ def main(argv: list[str] | None = None) -> int:
 
     ds = ev.load_locomo(args.data)
     convs = list(dict.fromkeys(t.conversation for t in ds.turns))[: args.limit_conversations]
-    lv = build(ds.turns, ds.questions, convs, doc_sections(read_docs(args.docs_rev)), args.sessions, args.seed,
-               args.assistant_group)
+    docs = [] if args.no_docs else doc_sections(read_docs(args.docs_rev))
+    lv = build(ds.turns, ds.questions, convs, docs, args.sessions, args.seed, args.assistant_group,
+               not args.no_first_person)
     print(f"engramdb {engramdb.__version__} from {Path(engramdb.__file__).parent}; data {args.data}")
     print(describe(lv))
     base = run_plain(lv)

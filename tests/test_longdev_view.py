@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import _first_person as fp
 import eval_locomo as ev
 import longdev as ld
 
@@ -195,7 +196,7 @@ def test_distractors_are_seeded(data: ev.Dataset) -> None:
     ],
 )
 def test_first_person_rule(question: str, user: str, other: str, expected: str | None) -> None:
-    assert ld.first_person(question, user, other) == expected
+    assert fp.first_person(question, user, other) == expected
 
 
 def test_questions_are_tagged_and_user_questions_asked_in_the_first_person(data: ev.Dataset) -> None:
@@ -246,3 +247,12 @@ def test_end_to_end_run_scores_every_category(data: ev.Dataset, tmp_path: Path,
     rows = numbers["per_question"]["default"]
     assert len(rows) == 5 and all(0.0 <= r[3] <= 1.0 for r in rows)
     assert "Pebble" not in out.read_text(encoding="utf-8")  # numbers only, no conversation text
+
+
+def test_ablations_keep_the_questions_or_drop_the_documentation(data: ev.Dataset) -> None:
+    kept = ld.build(data.turns, data.questions, ["c-a"], ld.doc_sections(DOCS), 6, ld.SEED, 1, rewrite=False)
+    q = {x.index: x for x in kept.questions}
+    assert q[0].text == "What did Ann research?" and ld.FIRST_PERSON in q[0].tags
+    bare = ld.build(data.turns, data.questions, ["c-a"], [], 6)
+    assert not any(d.startswith("doc:") for m in bare.view.memories for d in m.dia_ids)
+    assert all(not p.docs for p in bare.haystacks["c-a"].sessions)
