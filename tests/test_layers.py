@@ -137,3 +137,24 @@ def test_only_storage_reaches_into_the_segments() -> None:
                     and node.value.attr == "segments":
                 found.append(f"{p.relative_to(PACKAGE).as_posix()}:{node.lineno}")
     assert found == []
+
+
+# storage's modules other layers call (everything else in storage/ reads or writes the folder's
+# files itself and is forbidden outside storage/ by the contract below)
+STORAGE_API = {"engine", "view", "segment", "columns", "vectors", "filters", "ids", "edge_log", "versions",
+               "derived_files", "access_log", "curiosity_log", "spool", "folder", "set_aside", "backup", "verify",
+               "repair", "rewrites", "transfer"}
+
+
+def test_only_storage_touches_the_folders_files() -> None:
+    """The contract names every top-level module but storage as a source (a new package cannot
+    slip past it), and every storage module is either API or forbidden outside storage/."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["name"] == "only storage touches the store folder's files")
+    top = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    top |= {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert sorted(m.removeprefix("engramdb.") for m in contract["source_modules"]) == sorted(top - {"storage"})
+    forbidden = {m.removeprefix("engramdb.storage.") for m in contract["forbidden_modules"]}
+    modules = {p.stem for p in (PACKAGE / "storage").glob("*.py") if p.stem != "__init__"}
+    assert forbidden & STORAGE_API == set()
+    assert modules - STORAGE_API == forbidden, "classify each storage module: API (STORAGE_API) or forbidden"

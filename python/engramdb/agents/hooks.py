@@ -59,8 +59,7 @@ from ..model.errors import InvalidMemory
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from ..storage import spool
-from ..storage.folder import classify
-from ..storage.lock import writer_active
+from ..storage.folder import classify, writer_active
 from . import hook_events as ev
 from .hook_events import Payload
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..model.errors import StoreError
-from . import disk
+from . import disk, lock
 
 MARKER = "engramdb.store"
 MANIFEST = "manifest.json"
@@ -46,6 +46,13 @@ def classify(folder: Path) -> FolderKind:
     raise StoreError(f"{folder} is not an engramdb store (no {MANIFEST}, no {MARKER}) and is not empty "
                      f"({len(names)} entries, e.g. {shown}): refusing to use it, nothing was changed; "
                      "give an empty or new folder")
+
+
+def writer_active(folder: Path) -> bool:
+    """True when a writer holds the store in `folder` now, asked without taking its lock for long
+    and without writing (storage/lock.py): what a process that only spools asks before it opens
+    the store to take the spool in."""
+    return lock.writer_active(folder)
 
 
 _SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access)(\.tmp)?$")  # storage/spool.py's names
