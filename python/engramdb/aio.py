@@ -40,14 +40,20 @@ from pathlib import Path
 from typing import Any
 
 from .model.errors import StoreError
-from .store import Store
+from .store import Added, Store
 from .store import open as open_store
 
 _log = logging.getLogger("engramdb")
 # verbs that change nothing: one cancelled while it ran is simply dropped, not reported
-_READS = frozenset({"search", "context", "get", "list", "history", "edges", "stats", "admin.snapshot", "explain",
-                    "lifecycle.is_archived", "get_all", "topics", "topics.get", "topics.themes", "importance",
-                    "importance.of", "importance.log", "curiosity", "verify"})
+_READS = frozenset({
+    "search", "context", "get", "list", "history", "edges", "stats", "explain", "get_all", "verify",
+    "topics", "topics.get", "topics.divergence", "topics.spaces",
+    "importance", "importance.of", "importance.log", "importance.tiers", "importance.pack",
+    "lifecycle.is_archived", "lifecycle.forget_proposals", "curiosity",
+    "admin.snapshot", "admin.dashboard", "admin.tree_recall", "admin.type_clusters", "admin.settle",
+    # the old names of those, for one release
+    "snapshot", "is_archived", "topic", "divergence", "voting_spaces", "importance_log", "tiers", "pack",
+    "forget_proposals", "dashboard", "tree_recall", "type_clusters", "settle"})
 KEPT = 1_000  # cancelled writes remembered (the oldest go first)
 _FACETS = frozenset({"topics", "importance", "lifecycle", "curiosity", "admin"})
 
@@ -142,11 +148,11 @@ class AsyncStore:
         """`Store.add` off the loop."""
         return await self._run("add", self.store.add, content, **fields)
 
-    async def add_many(self, records: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
+    async def add_many(self, records: Iterable[Mapping[str, Any]]) -> Added:
         """`Store.add_many` off the loop (see the module docstring on cancellation and retries)."""
         return await self._run("add_many", self.store.add_many, builtins.list(records))  # type: ignore[no-any-return]
 
-    async def add_messages(self, messages: Iterable[Mapping[str, Any]], **kwargs: Any) -> builtins.list[str]:
+    async def add_messages(self, messages: Iterable[Mapping[str, Any]], **kwargs: Any) -> Added:
         """`Store.add_messages` off the loop."""
         return await self._run("add_messages", self.store.add_messages,  # type: ignore[no-any-return]
                                builtins.list(messages), **kwargs)

@@ -25,6 +25,7 @@ from ..model.errors import InvalidMemory
 from ..model.memory import Memory, as_utc, check_namespace, utc_now
 from ..spaces.passages import passages
 from ..storage import spool
+from .added import Added
 
 if TYPE_CHECKING:
     from .store import Store
@@ -124,7 +125,7 @@ class Capture:
 
     # ------------------------------------------------------------------------------ conversations
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
-                     session_id: str | None = None, memory_type: str = "turn") -> builtins.list[str]:
+                     session_id: str | None = None, memory_type: str = "turn") -> Added:
         """`Store.add_messages`."""
         records = []
         for i, msg in enumerate(messages):

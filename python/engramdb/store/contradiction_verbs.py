@@ -81,7 +81,8 @@ class Contradictions:
         judge = detector or HeuristicDetector(self._embed_main)
         found = []
         overlap = _overlap(mems, start)
-        for i, j, sim in candidate_pairs(vectors, np.arange(len(mems)), overlap, only):
+        for i, j, sim in candidate_pairs(vectors, np.arange(len(mems)), overlap, only,
+                                         texts=[m.content for m in mems]):
             a, b = (i, j) if key(i) < key(j) else (j, i)
             verdict = judge(mems[a], mems[b], sim)
             if verdict is None:

@@ -31,29 +31,64 @@ MOVED: dict[str, tuple[str, str]] = {
 }
 # store-wide "last result" fields: the reports now come back from the call that made them
 LAST: dict[str, tuple[str, str]] = {
-    "last_dedup": ("_last_dedup", "the `.dedup` of what add_many returns"),
-    "last_contradictions": ("_last_contradictions", "the `.contradictions` of what add_many returns"),
-    "last_spool": ("_last_spool", "stats()['spool'] (or what db.admin.ingest_spool() returns)"),
+    "last_dedup": ("_dedup_report", "the `.dedup` of what add_many returns"),
+    "last_contradictions": ("_contradiction_report", "the `.contradictions` of what add_many returns"),
+    "last_spool": ("_spool_report", "stats()['spool'] (or what db.admin.ingest_spool() returns)"),
 }
 
 
-def moved(db: Store, name: str) -> Any:
-    """The attribute `name` under its new home, with a DeprecationWarning; AttributeError for a
-    name that never was."""
-    if name in MOVED:
-        facet, new = MOVED[name]
-        warnings.warn(f"Store.{name} is now Store.{facet}.{new} (the old name goes in the next release)",
-                      DeprecationWarning, stacklevel=3)
-        return getattr(getattr(db, facet), new)
-    if name == "get_all":
+class _Moved:
+    """An old name on `Store` (the class): `db.<old>` warns and gives `db.<facet>.<new>`. A
+    descriptor rather than `__getattr__`, so the name also resolves on the class (a subclass's
+    `super().<old>()`, `mock.patch.object(Store, "<old>")`); it is not a method of `Store` (the
+    class gives the descriptor itself) and type checkers never see it (it is set by `install`)."""
+
+    def __init__(self, old: str, facet: str, new: str) -> None:
+        self.old, self.facet, self.new = old, facet, new
+
+    def __get__(self, db: Store | None, owner: type | None = None) -> Any:
+        if db is None:
+            return self
+        # stacklevel 2: the line that used the old name (the interpreter calls __get__ from it)
+        warnings.warn(f"Store.{self.old} is now Store.{self.facet}.{self.new} (the old name goes in the next "
+                      "release)", DeprecationWarning, stacklevel=2)
+        return getattr(getattr(db, self.facet), self.new)
+
+
+class _Last:
+    """An old store-wide "last result" field: warns, then gives what the last call recorded."""
+
+    def __init__(self, old: str, private: str, instead: str) -> None:
+        self.old, self.private, self.instead = old, private, instead
+
+    def __get__(self, db: Store | None, owner: type | None = None) -> Any:
+        if db is None:
+            return self
+        warnings.warn(f"Store.{self.old} is deprecated: use {self.instead}", DeprecationWarning, stacklevel=2)
+        return db.__dict__.get(self.private)
+
+
+class _GetAll:
+    """mem0's `get_all`: the first `limit` of `list(namespace, filters=...)`, as a plain list."""
+
+    def __get__(self, db: Store | None, owner: type | None = None) -> Any:
+        if db is None:
+            return self
         warnings.warn("Store.get_all(ns, limit=n) is now list(Store.list(ns, limit=n)) (the old name goes in the "
-                      "next release)", DeprecationWarning, stacklevel=3)
-        return lambda namespace, *, filters=None, limit=100: list(db.list(namespace, filters=filters, limit=limit))
-    if name in LAST:
-        private, instead = LAST[name]
-        warnings.warn(f"Store.{name} is deprecated: use {instead}", DeprecationWarning, stacklevel=3)
-        return db.__dict__.get(private)
-    raise AttributeError(f"{type(db).__name__!r} object has no attribute {name!r}")
+                      "next release)", DeprecationWarning, stacklevel=2)
+
+        def get_all(namespace: str, *, filters: Any = None, limit: int = 100) -> list[Any]:
+            return list(db.list(namespace, filters=filters, limit=limit))
+        return get_all
 
 
-__all__ = ["LAST", "MOVED", "moved"]
+def install(cls: type) -> None:
+    """Put every old name on `cls` (the Store class)."""
+    for old, (facet, new) in MOVED.items():
+        setattr(cls, old, _Moved(old, facet, new))
+    for old, (private, instead) in LAST.items():
+        setattr(cls, old, _Last(old, private, instead))
+    cls.get_all = _GetAll()  # type: ignore[attr-defined]
+
+
+__all__ = ["LAST", "MOVED", "install"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn, SupportsIndex
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from ..storage.derived_files import DerivedFiles
 from ..storage.engine import Engine
 from ..storage.view import View
 from . import deprecations
+from .added import Added
 from .admin_verbs import AdminVerbs
 from .background import Background, Worker
 from .capture_verbs import Capture
@@ -60,22 +61,6 @@ from .usage import Usage
 _log = logging.getLogger("engramdb")
 _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
-
-
-class Added(list[str]):
-    """What `add_many` returns: the ids stored, in order (a duplicate's id is the memory it
-    duplicates), with the reports of the write: `dedup` (S8: each record found to repeat a
-    memory, and what was done) and `contradictions` (H5, with `contradictions=`: what the new
-    memories contradict)."""
-
-    dedup: list[DedupEvent]
-    contradictions: list[Proposal]
-
-    def __init__(self, ids: list[str], dedup: list[DedupEvent] | None = None,
-                 contradictions: list[Proposal] | None = None) -> None:
-        super().__init__(ids)
-        self.dedup = dedup or []
-        self.contradictions = contradictions or []
 
 
 class Store(Reads):
@@ -97,10 +82,10 @@ class Store(Reads):
         self.dedup = o.dedup
         self.dedup_threshold = float(o.dedup_threshold)
         self.tuning: Tuning = o.tuning
-        self._last_spool: dict[str, int] | None = None  # the spool taken in at open (deprecated: last_spool)
-        self._last_dedup: list[DedupEvent] = []  # what the last add_many found (S8; deprecated: read Added.dedup)
+        self._spool_report: dict[str, int] | None = None  # the spool taken in at open (deprecated: last_spool)
+        self._dedup_report: list[DedupEvent] = []  # what the last add_many found (S8; deprecated: read Added.dedup)
         self.contradictions = o.contradictions
-        self._last_contradictions: list[Proposal] = []  # the last add_many's (H5; deprecated: Added.contradictions)
+        self._contradiction_report: list[Proposal] = []  # the last add_many's (H5; deprecated: Added.contradictions)
         self._pages = Pager()
         self._capture = Capture(self)
         self._context = ContextAssembly(self)
@@ -130,7 +115,7 @@ class Store(Reads):
                 self._upkeep = Worker(str(self._engine.path or "in memory"))
                 self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
-            self._last_spool = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
+            self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)
@@ -180,6 +165,13 @@ class Store(Reads):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        # pickle and copy.copy both come here: a copy would share the writer's files, lock and
+        # worker (closing it closed the original), and a pickle cannot carry them
+        raise TypeError("a Store holds its folder's open files, the writer's lock and a worker thread: it cannot be "
+                        "pickled or copied; open the folder by path where it is needed (engramdb.open(path), or "
+                        "read_only=True beside a writer)")
+
     # ----------------------------------------------------------------------------- writes
     def add(self, content: str, *, namespace: str, session_id: str | None = None, role: str | None = None,
             memory_type: str | None = None, valid_from: datetime | None = None, id: str | None = None,
@@ -198,7 +190,7 @@ class Store(Reads):
         Each record is a dict with the keys of `add` (or a Memory). All or nothing: one bad
         record refuses the batch, naming the record and the field.
         """
-        self._last_spool = self._capture.drain_spool() or self._last_spool
+        self._spool_report = self._capture.drain_spool() or self._spool_report
         batch = build_intake(records, utc_now(), self.tuning.max_content_bytes)
         n = len(batch.ids)
         if not n:
@@ -233,11 +225,11 @@ class Store(Reads):
             for ns in dict.fromkeys(batch.namespaces[i] for i in keep):
                 found += self.lifecycle.resolve_contradictions(namespace=ns, ids=stored,
                                                                dry_run=self.contradictions == "detect")
-        self._last_dedup, self._last_contradictions = dedup, found
+        self._dedup_report, self._contradiction_report = dedup, found
         return Added([dup[i].duplicate_of if i in dup else batch.ids[i] for i in range(n)], dedup, found)
 
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
-                     session_id: str | None = None, memory_type: str = "turn") -> list[str]:
+                     session_id: str | None = None, memory_type: str = "turn") -> Added:
         """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
         one session, in order (seq assigned); returns their ids. A message's "id", when given, is
         its memory's id (a retried request then fails on the id instead of storing twice); its
@@ -375,7 +367,7 @@ class Store(Reads):
             self._usage.purged()  # rows made before now naming them are never logged again
             if removed:
                 self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
-            self._last_dedup, self._last_contradictions = [], []  # they may name what was purged
+            self._dedup_report, self._contradiction_report = [], []  # they may name what was purged
             return removed
 
     # ----------------------------------------------------------------------------- files
@@ -458,7 +450,7 @@ class Store(Reads):
             "index_files": indexes["index_files"],
             "salvage": dict(self._engine.salvaged),  # salvage=True: damaged files left out, and why
             "usage": self._usage.describe(),  # the access log and the ELO ratings (E1-E5)
-            "spool": self._last_spool,  # what the last take-in of the spool did (at open or before a write)
+            "spool": self._spool_report,  # what the last take-in of the spool did (at open or before a write)
             "upkeep": self._background.stats(),  # the background worker: pending jobs, each job's last run
             # per namespace whose topics were computed in this process: C4's consolidation trigger
             "topics": {ns: {"topics": len(t), "churn": t.churn, "entropy": t.entropy,
@@ -529,9 +521,9 @@ class Store(Reads):
 
 
 
-# the old names, for one release (store/deprecations.py), looked up only when an attribute is not
-# found; set outside the class body so that type checkers see only the new names
-setattr(Store, "__getattr__", deprecations.moved)  # noqa: B010
+# the old names, for one release (store/deprecations.py); set outside the class body so that type
+# checkers see only the new names
+deprecations.install(Store)
 
 
 def open(
