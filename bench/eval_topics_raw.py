@@ -1,0 +1,129 @@
+"""Topics on raw turns (issue 29): each LoCoMo conversation stored as a user would store it.
+
+Every turn is one memory: `content` = the turn's text (no "[date] speaker:" prefix, unlike
+bench/eval_topics.py), `role` = the speaker, `session_id` = its session, `seq` = its place in the
+session; one namespace per conversation. The data is read in place (never copied). Per
+conversation:
+- memories, how many the small-talk rule sets aside (`engramdb.topics.smalltalk`);
+- `db.topics(ns, refresh=True)`: its time (after one warm-up call on the first conversation), the
+  topics, the largest topic's share of the conversation's memories (target <= 15%), the share of
+  the memories that are not small talk in a topic (target >= 50%);
+- each label, whether any label word is a speaker's name (or a short form of one) or filler
+  (stop, small-talk or discourse words), and the share of a topic's members holding each label
+  word (mean over words and topics: "label words occur in most members");
+- `db.topics.themes(ns)`: themes and their mean silhouette.
+
+Command: `python bench/eval_topics_raw.py [--profile default|minilm] [--json PATH] [--labels]`
+(the minilm profile embeds the turns with MiniLM, cached as bench/eval_locomo.py does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import engramdb
+from engramdb.spaces.analyzer import normalize, tokenize
+from engramdb.topics.smalltalk import SmallTalk
+
+DATA = Path("/work/shared/data/locomo10.json")
+TARGET_LARGEST, TARGET_COVERED = 0.15, 0.5
+
+
+def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
+    """The conversation's turns in order, as records a user would add."""
+    out = []
+    k = 1
+    while f"session_{k}" in conv:
+        for seq, t in enumerate(conv[f"session_{k}"]):
+            out.append({"content": t["text"], "role": t["speaker"], "session_id": f"session_{k}", "seq": seq})
+        k += 1
+    return out
+
+
+def _minilm(texts: list[str]) -> np.ndarray:
+    import hashlib
+
+    import _corpus
+    import eval_locomo as ev  # noqa: F401 - its cache helpers
+    key = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
+    return np.asarray(_corpus._embed_cached(f"locomo10-raw-minilm-{key}.npy", lambda: texts), np.float32)
+
+
+def measure(conv: dict[str, Any], profile: str, ns: str, db: Any, warm: bool) -> dict[str, Any]:
+    recs = turns(conv)
+    if profile == "minilm":
+        vecs = _minilm([r["content"] for r in recs])
+        main = db.schema.main
+        recs = [{**r, "vectors": {main: v}} for r, v in zip(recs, vecs)]
+    ids = list(db.add_many([{**r, "namespace": ns} for r in recs]))
+    text = {i: r["content"] for i, r in zip(ids, recs)}
+    rule = SmallTalk({conv["speaker_a"], conv["speaker_b"]})
+    small = {i for i in ids if rule.is_small_talk(text[i])}
+    if warm:
+        db.topics(ns, refresh=True)
+    t0 = time.perf_counter()
+    topics = db.topics(ns, refresh=True)
+    took = time.perf_counter() - t0
+    inside = {m for t in topics for m in t.members}
+    content = [i for i in ids if i not in small]
+    labels, named, filler, holds = [], 0, 0, []
+    for t in topics:
+        words = [w.strip() for w in t.label.split("/") if w.strip()]
+        labels.append(f"{t.label} ({t.size})")
+        named += any(rule.is_name(w) for w in words)
+        filler += any(rule.is_filler(w) and not rule.is_name(w) for w in words)
+        for w in words:
+            lw = w.lower()
+            holds.append(np.mean([lw in tokenize(normalize(text[m])) for m in t.members]))
+    themes = db.topics.themes(ns, refresh=True)
+    sils = [th.silhouette for th in themes]
+    return {"memories": len(ids), "small_talk": len(small), "topics": len(topics),
+            "largest_share": round(max((t.size for t in topics), default=0) / len(ids), 4),
+            "content_in_topic": round(sum(i in inside for i in content) / max(1, len(content)), 4),
+            "small_talk_in_topic": sum(i in inside for i in small),
+            "labels_with_name": named, "labels_with_filler": filler,
+            "label_word_in_members": round(float(np.mean(holds)), 3) if holds else None,
+            "topics_ms": round(took * 1e3, 1), "themes": len(themes),
+            "theme_silhouette_mean": round(float(np.mean(sils)), 4) if sils else None, "labels": labels}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--labels", action="store_true", help="print every topic's label")
+    args = ap.parse_args(argv)
+    convs = json.loads(args.data.read_text())
+    db = engramdb.open(None, profile=args.profile)
+    rows = {}
+    for k, c in enumerate(convs):
+        ns = f"conv-{k}"
+        r = rows[ns] = measure(c["conversation"], args.profile, ns, db, warm=k == 0)
+        print(f"{ns}: {r['memories']} memories ({r['small_talk']} small talk), {r['topics']} topics, largest "
+              f"{r['largest_share']:.1%}, content in a topic {r['content_in_topic']:.1%}, small talk in one "
+              f"{r['small_talk_in_topic']}, labels named {r['labels_with_name']} filler {r['labels_with_filler']}, "
+              f"label word in members {r['label_word_in_members']}, {r['topics_ms']} ms, themes {r['themes']} "
+              f"(silhouette {r['theme_silhouette_mean']})")
+        if args.labels:
+            print("   " + " | ".join(r["labels"]))
+    ok = all(r["largest_share"] <= TARGET_LARGEST and r["content_in_topic"] >= TARGET_COVERED
+             and not r["labels_with_name"] and not r["labels_with_filler"] for r in rows.values())
+    print(f"targets (largest <= 15%, content in a topic >= 50%, labels free of names and filler): "
+          f"{'met' if ok else 'not met'}")
+    if args.json:
+        args.json.write_text(json.dumps({"profile": args.profile, "conversations": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Small talk and filler (issue 29): the turns set aside before topics are clustered, and the
+words that never label a topic. Model-free, English, kept here as data.
+
+The rule, over the analyzer's tokens (`spaces.analyzer.tokenize(normalize(text))`: lowercased
+runs of letters and digits, apostrophes kept inside words): a turn is small talk when it is short
+(at most `SHORT` tokens) and, once the set phrases (`PHRASES`: "take care", "long time no
+see", "means a lot", "sorry to hear", ...) are taken out, what is left after taking out the
+Snowball stop words, the small-talk words below (`SMALL_TALK`: greetings, thanks, reactions,
+agreement, farewells, questions back), the discourse and pronoun-like words (`FILLER`) and the
+namespace's speaker names is at most `LEFT` tokens, or at most `LEFT_WITH_CHAT` when the turn
+holds at least two small-talk words or phrases (a reaction around two words: "Wow, looks great!
+Bet it was nice to get away."). "Wow, that's awesome!", "Thanks Mel, you too!", "How about you?" are small talk;
+"I adopted a puppy last week!" is not (adopted, puppy, week are left).
+
+Filler (`is_filler`): a word no label shows: a stop word, a small-talk or discourse word, or a
+speaker's name (a name, or the first three letters or more of one: "mel" for "Melanie").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ..spaces.analyzer import SNOWBALL_STOPWORDS, normalize, tokenize
+
+
+def _words(text: str) -> frozenset[str]:
+    """A word list kept as text, one or more a line."""
+    return frozenset(text.split())
+
+
+SHORT = 16  # tokens at most in a small-talk turn
+LEFT = 1  # content tokens it may keep ("Congrats on the move!" keeps "move": too little for a topic)
+LEFT_WITH_CHAT = 2  # ... when it holds two small-talk words or phrases or more
+# Set phrases of small talk, as token runs (the words alone are content elsewhere: "take", "time").
+PHRASES: tuple[tuple[str, ...], ...] = tuple(tuple(p.split()) for p in """
+    take care|long time no see|long time no talk|long time no chat|been a while|means a lot|mean a lot|meant a lot
+    sorry to hear|is there anything i can do|keep you posted|keep me posted|keep you updated|keep me updated
+    keep that in mind|keep it in mind|keep this in mind|have to go|got to go|gotta go|talk soon|talk later
+    see you|see ya|catch up|what's up|how's it going|how are you|how have you been|how about you|what about you
+    hope all is well|hope all is good|you've got this|you got this|good luck|all the best|no worries|no problem
+    good to see you|great to see you|good to hear from you|great to hear from you|nice to hear from you
+    thank you very much|thanks so much|thank you so much|sounds like fun|sounds like a plan|i'm happy for you
+    what's new|anything new|lots has happened|a lot has happened|fill you in
+""".replace("\n", "|").split("|") if p.strip())
+
+# Greetings, thanks, reactions, agreement, farewells, questions back: what a turn says when it
+# says nothing a topic is about.
+SMALL_TALK: frozenset[str] = _words("""
+    hi hey hello hiya howdy yo morning evening afternoon greetings welcome
+    thanks thank thx ty appreciate appreciated cheers
+    bye goodbye later cya farewell night goodnight soon care talk chat catch
+    wow whoa woah omg oh ooh ah aw aww awww hmm hm huh yay yeah yep yup yes no nope ok okay k alright
+    sure right true totally absolutely definitely exactly indeed course agreed agree
+    awesome amazing great good nice cool wonderful fantastic fabulous incredible terrific lovely
+    beautiful brilliant sweet neat glad happy excited exciting fun super impressive inspiring
+    congrats congratulations proud kudos bravo
+    sorry hear heard sounds sound seems looks like love loved sad tough hard
+    haha hahaha lol lmao hehe
+    how what about you yours doing been going things new up
+    see know let mean means well guess think hope wish keep luck
+""")
+
+# Discourse and pronoun-like words that the stop list lets through: never a label.
+FILLER: frozenset[str] = _words("""
+    really also just even still much many lot lots thing things stuff something anything everything
+    someone anyone everyone way kind bit pretty quite actually maybe probably always never ever
+    get got gets getting go goes went gone make made makes making take took say said tell told
+    feel felt feels feeling one ones time times day days today yesterday tomorrow week
+    yeah yes oh wow awesome great good nice cool amazing glad happy love sounds
+    im i'm i've i'll i'd you're you've you'll you'd it's that's what's there's let's can't don't
+    gonna wanna gotta
+""") | SMALL_TALK
+
+
+def _name_words(names: Iterable[str]) -> set[str]:
+    """The tokens of the speakers' names ("Caroline", "Dr. Ann Lee" -> caroline, dr, ann, lee)."""
+    return {t for n in names if n for t in tokenize(normalize(n)) if len(t) >= 2}
+
+
+class SmallTalk:
+    """The rule of the module docstring for one namespace (its speaker names)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self.names = _name_words(names)
+
+    def is_name(self, word: str) -> bool:
+        """A speaker's name, or a short form of one (its first three letters or more)."""
+        w = word.lower()
+        return w in self.names or (len(w) >= 3 and any(n.startswith(w) for n in self.names))
+
+    def is_filler(self, word: str) -> bool:
+        """A word no label shows (see the module docstring)."""
+        w = word.lower()
+        return w in FILLER or w in SNOWBALL_STOPWORDS or self.is_name(w) or w.isdigit()
+
+    def is_small_talk(self, text: str) -> bool:
+        """Whether a turn is small talk (see the module docstring)."""
+        tokens = tokenize(normalize(text))
+        if len(tokens) > SHORT:
+            return False
+        tokens, phrases = _without_phrases(tokens)
+        chat = phrases + sum(t in SMALL_TALK for t in tokens)
+        left = [t for t in tokens if t not in SNOWBALL_STOPWORDS and t not in SMALL_TALK and t not in FILLER
+                and not self.is_name(t)]
+        return len(left) <= (LEFT_WITH_CHAT if chat >= 2 else LEFT)
+
+    def set_aside(self, texts: Sequence[str]) -> np.ndarray:
+        """Which of these turns are small talk (a bool per text), each text tested once."""
+        seen: dict[str, bool] = {}
+        return np.fromiter((seen[t] if t in seen else seen.setdefault(t, self.is_small_talk(t)) for t in texts),
+                           bool, count=len(texts))
+
+
+def _without_phrases(tokens: list[str]) -> tuple[list[str], int]:
+    """The tokens with every set phrase taken out, and how many phrases were."""
+    out: list[str] = []
+    found, i = 0, 0
+    while i < len(tokens):
+        hit = next((p for p in _BY_FIRST.get(tokens[i], ()) if tuple(tokens[i:i + len(p)]) == p), None)
+        if hit is None:
+            out.append(tokens[i])
+            i += 1
+        else:
+            found += 1
+            i += len(hit)
+    return out, found
+
+
+_BY_FIRST: dict[str, list[tuple[str, ...]]] = {}
+for _p in sorted(PHRASES, key=len, reverse=True):  # the longest phrase first
+    _BY_FIRST.setdefault(_p[0], []).append(_p)
+
+
+
+
+
+def without(groups: Sequence[tuple[list[int], float]], aside: np.ndarray) -> list[tuple[list[int], float]]:
+    """The topics (member indices, confidence) with the memories `aside` taken out; a topic left
+    with fewer than three members goes (a topic's least, `clustering.MIN_CLUSTER`)."""
+    out = [([i for i in members if not aside[i]], conf) for members, conf in groups]
+    return [(m, c) for m, c in out if len(m) >= 3]
+__all__ = ["FILLER", "LEFT", "LEFT_WITH_CHAT", "PHRASES", "SHORT", "SMALL_TALK", "SmallTalk", "without"]
