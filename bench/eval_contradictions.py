@@ -22,12 +22,21 @@ PATH` writes the same numbers and every pair's score.
 
     python bench/eval_contradictions.py
     python bench/eval_contradictions.py --profile minilm --json /tmp/contradictions.json
+
+`--cost N` times instead `resolve_contradictions` over one namespace of N memories: the LoCoMo turns
+(../shared/data/locomo10.json, read in place) and short facts drawn from templates (names, places,
+employers, numbers, days: many share a subject and a relation), half and half, then reports the median of
+3 runs and the number of proposals.
+
+    python bench/eval_contradictions.py --cost 10000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import statistics
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -158,6 +167,55 @@ def group_table(rows: list[dict[str, Any]], groups: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _split(text: str, sep: str = " ") -> list[str]:
+    return text.split(sep)
+
+
+_NAMES = _split("Maya Tom Sam Priya Leo Nina Ben Kai Zoe Dana Omar Lily Jake Ana Raj Emma Hugo Ines Yusuf Chloe Felix "
+                "Greta Ivan Julia Kofi Lena Marco Nadia Oscar Paula Quinn Rosa Sofia Theo Uma Victor Wen Xavi Yara Zane") \
+    + _split("my sister,my brother,my manager,the user,our landlord,my mum,my dad,the team lead,our neighbour,the client",
+             ",")
+_PLACES = _split("Berlin Munich Paris Lyon Leeds York Oslo Lisbon Madrid Porto Dublin Austin Denver Toronto Seoul")
+_EMPLOYERS = _split("Google Spotify Stripe Acme Siemens Deloitte KPMG Shopify Barclays Initech Monzo Airbus")
+_LIKES = _split("cats dogs jazz sushi tea coffee hiking chess tennis olives podcasts opera")
+_DAYS = _split("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
+_FACTS = ("{n} lives in {p}.", "{n} works at {e}.", "{n} likes {l}.", "{n} doesn't like {l}.", "{n} is {k} years old.",
+          "{n} has {k} books on the shelf.", "{n} moved to {p}.", "The meeting with {n} is on {d}.",
+          "{n}'s favourite food is {l}.", "{n} is married to {m}.", "{n}'s flight to {p} is on {d}.")
+
+
+def cost_texts(n: int, seed: int = 0) -> list[str]:
+    """n memories for the cost run: LoCoMo turns (when the file is here) and template facts, half and half."""
+    rng = random.Random(seed)
+    turns: list[str] = []
+    try:
+        from _corpus import locomo_turns  # bench/_corpus.py
+
+        turns = [str(t["text"]) for t in locomo_turns()][: n // 2]
+    except (ImportError, OSError):
+        pass
+    facts = [rng.choice(_FACTS).format(n=rng.choice(_NAMES), p=rng.choice(_PLACES), e=rng.choice(_EMPLOYERS),
+                                       l=rng.choice(_LIKES), k=rng.randint(2, 90), d=rng.choice(_DAYS),
+                                       m=rng.choice(_NAMES[:40])) for _ in range(n - len(turns))]
+    texts = turns + facts
+    rng.shuffle(texts)
+    return [t[0].upper() + t[1:] for t in texts]
+
+
+def cost(n: int, profile: str) -> None:
+    """Time resolve_contradictions (dry run) over one namespace of n memories; print the median of 3."""
+    texts = cost_texts(n)
+    with engramdb.open(None, profile=profile) as db:
+        db.add_many([{"content": t, "namespace": "cost"} for t in texts])
+        times, found = [], 0
+        for _ in range(3):
+            start = time.perf_counter()
+            found = len(db.lifecycle.resolve_contradictions(namespace="cost", dry_run=True))
+            times.append(time.perf_counter() - start)
+    print(f"resolve_contradictions over {n} memories, profile {profile!r}: median {statistics.median(times):.2f}s "
+          f"(runs {', '.join(f'{t:.2f}' for t in times)}), {found} proposals")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "data" / "contradictions.jsonl",
@@ -166,7 +224,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the numbers here")
     ap.add_argument("--at", type=float, default=None, metavar="T",
                     help="the per split and set table at scores >= T (default: any score)")
+    ap.add_argument("--cost", type=int, default=None, metavar="N",
+                    help="time resolve_contradictions over one namespace of N memories instead")
     args = ap.parse_args(argv)
+    if args.cost is not None:
+        cost(args.cost, args.profile)
+        return
 
     rows = load(args.data)
     scores, reversed_, seconds = detect(rows, args.profile)

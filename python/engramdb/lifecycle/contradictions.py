@@ -44,13 +44,18 @@ import numpy as np
 
 from ..model.memory import Memory
 from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
-from .subjects import different_subjects
+from . import facts, quantities
+from .subjects import different_subjects, statement
 
 MIN_SIMILARITY = 0.75  # SPEC H5
 CANDIDATE_SIMILARITY = 0.5  # pairs looked at: a negation or number may sit lower before masking
 NEIGHBOURS = 10  # nearest memories per memory looked at
+FACT_NEIGHBOURS = 3  # memories sharing a subject and relation per memory looked at, nearest in time
 _ANALYZER = Analyzer()
 CUE_SCORE = {"negation": 0.9, "number": 0.8, "update": 0.6}
+FACT_SCORE = {"negation": 0.9, "number": 0.85, "update": 0.8}  # the grammar read both: surer than the cues
+FACT_SAYS = {"negation": "the same fact, denied", "number": "the same fact with another number or date",
+             "update": "the same subject and relation, another value"}
 
 _MONTHS = ("january", "february", "march", "april", "june", "july", "august", "september", "october",
            "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
@@ -114,14 +119,26 @@ class HeuristicDetector:
     def __call__(self, old: Memory, new: Memory, similarity: float) -> tuple[float, str] | None:
         if old.memory_type != new.memory_type or _same_text(old.content, new.content):
             return None
+        ra, rb = facts.read(old.content), facts.read(new.content)
+        verdict = facts.judge(ra.facts, rb.facts, keep=_same_subject)
+        if verdict is not None and verdict[0] not in ("agree", "apart"):
+            cue, why = verdict
+            cue = "number" if cue == "date" else cue  # one cue for numbers and dates, as the fallback's
+            return FACT_SCORE[cue], f"{cue}: {FACT_SAYS[cue]} ({why})"
+        if verdict is not None and ra.complete and rb.complete:
+            return None  # every clause was read: they agree, or speak of different things
         if different_subjects(old.content, new.content) is not None:
             return None
+        return self._fallback(old, new, similarity)
+
+    def _fallback(self, old: Memory, new: Memory, similarity: float) -> tuple[float, str] | None:
+        """Today's rule (H5, issue 25) for statements the grammar does not read in full."""
         cue = None
         if negated(old.content) != negated(new.content):
             cue = "negation"
         else:
-            a, b = amounts(old.content), amounts(new.content)
-            if a and b and a != b:
+            a, b = quantities.amounts(old.content), quantities.amounts(new.content)
+            if a and b and a != b:  # written one way: "1,450" is "one thousand four hundred and fifty"
                 cue = "number"
         if cue is not None:
             ma, mb = masked(old.content), masked(new.content)
@@ -131,7 +148,7 @@ class HeuristicDetector:
         else:
             sim = similarity
         if cue is None:
-            if similarity < self.min_similarity or not _replaced(old.content, new.content):
+            if similarity < self.min_similarity or not _names_replaced(old.content, new.content):
                 return None
             cue = "update"
         strength = 0.75 + 0.25 * min(1.0, max(0.0, (sim - self.min_similarity) / max(1e-9, 1 - self.min_similarity)))
@@ -140,6 +157,26 @@ class HeuristicDetector:
                           f"{', '.join(sorted(amounts(new.content)))})",
                 "update": "the same statement said again, differently"}[cue]
         return round(CUE_SCORE[cue] * strength, 4), f"{cue}: {what}; similarity {sim:.2f}"
+
+
+def _same_subject(a: facts.Fact, b: facts.Fact) -> bool:
+    """Two facts' clauses speak of one subject: no identifier names another thing ("I paid invoice
+    1001" / "... 1002" read alike, but the invoices differ)."""
+    return different_subjects(a.clause, b.clause) is None
+
+
+def _names_replaced(a: str, b: str) -> bool:
+    """Whether each text names something (a capitalised word inside a sentence, not a month or a
+    weekday) the other never says: a value replaced ("GitLab" / "GitHub", "Joanna" / "Pieter"),
+    not a paraphrase's other words ("closes" / "shuts")."""
+    na, nb = _names(a), _names(b)
+    return bool(na - nb) and bool(nb - na) and _replaced(a, b)
+
+
+def _names(text: str) -> set[str]:
+    words = statement(text).words
+    return {w.low for w in words if w.raw[:1].isupper() and not w.opens and w.raw != "I"
+            and w.low not in _AMOUNT_WORDS and not w.low.rstrip("s") in _AMOUNT_WORDS}
 
 
 def _replaced(a: str, b: str) -> bool:
@@ -159,16 +196,26 @@ def _cosine(v: np.ndarray) -> float:
 
 
 def candidate_pairs(vectors: np.ndarray, newer: np.ndarray, overlap: Callable[[int, int], bool],
-                    only: np.ndarray | None = None) -> list[tuple[int, int, float]]:
+                    only: np.ndarray | None = None, texts: Sequence[str] | None = None) -> list[tuple[int, int, float]]:
     """(older index, newer index, cosine) of the pairs worth judging: each memory (or each of
     `only`) with its `NEIGHBOURS` nearest whose cosine is >= CANDIDATE_SIMILARITY and whose
-    validity overlaps; `newer[i]` orders memories in time (older first)."""
+    validity overlaps; `newer[i]` orders memories in time (older first). With `texts` (the
+    memories' contents), also each memory with up to `FACT_NEIGHBOURS` others, nearest in time,
+    whose short facts share a subject and a relation (`facts.keys`): "Maya lives in Berlin" and
+    "Maya lives in Munich" may sit far apart in a hashing space."""
     x = np.asarray(vectors, np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
     rows = np.arange(len(x)) if only is None else np.asarray(only, np.int64)
     seen: set[tuple[int, int]] = set()
     out = []
+
+    def offer(i: int, j: int, s: float) -> None:
+        a, b = (i, j) if newer[i] < newer[j] else (j, i)
+        if (a, b) not in seen and overlap(a, b):
+            seen.add((a, b))
+            out.append((a, b, s))
+
     for start in range(0, len(rows), 1024):  # blocks: memory stays O(block x n)
         block = rows[start:start + 1024]
         sims = x[block] @ x.T
@@ -180,15 +227,35 @@ def candidate_pairs(vectors: np.ndarray, newer: np.ndarray, overlap: Callable[[i
         for r, i in enumerate(block.tolist()):
             for j in near[r].tolist():
                 s = float(sims[r, j])
-                if s < CANDIDATE_SIMILARITY:
-                    continue
-                a, b = (i, j) if newer[i] < newer[j] else (j, i)
-                if (a, b) in seen or not overlap(a, b):
-                    continue
-                seen.add((a, b))
-                out.append((a, b, s))
+                if s >= CANDIDATE_SIMILARITY:
+                    offer(i, j, s)
+    if texts is not None and len(x) > 1:
+        for i, j in fact_pairs(texts, newer, rows if only is not None else None):
+            offer(i, j, float(x[i] @ x[j]))
     return out
 
 
+def fact_pairs(texts: Sequence[str], newer: np.ndarray, only: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """Pairs of memories whose facts share a subject and a relation: each memory (or each of
+    `only`) with the `FACT_NEIGHBOURS` of its group before it in time (and, for `only`, after it)."""
+    groups: dict[tuple[tuple[str, ...], str], list[int]] = {}
+    for i, text in enumerate(texts):
+        for key in facts.keys(text):
+            groups.setdefault(key, []).append(i)
+    wanted = None if only is None else set(np.asarray(only).tolist())
+    pairs: list[tuple[int, int]] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda m: newer[m])
+        for at, i in enumerate(members):
+            if wanted is not None and i not in wanted:
+                continue
+            pairs.extend((j, i) for j in members[max(0, at - FACT_NEIGHBOURS):at])
+            if wanted is not None:
+                pairs.extend((i, j) for j in members[at + 1:at + 1 + FACT_NEIGHBOURS] if j not in wanted)
+    return pairs
+
+
 __all__ = ["MIN_SIMILARITY", "Detector", "HeuristicDetector", "Proposal", "amounts", "candidate_pairs",
-           "different_subjects", "masked", "negated"]
+           "different_subjects", "fact_pairs", "masked", "negated"]

@@ -11,8 +11,9 @@ reliable first:
   German, Spanish, Italian, Portuguese or Dutch ("is", "has", "will", "est", "ist", "es", "è",
   "é", "zijn", ...);
 - an English verb form after a noun, a name or a labelled number: a lowercase word ending in -s
-  or -ed ("Room 14 costs", "Alice lives", "Order 5521 shipped"). A guess: what follows it is
-  judged more strictly (below).
+  or -ed ("Room 14 costs", "Alice lives", "Order 5521 shipped"). When the verb is one the
+  short-fact grammar knows (`lexicon.VERBS`: "lives", "works", "moved"...) it is as reliable as a
+  pronoun's; else a guess, and what follows it is judged more strictly (below).
 
 The *subject* is what comes before the predicate. An *identifier* is a token holding a digit (a
 number or code: "14", "2.3", "3B", "02:00"), a single capital letter ("server A") or a
@@ -36,11 +37,13 @@ in order, opening the statement and followed by the same words ("Alice" / "Bob l
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 
 from ..spaces.analyzer import SNOWBALL_STOPWORDS, Analyzer, negation
+from .lexicon import verb_lemma
 
 _ANALYZER = Analyzer()
 _NEGATING = frozenset({"stopped", "quit"})
@@ -112,7 +115,7 @@ class Word:
 @dataclass(frozen=True)
 class Statement:
     """A statement's words and its predicate: where it opens (None: no verb recognised) and how it
-    was recognised ("pronoun", "copula", "auxiliary" or "guess")."""
+    was recognised ("pronoun", "copula", "auxiliary", "verb" or "guess")."""
 
     text: str
     words: tuple[Word, ...]
@@ -125,8 +128,10 @@ class Statement:
         return self.text[: self.words[self.predicate].start] if self.predicate > 0 else ""
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def statement(text: str) -> Statement:
-    """A text's words and predicate (see the module docstring)."""
+    """A text's words and predicate (see the module docstring; cached: a namespace's pairs read
+    each text many times)."""
     norm = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES) if not text.isascii() else text
     words: list[Word] = []
     end = 0
@@ -157,7 +162,7 @@ def _predicate(w: list[Word]) -> tuple[int | None, str | None]:
             return i, "copula" if w[i].low in _COPULAS else "auxiliary"
     for i in range(1, len(w)):
         if _verb_form(w, i):
-            return i, "guess"
+            return i, "verb" if verb_lemma(w[i].low) is not None else "guess"
     return None, None
 
 

@@ -31,7 +31,7 @@ from ..storage.view import Loc, View
 from .forget_verbs import changed
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 BULK = 32  # memories rewritten since their telling: read all versions in one pass past this many
 
