@@ -175,7 +175,8 @@ def test_the_old_positional_forms_still_work_and_say_use_path(store: Path, tmp_p
     s = str(store)
     doc = tmp_path / "notes.md"
     doc.write_text("The tomatoes need water every evening in July.\n")
-    ingest_into = str(tmp_path / "ingested")  # `ingest FOLDER FILE` with a folder to make
+    ingest_into = str(tmp_path / "ingested")  # `ingest FOLDER FILE`: the old form names an existing store
+    engramdb.open(ingest_into).close()
     old: dict[str, tuple[list[str], Check]] = {
         "stats": (["stats", s, "--json"], lambda d: d["memories"] == 7),
         "topics": (["topics", s, "--namespace", "n", "--json"], lambda d: d["namespace"] == "n"),

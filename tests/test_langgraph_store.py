@@ -625,3 +625,61 @@ def test_abatch_under_asyncio_with_concurrent_writers_of_one_key(tmp_path: Path)
     with ours(tmp_path / "m") as store:
         asyncio.run(main(store))
         assert len(store.db) == 24 - 1 and len(store.db.history(stored_id(("ns", "same"), "k"))) >= 10
+
+
+# ------------------------------------------------------------------------------ adversary 5 (F6, F14)
+def _archived(path: Path) -> EngramStore:
+    """A store whose two items' memories engramdb's upkeep archived (`engramdb archive`)."""
+    from datetime import datetime, timedelta, timezone
+
+    store = ours(path)
+    store.put(("users", "maya"), "pref", {"text": "likes green tea"})
+    store.put(("users", "maya"), "job", {"text": "works as a nurse in Porto"})
+    done = store.db.lifecycle.archive(datetime.now(timezone.utc) + timedelta(seconds=1),
+                                      namespace=encode_namespace(("users", "maya")))
+    assert done["memories"] == 2
+    return store
+
+
+def test_an_archived_items_key_can_be_put_and_deleted(tmp_path: Path) -> None:
+    ns = ("users", "maya")
+    with _archived(tmp_path / "s") as store:
+        pref = store.get(ns, "pref")
+        assert pref is not None and pref.value == {"text": "likes green tea"}  # readable while archived
+        store.put(ns, "pref", {"text": "now likes coffee"})
+        assert store.get(ns, "pref").value == {"text": "now likes coffee"}  # type: ignore[union-attr]
+        assert [(i.key, i.score is not None) for i in store.search(ns, query="coffee", limit=1)] == [("pref", True)]
+        store.delete(ns, "job")
+        assert store.get(ns, "job") is None
+        store.put(ns, "job", {"text": "works as a teacher"})
+        assert store.get(ns, "job").value == {"text": "works as a teacher"}  # type: ignore[union-attr]
+    assert engramdb.verify(tmp_path / "s")["ok"]
+    with ours(tmp_path / "s") as again:
+        assert {i.key: i.value["text"] for i in again.search(ns)} == {"pref": "now likes coffee",
+                                                                     "job": "works as a teacher"}
+
+
+def test_a_batch_touching_an_archived_item_is_written_whole(tmp_path: Path) -> None:
+    ns = ("users", "maya")
+    with _archived(tmp_path / "s") as store:
+        store.batch([PutOp(ns, "new", {"text": "a new fact"}), PutOp(ns, "pref", {"text": "coffee now"}),
+                     PutOp(ns, "job", None)])
+        assert store.get(ns, "new").value == {"text": "a new fact"}  # type: ignore[union-attr]
+        assert store.get(ns, "pref").value == {"text": "coffee now"}  # type: ignore[union-attr]
+        assert store.get(ns, "job") is None
+
+
+def test_contradictions_supersede_is_refused_each_key_is_its_own_fact(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="contradictions='supersede'.*each key is its own fact"):
+        EngramStore.open(tmp_path / "s", index={"fields": ["text"]}, contradictions="supersede")
+    assert not (tmp_path / "s").exists(), "refused before the store was opened"
+    with engramdb.open(tmp_path / "own", contradictions="supersede") as db, \
+            pytest.raises(ValueError, match="db was opened with contradictions='supersede'"):
+        EngramStore(db)
+    # the default, and "detect" (it only reports), keep every key's item ranked
+    for options in ({}, {"contradictions": "detect"}):
+        with ours(tmp_path / f"ok-{len(options)}", **options) as store:
+            store.put(("u",), "a", {"text": "Maya's team has 4 engineers."})
+            store.put(("u",), "b", {"text": "Maya's team has 7 engineers."})
+            found = {i.key: i.score for i in store.search(("u",), query="how many engineers are in Maya's team")}
+            assert set(found) == {"a", "b"} and None not in found.values(), (options, found)

@@ -4,7 +4,9 @@ commands themselves are in `engramdb.commands`, one module per group).
 One convention for every command: the store folder is `--path/-p` (else $ENGRAMDB_PATH, else
 ./.engramdb, see commands/common.py); `--json` prints one JSON document on stdout; an error is one
 line on stderr and a nonzero exit code, never a traceback. The old positional store folders still
-work for one release, with a note on stderr.
+work for one release, with a note on stderr. A command whose output cannot be written fails (exit
+1, said on stderr): with stdout closed (`cmd >&-`) nothing is done at all, since Python would drop
+every line silently; when the output fails after a write (a full disk), stderr says what was written.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .commands.common import CliError, note, one_line, resolve_folder
+from .commands.common import CliError, note, one_line, os_message, resolve_folder
 from .commands.parser import COMMANDS, build
 
 __all__ = ["main"]
@@ -33,8 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extras and (command.extras is None or not command.extras(args, extras)):
         each[command.name].error(f"unrecognized arguments: {' '.join(extras)}")
     try:
+        if sys.stdout is None and command.name != "hook":  # the hooks print nothing that way and exit 0 by contract
+            raise CliError("standard output is closed, so what this command prints would be lost: nothing was "
+                           "done (redirect it to /dev/null to drop the output)")
         resolve_folder(args, command)
-        return command.run(args)
+        code = command.run(args)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, not at the interpreter's exit, where a failure is a traceback
+        return code
     except CliError as exc:
         note(command.name, one_line(str(exc)))
         return exc.code
@@ -42,9 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         note(command.name, "interrupted")
         return 130
     except BrokenPipeError:  # `engramdb search ... | head`: the reader has what it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush would fail again
+        _drop_stdout()
         return 141  # what a shell reports for a command a closed pipe stopped (128 + SIGPIPE)
+    except OSError as exc:
+        note(command.name, one_line(os_message(exc)))
+        _drop_stdout()
+        return 1
     except _EXPECTED as exc:
         note(command.name, one_line(str(exc) or type(exc).__name__))
         return 1
@@ -54,6 +65,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         note(command.name, f"unexpected {type(exc).__name__}: {one_line(str(exc))} (set ENGRAMDB_DEBUG=1 to see "
                            "where; please report it)")
         return 1
+
+
+def _drop_stdout() -> None:
+    """Whatever stdout still holds is lost (its reader left, or it cannot be written): point it at
+    /dev/null so the interpreter's last flush does not fail again with a traceback."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+        return
+    except (OSError, ValueError):
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

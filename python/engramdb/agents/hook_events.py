@@ -144,8 +144,10 @@ def budget_ms(event: str) -> int:
 
 
 def store_path(path: str | None, payload: Payload) -> Path:
-    """`--path`, else $ENGRAMDB_PATH, else `<the session's cwd>/.engramdb`."""
-    chosen = path or os.environ.get("ENGRAMDB_PATH")
+    """`--path`, else $ENGRAMDB_PATH, else `<the session's cwd>/.engramdb`. A blank $ENGRAMDB_PATH
+    (only spaces: a template's missing variable) is unset, as an empty one is (and as the CLI has it)."""
+    env = os.environ.get("ENGRAMDB_PATH", "")
+    chosen = path or (env if env.strip() else None)
     return Path(chosen) if chosen else Path(payload.cwd) / STORE_FOLDER
 
 

@@ -8,10 +8,13 @@ and their agent's hooks meet the same store. `engramdb demo` alone keeps a folde
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import datetime
 from pathlib import Path
@@ -54,9 +57,21 @@ class Command:
     extras: Callable[[argparse.Namespace, list[str]], bool] | None = None
 
 
+class Once(argparse.Action):
+    """An option given at most once: `--path A --path B` is refused as given twice (argparse would
+    keep B silently, and `consolidate --apply` or `repair` would then run on the other store)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None and before != values:
+            parser.error(f"{'/'.join(self.option_strings)} is given twice ({before!r} and {values!r}): give it once")
+        setattr(namespace, self.dest, values)
+
+
 def store_option(sp: argparse.ArgumentParser) -> None:
     """`--path/-p`: the store folder (the rule in the module docstring)."""
-    sp.add_argument("-p", "--path", default=None, metavar="FOLDER",
+    sp.add_argument("-p", "--path", default=None, metavar="FOLDER", action=Once,
                     help=f"the store folder (default: ${ENV_PATH}, else ./{STORE_FOLDER})")
 
 
@@ -104,29 +119,91 @@ def second_from_extras(args: argparse.Namespace, extras: list[str]) -> bool:
 
 
 def resolve_folder(args: argparse.Namespace, command: Command) -> None:
-    """Set `args.path` by the one rule (a store folder named twice is an error); say on stderr when
-    an old form named it, and when ./memory holds a store the new default passes by."""
+    """Set `args.path` by the one rule (a store folder named twice, or blank, is an error); say on
+    stderr when an old form named it, when $ENGRAMDB_PATH is blank, and when ./memory holds a store
+    the new default passes by. A folder that is a symlink loop is refused by name."""
     old = command.legacy(args) if command.legacy is not None else None
     if command.folder == "none":
         return
     if old is not None:
+        blank(old, "the store folder")
         if args.path is not None and args.path != old:
             raise CliError(f"the store folder is given twice ({old!r} and --path {args.path!r}): give --path only", 2)
         note(command.name, f"the store folder as a positional argument is deprecated and goes in the next "
                            f"release: use --path {old}")
         args.path = old
     if command.folder == "hook":
-        return  # None: the hooks apply the same rule from the session's folder
+        return  # None: the hooks apply the same rule from the session's folder (and never refuse: exit 0)
+    if args.path is not None:
+        blank(args.path, "--path")
     if command.folder == "demo":
         args.path = args.path or DEMO_FOLDER
-        return
-    if args.path is None:
-        args.path = os.environ.get(ENV_PATH) or STORE_FOLDER
+    elif args.path is None:
+        args.path = env_path(command.name) or STORE_FOLDER
         if args.path == STORE_FOLDER and is_store(OLD_DEFAULT) and not is_store(STORE_FOLDER):
             note(command.name, f"./{OLD_DEFAULT} holds a store, but the default store folder is now "
                                f"./{STORE_FOLDER}: give --path {OLD_DEFAULT} (or set {ENV_PATH}={OLD_DEFAULT}) to use it")
+    links(args.path)
     if command.folder in ("existing", "folder"):
         require_store(args.path, command.folder == "folder")
+
+
+def blank(path: str, given_as: str) -> None:
+    """Refuse a store folder that is only spaces: it would make a folder most listings hide."""
+    if not path.strip():
+        raise CliError(f"{given_as} {path!r} is blank: give a store folder (or leave it out: ${ENV_PATH}, else "
+                       f"./{STORE_FOLDER})", 2)
+
+
+def env_path(command: str | None = None) -> str | None:
+    """$ENGRAMDB_PATH, or None when unset, empty or blank. A blank value is treated as unset, as an
+    empty one always was (and as the hooks' `store_path` does): it is what a template or an .env
+    line leaves when its variable is missing, which is no folder anyone meant; said on stderr."""
+    value = os.environ.get(ENV_PATH)
+    if not value:
+        return None
+    if not value.strip():
+        if command is not None:
+            note(command, f"${ENV_PATH} is blank ({value!r}): treated as unset, so the store folder is ./{STORE_FOLDER}")
+        return None
+    return value
+
+
+def links(path: str | Path) -> None:
+    """Refuse, by name, a path that is a symlink loop or a link to nothing (a raw Errno otherwise,
+    or a wrong "no such folder": the link is there)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CliError(f"{path} is a symlink loop (a link that leads back to itself): nothing was done") from None
+        if os.path.islink(path):
+            raise CliError(f"{path} is a symlink to {os.readlink(path)!r}, which does not exist: nothing was done "
+                           "(make its target, or give the folder itself)") from None
+
+
+@contextmanager
+def after_write(command: str, done: str) -> Iterator[None]:
+    """Around printing the report of a write that happened: if stdout cannot take it (a full disk,
+    a closed descriptor), say on stderr what was written (`done`) before failing as the output did,
+    so the id is not lost."""
+    try:
+        yield
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError:
+        note(command, f"{done}, but its output could not be written")
+        raise
+
+
+def os_message(exc: OSError) -> str:
+    """An OSError in words, without the raw "[Errno N]" (a symlink loop named as one)."""
+    where = exc.filename if exc.filename is not None else None
+    if exc.errno == errno.ELOOP and where is not None:
+        return f"{where} is a symlink loop (a link that leads back to itself)"
+    if exc.strerror:
+        return f"{where}: {exc.strerror}" if where is not None else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def is_store(folder: str | Path) -> bool:
@@ -140,7 +217,7 @@ def is_store(folder: str | Path) -> bool:
 def require_store(path: str, any_folder: bool) -> None:
     """Refuse, creating nothing, a folder that holds no store (`any_folder`: any folder will do)."""
     p = Path(path)
-    how = "" if os.environ.get(ENV_PATH) or path != STORE_FOLDER else f" (give --path FOLDER or set {ENV_PATH})"
+    how = "" if env_path() or path != STORE_FOLDER else f" (give --path FOLDER or set {ENV_PATH})"
     if not p.exists():
         raise CliError(f"{path} is not a store: there is no such folder (nothing was created){how}")
     if not p.is_dir():
@@ -199,5 +276,9 @@ def held(db: Any, namespace: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """`text` on one line (an error message for stderr)."""
-    return " ".join(text.split())
+    """`text` on one line (an error message for stderr): each line break, with the spaces around
+    it, becomes one space; other runs of spaces stay (a value they are part of is shown as it is)."""
+    return _BREAK.sub(" ", text).strip()
+
+
+_BREAK = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")

@@ -12,10 +12,13 @@ from typing import Any
 from .common import (
     CliError,
     Command,
+    after_write,
     emit,
     first_of_two,
     held,
+    is_store,
     json_option,
+    links,
     note,
     second_from_extras,
     store_option,
@@ -43,10 +46,11 @@ def _add(args: argparse.Namespace) -> int:
     with open_store(args.path) as db:
         m = db.add(args.content, namespace=args.namespace, session_id=args.session_id, role=args.role,
                    memory_type=args.memory_type, valid_from=valid_from)
-    if args.json:
-        emit(dataclasses.asdict(m))
-    else:
-        print(m.id)
+    with after_write("add", f"stored memory {m.id} in namespace {args.namespace}"):
+        if args.json:
+            emit(dataclasses.asdict(m))
+        else:
+            print(m.id)
     return 0
 
 
@@ -58,12 +62,12 @@ def _build_ingest(sp: argparse.ArgumentParser) -> None:
 
 
 def _ingest_old_folder(args: argparse.Namespace) -> str | None:
-    """`ingest FOLDER FILE...` (the old form): the first of two or more names the store when it is
-    a folder, or names nothing yet and has no file extension; an existing file is always a file."""
+    """`ingest FOLDER FILE...` (the old form): the first of two or more names the store only when it
+    is a folder holding a store. Anything else is a file: a missing one (`ingest NOTES README` with
+    NOTES mistyped) is an error naming it, never a new store made under its name."""
     if args.path is not None or len(args.files) < 2:
         return None
-    first = Path(args.files[0])
-    if first.is_dir() or (not first.exists() and not first.suffix):
+    if is_store(args.files[0]):
         folder: str = args.files.pop(0)
         return folder
     return None
@@ -78,9 +82,10 @@ def _more_files(args: argparse.Namespace, extras: list[str]) -> bool:
 
 def _ingest(args: argparse.Namespace) -> int:
     for f in args.files:  # every file checked before anything is written
+        links(f)
         if not Path(f).is_file():
             raise CliError(f"{f} is not a file to ingest: " + ("it is a folder (the store folder goes in --path)"
-                                                              if Path(f).is_dir() else "no such file"))
+                                                              if Path(f).is_dir() else "no such file") + _OLD_FORM)
     from ..store import open as open_store
 
     done: list[dict[str, Any]] = []
@@ -89,11 +94,25 @@ def _ingest(args: argparse.Namespace) -> int:
             report = db.add_file(f, namespace=args.namespace)
             done.append(report)
             if not args.json:
-                print(f"{f}: unchanged, skipped" if report["skipped"] else
-                      f"{f}: {report['chunks']} chunks, {report['added']} added, {report['superseded']} superseded")
+                with after_write("ingest", _ingested(done, args.namespace)):
+                    print(f"{f}: unchanged, skipped" if report["skipped"] else
+                          f"{f}: {report['chunks']} chunks, {report['added']} added, {report['superseded']} "
+                          "superseded")
     if args.json:
-        emit({"namespace": args.namespace, "files": done})
+        with after_write("ingest", _ingested(done, args.namespace)):
+            emit({"namespace": args.namespace, "files": done})
     return 0
+
+
+# the old `ingest FOLDER FILE...` form names an existing store only: said where a name is not a file
+_OLD_FORM = " (nothing was written; a store folder goes in --path FOLDER)"
+
+
+def _ingested(done: list[dict[str, Any]], namespace: str) -> str:
+    """What an ingest wrote so far, for stderr when its output cannot be written (a re-run skips
+    the unchanged files)."""
+    names = ", ".join(f"{r['file']} ({r['added']} added)" for r in done)
+    return f"ingested into namespace {namespace}: {names}"
 
 
 def _build_search(sp: argparse.ArgumentParser) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 from typing import Any
 
 from .common import (
     Command,
+    after_write,
     emit,
     first_of_two,
     json_option,
@@ -47,14 +49,19 @@ def _backup(args: argparse.Namespace) -> int:
     from ..store import backup
 
     done = backup(args.path, args.dest)
+    with after_write("backup", f"copied {args.path} to {done['path']}"):
+        _say_backup(args, done)
+    return 0
+
+
+def _say_backup(args: argparse.Namespace, done: dict[str, Any]) -> None:
     if args.json:
         emit(done)
-        return 0
+        return
     print(f"copied {args.path} to {done['path']}: {done['files']} files, {done['bytes']:,} bytes, "
           f"{done['committed_rows']} committed rows, {done['wal_frames']} logged writes; open the copy to restore")
     for name in done.get("damaged_logs_left_out") or ():
         print(f"left out, damaged: {name}")
-    return 0
 
 
 def _build_verify(sp: argparse.ArgumentParser) -> None:
@@ -97,12 +104,14 @@ def _repair(args: argparse.Namespace) -> int:
     from ..store import repair
 
     done = repair(args.path, accept_loss=args.accept_loss, dry_run=args.dry_run)
-    if args.json:
-        emit(done)
-    elif not done.get("needed"):
-        print(f"{args.path}: {done.get('note', 'nothing to repair')}")
-    else:
-        _say_repair(args.path, done, args.dry_run)
+    wrote = done.get("needed") and not args.dry_run
+    with after_write("repair", f"repaired {args.path} (ok: {done['ok']})") if wrote else nullcontext():
+        if args.json:
+            emit(done)
+        elif not done.get("needed"):
+            print(f"{args.path}: {done.get('note', 'nothing to repair')}")
+        else:
+            _say_repair(args.path, done, args.dry_run)
     return 0 if done["ok"] else 1
 
 

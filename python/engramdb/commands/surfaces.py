@@ -11,6 +11,7 @@ from .common import (
     ENV_PATH,
     CliError,
     Command,
+    Once,
     emit,
     json_option,
     old_folder_argument,
@@ -20,7 +21,7 @@ from .common import (
 
 
 def _build_demo(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("-p", "--path", default=None, metavar="FOLDER",
+    sp.add_argument("-p", "--path", default=None, metavar="FOLDER", action=Once,
                     help=f"the demo store's folder (default ./{DEMO_FOLDER}; ${ENV_PATH} is not used)")
     sp.add_argument("--kernels", action="store_true", help="time the native kernels on real sizes instead")
     sp.add_argument("--rows", type=int, default=100_000, help="with --kernels: vectors to scan")
@@ -58,7 +59,7 @@ def _mcp(args: argparse.Namespace) -> int:
 def _build_hook(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("event", help="SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, SubagentStop or "
                                   "SessionEnd ($ENGRAMDB_HOOK_BUDGET_MS overrides every event's time budget)")
-    sp.add_argument("-p", "--path", default=None, metavar="FOLDER",
+    sp.add_argument("-p", "--path", default=None, metavar="FOLDER", action=Once,
                     help=f"the store folder (default: ${ENV_PATH}, else ./{STORE_FOLDER} in the session's folder)")
     sp.add_argument("--namespace", default=None, help="the namespace (default: $ENGRAMDB_NAMESPACE, else the "
                                                       "project folder's name)")

@@ -6,9 +6,12 @@ import argparse
 import dataclasses
 import sys
 import time
+from contextlib import nullcontext
+from typing import Any
 
 from .common import (
     Command,
+    after_write,
     emit,
     json_option,
     old_folder_argument,
@@ -35,6 +38,11 @@ def _consolidate(args: argparse.Namespace) -> int:
 
     with open_store(args.path, read_only=not args.apply) as db:
         run = db.lifecycle.consolidate(namespace=args.namespace, dry_run=not args.apply, decay=args.decay)
+    with after_write("consolidate", run.summary()) if args.apply else nullcontext():
+        return _say_consolidate(args, run)
+
+
+def _say_consolidate(args: argparse.Namespace, run: Any) -> int:
     if args.json:
         emit({**dataclasses.asdict(run), "summary": run.summary()})
         print(run.summary(), file=sys.stderr)  # what a cron log keeps
@@ -65,6 +73,12 @@ def _index(args: argparse.Namespace) -> int:
         built = db.admin.build_index()
         seconds = round(time.perf_counter() - t0, 2)
         floor = db.tuning.tree_min_rows
+    with after_write("index", f"built the {args.kind} index of {len(built)} namespaces"):
+        _say_index(args, built, seconds, floor)
+    return 0
+
+
+def _say_index(args: argparse.Namespace, built: dict[str, int], seconds: float, floor: int) -> None:
     if args.json:
         emit({"kind": args.kind, "namespaces": built, "seconds": seconds})
     elif not built:
@@ -73,7 +87,6 @@ def _index(args: argparse.Namespace) -> int:
     else:
         names = ", ".join(f"{ns} ({n:,} memories)" for ns, n in built.items())
         print(f"built the {args.kind} index of {len(built)} namespaces in {seconds} s: {names}")
-    return 0
 
 
 def _build_infer(sp: argparse.ArgumentParser) -> None:
@@ -93,6 +106,11 @@ def _infer(args: argparse.Namespace) -> int:
                                 min_confidence=args.min_confidence)
     stored = [{"src": e.src, "dst": e.dst, "type": e.type, "confidence": e.confidence, "reason": e.reason}
               for e in report.stored]
+    with after_write("infer-edges", report.summary()):
+        return _say_infer(args, report, stored)
+
+
+def _say_infer(args: argparse.Namespace, report: Any, stored: list[dict[str, Any]]) -> int:
     if args.json:
         emit({"stored": stored, "below_threshold": len(report.below_threshold), "rejected": len(report.rejected),
               "failed": report.failed, "memories": report.memories, "summary": report.summary()})
@@ -117,13 +135,18 @@ def _archive(args: argparse.Namespace) -> int:
     older = time_option(args.older_than, "--older-than")
     with open_store(args.path) as db:
         done = db.lifecycle.archive(older, namespace=args.namespace)
+    with after_write("archive", f"archived {done['memories']} memories" + (f" to {done['file']}" if done["file"] else "")):
+        _say_archive(args, done)
+    return 0
+
+
+def _say_archive(args: argparse.Namespace, done: dict[str, Any]) -> None:
     if args.json:
         emit(done)
     elif not done["memories"]:
         print(f"nothing to archive: no current memory was learned before {args.older_than}")
     else:
         print(f"archived {done['memories']} memories to {done['file']}")
-    return 0
 
 
 COMMANDS = [

@@ -28,7 +28,14 @@ docs/guides/langgraph.md):
   as lists (JSON);
 - TTL is not supported (`supports_ttl` is False: LangGraph's `put(ttl=...)` raises
   NotImplementedError, and so does a PutOp with a ttl); an encoded namespace is at most 128
-  characters.
+  characters;
+- a store opened with `contradictions="supersede"` is refused: each key is its own fact, and
+  engramdb would end one key's memory when another key's value contradicts it (the item would
+  stay readable, but a query would rank it no more).
+
+engramdb's upkeep may archive an item's memory (`engramdb archive`, `consolidate --apply`): its
+value stays readable (it is in the metadata), and a put or delete of its key brings its text back
+(`db.lifecycle.unarchive`) before writing, first of all the batch's writes.
 """
 
 from __future__ import annotations
@@ -69,6 +76,10 @@ LIVE = "langgraph"  # the `source` of a memory holding an item
 DELETED = "langgraph:deleted"  # an item's memory on its way to being forgotten (see _delete)
 META = "langgraph"  # the metadata key holding the item: namespace, key, value, indexed
 _PAGE = 256  # memories per `list` page when a search walks a namespace
+SUPERSEDE = "supersede"
+_EACH_KEY = ("each key is its own fact, and engramdb would end one key's memory when another key's value "
+             "contradicts it (a query would rank that item no more); open with contradictions='off' (the default) "
+             "or 'detect'")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
@@ -119,6 +130,8 @@ class EngramStore(BaseStore):
                  namespace_prefix: str = names.DEFAULT_PREFIX) -> None:
         if not isinstance(db, Store):
             raise TypeError(f"db must be an open engramdb.Store (engramdb.open(...)), got {type(db).__name__}")
+        if db.contradictions == SUPERSEDE:
+            raise ValueError(f"db was opened with contradictions={SUPERSEDE!r}: {_EACH_KEY}")
         self.db = db
         self.prefix = names.check_prefix(namespace_prefix)
         self.fields = _index_config(index)
@@ -129,7 +142,10 @@ class EngramStore(BaseStore):
     def open(cls, path: str | Path | None, *, index: Mapping[str, Any] | None = None,
              namespace_prefix: str = names.DEFAULT_PREFIX, **options: Any) -> EngramStore:
         """Open (or create) the engramdb store in folder `path` (`options` as `engramdb.open`)
-        and adapt it; `close()` closes it."""
+        and adapt it; `close()` closes it. `contradictions="supersede"` is refused (see the module
+        docstring)."""
+        if options.get("contradictions") == SUPERSEDE:
+            raise ValueError(f"contradictions={SUPERSEDE!r} is not an option of {cls.__name__}: {_EACH_KEY}")
         db = open_store(path, **options)
         try:
             store = cls(db, index=index, namespace_prefix=namespace_prefix)
@@ -337,15 +353,22 @@ class EngramStore(BaseStore):
 
     # ------------------------------------------------------------------------------ writes
     def _write(self, puts: list[_Put]) -> None:
-        """Write a batch's puts: new keys in one `add_many` (all or nothing), then each update and
-        delete, under the store's adapter lock."""
+        """Write a batch's puts, under the store's adapter lock: first the text of archived memories
+        among them comes back (engramdb changes no archived memory), then the new keys go in one
+        `add_many` (all or nothing), then each update and delete. So no write of the batch comes
+        before one that would refuse it."""
         if not puts:
             return
         with self._lock:
+            current = {p.id: self.db.get(p.id, include_forgotten=True) for p in puts}
+            archived = [i for i, cur in current.items() if cur is not None and self.db.lifecycle.is_archived(i)]
+            if archived:
+                self.db.lifecycle.unarchive(archived)  # the value never left (metadata): only the text comes back
+                current.update({i: self.db.get(i, include_forgotten=True) for i in archived})
             fresh: list[dict[str, Any]] = []
             later: list[tuple[_Put, Memory]] = []
             for p in puts:
-                cur = self.db.get(p.id, include_forgotten=True)
+                cur = current[p.id]
                 if p.value is None:
                     if cur is not None and cur.forgotten_at is None:
                         later.append((p, cur))
