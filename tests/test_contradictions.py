@@ -242,3 +242,148 @@ def test_an_update_in_place_counts_as_told_when_its_text_was() -> None:
     db.add("My rent is 1200 euros a month", namespace="n")  # merged: a new version of the stale memory
     [p] = db.lifecycle.resolve_contradictions(namespace="n")
     assert (p.old, p.new) == (stale, fix)
+
+
+# ------------------------------------------------------------------ issue 29: short facts, no model
+
+def proposals(old: str, new: str, **open_kw: object) -> list[engramdb.Proposal]:
+    db = engramdb.open(None, **open_kw)  # type: ignore[arg-type]
+    pair(db, "n", old, new)
+    return db.lifecycle.resolve_contradictions(namespace="n")
+
+
+@pytest.mark.parametrize(("old", "new", "cue"), [
+    ("Maya lives in Berlin", "Maya lives in Munich", "update"),  # the issue's examples
+    ("Sam likes cats", "Sam does not like cats", "negation"),
+    ("The team has 4 engineers", "The team has 7 engineers", "number"),
+    ("Dana lives in Austin, Texas", "Dana moved to Denver", "update"),  # another phrasing of the relation
+    ("I work at Google", "I work at Spotify now", "update"),
+    ("Tom is married to Anna", "Tom is married to Clara", "update"),
+    ("Priya's job title is product manager", "Priya's job title is head of product", "update"),
+    ("Emma likes olives", "Emma dislikes olives", "negation"),
+    ("Ana smokes", "Ana quit smoking", "negation"),
+    ("Leo is 30", "Leo is thirty-one", "number"),
+    ("The team meeting is on Monday", "The team meeting moved to Wednesday", "number"),  # a plan moved
+    ("Kai's exam is on 20 January", "Kai's exam got pushed to 27 January", "number"),
+    ("Standup is at 9:30", "Standup is at 10am", "number"),
+])
+def test_a_short_fact_changed_or_denied_is_proposed(old: str, new: str, cue: str) -> None:
+    """Issue 29: the same subject and relation with another value, or the same statement denied."""
+    got = proposals(old, new)
+    assert [(p.old, p.new) for p in got] == [("n-old", "n-new")], got
+    assert got[0].reason.startswith(cue) and 0.6 <= got[0].score <= 1.0, got[0].reason
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # paraphrases: the same fact said another way
+    ("Maya lives in Berlin", "Maya's home is in Berlin"),
+    ("I work at Google", "My employer is Google"),
+    ("Omar moved to Dubai", "Omar lives in Dubai now"),
+    ("Kai has two sisters", "Kai has 2 sisters"),
+    ("The flight leaves at 7am", "The flight leaves at 7:00"),
+    ("Zoe dislikes mushrooms", "Zoe doesn't like mushrooms"),
+    ("Tom is married to Anna", "Anna is Tom's wife"),
+    # compatible facts: both can hold
+    ("Maya lives in Berlin", "Maya works in Munich"),
+    ("Sam likes cats", "Sam likes dogs"),
+    ("Priya speaks Hindi", "Priya speaks German"),
+    ("The team has 4 engineers", "The team has 3 open roles"),
+    ("The meeting is on Monday", "The meeting is in room 4"),
+    # different subjects: the same shape said of another
+    ("Maya lives in Berlin", "Tom lives in Munich"),
+    ("Sam lives in Austin", "Sam's sister lives in Dallas"),
+    ("My rent is 1200 euros", "My sister's rent is 900 euros"),
+    ("The team meeting is on Monday", "The board meeting is on Thursday"),
+    # refinements: the same value said more precisely
+    ("Maya lives in Berlin", "Maya lives in Berlin-Mitte"),
+    ("I work at Google", "I work at Google in the Zurich office"),
+    ("Zoe works at a bank", "Zoe works at Barclays"),
+    ("The dentist appointment is in March", "The dentist appointment is on 14 March"),
+])
+def test_paraphrases_compatible_facts_other_subjects_and_refinements_are_not(old: str, new: str) -> None:
+    """Issue 29's hard negatives, each kind."""
+    assert proposals(old, new) == []
+
+
+def test_a_fact_far_from_its_update_in_the_main_space_is_still_judged() -> None:
+    """Candidates were the main space's near neighbours only: "Dana lives in Austin" and "Dana
+    moved to Denver" sit far apart in the hashing space (cosine ~0.35), and a namespace full of
+    facts about Dana crowds them out. Facts sharing a subject and relation are judged too."""
+    db = engramdb.open(None)
+    first = db.add("Dana lives in Austin", namespace="n", valid_from=T1).id
+    db.add_many([{"content": f"Dana's {thing} is {n}", "namespace": "n", "valid_from": T1}
+                 for n, thing in enumerate(["locker", "badge", "desk", "parking spot", "phone extension", "team size",
+                                            "shoe size", "floor", "row", "seat", "bike lock code", "mailbox"])])
+    later = db.add("Dana moved to Denver", namespace="n", valid_from=T2).id
+    got = db.lifecycle.resolve_contradictions(namespace="n")
+    assert [(p.old, p.new) for p in got] == [(first, later)]
+    assert got[0].similarity < 0.5  # below the similarity that made a pair a candidate before
+
+
+def test_short_facts_on_write_through_add_many() -> None:
+    """The store path: `contradictions="detect"` reports what add_many's batch changes (and ends
+    nothing), `"supersede"` ends the older fact; a compatible fact in the same batch is left."""
+    db = engramdb.open(None, contradictions="detect")
+    db.add_many([{"id": "home", "content": "Maya lives in Berlin", "namespace": "n", "valid_from": T1},
+                 {"id": "cats", "content": "Sam likes cats", "namespace": "n", "valid_from": T1}])
+    added = db.add_many([{"id": "moved", "content": "Maya lives in Munich now", "namespace": "n", "valid_from": T2},
+                         {"id": "job", "content": "Maya works in Leipzig", "namespace": "n", "valid_from": T2},
+                         {"id": "nocats", "content": "Sam does not like cats", "namespace": "n", "valid_from": T2}])
+    assert sorted((p.old, p.new) for p in added.contradictions) == [("cats", "nocats"), ("home", "moved")]
+    assert db.get("home").valid_until is None  # type: ignore[union-attr] # detect only
+    db2 = engramdb.open(None, contradictions="supersede")
+    db2.add_many([{"id": "home", "content": "Dana lives in Austin", "namespace": "n", "valid_from": T1}])
+    done = db2.add_many([{"id": "moved", "content": "Dana moved to Denver", "namespace": "n", "valid_from": T2}])
+    assert [(p.old, p.new, p.applied) for p in done.contradictions] == [("home", "moved", True)]
+    assert db2.get("home").valid_until == T2  # type: ignore[union-attr]
+    assert db2.get("moved").valid_until is None  # type: ignore[union-attr]
+
+
+def test_the_judge_stays_pluggable_and_sees_the_fact_candidates() -> None:
+    """`detector=` replaces the built-in rule on every candidate, the widened ones included: an
+    LLM judge that says no leaves "Dana lives in Austin" / "Dana moved to Denver" alone, one that
+    says yes gets its score and reason."""
+    db = engramdb.open(None)
+    pair(db, "n", "Dana lives in Austin", "Dana moved to Denver")
+    seen: list[tuple[str, str, float]] = []
+
+    def no(old: engramdb.Memory, new: engramdb.Memory, sim: float) -> tuple[float, str] | None:
+        seen.append((old.id, new.id, sim))
+        return None
+
+    assert db.lifecycle.resolve_contradictions(namespace="n", detector=no) == []
+    assert [s[:2] for s in seen] == [("n-old", "n-new")] and seen[0][2] < 0.5
+    got = db.lifecycle.resolve_contradictions(namespace="n", detector=lambda o, n, s: (0.7, "llm: moved"))
+    assert [(p.old, p.new, p.score, p.reason) for p in got] == [("n-old", "n-new", 0.7, "llm: moved")]
+
+
+def test_a_fact_told_among_notes_keeps_the_notes_rules() -> None:
+    """What the grammar does not read (a note of several clauses, a list) is judged by the cues
+    as before: two notes of one template differing by a number still are."""
+    note = "Weekly sync notes. Attendees were Ana, Ben and Chloe. Decision: hire {} engineers in May."
+    got = proposals(note.format(2), note.format(3))
+    assert [p.reason.split(":")[0] for p in got] == ["number"]
+    assert proposals("Invoice 1001 was paid on March 3", "Invoice 1002 was paid on March 9") == []
+
+
+def test_what_a_short_fact_says() -> None:
+    """The grammar's reading (engramdb.lifecycle.facts): subject, relation, value, polarity."""
+    from engramdb.lifecycle import facts, quantities
+
+    [f] = facts.read("Maya lives in Berlin.").facts
+    assert (f.subject, f.relation, f.terms, f.positive, f.single) == (("maya",), "residence", {"berlin"}, True, True)
+    [g] = facts.read("Maya doesn't live in Berlin anymore").facts
+    assert (g.subject, g.relation, g.terms, g.positive) == (("maya",), "residence", {"berlin"}, False)
+    assert facts.compare(f, g) is not None and facts.compare(f, g)[0] == "negation"  # type: ignore[index]
+    [h] = facts.read("Maya's home is in Munich").facts
+    assert (h.subject, h.relation) == (("maya",), "residence")  # an attribute held once: the owner's relation
+    assert facts.compare(f, h)[0] == "update"  # type: ignore[index]
+    [likes] = facts.read("Sam likes cats").facts
+    [dogs] = facts.read("Sam likes dogs").facts
+    assert not likes.single and facts.compare(likes, dogs) == ("agree", "sam / like: holds several values")
+    assert facts.read("On trains Emma prefers window seats").facts == ()  # not a subject: not read
+    assert facts.read("x" * (facts.MAX_TEXT + 1)) == facts.Reading((), False)
+    assert quantities.amounts("one thousand four hundred and fifty pounds") == quantities.amounts("£1,450")
+    assert quantities.amounts("at 7pm") == quantities.amounts("at 19:00") == {"19:00"}
+    assert quantities.amounts("on 2024-11-02") == quantities.amounts("on 2 November 2024")
+    assert quantities.amounts("I may go") == frozenset() and quantities.amounts("on 3 May") == {"3", "may"}

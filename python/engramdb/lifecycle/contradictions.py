@@ -1,35 +1,52 @@
 """Contradictions (H5): which newer memory should end an older one, and why; no LLM on the path.
 
-Candidates are pairs of current memories of one namespace whose validity overlaps and whose main-
-space vectors are near (`CANDIDATE_SIMILARITY`), newer after older (valid_from, then learned_at). A
-detector (any callable; the built-in `HeuristicDetector`) judges each pair: a score in [0, 1] and a
-reason, or None. The built-in rule is SPEC H5's, with the cues of disagreement it names:
+Candidates are pairs of current memories of one namespace whose validity overlaps, newer after
+older (valid_from, then learned_at): each memory with its `NEIGHBOURS` nearest in the main space
+whose cosine is >= `CANDIDATE_SIMILARITY`, and (issue 29) with the `FACT_NEIGHBOURS` nearest in
+time whose short facts share a subject and a relation (`facts.keys`): "Dana lives in Austin" and
+"Dana moved to Denver" sit at cosine 0.35 in the hashing space. A detector (any callable; the
+built-in `HeuristicDetector`) judges each pair: a score in [0, 1] and a reason, or None. The
+built-in rule, SPEC H5's, asks for the same memory_type (two untyped memories count as the same
+type) and different content, then:
 
-- same memory_type (two untyped memories count as the same type), overlapping validity,
-  different content;
-- the same subject (`engramdb.lifecycle.subjects`): two statements about different things
-  (invoice 1001 and invoice 1002, server A and server B, the kitchen bulb and the bathroom bulb,
-  Alice and Bob) never contradict, however alike their shape (issue 25). An identifier (a
-  number, code, capital letter or name) one statement holds and the other never says means
-  different subjects when it sits before the predicate, anywhere in a statement with no verb
-  recognised, or after a verb that acts on it ("paid invoice 1001", "owe Sam"); after a copula
-  ("is in Room 14", "is 1,200") it is the value a correction changes. Content words of the
-  subjects are compared too ("kitchen" / "bathroom");
-- and one of:
-  - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
-  - *number*: they hold different numbers or dates ("rent 1,200" / "rent 1,450"),
-  - *update*: main-space similarity >= 0.75 (the statement said again, differently) and each
-    says something the other does not (a content word on both sides: a value replaced; a
-    paraphrase that only adds or drops words on one side is not an update).
-  For a negation or a number the two must be the same statement apart from that cue: the
-  similarity of the texts with their negations, numbers and dates masked is >= 0.75, and
-  neither replaces a word of the other once masked (words added on one side are fine: "Maya is
-  34" / "Maya is 36 now"); two notes of one template with different decisions ("Decision:
-  migrate to Postgres 16" / "Decision: hire 2 engineers") are not one statement with another
-  number. Such a pair is judged as a possible update instead.
+1. *Short facts* (issue 29, `engramdb.lifecycle.facts`): each statement's clauses read as
+   (subject, relation, value, polarity). Two facts of one subject and relation propose:
+   - *negation*: the same value said, then denied ("Sam likes cats" / "Sam does not like cats",
+     "Emma likes olives" / "Emma dislikes olives"), score 0.9;
+   - *number*: the same thing with another number or date ("The team has 4 engineers" / "... 7
+     engineers", "The meeting is on Monday" / "The meeting moved to Wednesday"), score 0.85;
+   - *update*: another value of a relation holding one ("Maya lives in Berlin" / "Maya lives in
+     Munich", "My manager is Helen" / "My manager is Raj"), score 0.8;
+   unless the two clauses speak of different things by an identifier (`subjects`: "paid invoice
+   1001" / "1002"). When every clause of both was read and no such change shows (they agree: a
+   paraphrase, a refinement, a second value of "likes"; or they speak of different subjects or
+   relations: "Maya lives in Berlin" / "Maya works in Munich"), there is no contradiction.
+2. Else, for what the grammar does not read in full, the cues (issue 25's rule):
+   - the same subject (`engramdb.lifecycle.subjects`): two statements about different things
+     (invoice 1001 and invoice 1002, server A and server B, the kitchen bulb and the bathroom
+     bulb, Alice and Bob) never contradict, however alike their shape. An identifier (a number,
+     code, capital letter or name) one statement holds and the other never says means different
+     subjects when it sits before the predicate, anywhere in a statement with no verb recognised,
+     or after a verb that acts on it ("paid invoice 1001", "owe Sam"); after a copula or a
+     known verb's preposition ("is in Room 14", "lives in Paris") it is the value a correction
+     changes. Content words of the subjects are compared too ("kitchen" / "bathroom");
+   - and one of:
+     - *negation*: one says no where the other does not ("I like cats" / "I don't like cats"),
+     - *number*: they hold different amounts, written one way (`quantities.amounts`: "1,450" is
+       "one thousand four hundred and fifty", "7pm" is "19:00"),
+     - *update*: main-space similarity >= 0.75 (the statement said again, differently), each says
+       something the other does not, and each names something (a capitalised word inside a
+       sentence, not a month or weekday) the other never says: a named value replaced ("GitLab" /
+       "GitHub"), not a paraphrase's other words ("closes" / "shuts", which MiniLM puts above 0.75).
+     For a negation or a number the two must be the same statement apart from that cue: the
+     similarity of the texts with their negations, numbers and dates masked is >= 0.75, and
+     neither replaces a word of the other once masked (words added on one side are fine: "Maya
+     is 34" / "Maya is 36 now"); two notes of one template with different decisions
+     ("Decision: migrate to Postgres 16" / "Decision: hire 2 engineers") are not one statement
+     with another number. Such a pair is judged as a possible update instead.
+   Scores: negation 0.9, number 0.8, update 0.6, each times how far the (masked) similarity is
+   between 0.75 and 1 (x 0.75 at 0.75, x 1 at 1), so a caller can keep the surest with `min_score`.
 
-Scores: negation 0.9, number 0.8, update 0.6, each times how far the (masked) similarity is
-between 0.75 and 1 (x 0.75 at 0.75, x 1 at 1), so a caller can keep the surest with `min_score`.
 Applying a proposal is `Store.supersede(old, new)`: the old memory's validity ends where the new one's
 starts; nothing is deleted.
 """

@@ -1,75 +1,85 @@
 """Short facts as (subject, relation, value, polarity) (issue 29): "Maya lives in Berlin" then "Maya
 lives in Munich" is an update, "Sam likes cats" then "Sam does not like cats" a negation, with no
-model. `read` reads a statement's clauses; `compare` judges two facts.
+model. `read` reads a statement's clauses; `compare` and `judge` weigh two statements' facts.
 
 The grammar, over the words of `subjects.statement` (the analyzer's tokens, case kept):
 
     statement := clause (break clause)*
     clause    := [reporter] subject predicate value  |  conjunction predicate value
+               |  "there" copula value ("in" | "on" | "at") place
     subject   := up to 6 words before the predicate, opening with a name, a noun, a pronoun, an
                  article or a possessive (not a preposition or a conjunction: "On trains Emma ...",
-                 "When flying, ...", "There are ..." are not read)
+                 "When flying, ..." are not read)
     predicate := [auxiliary | negation | adverb]* (copula [participle | adjective] | verb) [particle]
     value     := the clause's words after the predicate
 
 - A *copula* is a form of "be" ("is", "'m", "isn't", "been"); an *auxiliary* "do", "will", "can",
   "has" before a participle, "got" before one ("got pushed"), and their negated forms; a *verb*
-  a word of `lexicon.VERBS` in a verb form: 3rd person ("lives"), past ("moved", "went"), or the
-  base form after a pronoun or an auxiliary ("I work", "does not like"); never right after an
-  article or a possessive, where the same word is a noun ("my rent", "the meeting"). After a
-  copula an -ing form is the verb ("is coming"); a participle or an adjective taking a particle
-  is the relation ("is married to", "is based in", "is allergic to", "is scheduled for").
+  a word of `lexicon.VERBS` in a finite form: 3rd person ("lives"), past ("moved", "went",
+  "quit"), or the base form after a pronoun or an auxiliary ("I work", "does not like"); never
+  right after an article or a possessive, where the same word is a noun ("my rent", "the
+  meeting"). After a copula an -ing form is the verb ("is coming"); a participle or an adjective
+  taking a particle is the relation ("is married to", "is based in", "is allergic to", "is
+  scheduled for"); "is a (big) fan of" likes.
 - A *particle* is the preposition a relation takes ("live in", "work at / for / as", "move to",
   "married to", "report to"); any other preposition opens the value.
 - A *break* is ; : ! ? a full stop (not after "Dr", "Mr", "St"...), a dash or a bracket, or one of
   "and", "but", "because", "so", "which", "who", "when", "while", "although", "please"; a comma
-  too when a pronoun or one of them follows. A clause opening with a conjunction and a verb
-  ("..., and works as a nurse") speaks of the subject before it.
+  too when a pronoun follows. A clause opening with a conjunction and a predicate ("..., and works
+  as a nurse") speaks of the subject before it; a later clause's "he" / "she" ("her husband") of
+  the person the statement named first.
 - A *reporter* ("Leo says", "Kofi mentioned that", "Priya told me") is set aside: the clause
   after it is read, its "his" / "her" / "their" being the reporter's.
+- "There are twelve engineers on the team" reads as the team having twelve engineers.
 
 What a fact holds:
 
-- *subject*: the subject's words, lowercased, stemmed, articles and adverbs out; "I", "we", "my",
-  "our" are the speaker ("i"), "user" and "the user" the user; a possessive splits ("maya 's
-  home"), "the default branch of the repo" is "repo 's default branch", and a speaker's
-  possessive opening a longer subject is dropped ("my rent" is "rent": one speaker per store).
-  An attribute its owner holds one of maps to the owner and a relation when the value is of its
-  kind: "Maya's home is in Berlin" is Maya's residence, "My employer is Google" the speaker's
-  employer, "Tom's wife is Anna" Tom's spouse, "Lily's birthday is 3 May" when Lily was born.
+- *subject*: the subject's words, lowercased, stemmed, articles and adverbs out; "I", "we" are the
+  speaker ("i"), "my" / "our" the speaker's, which is dropped before a longer subject ("my rent" is
+  "rent": one speaker per store); "mum" is "mother", "kids" "child"; a possessive splits ("maya 's
+  home"); "the default branch of the repo" is "repo 's default branch". An attribute its owner
+  holds one of maps to the owner and a relation when the value is of its kind: "Maya's home is in
+  Berlin" is Maya's residence, "My employer is Google" the speaker's employer, "Tom's wife is Anna"
+  Tom's spouse, "Lily's birthday is 3 May" when Lily was born.
 - *relation*: the verb's lemma and particle, one name where several say the same: residence
   (live in, be based in, move to, relocate to), employer (work at / for, be employed by),
   occupation (work as), spouse (be married to), fiance (be engaged to), like (like, love, enjoy,
-  adore, be fond of, be a fan of; dislike, hate, detest, loathe and "can't stand" say it
+  adore, be fond of, be a fan of; dislike, hate, detest, loathe, avoid and "can't stand" say it
   negated), prefer (prefer, would rather), want (want, would like), arrive (land), leave
-  (depart), finish (complete); "costs" is the copula ("is €42"). A value opening with a time
-  ("on Monday", "to Wednesday", "for 4pm", "tomorrow at 4pm") makes the copula and the verbs
-  that move a plan (move, schedule, push, postpone, happen, fall, hold...) say "when".
-- *value*: its terms and amounts (`quantities.value`).
+  (depart), finish (complete); "costs" is the copula ("is €42"). A value opening with a time ("on
+  Monday", "to Wednesday", "for 4pm", "tomorrow at 4pm", "from 5 to 12 July") makes the copula
+  and the verbs that move a plan (move, schedule, push, postpone, happen, fall, hold...) say
+  "when"; any other verb keeps its name ("comes on Tuesday": come).
+- *value*: its terms and amounts (`quantities.value`); for the copula, a value that denies another
+  reads as it, negated ("disabled" is "enabled" denied, "closed" "open").
 - *polarity*: a negation in the predicate ("not", "n't", "never", "no longer"), "no" opening the
   value ("has no dog"), a verb ending another ("quit smoking", "stopped playing") or an antonym
   ("dislikes") negates the statement; two cancel ("can't stand").
 - *single*: whether the relation holds one value at a time. Residence, employer, occupation,
-  spouse, fiance, preference, when, birth, name, study, report to, and a copula saying of a thing
-  or attribute what it is ("My manager is Helen", "Jake's car is a Toyota", "Our office is in
-  Leeds"), or saying of anyone a number ("Maya is 34"), a name or "the ..." ("Zoe is the CEO of
-  Brightline") hold one. Liking, having, speaking, visiting, playing, eating, any verb not named,
-  and a copula saying of a person a class or a quality ("Nina is a nurse" / "Nina is a mother of
-  two", "Sam is vegetarian" / "Sam is lactose intolerant") hold several.
+  spouse, fiance, preference, when, birth, name, study, drive, report to, bank with hold one; so
+  does a copula saying of a thing or an attribute what it is ("My manager is Helen", "Jake's car
+  is a Toyota", "Our office is in Leeds"), or saying of a person a number ("Maya is 34"), "the
+  ...", someone's ... ("Zoe is the CEO of Brightline") or a named value ("Anna is head of
+  marketing at Brightwave"). Liking, having, speaking, visiting, playing, eating, any verb not
+  named, and a copula saying of a person a class or a quality ("Nina is a nurse" / "Nina is a
+  mother of two", "Sam is vegetarian" / "Sam is lactose intolerant") hold several.
 - A copula whose value names an attribute ("Spring is my favourite season", "Anna is Tom's wife",
-  "Kenji is the captain of the team") is read both ways: the inverse says the attribute's value
-  is the subject.
+  "Kenji is the captain of the team") is also read the other way: the attribute is the subject.
 
-`compare(old, new)` on two facts of the same subject and relation:
+`compare(old, new)`:
 
-- amounts changed (neither set holds the other: "in March" / "on 14 March" refines), the same
-  polarity, one's terms within the other's: "number", or "date" when the value says a time;
-- polarity flipped on the same value (terms and amounts one within the other, or the same head
-  term: "drink alcohol socially" / "never drink alcohol, not even at weddings"): "negation";
-- both positive, a single-valued relation, each value holding a term the other does not, neither
-  a bare kind the other names ("a bank" / "Barclays"): "update";
-- else they agree (a paraphrase, a refinement, another value of a relation holding several).
-A different subject or relation leaves them unrelated (None).
+- a different subject: "apart" when they are told apart (someone else's: "Sam" / "Sam's sister",
+  "my rent" / "my sister's rent"; two of a kind: "the team meeting" / "the board meeting"; two
+  one-word subjects: "Maya" / "Tom"), else nothing tells (None);
+- the same subject, another relation: a changed number when both count the same thing ("runs 12
+  nodes" / "has 20 nodes"), else "apart";
+- the same subject and relation: amounts changed (neither set holds the other: "in March" / "on
+  14 March" refines), the same polarity, one's terms within the other's: "number", or "date" when
+  the value says a time; polarity flipped on the same value (terms and amounts one within the
+  other, or the same head term: "drink alcohol socially" / "never drink alcohol"): "negation";
+  both positive, a single-valued relation, each value holding a term the other does not, neither
+  a bare kind the other names ("a bank" / "Barclays"): "update"; else "agree" (a paraphrase, a
+  refinement, another value of a relation holding several).
 """
 
 from __future__ import annotations
@@ -81,7 +91,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..spaces.analyzer import SNOWBALL_STOPWORDS, negation, stem
-from .lexicon import ENDING, lemma, verb_lemma, word_set
+from .lexicon import ENDING, irregular, lemma, verb_lemma, word_set
 from .quantities import Value
 from .quantities import value as read_value
 from .subjects import Statement, Word, statement
@@ -149,12 +159,12 @@ _MOVERS = frozenset(stem(w) for w in word_set("""be move schedule reschedule pos
     bring happen fall hold"""))  # with a time, they say when the subject happens
 _SINGLE = frozenset(("residence", "employer", "occupation", "spouse", "fiance", "prefer", "when", "born", "name",
                      stem("study"), stem("drive"), "report to", "bank with"))
-_ATTRIBUTES = {  # an owner's attribute -> (relation, the kind of value it takes)
-    "home": ("residence", "place"), "address": ("residence", "place"), "employ": ("employer", "name"),
-    "job": ("occupation", "any"), "occup": ("occupation", "any"), "profess": ("occupation", "any"),
-    "husband": ("spouse", "name"), "wife": ("spouse", "name"), "spous": ("spouse", "name"),
+_ATTRIBUTES = {stem(attribute): found for attribute, found in {  # an owner's attribute -> (relation, its value's kind)
+    "home": ("residence", "place"), "address": ("residence", "place"), "employer": ("employer", "name"),
+    "job": ("occupation", "any"), "occupation": ("occupation", "any"), "profession": ("occupation", "any"),
+    "husband": ("spouse", "name"), "wife": ("spouse", "name"), "spouse": ("spouse", "name"),
     "birthday": ("born", "time"), "age": ("be", "number"), "name": ("name", "any"),
-}
+}.items()}
 
 
 @dataclass(frozen=True)
@@ -321,8 +331,8 @@ def _verb_form(words: list[Word], i: int, *, after_subject: bool = False) -> boo
     prev = words[i - 1].low if i > 0 else ""
     if prev in _ARTICLES or prev in _POSSESSIVES or prev.endswith("'s") or prev in _PREPOSITIONS:
         return False
-    if w.low.endswith(("s", "ed")) or lemma(w.low) != stem(w.low):
-        return True  # "lives", "moved", "went"
+    if w.low.endswith(("s", "ed")) or irregular(w.low):
+        return True  # "lives", "moved", "went", "quit"
     return prev in _PRONOUNS or (after_subject and i == 0)
 
 
@@ -358,12 +368,11 @@ def _fact(subject_words: list[Word], words: list[Word], at: int, subject: tuple[
     rest = words[j:]
     if rest and rest[0].low == "no":  # "has no dog"
         positive, rest = not positive, rest[1:]
-    if verb == "be" and len(rest) > 2 and [w.low for w in rest[:3]] in (["a", "big", "fan"], ["a", "huge", "fan"]):
-        rest, verb = rest[3:], "fan"
-    if verb == "be" and len(rest) > 1 and [w.low for w in rest[:2]] in (["a", "fan"], ["fond", "of"]):
-        rest, verb = rest[2:], "fan"
-    if verb == "fan" and rest and rest[0].low == "of":
-        particle, rest = "of", rest[1:]
+    if verb == "be":  # "is a (big) fan of", "is no fan of": likes
+        k = 1 if rest and rest[0].low in ("a", "an") else 0
+        k += 1 if k < len(rest) and rest[k].low in ("big", "huge", "great") else 0
+        if k + 1 < len(rest) and rest[k].low == "fan" and rest[k + 1].low == "of":
+            verb, particle, rest = "fan", "of", rest[k + 2:]
     v = read_value(rest)
     relation = _relation(verb, particle, v.opens_with_time)
     subject, relation = _attribute(subject, relation, copula, rest, v)
@@ -408,7 +417,7 @@ def _auxiliary(words: list[Word], j: int) -> bool:
             continue
         if nxt == "been":
             return True
-        return (nxt.endswith("ed") or lemma(nxt) != stem(nxt)) and verb_lemma(nxt) is not None
+        return (nxt.endswith("ed") or irregular(nxt)) and verb_lemma(nxt) is not None
     return False
 
 
@@ -500,7 +509,7 @@ def _attribute(subject: tuple[str, ...], relation: str, copula: bool, rest: Sequ
                v: Value) -> tuple[tuple[str, ...], str]:
     """A possessive subject's attribute held once, as its owner's relation ("Maya's home is in
     Berlin"), when the value is of the attribute's kind."""
-    if not copula or len(subject) < 3 or subject[-2] != "'s" or relation not in ("be", "when", "be in", "be at", "name"):
+    if not copula or len(subject) < 3 or subject[-2] != "'s" or relation not in ("be", "when", "name"):
         return subject, relation
     found = _ATTRIBUTES.get(subject[-1])
     if found is None:

@@ -60,6 +60,11 @@ def lemma(word: str) -> str:
     return stem(base) if base is not None else stem(word)
 
 
+def irregular(word: str) -> bool:
+    """Whether a lowercased word is an irregular verb form ("went", "taught", "quit", "set")."""
+    return word in _IRREGULAR
+
+
 def verb_lemma(word: str) -> str | None:
     """The lemma of a lowercased verb form whose verb is known (`VERBS`), else None."""
     if not word.isalpha():
@@ -68,4 +73,4 @@ def verb_lemma(word: str) -> str | None:
     return got if got in VERBS else None
 
 
-__all__ = ["ENDING", "VERBS", "lemma", "verb_lemma", "word_set"]
+__all__ = ["ENDING", "VERBS", "irregular", "lemma", "verb_lemma", "word_set"]
