@@ -26,6 +26,7 @@ from ..topics import clustering
 from ..topics import state as topic_state
 from ..topics.labels import DistinctiveTerms, Labeler
 from ..topics.model import Previous, Topic, Topics, follow
+from ..topics.smalltalk import SmallTalk, without
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
 
@@ -140,13 +141,15 @@ class TopicVerbs:
         unit = _unit(np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)) \
             if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
+        texts = texts_of(view, locs)
+        chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
+        aside = chat.set_aside(texts)  # small talk neither forms nor joins a topic
         if not refresh and last is not None and last.epoch == view.epoch and \
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
-            groups, sampled, full = last.assign(ids, unit), last.sampled, False
+            groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
         else:
-            (groups, sampled), full = self._cluster(namespace, view, locs, unit), True
-        texts = texts_of(view, locs)
-        names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts))
+            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside), True
+        names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts), chat)
         rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
                 for (members, conf), name in zip(groups, names)]
         prev = self._previous().get(namespace, Previous())
@@ -168,24 +171,24 @@ class TopicVerbs:
         return result
 
     def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
-                 unit: np.ndarray) -> tuple[list[tuple[list[int], float]], int | None]:
+                 unit: np.ndarray, aside: np.ndarray) -> tuple[list[tuple[list[int], float]], int | None]:
         """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
-        agreement; the memories outside the sample join by the centroid rule."""
-        pick = list(range(len(locs)))
+        agreement; the memories outside the sample join by the centroid rule. The memories
+        `aside` (small talk) are in none."""
+        pick = np.flatnonzero(~aside).tolist()
         sampled = None
-        if len(locs) > SAMPLE:
+        if len(pick) > SAMPLE:
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        clusterings = clustering.cluster_spaces([(self._db.schema[name], view.vectors_at(name, sub))
-                                                 for name in self.spaces()]) if sub else []
-        found = clustering.topics_of(clusterings, len(sub)) if len(sub) >= clustering.MIN_CLUSTER else []
+        found = clustering.topics_capped([(self._db.schema[name], view.vectors_at(name, sub))
+                                          for name in self.spaces()]) if sub else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:
             return groups, None
         run = _Run.of(0, [str(i) for i in pick], [([pick.index(i) for i in m], c) for m, c in groups],
                       unit[pick], sampled)
-        return run.assign([str(i) for i in range(len(locs))], unit), sampled
+        return without(run.assign([str(i) for i in range(len(locs))], unit), aside), sampled
 
     @_one_at_a_time
     def themes(self, namespace: str, *, labeler: Labeler | None = None, refresh: bool = False) -> list[Theme]:
@@ -281,10 +284,10 @@ class TopicVerbs:
 
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
-                analysed: dict[str, list[tuple[str, str]]] | None = None) -> list[str]:
+                analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
-        dt = DistinctiveTerms(texts, analysed) if groups else None
+        dt = DistinctiveTerms(texts, analysed, chat or SmallTalk()) if groups else None
         return [dt.label(g) for g in groups] if dt is not None else []
 
     def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:

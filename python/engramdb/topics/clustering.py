@@ -10,6 +10,12 @@ that do (semantic 1.0, relational and structural 0.5; temporal spaces never vote
 connected group of memories whose pairs agree at the threshold or more; its confidence is the
 mean agreement of its agreeing pairs over the most the schema allows.
 
+Chat turns (issue 29): `topics_capped`, what the store runs, refines each space's clustering
+first (a cluster of more than `CAP` of the memories is clustered again on its own members and
+replaced by the clusters inside it, when there are two or more), splits a topic the agreeing
+pairs chain past the cap the same way, then lets each memory in no topic join its nearest topic
+when nearer to it than `JOIN` of its mean distance to every memory, while that topic has room.
+
 Who votes: every non-temporal space, except one whose embedder is a projection of the main
 space's (the HDC codes of the dense vectors): it would repeat the main space's vote.
 
@@ -32,6 +38,8 @@ from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 
 MIN_CLUSTER = 3
+JOIN = 0.9  # a memory in no topic joins its nearest when nearer to it than 0.9 of its mean distance to all
+CAP, MIN_SPLIT, SPLITS = 0.15, 20, 4  # a topic over 15% of the memories (and 20 or more) is split, 4 levels at most
 SPEC_THRESHOLD, SPEC_MAXIMUM = 2.5, 8.5
 # Term overlaps by a dense product when its n^2 x terms multiply-adds cost less than this many
 # times the sum of df^2 pairs counted otherwise (BLAS runs each a few hundred times faster).
@@ -122,18 +130,115 @@ def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
     return cluster_spaces([(space, vectors)])[0]
 
 
-def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]]) -> list[SpaceClusters]:
+def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None = None,
+                   kept: list[np.ndarray] | None = None) -> list[SpaceClusters]:
     """`cluster` of every (space, vectors) pair, in the given order. While one space's HDBSCAN
     runs on a worker thread (the kernel releases the GIL), the next space's distances are computed
-    (their matrix products already use every core)."""
+    (their matrix products already use every core). With `most`, each space's clusters of more
+    than that many memories are refined (`topics_capped`); `kept` receives each distance matrix."""
     if not spaces:
         return []
     n = len(spaces[0][1])
     if n < MIN_CLUSTER:
         return [SpaceClusters(sp.name, sp.weight, np.full(n, -1, np.int64)) for sp, _ in spaces]
     with ThreadPoolExecutor(max_workers=1) as pool:
-        runs = [pool.submit(hdbscan, distances(sp, x), MIN_CLUSTER) for sp, x in spaces]
+        runs = []
+        for sp, x in spaces:
+            d = distances(sp, x)
+            if kept is not None:
+                kept.append(d)
+            runs.append(pool.submit(hdbscan, d, MIN_CLUSTER) if most is None else pool.submit(_refined, d, most))
         return [SpaceClusters(sp.name, sp.weight, run.result()) for (sp, _), run in zip(spaces, runs)]
+
+
+def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP) -> list[tuple[list[int], float]]:
+    """`topics_of` the spaces' clusterings, each space's refined first: a cluster of more than
+    `cap` of the memories (and at least `MIN_SPLIT`) is clustered again on its own members over
+    the same distances and, when that finds two clusters or more, replaced by them (its members in
+    none become noise in that space), down to `SPLITS` levels. Why: HDBSCAN's excess-of-mass
+    choice keeps the root-most stable cluster, and on a chat's turns, which loosely share a family,
+    a pet or a job, that is half the conversation in every space (issue 29); inside it, the denser
+    groups stand out. A cluster that holds no two groups stays whole."""
+    n = len(spaces[0][1]) if spaces else 0
+    if n < MIN_CLUSTER:
+        return []
+    most = max(cap * n, MIN_SPLIT)
+    mats: list[np.ndarray] = []
+    found = topics_of(cluster_spaces(spaces, most, mats), n)
+    for _ in range(SPLITS):  # agreeing pairs may chain the refined clusters past the cap again
+        out: list[tuple[list[int], float]] = []
+        for members, conf in found:
+            inner = _split(spaces, mats, members) if len(members) > most else []
+            out.extend(inner if len(inner) >= 2 else [(members, conf)])
+        if len(out) == len(found):
+            break
+        found = out
+    return _joined(found, mats, [sp.weight for sp, _ in spaces], n)
+
+
+def _split(spaces: Sequence[tuple[Space, Embedding]], mats: Sequence[np.ndarray],
+           members: list[int]) -> list[tuple[list[int], float]]:
+    """The topics among `members` alone (indices into the whole)."""
+    ix = np.asarray(members, np.int64)
+    sub = [SpaceClusters(sp.name, sp.weight, _refined(np.ascontiguousarray(d[np.ix_(ix, ix)]), len(ix) - 1))
+           for (sp, _), d in zip(spaces, mats)]
+    return [([members[i] for i in m], c) for m, c in topics_of(sub, len(members))]
+
+
+def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
+            n: int) -> list[tuple[list[int], float]]:
+    """The topics, with each memory in none joining the topic it is nearest when that is under
+    `JOIN` of its mean distance to every memory (nearer to the topic than to the namespace at
+    large), nearest first, while the topic holds fewer than `CAP` of the memories. Nearness is the
+    mean distance to the topic's members, averaged over the spaces by weight. Why: the refined
+    clusterings leave most of a split cluster in none, and on chat turns each space's noise is
+    most of the namespace (issue 29: a third to a half of what is not small talk was in no topic)."""
+    inside = np.zeros(n, bool)
+    for members, _ in found:
+        inside[members] = True
+    rest = np.flatnonzero(~inside)
+    if not found or not len(rest):
+        return found
+    total = float(sum(weights))
+    near = np.zeros((len(found), len(rest)))
+    background = np.zeros(len(rest))
+    for d, w in zip(mats, weights):
+        rows = d[rest]
+        background += rows.mean(axis=1) * (w / total)
+        for t, (members, _) in enumerate(found):
+            near[t] += rows[:, members].mean(axis=1) * (w / total)
+    out = [(list(m), c) for m, c in found]
+    room = max(int(CAP * n), MIN_SPLIT)
+    best = np.argmin(near, axis=0)
+    gap = near[best, np.arange(len(rest))] / np.maximum(background, 1e-9)
+    for j in np.argsort(gap, kind="stable").tolist():  # the nearest first, while the topic has room
+        t = int(best[j])
+        if gap[j] <= JOIN and len(out[t][0]) < room:
+            out[t][0].append(int(rest[j]))
+    return sorted(((sorted(m), c) for m, c in out), key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def _refined(d: np.ndarray, most: float) -> np.ndarray:
+    """HDBSCAN labels over `d`, each cluster of more than `most` members split as `topics_capped` says."""
+    labels = hdbscan(d, MIN_CLUSTER)
+    for _ in range(SPLITS):
+        kinds, sizes = np.unique(labels[labels >= 0], return_counts=True)
+        big = kinds[sizes > most]
+        if not len(big):
+            break
+        top = int(labels.max()) + 1
+        split = False
+        for k in big.tolist():
+            ix = np.flatnonzero(labels == k)
+            inner = hdbscan(np.ascontiguousarray(d[np.ix_(ix, ix)]), MIN_CLUSTER)
+            if len(np.unique(inner[inner >= 0])) < 2:
+                continue
+            labels[ix] = np.where(inner >= 0, inner + top, -1)
+            top += int(inner.max()) + 1
+            split = True
+        if not split:
+            break
+    return labels
 
 
 def _group_pairs(groups: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,4 +311,5 @@ def topics_of(clusterings: Sequence[SpaceClusters], n: int) -> list[tuple[list[i
     return sorted(out, key=lambda t: (-len(t[0]), t[0][0]))
 
 
-__all__ = ["MIN_CLUSTER", "SpaceClusters", "cluster", "cluster_spaces", "distances", "threshold", "topics_of"]
+__all__ = ["CAP", "MIN_CLUSTER", "SpaceClusters", "cluster", "cluster_spaces", "distances", "threshold", "topics_capped",
+           "topics_of"]

@@ -1,8 +1,11 @@
 """Topic labels: a pluggable labeler; the built-in one names a topic by its most distinctive terms.
 
-Built-in: each analysed term (Snowball stem, stop words out) scores its count in the topic's
-memories times its idf over the namespace (BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5))); the
-`TERMS` best, each shown as the word the topic uses most for it, joined with " / ".
+Built-in: each analysed term (Snowball stem, stop words out) scores the number of the topic's
+memories that hold it times its idf over the namespace (BM25's idf, ln(1 + (N - df + 0.5) /
+(df + 0.5))): a word most members share outranks one a few repeat; the `TERMS` best, each shown
+as the word the topic uses most for it, joined with " / ". Words that say nothing of a topic never
+label it (issue 29): a speaker's name, small talk and filler (`smalltalk.SmallTalk.is_filler`),
+numbers and words of fewer than three letters.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ..spaces.analyzer import Analyzer, normalize, tokenize
+from .smalltalk import SmallTalk
 
 TERMS = 3
 Labeler = Callable[[Sequence[str], Sequence[str]], str]  # (the topic's texts, every text of the namespace) -> label
@@ -22,8 +26,12 @@ _ANALYZER = Analyzer()
 class DistinctiveTerms:
     """The built-in labeler over one namespace's texts, analysed once (see the module docstring)."""
 
-    def __init__(self, corpus: Sequence[str], analysed: dict[str, list[tuple[str, str]]] | None = None) -> None:
-        """`analysed`: text -> its (stem, word) pairs from an earlier run; filled with the new texts."""
+    def __init__(self, corpus: Sequence[str], analysed: dict[str, list[tuple[str, str]]] | None = None,
+                 chat: SmallTalk | None = None) -> None:
+        """`analysed`: text -> its (stem, word) pairs from an earlier run; filled with the new texts.
+        `chat`: the namespace's small-talk rule (its speakers' names), whose filler never labels."""
+        self.chat = chat if chat is not None else SmallTalk()
+        self._skip: dict[str, bool] = {}
         self.words: list[list[tuple[str, str]]] = []  # per text: (stem, surface word)
         self.df: Counter[str] = Counter()
         cache = analysed if analysed is not None else {}
@@ -38,15 +46,26 @@ class DistinctiveTerms:
 
     def label(self, members: Sequence[int], n: int = TERMS) -> str:
         """The label of the texts at these positions."""
-        tf: Counter[str] = Counter()
+        tf: Counter[str] = Counter()  # members holding the term
         surface: dict[str, Counter[str]] = {}
         for i in members:
+            held = set()
             for stem, word in self.words[i]:
-                tf[stem] += 1
+                if self._skipped(word):
+                    continue
+                held.add(stem)
                 surface.setdefault(stem, Counter())[word] += 1
+            tf.update(held)
         idf = self._idf()
         scored = heapq.nsmallest(n, tf, key=lambda t: (-tf[t] * idf[t], t))
         return " / ".join(surface[t].most_common(1)[0][0] for t in scored) or "(no terms)"
+
+    def _skipped(self, word: str) -> bool:
+        """Whether a word never labels (see the module docstring), asked once per word."""
+        hit = self._skip.get(word)
+        if hit is None:
+            hit = self._skip[word] = len(word) < 3 or self.chat.is_filler(word)
+        return hit
 
     def _idf(self) -> dict[str, float]:
         """Each term's BM25 idf over the namespace, computed once for all of its topics."""

@@ -1,0 +1,136 @@
+"""Topics on text as users store it (issue 29): chat turns with the speaker as `role`, no prefix.
+
+Small talk is set aside before clustering (it neither forms nor joins a topic), a label never
+shows a speaker's name or filler, and no topic swallows the namespace (bench/eval_topics_raw.py
+measures the same on LoCoMo)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.spaces.schema import Space
+from engramdb.topics import clustering
+from engramdb.topics.smalltalk import SmallTalk
+
+SPEAKERS = ("Caroline", "Melanie")
+SUBJECTS = {
+    "garden": ["basil", "tomato", "seedlings", "compost", "balcony", "watering"],
+    "violin": ["violin", "bow", "rosin", "scales", "orchestra", "concerto"],
+    "bread": ["sourdough", "starter", "flour", "oven", "crust", "loaf"],
+    "hiking": ["trail", "summit", "boots", "ridge", "backpack", "campsite"],
+    "chess": ["chess", "opening", "endgame", "rook", "tournament", "bishop"],
+}
+SMALL_TALK = ["Wow, that's awesome!", "Thanks so much!", "How about you?", "That's great, Caroline!",
+              "Haha yeah, totally!", "Take care, bye!", "Sounds good, see you soon!", "Aww, that's so sweet!",
+              "Hey Melanie! Long time no see, how's it going?", "Thanks, Caroline! That means a lot."]
+
+
+def chat(seed: int = 0, per_subject: int = 10, small_talk: int = 40) -> list[dict[str, Any]]:
+    """A conversation turn by turn: content turns about five subjects, each opening with a reaction
+    and the other speaker's name (as people write), and short small-talk turns between them."""
+    rng = random.Random(seed)
+    turns: list[tuple[str, str]] = []
+    for words in SUBJECTS.values():
+        for i in range(per_subject):
+            who = SPEAKERS[i % 2]
+            other = SPEAKERS[1 - i % 2]
+            picked = rng.sample(words, 4)
+            text = f"Wow {other}, awesome! I spent the day on {picked[0]} and {picked[1]}, then the " \
+                   f"{picked[2]} and the {picked[3]}."
+            turns.append((text, who))
+    turns += [(rng.choice(SMALL_TALK), SPEAKERS[i % 2]) for i in range(small_talk)]
+    rng.shuffle(turns)
+    return [{"content": text, "role": who, "session_id": f"s{k // 25}", "seq": k % 25, "namespace": "c"}
+            for k, (text, who) in enumerate(turns)]
+
+
+def store(records: list[dict[str, Any]]) -> tuple[engramdb.Store, dict[str, str]]:
+    db = engramdb.open(None)
+    ids = db.add_many(records)
+    return db, {i: r["content"] for i, r in zip(ids, records)}
+
+
+def test_small_talk_neither_forms_nor_joins_a_topic() -> None:
+    records = chat()
+    db, text = store(records)
+    rule = SmallTalk(SPEAKERS)
+    small = {i for i, t in text.items() if rule.is_small_talk(t)}
+    assert len(small) == 40  # the rule finds exactly the small-talk turns
+    topics = db.topics("c", refresh=True)
+    assert topics
+    assert not [(t.label, i) for t in topics for i in t.members if i in small]
+
+
+def test_labels_show_neither_a_speakers_name_nor_filler_and_say_what_members_share() -> None:
+    db, _ = store(chat(seed=1))
+    rule = SmallTalk(SPEAKERS)
+    topics = db.topics("c", refresh=True)
+    assert topics
+    for t in topics:
+        words = [w.strip() for w in t.label.split("/")]
+        assert not [w for w in words if rule.is_filler(w) or w.lower() in {"caroline", "melanie", "wow"}], t.label
+        # the label names the topic's subject: every label word is one of a single subject's words
+        assert any(all(w in vocab for w in words) for vocab in SUBJECTS.values()), t.label
+
+
+def test_a_name_the_speakers_shorten_is_not_a_label_either() -> None:
+    rule = SmallTalk(["Melanie", "Caroline"])
+    assert rule.is_name("Mel") and rule.is_name("caroline") and not rule.is_name("melody")
+    assert rule.is_filler("awesome") and rule.is_filler("really") and not rule.is_filler("sourdough")
+
+
+@pytest.mark.parametrize(("text", "small"), [
+    ("Wow, that's awesome!", True), ("Thanks Mel, you too!", True), ("How about you?", True),
+    ("Hey Ev! Long time no chat. How's it going? Hope all is well.", True),
+    ("Sorry to hear that. Is there anything I can do to help?", True),
+    ("I adopted a puppy last week!", False), ("I went to a LGBTQ support group yesterday and it was so powerful.", False),
+    ("Wow, that's awesome! I finally finished the sourdough course and baked three loaves for the market.", False),
+])
+def test_the_small_talk_rule(text: str, small: bool) -> None:
+    assert SmallTalk(["Evan", "Melanie"]).is_small_talk(text) is small
+
+
+def nested(seed: int = 0) -> tuple[np.ndarray, list[set[int]]]:
+    """Eight tight groups of 15 close together (a chat's threads about one family, one job) and
+    one group of 30 far away: HDBSCAN's excess-of-mass choice keeps the eight as one cluster of
+    120. Returns the vectors and the nine planted groups."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=32)
+    rows, groups = [], []
+    for _ in range(8):
+        centre = base + 0.08 * rng.normal(size=32)
+        groups.append(set(range(len(rows), len(rows) + 15)))
+        rows += [centre + 0.06 * rng.normal(size=32) for _ in range(15)]
+    groups.append(set(range(len(rows), len(rows) + 30)))
+    rows += [-base + 0.06 * rng.normal(size=32) for _ in range(30)]
+    return np.asarray(rows, np.float32), groups
+
+
+def test_a_topic_over_the_cap_is_split_into_the_groups_inside_it() -> None:
+    x, planted = nested()
+    rng = np.random.default_rng(1)
+    spaces = [(Space("a", "dense", 32, "cosine"), x),
+              (Space("b", "dense", 32, "cosine"), x + np.float32(0.01) * rng.normal(size=x.shape).astype(np.float32))]
+    whole = clustering.topics_of(clustering.cluster_spaces(spaces), len(x))
+    assert sorted(len(m) for m, _ in whole) == [30, 120]  # what the topics were: one of 120
+    found = clustering.topics_capped(spaces)
+    topics = [set(m) for m, _ in found]
+    assert topics[0] == planted[-1]  # the far group (a fifth of them) holds no two groups: it stays whole
+    assert all(len(t) <= 0.15 * len(x) for t in topics[1:])
+    for group in planted[:-1]:  # each thread is a topic of its own, give or take a member
+        assert any(len(t & group) >= 13 and len(t - group) <= 2 for t in topics), sorted(group)
+    assert all(0 < c <= 1 for _, c in found)
+
+
+def test_a_namespace_over_the_sample_whose_small_talk_leaves_fewer_is_clustered_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.store import topic_verbs
+
+    monkeypatch.setattr(topic_verbs, "SAMPLE", 45)
+    db, _ = store(chat(per_subject=9))  # 45 content turns, 40 small talk: over the sample, the content not
+    topics = db.topics("c", refresh=True)
+    assert topics and topics.sampled is None
