@@ -49,7 +49,7 @@ from engramdb.importance.elo import DAY_US, tier
 from engramdb.importance.ratings import Ratings
 from engramdb.lifecycle import consolidation as cons
 from engramdb.storage.access_log import access_log
-from engramdb.store.upkeep import PROTECT_MIN_SCORE
+from engramdb.store.upkeep_verbs import PROTECT_MIN_SCORE
 
 SESSIONS, QUESTIONS, SPACING_DAYS, TOP = 100, 10, 1.4, 20
 CONSOLIDATE_EVERY_DAYS, RECENT_DAYS = 7.0, 30.0

@@ -62,7 +62,7 @@ from _data import paired, tag
 from engramdb.index.bm25 import K1, B, Bm25Index
 from engramdb.spaces import analyzer
 from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS
-from engramdb.spaces.lexical import LexicalEmbedder
+from engramdb.spaces.lexical_space import LexicalEmbedder
 from engramdb.spaces.schema import Schema, Space
 
 

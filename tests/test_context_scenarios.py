@@ -14,7 +14,7 @@ from pathlib import Path
 import engramdb
 import pytest
 import store_helpers
-from engramdb.context.model import Context
+from engramdb.context.result import Context
 
 T1 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc)
 T2 = datetime(2025, 5, 1, 9, tzinfo=timezone.utc)

@@ -13,7 +13,7 @@ import unicodedata
 import numpy as np
 import pytest
 from engramdb import kernels
-from engramdb.spaces import Embedder, SparseBatch, TokenBatch, hashing, tokens
+from engramdb.spaces import Embedder, SparseBatch, TokenBatch, hashing, token_space
 from engramdb.spaces import analyzer as an
 from engramdb.spaces.builtin import (
     BinaryHDCEmbedder,
@@ -538,7 +538,7 @@ def test_tokens_maxsim_paraphrase_ranks_first(embs: dict[str, Embedder]) -> None
 def test_tokens_table_reset_keeps_results(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = random_texts(100, seed=6) + TEXTS
     ref = TokenEmbedder().embed(texts)
-    monkeypatch.setattr(tokens, "TABLE_TERMS", 3)
+    monkeypatch.setattr(token_space, "TABLE_TERMS", 3)
     e = TokenEmbedder()
     got = [e.embed(texts[a : a + 10]) for a in range(0, len(texts), 10)]
     np.testing.assert_array_equal(np.concatenate([g.tokens for g in got]), ref.tokens)

@@ -14,7 +14,7 @@ import engramdb
 import engramdb.aio
 import pytest
 from engramdb.store.deprecations import LAST, MOVED
-from engramdb.topics.model import Topics
+from engramdb.topics.results import Topics
 
 CORE = {"add", "add_many", "add_messages", "add_file", "get", "update", "supersede", "forget", "restore", "delete",
         "purge", "search", "context", "feedback", "list", "history", "link", "unlink", "edges", "stats", "close"}

@@ -272,7 +272,7 @@ def _buffers(v: Any) -> list[Any]:
 
 @pytest.mark.parametrize("packed", [False, True])
 def test_a_copy_grows_while_the_original_answers_unchanged(packed: bool) -> None:
-    """index/tree.py inserts into a copy while searches read the original: nothing may be shared."""
+    """index/tree_index.py inserts into a copy while searches read the original: nothing may be shared."""
     x = clustered(3_000, 32, 40, seed=11)
     src = MatrixSource(x)
     tree = CentroidTree.build(src, np.arange(2_000), leaf_size=16, fanout=8)

@@ -1,7 +1,7 @@
 """EngramStore, LangGraph's BaseStore over engramdb (issue 27), held to LangGraph's own InMemoryStore.
 
 The same operations run against both and the answers are compared, with the differences the
-adapter documents (python/engramdb/integrations/langgraph/store.py): the order of a search
+adapter documents (python/engramdb/integrations/langgraph/engram_store.py): the order of a search
 without a query (newest update first here, insertion order there), the ranking and scores of a
 query (compared on what must agree: the full set, and the first hit of a query only one item
 matches), namespaces left empty by deletes (InMemoryStore keeps listing them). Also: hostile
@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 pytest.importorskip("langgraph", reason="the LangGraph adapter needs langgraph: pip install 'engramdb[langgraph]'")
 
 from engramdb.integrations.langgraph import EngramStore, decode_namespace, encode_namespace, item_id
-from engramdb.integrations.langgraph.store import DELETED
+from engramdb.integrations.langgraph.engram_store import DELETED
 from engramdb.model.memory import check_namespace
 from langgraph.store.base import (
     BaseStore,

@@ -64,7 +64,7 @@ def test_only_the_root_package_defers_imports_to_type_checking() -> None:
             continue
         blocks = re.findall(r"^if TYPE_CHECKING:\n((?:    .*\n)+)", text, re.MULTILINE)
         facade_back_reference = p.parent.name == "store" and blocks and all(
-            b.strip() == "from .store import Store" for b in blocks)
+            b.strip() == "from .facade import Store" for b in blocks)
         if not facade_back_reference:
             found.append(p.relative_to(PACKAGE).as_posix())
     assert found == []
@@ -158,3 +158,16 @@ def test_only_storage_touches_the_folders_files() -> None:
     modules = {p.stem for p in (PACKAGE / "storage").glob("*.py") if p.stem != "__init__"}
     assert forbidden & STORAGE_API == set()
     assert modules - STORAGE_API == forbidden, "classify each storage module: API (STORAGE_API) or forbidden"
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A file name says what it holds, once: `lexical.py` three times, or `retrieval/graph.py`
+    beside the `graph` package, made a reader open the wrong one. Packages count as names."""
+    names: dict[str, list[str]] = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        if p.name != "__init__.py" and "__pycache__" not in p.parts:
+            names.setdefault(p.stem, []).append(p.relative_to(PACKAGE).as_posix())
+    for p in sorted(PACKAGE.rglob("__init__.py")):
+        if p.parent != PACKAGE:
+            names.setdefault(p.parent.name, []).append(p.parent.relative_to(PACKAGE).as_posix() + "/")
+    assert {n: where for n, where in names.items() if len(where) > 1} == {}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb.index import lexical
+from engramdb.index import lexical_index
 from engramdb.store import background
 from engramdb.topics import state as topic_state
 
@@ -185,11 +185,11 @@ def test_build_index_saves_nothing_a_purge_took_out_while_it_built(tmp_path: Pat
     db = engramdb.open(folder, tuning=engramdb.Tuning(background=False, tree_min_rows=20), access_log=False)
     db.add_many([{"content": f"ordinary note about gardening {i}", "namespace": "n"} for i in range(30)])
     gone = db.add("the secret word is xylophonequartz", namespace="n").id
-    real = lexical.StoreBm25.sync
+    real = lexical_index.StoreBm25.sync
     caller = threading.current_thread()
     purges: list[threading.Thread] = []
 
-    def sync(self: lexical.StoreBm25, view: object, **kw: object) -> object:
+    def sync(self: lexical_index.StoreBm25, view: object, **kw: object) -> object:
         out = real(self, view, **kw)  # type: ignore[arg-type]
         if threading.current_thread() is caller and not purges:  # the purge lands after the build's sync
             purge = threading.Thread(target=db.purge, args=([gone],))
@@ -198,9 +198,9 @@ def test_build_index_saves_nothing_a_purge_took_out_while_it_built(tmp_path: Pat
             purge.join()
         return out
 
-    monkeypatch.setattr(lexical.StoreBm25, "sync", sync)
+    monkeypatch.setattr(lexical_index.StoreBm25, "sync", sync)
     db.admin.build_index()
-    monkeypatch.setattr(lexical.StoreBm25, "sync", real)
+    monkeypatch.setattr(lexical_index.StoreBm25, "sync", real)
     assert len(purges) == 1 and db.get(gone) is None
     epoch = json.loads((folder / "manifest.json").read_text())["row_epoch"]
     written = {p.name: json.loads(p.read_text()).get("epoch") for p in (folder / "index").glob("*.json")

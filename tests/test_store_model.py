@@ -333,7 +333,7 @@ class HybridStoreMachine(StoreMachine):
     and every fused strategy must return only current memories of the namespace."""
 
     def open(self) -> Any:
-        from engramdb.spaces.lexical import LexicalEmbedder
+        from engramdb.spaces.lexical_space import LexicalEmbedder
         from engramdb.spaces.schema import Schema, Space
 
         schema = Schema([*toy_schema(), Space("lexical", "sparse", 2**31, "jaccard", embedder="lexical")])

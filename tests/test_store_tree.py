@@ -11,7 +11,7 @@ import engramdb
 import numpy as np
 import pytest
 import store_helpers
-from engramdb.index.tree import TreeIndex
+from engramdb.index.tree_index import TreeIndex
 from engramdb.spaces.schema import Schema, Space
 from engramdb.storage import Engine
 

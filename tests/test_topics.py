@@ -11,7 +11,7 @@ import pytest
 from engramdb.spaces.protocol import SparseBatch
 from engramdb.spaces.schema import Space
 from engramdb.topics import clustering
-from engramdb.topics.model import Previous, follow
+from engramdb.topics.results import Previous, follow
 
 SUBJECTS = {
     "violin": ["violin lessons every monday", "my violin teacher is strict", "practising violin scales daily",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
     from . import kernels
     from ._capabilities import capabilities
     from .context.curiosity import CuriosityItem
-    from .context.model import Context, ContextItem
+    from .context.result import Context, ContextItem
     from .graph.heuristic import Candidate, EdgeProposal, HeuristicInferrer, InferenceReport
     from .model import (
         ConflictError,
@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to
 _WHERE = {
     "capabilities": "._capabilities",
     "Candidate": ".graph.heuristic",
-    "Context": ".context.model",
-    "ContextItem": ".context.model",
+    "Context": ".context.result",
+    "ContextItem": ".context.result",
     "CuriosityItem": ".context.curiosity",
     "EdgeProposal": ".graph.heuristic",
     "HeuristicInferrer": ".graph.heuristic",

@@ -11,7 +11,7 @@ Its stages, in order:
    no text to paste (archived, J7). A hit's score is
    its own evidence; the search's order is kept by giving each hit the best score at or below its
    rank (a turn the search placed for its neighbour's sake keeps its place). Each line's value
-   adds what its speaker says to the query (context/reads.py: a question naming Caroline matches
+   adds what its speaker says to the query (context/readers.py: a question naming Caroline matches
    what Caroline said);
 3. the navigator (K1, context/navigator.py): from the hits that match on their own, a walk along
    typed edges and neighbouring turns within the edge and step budgets; its hops join as
@@ -52,8 +52,8 @@ from . import navigator as nav
 from . import sections as sec
 from .curator import Candidate, curate
 from .handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET, Duals, Spend, shrunk, token_bar, utility
-from .model import Context, ContextItem
-from .reads import QueryMatch, importance_reader, links_reader, mass_reader, unit_vectors, visibility
+from .readers import QueryMatch, importance_reader, links_reader, mass_reader, unit_vectors, visibility
+from .result import Context, ContextItem
 from .tokens import Counter
 
 CANDIDATES = 50  # hits the curator chooses from (and the navigator walks from), at least

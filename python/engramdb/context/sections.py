@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .lines import Group
-from .model import ContextItem
+from .result import ContextItem
 
 SECTIONS = ("divergence", "topics", "related", "recent", "badges")
 BASE = {"divergence": 200, "topics": 400, "related": 300, "recent": 200, "badges": 50}

@@ -112,7 +112,7 @@ class Descent:
 
     def prepare(self) -> None:
         """Build the read-side views (the CSR of children and members) now, so that searches of a
-        published tree only read it (index/tree.py calls this before publishing a version)."""
+        published tree only read it (index/tree_index.py calls this before publishing a version)."""
         self._csr()
 
     def pack(self, source: VectorSource, *, half: bool = True) -> int:

@@ -79,7 +79,7 @@ class CentroidTree(Descent):
 
     def copy(self) -> CentroidTree:
         """A deep copy sharing nothing mutable with this tree: a sync inserts into the copy while
-        searches keep reading this one (index/tree.py). Caches (CSR views, a packed copy) are not
+        searches keep reading this one (index/tree_index.py). Caches (CSR views, a packed copy) are not
         copied: the copy makes its own when it is next searched or packed."""
         new = object.__new__(CentroidTree)
         new.__dict__.update(self.__dict__)

@@ -28,7 +28,7 @@ from ..model.tuning import Tuning
 from ..storage.derived_files import DerivedFiles, stale_reason
 from ..storage.view import View
 from .rwlock import ReadWriteLock
-from .source import SegmentsSource, newest
+from .segments_source import SegmentsSource, newest
 
 log = logging.getLogger("engramdb.hnsw")
 FORMAT = 1

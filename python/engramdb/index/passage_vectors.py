@@ -7,7 +7,7 @@ longer than one passage have any; the passages are embedded by the space's embed
 time an index sync meets the row (a search after the write, `build_index`, or a checkpoint), not
 on the write path.
 
-Keys are global row numbers, as for BM25 (index/lexical.py): the versions are immutable (a sync
+Keys are global row numbers, as for BM25 (index/lexical_index.py): the versions are immutable (a sync
 appends a chunk), saved as `index/passages-<space>.arrow` (key, passage number, unit vector) with
 a JSON sidecar (format, epoch, rows covered, embedder, size, CRC-32); a missing, stale or
 corrupt file is rebuilt from the segments.

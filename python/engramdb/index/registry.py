@@ -13,11 +13,11 @@ from ..spaces.protocol import Embedder
 from ..spaces.schema import Space
 from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
+from .derived_index import DerivedIndex
 from .hnsw import HnswIndex, HnswVersion
-from .lexical import StoreBm25
+from .lexical_index import StoreBm25
 from .passage_vectors import StorePassages
-from .protocol import DerivedIndex
-from .tree import TreeIndex, TreeVersion
+from .tree_index import TreeIndex, TreeVersion
 from .turns import TurnMaps
 
 INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")

@@ -16,7 +16,7 @@ Each item is one memory (namespace `("users", "maya")` -> engramdb namespace
 `langgraph/users/maya`; the key a stable id, so putting a key again writes a new version of the
 same memory; a delete forgets it); a search with `query` is engramdb's search, scored in [0, 1].
 What differs from LangGraph's `InMemoryStore`, and what is not supported (TTL), is listed in
-`engramdb.integrations.langgraph.store` and docs/guides/langgraph.md.
+`engramdb.integrations.langgraph.engram_store` and docs/guides/langgraph.md.
 
 Nothing here is imported by `import engramdb`: each integration needs its framework installed.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..storage.view import Loc
-from .context import QueryContext, Ranked
+from .query_context import QueryContext, Ranked
 
 
 def neighbour_pairs(ctx: QueryContext, seeds: list[Loc]) -> list[tuple[int, Loc]]:

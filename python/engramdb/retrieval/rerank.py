@@ -18,8 +18,8 @@ from ..spaces.passages import OVERLAP, WORDS
 from ..spaces.protocol import TokenBatch
 from ..spaces.schema import Space
 from ..storage.view import Loc
-from .context import QueryContext, Ranked
-from .dense import scan
+from .dense_method import scan
+from .query_context import QueryContext, Ranked
 
 # analysed terms per window: a passage's WORDS words less their stop words (about half of English text)
 TOKEN_WINDOW = WORDS // 2

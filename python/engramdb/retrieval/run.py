@@ -12,9 +12,9 @@ import numpy as np
 
 from ..spaces.schema import Space
 from ..storage.view import Loc
-from .context import Found, QueryContext
 from .fusion import Fused
-from .lexical import Terms
+from .lexical_method import Terms
+from .query_context import Found, QueryContext
 
 
 @dataclass

@@ -26,12 +26,12 @@ import numpy as np
 
 from ..index.passage_vectors import PassageVersion
 from ..storage.view import Loc
-from .context import QueryContext
-from .dense import dense_found, rescore_keys
+from .dense_method import dense_found, rescore_keys
 from .fusion import Fused
-from .graph import GRAPH_SEEDS, graph_found
-from .lexical import bm25_of_keys, bm25_parts, namespace_index, sparse_rows
+from .graph_method import GRAPH_SEEDS, graph_found
+from .lexical_method import bm25_of_keys, bm25_parts, namespace_index, sparse_rows
 from .neighbours import neighbour_pairs
+from .query_context import QueryContext
 from .run import Run
 from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled, stretched_ideal
 

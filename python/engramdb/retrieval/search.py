@@ -23,10 +23,10 @@ from ..spaces.passages import MIN_CHARS, passages
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
-from .context import IN_FLIGHT, QueryContext
-from .dense import dense_found
+from .dense_method import dense_found
 from .fusion import RRF_K, Fused
 from .plan import SearchPlan
+from .query_context import IN_FLIGHT, QueryContext
 from .recency import TOP as RECENCY_TOP
 from .recency import recency_factor
 from .run import Run

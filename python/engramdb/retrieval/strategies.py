@@ -32,12 +32,12 @@ import numpy as np
 
 from ..spaces.schema import Space
 from ..storage.view import Loc
-from .context import Found, QueryContext, Ranked
-from .dense import dense_found, rescore_keys
+from .dense_method import dense_found, rescore_keys
 from .fusion import RRF_K, Fused, exact_depth, rrf, rrf_arrays
-from .graph import GRAPH_SEEDS, graph_found
-from .lexical import bm25_feedback, bm25_found, bm25_keys, namespace_index
+from .graph_method import GRAPH_SEEDS, graph_found
+from .lexical_method import bm25_feedback, bm25_found, bm25_keys, namespace_index
 from .neighbours import neighbours_found
+from .query_context import Found, QueryContext, Ranked
 from .rerank import scan_locations
 from .routing import enhancer_mode, match_strength, route
 from .run import Run, Stage

@@ -5,9 +5,9 @@ from __future__ import annotations
 from .analyzer import Analyzer
 from .hashing import HashingEmbedder
 from .hdc import BinaryHDCEmbedder
-from .lexical import LexicalEmbedder
+from .lexical_space import LexicalEmbedder
 from .protocol import Embedder
-from .tokens import TokenEmbedder
+from .token_space import TokenEmbedder
 
 __all__ = [
     "Analyzer",

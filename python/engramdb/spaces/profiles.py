@@ -52,8 +52,8 @@ def profile_schema(profile: str) -> Schema:
 def _plain(name: str) -> Callable[[], Embedder] | None:
     """A factory for a built-in embedder name that needs no base (None for unknown names)."""
     from .hashing import HashingEmbedder
-    from .lexical import LexicalEmbedder
-    from .tokens import TokenEmbedder
+    from .lexical_space import LexicalEmbedder
+    from .token_space import TokenEmbedder
 
     if name == "minilm-l6-v2":
         return _minilm

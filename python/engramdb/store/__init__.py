@@ -7,11 +7,11 @@ from ..model.hit import Hit, Hits, SearchStats
 from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
 from .added import Added
+from .facade import Store, open
 from .folder_ops import backup, capture, repair, verify
 from .options import Options
 from .paging import Page
 from .reads import Snapshot
-from .store import Store, open
 
 __all__ = ["Added", "Edge", "Hit", "Hits", "InvalidMemory", "Memory", "Options", "Page", "SearchStats", "Snapshot", "Store", "StoreError",
            "StoreLocked", "Tuning", "backup", "capture", "open", "repair", "validate_memory", "verify"]

@@ -24,7 +24,7 @@ from ..storage.columns import memories_to_table
 from .reads import Snapshot
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 _log = logging.getLogger("engramdb")
 

@@ -17,7 +17,7 @@ from ..model.memory import as_utc, micros
 from ..storage import rewrites
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 
 class Archiving:

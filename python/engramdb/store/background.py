@@ -36,7 +36,7 @@ from ..spaces.query import lexical_space
 from ..storage.view import View
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 log = logging.getLogger("engramdb")
 

@@ -28,7 +28,7 @@ from ..storage import spool
 from .added import Added
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 _log = logging.getLogger("engramdb")
 _drainer = threading.local()  # .store: the store this thread is taking the spool in for

@@ -20,7 +20,7 @@ import numpy as np
 from ..context import assemble as asm
 from ..context.curiosity import surprises
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET, Duals
-from ..context.model import Context, ContextItem
+from ..context.result import Context, ContextItem
 from ..context.tokens import Counter, counter
 from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
@@ -28,7 +28,7 @@ from ..model.hit import Hits
 from ..model.memory import Memory
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 _duals_lock = threading.Lock()
 

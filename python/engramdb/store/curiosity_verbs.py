@@ -20,7 +20,7 @@ from ..model import checks
 from ..storage.curiosity_log import CuriosityLog
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 

@@ -7,7 +7,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 # old Store attribute -> (facet, its name there); a facet "" is the store itself
 MOVED: dict[str, tuple[str, str]] = {

@@ -24,13 +24,13 @@ from ..model import checks
 from ..model.errors import StoreError
 from ..model.memory import as_utc, micros, utc_now
 from ..storage.view import Loc, View
-from ..topics.model import Topics
+from ..topics.results import Topics
 from .forget_verbs import Forgetting
 from .topic_verbs import texts_of
-from .upkeep import PROTECT_DAYS, PROTECT_DEPTH, Consolidation
+from .upkeep_verbs import PROTECT_DAYS, PROTECT_DEPTH, Consolidation
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 FORGET_MIN_SCORE = 0.5  # a concept given as text: what a search finds at a good match
 DREAM_EDGES, DREAM_CONFIDENCE = 50, 0.3
@@ -116,7 +116,7 @@ class Dreaming:
                  max_edges: int) -> list[dict[str, Any]]:
         """The dream's RELATED_TO hypotheses between memories of different topics (not `skip`: the
         copies it forgets, what the consolidation changes, archived memories)."""
-        from ..retrieval.graph import HYPOTHESIS
+        from ..retrieval.graph_method import HYPOTHESIS
 
         topic_of = {mid: i for i, t in enumerate(found) for mid in t.members}
         sp = self._db.schema[self._db.schema.main]

@@ -18,7 +18,7 @@ from ..storage.backup import backup as storage_backup
 from ..storage.folder import classify
 from ..storage.repair import repair as storage_repair
 from ..storage.verify import verify as storage_verify
-from .store import open as open_store
+from .facade import open as open_store
 
 
 def verify(path: str | Path) -> dict[str, Any]:

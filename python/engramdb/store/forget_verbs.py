@@ -19,7 +19,7 @@ from ..model.memory import Memory, micros, utc_now, validate_memory
 from ..storage.view import View
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 LinkSpec = tuple[str, str, str, float, str]  # src, dst, type, confidence, reason
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..context.model import Context
+from ..context.result import Context
 from ..context.tokens import Counter
 from ..importance import batch
 from ..importance.elo import RELEVANCE_THRESHOLD
@@ -15,7 +15,7 @@ from ..lifecycle.tier_state import TierState
 from ..model import checks
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 
 class ImportanceVerbs:

@@ -1,6 +1,6 @@
 """`db.lifecycle`: what keeps a store sound over time, each verb a proposal first where it destroys.
 
-Consolidation and the restore window's purge (store/upkeep.py), the dream and concept forgetting
+Consolidation and the restore window's purge (store/upkeep_verbs.py), the dream and concept forgetting
 (store/dream_verbs.py), the forgets the engine proposes and a person confirms (store/forget_verbs.py),
 contradiction detection (store/contradiction_verbs.py) and archival (store/archive_verbs.py). Each
 verb is written where its concept lives; this class is the one place a user finds them.
@@ -20,10 +20,10 @@ from .archive_verbs import Archiving
 from .contradiction_verbs import Contradictions
 from .dream_verbs import DREAM_EDGES, FORGET_MIN_SCORE, Dreaming
 from .forget_verbs import Forgetting
-from .upkeep import PROTECT_DAYS, PROTECT_DEPTH, Consolidation
+from .upkeep_verbs import PROTECT_DAYS, PROTECT_DEPTH, Consolidation
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 
 class LifecycleVerbs:

@@ -13,7 +13,7 @@ from ..storage import set_aside
 from ..storage.view import View
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 
 class Purging:

@@ -25,13 +25,13 @@ from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
 from ..topics.labels import DistinctiveTerms, Labeler
-from ..topics.model import Previous, Topic, Topics, follow
+from ..topics.results import Previous, Topic, Topics, follow
 from ..topics.smalltalk import SmallTalk, without
 from ..topics.themes import Theme, labelled, theme_groups
 from ..topics.themes import divergence as theme_divergence
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering

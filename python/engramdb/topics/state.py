@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
-from .model import Previous, Topic, Topics
+from .results import Previous, Topic, Topics
 from .themes import Theme
 
 STATE_FORMAT = 1

@@ -10,7 +10,7 @@ except ImportError as exc:  # pragma: no cover - the test extra installs it
     raise ImportError("engramdb.integrations.langgraph needs LangGraph: pip install 'engramdb[langgraph]' "
                       f"({exc})") from exc
 
+from .engram_store import EngramStore
 from .names import decode_namespace, encode_namespace, item_id
-from .store import EngramStore
 
 __all__ = ["EngramStore", "decode_namespace", "encode_namespace", "item_id"]

@@ -15,12 +15,12 @@ import numpy as np
 
 from .. import kernels
 from ..index.hnsw import HnswVersion
-from ..index.source import SegmentsSource
-from ..index.tree import TreeVersion
+from ..index.segments_source import SegmentsSource
+from ..index.tree_index import TreeVersion
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 from ..storage.view import View
-from .context import QueryContext
+from .query_context import QueryContext
 
 Scored = tuple[float, int, int]  # (score, segment, row)
 

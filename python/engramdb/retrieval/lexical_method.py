@@ -7,8 +7,8 @@ import numpy as np
 
 from ..index.bm25 import Bm25Index
 from ..spaces.protocol import SparseBatch
-from .context import QueryContext, Ranked
 from .feedback import rm3_query
+from .query_context import QueryContext, Ranked
 
 Terms = tuple[np.ndarray, np.ndarray]  # (term ids, counts) of a query
 

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from .context import QueryContext, Ranked
+from .query_context import QueryContext, Ranked
 
 HOP_DECAY = 0.5  # a 2-hop neighbour scores half the product of its edges' confidences
 HYPOTHESIS = "dream"  # an edge whose reason starts so is a hypothesis (C9): walked only when asked

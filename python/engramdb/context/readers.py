@@ -33,7 +33,7 @@ from ..importance.elo import INITIAL_ELO, expected
 from ..importance.ratings import Ratings
 from ..index.registry import Indexes
 from ..model.memory import Memory, micros, utc_now
-from ..retrieval.graph import HYPOTHESIS
+from ..retrieval.graph_method import HYPOTHESIS
 from ..retrieval.scales import combine, lexical_ideal, semantic_scaled
 from ..retrieval.scored import SEMANTIC_SAY
 from ..spaces.protocol import Embedder, SparseBatch

@@ -24,7 +24,7 @@ from .archive_verbs import Archiving
 from .forget_verbs import changed
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .facade import Store
 
 PROTECT_DAYS, PROTECT_DEPTH, PROTECT_QUERIES = 30.0, 50, 2000
 MAX_PROTECT_DAYS, MAX_PROTECT_DEPTH = 36500, 1000  # a century of queries, a thousand hits deep

@@ -28,7 +28,7 @@ from ..hierarchy.tree import CentroidTree
 from ..model.tuning import Tuning
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from ..storage.view import View
-from .source import SegmentsSource, newest
+from .segments_source import SegmentsSource, newest
 
 log = logging.getLogger("engramdb.tree")
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, NoReturn, SupportsIndex
 import numpy as np
 
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET
-from ..context.model import Context
+from ..context.result import Context
 from ..context.tokens import Counter
 from ..graph import links
 from ..index.registry import Indexes
