@@ -81,6 +81,10 @@ def test_a_name_the_speakers_shorten_is_not_a_label_either() -> None:
     rule = SmallTalk(["Melanie", "Caroline"])
     assert rule.is_name("Mel") and rule.is_name("caroline") and not rule.is_name("melody")
     assert rule.is_filler("awesome") and rule.is_filler("really") and not rule.is_filler("sourdough")
+    # modal and discourse words that LoCoMo's topics were labelled with ("can / difference / help",
+    # "wait / show / back", "long / since / last")
+    assert all(rule.is_filler(w) for w in ("can", "must", "wait", "since", "last", "long", "back", "will", "how've"))
+    assert not rule.is_filler("children's")
 
 
 @pytest.mark.parametrize(("text", "small"), [

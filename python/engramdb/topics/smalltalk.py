@@ -12,8 +12,9 @@ holds at least two small-talk words or phrases (a reaction around two words: "Wo
 Bet it was nice to get away."). "Wow, that's awesome!", "Thanks Mel, you too!", "How about you?" are small talk;
 "I adopted a puppy last week!" is not (adopted, puppy, week are left).
 
-Filler (`is_filler`): a word no label shows: a stop word, a small-talk or discourse word, or a
-speaker's name (a name, or the first three letters or more of one: "mel" for "Melanie").
+Filler (`is_filler`): a word no label shows: a stop word, a small-talk or discourse word (modal
+verbs included), a contraction with a verb or "not", a number, or a speaker's name (a name, or
+the first three letters or more of one: "mel" for "Melanie").
 """
 
 from __future__ import annotations
@@ -71,7 +72,14 @@ FILLER: frozenset[str] = _words("""
     yeah yes oh wow awesome great good nice cool amazing glad happy love sounds
     im i'm i've i'll i'd you're you've you'll you'd it's that's what's there's let's can't don't
     gonna wanna gotta
+    can could will would must shall might need needs wait since last long lately back yet next else
+    around forward together
 """) | SMALL_TALK
+
+
+# A word contracted with a verb or "not" ("how've", "where'd", "they're", "mustn't"): pronoun-like
+# or auxiliary, never a label ("'s" is left: "children's" is a word of the topic).
+_CONTRACTED = ("'ve", "'re", "'ll", "'d", "'m", "n't")
 
 
 def _name_words(names: Iterable[str]) -> set[str]:
@@ -93,7 +101,7 @@ class SmallTalk:
     def is_filler(self, word: str) -> bool:
         """A word no label shows (see the module docstring)."""
         w = word.lower()
-        return w in FILLER or w in SNOWBALL_STOPWORDS or self.is_name(w) or w.isdigit()
+        return w in FILLER or w in SNOWBALL_STOPWORDS or self.is_name(w) or w.isdigit() or w.endswith(_CONTRACTED)
 
     def is_small_talk(self, text: str) -> bool:
         """Whether a turn is small talk (see the module docstring)."""
