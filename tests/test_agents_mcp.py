@@ -47,6 +47,8 @@ TOOLS = {
     "merge_concepts": {"keep", "merge"},
     "forget_concept": {"concept", "dryRun"},
     "restore_memories": {"ids"},
+    "give_feedback": {"queryId", "usedIds", "sessionId"},
+    "forget_memories": {"ids"},
 }
 
 BAKING = [
@@ -328,6 +330,28 @@ async def test_forget_concept_hides_the_memories_from_search(session: ClientSess
     again = await call(session, "search_graph", query="sourdough starter", namespace="forget", topK=36)
     assert set(done["forgotten"]) <= {h["id"] for h in again["hits"]}
     assert "in namespace 'main'" in await error(session, "restore_memories", ids=done["forgotten"][:1])
+
+
+async def test_feedback_moves_importance_and_forget_hides_until_restored(session: ClientSession) -> None:
+    """An agent on MCP can say what it used (ELO follows) and forget a memory it was told to."""
+    stored = [(await call(session, "store_memory", content=text, namespace="fb"))["id"] for text in (
+        "Maya's flat in Lisbon has a balcony over the river", "Maya's sister Ana is vegetarian")]
+    ctx = await call(session, "inject_context", query="what does Ana eat?", namespace="fb", max_tokens=200)
+    got = await call(session, "give_feedback", queryId=ctx["stats"]["query_id"], usedIds=[stored[1]], namespace="fb")
+    assert got["recorded"] == 1
+    hits = (await call(session, "search_graph", query="Ana vegetarian balcony Lisbon", namespace="fb"))["hits"]
+    elo = {h["id"]: h["elo"] for h in hits}
+    assert elo[stored[1]] > elo[stored[0]]  # the used memory won what the shown one lost
+    assert "in namespace 'main'" in await error(session, "give_feedback", queryId=ctx["stats"]["query_id"],
+                                              usedIds=[stored[0]], namespace="main")
+    gone = await call(session, "forget_memories", ids=[stored[0]], namespace="fb")
+    assert gone["forgotten"] == [stored[0]]
+    after = (await call(session, "search_graph", query="balcony Lisbon", namespace="fb"))["hits"]
+    assert stored[0] not in {h["id"] for h in after}
+    assert "no current memory" in await error(session, "forget_memories", ids=[stored[0]], namespace="fb")
+    await call(session, "restore_memories", ids=[stored[0]], namespace="fb")
+    assert stored[0] in {h["id"] for h in (await call(session, "search_graph", query="balcony Lisbon",
+                                                          namespace="fb"))["hits"]}
 
 
 async def test_what_a_hook_captures_beside_the_server_is_found_at_once(

@@ -392,10 +392,45 @@ class MemoryTools:
         restored = [db.restore(mid).id for mid in ids]
         return {"namespace": ns, "restored": restored, "count": len(restored)}
 
+    def give_feedback(self, queryId: Annotated[str, Arg(min_length=1, description=(
+            "The query_id a search_* tool or inject_context (stats.query_id) returned."))],
+            usedIds: Annotated[list[str], Arg(max_length=1000, description=(
+                "Ids of the memories the answer used; [] says none was."))],
+            sessionId: Annotated[str | None, Arg(description="The session the answer belongs to.")] = None,
+            namespace: Namespace = None) -> Result:
+        """Say which memories of a search or context the answer used: the used ones win, the ones
+        shown and not used lose, and their importance (ELO) follows at once. Without feedback an
+        injected context counts as used whole. Ids must be memories of the namespace searched.
+        Returns how many ids were recorded."""
+        ns = self._ns(namespace)
+        db = self._store()
+        for mid in usedIds:
+            m = db.get(mid, include_forgotten=True)
+            if m is None or m.namespace != ns:
+                raise LookupError(f"no memory with id {mid!r} in namespace {ns!r}")
+        recorded = db.feedback(queryId, usedIds, session_id=sessionId)
+        return {"namespace": ns, "query_id": queryId, "recorded": recorded}
+
+    def forget_memories(self, ids: Annotated[list[str], Arg(min_length=1, max_length=1000, description=(
+            "Ids of memories to forget (hidden from search and context, restorable for 30 days)."))],
+            namespace: Namespace = None) -> Result:
+        """Forget these memories (a soft delete: hidden from every search and context,
+        restore_memories brings them back within 30 days; a purge for privacy requests is an
+        operator's verb, `Store.purge`). A memory of another
+        namespace or an unknown id is refused by name, and nothing is forgotten. Returns the ids."""
+        ns = self._ns(namespace)
+        db = self._store()
+        for mid in ids:
+            m = db.get(mid)
+            if m is None or m.namespace != ns:
+                raise LookupError(f"no current memory with id {mid!r} in namespace {ns!r}")
+        forgotten = [db.forget(mid).id for mid in ids]
+        return {"namespace": ns, "forgotten": forgotten, "count": len(forgotten)}
+
     TOOLS = ("search_graph", "search_causes", "search_connections", "search_by_intent", "store_memory",
              "inject_context", "get_topic_portfolio", "get_topic_stability", "detect_topics",
              "get_divergence_alerts", "trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept",
-             "restore_memories")
+             "restore_memories", "give_feedback", "forget_memories")
     READ_ONLY = frozenset({"search_graph", "search_causes", "search_connections", "search_by_intent",
                            "inject_context", "get_topic_portfolio", "get_topic_stability", "get_divergence_alerts"})
     DESTRUCTIVE = frozenset({"trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept"})
