@@ -50,10 +50,10 @@ def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _minilm(texts: list[str]) -> np.ndarray:
+    """MiniLM rows of the turns, cached in bench/_corpus.py's cache (as the other LoCoMo benches do)."""
     import hashlib
 
     import _corpus
-    import eval_locomo as ev  # noqa: F401 - its cache helpers
     key = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
     return np.asarray(_corpus._embed_cached(f"locomo10-raw-minilm-{key}.npy", lambda: texts), np.float32)
 
