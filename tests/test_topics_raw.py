@@ -7,6 +7,7 @@ measures the same on LoCoMo)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import engramdb
@@ -138,3 +139,14 @@ def test_a_namespace_over_the_sample_whose_small_talk_leaves_fewer_is_clustered_
     db, _ = store(chat(per_subject=9))  # 45 content turns, 40 small talk: over the sample, the content not
     topics = db.topics("c", refresh=True)
     assert topics and topics.sampled is None
+
+
+def test_an_archived_memory_whose_text_is_gone_is_not_taken_for_small_talk(tmp_path: Path) -> None:
+    records = chat(seed=2)
+    db = engramdb.open(tmp_path / "s")
+    text = dict(zip(db.add_many(records), (r["content"] for r in records)))
+    before = db.topics("c", refresh=True)
+    member = before[0].members[0]
+    db.lifecycle.archive(ids=[member])  # its text leaves the row; its vectors stay
+    after = db.topics("c", refresh=True)
+    assert any(member in t.members for t in after), text[member]

@@ -106,7 +106,7 @@ class SmallTalk:
     def is_small_talk(self, text: str) -> bool:
         """Whether a turn is small talk (see the module docstring)."""
         tokens = tokenize(normalize(text))
-        if len(tokens) > SHORT:
+        if not tokens or len(tokens) > SHORT:  # no words (an archived row's text is gone): not a turn of chat
             return False
         tokens, phrases = _without_phrases(tokens)
         chat = phrases + sum(t in SMALL_TALK for t in tokens)
