@@ -145,7 +145,9 @@ def test_a_purge_leaves_no_byte_of_the_purged_in_any_file(tmp_path: Path, how: s
                                                                                              m.content)
         assert again.get("bob-captured") is not None
         assert again.search("tractorbarley harvest", namespace="bob", k=3)
-        assert [(t.id, t.label, t.members) for t in again.topics("bob")] == bob_topics
+        # the capture the purge took in is new to bob's topics, which are computed again: it may join one
+        assert [(t.id, t.label, tuple(m for m in t.members if m != "bob-captured"))
+                for t in again.topics("bob")] == bob_topics
         if bob_elo is not None:
             assert again.importance("bob-0").elo == pytest.approx(bob_elo, abs=1.0)
         assert any(r["namespace"] == "bob" for r in again.importance.log())
