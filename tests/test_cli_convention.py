@@ -270,7 +270,8 @@ def test_errors_are_one_line_without_a_traceback(store: Path, tmp_path: Path) ->
 
 
 # ------------------------------------------------------------------------------ help
-COMMANDS = ["demo", "add", "ingest", "search", "context", "stats", "topics", "metrics", "consolidate", "index",
+COMMANDS = ["demo", "add", "ingest", "search", "context", "stats", "topics", "metrics", "get", "history", "list",
+            "forget", "restore", "purge", "consolidate", "index",
             "infer-edges", "archive", "export", "backup", "verify", "repair", "mcp", "hook", "capabilities"]
 FEATURE_CODE = re.compile(r"\b[A-Z]\d{1,2}\b")  # the spec's ids (C4, H8, E9): not words a user knows
 

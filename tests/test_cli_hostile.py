@@ -157,6 +157,12 @@ def _every_command(loop: str, tmp_path: Path) -> dict[str, list[str]]:
         "repair": ["repair", "--path", loop],
         "mcp": ["mcp", "--path", loop],
         "demo": ["demo", "--path", loop],
+        "get": ["get", "some-id", "--path", loop],
+        "history": ["history", "some-id", "--path", loop],
+        "list": ["list", "--namespace", "n", "--path", loop],
+        "forget": ["forget", "some-id", "--path", loop],
+        "restore": ["restore", "some-id", "--path", loop],
+        "purge": ["purge", "--namespace", "n", "--yes", "--path", loop],
     }
 
 

@@ -7,15 +7,16 @@ import shutil
 import textwrap
 
 from ..agents.hook_events import STORE_FOLDER
-from . import inspecting, memories, safekeeping, surfaces, upkeep
+from . import inspecting, memories, records, safekeeping, surfaces, upkeep
 from .common import ENV_PATH, Command
 
-_BY_NAME = {c.name: c for group in (memories, inspecting, upkeep, safekeeping, surfaces) for c in group.COMMANDS}
+_BY_NAME = {c.name: c for group in (memories, records, inspecting, upkeep, safekeeping, surfaces) for c in group.COMMANDS}
 
 GROUPS: list[tuple[str, list[str]]] = [
     ("try it", ["demo"]),
     ("store and find memories", ["add", "ingest", "search", "context"]),
-    ("look inside a store", ["stats", "topics", "metrics"]),
+    ("look inside a store", ["stats", "topics", "metrics", "get", "history", "list"]),
+    ("forget and delete", ["forget", "restore", "purge"]),
     ("upkeep", ["consolidate", "index", "infer-edges", "archive"]),
     ("keep data safe", ["export", "backup", "verify", "repair"]),
     ("serve agents", ["mcp", "hook"]),
