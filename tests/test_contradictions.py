@@ -8,6 +8,9 @@ from datetime import datetime, timezone
 import engramdb
 import pytest
 from engramdb.lifecycle.contradictions import amounts, different_subjects, masked, negated
+from engramdb.lifecycle.lexicon import word_set
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 T1 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T2 = datetime(2024, 6, 1, tzinfo=timezone.utc)
@@ -387,3 +390,33 @@ def test_what_a_short_fact_says() -> None:
     assert quantities.amounts("at 7pm") == quantities.amounts("at 19:00") == {"19:00"}
     assert quantities.amounts("on 2024-11-02") == quantities.amounts("on 2 November 2024")
     assert quantities.amounts("I may go") == frozenset() and quantities.amounts("on 3 May") == {"3", "may"}
+
+
+_PIECES = sorted(word_set(
+    "Maya Tom I my the a is isn't not no never lives in at on Berlin 3 May 2024-11-02 7pm 9:30 thirty-six one thousand "
+    "and , . ; : - ( ) ' 's likes dislikes quit smoking there are has have been was moved to 1,200 90k 64GB Dr. who "
+    "said that her his he she"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(_PIECES), max_size=25).map(" ".join) | st.text(max_size=200))
+def test_reading_any_text_never_raises(text: str) -> None:
+    """The grammar reads what it can and leaves the rest: no text makes it raise."""
+    from engramdb.lifecycle import facts, quantities
+
+    got = facts.read(text)
+    assert got.facts or not got.complete  # complete: every clause read, and something was
+    facts.judge(got.facts, got.facts)
+    assert all(isinstance(a, str) for a in quantities.amounts(text))
+
+
+def test_on_write_a_fact_is_judged_against_the_facts_of_its_subject_among_many() -> None:
+    """A write reads the namespace's statements that may speak of its facts' subjects (a word of
+    theirs, "mum" for "mother"), not all of them: the older fact is still found among many."""
+    db = engramdb.open(None, contradictions="detect")
+    first = db.add("My mum works at the post office", namespace="n", valid_from=T1).id
+    db.add_many([{"content": f"{name} works at {place}", "namespace": "n", "valid_from": T1}
+                 for name in ("Maya", "Tom", "Priya", "Leo", "Nina", "Ben", "Kai", "Zoe")
+                 for place in ("the bakery", "the library", "the hospital")])
+    added = db.add_many([{"content": "My mother works at the library now", "namespace": "n", "valid_from": T2}])
+    assert [(p.old, p.reason.split(":")[0]) for p in added.contradictions] == [(first, "update")]

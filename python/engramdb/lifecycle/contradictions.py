@@ -62,7 +62,7 @@ import numpy as np
 from ..model.memory import Memory
 from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
 from . import facts, quantities
-from .subjects import different_subjects, statement
+from .subjects import different_subjects, identifiers_differ, statement
 
 MIN_SIMILARITY = 0.75  # SPEC H5
 CANDIDATE_SIMILARITY = 0.5  # pairs looked at: a negation or number may sit lower before masking
@@ -177,9 +177,9 @@ class HeuristicDetector:
 
 
 def _same_subject(a: facts.Fact, b: facts.Fact) -> bool:
-    """Two facts' clauses speak of one subject: no identifier names another thing ("I paid invoice
-    1001" / "... 1002" read alike, but the invoices differ)."""
-    return different_subjects(a.clause, b.clause) is None
+    """Two facts of one subject and relation whose clauses name no different thing by an
+    identifier ("I paid invoice 1001" / "... 1002" read alike, but the invoices differ)."""
+    return identifiers_differ(a.clause, b.clause) is None
 
 
 def _names_replaced(a: str, b: str) -> bool:
@@ -254,15 +254,27 @@ def candidate_pairs(vectors: np.ndarray, newer: np.ndarray, overlap: Callable[[i
 
 def fact_pairs(texts: Sequence[str], newer: np.ndarray, only: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Pairs of memories whose facts share a subject and a relation: each memory (or each of
-    `only`) with the `FACT_NEIGHBOURS` of its group before it in time (and, for `only`, after it)."""
-    groups: dict[tuple[tuple[str, ...], str], list[int]] = {}
-    for i, text in enumerate(texts):
-        for key in facts.keys(text):
-            groups.setdefault(key, []).append(i)
+    `only`) with the `FACT_NEIGHBOURS` of its group before it in time (and, for `only`, after it).
+    For `only` (a write's new memories), the others are read only when their text holds one of
+    the new facts' `facts.probes`: a write reads the few that may speak of the same thing, not the
+    whole namespace."""
     wanted = None if only is None else set(np.asarray(only).tolist())
+    read = range(len(texts))
+    if wanted is not None:
+        found = [f for i in wanted for f in facts.read(texts[i]).facts]
+        if not found:
+            return []
+        pieces = facts.probes(found)
+        if pieces is not None:
+            read = [i for i, text in enumerate(texts)  # type: ignore[assignment]
+                    if i in wanted or any(p in normalize(text) for p in pieces)]
+    groups: dict[tuple[tuple[str, ...], str], list[int]] = {}
+    for i in read:
+        for key in facts.keys(texts[i]):
+            groups.setdefault(key, []).append(i)
     pairs: list[tuple[int, int]] = []
     for members in groups.values():
-        if len(members) < 2:
+        if len(members) < 2 or (wanted is not None and not wanted.intersection(members)):
             continue
         members.sort(key=lambda m: newer[m])
         for at, i in enumerate(members):

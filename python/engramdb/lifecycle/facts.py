@@ -87,7 +87,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..spaces.analyzer import SNOWBALL_STOPWORDS, negation, stem
@@ -104,6 +104,7 @@ _AUXILIARIES = word_set("""do does did will would shall should can could may mig
     don't doesn't didn't won't wouldn't shan't shouldn't can't cannot couldn't mustn't hasn't haven't hadn't
     got gets get 'll 've 'd""")
 _MAIN_TOO = frozenset(("has", "have", "had", "got", "get", "gets"))  # auxiliaries that are verbs too
+_BREAK_GAP = re.compile(r"[;:!?()\[\]\u2014\u2013\n]| - ")
 _PRONOUN_VERB = re.compile(r"^(i|we|you|they|he|she|it)'(m|re|s|ve|ll|d)$")
 _PRONOUNS = word_set("i we you they he she it")
 _ARTICLES = word_set("the a an this that these those")
@@ -251,10 +252,9 @@ def _clauses(words: list[Word], gaps: list[str]) -> list[list[Word]]:
     cuts = [0]
     for i in range(1, len(words)):
         gap, low = gaps[i], words[i].low
-        if any(c in gap for c in ";:!?()[]\u2014\u2013\n") or " - " in gap or \
-                ("." in gap and words[i - 1].low not in _ABBREVIATIONS) or \
-                (low in _CONJUNCTIONS and i - cuts[-1] > 1) or \
-                ("," in gap and (low in _PRONOUNS or _PRONOUN_VERB.match(low) is not None)):
+        if (low in _CONJUNCTIONS and i - cuts[-1] > 1) or (gap != " " and (
+                _BREAK_GAP.search(gap) is not None or ("." in gap and words[i - 1].low not in _ABBREVIATIONS)
+                or ("," in gap and (low in _PRONOUNS or _PRONOUN_VERB.match(low) is not None)))):
             cuts.append(i)
     cuts.append(len(words))
     return [words[a:b] for a, b in itertools.pairwise(cuts) if b > a]
@@ -626,10 +626,44 @@ def judge(old: Sequence[Fact], new: Sequence[Fact],
 _RANK = {"negation": 5, "number": 4, "date": 4, "update": 3, "agree": 2, "apart": 1}
 
 
+_KIN_WORDS: dict[str, tuple[str, ...]] = {kin: (kin, *(w for w, k in _KIN.items() if k == kin)) for kin in _KIN.values()}
+_RELATION_WORDS: dict[str, frozenset[str]] = {
+    name: frozenset(verb.split()[0] for (verb, _), n in _RELATIONS.items() if n == name) for name in _RELATIONS.values()}
+_UNNARROWED = frozenset(("be", "when", "have", stem("get"), stem("go"), stem("take"), stem("make")))
+
+
+def probes(found: Iterable[Fact]) -> frozenset[str] | None:
+    """Pieces of words one of which a statement's normalised text (`analyzer.normalize`) holds when
+    it speaks of the subject and relation of one of these facts: the beginning of the subject's
+    longest word (a stem without its last letter: "famili" is in "family"); for a pronoun's fact
+    the relation's verbs, else the value's first term ("I have a car": "car"), else the speaker's
+    copula ("I'm 34": "i'm", "i am"...). None when a fact narrows nothing."""
+    out: set[str] = set()
+    for fact in found:
+        named = [t for t in fact.subject if t.isalpha() and t not in _PRONOUNS and t not in _PREPOSITIONS]
+        verb = fact.relation.split()[0]
+        if named:
+            longest = max(named, key=len)
+            out.update(_piece(w) for w in _KIN_WORDS.get(longest, (longest,)))
+        elif verb not in _UNNARROWED:
+            out.update(_piece(v) for v in _RELATION_WORDS.get(fact.relation, frozenset((verb,))))
+        elif fact.head is not None and fact.head.isalpha() and fact.terms:
+            out.add(_piece(fact.head))
+        elif fact.subject == ("i",) and fact.relation in ("be", "when"):
+            out.update(("i'm", "i am", "we're", "we are", "i was", "we were", "i've been", "we've been"))
+        else:
+            return None
+    return frozenset(out)
+
+
+def _piece(word: str) -> str:
+    return word[:max(3, len(word) - 1)]
+
+
 def keys(text: str) -> frozenset[tuple[tuple[str, ...], str]]:
     """The (subject, relation) pairs a statement's facts speak of: what two statements must share
     to be compared."""
     return frozenset((f.subject, f.relation) for f in read(text).facts)
 
 
-__all__ = ["Fact", "Reading", "compare", "judge", "keys", "read"]
+__all__ = ["Fact", "Reading", "compare", "judge", "keys", "probes", "read"]

@@ -56,6 +56,7 @@ _OPENERS = word_set("""on at in by for to from until till this next every the of
     early late""")  # may stand before the time a value opens with
 _AMOUNT_WORDS = frozenset(_UNITS) | frozenset(_SCALES) | frozenset(_ORDINALS) | frozenset(_WEEKDAYS) | _DAY_NAMES \
     | frozenset(d + "s" for d in _DAY_NAMES) | frozenset(("a", "an"))
+_DIGIT = re.compile(r"\d")
 _ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
 _CLOCK = re.compile(r"(\d{1,2})(?::(\d{2}))?(am|pm)?")
 _NUM = re.compile(r"(\d+(?:\.\d+)?)(k|m|st|nd|rd|th|s)?")
@@ -115,7 +116,7 @@ def _amount(words: Sequence[Word], i: int) -> tuple[list[str], str, int]:
     """The amounts at `i` ([] when none), "time" or "number", and the index after them."""
     low = words[i].low
     if low not in _AMOUNT_WORDS and low[:3] not in _MONTHS and low.split("-")[0] not in _UNITS \
-            and not any(c.isdigit() for c in low):
+            and _DIGIT.search(low) is None:
         return [], "", i  # most words: no regex run
     spoken = _number_words(words, i)
     if spoken is not None:

@@ -103,7 +103,7 @@ _APPROXIMATELY = _set(  # what may stand before a quantity: "around 200", "etwa 
 _FUNCTION = SNOWBALL_STOPWORDS | _PREPOSITIONS | _ARTICLES | _PRONOUNS | _COPULAS | _AUXILIARIES | _APPROXIMATELY
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Word:
     raw: str  # as written (case kept)
     low: str  # lowercased, a number without its thousands separators
@@ -136,13 +136,18 @@ def statement(text: str) -> Statement:
     words: list[Word] = []
     end = 0
     for m in _WORD.finditer(norm):
-        gap = norm[end:m.start()]
+        start = m.start()
+        gap = norm[end:start]
         raw = m.group(0)
         low = raw.lower()
-        if _NUMBER.fullmatch(low):
+        if "," in low and _NUMBER.fullmatch(low):
             low = re.sub(r"(?<=\d),(?=\d)", "", low)
-        words.append(Word(raw, low, m.start(), not words or bool(_BREAK.search(gap)), len(gap.strip()) <= 1 and
-                          not _BREAK.search(gap) and "," not in gap))
+        if gap == " ":  # most gaps: one space, which neither breaks nor unglues
+            words.append(Word(raw, low, start, not words, True))
+        else:
+            broken = bool(_BREAK.search(gap))
+            words.append(Word(raw, low, start, not words or broken,
+                              len(gap.strip()) <= 1 and not broken and "," not in gap))
         end = m.end()
     at, kind = _predicate(words)
     return Statement(norm, tuple(words), at, kind)
@@ -247,6 +252,13 @@ def different_subjects(a: str, b: str) -> str | None:
     return why if why is not None else _identifiers_differ(sa_, sb_)
 
 
+def identifiers_differ(a: str, b: str) -> str | None:
+    """Why two statements name different things by an identifier (the identifier pass of
+    `different_subjects` alone: "I paid invoice 1001" / "... 1002"), or None. For statements whose
+    subjects were matched otherwise (`facts`: "my mum" and "my mother" are one subject)."""
+    return _identifiers_differ(statement(a), statement(b))
+
+
 def _content_differs(x: Statement, y: Statement, a: str, b: str) -> str | None:
     """The subjects' content words compared (see the module docstring)."""
     xa, xb = x.subject_text(), y.subject_text()
@@ -287,4 +299,4 @@ def _content(text: str) -> list[str]:
     return [t for t in _ANALYZER.terms(text) if negation(t) is None and t not in _NEGATING]
 
 
-__all__ = ["Statement", "different_subjects", "statement"]
+__all__ = ["Statement", "different_subjects", "identifiers_differ", "statement"]
