@@ -371,19 +371,19 @@ def test_a_fact_told_among_notes_keeps_the_notes_rules() -> None:
 
 def test_what_a_short_fact_says() -> None:
     """The grammar's reading (engramdb.lifecycle.facts): subject, relation, value, polarity."""
-    from engramdb.lifecycle import facts, quantities
+    from engramdb.lifecycle import fact_changes, facts, quantities
 
     [f] = facts.read("Maya lives in Berlin.").facts
     assert (f.subject, f.relation, f.terms, f.positive, f.single) == (("maya",), "residence", {"berlin"}, True, True)
     [g] = facts.read("Maya doesn't live in Berlin anymore").facts
     assert (g.subject, g.relation, g.terms, g.positive) == (("maya",), "residence", {"berlin"}, False)
-    assert facts.compare(f, g) is not None and facts.compare(f, g)[0] == "negation"  # type: ignore[index]
+    assert fact_changes.compare(f, g) is not None and fact_changes.compare(f, g)[0] == "negation"  # type: ignore[index]
     [h] = facts.read("Maya's home is in Munich").facts
     assert (h.subject, h.relation) == (("maya",), "residence")  # an attribute held once: the owner's relation
-    assert facts.compare(f, h)[0] == "update"  # type: ignore[index]
+    assert fact_changes.compare(f, h)[0] == "update"  # type: ignore[index]
     [likes] = facts.read("Sam likes cats").facts
     [dogs] = facts.read("Sam likes dogs").facts
-    assert not likes.single and facts.compare(likes, dogs) == ("agree", "sam / like: holds several values")
+    assert not likes.single and fact_changes.compare(likes, dogs) == ("agree", "sam / like: holds several values")
     assert facts.read("On trains Emma prefers window seats").facts == ()  # not a subject: not read
     assert facts.read("x" * (facts.MAX_TEXT + 1)) == facts.Reading((), False)
     assert quantities.amounts("one thousand four hundred and fifty pounds") == quantities.amounts("£1,450")
@@ -402,11 +402,11 @@ _PIECES = sorted(word_set(
 @given(st.lists(st.sampled_from(_PIECES), max_size=25).map(" ".join) | st.text(max_size=200))
 def test_reading_any_text_never_raises(text: str) -> None:
     """The grammar reads what it can and leaves the rest: no text makes it raise."""
-    from engramdb.lifecycle import facts, quantities
+    from engramdb.lifecycle import fact_changes, facts, quantities
 
     got = facts.read(text)
     assert got.facts or not got.complete  # complete: every clause read, and something was
-    facts.judge(got.facts, got.facts)
+    fact_changes.judge(got.facts, got.facts)
     assert all(isinstance(a, str) for a in quantities.amounts(text))
 
 

@@ -61,7 +61,7 @@ import numpy as np
 
 from ..model.memory import Memory
 from ..spaces.analyzer import Analyzer, negation, normalize, tokenize
-from . import facts, quantities
+from . import fact_changes, facts, quantities
 from .subjects import different_subjects, identifiers_differ, statement
 
 MIN_SIMILARITY = 0.75  # SPEC H5
@@ -137,7 +137,7 @@ class HeuristicDetector:
         if old.memory_type != new.memory_type or _same_text(old.content, new.content):
             return None
         ra, rb = facts.read(old.content), facts.read(new.content)
-        verdict = facts.judge(ra.facts, rb.facts, keep=_same_subject)
+        verdict = fact_changes.judge(ra.facts, rb.facts, keep=_same_subject)
         if verdict is not None and verdict[0] not in ("agree", "apart"):
             cue, why = verdict
             cue = "number" if cue == "date" else cue  # one cue for numbers and dates, as the fallback's
