@@ -295,7 +295,7 @@ class Engram(Peer):
     def open(self) -> None:
         self.db = self._open(tuning=engramdb.Tuning(search_cache=0))
         self.notes["spaces"] = list(self.db.schema.spaces)
-        self.notes["index_kind"] = self.db.index_kind
+        self.notes["index_kind"] = self.db.admin.index_kind
 
     def count(self) -> int:
         stats = self.db.stats()

@@ -126,7 +126,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
             return
         for old in now:
             m = self.db.get(old)
-            if m is not None and m.valid_until is None and not self.db.is_archived(old):
+            if m is not None and m.valid_until is None and not self.db.lifecycle.is_archived(old):
                 self.db.supersede(old, new)
         self.model.current[subject] = [new]
 
@@ -136,7 +136,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
         template, values = FACTS[subject]
         text = template.format(values[value % len(values)])
         now = [mid for mid in self.model.current.get(subject, [])
-               if self._live(mid) and not self.db.is_archived(mid) and self.model.told[mid].text != text]
+               if self._live(mid) and not self.db.lifecycle.is_archived(mid) and self.model.told[mid].text != text]
         if not now:
             return
         for mid in now:
@@ -151,7 +151,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
         if not all(ends) or ends[0] == ends[1]:
             return
         src, dst = ends[0][0], ends[1][0]
-        if all(self._live(m) and not self.db.is_archived(m) for m in (src, dst)):
+        if all(self._live(m) and not self.db.lifecycle.is_archived(m) for m in (src, dst)):
             self.db.link(src, dst, "RELATED_TO", reason="the user said so")
 
     @rule(name=st.sampled_from(sorted(TURNS)))
@@ -170,7 +170,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
     @rule(days=st.integers(1, 40))
     def consolidate(self, days: int) -> None:
         self.clock += days * DAY
-        run = self.db.consolidate(dry_run=False, now=self.clock)
+        run = self.db.lifecycle.consolidate(dry_run=False, now=self.clock)
         for action, n in run.applied.items():
             if n:
                 event(f"consolidation: {action}")
@@ -184,7 +184,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
         question protects what it compresses: protect_days=0)."""
         self.shown_never_used(query, 6)
         self.clock += days * DAY
-        plan = self.db.consolidate(now=self.clock, protect_days=0)
+        plan = self.db.lifecycle.consolidate(now=self.clock, protect_days=0)
         target: str | None = None
         if action == "correct":
             compressing = [d.id for d in plan.decisions if d.action == "compress" and d.id in self.model.told
@@ -200,7 +200,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
                 self._act(action, target)
             return text.split(".")[0] + "."
 
-        run = self.db.consolidate(dry_run=False, now=self.clock, summarizer=summarizer, protect_days=0)
+        run = self.db.lifecycle.consolidate(dry_run=False, now=self.clock, summarizer=summarizer, protect_days=0)
         if done:  # (nothing compressed: the summarizer never ran, the user did nothing meanwhile)
             event(f"the user acted during a consolidation: {action}")
             assert target in run.skipped, f"{target} changed during the run and was not left: {run.skipped}"
@@ -215,9 +215,11 @@ class AutomaticVerbs(RuleBasedStateMachine):
         if action == "correct":
             template, values = FACTS[t.subject]
             text = next(template.format(v) for v in values if template.format(v) != t.text)
+            ended = self.db.get(mid).valid_until is not None  # type: ignore[union-attr]
             self.db.update(mid, content=text)
             t.text = text
-            self.model.current[t.subject] = [mid]  # the fact as the user now tells it
+            if not ended:  # the fact as the user now tells it; a corrected text of a fact that
+                self.model.current[t.subject] = [mid]  # ended (superseded) stays ended: its validity is its own
             return
         self.db.restore(mid)
         t.forgotten_at = None
@@ -244,7 +246,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
     @rule(at_clock=st.booleans())
     def dream(self, at_clock: bool) -> None:
         at = self.clock if at_clock else datetime.now(timezone.utc)
-        rep = self.db.dream("n", dry_run=False, now=at)
+        rep = self.db.lifecycle.dream("n", dry_run=False, now=at)
         self._purged(rep["purged"], rep["held"], at)
         for original, copy in rep["duplicates"]:
             t = self.model.told[copy]
@@ -261,7 +263,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
 
     @rule(concept=st.sampled_from(CONCEPTS))
     def forget_concept(self, concept: str) -> None:
-        gone = self.db.forget_concept(concept, namespace="n", dry_run=False)
+        gone = self.db.lifecycle.forget_concept(concept, namespace="n", dry_run=False)
         words = set(ANALYZER.terms(concept))
         for mid in gone:
             t = self.model.told[mid]
@@ -274,7 +276,7 @@ class AutomaticVerbs(RuleBasedStateMachine):
     @rule(subject=st.sampled_from(sorted(FACTS) + sorted(TURNS)))
     def forget(self, subject: str) -> None:
         now = list(self.model.current.get(subject, []))
-        if any(self.db.is_archived(mid) for mid in now):
+        if any(self.db.lifecycle.is_archived(mid) for mid in now):
             return  # an archived memory cannot be forgotten before it is unarchived
         for mid in now:
             if self._live(mid):

@@ -157,7 +157,7 @@ def _used_store(path: str) -> None:
         for _ in range(3):
             hits = db.search("violin lessons", namespace="n", k=3)
             db.feedback(hits.query_id or "", used=[hits[0].id])
-        db.update_importance()
+        db.importance.refresh()
 
 
 def test_stats_dashboard_and_metrics_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -193,7 +193,7 @@ class StoreMachine(RuleBasedStateMachine):
         """S7's window: forgotten memories go once 30 days have passed (none before)."""
         due = sorted(k for k, m in self.model.items() if m.forgotten) if days_on > 30 else []
         later = datetime.now(timezone.utc) + timedelta(days=days_on)
-        assert self.db.purge_forgotten(now=later) == due
+        assert self.db.lifecycle.purge_forgotten(now=later) == due
         for mid in due:
             del self.model[mid]
             self.purged.add(mid)
@@ -203,7 +203,7 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def archive_everything_old(self) -> None:
         """Everything was learned before now + 1 s: every memory's content goes to the archive."""
-        report = self.db.archive(datetime.now(timezone.utc) + timedelta(seconds=1))
+        report = self.db.lifecycle.archive(datetime.now(timezone.utc) + timedelta(seconds=1))
         fresh = [m for m in self.model.values() if not m.archived]
         assert report["memories"] == len(fresh)
         for m in fresh:
@@ -215,16 +215,16 @@ class StoreMachine(RuleBasedStateMachine):
         mid = data.draw(st.sampled_from(sorted(k for k, m in self.model.items() if m.archived)))
         with pytest.raises(RuntimeError, match="is archived"):
             self.db.update(mid, memory_type="x")
-        assert self.db.unarchive([mid]) == 1
+        assert self.db.lifecycle.unarchive([mid]) == 1
         self.model[mid].archived = False
 
     @rule()
     def checkpoint(self) -> None:
-        self.db.checkpoint()
+        self.db.admin.checkpoint()
 
     @rule()
     def compact(self) -> None:
-        self.db.compact()
+        self.db.admin.compact()
 
     @rule()
     def reopen(self) -> None:
@@ -240,7 +240,7 @@ class StoreMachine(RuleBasedStateMachine):
             content = "" if m.archived else m.content  # archived text is never handed out
             assert (got.content, got.namespace, got.version) == (content, m.namespace, m.version)
             assert (got.session_id, got.seq) == (m.session, m.seq)
-            assert self.db.is_archived(mid) == m.archived
+            assert self.db.lifecycle.is_archived(mid) == m.archived
             assert (got.forgotten_at is not None) == m.forgotten
             assert (self.db.get(mid) is None) == m.forgotten
 
