@@ -385,10 +385,7 @@ class MemoryTools:
         by name, and nothing is restored. Returns the ids restored."""
         ns = self._ns(namespace)
         db = self._store()
-        for mid in ids:
-            m = db.get(mid, include_forgotten=True)
-            if m is None or m.namespace != ns:
-                raise LookupError(f"no memory with id {mid!r} in namespace {ns!r} (purged, or never stored)")
+        _held_in(db, ids, ns, why=" (purged, or never stored)")
         restored = [db.restore(mid).id for mid in ids]
         return {"namespace": ns, "restored": restored, "count": len(restored)}
 
@@ -404,10 +401,7 @@ class MemoryTools:
         Returns how many ids were recorded."""
         ns = self._ns(namespace)
         db = self._store()
-        for mid in usedIds:
-            m = db.get(mid, include_forgotten=True)
-            if m is None or m.namespace != ns:
-                raise LookupError(f"no memory with id {mid!r} in namespace {ns!r}")
+        _held_in(db, usedIds, ns)
         recorded = db.feedback(queryId, usedIds, session_id=sessionId)
         return {"namespace": ns, "query_id": queryId, "recorded": recorded}
 
@@ -420,10 +414,7 @@ class MemoryTools:
         namespace or an unknown id is refused by name, and nothing is forgotten. Returns the ids."""
         ns = self._ns(namespace)
         db = self._store()
-        for mid in ids:
-            m = db.get(mid)
-            if m is None or m.namespace != ns:
-                raise LookupError(f"no current memory with id {mid!r} in namespace {ns!r}")
+        _held_in(db, ids, ns, current=True)
         forgotten = [db.forget(mid).id for mid in ids]
         return {"namespace": ns, "forgotten": forgotten, "count": len(forgotten)}
 
@@ -434,6 +425,15 @@ class MemoryTools:
     READ_ONLY = frozenset({"search_graph", "search_causes", "search_connections", "search_by_intent",
                            "inject_context", "get_topic_portfolio", "get_topic_stability", "get_divergence_alerts"})
     DESTRUCTIVE = frozenset({"trigger_consolidation", "trigger_dream", "merge_concepts", "forget_concept"})
+
+
+def _held_in(db: Store, ids: list[str], ns: str, *, current: bool = False, why: str = "") -> None:
+    """Refuse, before anything is written, an id that is not a memory of namespace `ns` (with
+    `current`, not a current one: a forgotten memory is refused too), naming it."""
+    for mid in ids:
+        m = db.get(mid, include_forgotten=not current)
+        if m is None or m.namespace != ns:
+            raise LookupError(f"no {'current ' if current else ''}memory with id {mid!r} in namespace {ns!r}{why}")
 
 
 # engramdb's errors on purpose: their messages name the argument, id or file at fault
