@@ -150,3 +150,17 @@ def test_an_archived_memory_whose_text_is_gone_is_not_taken_for_small_talk(tmp_p
     db.lifecycle.archive(ids=[member])  # its text leaves the row; its vectors stay
     after = db.topics("c", refresh=True)
     assert any(member in t.members for t in after), text[member]
+
+
+def test_small_talk_is_in_no_theme_and_content_themes_remain() -> None:
+    """Themes (H8) set small talk aside as topics do: LoCoMo's "Thanks!" and "Wow, that's
+    awesome!" turns, near duplicates of each other, made one theme of 65-158 turns."""
+    records = chat(seed=3)
+    records += [{"content": "The violin recital is in June at the old town hall.", "role": SPEAKERS[i % 2],
+                 "session_id": "s9", "seq": i, "namespace": "c"} for i in range(3)]
+    db, text = store(records)
+    rule = SmallTalk(SPEAKERS)
+    themes = db.topics.themes("c", refresh=True)
+    assert not [(t.label, text[i]) for t in themes for i in t.members if rule.is_small_talk(text[i])]
+    assert any(all("recital" in text[i] for i in t.members) for t in themes), [t.label for t in themes]
+    assert all("caroline" not in t.label and "melanie" not in t.label for t in themes)

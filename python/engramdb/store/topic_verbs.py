@@ -209,10 +209,12 @@ class TopicVerbs:
         found: list[Theme] = []
         if locs:
             x = np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)
-            groups, _ = theme_groups(x)
             texts = texts_of(view, locs)
+            chat = SmallTalk({r for r in view.values_at("role", locs) if r})
+            groups, _ = theme_groups(x, chat.set_aside(texts))  # small talk is in no theme, as in no topic
             found = labelled(groups, view.ids_at(locs),
-                             self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts)))
+                             self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts),
+                                          chat))
         self._themes_stored[namespace] = (stamp, found)
         topic_state.save_themes(self._db._derived, self._themes_stored)
         return found

@@ -5,6 +5,10 @@ unit vectors with cosine distance, eps 0.15 and at least 3 memories a cluster; a
 centroid, and only themes at confidence >= 0.6 are kept. Each theme gets its silhouette (the
 mean silhouette of its members over every clustered memory, cosine distance; 0 when there is a
 single cluster) and a label from the labeler (built-in: the distinctive terms of topics).
+
+Small talk (`smalltalk.SmallTalk`) is set aside first, as topics do (issue 29): chat's "Thanks!",
+"Wow, that's awesome!" are each other's near duplicates, and DBSCAN chained them into one theme
+of 65-158 turns in LoCoMo's conversations; it is in no theme.
 """
 
 from __future__ import annotations
@@ -29,9 +33,15 @@ class Theme:
     confidence: float
 
 
-def theme_groups(vectors: np.ndarray) -> tuple[list[tuple[list[int], float, float]], float | None]:
+def theme_groups(vectors: np.ndarray, aside: np.ndarray | None = None) -> tuple[list[tuple[list[int], float, float]],
+                                                                                  float | None]:
     """(member indices, silhouette, confidence) of each theme, biggest first, and the silhouette
-    over every clustered memory (None with fewer than two clusters)."""
+    over every clustered memory (None with fewer than two clusters). The rows `aside` (a bool per
+    row: small talk) are clustered with none and are in no theme."""
+    if aside is not None and aside.any():
+        keep = np.flatnonzero(~np.asarray(aside, bool))
+        inner, overall = theme_groups(np.asarray(vectors)[keep])
+        return [([int(keep[i]) for i in m], sil, conf) for m, sil, conf in inner], overall
     x = np.asarray(vectors, np.float64)
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
