@@ -10,7 +10,8 @@ conversation:
   the memories that are not small talk in a topic (target >= 50%);
 - each label, whether any label word is a speaker's name (or a short form of one) or filler
   (stop, small-talk or discourse words), and the share of a topic's members holding each label
-  word (mean over words and topics: "label words occur in most members");
+  word (mean over words and topics: "label words occur in most members"), and the share of a
+  topic's members holding at least one label word (mean over topics);
 - `db.topics.themes(ns)`: themes and their mean silhouette.
 
 Command: `python bench/eval_topics_raw.py [--profile default|minilm] [--json PATH] [--labels]`
@@ -75,15 +76,17 @@ def measure(conv: dict[str, Any], profile: str, ns: str, db: Any, warm: bool) ->
     took = time.perf_counter() - t0
     inside = {m for t in topics for m in t.members}
     content = [i for i in ids if i not in small]
-    labels, named, filler, holds = [], 0, 0, []
+    labels, named, filler, holds, anyword = [], 0, 0, [], []
     for t in topics:
         words = [w.strip() for w in t.label.split("/") if w.strip()]
         labels.append(f"{t.label} ({t.size})")
         named += any(rule.is_name(w) for w in words)
         filler += any(rule.is_filler(w) and not rule.is_name(w) for w in words)
+        toks = [set(tokenize(normalize(text[m]))) for m in t.members]
         for w in words:
             lw = w.lower()
-            holds.append(np.mean([lw in tokenize(normalize(text[m])) for m in t.members]))
+            holds.append(np.mean([lw in tk for tk in toks]))
+        anyword.append(np.mean([any(w.lower() in tk for w in words) for tk in toks]))
     themes = db.topics.themes(ns, refresh=True)
     sils = [th.silhouette for th in themes]
     return {"memories": len(ids), "small_talk": len(small), "topics": len(topics),
@@ -92,6 +95,7 @@ def measure(conv: dict[str, Any], profile: str, ns: str, db: Any, warm: bool) ->
             "small_talk_in_topic": sum(i in inside for i in small),
             "labels_with_name": named, "labels_with_filler": filler,
             "label_word_in_members": round(float(np.mean(holds)), 3) if holds else None,
+            "members_with_a_label_word": round(float(np.mean(anyword)), 3) if anyword else None,
             "topics_ms": round(took * 1e3, 1), "themes": len(themes),
             "theme_silhouette_mean": round(float(np.mean(sils)), 4) if sils else None, "labels": labels}
 
@@ -112,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ns}: {r['memories']} memories ({r['small_talk']} small talk), {r['topics']} topics, largest "
               f"{r['largest_share']:.1%}, content in a topic {r['content_in_topic']:.1%}, small talk in one "
               f"{r['small_talk_in_topic']}, labels named {r['labels_with_name']} filler {r['labels_with_filler']}, "
-              f"label word in members {r['label_word_in_members']}, {r['topics_ms']} ms, themes {r['themes']} "
+              f"label word in members {r['label_word_in_members']} (a member holds one: "
+              f"{r['members_with_a_label_word']}), {r['topics_ms']} ms, themes {r['themes']} "
               f"(silhouette {r['theme_silhouette_mean']})")
         if args.labels:
             print("   " + " | ".join(r["labels"]))

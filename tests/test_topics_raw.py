@@ -164,3 +164,29 @@ def test_small_talk_is_in_no_theme_and_content_themes_remain() -> None:
     assert not [(t.label, text[i]) for t in themes for i in t.members if rule.is_small_talk(text[i])]
     assert any(all("recital" in text[i] for i in t.members) for t in themes), [t.label for t in themes]
     assert all("caroline" not in t.label and "melanie" not in t.label for t in themes)
+
+
+def test_a_memory_holding_a_topics_words_joins_it_however_far_its_vectors() -> None:
+    """The join (issue 29): a memory in no topic that holds the words a topic's label shows joins
+    that topic, though its vectors are no nearer to it than to the rest (the nearness rule alone
+    left it out, and the members that joined by nearness rarely held the label's words)."""
+    from engramdb.topics.labels import DistinctiveTerms
+
+    rng = np.random.default_rng(4)
+    dim = 32
+    centres = [rng.normal(size=dim) for _ in range(3)]
+    # the strays are orthogonal to every group and to each other: as far from each group as from the rest
+    strays = np.linalg.qr(np.vstack([*centres, rng.normal(size=(6, dim))]).T)[0].T[3:]
+    x = np.asarray([c + 0.05 * rng.normal(size=dim) for c in centres for _ in range(12)] + list(strays),
+                   np.float32)  # 36 in three groups, 6 strays
+    words = [["sourdough", "starter"], ["violin", "rosin"], ["trail", "summit"]]
+    texts = [f"notes on {words[g][0]} and {words[g][1]} number {i}" for g in range(3) for i in range(12)]
+    texts += [f"a stray about {w} today" for w in ("rosin", "summit", "tax", "paint", "moon", "rosin")]
+    spaces = [(Space("a", "dense", dim, "cosine"), x),
+              (Space("b", "dense", dim, "cosine"), x + np.float32(0.01) * rng.normal(size=x.shape).astype(np.float32))]
+    plain = clustering.topics_capped(spaces)
+    assert sorted(len(m) for m, _ in plain) == [12, 12, 12]  # the strays join by nearness nowhere
+    worded = {frozenset(m) for m, _ in clustering.topics_capped(spaces, terms=DistinctiveTerms(texts).rows(range(42)))}
+    assert frozenset([*range(12, 24), 36, 41]) in worded  # the violin topic takes both strays holding "rosin"
+    assert frozenset([*range(24, 36), 37]) in worded  # the hiking one the stray holding "summit"
+    assert frozenset(range(12)) in worded  # the strays holding no topic's word stay out

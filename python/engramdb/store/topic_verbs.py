@@ -144,12 +144,13 @@ class TopicVerbs:
         texts = texts_of(view, locs)
         chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
         aside = chat.set_aside(texts)  # small talk neither forms nor joins a topic
+        words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat)
         if not refresh and last is not None and last.epoch == view.epoch and \
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
             groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
         else:
-            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside), True
-        names = self._labels([m for m, _ in groups], texts, labeler, self._term_cache(namespace, texts), chat)
+            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words), True
+        names = self._labels([m for m, _ in groups], texts, labeler, words=words)
         rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
                 for (members, conf), name in zip(groups, names)]
         prev = self._previous().get(namespace, Previous())
@@ -171,7 +172,8 @@ class TopicVerbs:
         return result
 
     def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
-                 unit: np.ndarray, aside: np.ndarray) -> tuple[list[tuple[list[int], float]], int | None]:
+                 unit: np.ndarray, aside: np.ndarray,
+                 words: DistinctiveTerms | None = None) -> tuple[list[tuple[list[int], float]], int | None]:
         """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
         agreement; the memories outside the sample join by the centroid rule. The memories
         `aside` (small talk) are in none."""
@@ -182,7 +184,8 @@ class TopicVerbs:
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
         found = clustering.topics_capped([(self._db.schema[name], view.vectors_at(name, sub))
-                                          for name in self.spaces()]) if sub else []
+                                          for name in self.spaces()],
+                                         terms=words.rows(pick) if words is not None else None) if sub else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:
             return groups, None
@@ -286,10 +289,11 @@ class TopicVerbs:
 
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
-                analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None) -> list[str]:
+                analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None,
+                words: DistinctiveTerms | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
-        dt = DistinctiveTerms(texts, analysed, chat or SmallTalk()) if groups else None
+        dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk())) if groups else None
         return [dt.label(g) for g in groups] if dt is not None else []
 
     def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:

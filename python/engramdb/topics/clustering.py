@@ -13,8 +13,10 @@ mean agreement of its agreeing pairs over the most the schema allows.
 Chat turns (issue 29): `topics_capped`, what the store runs, refines each space's clustering
 first (a cluster of more than `CAP` of the memories is clustered again on its own members and
 replaced by the clusters inside it, when there are two or more), splits a topic the agreeing
-pairs chain past the cap the same way, then lets each memory in no topic join its nearest topic
-when nearer to it than `JOIN` of its mean distance to every memory, while that topic has room.
+pairs chain past the cap the same way, then lets each memory in no topic join a topic while that
+topic has room: the nearest of those whose best terms it holds (with `terms`: the words a label
+shows, of the topic as clustered), else its nearest when nearer to it than `JOIN` of its mean
+distance to every memory.
 
 Who votes: every non-temporal space, except one whose embedder is a projection of the main
 space's (the HDC codes of the dense vectors): it would repeat the main space's vote.
@@ -27,9 +29,10 @@ default profile (dense 1.0, tokens 1.0, lexical 0.5; maximum 2.5) needs 1.5.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -53,6 +56,16 @@ class SpaceClusters:
     space: str
     weight: float
     labels: np.ndarray  # int64 (n,)
+
+
+class Terms(Protocol):
+    """The words of the memories being clustered (`labels.Rows`): what a join reads."""
+
+    def top(self, members: Sequence[int]) -> Collection[str]:
+        """The terms a label of these memories shows."""
+
+    def content(self, i: int) -> Collection[str]:
+        """Memory i's terms that may label a topic."""
 
 
 def threshold(weights: Sequence[float]) -> float:
@@ -151,14 +164,16 @@ def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None
         return [SpaceClusters(sp.name, sp.weight, run.result()) for (sp, _), run in zip(spaces, runs)]
 
 
-def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP) -> list[tuple[list[int], float]]:
+def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP,
+                  terms: Terms | None = None) -> list[tuple[list[int], float]]:
     """`topics_of` the spaces' clusterings, each space's refined first: a cluster of more than
     `cap` of the memories (and at least `MIN_SPLIT`) is clustered again on its own members over
     the same distances and, when that finds two clusters or more, replaced by them (its members in
     none become noise in that space), down to `SPLITS` levels. Why: HDBSCAN's excess-of-mass
     choice keeps the root-most stable cluster, and on a chat's turns, which loosely share a family,
     a pet or a job, that is half the conversation in every space (issue 29); inside it, the denser
-    groups stand out. A cluster that holds no two groups stays whole."""
+    groups stand out. A cluster that holds no two groups stays whole. `terms`: the memories'
+    words, for the join (see `_joined`)."""
     n = len(spaces[0][1]) if spaces else 0
     if n < MIN_CLUSTER:
         return []
@@ -173,7 +188,7 @@ def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP) -
         if len(out) == len(found):
             break
         found = out
-    return _joined(found, mats, [sp.weight for sp, _ in spaces], n)
+    return _joined(found, mats, [sp.weight for sp, _ in spaces], n, terms)
 
 
 def _split(spaces: Sequence[tuple[Space, Embedding]], mats: Sequence[np.ndarray],
@@ -186,13 +201,17 @@ def _split(spaces: Sequence[tuple[Space, Embedding]], mats: Sequence[np.ndarray]
 
 
 def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
-            n: int) -> list[tuple[list[int], float]]:
-    """The topics, with each memory in none joining the topic it is nearest when that is under
-    `JOIN` of its mean distance to every memory (nearer to the topic than to the namespace at
-    large), nearest first, while the topic holds fewer than `CAP` of the memories. Nearness is the
-    mean distance to the topic's members, averaged over the spaces by weight. Why: the refined
-    clusterings leave most of a split cluster in none, and on chat turns each space's noise is
-    most of the namespace (issue 29: a third to a half of what is not small talk was in no topic)."""
+            n: int, terms: Terms | None = None) -> list[tuple[list[int], float]]:
+    """The topics, with each memory in none joining one, nearest first, while the topic holds
+    fewer than `CAP` of the memories: with `terms`, the nearest topic whose best terms as
+    clustered (the words its label would show) it holds one of; else (or without `terms`) the
+    topic it is nearest when that is under `JOIN` of its mean distance to every memory (nearer to
+    the topic than to the namespace at large). Nearness is the mean distance to the topic's
+    members, averaged over the spaces by weight. Why: the refined clusterings leave most of a
+    split cluster in none, and on chat turns each space's noise is most of the namespace (issue
+    29: a third to a half of what is not small talk was in no topic); and a memory that holds a
+    topic's words belongs with it however it is worded, where one that joined by nearness alone
+    rarely holds the label's words (LoCoMo: label words in a quarter of a topic's members)."""
     inside = np.zeros(n, bool)
     for members, _ in found:
         inside[members] = True
@@ -209,11 +228,22 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
             near[t] += rows[:, members].mean(axis=1) * (w / total)
     out = [(list(m), c) for m, c in found]
     room = max(int(CAP * n), MIN_SPLIT)
+    cols = np.arange(len(rest))
     best = np.argmin(near, axis=0)
-    gap = near[best, np.arange(len(rest))] / np.maximum(background, 1e-9)
+    gap = near[best, cols] / np.maximum(background, 1e-9)
+    ok = gap <= JOIN
+    if terms is not None:
+        tops = [set(terms.top(members)) for members, _ in found]
+        holds = np.array([[bool(top.intersection(terms.content(int(j)))) for j in rest] for top in tops])
+        worded = holds.any(axis=0)
+        if worded.any():
+            best_worded = np.argmin(np.where(holds, near, np.inf), axis=0)
+            best = np.where(worded, best_worded, best)
+            gap = np.where(worded, near[best, cols] / np.maximum(background, 1e-9), gap)
+            ok |= worded
     for j in np.argsort(gap, kind="stable").tolist():  # the nearest first, while the topic has room
         t = int(best[j])
-        if gap[j] <= JOIN and len(out[t][0]) < room:
+        if ok[j] and len(out[t][0]) < room:
             out[t][0].append(int(rest[j]))
     return sorted(((sorted(m), c) for m, c in out), key=lambda t: (-len(t[0]), t[0][0]))
 
@@ -311,5 +341,5 @@ def topics_of(clusterings: Sequence[SpaceClusters], n: int) -> list[tuple[list[i
     return sorted(out, key=lambda t: (-len(t[0]), t[0][0]))
 
 
-__all__ = ["CAP", "MIN_CLUSTER", "SpaceClusters", "cluster", "cluster_spaces", "distances", "threshold", "topics_capped",
+__all__ = ["CAP", "MIN_CLUSTER", "SpaceClusters", "Terms", "cluster", "cluster_spaces", "distances", "threshold", "topics_capped",
            "topics_of"]

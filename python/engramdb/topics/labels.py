@@ -46,19 +46,28 @@ class DistinctiveTerms:
 
     def label(self, members: Sequence[int], n: int = TERMS) -> str:
         """The label of the texts at these positions."""
-        tf: Counter[str] = Counter()  # members holding the term
         surface: dict[str, Counter[str]] = {}
         for i in members:
-            held = set()
             for stem, word in self.words[i]:
-                if self._skipped(word):
-                    continue
-                held.add(stem)
-                surface.setdefault(stem, Counter())[word] += 1
-            tf.update(held)
+                if not self._skipped(word):
+                    surface.setdefault(stem, Counter())[word] += 1
+        return " / ".join(surface[t].most_common(1)[0][0] for t in self.top(members, n)) or "(no terms)"
+
+    def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
+        """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
+        tf: Counter[str] = Counter()  # members holding the term
+        for i in members:
+            tf.update(self.content(i))
         idf = self._idf()
-        scored = heapq.nsmallest(n, tf, key=lambda t: (-tf[t] * idf[t], t))
-        return " / ".join(surface[t].most_common(1)[0][0] for t in scored) or "(no terms)"
+        return heapq.nsmallest(n, tf, key=lambda t: (-tf[t] * idf[t], t))
+
+    def content(self, i: int) -> frozenset[str]:
+        """The terms (stems) of text `i` that may label a topic."""
+        return frozenset(stem for stem, word in self.words[i] if not self._skipped(word))
+
+    def rows(self, pick: Sequence[int]) -> Rows:
+        """These texts alone, numbered from 0 in this order (the memories a clustering runs on)."""
+        return Rows(self, pick)
 
     def _skipped(self, word: str) -> bool:
         """Whether a word never labels (see the module docstring), asked once per word."""
@@ -74,6 +83,20 @@ class DistinctiveTerms:
         return self._idfs
 
 
+class Rows:
+    """`DistinctiveTerms.top` and `.content` over some of its texts, numbered from 0 (the idf
+    stays the namespace's): what `clustering.topics_capped` reads to join a memory to a topic."""
+
+    def __init__(self, terms: DistinctiveTerms, pick: Sequence[int]) -> None:
+        self.terms, self.pick = terms, list(pick)
+
+    def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
+        return self.terms.top([self.pick[i] for i in members], n)
+
+    def content(self, i: int) -> frozenset[str]:
+        return self.terms.content(self.pick[i])
+
+
 def distinctive_terms(members: Sequence[str], corpus: Sequence[str], n: int = TERMS) -> str:
     """The built-in labeler as a `Labeler` (texts in, label out); the store calls `DistinctiveTerms`
     directly so a namespace is analysed once per run."""
@@ -81,4 +104,4 @@ def distinctive_terms(members: Sequence[str], corpus: Sequence[str], n: int = TE
     return dt.label(range(len(corpus), len(corpus) + len(members)), n) if members else "(no terms)"
 
 
-__all__ = ["DistinctiveTerms", "Labeler", "distinctive_terms"]
+__all__ = ["DistinctiveTerms", "Labeler", "Rows", "distinctive_terms"]
