@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - the extra is in the test extra
     raise ImportError('engramdb.cluster needs Ray: pip install "engramdb[ray]"') from exc
 
 from .client import DEFAULT_TIMEOUT, Cluster
-from .unavailable import ShardUnavailable
 from .rendezvous import Router, weight
+from .unavailable import ShardUnavailable
 
 __all__ = ["DEFAULT_TIMEOUT", "Cluster", "Router", "ShardUnavailable", "weight"]

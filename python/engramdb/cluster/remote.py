@@ -18,9 +18,9 @@ from typing import Any
 import ray
 import ray.exceptions
 
-from .unavailable import ShardUnavailable
 from .replica import Replica
 from .shard import Shard
+from .unavailable import ShardUnavailable
 
 # failures of the actor or the call, not of the verb: the call may be sent again
 _UNAVAILABLE = (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.ObjectLostError,

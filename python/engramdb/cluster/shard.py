@@ -175,6 +175,8 @@ class Shard:
         return verify_folder(self.path)
 
     def backup(self, dest: str) -> dict[str, Any]:
+        """A copy of the shard in folder `dest` (its parent made here: it is on the actor's machine)."""
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
         return self.db.admin.backup(dest)
 
     def consolidate(self, kwargs: Mapping[str, Any]) -> Any:
