@@ -14,8 +14,12 @@ conversation:
   topic's members holding at least one label word (mean over topics);
 - `db.topics.themes(ns)`: themes and their mean silhouette.
 
-Command: `python bench/eval_topics_raw.py [--profile default|minilm] [--json PATH] [--labels]`
-(the minilm profile embeds the turns with MiniLM, cached as bench/eval_locomo.py does).
+Command: `python bench/eval_topics_raw.py [--profile default|minilm] [--json PATH] [--labels]
+[--corpus locomo|notes|docs]` (the minilm profile embeds the texts with MiniLM, cached as
+bench/eval_locomo.py does). `--corpus notes|docs` measures the same on one namespace of short
+notes or document chunks with a known grouping (bench/topic_corpora.py: Debian package
+descriptions by Section, standard-library docstring paragraphs by module), and each topic's
+purity against it (the share of a topic's members in its commonest group, over all members).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -50,24 +55,27 @@ def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _minilm(texts: list[str]) -> np.ndarray:
-    """MiniLM rows of the turns, cached in bench/_corpus.py's cache (as the other LoCoMo benches do)."""
+def _minilm(texts: list[str], prefix: str = "locomo10-raw") -> np.ndarray:
+    """MiniLM rows of the texts, cached in bench/_corpus.py's cache (as the other LoCoMo benches do)."""
     import hashlib
 
     import _corpus
     key = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
-    return np.asarray(_corpus._embed_cached(f"locomo10-raw-minilm-{key}.npy", lambda: texts), np.float32)
+    return np.asarray(_corpus._embed_cached(f"{prefix}-minilm-{key}.npy", lambda: texts), np.float32)
 
 
-def measure(conv: dict[str, Any], profile: str, ns: str, db: Any, warm: bool) -> dict[str, Any]:
-    recs = turns(conv)
+def measure(recs: list[dict[str, Any]], names: set[str], profile: str, ns: str, db: Any, warm: bool,
+            groups: list[str] | None = None, prefix: str = "locomo10-raw") -> dict[str, Any]:
+    """The figures of one namespace's records (`names`: its speakers; `groups`: each record's
+    known group, for the topics' purity)."""
     if profile == "minilm":
-        vecs = _minilm([r["content"] for r in recs])
+        vecs = _minilm([r["content"] for r in recs], prefix)
         main = db.schema.main
         recs = [{**r, "vectors": {main: v}} for r, v in zip(recs, vecs)]
     ids = list(db.add_many([{**r, "namespace": ns} for r in recs]))
     text = {i: r["content"] for i, r in zip(ids, recs)}
-    rule = SmallTalk({conv["speaker_a"], conv["speaker_b"]})
+    group = dict(zip(ids, groups or []))
+    rule = SmallTalk(names)
     small = {i for i in ids if rule.is_small_talk(text[i])}
     if warm:
         db.topics(ns, refresh=True)
@@ -89,7 +97,11 @@ def measure(conv: dict[str, Any], profile: str, ns: str, db: Any, warm: bool) ->
         anyword.append(np.mean([any(w.lower() in tk for w in words) for tk in toks]))
     themes = db.topics.themes(ns, refresh=True)
     sils = [th.silhouette for th in themes]
-    return {"memories": len(ids), "small_talk": len(small), "topics": len(topics),
+    purity = None
+    if group and topics:  # members in their topic's commonest group, over every member of a topic
+        purity = round(sum(max(Counter(group[m] for m in t.members).values()) for t in topics)
+                       / sum(t.size for t in topics), 4)
+    return {"purity": purity, "groups": len(set(group.values())),"memories": len(ids), "small_talk": len(small), "topics": len(topics),
             "largest_share": round(max((t.size for t in topics), default=0) / len(ids), 4),
             "content_in_topic": round(sum(i in inside for i in content) / max(1, len(content)), 4),
             "small_talk_in_topic": sum(i in inside for i in small),
@@ -106,19 +118,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="default")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--labels", action="store_true", help="print every topic's label")
+    ap.add_argument("--corpus", choices=("locomo", "notes", "docs"), default="locomo",
+                    help="LoCoMo's conversations, or bench/topic_corpora.py's notes or document chunks")
     args = ap.parse_args(argv)
-    convs = json.loads(args.data.read_text())
     db = engramdb.open(None, profile=args.profile)
+    if args.corpus == "locomo":
+        runs = [(f"conv-{k}", turns(c["conversation"]), {c["conversation"]["speaker_a"], c["conversation"]["speaker_b"]},
+                 None) for k, c in enumerate(json.loads(args.data.read_text()))]
+    else:
+        import topic_corpora
+        recs, groups = topic_corpora.notes() if args.corpus == "notes" else topic_corpora.documents()
+        runs = [(args.corpus, recs, set(), groups)]
     rows = {}
-    for k, c in enumerate(convs):
-        ns = f"conv-{k}"
-        r = rows[ns] = measure(c["conversation"], args.profile, ns, db, warm=k == 0)
+    for k, (ns, recs, names, groups) in enumerate(runs):
+        r = rows[ns] = measure(recs, names, args.profile, ns, db, warm=k == 0, groups=groups,
+                               prefix="locomo10-raw" if groups is None else f"topics-{args.corpus}")
         print(f"{ns}: {r['memories']} memories ({r['small_talk']} small talk), {r['topics']} topics, largest "
               f"{r['largest_share']:.1%}, content in a topic {r['content_in_topic']:.1%}, small talk in one "
               f"{r['small_talk_in_topic']}, labels named {r['labels_with_name']} filler {r['labels_with_filler']}, "
               f"label word in members {r['label_word_in_members']} (a member holds one: "
               f"{r['members_with_a_label_word']}), {r['topics_ms']} ms, themes {r['themes']} "
-              f"(silhouette {r['theme_silhouette_mean']})")
+              f"(silhouette {r['theme_silhouette_mean']})"
+              + (f", purity {r['purity']} ({r['groups']} groups)" if r["groups"] else ""))
         if args.labels:
             print("   " + " | ".join(r["labels"]))
     ok = all(r["largest_share"] <= TARGET_LARGEST and r["content_in_topic"] >= TARGET_COVERED
