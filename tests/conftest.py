@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -9,6 +10,11 @@ import pytest
 from engramdb import kernels
 
 ISAS = kernels.available_isas()
+
+# The hook processes the tests start answer in their own process: a resident reader
+# (agents/resident.py) would outlive the test and answer the next test's hooks from its snapshot.
+# tests/test_hook_resident.py turns it on for its own hooks, each with a runtime folder of its own.
+os.environ.setdefault("ENGRAMDB_HOOK_RESIDENT", "0")
 
 
 @pytest.fixture(params=ISAS)

@@ -15,9 +15,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .commands.common import CliError, note, one_line, os_message, resolve_folder
-from .commands.parser import COMMANDS, build
-
 __all__ = ["main"]
 
 # what an error of the store or of the user's input is: said in one line as it is (anything else
@@ -27,6 +24,18 @@ _EXPECTED = (ValueError, RuntimeError, OSError, ImportError, LookupError)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `engramdb` console script: the exit code."""
+    args_given = list(sys.argv[1:] if argv is None else argv)
+    if args_given[:1] == ["hook"]:
+        # a hook's read served by the store's resident reader: this path imports the standard
+        # library only (agents/resident_link.py); None means "answer the usual way"
+        from .agents.resident_link import fast_hook
+
+        served = fast_hook(args_given[1:])
+        if served is not None:
+            return served
+    from .commands.common import CliError, note, one_line, resolve_folder
+    from .commands.parser import COMMANDS, build
+
     parser, each = build()
     # known args: a positional after an option (`context FOLDER --namespace N QUERY`, the old
     # form) is left over by argparse; the command takes it back, or it is an error
@@ -53,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _drop_stdout()
         return 141  # what a shell reports for a command a closed pipe stopped (128 + SIGPIPE)
     except OSError as exc:
+        from .commands.common import os_message
+
         note(command.name, one_line(os_message(exc)))
         _drop_stdout()
         return 1

@@ -41,7 +41,6 @@ $ENGRAMDB_HOOK_BUDGET_MS sets one budget (ms) for every event. `main` is a proce
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -62,6 +61,10 @@ from ..storage import spool
 from ..storage.folder import classify, writer_active
 from . import hook_events as ev
 from .hook_events import Payload
+from .resident_link import note as _note
+from .resident_link import print_context as _print_context
+from .resident_link import process_start as _process_start
+from .resident_link import start_wanted
 
 CHARS_PER_TOKEN = 4  # max_chars -> a context's max_tokens (English prose and code average 3-4)
 FALLBACK_AT = 0.75  # of the budget: print the quicker answer when the full one is not ready by then
@@ -77,7 +80,6 @@ RESCUE_ASYNC_S = 20.0  # ... by an event nothing waits for (a capture only: the 
 # a hook's writer lives for one event: upkeep (the indexes after a checkpoint) runs on its own
 # thread, not on a background worker whose job close() would wait for
 QUICK = Tuning(background=False)
-PROCESS_AGE_LIMIT_S = 60.0  # older at main(): not a hook's own process (main() was called in-process), count from now
 
 
 class _Run:
@@ -153,6 +155,7 @@ def main(event: str, *, path: str | None, namespace: str | None, max_chars: int)
     worker.start()
     which, text = run.wait_answer(deadline - (1 - FALLBACK_AT) * budget, deadline)
     if which == "late":
+        start_wanted()
         _leave(event, f"over its {ev.budget_ms(event)} ms budget" + (": nothing printed" if HOOKS[event].read else "")
                + _rescue(run))
     if which == "quick":
@@ -160,6 +163,7 @@ def main(event: str, *, path: str | None, namespace: str | None, max_chars: int)
                          + ("printed the quick answer" if text else "the quick one found nothing to say"))
     if text and HOOKS[event].read is not None:
         _print_context(event, text)
+    start_wanted()  # a resident reader for the next events, when this one found none (resident_link.py)
     if not run.written.wait(max(0.0, deadline - time.monotonic())):
         if run.kept:  # in the spool; storing it was cut short: the next writer takes it in
             _leave(event, None)
@@ -319,6 +323,20 @@ def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _R
                        min(max_chars, TOOL_CHARS)))
 
 
+def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace: str | None,
+                max_chars: int, budget_s: float) -> str | None:
+    """The read of `event` (one with a read and no capture) for its stdin `raw`, on `db`, a store
+    already open read-only (a resident reader's, agents/resident.py): the text the hook prints
+    (None: nothing to say). Raises HookInputError for stdin that is not the event's JSON."""
+    hook = HOOKS.get(event)
+    if hook is None or hook.read is None or hook.capture is not None:
+        raise ev.HookInputError(f"{event!r} is not an event a resident reader answers")
+    payload = ev.parse(raw, event)
+    run = _Run(time.monotonic() + budget_s)
+    hook.read(payload, store, ev.namespace_of(namespace, payload), max(0, max_chars), run, db)
+    return run.final if run.final_ready else run.quick
+
+
 # ---------------------------------------------------------------------------------- writes
 def session_end(store: Path, ns: str) -> None:
     """Upkeep as the writer: ingest the spool (opening does), fold the WAL, merge the small
@@ -418,23 +436,6 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-def _print_context(event: str, text: str) -> None:
-    body = json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
-                      ensure_ascii=False)
-    try:
-        sys.stdout.write(body + "\n")
-        sys.stdout.flush()
-    except OSError:  # the agent stopped reading: nothing to do about it
-        pass
-
-
-def _note(event: str, message: str) -> None:
-    try:
-        print(f"engramdb hook {event}: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
-
-
 def _leave(event: str, message: str | None) -> None:
     """Leave now, exit status 0, whatever the threads are doing (stdout as it is)."""
     if message:
@@ -446,21 +447,4 @@ def _leave(event: str, message: str | None) -> None:
     os._exit(0)
 
 
-def _process_start() -> float:
-    """When this process started, on `time.monotonic`'s clock: the budget is the agent's wall
-    time, interpreter start-up and imports included, which a loaded machine can make a second or
-    more (Linux's /proc says when; elsewhere, or when main() runs inside an older process, now)."""
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            stat = f.read()
-        with open("/proc/uptime", "rb") as f:
-            uptime = float(f.read().split()[0])
-        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22, starttime, in clock ticks since boot
-        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return now
-    return now - age if 0 <= age <= PROCESS_AGE_LIMIT_S else now
-
-
-__all__ = ["HOOKS", "main"]
+__all__ = ["HOOKS", "main", "served_read"]

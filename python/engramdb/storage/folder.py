@@ -55,6 +55,25 @@ def writer_active(folder: Path) -> bool:
     return lock.writer_active(folder)
 
 
+def fingerprint(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """The name, size and modification time of each entry of `folder`: it changes whenever a writer
+    acknowledges a write (the WAL grows, a manifest or segment is written, the spool takes a
+    capture), which is what a long-lived reader asks before it decides to reopen (agents/resident.py).
+    Empty when the folder cannot be listed."""
+    out: list[tuple[str, int, int]] = []
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                out.append((e.name, st.st_size, st.st_mtime_ns))
+    except OSError:
+        return ()
+    return tuple(sorted(out))
+
+
 _SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access)(\.tmp)?$")  # storage/spool.py's names
 
 

@@ -1,0 +1,212 @@
+"""The resident reader of a store's hooks: one process that holds the store open read-only and
+answers the hooks' reads (agents/resident_link.py says why, which events, and where the socket is).
+
+`python -m engramdb.agents.resident STORE` (what a hook starts, detached): it takes a lock beside
+its socket (a second resident of the same store leaves at once), opens the store read-only, binds
+the socket (mode 0600, in a folder only the user may enter), and answers one request at a time:
+a JSON object with the event, the hook's stdin, the store folder, the namespace and max_chars, and
+the time left in the hook's budget; the answer is a JSON object with the text to print (or null),
+notes for stderr, and its pid. Before each request it looks at the store folder
+(storage.folder.fingerprint); when a writer changed it, it reopens the store on a thread and
+answers from the snapshot it has until the new one is ready, so a request never waits for an open
+(650 ms at 100,000 memories). It leaves after the idle time without a request, when the store
+folder goes, when a reopen fails (the next hook answers in its own process and says why), and on
+SIGTERM; it removes its socket when it leaves (a socket left by a killed resident is replaced by
+the next one). It writes nothing to the store: captures are spooled by the hook processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import engramdb
+
+from ..storage.folder import fingerprint
+from .hook_events import HookInputError
+from .hooks import served_read
+from .resident_link import REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
+
+POLL_S = 2.0  # how often an idle resident looks at its store folder and its idle time
+READ_TIMEOUT_S = 5.0  # a request must arrive whole within this
+
+
+class Resident:
+    """A store opened read-only, reopened in the background when a writer changed its folder."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = Path(os.path.realpath(store))
+        self.seen = fingerprint(self.store)
+        self.db = engramdb.open(self.store, read_only=True, access_log="spool")
+        self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...]] | None = None
+        self._failed: BaseException | None = None
+        self._reopening: threading.Thread | None = None
+
+    def refresh(self) -> None:
+        """Swap in a snapshot reopened in the background, and start a reopen when the folder changed
+        since the snapshot in use was opened. Raises what a failed reopen raised."""
+        if self._reopening is not None and not self._reopening.is_alive():
+            self._reopening = None
+            if self._failed is not None:
+                raise self._failed
+            if self._fresh is not None:
+                old, (self.db, self.seen), self._fresh = self.db, self._fresh, None
+                old.close()
+        if self._reopening is None and fingerprint(self.store) != self.seen:
+            self._reopening = threading.Thread(target=self._reopen, name="engramdb-resident-reopen", daemon=True)
+            self._reopening.start()
+
+    def _reopen(self) -> None:
+        seen = fingerprint(self.store)  # before the open: a write during it makes the next reopen
+        try:
+            self._fresh = (engramdb.open(self.store, read_only=True, access_log="spool"), seen)
+        except BaseException as exc:  # noqa: BLE001 - raised on the serving thread by refresh()
+            self._failed = exc
+
+    def answer(self, request: Any) -> dict[str, Any]:
+        """The answer to one request (see the module docstring)."""
+        if not isinstance(request, dict):
+            return {"text": None, "notes": ["the request is not a JSON object"], "pid": os.getpid()}
+        event, raw, store = request.get("event"), request.get("stdin"), request.get("store")
+        namespace, max_chars, budget = request.get("namespace"), request.get("max_chars"), request.get("budget_s")
+        problems = [name for name, ok in (
+            ("event", event in RESIDENT_EVENTS), ("stdin", isinstance(raw, str)),
+            ("store", isinstance(store, str) and os.path.realpath(store) == str(self.store)),
+            ("namespace", namespace is None or isinstance(namespace, str)),
+            ("max_chars", isinstance(max_chars, int) and not isinstance(max_chars, bool)),
+            ("budget_s", isinstance(budget, (int, float)) and not isinstance(budget, bool))) if not ok]
+        if problems:
+            return {"text": None, "notes": [f"the resident reader refused the request: bad {', '.join(problems)}"],
+                    "pid": os.getpid()}
+        assert isinstance(event, str) and isinstance(raw, str) and isinstance(max_chars, int)
+        assert isinstance(budget, (int, float))
+        try:
+            text = served_read(self.db, event, raw, self.store, namespace, max_chars, float(budget))
+        except HookInputError as exc:
+            return {"text": None, "notes": [str(exc)], "pid": os.getpid()}
+        return {"text": text, "notes": [], "pid": os.getpid()}
+
+    def close(self) -> None:
+        if self._reopening is not None:
+            self._reopening.join()
+            if self._fresh is not None:
+                self._fresh[0].close()
+        self.db.close()
+
+
+def _receive(conn: socket.socket) -> Any:
+    """The request on `conn` (read until the client shuts its side), parsed; ValueError when it is
+    too long, not whole in time, or not JSON."""
+    conn.settimeout(READ_TIMEOUT_S)
+    chunks, size = [], 0
+    while True:
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > REQUEST_BYTES:
+            raise ValueError(f"a request over {REQUEST_BYTES:,} bytes")
+        chunks.append(chunk)
+    return json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+
+
+def _reply(conn: socket.socket, answer: dict[str, Any]) -> None:
+    try:
+        conn.sendall(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except OSError:
+        pass  # the hook left (its budget ran out): nothing to do
+
+
+def serve(store: Path, idle_s: float) -> int:
+    """Serve `store`'s hooks until idle for `idle_s` seconds (see the module docstring): the exit code."""
+    sock_path = socket_for(store)
+    if sock_path is None or not Path(store).is_dir():
+        return 1
+    lock_fd = os.open(f"{sock_path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # another resident serves this store
+        resident = Resident(store)
+        try:
+            return _loop(resident, sock_path, idle_s)
+        finally:
+            resident.close()
+    finally:
+        os.close(lock_fd)
+
+
+def _loop(resident: Resident, sock_path: Path, idle_s: float) -> int:
+    try:
+        sock_path.unlink()  # a killed resident's (we hold the lock: no live one listens there)
+    except FileNotFoundError:
+        pass
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        srv.bind(str(sock_path))
+        ours = os.stat(sock_path).st_ino
+        try:
+            os.chmod(sock_path, 0o600)
+            srv.listen(16)
+            last = time.monotonic()
+            while resident.store.is_dir() and time.monotonic() - last < idle_s:
+                srv.settimeout(max(0.01, min(POLL_S, idle_s - (time.monotonic() - last))))
+                try:
+                    conn, _ = srv.accept()
+                except TimeoutError:
+                    continue
+                last = time.monotonic()
+                with conn:
+                    try:
+                        request = _receive(conn)
+                    except (OSError, ValueError) as exc:
+                        _reply(conn, {"text": None, "notes": [f"the resident reader refused the request: {exc}"],
+                                      "pid": os.getpid()})
+                        continue
+                    try:
+                        resident.refresh()
+                    except Exception:  # noqa: BLE001 - the store cannot be reopened: the hooks answer without us
+                        return 1
+                    _reply(conn, resident.answer(request))
+            return 0
+        finally:
+            try:
+                if os.stat(sock_path).st_ino == ours:
+                    sock_path.unlink()
+            except OSError:
+                pass
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m engramdb.agents.resident STORE [--idle SECONDS]`: the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m engramdb.agents.resident",
+                                     description="serve a store's hooks' reads from one process (started by the hooks)")
+    parser.add_argument("store", help="the store folder")
+    parser.add_argument("--idle", type=float, default=None,
+                        help="leave after this many seconds without a request (default: "
+                             "$ENGRAMDB_HOOK_RESIDENT_IDLE_S, else 600)")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    idle = args.idle if args.idle is not None and args.idle > 0 else idle_seconds()
+    try:
+        return serve(Path(args.store), idle)
+    except Exception:  # noqa: BLE001 - no store to serve (damaged, refused, gone): the hooks answer without us
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

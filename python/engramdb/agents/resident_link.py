@@ -1,0 +1,272 @@
+"""A hook's short way to a resident reader: the part of `engramdb hook` that imports nothing heavy.
+
+A hook is a new process for every event, and a cold process pays for its imports (numpy, Arrow and
+the engine: about 300 ms on a 2-core machine) and for opening the store (650 ms read-only at
+100,000 memories) before it can search: more than PreToolUse's whole 500 ms budget. So the read
+of the events listed in RESIDENT_EVENTS is served by a resident reader (agents/resident.py): one
+process per store folder that holds the store open read-only and answers over a Unix socket. The
+hook process then imports only the standard library, sends the event's stdin to the resident, and
+prints its answer (tens of milliseconds). The first such event of a session finds no resident: it
+answers the usual way (hooks.py, in this process) and starts one, detached, for the next events;
+the resident leaves after ENGRAMDB_HOOK_RESIDENT_IDLE_S seconds without a request (600 by
+default), when its store folder goes, or when it cannot reopen the store.
+
+The socket is in a folder only the user may enter: $XDG_RUNTIME_DIR/engramdb, else
+<tmp>/engramdb-<uid>, made with mode 0700; a folder that is not the user's own, is a symlink, or
+that others may enter is not used (the hook answers the usual way). The socket's name is a hash of
+the store folder's real path, so one resident serves one store. ENGRAMDB_HOOK_RESIDENT=0 turns the
+resident off (every hook answers in its own process, as before).
+
+Writes never go through the resident: a capture is spooled by the hook process itself (hooks.py).
+The resident reads what the writer acknowledged before its last reopen: it looks at the folder
+before each request and reopens in the background when a writer changed it, so an answer may miss
+the last write or two (a PreToolUse's few related memories; UserPromptSubmit and SessionStart
+answer in their own process from a fresh snapshot).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RESIDENT_EVENTS = ("PreToolUse",)  # the reads a resident serves (frequent, and a budget under a second)
+ENV_SWITCH = "ENGRAMDB_HOOK_RESIDENT"  # "0" (or "off", "no", "false"): no resident
+ENV_IDLE = "ENGRAMDB_HOOK_RESIDENT_IDLE_S"
+IDLE_S = 600.0  # a resident leaves after this long without a request
+REQUEST_BYTES = 32 * 1024 * 1024  # a request at most (a Write's PreToolUse carries the file it writes)
+SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on macOS, with the final NUL)
+STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
+_BUDGET_MS = 500  # PreToolUse's (hook_events.BUDGETS_MS), unless $ENGRAMDB_HOOK_BUDGET_MS says
+_PROCESS_AGE_LIMIT_S = 60.0
+
+
+def enabled() -> bool:
+    """Whether hooks use a resident reader ($ENGRAMDB_HOOK_RESIDENT not "0"/"off"/"no"/"false")."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def idle_seconds() -> float:
+    """How long a resident waits for a request before it leaves ($ENGRAMDB_HOOK_RESIDENT_IDLE_S, else 600)."""
+    try:
+        value = float(os.environ.get(ENV_IDLE, ""))
+    except ValueError:
+        return IDLE_S
+    return value if 0 < value < float("inf") else IDLE_S
+
+
+def runtime_folder() -> Path | None:
+    """The folder that holds the residents' sockets, made with mode 0700 when missing; None when it
+    cannot be made, or is not a folder of this user's that only they may enter."""
+    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    folder = Path(base) / "engramdb" if base else Path(tempfile.gettempdir()) / f"engramdb-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
+
+
+def socket_for(store: Path) -> Path | None:
+    """The socket of the resident that serves `store` (None: no safe folder for one, or its path is
+    too long for a Unix socket)."""
+    folder = runtime_folder()
+    if folder is None:
+        return None
+    key = hashlib.sha256(os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    path = folder / f"hooks-{key}.sock"
+    return path if len(os.fsencode(path)) <= SOCKET_PATH_BYTES else None
+
+
+def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Send `request` to the resident at `sock_path` and return its answer; None when no resident
+    listens there (no socket, or a stale one). Raises TimeoutError when one listens but does not
+    answer within `timeout` seconds, OSError/ValueError when the exchange breaks."""
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(max(0.001, timeout))
+        try:
+            s.connect(str(sock_path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None
+        s.sendall(json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        s.shutdown(socket.SHUT_WR)
+        chunks: list[bytes] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the resident reader did not answer in time")
+            s.settimeout(left)
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    answer = json.loads(b"".join(chunks).decode("utf-8"))
+    if not isinstance(answer, dict):
+        raise ValueError("the resident reader's answer is not a JSON object")  # noqa: TRY004 - a broken exchange, as bad JSON is
+    return answer
+
+
+def spawn(store: Path) -> None:
+    """Start a resident reader for `store`, detached from this process (it outlives it); a second
+    one started at the same time leaves at once (agents/resident.py takes a lock first)."""
+    try:
+        subprocess.Popen([sys.executable, "-m", "engramdb.agents.resident", os.path.realpath(store)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # no resident: the next hook answers the usual way and tries again
+
+
+_wanted: list[Path] = []  # the store whose hook found no resident: one is started after the answer
+
+
+def start_wanted() -> None:
+    """Start the resident a hook of this process found missing (`fast_hook`), if any: called once
+    the hook has printed its answer, so the new process's imports and open do not slow it down."""
+    while _wanted:
+        spawn(_wanted.pop())
+
+
+def print_context(event: str, text: str) -> None:
+    """The hook's answer on stdout, as Claude Code reads it."""
+    body = json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+                      ensure_ascii=False)
+    try:
+        sys.stdout.write(body + "\n")
+        sys.stdout.flush()
+    except OSError:  # the agent stopped reading: nothing to do about it
+        pass
+
+
+def note(event: str, message: str) -> None:
+    """One line on stderr, as every hook says what went wrong."""
+    try:
+        print(f"engramdb hook {event}: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def process_start() -> float:
+    """When this process started, on `time.monotonic`'s clock: the budget is the agent's wall
+    time, interpreter start-up and imports included, which a loaded machine can make a second or
+    more (Linux's /proc says when; elsewhere, or when the hook runs inside an older process, now)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            proc = f.read()
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+        ticks = int(proc[proc.rindex(b")") + 2:].split()[19])  # field 22, starttime, in clock ticks since boot
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0 <= age <= _PROCESS_AGE_LIMIT_S else now
+
+
+def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
+    """(event, --path, --namespace, --max-chars) of `hook EVENT ...`; None for anything the full
+    command line should read (it says what is wrong)."""
+    if not argv or argv[0] not in RESIDENT_EVENTS:
+        return None
+    event, values, rest = argv[0], {"path": None, "namespace": None, "max_chars": "8000"}, argv[1:]
+    names = {"-p": "path", "--path": "path", "--namespace": "namespace", "--max-chars": "max_chars"}
+    seen: set[str] = set()
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        name, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name not in names or names[name] in seen:
+            return None
+        if not value:
+            if i + 1 >= len(rest):
+                return None
+            value, i = rest[i + 1], i + 1
+        seen.add(names[name])
+        values[names[name]] = value
+        i += 1
+    try:
+        max_chars = int(values["max_chars"] or "")
+    except ValueError:
+        return None
+    return event, values["path"], values["namespace"], max_chars
+
+
+def _budget_s() -> float:
+    raw = os.environ.get("ENGRAMDB_HOOK_BUDGET_MS", "").strip()
+    try:
+        value = int(raw) if raw else 0
+    except ValueError:
+        value = 0
+    return (value if value > 0 else _BUDGET_MS) / 1000
+
+
+def fast_hook(argv: list[str]) -> int | None:
+    """`engramdb hook EVENT ...` answered by the store's resident reader: the exit code (0), or None
+    when this process must answer the usual way (the resident is off, the event or an option is
+    not one it serves, stdin is not a JSON object, or no resident listens yet: then one is
+    started for the next events). Stdin, when read here, is handed back through `sys.stdin`."""
+    if not enabled():
+        return None
+    options = _options(argv)
+    if options is None:
+        return None
+    event, path, namespace, max_chars = options
+    deadline = process_start() + _budget_s()
+    raw = sys.stdin.read() if sys.stdin is not None and not sys.stdin.isatty() else ""
+    sys.stdin = io.StringIO(raw)  # the usual way reads it again
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    env_path = os.environ.get("ENGRAMDB_PATH", "")
+    chosen = path or (env_path if env_path.strip() else None)
+    cwd = payload.get("cwd")
+    if not chosen and not isinstance(cwd, str):
+        return None
+    store = Path(chosen) if chosen else Path(str(cwd)) / STORE_FOLDER
+    if not store.is_dir():
+        return None  # nothing captured yet: the usual way says so (it prints nothing)
+    sock_path = socket_for(store)
+    if sock_path is None:
+        return None
+    request = {"event": event, "stdin": raw, "store": os.path.realpath(store),
+               "namespace": namespace or os.environ.get("ENGRAMDB_NAMESPACE") or None, "max_chars": max_chars,
+               "budget_s": max(0.0, deadline - time.monotonic())}
+    try:
+        answer = ask(sock_path, request, max(0.001, deadline - time.monotonic()))
+    except TimeoutError:
+        note(event, f"over its {round(_budget_s() * 1000)} ms budget: nothing printed (the resident reader was late)")
+        return 0
+    except (OSError, ValueError) as exc:
+        note(event, f"the resident reader failed ({type(exc).__name__}: {exc}): answered without it")
+        return None
+    if answer is None:
+        _wanted.append(store)  # started once this process has answered (it would compete for the CPU)
+        return None
+    text = answer.get("text")
+    if isinstance(text, str) and text:
+        print_context(event, text)
+    for line in answer.get("notes") or []:
+        note(event, str(line))
+    if os.environ.get("ENGRAMDB_DEBUG"):
+        note(event, f"answered by the resident reader (pid {answer.get('pid')})")
+    return 0
+
+
+__all__ = ["RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "note", "print_context",
+           "process_start", "socket_for", "spawn", "start_wanted"]

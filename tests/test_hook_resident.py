@@ -1,0 +1,231 @@
+"""The hooks' resident reader (agents/resident.py, agents/resident_link.py), through real hook
+processes (`python -m engramdb hook PreToolUse`) and a real resident process: the first event
+answers in its own process and starts the resident; the next ones are answered by it, with the same
+text; it follows the writer, leaves when idle or when its store goes, is replaced after a kill, and
+is never used from a runtime folder others may enter. $ENGRAMDB_DEBUG makes a hook say on stderr
+when the resident answered (how these tests tell the two ways apart)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import engramdb
+import pytest
+from engramdb.agents.resident_link import socket_for
+
+NS = "proj"
+SERVED = "answered by the resident reader"
+FACTS = ["The deploy script lives in scripts/deploy.sh and needs AWS_PROFILE set.",
+         "Run pytest with -x to stop at the first failure.",
+         "The database migrations are in alembic/versions."]
+
+
+def _payload(cwd: Path, command: str) -> str:
+    return json.dumps({"session_id": "s1", "cwd": str(cwd), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": command}})
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A project folder with a store of three facts, and the environment of its hooks (the resident
+    on, a runtime folder of its own, a short idle time); every resident it started is stopped after."""
+    cwd = tmp_path / "proj"
+    with engramdb.open(cwd / ".engramdb") as db:
+        for fact in FACTS:
+            db.add(fact, namespace=NS)
+    run = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # short: a Unix socket's path is at most ~100 bytes
+    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAMDB_PATH", "ENGRAMDB_NAMESPACE")}
+    env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
+                "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "120000"})
+    yield cwd, env
+    for pid in _residents(cwd / ".engramdb"):
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def _residents(store: Path) -> list[int]:
+    """The pids of the resident processes serving `store` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"engramdb.agents.resident" in cmd and os.fsencode(os.path.realpath(store)) in cmd:
+            out.append(int(entry.name))
+    return out
+
+
+def _hook(cwd: Path, env: dict[str, str], command: str = "bash scripts/deploy.sh",
+          *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "engramdb", "hook", "PreToolUse", "--namespace", NS, *extra],
+                          input=_payload(cwd, command), capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+
+
+def _text(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(text, str)
+    return text
+
+
+def _wait(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _served(cwd: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """A hook answered by the resident (waits for one to listen)."""
+    sock = socket_for_env(cwd / ".engramdb", env)
+    assert _wait(lambda: _listening(sock)), "no resident listens"
+    proc = _hook(cwd, env, "bash scripts/deploy.sh", *extra)
+    assert SERVED in proc.stderr, proc.stderr
+    return proc
+
+
+def _listening(sock: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(sock))
+        except OSError:
+            return False
+    return True
+
+
+def socket_for_env(store: Path, env: dict[str, str]) -> Path:
+    old = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
+    try:
+        sock = socket_for(store)
+    finally:
+        if old is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = old
+    assert sock is not None
+    return sock
+
+
+def test_first_hook_answers_itself_and_the_next_are_served_with_the_same_text(
+        project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    first = _hook(cwd, env)
+    assert SERVED not in first.stderr
+    own = _text(first)
+    assert "scripts/deploy.sh" in own
+    served = _served(cwd, env)
+    assert _text(served) == own
+    assert len(_residents(cwd / ".engramdb")) == 1
+    # the resident on, the same text as a hook that answers alone
+    alone = _hook(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"})
+    assert SERVED not in alone.stderr and _text(alone) == own
+    # options as the full command line takes them: --path=..., -p ..., --max-chars
+    store = str(cwd / ".engramdb")
+    assert _text(_served(cwd, env, f"--path={store}")) == own
+    short = _text(_served(cwd, env, "-p", store, "--max-chars", "60"))
+    assert len(short) <= 60 and own.startswith(short)
+
+
+def test_the_resident_follows_the_writer(project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    _hook(cwd, env)
+    _served(cwd, env)
+    with engramdb.open(cwd / ".engramdb") as db:
+        db.add("The kubectl rollout for staging runs from scripts/rollout.sh with KUBECONFIG set.", namespace=NS)
+    # the first request after the write may be answered from the old snapshot; a later one is not
+    # (nothing printed: no memory matched well)
+    assert _wait(lambda: "rollout.sh" in _hook(cwd, env, "bash scripts/rollout.sh").stdout, 30)
+    assert SERVED in _hook(cwd, env, "bash scripts/rollout.sh").stderr
+
+
+def test_a_killed_resident_is_replaced_and_hooks_never_fail(project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    own = _text(_hook(cwd, env))
+    _served(cwd, env)
+    [pid] = _residents(cwd / ".engramdb")
+    os.kill(pid, signal.SIGKILL)
+    assert _wait(lambda: not Path(f"/proc/{pid}").exists() or b"Z" in Path(f"/proc/{pid}/stat").read_bytes()[:80])
+    sock = socket_for_env(cwd / ".engramdb", env)
+    assert sock.exists()  # left behind by the kill
+    after = _hook(cwd, env)  # a stale socket: answered in its own process, a new resident started
+    assert SERVED not in after.stderr and _text(after) == own
+    assert _wait(lambda: bool([p for p in _residents(cwd / ".engramdb") if p != pid]))
+    assert _text(_served(cwd, env)) == own
+
+
+def test_the_resident_leaves_when_idle_or_when_its_store_goes(project: tuple[Path, dict[str, str]],
+                                                              tmp_path: Path) -> None:
+    cwd, env = project
+    _hook(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "1"})
+    assert _wait(lambda: bool(_residents(cwd / ".engramdb")), 30)
+    assert _wait(lambda: not _residents(cwd / ".engramdb"), 30)
+    sock = socket_for_env(cwd / ".engramdb", env)
+    assert not sock.exists()  # it removed its own socket
+    _hook(cwd, env)
+    _served(cwd, env)
+    (cwd / ".engramdb").rename(tmp_path / "moved")
+    assert _wait(lambda: not _residents(cwd / ".engramdb"), 30)
+
+
+def test_a_runtime_folder_others_may_enter_is_not_used(project: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    cwd, env = project
+    open_run = Path(env["XDG_RUNTIME_DIR"]) / "o"
+    open_run.mkdir()
+    (open_run / "engramdb").mkdir()
+    os.chmod(open_run / "engramdb", 0o777)
+    env = {**env, "XDG_RUNTIME_DIR": str(open_run)}
+    for _ in range(2):
+        proc = _hook(cwd, env)
+        assert SERVED not in proc.stderr and "scripts/deploy.sh" in _text(proc)
+    time.sleep(1.0)
+    assert not _residents(cwd / ".engramdb")
+    assert list((open_run / "engramdb").iterdir()) == []
+
+
+def test_the_resident_refuses_bad_requests_and_keeps_serving(project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    own = _text(_hook(cwd, env))
+    _served(cwd, env)
+    sock = socket_for_env(cwd / ".engramdb", env)
+
+    def raw(data: bytes) -> dict[str, object]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(sock))
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        reply = json.loads(answer)
+        assert isinstance(reply, dict)
+        return reply
+
+    assert "refused" in raw(b"\xff\xfe not json")["notes"][0]  # type: ignore[index]
+    assert "bad event" in raw(json.dumps({"event": "SessionEnd"}).encode())["notes"][0]  # type: ignore[index]
+    other = {"event": "PreToolUse", "stdin": _payload(cwd, "ls"), "store": "/etc", "namespace": NS,
+             "max_chars": 100, "budget_s": 1.0}
+    reply = raw(json.dumps(other).encode())
+    assert reply["text"] is None and "bad store" in reply["notes"][0]  # type: ignore[index]
+    not_json_stdin = {**other, "store": str(cwd / ".engramdb"), "stdin": "not json"}
+    assert raw(json.dumps(not_json_stdin).encode())["text"] is None
+    assert _text(_served(cwd, env)) == own
