@@ -4,8 +4,9 @@ failures turned into `ShardUnavailable` and an actor's own exception re-raised a
 An actor is named after its shard and folder, so every client in one Ray namespace (the
 `namespace=` of `ray.init`) reaches the same single writer of a folder: a second client never
 opens a second writer, it finds the first. Ray restarts a dead actor (`max_restarts=-1`: as
-often as it dies) and retries the calls it was running (`max_task_retries=-1`); the restarted
-actor opens its folder again, which replays the WAL.
+often as it dies) and retries the calls it was running, up to `TASK_RETRIES` times each (a call
+that kills its actor every time it runs ends as `ShardUnavailable` instead of restarting the actor
+forever); the restarted actor opens its folder again, which replays the WAL.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .replica import Replica
 from .shard import Shard
 from .unavailable import ShardUnavailable
 
+TASK_RETRIES = 10  # restarts one call may live through (a writer killed twice in one call is rare)
 # failures of the actor or the call, not of the verb: the call may be sent again
 _UNAVAILABLE = (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.ObjectLostError,
                 ray.exceptions.TaskCancelledError, ray.exceptions.RaySystemError)
@@ -36,8 +38,8 @@ def actor_name(shard: str, path: str, role: str = "writer") -> str:
 def start_writer(shard: str, path: str, open_kwargs: Mapping[str, Any], options: Mapping[str, Any]) -> Any:
     """The shard's writer actor, found by name or started."""
     cls: Any = ray.remote(Shard)
-    return cls.options(name=actor_name(shard, path), get_if_exists=True, max_restarts=-1, max_task_retries=-1,
-                       **options).remote(shard, path, dict(open_kwargs))
+    return cls.options(name=actor_name(shard, path), get_if_exists=True, max_restarts=-1,
+                       max_task_retries=TASK_RETRIES, **options).remote(shard, path, dict(open_kwargs))
 
 
 def start_replica(shard: str, path: str, i: int, open_kwargs: Mapping[str, Any], refresh_seconds: float,
@@ -46,7 +48,7 @@ def start_replica(shard: str, path: str, i: int, open_kwargs: Mapping[str, Any],
     cls: Any = ray.remote(Replica)
     opts = {k: v for k, v in options.items() if k != "max_concurrency"}  # one read at a time: reopening is safe
     return cls.options(name=actor_name(shard, path, f"replica{i}"), get_if_exists=True, max_restarts=-1,
-                       max_task_retries=-1, **opts).remote(shard, path, dict(open_kwargs), actor_name(shard, path),
+                       max_task_retries=TASK_RETRIES, **opts).remote(shard, path, dict(open_kwargs), actor_name(shard, path),
                                                                refresh_seconds)
 
 
