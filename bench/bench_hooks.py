@@ -122,7 +122,7 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
         subprocess.run([sys.executable, "-c", "import engramdb.store"], check=True)
         floor.append((time.perf_counter() - t) * 1e3)
     out["import_floor_ms"] = round(statistics.median(floor))
-    env = _env()
+    env = {**_env(), "ENGRAMDB_HOOK_RESIDENT": "0"}  # each event answers in its own process
     rows = {}
     queries = sentences[memories:]
     for event in EVENTS:
@@ -144,7 +144,40 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
                        "notes": sorted({g["stderr"] for g in got if g["stderr"]})[:3]}
         print(event, json.dumps(rows[event]), flush=True)
     out["events"] = rows
+    out["resident"] = resident_latency(cwd, store, runs, sentences, memories)
+    print("PreToolUse with the resident", json.dumps(out["resident"]), flush=True)
     return out
+
+
+def resident_latency(cwd: Path, store: Path, runs: int, sentences: list[str], memories: int) -> dict[str, Any]:
+    """PreToolUse as a session runs it with the resident reader (agents/resident.py): the first call
+    answers in its own process and starts the resident; then `4 * runs` calls, each a new process."""
+    run_dir = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # a short path: a socket's is ~100 bytes at most
+    env = {**_env(), "ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run_dir), "ENGRAMDB_DEBUG": "1"}
+
+    def body(r: int) -> dict[str, Any]:
+        j = 3 * (r * 31 % (memories // 3)) + 1
+        return payload("PreToolUse", cwd, "session-new", sentences[j], j)
+
+    try:
+        first = run_hook("PreToolUse", store, body(0), env)
+        sock = next(iter(sorted((run_dir / "engramdb").glob("hooks-*.sock"))), None)
+        t = time.perf_counter()
+        while sock is None and time.perf_counter() - t < 60:
+            time.sleep(0.05)
+            sock = next(iter(sorted((run_dir / "engramdb").glob("hooks-*.sock"))), None)
+        ready_s = round(time.perf_counter() - t, 2)
+        got = [run_hook("PreToolUse", store, body(r), env) for r in range(1, 4 * runs + 1)]
+    finally:
+        subprocess.run(["pkill", "-f", f"engramdb.agents.resident {store}"], check=False)
+        subprocess.run(["rm", "-rf", str(run_dir)], check=False)
+    ms = [g["ms"] for g in got]
+    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else ms * 19
+    return {"budget_ms": BUDGETS_MS["PreToolUse"], "first_ms": round(first["ms"]),
+            "resident_listening_after_s": ready_s, "calls": len(got),
+            "served": sum("answered by the resident" in g["stderr"] for g in got),
+            "p50_ms": round(statistics.median(ms)), "p95_ms": round(q[18]), "max_ms": round(max(ms)),
+            "printed": sum(g["printed"] for g in got), "over": sum(g["over"] for g in got)}
 
 
 class HeldWriter(threading.Thread):
@@ -236,6 +269,13 @@ def markdown(res: dict[str, Any]) -> str:
     for event, r in lat["events"].items():
         lines.append(f"| {event} | {r['budget_ms']:,} | {r['cold_ms']:,} | {r['warm_p50_ms']:,} | {r['warm_max_ms']:,} "
                      f"| {r['printed']}/{r['runs']} | {r['quick']}/{r['runs']} | {r['over']}/{r['runs']} |")
+    rs = lat.get("resident")
+    if rs:
+        lines += ["", (f"PreToolUse with the resident reader: the first call {rs['first_ms']} ms (answers in its "
+                       f"own process, starts the resident); then {rs['calls']} calls, each a new process, "
+                       f"{rs['served']} answered by the resident: p50 {rs['p50_ms']} / p95 {rs['p95_ms']} / max "
+                       f"{rs['max_ms']} ms (budget {rs['budget_ms']}); printed {rs['printed']}, over budget "
+                       f"{rs['over']}.")]
     rp = res.get("replay")
     if rp:
         lines += ["", (f"Replay: {rp['captures']:,} captures (UserPromptSubmit and PostToolUse alternating) in "
