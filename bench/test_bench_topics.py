@@ -4,6 +4,9 @@ larger namespaces, default profile, in memory.
 The memories are short notes about 40 subjects (each subject's notes share words and some share
 a phrase), so the spaces find clusters to agree on. Each timing is `db.topics(ns, refresh=True)`
 after one warm-up call (first-use costs: imports, analysis caches). Recorded in extra_info, not asserted.
+Beside the wall clock, `cpu_ms_one_thread`: the median CPU time (process time, every thread) of
+`CPU_RUNS` more refreshes with BLAS held to one thread (threadpoolctl): on a machine other work
+shares, the wall clock measures the others too.
 
 Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_topics.py -q -p no:cacheprovider --benchmark-json=/tmp/bench_topics.json`
 """
@@ -11,11 +14,14 @@ Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_topi
 from __future__ import annotations
 
 import random
+import statistics
+import time
 from typing import Any
 
 import engramdb
 import pytest
 
+CPU_RUNS = 5
 SUBJECTS = [f"subject{i}" for i in range(40)]
 WORDS = ["garden", "violin", "bread", "tea", "train", "meeting", "budget", "doctor", "rain", "movie", "python",
          "bike", "coffee", "school", "invoice", "holiday", "cat", "tyres", "piano", "report"]
@@ -42,6 +48,15 @@ def test_topic_detection(benchmark: Any, n: int) -> None:
     got: list[Any] = []
     benchmark.pedantic(lambda: got.append(db.topics("n", refresh=True)), rounds=3, iterations=1)
     topics = got[-1]
+    from threadpoolctl import threadpool_limits
+
+    cpu = []
+    with threadpool_limits(1):
+        for _ in range(CPU_RUNS):
+            t0 = time.process_time()
+            db.topics("n", refresh=True)
+            cpu.append(time.process_time() - t0)
+    benchmark.extra_info["cpu_ms_one_thread"] = round(statistics.median(cpu) * 1e3, 1)
     benchmark.extra_info.update({"memories": n, "topics": len(topics),
                                  "coverage": round(sum(t.size for t in topics) / n, 4),
                                  "target_ms": 100 if n <= 2000 else None})
@@ -51,8 +66,6 @@ def test_topic_detection(benchmark: Any, n: int) -> None:
 def test_topics_of_a_100k_namespace_and_an_increment(benchmark: Any) -> None:
     """100,000 memories: clustered on a sample of 3,000, the rest joining by centroid; then 1,000
     more added and folded in without re-clustering, and a dry-run dream (each timed separately)."""
-    import time
-
     db = engramdb.open(None)
     db.add_many(notes(100_000))
     benchmark.group = "topics"

@@ -190,3 +190,17 @@ def test_a_memory_holding_a_topics_words_joins_it_however_far_its_vectors() -> N
     assert frozenset([*range(12, 24), 36, 41]) in worded  # the violin topic takes both strays holding "rosin"
     assert frozenset([*range(24, 36), 37]) in worded  # the hiking one the stray holding "summit"
     assert frozenset(range(12)) in worded  # the strays holding no topic's word stay out
+
+
+def test_small_talk_verdicts_follow_the_speakers_between_runs() -> None:
+    """The verdicts are kept between runs (out of a refresh's cost) for the same speakers only:
+    "Wow Zed, the quilt!" holds two content words until Zed speaks, then one (small talk)."""
+    records = chat(seed=5)
+    records += [{"content": "Wow Zed, the quilt!", "role": SPEAKERS[i % 2], "namespace": "c"} for i in range(4)]
+    db, text = store(records)
+    before = db.topics("c", refresh=True)
+    assert any("quilt" in text[i] for t in before for i in t.members)  # content for these speakers
+    zed = db.add("I sewed a new quilt for the fair.", role="Zed", namespace="c")
+    text[zed.id] = zed.content
+    after = db.topics("c", refresh=True)
+    assert not [text[i] for t in after for i in t.members if text[i] == "Wow Zed, the quilt!"]

@@ -64,6 +64,7 @@ class TopicVerbs:
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
     _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
+    _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool]]] | None = None  # ns -> (speakers, text -> small talk)
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
@@ -143,7 +144,7 @@ class TopicVerbs:
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         texts = texts_of(view, locs)
         chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
-        aside = chat.set_aside(texts)  # small talk neither forms nor joins a topic
+        aside = chat.set_aside(texts, self._verdicts(namespace, chat, texts))  # small talk neither forms nor joins a topic
         words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat)
         if not refresh and last is not None and last.epoch == view.epoch and \
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
@@ -214,7 +215,7 @@ class TopicVerbs:
             x = np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)
             texts = texts_of(view, locs)
             chat = SmallTalk({r for r in view.values_at("role", locs) if r})
-            groups, _ = theme_groups(x, chat.set_aside(texts))  # small talk is in no theme, as in no topic
+            groups, _ = theme_groups(x, chat.set_aside(texts, self._verdicts(namespace, chat, texts)))  # nor theme
             found = labelled(groups, view.ids_at(locs),
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts),
                                           chat))
@@ -305,6 +306,17 @@ class TopicVerbs:
         caches[namespace] = fresh = {t: old[t] for t in texts if t in old}
         return fresh
 
+    def _verdicts(self, namespace: str, chat: SmallTalk, texts: list[str]) -> dict[str, bool]:
+        """The small-talk verdicts of the namespace's texts, kept between runs beside their terms
+        while its speakers are the same (a refresh of 2,000 memories spent 15-20 ms on them)."""
+        caches = self._aside_caches if self._aside_caches is not None else {}
+        self._aside_caches = caches
+        names, old = caches.get(namespace, (frozenset(chat.names), {}))
+        old = old if names == chat.names else {}
+        fresh = {t: old[t] for t in texts if t in old}
+        caches[namespace] = (frozenset(chat.names), fresh)
+        return fresh
+
     @_one_at_a_time
     def merge(self, keep: str, into_it: str) -> Topic:
         """Merge two topics of one namespace (C8): `into_it`'s members join `keep` now, and in
@@ -356,7 +368,7 @@ class TopicVerbs:
             topic_state.purge(self._db._derived, touched, ids, whole)
         finally:
             with self._stored_lock:
-                for found in (self._topic_cache, self._topic_maps, self._term_caches, self._topic_runs,
+                for found in (self._topic_cache, self._topic_maps, self._term_caches, self._aside_caches, self._topic_runs,
                               self._topics_stored, self._themes_stored):
                     for ns in touched & set(found or ()):
                         found.pop(ns)  # type: ignore[union-attr] # not None: it holds ns

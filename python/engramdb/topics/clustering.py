@@ -221,11 +221,13 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
     total = float(sum(weights))
     near = np.zeros((len(found), len(rest)))
     background = np.zeros(len(rest))
+    order = np.concatenate([members for members, _ in found])  # the topics' members, topic by topic
+    sizes = np.array([len(members) for members, _ in found], np.float64)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
     for d, w in zip(mats, weights):
         rows = d[rest]
         background += rows.mean(axis=1) * (w / total)
-        for t, (members, _) in enumerate(found):
-            near[t] += rows[:, members].mean(axis=1) * (w / total)
+        near += (np.add.reduceat(rows[:, order], starts, axis=1, dtype=np.float64) / sizes).T * (w / total)
     out = [(list(m), c) for m, c in found]
     room = max(int(CAP * n), MIN_SPLIT)
     cols = np.arange(len(rest))
@@ -233,8 +235,14 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
     gap = near[best, cols] / np.maximum(background, 1e-9)
     ok = gap <= JOIN
     if terms is not None:
-        tops = [set(terms.top(members)) for members, _ in found]
-        holds = np.array([[bool(top.intersection(terms.content(int(j)))) for j in rest] for top in tops])
+        topics_of: dict[str, list[int]] = {}  # a best term -> the topics it labels
+        for t, (members, _) in enumerate(found):
+            for term in terms.top(members):
+                topics_of.setdefault(term, []).append(t)
+        holds = np.zeros((len(found), len(rest)), bool)
+        for k, j in enumerate(rest.tolist()):
+            for term in terms.content(j):
+                holds[topics_of.get(term, ()), k] = True
         worded = holds.any(axis=0)
         if worded.any():
             best_worded = np.argmin(np.where(holds, near, np.inf), axis=0)

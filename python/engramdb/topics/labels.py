@@ -42,6 +42,7 @@ class DistinctiveTerms:
             self.words.append(pairs)
             self.df.update({s for s, _ in pairs})
         self.n = len(corpus)
+        self._content: list[frozenset[str] | None] = [None] * self.n
         self._idfs: dict[str, float] | None = None
 
     def label(self, members: Sequence[int], n: int = TERMS) -> str:
@@ -62,8 +63,11 @@ class DistinctiveTerms:
         return heapq.nsmallest(n, tf, key=lambda t: (-tf[t] * idf[t], t))
 
     def content(self, i: int) -> frozenset[str]:
-        """The terms (stems) of text `i` that may label a topic."""
-        return frozenset(stem for stem, word in self.words[i] if not self._skipped(word))
+        """The terms (stems) of text `i` that may label a topic (found once per text)."""
+        found = self._content[i]
+        if found is None:
+            found = self._content[i] = frozenset(stem for stem, word in self.words[i] if not self._skipped(word))
+        return found
 
     def rows(self, pick: Sequence[int]) -> Rows:
         """These texts alone, numbered from 0 in this order (the memories a clustering runs on)."""

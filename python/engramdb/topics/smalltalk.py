@@ -92,11 +92,15 @@ class SmallTalk:
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         self.names = _name_words(names)
+        self._named: dict[str, bool] = {}  # word -> is_name, asked once per word
 
     def is_name(self, word: str) -> bool:
         """A speaker's name, or a short form of one (its first three letters or more)."""
-        w = word.lower()
-        return w in self.names or (len(w) >= 3 and any(n.startswith(w) for n in self.names))
+        hit = self._named.get(word)
+        if hit is None:
+            w = word.lower()
+            hit = self._named[word] = w in self.names or (len(w) >= 3 and any(n.startswith(w) for n in self.names))
+        return hit
 
     def is_filler(self, word: str) -> bool:
         """A word no label shows (see the module docstring)."""
@@ -114,9 +118,10 @@ class SmallTalk:
                 and not self.is_name(t)]
         return len(left) <= (LEFT_WITH_CHAT if chat >= 2 else LEFT)
 
-    def set_aside(self, texts: Sequence[str]) -> np.ndarray:
-        """Which of these turns are small talk (a bool per text), each text tested once."""
-        seen: dict[str, bool] = {}
+    def set_aside(self, texts: Sequence[str], seen: dict[str, bool] | None = None) -> np.ndarray:
+        """Which of these turns are small talk (a bool per text), each text tested once. `seen`:
+        text -> verdict of an earlier run for the same speakers; filled with the new texts."""
+        seen = seen if seen is not None else {}
         return np.fromiter((seen[t] if t in seen else seen.setdefault(t, self.is_small_talk(t)) for t in texts),
                            bool, count=len(texts))
 
