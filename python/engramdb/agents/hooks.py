@@ -324,17 +324,19 @@ def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _R
 
 
 def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace: str | None,
-                max_chars: int, budget_s: float) -> str | None:
+                max_chars: int, budget_s: float) -> tuple[str | None, str]:
     """The read of `event` (one with a read and no capture) for its stdin `raw`, on `db`, a store
     already open read-only (a resident reader's, agents/resident.py): the text the hook prints
-    (None: nothing to say). Raises HookInputError for stdin that is not the event's JSON."""
+    (None: nothing to say) and the namespace it read. Raises HookInputError for stdin that is not
+    the event's JSON."""
     hook = HOOKS.get(event)
     if hook is None or hook.read is None or hook.capture is not None:
         raise ev.HookInputError(f"{event!r} is not an event a resident reader answers")
     payload = ev.parse(raw, event)
     run = _Run(time.monotonic() + budget_s)
-    hook.read(payload, store, ev.namespace_of(namespace, payload), max(0, max_chars), run, db)
-    return run.final if run.final_ready else run.quick
+    ns = ev.namespace_of(namespace, payload)
+    hook.read(payload, store, ns, max(0, max_chars), run, db)
+    return (run.final if run.final_ready else run.quick), ns
 
 
 # ---------------------------------------------------------------------------------- writes
