@@ -125,6 +125,12 @@ def test_a_dead_shard_raises_shard_unavailable_naming_it(tmp_path: Path) -> None
     c = Cluster({"s0": tmp_path / "s0"}, timeout=20)
     c.add("kept", namespace="a")
     ray.kill(c.writer("s0"), no_restart=True)  # gone for good: no restart will answer
+    for _ in range(500):  # the kill is asynchronous: wait until the actor no longer answers
+        try:
+            ray.get(c.writer("s0").pid.remote())
+        except ray.exceptions.RayActorError:
+            break
+        time.sleep(0.02)
     with pytest.raises(ShardUnavailable, match="shard 's0' is unavailable"):
         c.search("kept", namespace="a")
     with pytest.raises(ShardUnavailable, match="shard 's0'"):
