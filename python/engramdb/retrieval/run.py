@@ -32,6 +32,9 @@ class Run:
     ranked: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # the pipeline's key arrays
     fused: list[Fused[Loc]] = field(default_factory=list)
     scored: Any = None  # the hybrid's calibrated candidates (retrieval/scored.py)
+    # a fused result's explain detail when its stage left it out (the hybrid makes it for the hits
+    # only: 100 candidates' dicts cost a fifth of a small namespace's search)
+    detail_of: Callable[[Loc], dict[str, Any]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     stage_ms: dict[str, float] = field(default_factory=dict)

@@ -103,8 +103,13 @@ def finish_scored(run: Run) -> None:
     scored: _Scored = run.scored
     top = scored.order()[: max(run.k, run.st["fused"])]
     locs = run.ctx.view.locs(scored.keys[top])
-    run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i), *scored.placed_by(i))
-                 for loc, i in zip(locs, top.tolist())]
+    if run.ctx.plan.explain:
+        run.fused = [Fused(loc, float(scored.final[i]), scored.methods(i), scored.detail(i), *scored.placed_by(i))
+                     for loc, i in zip(locs, top.tolist())]
+    else:  # the hits' details (their passages) are made for the k hits only, by _fused_hits
+        at = dict(zip(locs, top.tolist()))
+        run.fused = [Fused(loc, float(scored.final[i]), {}, {}, *scored.placed_by(i)) for loc, i in at.items()]
+        run.detail_of = lambda loc: scored.detail(at[loc]) if loc in at else {}
     run.sizes["fused"] = len(run.fused)
     run.info.update({"stages": run.sizes, "stage_ms": run.stage_ms})
     run.lap("fuse")

@@ -167,8 +167,9 @@ def _fused_hits(run: Run) -> list[Hit]:
                    "weights": weights, **({"rrf_k": RRF_K} if rrf_max else {}), "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],
                    **{key: v for key, v in run.info.items() if key != "weights"}, **f.detail, "failed": ctx.failed}
+        detail = f.detail if f.detail or run.detail_of is None else run.detail_of(f.key)
         hits.append(Hit(m.id, float(score), m, why, m.id in view.archived,
-                        _passage_span(m.content, f.detail.get("passage")), via=via))
+                        _passage_span(m.content, detail.get("passage")), via=via))
     return hits
 
 
