@@ -183,9 +183,8 @@ class View:
         of every key at 100,000 memories each); callers never change the arrays."""
         found = self.derived.get("current_rows")
         if found is None:
-            keys = self._ids().keys(self.rows)  # ascending
-            seg = np.searchsorted(self.bases, keys, side="right") - 1
-            bounds = np.searchsorted(seg, np.arange(len(self.segments) + 1))
+            keys = self._ids().keys(self.rows)  # ascending: each segment's keys are one run of them
+            bounds = np.searchsorted(keys, self.bases)
             found = self.derived["current_rows"] = [(si, keys[bounds[si]:bounds[si + 1]] - int(self.bases[si]))
                                                     for si in range(len(self.segments)) if bounds[si + 1] > bounds[si]]
         assert isinstance(found, list)
