@@ -47,12 +47,16 @@ class DistinctiveTerms:
 
     def label(self, members: Sequence[int], n: int = TERMS) -> str:
         """The label of the texts at these positions."""
-        surface: dict[str, Counter[str]] = {}
+        best = self.top(members, n)
+        # the words of the best terms only (counting every term's was most of a label's cost);
+        # each Counter sees its words in the same order, so ties go to the same word
+        surface: dict[str, Counter[str]] = {t: Counter() for t in best}
         for i in members:
             for stem, word in self.words[i]:
-                if not self._skipped(word):
-                    surface.setdefault(stem, Counter())[word] += 1
-        return " / ".join(surface[t].most_common(1)[0][0] for t in self.top(members, n)) or "(no terms)"
+                seen = surface.get(stem)
+                if seen is not None and not self._skipped(word):
+                    seen[word] += 1
+        return " / ".join(surface[t].most_common(1)[0][0] for t in best) or "(no terms)"
 
     def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
         """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
