@@ -13,7 +13,7 @@ import copy
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeGuard
 
@@ -115,6 +115,27 @@ class Memory:
         fields_["provenance"] = copy.deepcopy(self.provenance) if self.provenance else {}
         return new
 
+    def kept(self) -> tuple[Any, ...]:
+        """The fields as a plain tuple, in declaration order (the metadata and provenance dicts
+        copied, None when empty): what a cache keeps of a memory. Python's cyclic garbage collector stops tracking a
+        tuple of strings, numbers, times and such dicts at its first pass, so a cache of them does
+        not make its full collections longer or more frequent, as a cache of Memory objects does
+        (`from_kept` makes the Memory again)."""
+        d = self.__dict__
+        # an empty dict kept as None: any dict in a tuple, even an untracked one, keeps it tracked
+        return tuple((copy.deepcopy(d[name]) if d[name] else None) if name in _DICT_FIELDS else d[name]
+                     for name in _FIELD_NAMES)
+
+    @staticmethod
+    def from_kept(kept: tuple[Any, ...]) -> Memory:
+        """The Memory whose `kept()` `kept` is (its own copies of the dicts, as `detached`)."""
+        new = object.__new__(Memory)
+        fields_ = new.__dict__
+        fields_.update(zip(_FIELD_NAMES, kept))
+        for name in _DICT_FIELDS:
+            fields_[name] = copy.deepcopy(fields_[name]) if fields_[name] else {}
+        return new
+
     def with_changes(self, **changes: Any) -> Memory:
         """A copy with some fields replaced (validated by the caller through validate_memory).
 
@@ -143,6 +164,10 @@ class Memory:
             new = replace(new, valid_from=start)
         return new
 
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Memory))
+_DICT_FIELDS = frozenset({"metadata", "provenance"})
 
 def _aware(t: Any) -> TypeGuard[datetime]:
     """An aware datetime (what can be compared safely before validation)."""

@@ -62,7 +62,10 @@ def _run(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str,
         run = _prepare(plan, view, indexes, embedders, tuning, query, query_vector)
         for stage in STRATEGIES[str(plan.strategy)]:
             stage(run)
-        hits = _fused_hits(run)
+        try:
+            hits = _fused_hits(run)
+        finally:
+            run.release()
         ctx, stages, stage_ms = run.ctx, dict(run.sizes), dict(run.stage_ms)
         name = str(plan.strategy)
     else:
