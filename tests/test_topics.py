@@ -3,6 +3,7 @@ a namespace with known subjects, labels, and ids, stability, phases and churn ac
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import engramdb
@@ -40,6 +41,25 @@ def test_distances_match_float64_references() -> None:
                          np.ones(sum(map(len, sets)), np.float32))
     jac = np.array([[1 - len(set(a) & set(b)) / len(set(a) | set(b)) for b in sets] for a in sets])
     np.testing.assert_allclose(clustering.distances(Space("s", "sparse", 1 << 31, "jaccard"), sparse), jac, atol=1e-6)
+
+
+def test_token_distances_are_those_of_each_memorys_mean_token_vector() -> None:
+    """A multivector space's distances are the cosine distances of each memory's mean token vector
+    (summed in float64 in token order): memories of one token, of many, and of none (zeros: 1 from
+    every other memory), in no order of length."""
+    from engramdb.spaces.protocol import TokenBatch
+
+    rng = np.random.default_rng(8)
+    sizes = [3, 1, 0, 40, 7, 0, 2, 12]
+    tokens = rng.normal(size=(sum(sizes), 16)).astype(np.float32)
+    offsets = np.cumsum([0, *sizes]).astype(np.int64)
+    means = np.zeros((len(sizes), 16), np.float32)
+    for i, (a, b) in enumerate(itertools.pairwise(offsets)):
+        if b > a:
+            means[i] = np.mean(tokens[a:b].astype(np.float64), axis=0)
+    got = clustering.distances(Space("t", "multivector", 16, "maxsim"), TokenBatch(tokens, offsets))
+    np.testing.assert_array_equal(got, clustering.distances(Space("d", "dense", 16, "cosine"), means))
+    assert got[2, 0] == got[5, 3] == 1.0 and got[2, 2] == 0.0
 
 
 @pytest.mark.parametrize("dense_over_sparse", [0.0, 1e12])  # overlaps by counted pairs, then by a product

@@ -204,3 +204,15 @@ def test_small_talk_verdicts_follow_the_speakers_between_runs() -> None:
     text[zed.id] = zed.content
     after = db.topics("c", refresh=True)
     assert not [text[i] for t in after for i in t.members if text[i] == "Wow Zed, the quilt!"]
+
+
+def test_labels_follow_the_speakers_between_runs() -> None:
+    """The terms that may label a memory are kept between runs (out of a refresh's cost) for the
+    same speakers only: a word a label showed is no label once a speaker goes by that name."""
+    db, _ = store(chat(seed=6))
+    before = db.topics("c", refresh=True)
+    word = before[0].label.split(" / ")[0]
+    assert word in {w for words in SUBJECTS.values() for w in words}, before[0].label
+    db.add("I sewed a new quilt for the fair.", role=word.capitalize(), namespace="c")
+    after = db.topics("c", refresh=True)
+    assert after and all(word not in t.label.split(" / ") for t in after), [t.label for t in after]

@@ -64,7 +64,8 @@ class TopicVerbs:
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
     _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
-    _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool]]] | None = None  # ns -> (speakers, text -> small talk)
+    # namespace -> (speakers, text -> small talk, text -> its terms that may label): what the speakers decide
+    _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool], dict[str, frozenset[str]]]] | None = None
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
@@ -144,8 +145,9 @@ class TopicVerbs:
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         texts = texts_of(view, locs)
         chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
-        aside = chat.set_aside(texts, self._verdicts(namespace, chat, texts))  # small talk neither forms nor joins a topic
-        words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat)
+        verdicts, contents = self._by_speakers(namespace, chat, texts)
+        aside = chat.set_aside(texts, verdicts)  # small talk neither forms nor joins a topic
+        words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat, contents)
         if not refresh and last is not None and last.epoch == view.epoch and \
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
             groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
@@ -215,10 +217,11 @@ class TopicVerbs:
             x = np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)
             texts = texts_of(view, locs)
             chat = SmallTalk({r for r in view.values_at("role", locs) if r})
-            groups, _ = theme_groups(x, chat.set_aside(texts, self._verdicts(namespace, chat, texts)))  # nor theme
+            verdicts, contents = self._by_speakers(namespace, chat, texts)
+            groups, _ = theme_groups(x, chat.set_aside(texts, verdicts))  # nor theme
             found = labelled(groups, view.ids_at(locs),
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts),
-                                          chat))
+                                          chat, contents=contents))
         self._themes_stored[namespace] = (stamp, found)
         topic_state.save_themes(self._db._derived, self._themes_stored)
         return found
@@ -291,10 +294,10 @@ class TopicVerbs:
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
                 analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None,
-                words: DistinctiveTerms | None = None) -> list[str]:
+                words: DistinctiveTerms | None = None, contents: dict[str, frozenset[str]] | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
-        dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk())) if groups else None
+        dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk(), contents)) if groups else None
         return [dt.label(g) for g in groups] if dt is not None else []
 
     def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -306,16 +309,20 @@ class TopicVerbs:
         caches[namespace] = fresh = {t: old[t] for t in texts if t in old}
         return fresh
 
-    def _verdicts(self, namespace: str, chat: SmallTalk, texts: list[str]) -> dict[str, bool]:
-        """The small-talk verdicts of the namespace's texts, kept between runs beside their terms
-        while its speakers are the same (a refresh of 2,000 memories spent 15-20 ms on them)."""
+    def _by_speakers(self, namespace: str, chat: SmallTalk,
+                     texts: list[str]) -> tuple[dict[str, bool], dict[str, frozenset[str]]]:
+        """The small-talk verdicts of the namespace's texts and their terms that may label, kept
+        between runs beside their terms while its speakers are the same (their names decide both):
+        a refresh of 2,000 memories spent 15-20 ms on the verdicts, about 5 on the terms."""
         caches = self._aside_caches if self._aside_caches is not None else {}
         self._aside_caches = caches
-        names, old = caches.get(namespace, (frozenset(chat.names), {}))
-        old = old if names == chat.names else {}
+        names, old, old_terms = caches.get(namespace, (frozenset(chat.names), {}, {}))
+        if names != chat.names:
+            old, old_terms = {}, {}
         fresh = {t: old[t] for t in texts if t in old}
-        caches[namespace] = (frozenset(chat.names), fresh)
-        return fresh
+        fresh_terms = {t: old_terms[t] for t in texts if t in old_terms}
+        caches[namespace] = (frozenset(chat.names), fresh, fresh_terms)
+        return fresh, fresh_terms
 
     @_one_at_a_time
     def merge(self, keep: str, into_it: str) -> Topic:

@@ -27,10 +27,14 @@ class DistinctiveTerms:
     """The built-in labeler over one namespace's texts, analysed once (see the module docstring)."""
 
     def __init__(self, corpus: Sequence[str], analysed: dict[str, list[tuple[str, str]]] | None = None,
-                 chat: SmallTalk | None = None) -> None:
+                 chat: SmallTalk | None = None, contents: dict[str, frozenset[str]] | None = None) -> None:
         """`analysed`: text -> its (stem, word) pairs from an earlier run; filled with the new texts.
-        `chat`: the namespace's small-talk rule (its speakers' names), whose filler never labels."""
+        `chat`: the namespace's small-talk rule (its speakers' names), whose filler never labels.
+        `contents`: text -> its terms that may label (`content`) from an earlier run with the same
+        speakers' names (they decide what is filler); filled with the new texts."""
         self.chat = chat if chat is not None else SmallTalk()
+        self._texts = corpus
+        self._contents = contents if contents is not None else {}
         self._skip: dict[str, bool] = {}
         self.words: list[list[tuple[str, str]]] = []  # per text: (stem, surface word)
         self.df: Counter[str] = Counter()
@@ -70,7 +74,12 @@ class DistinctiveTerms:
         """The terms (stems) of text `i` that may label a topic (found once per text)."""
         found = self._content[i]
         if found is None:
-            found = self._content[i] = frozenset(stem for stem, word in self.words[i] if not self._skipped(word))
+            text = self._texts[i]
+            found = self._contents.get(text)
+            if found is None:
+                found = self._contents[text] = frozenset(stem for stem, word in self.words[i]
+                                                         if not self._skipped(word))
+            self._content[i] = found
         return found
 
     def rows(self, pick: Sequence[int]) -> Rows:
