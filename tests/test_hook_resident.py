@@ -229,3 +229,22 @@ def test_the_resident_refuses_bad_requests_and_keeps_serving(project: tuple[Path
     not_json_stdin = {**other, "store": str(cwd / ".engramdb"), "stdin": "not json"}
     assert raw(json.dumps(not_json_stdin).encode())["text"] is None
     assert _text(_served(cwd, env)) == own
+
+
+def test_a_hook_process_does_not_import_pandas(project: tuple[Path, dict[str, str]]) -> None:
+    """pyarrow imports pandas (when installed) at its first list conversion: a hook process refuses
+    it (agents/hook_process.py); a process that imported it before keeps it."""
+    pytest.importorskip("pandas")
+    cwd, env = project
+    env = {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}
+    code = ("import sys; from engramdb.cli import main; main(sys.argv[1:]); "
+            "print('PANDAS', 'pandas' in sys.modules, file=sys.stderr)")
+    args = ["hook", "PreToolUse", "--namespace", NS]
+    proc = subprocess.run([sys.executable, "-c", code, *args], input=_payload(cwd, "bash scripts/deploy.sh"),
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert "scripts/deploy.sh" in _text(proc)
+    assert "PANDAS False" in proc.stderr, proc.stderr
+    first = subprocess.run([sys.executable, "-c", "import pandas; " + code, *args],
+                           input=_payload(cwd, "bash scripts/deploy.sh"), capture_output=True, text=True, env=env,
+                           timeout=120, check=False)
+    assert _text(first) == _text(proc) and "PANDAS True" in first.stderr

@@ -33,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         served = fast_hook(args_given[1:])
         if served is not None:
             return served
+        from .agents.hook_process import without_unused_imports
+
+        without_unused_imports()  # before pyarrow: it would import pandas for nothing (hook_process.py)
     from .commands.common import CliError, note, one_line, resolve_folder
     from .commands.parser import COMMANDS, build
 

@@ -30,6 +30,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from .hook_process import without_unused_imports
+
+if __name__ == "__main__":  # a resident process runs hooks' reads only: pyarrow would import pandas for nothing
+    without_unused_imports()
+
 import engramdb
 
 from ..storage.folder import fingerprint
