@@ -37,13 +37,28 @@ if __name__ == "__main__":  # a resident process runs hooks' reads only: pyarrow
 
 import engramdb
 
-from ..storage.folder import fingerprint
+from ..storage.folder import MARKER, fingerprint
 from .hook_events import HookInputError
 from .hooks import served_read
 from .resident_link import REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
 
 POLL_S = 2.0  # how often an idle resident looks at its store folder and its idle time
-READ_TIMEOUT_S = 5.0  # a request must arrive whole within this
+READ_TIMEOUT_S = 5.0  # a request must arrive whole within this (all of it, however it is sent)
+MAX_CLIENTS = 32  # connections served at once; one more is closed at once (its hook answers alone)
+
+
+class Replaced(RuntimeError):
+    """The store folder was replaced or removed while the resident served it."""
+
+
+def _identity(store: Path, seen: tuple[tuple[str, int, int], ...]) -> tuple[int, int, tuple[tuple[str, int, int], ...]]:
+    """What makes the folder at `store` the store a snapshot was opened from: the folder itself
+    (device, inode) and its marker's entry (written once, never changed by a writer)."""
+    try:
+        st = os.stat(store)
+    except OSError:
+        return (-1, -1, ())
+    return (st.st_dev, st.st_ino, tuple(e for e in seen if e[0] == MARKER))
 
 
 class Resident:
@@ -52,6 +67,7 @@ class Resident:
     def __init__(self, store: Path) -> None:
         self.store = Path(os.path.realpath(store))
         self.seen = fingerprint(self.store)
+        self.identity = _identity(self.store, self.seen)
         self.db = engramdb.open(self.store, read_only=True, access_log="spool")
         self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...]] | None = None
         self._failed: BaseException | None = None
@@ -68,7 +84,12 @@ class Resident:
             if self._fresh is not None:
                 old, (self.db, self.seen), self._fresh = self.db, self._fresh, None
                 old.close()
-        if self._reopening is None and fingerprint(self.store) != self.seen:
+        now = fingerprint(self.store)
+        if _identity(self.store, now) != self.identity:
+            # another folder (or another store's marker) now at this path: a restored backup, a
+            # store moved in. The snapshot in hand is not its store's: never answer from it
+            raise Replaced(f"{self.store} is no longer the store this resident reader opened")
+        if self._reopening is None and now != self.seen:
             self._reopening = threading.Thread(target=self._reopen, name="engramdb-resident-reopen", daemon=True)
             self._reopening.start()
 
@@ -109,6 +130,10 @@ class Resident:
             text, self.namespace = served_read(self.db, event, raw, self.store, namespace, max_chars, float(budget))
         except HookInputError as exc:
             return {"text": None, "notes": [str(exc)], "pid": os.getpid()}
+        except (RecursionError, MemoryError) as exc:  # stdin nested past Python's parser, or too big
+            return {"text": None, "notes": [f"stdin cannot be read ({type(exc).__name__})"], "pid": os.getpid()}
+        except Exception as exc:  # noqa: BLE001 - one request's failure (a hook answering alone says it too) is not the resident's end
+            return {"text": None, "notes": [f"{type(exc).__name__}: {exc}"], "pid": os.getpid()}
         return {"text": text, "notes": [], "pid": os.getpid()}
 
     def close(self) -> None:
@@ -119,50 +144,104 @@ class Resident:
         self.db.close()
 
 
-def _receive(conn: socket.socket) -> Any:
+def _receive(conn: socket.socket, deadline: float) -> Any:
     """The request on `conn` (read until the client shuts its side), parsed; ValueError when it is
-    too long, not whole in time, or not JSON."""
-    conn.settimeout(READ_TIMEOUT_S)
+    too long, not whole by `deadline` (a client that sends a byte at a time included), or not JSON."""
     chunks, size = [], 0
     while True:
-        chunk = conn.recv(1 << 20)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ValueError(f"the request was not whole within {READ_TIMEOUT_S:g} s")
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(1 << 20)
+        except TimeoutError:
+            raise ValueError(f"the request was not whole within {READ_TIMEOUT_S:g} s") from None
         if not chunk:
             break
         size += len(chunk)
         if size > REQUEST_BYTES:
             raise ValueError(f"a request over {REQUEST_BYTES:,} bytes")
         chunks.append(chunk)
-    return json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    except RecursionError:
+        raise ValueError("the request is nested too deeply") from None
 
 
 def _reply(conn: socket.socket, answer: dict[str, Any]) -> None:
     try:
+        conn.settimeout(READ_TIMEOUT_S)  # a client that never reads does not hold a thread longer
         conn.sendall(json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     except OSError:
         pass  # the hook left (its budget ran out): nothing to do
 
 
-def serve(store: Path, idle_s: float) -> int:
-    """Serve `store`'s hooks until idle for `idle_s` seconds (see the module docstring): the exit code."""
+class _Server:
+    """Each connection on a thread of its own (a slow or silent client delays no other hook), the
+    store read by one request at a time (`lock`); `ended` once the store cannot be served."""
+
+    def __init__(self, resident: Resident) -> None:
+        self.resident = resident
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        self.ended = threading.Event()
+
+    def handle(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                try:
+                    request = _receive(conn, time.monotonic() + READ_TIMEOUT_S)
+                except (OSError, ValueError) as exc:
+                    _reply(conn, {"text": None, "notes": [f"the resident reader refused the request: {exc}"],
+                                  "pid": os.getpid()})
+                    return
+                with self.lock:
+                    answer = self._answer(request)
+                _reply(conn, answer)
+        finally:
+            self.slots.release()
+
+    def _answer(self, request: Any) -> dict[str, Any]:
+        if not self.ended.is_set():
+            try:
+                self.resident.refresh()
+                return self.resident.answer(request)
+            except Exception as exc:  # noqa: BLE001 - the store cannot be reopened, or was replaced
+                self.ended.set()
+                why = str(exc) if isinstance(exc, Replaced) else f"its store cannot be reopened ({type(exc).__name__})"
+        else:
+            why = "it is leaving"
+        # the hook answers in its own process, from the store as it is now (and says what is wrong)
+        return {"text": None, "notes": [], "fallback": f"the resident reader cannot answer: {why}", "pid": os.getpid()}
+
+
+def serve(store: Path, idle_s: float, lock_fd: int | None = None) -> int:
+    """Serve `store`'s hooks until idle for `idle_s` seconds (see the module docstring): the exit
+    code. `lock_fd`: the lock beside the socket, already taken by the hook that started this process
+    (resident_link.spawn), so a storm of hooks starts one resident, not one each."""
     sock_path = socket_for(store)
     if sock_path is None or not Path(store).is_dir():
         return 1
-    lock_fd = os.open(f"{sock_path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-    try:
+    if lock_fd is None:
+        lock_fd = os.open(f"{sock_path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(lock_fd)
             return 0  # another resident serves this store
-        resident = Resident(store)
+    try:
+        server = _Server(Resident(store))
         try:
-            return _loop(resident, sock_path, idle_s)
+            return _loop(server, sock_path, idle_s)
         finally:
-            resident.close()
+            with server.lock:  # no request is reading the store it closes
+                server.resident.close()
     finally:
         os.close(lock_fd)
 
 
-def _loop(resident: Resident, sock_path: Path, idle_s: float) -> int:
+def _loop(server: _Server, sock_path: Path, idle_s: float) -> int:
     try:
         sock_path.unlink()  # a killed resident's (we hold the lock: no live one listens there)
     except FileNotFoundError:
@@ -172,28 +251,26 @@ def _loop(resident: Resident, sock_path: Path, idle_s: float) -> int:
         ours = os.stat(sock_path).st_ino
         try:
             os.chmod(sock_path, 0o600)
-            srv.listen(16)
+            srv.listen(64)
             last = time.monotonic()
-            while resident.store.is_dir() and time.monotonic() - last < idle_s:
+            while (not server.ended.is_set() and server.resident.store.is_dir()
+                   and time.monotonic() - last < idle_s):
                 srv.settimeout(max(0.01, min(POLL_S, idle_s - (time.monotonic() - last))))
                 try:
                     conn, _ = srv.accept()
                 except TimeoutError:
                     continue
                 last = time.monotonic()
-                with conn:
-                    try:
-                        request = _receive(conn)
-                    except (OSError, ValueError) as exc:
-                        _reply(conn, {"text": None, "notes": [f"the resident reader refused the request: {exc}"],
-                                      "pid": os.getpid()})
-                        continue
-                    try:
-                        resident.refresh()
-                    except Exception:  # noqa: BLE001 - the store cannot be reopened: the hooks answer without us
-                        return 1
-                    _reply(conn, resident.answer(request))
-            return 0
+                if not server.slots.acquire(blocking=False):
+                    conn.close()  # too many clients at once: this hook answers in its own process
+                    continue
+                try:
+                    threading.Thread(target=server.handle, args=(conn,), name="engramdb-resident-request",
+                                     daemon=True).start()
+                except RuntimeError:  # no thread to be had
+                    server.slots.release()
+                    conn.close()
+            return 1 if server.ended.is_set() else 0
         finally:
             try:
                 if os.stat(sock_path).st_ino == ours:
@@ -214,11 +291,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=None,
                         help="leave after this many seconds without a request (default: "
                              "$ENGRAMDB_HOOK_RESIDENT_IDLE_S, else 600)")
+    parser.add_argument("--lock-fd", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)
     idle = args.idle if args.idle is not None and args.idle > 0 else idle_seconds()
+    # the environment of the hook that started it is not the next hook's: each request says its
+    # namespace, or none (then the session's folder names it, as a hook answering alone does)
+    for name in ("ENGRAMDB_NAMESPACE", "ENGRAMDB_PATH"):
+        os.environ.pop(name, None)
     try:
-        return serve(Path(args.store), idle)
+        return serve(Path(args.store), idle, args.lock_fd)
     except Exception:  # noqa: BLE001 - no store to serve (damaged, refused, gone): the hooks answer without us
         return 1
 

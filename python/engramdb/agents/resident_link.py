@@ -26,10 +26,12 @@ answer in their own process from a fresh snapshot).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -48,6 +50,7 @@ SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on ma
 STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
 _BUDGET_MS = 500  # PreToolUse's (hook_events.BUDGETS_MS), unless $ENGRAMDB_HOOK_BUDGET_MS says
 _PROCESS_AGE_LIMIT_S = 60.0
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
 
 
 def enabled() -> bool:
@@ -120,14 +123,30 @@ def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, A
 
 
 def spawn(store: Path) -> None:
-    """Start a resident reader for `store`, detached from this process (it outlives it); a second
-    one started at the same time leaves at once (agents/resident.py takes a lock first)."""
+    """Start a resident reader for `store`, detached from this process (it outlives it). The lock
+    beside its socket is taken here and handed to it: when a resident holds it (serving, or still
+    starting), none is started, so a storm of hooks that found no socket starts one process, not
+    one each (each would import numpy and the engine, 300 ms of CPU, before it could leave)."""
+    sock_path = socket_for(store)
+    if sock_path is None:
+        return
     try:
-        subprocess.Popen([sys.executable, "-m", "engramdb.agents.resident", os.path.realpath(store)],
+        lock_fd = os.open(f"{sock_path}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # one is serving or starting
+        subprocess.Popen([sys.executable, "-m", "engramdb.agents.resident", os.path.realpath(store),
+                          "--lock-fd", str(lock_fd)],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+                         start_new_session=True, close_fds=True, pass_fds=(lock_fd,))
     except OSError:
         pass  # no resident: the next hook answers the usual way and tries again
+    finally:
+        os.close(lock_fd)  # the resident holds the lock through its own copy
 
 
 _wanted: list[Path] = []  # the store whose hook found no resident: one is started after the answer
@@ -187,13 +206,15 @@ def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
     i = 0
     while i < len(rest):
         arg = rest[i]
-        name, _, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        name, inline, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         if name not in names or names[name] in seen:
             return None
-        if not value:
+        if not inline:  # `--namespace=` is an empty value, as argparse has it: the next word is not its value
             if i + 1 >= len(rest):
                 return None
             value, i = rest[i + 1], i + 1
+            if value.startswith("-") and not _NEGATIVE.match(value):
+                return None  # argparse takes it for an option: `--namespace --max-chars` is an error there
         seen.add(names[name])
         values[names[name]] = value
         i += 1
@@ -229,15 +250,15 @@ def fast_hook(argv: list[str]) -> int | None:
     sys.stdin = io.StringIO(raw)  # the usual way reads it again
     try:
         payload = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # the usual way says what is wrong with it
         return None
     if not isinstance(payload, dict):
         return None
     env_path = os.environ.get("ENGRAMDB_PATH", "")
     chosen = path or (env_path if env_path.strip() else None)
     cwd = payload.get("cwd")
-    if not chosen and not isinstance(cwd, str):
-        return None
+    if not isinstance(cwd, str) or not cwd:
+        return None  # the session's folder is this process's: the resident's would name another namespace
     store = Path(chosen) if chosen else Path(str(cwd)) / STORE_FOLDER
     if not store.is_dir():
         return None  # nothing captured yet: the usual way says so (it prints nothing)
@@ -257,6 +278,10 @@ def fast_hook(argv: list[str]) -> int | None:
         return None
     if answer is None:
         _wanted.append(store)  # started once this process has answered (it would compete for the CPU)
+        return None
+    if answer.get("fallback"):  # its store was replaced, or cannot be reopened: the usual way reads it as it is
+        if os.environ.get("ENGRAMDB_DEBUG"):
+            note(event, str(answer["fallback"]))
         return None
     text = answer.get("text")
     if isinstance(text, str) and text:
