@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
+UNIT_BLOCK = 1024  # rows normalised at once (`_unit`)
 STALE_SHARE = 0.02  # a request asks the background worker for new topics past this share of new rows
 
 
@@ -65,7 +66,7 @@ class TopicVerbs:
     _topic_prev: dict[str, Previous] | None = None
     _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
     # namespace -> (speakers, text -> small talk, text -> its terms that may label): what the speakers decide
-    _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool], dict[str, frozenset[str]]]] | None = None
+    _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool], dict[str, tuple[str, ...]]]] | None = None
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
     _topic_merges: dict[str, dict[str, str]] | None = None  # namespace -> merged topic id -> the id it joined
     _topic_maps: dict[str, tuple[Topics, dict[str, int], np.ndarray]] | None = None  # per topics run
@@ -294,7 +295,7 @@ class TopicVerbs:
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
                 analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None,
-                words: DistinctiveTerms | None = None, contents: dict[str, frozenset[str]] | None = None) -> list[str]:
+                words: DistinctiveTerms | None = None, contents: dict[str, tuple[str, ...]] | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
         dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk(), contents)) if groups else None
@@ -310,7 +311,7 @@ class TopicVerbs:
         return fresh
 
     def _by_speakers(self, namespace: str, chat: SmallTalk,
-                     texts: list[str]) -> tuple[dict[str, bool], dict[str, frozenset[str]]]:
+                     texts: list[str]) -> tuple[dict[str, bool], dict[str, tuple[str, ...]]]:
         """The small-talk verdicts of the namespace's texts and their terms that may label, kept
         between runs beside their terms while its speakers are the same (their names decide both):
         a refresh of 2,000 memories spent 15-20 ms on the verdicts, about 5 on the terms."""
@@ -478,8 +479,15 @@ def _centroids(groups: list[list[int]], unit: np.ndarray) -> np.ndarray:
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(x, axis=1, keepdims=True)
-    out: np.ndarray = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
+    """Each row over its norm (a row without one: zeros), a block of rows at a time: each row's
+    figures as over the whole, without a squared and a zeroed copy of the matrix beside it (at
+    100,000 memories, 300 MB each; the norms took a tenth of an increment)."""
+    out = np.empty_like(x)
+    for s in range(0, len(x), UNIT_BLOCK):
+        block, into = x[s:s + UNIT_BLOCK], out[s:s + UNIT_BLOCK]
+        n = np.linalg.norm(block, axis=1, keepdims=True)
+        np.divide(block, n, out=into, where=n > 0)
+        into[~(n[:, 0] > 0)] = 0.0
     return out
 
 
