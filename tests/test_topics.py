@@ -369,3 +369,16 @@ def test_a_damaged_topic_file_is_written_again_by_a_purge_not_kept_with_what_it_
         db.purge(namespace="n")
     for p in (tmp_path / "s" / "index").iterdir():
         assert b"violin" not in p.read_bytes(), p.name
+
+
+def test_a_label_shows_the_word_its_members_use_most_for_a_term_the_first_met_on_a_tie() -> None:
+    from engramdb.topics.labels import DistinctiveTerms
+
+    texts = ["runs home", "running home", "running late", "runs late", "the cat sleeps", "a dog barks",
+             "rain again", "running running"]
+    words = DistinctiveTerms(texts)
+    assert words.label([0, 1, 2, 3]) == "home / late / runs"  # "run": runs 2, running 2, runs met first
+    assert words.label([1, 0, 2, 3]) == "home / late / running"
+    assert words.label([0, 1, 2, 3, 7]) == "home / late / running"  # running 4, runs 2
+    assert words.label([4, 5]) == "barks / cat / dog"  # one each, same idf: in term order
+    assert DistinctiveTerms([]).label([]) == "(no terms)"
