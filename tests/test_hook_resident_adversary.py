@@ -206,12 +206,16 @@ def test_options_are_read_as_the_full_command_line_reads_them(project: Project, 
     _hook(cwd, env)
     _served(cwd, env)
     stdin = _payload(cwd, "bash scripts/rollout.sh")
-    for args in (["--namespace=", f"--path={other}"],  # an empty value given with `=` takes no next word
-                 ["--namespace", "-x"],  # a word argparse takes for an option: an error there
-                 ["--max-chars", "-5", "--namespace", NS]):
-        served = _run(cwd, env, args, stdin)
-        alone = _run(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}, args, stdin)
-        assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), (args, served.stderr)
+    try:
+        for args in (["--namespace=", f"--path={other}"],  # an empty value given with `=` takes no next word
+                     ["--namespace", "-x"],  # a word argparse takes for an option: an error there
+                     ["--max-chars", "-5", "--namespace", NS]):
+            served = _run(cwd, env, args, stdin)
+            alone = _run(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}, args, stdin)
+            assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), (args, served.stderr)
+    finally:
+        for pid in _residents(other):  # the one the `--path=` hook started
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_store_replaced_or_damaged_under_the_resident_is_never_answered_from_the_old_one(
@@ -249,3 +253,16 @@ def test_a_store_replaced_or_damaged_under_the_resident_is_never_answered_from_t
         assert proc.returncode == 0 and "JSONDecodeError" not in proc.stderr and "DEPLOX" not in proc.stdout
         assert proc.stdout == "" or _text(proc) == own
     shutil.rmtree(tmp_path / "old")
+
+
+def test_a_file_at_the_sockets_name_is_left_as_it_is(project: Project) -> None:
+    cwd, env = project
+    sock = socket_for_env(cwd / ".engramdb", env)
+    sock.parent.mkdir(mode=0o700, exist_ok=True)
+    sock.write_text("not a socket: something of the user's")
+    own = _text(_hook(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}))
+    for _ in range(2):
+        proc = _hook(cwd, env)
+        assert SERVED not in proc.stderr and _text(proc) == own
+    assert _wait(lambda: not _residents(cwd / ".engramdb"))
+    assert sock.read_text() == "not a socket: something of the user's"

@@ -1,18 +1,21 @@
-"""The resident reader of a store's hooks: one process that holds the store open read-only and
-answers the hooks' reads (agents/resident_link.py says why, which events, and where the socket is).
+"""The resident reader of a store's hooks: one process that holds the store open read-only and answers
+the hooks' reads (agents/resident_link.py says why, which events, and where the socket is).
 
 `python -m engramdb.agents.resident STORE` (what a hook starts, detached): it takes a lock beside
 its socket (a second resident of the same store leaves at once), opens the store read-only, binds
-the socket (mode 0600, in a folder only the user may enter), and answers one request at a time:
-a JSON object with the event, the hook's stdin, the store folder, the namespace and max_chars, and
-the time left in the hook's budget; the answer is a JSON object with the text to print (or null),
-notes for stderr, and its pid. Before each request it looks at the store folder
-(storage.folder.fingerprint); when a writer changed it, it reopens the store on a thread and
-answers from the snapshot it has until the new one is ready, so a request never waits for an open
-(650 ms at 100,000 memories). It leaves after the idle time without a request, when the store
-folder goes, when a reopen fails (the next hook answers in its own process and says why), and on
-SIGTERM; it removes its socket when it leaves (a socket left by a killed resident is replaced by
-the next one). It writes nothing to the store: captures are spooled by the hook processes.
+the socket (mode 0600, in a folder only the user may enter), and answers each connection on a thread
+of its own (a client that sends slowly, or nothing, delays no other hook; MAX_CLIENTS at once),
+reading the store for one request at a time: a JSON object with the event, the hook's stdin, the
+store folder, the namespace and max_chars, and the time left in the hook's budget; the answer is a
+JSON object with the text to print (or null), notes for stderr, and its pid. Before each request it
+looks at the store folder (storage.folder.fingerprint); when a writer changed it, it reopens the
+store on a thread and answers from the snapshot it has until the new one is ready, so a request
+never waits for an open (650 ms at 100,000 memories). It leaves after the idle time without a
+request, when the store folder goes, when a reopen fails or the folder was replaced by another (a
+restored backup: the snapshot in hand is not its store's); the hooks asking meanwhile are told to
+answer in their own process ("fallback"), which says what is wrong. It leaves on SIGTERM too; it
+removes its socket when it leaves (a socket left by a killed resident is replaced by the next one).
+It writes nothing to the store: captures are spooled by the hook processes.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Sequence
@@ -243,6 +247,8 @@ def serve(store: Path, idle_s: float, lock_fd: int | None = None) -> int:
 
 def _loop(server: _Server, sock_path: Path, idle_s: float) -> int:
     try:
+        if not stat.S_ISSOCK(os.lstat(sock_path).st_mode):
+            return 1  # not a socket a resident left: not ours to delete (the hooks answer without us)
         sock_path.unlink()  # a killed resident's (we hold the lock: no live one listens there)
     except FileNotFoundError:
         pass

@@ -131,6 +131,13 @@ def spawn(store: Path) -> None:
     if sock_path is None:
         return
     try:
+        if not stat.S_ISSOCK(os.lstat(sock_path).st_mode):
+            return  # something else has the socket's name: a resident would not start (resident.py)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
         lock_fd = os.open(f"{sock_path}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError:
         return
