@@ -266,3 +266,23 @@ def test_a_file_at_the_sockets_name_is_left_as_it_is(project: Project) -> None:
         assert SERVED not in proc.stderr and _text(proc) == own
     assert _wait(lambda: not _residents(cwd / ".engramdb"))
     assert sock.read_text() == "not a socket: something of the user's"
+
+
+def test_a_store_that_cannot_be_opened_starts_no_resident_per_hook(project: Project, tmp_path: Path) -> None:
+    cwd, env = project
+    site, log = tmp_path / "site", tmp_path / "started.log"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if 'engramdb.agents.resident' in sys.orig_argv:\n"
+        f"    open({str(log)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
+    env = {**env, "PYTHONPATH": str(site)}
+    [segment] = sorted((cwd / ".engramdb").glob("seg-*.arrow"))[:1]
+    data = bytearray(segment.read_bytes())
+    at = data.find(b"deploy script")
+    data[at:at + 6] = b"DEPLOX"
+    segment.write_bytes(bytes(data))
+    for _ in range(3):  # each answers alone and says what is wrong; one resident was started, not three
+        proc = _hook(cwd, env)
+        assert proc.returncode == 0 and proc.stdout == "" and "CorruptFile" in proc.stderr, proc.stderr
+    assert len(log.read_text().split()) == 1

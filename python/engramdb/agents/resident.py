@@ -48,6 +48,7 @@ from .resident_link import REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_
 
 POLL_S = 2.0  # how often an idle resident looks at its store folder and its idle time
 READ_TIMEOUT_S = 5.0  # a request must arrive whole within this (all of it, however it is sent)
+HOLD_S = 60.0  # a store that cannot be opened: how long no other resident is started for it, unchanged
 MAX_CLIENTS = 32  # connections served at once; one more is closed at once (its hook answers alone)
 
 
@@ -235,7 +236,12 @@ def serve(store: Path, idle_s: float, lock_fd: int | None = None) -> int:
             os.close(lock_fd)
             return 0  # another resident serves this store
     try:
-        server = _Server(Resident(store))
+        try:
+            resident = Resident(store)
+        except Exception:
+            _hold(Path(store), idle_s)
+            raise
+        server = _Server(resident)
         try:
             return _loop(server, sock_path, idle_s)
         finally:
@@ -243,6 +249,16 @@ def serve(store: Path, idle_s: float, lock_fd: int | None = None) -> int:
                 server.resident.close()
     finally:
         os.close(lock_fd)
+
+
+def _hold(store: Path, idle_s: float) -> None:
+    """Keep the lock, serving nothing, while the store that could not be opened (damaged, refused)
+    stays as it is: the hooks answer in their own process (and say what is wrong) without starting
+    a resident each, one more process importing the engine only to fail again. Ends when the folder
+    changes (repaired, written) or after HOLD_S."""
+    seen, end = fingerprint(store), time.monotonic() + min(idle_s, HOLD_S)
+    while time.monotonic() < end and fingerprint(store) == seen:
+        time.sleep(POLL_S)
 
 
 def _loop(server: _Server, sock_path: Path, idle_s: float) -> int:
