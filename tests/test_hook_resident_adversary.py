@@ -286,3 +286,15 @@ def test_a_store_that_cannot_be_opened_starts_no_resident_per_hook(project: Proj
         proc = _hook(cwd, env)
         assert proc.returncode == 0 and proc.stdout == "" and "CorruptFile" in proc.stderr, proc.stderr
     assert len(log.read_text().split()) == 1
+
+
+def test_a_stdin_too_big_for_the_resident_is_answered_alone_without_a_broken_exchange(project: Project) -> None:
+    cwd, env = project
+    _hook(cwd, env)
+    _served(cwd, env)
+    big = json.dumps({"session_id": "s1", "cwd": str(cwd), "hook_event_name": "PreToolUse", "tool_name": "Write",
+                      "tool_input": {"file_path": "scripts/deploy.sh", "content": "\\" * (17 * 1024 * 1024)}})
+    served = _run(cwd, env, ["--namespace", NS], big)
+    alone = _run(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}, ["--namespace", NS], big)
+    assert "resident reader failed" not in served.stderr, served.stderr
+    assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout)

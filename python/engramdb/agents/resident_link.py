@@ -95,16 +95,20 @@ def socket_for(store: Path) -> Path | None:
 
 def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     """Send `request` to the resident at `sock_path` and return its answer; None when no resident
-    listens there (no socket, or a stale one). Raises TimeoutError when one listens but does not
+    listens there (no socket, or a stale one); an answer with "fallback" for a request too big for
+    it (not sent). Raises TimeoutError when one listens but does not
     answer within `timeout` seconds, OSError/ValueError when the exchange breaks."""
     deadline = time.monotonic() + timeout
+    data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    if len(data) > REQUEST_BYTES:  # a Write of a big file: the resident would refuse it, half sent
+        return {"text": None, "fallback": f"a request over {REQUEST_BYTES:,} bytes"}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(max(0.001, timeout))
         try:
             s.connect(str(sock_path))
         except (FileNotFoundError, ConnectionRefusedError):
             return None
-        s.sendall(json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        s.sendall(data)
         s.shutdown(socket.SHUT_WR)
         chunks: list[bytes] = []
         while True:
