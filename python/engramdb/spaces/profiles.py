@@ -10,6 +10,9 @@ Profiles:
   the dense space + token multivector. No model, no download. Stores made with version 1 keep it.
 - ``minilm``: the same four spaces with all-MiniLM-L6-v2 as the dense space (and HDC codes
   projected from it). Needs `engramdb[minilm]` and the weights package (see docs/install.md).
+- ``static``: the same four spaces with a static embedding distilled from MiniLM as the dense space
+  (256 dimensions, a lookup table: static_embedding.py; issue 28). Needs the distilled folder
+  (bench/distill_static.py; `static_embedding.default_path()`), no model at run time.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import cast
 from .protocol import Embedder
 from .schema import Schema, Space, default_schema
 
-PROFILES = ("default", "minilm")
+PROFILES = ("default", "minilm", "static")
+STATIC_DIM = 256
 _HDC = re.compile(r"^hdc-(\d+)(?:-seed(\d+))?(?:-of-(.+))?$")
 
 
@@ -31,8 +35,18 @@ def _minilm() -> Embedder:
     return cast(Embedder, MiniLMEmbedder())  # its kind is narrower than the protocol's attribute
 
 
+def _static() -> Embedder:
+    from .static_embedding import StaticEmbedder
+
+    e = StaticEmbedder()
+    if e.dim != STATIC_DIM:  # refused at open, not at the first add
+        raise ValueError(f"static embedding at {str(e.path)!r} has {e.dim} dimensions; the 'static' "
+                         f"profile's dense space has {STATIC_DIM} (distil it with --dims {STATIC_DIM})")
+    return e
+
+
 def profile_schema(profile: str) -> Schema:
-    """The schema of a named profile ("default" or "minilm")."""
+    """The schema of a named profile ("default", "minilm" or "static")."""
     if profile == "default":
         return default_schema()
     if profile == "minilm":
@@ -46,6 +60,17 @@ def profile_schema(profile: str) -> Schema:
                            embedder="hdc-1024-of-minilm-l6-v2")
             spaces.append(sp)
         return Schema(spaces, main="dense")
+    if profile == "static":
+        from .static_embedding import NAME
+
+        spaces = []
+        for sp in default_schema():
+            if sp.name == "dense":
+                sp = Space("dense", "dense", STATIC_DIM, "cosine", "semantic", "recall", 0.6, 0.3, embedder=NAME)
+            elif sp.name == "hdc":
+                sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.75, 0.55, embedder=f"hdc-1024-of-{NAME}")
+            spaces.append(sp)
+        return Schema(spaces, main="dense")
     raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
 
 
@@ -57,6 +82,8 @@ def _plain(name: str) -> Callable[[], Embedder] | None:
 
     if name == "minilm-l6-v2":
         return _minilm
+    if name == "static-minilm-l6-v2":
+        return _static
     if name == "lexical":
         return LexicalEmbedder
     m = re.fullmatch(r"(hashing|hashing2|tokens)-(\d+)", name)
