@@ -21,7 +21,7 @@ def test_default_profile_and_its_embedders() -> None:
 
 
 def test_unknown_profile_names_the_value() -> None:
-    with pytest.raises(ValueError, match="profile must be one of \\['default', 'minilm'\\], got 'big'"):
+    with pytest.raises(ValueError, match="profile must be one of \\['default', 'minilm', 'static'\\], got 'big'"):
         profile_schema("big")
     with pytest.raises(ValueError, match="schema= or profile="):
         engramdb.open(None, schema=default_schema(), profile="default")
