@@ -260,7 +260,7 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
         has = np.zeros((len(rest), len(vocab)), np.float32)  # memory x best term it holds
         has[ks, vs] = 1.0
         # a memory holds one of a topic's best terms: counts of 0/1 products (whole numbers: exact);
-        # an assignment per (topic, memory) pair was 84,000 of them at 2,000 memories
+        # a numpy assignment per memory and term took 16 ms at 2,000 memories
         holds = (labelled @ has.T) > 0
         worded = holds.any(axis=0)
         if worded.any():
