@@ -8,6 +8,7 @@ search, then `get` of its hits, then their edges) take one snapshot and read it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -222,6 +223,7 @@ class Reads(ABC):
 
 
 CACHE_SECONDS = 60  # the longest a cached answer is reused
+_VIEW_SERIALS = itertools.count()  # a number per snapshot a search cache has seen (thread-safe in CPython)
 
 
 def _cache_key(view: View, plan: SearchPlan, query: Any, query_vector: np.ndarray | None) -> Any:
@@ -234,7 +236,13 @@ def _cache_key(view: View, plan: SearchPlan, query: Any, query_vector: np.ndarra
     q = query if isinstance(query, str) else np.asarray(query).tobytes()
     qv = None if query_vector is None else np.asarray(query_vector).tobytes()
     fields = tuple(frozen(getattr(plan, f.name)) for f in dataclasses.fields(plan))
-    return (id(view), view.generation, fields, q, qv)
+    # the snapshot by a serial number of its own, not id(view): a view freed as soon as the next
+    # write replaces it can leave its address to a later view (a purge's, a compaction's) whose
+    # generation need not differ
+    serial = view.derived.get("search_cache_serial")
+    if serial is None:
+        serial = view.derived.setdefault("search_cache_serial", next(_VIEW_SERIALS))
+    return (serial, view.generation, fields, q, qv)
 
 
 def _next_boundary(view: View, namespace: str, now_us: int) -> int:
