@@ -66,7 +66,7 @@ def profile_schema(profile: str) -> Schema:
         spaces = []
         for sp in default_schema():
             if sp.name == "dense":
-                sp = Space("dense", "dense", STATIC_DIM, "cosine", "semantic", "recall", 0.6, 0.3, embedder=NAME)
+                sp = Space("dense", "dense", STATIC_DIM, "cosine", "semantic", "recall", 0.7, 0.5, embedder=NAME)
             elif sp.name == "hdc":
                 sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.75, 0.55, embedder=f"hdc-1024-of-{NAME}")
             spaces.append(sp)
