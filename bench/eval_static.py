@@ -50,9 +50,12 @@ def _open(spec: str) -> tuple[str, Any]:
     if spec == "minilm":
         from engramdb.spaces.hdc import DEFAULT_SEED, BinaryHDCEmbedder
         from engramdb.spaces.minilm import MiniLMEmbedder
+        from engramdb.spaces.profiles import embedders_for, profile_schema
 
-        m = MiniLMEmbedder(threads=1)
-        return "minilm", engramdb.open(profile="minilm", embedders={"dense": m, "hdc": BinaryHDCEmbedder(m, 1024, DEFAULT_SEED)})
+        m = MiniLMEmbedder(threads=1)  # the profile's own would take a thread per core
+        embs = {k: e for k, e in embedders_for(profile_schema("minilm")).items() if k not in ("dense", "hdc")}
+        embs.update(dense=m, hdc=BinaryHDCEmbedder(m, 1024, DEFAULT_SEED))
+        return "minilm", engramdb.open(profile="minilm", embedders=embs)
     if spec.startswith("static"):
         head, _, folder = spec.partition("=")
         label = head.replace(":", "-") if ":" in head else "static"
