@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import logging
+import re
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -22,12 +23,14 @@ from typing import Any
 
 from ..context.result import Context
 from ..model import checks
+from ..model.errors import StoreError
 from ..model.hit import Hits
 from ..model.memory import Memory
 from ..store import Page
 from . import moves, remote
 from .rendezvous import Router, check_namespace, check_shard_name
 from .shard import Version
+from .unavailable import ShardUnavailable
 
 _log = logging.getLogger("engramdb")
 DEFAULT_TIMEOUT = 60.0  # seconds a call waits for its shard (a restart replays the WAL first)
@@ -44,6 +47,13 @@ def _folder(shard: str, path: object) -> str:
     if p.exists() and not p.is_dir():
         raise ValueError(f"shard {shard!r}: folder {str(p)!r} is a file, not a store folder")
     return str(p)
+
+
+def _renumbered(message: str, places: builtins.list[int]) -> str:
+    """A shard's error about `records[j]` of the part of a batch it was sent, about the caller's
+    `records[places[j]]`."""
+    return re.sub(r"records\[(\d+)\]", lambda m: f"records[{places[int(m.group(1))]}]"
+                  if int(m.group(1)) < len(places) else m.group(0), message)
 
 
 class Cluster:
@@ -72,8 +82,12 @@ class Cluster:
             raise TypeError(f"shards must be a non-empty dict of shard name -> folder, got {shards!r:.80}")
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             raise ValueError(f"replicas must be an int >= 0, got {replicas!r}")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 < timeout < 10**9):  # NaN and inf fail this too
             raise ValueError(f"timeout must be a number of seconds > 0 (or None), got {timeout!r}")
+        if isinstance(refresh_seconds, bool) or not isinstance(refresh_seconds, (int, float)) \
+                or not 0 <= refresh_seconds < 10**9:
+            raise ValueError(f"refresh_seconds must be a number of seconds >= 0, got {refresh_seconds!r:.80}")
         self.folders = {check_shard_name(name): _folder(name, path) for name, path in shards.items()}
         if len(set(self.folders.values())) != len(self.folders):
             raise ValueError(f"two shards name the same folder: {self.folders}")
@@ -95,7 +109,21 @@ class Cluster:
         self._seen_lock = threading.Lock()
         self._moving: dict[str, threading.Lock] = {}  # a namespace being moved: its writes wait
         for name in self.folders:  # an actor that cannot open its folder says so now, not at the first verb
-            self._call(name, "version")
+            self._opened(name)
+
+    def _opened(self, shard: str) -> None:
+        """The shard's writer and replicas have their folder open; else the error that keeps them
+        from it (StoreLocked, CorruptFile as StoreError, ...), raised as itself after ending those
+        actors, so that a client started again (the cause fixed) starts them afresh."""
+        try:
+            for handle in [self._writers[shard], *self._replicas[shard]]:
+                remote.call(shard, handle, "version", timeout=self.timeout)
+        except ShardUnavailable:
+            raise
+        except Exception:
+            for handle in [self._writers[shard], *self._replicas[shard]]:
+                remote.kill(handle)
+            raise
 
     # ----------------------------------------------------------------------------- plumbing
     @property
@@ -161,11 +189,17 @@ class Cluster:
                 check_namespace(r.get("namespace"))
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"records[{i}]: {exc}") from None
-            recs.append({**r, "id": r.get("id") or uuid.uuid4().hex})
+            recs.append({**r, "id": r["id"] if r.get("id") is not None else uuid.uuid4().hex})
         ids = [str(r["id"]) for r in recs]
         by_ns: dict[str, builtins.list[int]] = {}
         for i, r in enumerate(recs):
             by_ns.setdefault(r["namespace"], []).append(i)
+        if len(by_ns) > 1:  # one batch per namespace: each checked before any is written
+            for ns, places in by_ns.items():
+                try:
+                    self._call(self.shard_of(ns), "check", [recs[i] for i in places])
+                except (TypeError, ValueError, StoreError) as exc:
+                    raise type(exc)(_renumbered(str(exc), places)) from None
         for ns, places in by_ns.items():
             stored = self._write(ns, "add_many", [recs[i] for i in places])
             for i, got in zip(places, stored):
@@ -183,7 +217,7 @@ class Cluster:
         for i, m in enumerate(messages):
             if not isinstance(m, Mapping):
                 raise TypeError(f"messages[{i}] must be a dict with role and content, got {type(m).__name__}")
-            msgs.append({**m, "id": m.get("id") or uuid.uuid4().hex})
+            msgs.append({**m, "id": m["id"] if m.get("id") is not None else uuid.uuid4().hex})
         stored: builtins.list[str] = self._write(namespace, "add_messages", msgs, namespace, session_id, memory_type)
         return stored
 

@@ -23,6 +23,7 @@ import numpy as np
 import ray
 import ray.data
 
+from ..model.errors import StoreError
 from ..spaces.protocol import Embedder
 from ..store import open as open_store
 from ..store import verify as verify_folder
@@ -72,10 +73,23 @@ def export_parquet(shards: Mapping[str, str | Path], dest: str | Path) -> int:
     Parquet files, one row per memory (`COLUMNS`); returns how many rows. Each folder is read
     read-only, so live shards keep serving while the job runs."""
     items = [{"shard": name, "path": str(Path(path).absolute())} for name, path in shards.items()]
-    rows = ray.data.from_items(items).flat_map(memory_rows)
-    count = rows.count()
+    rows = ray.data.from_items(items).flat_map(_rows_or_error).materialize()  # every folder read before writing
+    failed = rows.filter(lambda row: row["id"] is None).take(1)
+    if failed:
+        raise StoreError(f"shard {failed[0]['shard']!r}: {failed[0]['content']}; nothing was exported")
     rows.write_parquet(str(Path(dest).absolute()))
-    return int(count)
+    return int(rows.count())
+
+
+def _rows_or_error(item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`memory_rows`, or one row (id None, the error in content) when the folder cannot be read
+    whole: Ray Data gives the driver only the text of a task's error (a damaged file's CorruptFile
+    does not even unpickle), so the error travels as data and `export_parquet` raises it."""
+    try:
+        return memory_rows(item)
+    except Exception as exc:  # noqa: BLE001 - every failure is reported, naming the shard
+        return [{**dict.fromkeys(COLUMNS), "shard": str(item["shard"]), "versions": 0,
+                 "content": f"{type(exc).__name__}: {exc}"}]
 
 
 def _verify(item: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +133,11 @@ def reembed(cluster: Any, space: str, make_embedder: Callable[[], Embedder], *, 
     space meant to be filled later is declared with no embedder). Returns shard -> memories done."""
     if not isinstance(space, str) or not space:
         raise ValueError(f"space must be a space name, got {space!r:.80}")
+    for shard in cluster.folders:  # before any embedding: a job of hours must not fail at its first write
+        have = remote.call(shard, cluster.writer(shard), "spaces", timeout=cluster.timeout)
+        if space not in have:
+            raise ValueError(f"space {space!r} is not a space of shard {shard!r} (its spaces: {have}); a store's "
+                             "spaces are fixed when it is made: declare the space (with no embedder) in its schema")
     items = [{"shard": name, "path": path} for name, path in cluster.folders.items()]
     ds = ray.data.from_items(items).flat_map(_current).map_batches(
         _Embed, fn_constructor_kwargs={"make": make_embedder}, batch_size=batch_size, concurrency=actors,

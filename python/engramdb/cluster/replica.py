@@ -22,9 +22,11 @@ from ..model.hit import Hits
 from ..model.memory import Memory
 from ..store import Page, Store
 from ..store import open as open_store
+from .portable import portably
 from .shard import Version
 
 
+@portably
 class Replica:
     """One read-only copy of a shard's folder, refreshed from the shard's writer."""
 
@@ -37,7 +39,11 @@ class Replica:
         self._refresh = float(refresh_seconds)
         self._version: Version = (0, 0)
         self.db: Store | None = None
-        self._reopen()
+        self._checked = 0.0
+        try:
+            self._reopen()
+        except Exception:  # noqa: BLE001 - not raised here, where it would end the actor with only
+            self.db = None  # its text (see Shard.__init__): each call tries again and raises it
 
     def _reopen(self) -> None:
         try:  # the version first: the store opened after it holds at least its writes
@@ -50,8 +56,9 @@ class Replica:
             old.close()
 
     def _store(self, want: Version | None) -> Store:
-        """The store, reopened first when the writer is known to be ahead of it."""
-        if want is not None and tuple(want) > self._version:
+        """The store, reopened first when the writer is known to be ahead of it (or when it
+        could not open before)."""
+        if self.db is None or (want is not None and tuple(want) > self._version):
             self._reopen()
         elif time.monotonic() - self._checked >= self._refresh:
             try:
@@ -65,6 +72,8 @@ class Replica:
         return self.db
 
     def version(self) -> Version:
+        """The writer's version this replica's store holds; raises what keeps the folder from opening."""
+        self._store(None)
         return self._version
 
     def get(self, id: str, namespace: str, include_forgotten: bool, want: Version | None) -> Memory | None:

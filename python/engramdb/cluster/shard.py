@@ -24,29 +24,50 @@ from pathlib import Path
 from typing import Any
 
 from ..context.result import Context
+from ..ingest.embedding import check_vector_names
+from ..ingest.intake import build_intake
 from ..model.errors import StoreError
 from ..model.hit import Hits
-from ..model.memory import Memory
-from ..store import Page
+from ..model.memory import Memory, utc_now
+from ..store import Page, Store
 from ..store import open as open_store
 from ..store import verify as verify_folder
+from .portable import portable, portably
 
 Version = tuple[int, int]  # (when this incarnation of the actor started, in ns; writes since)
 
 
+@portably
 class Shard:
     """One shard's writer: the only process that writes its folder."""
 
     def __init__(self, name: str, path: str, open_kwargs: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.path = path
-        self.db = open_store(path, **dict(open_kwargs or {}))
         self._lock = threading.Lock()  # the version counter (the actor may serve calls on threads)
         self._version: Version = (time.time_ns(), 0)
+        self._db: Store | None = None
+        self._broken: Exception | None = None
+        try:
+            self._db = open_store(path, **dict(open_kwargs or {}))
+        except Exception as exc:  # noqa: BLE001 - kept and raised by every call: an error raised
+            # here ends the actor, and Ray's ActorDiedError carries only text, so the client could
+            # not tell a folder another writer holds (StoreLocked) or a damaged one from a crash
+            self._broken = portable(exc)
+
+    @property
+    def db(self) -> Store:
+        """The shard's store; the error that kept it from opening, when it did not."""
+        if self._db is None:
+            assert self._broken is not None
+            raise self._broken
+        return self._db
 
     # ----------------------------------------------------------------------------- versions
     def version(self) -> Version:
-        """The shard's version: a replica that opened at an older one reopens."""
+        """The shard's version: a replica that opened at an older one reopens. Raises what kept
+        the folder from opening, if anything did."""
+        _ = self.db
         return self._version
 
     def _wrote(self) -> Version:
@@ -67,6 +88,17 @@ class Shard:
                 raise StoreError(f"{what}[{i}]: id {r['id']!r} already exists in shard {self.name!r} with other "
                                  "content or namespace; use a new id (update() changes a memory)")
         return out
+
+    def check(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse the records as `add_many` would (a field, a space, an id holding another
+        memory), writing nothing: a batch over several shards is checked on each before any writes."""
+        batch = build_intake(records, utc_now(), self.db.tuning.max_content_bytes)
+        check_vector_names(self.db.schema, batch.vectors)
+        self._fresh(records, "records")
+
+    def spaces(self) -> builtins.list[str]:
+        """The names of the shard's spaces."""
+        return builtins.list(self.db.schema.spaces)
 
     def add_many(self, records: Sequence[Mapping[str, Any]]) -> tuple[builtins.list[str], Version]:
         """Store records (each with its "id"); a record already stored is acknowledged as it is."""
@@ -228,7 +260,8 @@ class Shard:
             shutil.rmtree(where, ignore_errors=True)
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:  # a shard that never opened has nothing to close
+            self._db.close()
 
     def pid(self) -> int:
         return os.getpid()

@@ -1,0 +1,109 @@
+"""engramdb.cluster under attack (issue 30): what a service engineer meets running it under
+failure. A batch over two shards with one bad record, a second writer on a folder, a shard folder
+that is damaged or opened with bad options, a re-embedding into a space no shard has, nonsense
+settings: each refused with the store's own error naming the value or file, nothing written, and
+never a raw Ray error. (Killing writers under load, moves run again after an interruption,
+replicas and retried writes are in tests/test_cluster.py.)
+
+One local Ray for the module (2 CPUs, no dashboard); each test makes its own shard folders under
+tmp_path, so its actors (named after the folders) are its own.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import engramdb
+import pytest
+import ray
+from engramdb.cluster import Cluster
+from engramdb.cluster.jobs import export_parquet, reembed, verify_folders
+from engramdb.spaces.hashing import HashingEmbedder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace=f"engramdb-test-{uuid.uuid4().hex}")
+    yield
+    ray.shutdown()
+
+
+def on(c: Cluster, shard: str) -> str:
+    """A namespace that routes to `shard`."""
+    return next(f"user-{i}" for i in range(1000) if c.shard_of(f"user-{i}") == shard)
+
+
+def test_a_batch_over_two_shards_with_one_bad_record_writes_nothing(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0", "s1": tmp_path / "s1"})
+    a, b = on(c, "s0"), on(c, "s1")
+    kept = c.add("kept", namespace=b)
+    bad = [[{"content": "fine", "namespace": a}, {"content": "", "namespace": b}],  # empty content
+           [{"content": "fine", "namespace": a}, {"content": "other", "namespace": b, "id": kept.id}],  # id taken
+           [{"content": "fine", "namespace": a}, {"content": "x", "namespace": b, "vectors": {"nope": [1.0]}}]]
+    with pytest.raises(engramdb.InvalidMemory, match=r"records\[1\]: content must be a non-empty string"):
+        c.add_many(bad[0])  # the caller's index, not the index within the shard's part
+    with pytest.raises(engramdb.StoreError, match=f"id '{kept.id}' already exists"):
+        c.add_many(bad[1])
+    with pytest.raises(engramdb.InvalidMemory, match="unknown space"):
+        c.add_many(bad[2])
+    assert len(c.list(a)) == 0 and [m.id for m in c.list(b)] == [kept.id]  # nothing of any batch was written
+    assert len(c.add_many([{"content": "fine", "namespace": a}, {"content": "good", "namespace": b}])) == 2
+    c.close()
+
+
+def test_a_second_writer_or_bad_options_are_refused_as_themselves(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0"})
+    c.add("kept", namespace="a")
+    # the same folder under another shard name (or from a client in another Ray namespace) is
+    # another actor: the store's lock refuses it, and the client says so, not "retry the call"
+    with pytest.raises(engramdb.StoreLocked, match=f"{tmp_path / 's0'} is open for writing"):
+        Cluster({"other": tmp_path / "s0"})
+    with pytest.raises(TypeError, match="bogus"):
+        Cluster({"s1": tmp_path / "s1"}, open_kwargs={"bogus": 1})
+    fixed = Cluster({"s1": tmp_path / "s1"})  # the refused actor was ended: started afresh, it opens
+    fixed.add("later", namespace="b")
+    fixed.close()
+    with pytest.raises(ValueError, match="timeout must be a number of seconds > 0.*nan"):
+        Cluster({"s0": tmp_path / "s0"}, timeout=float("nan"))
+    with pytest.raises(ValueError, match="refresh_seconds must be a number of seconds >= 0.*'soon'"):
+        Cluster({"s0": tmp_path / "s0"}, replicas=1, refresh_seconds="soon")  # type: ignore[arg-type]
+    assert [m.content for m in c.list("a")] == ["kept"]  # the first writer serves on, untouched
+    c.close()
+
+
+def test_a_damaged_shard_is_named_by_the_cluster_and_the_jobs(tmp_path: Path) -> None:
+    with engramdb.open(tmp_path / "s0") as db:
+        db.add_many([{"content": f"note {i}", "namespace": "a"} for i in range(20)])
+        db.admin.compact()
+    seg = max((p for p in (tmp_path / "s0").glob("seg-*")), key=lambda p: p.stat().st_size)
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    checked = verify_folders([tmp_path / "s0"])[str(tmp_path / "s0")]
+    assert not checked["ok"] and seg.name in checked["problems"]
+    with pytest.raises(engramdb.StoreError, match=f"{seg.name} is damaged"):
+        export_parquet({"s0": tmp_path / "s0"}, tmp_path / "parquet")  # never damaged bytes exported as sound
+    assert not (tmp_path / "parquet").exists() or not any((tmp_path / "parquet").iterdir())
+    with pytest.raises(engramdb.StoreError, match=f"{seg.name} is damaged"):  # not Ray's UnserializableException
+        Cluster({"s0": tmp_path / "s0"})
+
+
+def test_reembed_into_a_space_no_shard_has_is_refused_before_any_embedding(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0"})
+    m = c.add("Alice moved to Lisbon", namespace="a")
+    made = tmp_path / "embedder-made"
+
+    def make() -> HashingEmbedder:
+        made.touch()  # an embedder is made only when the job runs
+        return HashingEmbedder(dim=16)
+
+    with pytest.raises(ValueError, match="space 'nope' is not a space of shard 's0'"):
+        reembed(c, "nope", make)
+    assert not made.exists()
+    got = c.get(m.id, namespace="a")
+    assert got is not None and got.version == 1
+    c.close()
