@@ -12,6 +12,7 @@ tmp_path, so its actors (named after the folders) are its own.
 from __future__ import annotations
 
 import os
+import pickle
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import engramdb
 import pytest
 import ray
-from engramdb.cluster import Cluster
+from engramdb.cluster import Cluster, ShardUnavailable
 from engramdb.cluster.jobs import export_parquet, reembed, verify_folders
 from engramdb.spaces.hashing import HashingEmbedder
 
@@ -107,3 +108,57 @@ def test_reembed_into_a_space_no_shard_has_is_refused_before_any_embedding(tmp_p
     got = c.get(m.id, namespace="a")
     assert got is not None and got.version == 1
     c.close()
+
+
+def test_a_move_onto_a_shard_holding_its_ids_is_refused_naming_them_and_purges_nothing(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0", "s1": tmp_path / "s1"})
+    a, b = on(c, "s0"), on(c, "s1")
+    c.add("Alice's note", namespace=a, id="note-1")  # ids given by callers: unique per shard only
+    c.add("Bob's note", namespace=b, id="note-1")
+    with pytest.raises(engramdb.StoreError, match=f"namespace '{a}': shard 's1' refused the copy from shard 's0'.*"
+                                                  "note-1.*nothing was copied or purged"):
+        c.move_namespace(a, to="s1")
+    assert [(m.id, m.content) for m in c.list(a)] == [("note-1", "Alice's note")]
+    assert [(m.id, m.content) for m in c.list(b)] == [("note-1", "Bob's note")]
+    assert c.shard_of(a) == "s0"  # not pinned to a shard that does not hold it
+    c.close()
+
+
+def test_a_write_a_shard_did_not_answer_names_its_ids_so_resending_stores_once(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0"})
+    ray.kill(c.writer("s0"), no_restart=True)
+    for _ in range(500):  # the kill is asynchronous: wait until the actor no longer answers
+        try:
+            ray.get(c.writer("s0").pid.remote())
+        except ray.exceptions.RayActorError:
+            break
+    with pytest.raises(ShardUnavailable) as one:
+        c.add("Alice moved to Lisbon", namespace="a")
+    with pytest.raises(ShardUnavailable) as many:
+        c.add_many([{"content": "x", "namespace": "a", "id": "given-1"}, {"content": "y", "namespace": "a"}])
+    with pytest.raises(ShardUnavailable) as msgs:
+        c.add_messages([{"role": "user", "content": "hi", "id": "m-1"}], namespace="a")
+    assert len(one.value.ids) == 1 and many.value.ids[0] == "given-1" and len(many.value.ids) == 2
+    assert msgs.value.ids == ("m-1",) and "send it again with the same ids" in str(one.value)
+    assert pickle.loads(pickle.dumps(many.value)).ids == many.value.ids
+    again = Cluster({"s0": tmp_path / "s0"})  # the shard back (here: a new actor for the folder)
+    for _ in range(2):  # the caller's retry, once or twice: the ids make it one memory
+        again.add("Alice moved to Lisbon", namespace="a", id=one.value.ids[0])
+    assert [m.id for m in again.list("a")] == [one.value.ids[0]]
+    again.close()
+
+
+def test_a_call_when_ray_is_not_running_is_shard_unavailable_and_starts_no_ray(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0"})
+    c.add("kept", namespace="a")
+    c.close(kill=False)
+    ray.shutdown()  # a service whose Ray went away under it
+    try:
+        with pytest.raises(ShardUnavailable, match="Ray is not running in this process"):
+            c.list("a")
+        with pytest.raises(ShardUnavailable, match="Ray is not running"):
+            c.stats()
+        assert not ray.is_initialized()  # no new local Ray started behind the caller's back
+    finally:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 namespace=f"engramdb-test-{uuid.uuid4().hex}")

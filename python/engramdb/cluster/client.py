@@ -142,14 +142,21 @@ class Cluster:
     def _call(self, shard: str, method: str, *args: Any) -> Any:
         return remote.call(shard, self._writers[shard], method, *args, timeout=self.timeout)
 
-    def _write(self, namespace: str, method: str, *args: Any) -> Any:
-        """A write to a namespace's shard; returns the verb's result, noting the shard's version."""
+    def _write(self, namespace: str, method: str, *args: Any, ids: builtins.list[str] | None = None) -> Any:
+        """A write to a namespace's shard; returns the verb's result, noting the shard's version.
+        `ids`: the ids this client gave the write's memories, named by `ShardUnavailable` (the
+        caller sends the write again with them, else a write that did land is stored twice)."""
         lock = self._moving.get(namespace)
         if lock is not None:
             with lock:  # a move of this namespace finishes first; then it routes to its new shard
                 pass
         shard = self.shard_of(namespace)
-        result, version = self._call(shard, method, *args)
+        try:
+            result, version = self._call(shard, method, *args)
+        except ShardUnavailable as exc:
+            if not ids:
+                raise
+            raise ShardUnavailable(exc.shard, exc.why, ids) from None
         self._note(shard, version)
         return result
 
@@ -173,7 +180,7 @@ class Cluster:
         client gives it one, so a retried call stores it once."""
         check_namespace(namespace)
         record = {"content": content, "namespace": namespace, "id": id if id is not None else uuid.uuid4().hex, **fields}
-        got: Memory = self._write(namespace, "add", record)
+        got: Memory = self._write(namespace, "add", record, ids=[record["id"]])
         return got
 
     def add_many(self, records: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
@@ -201,7 +208,7 @@ class Cluster:
                 except (TypeError, ValueError, StoreError) as exc:
                     raise type(exc)(_renumbered(str(exc), places)) from None
         for ns, places in by_ns.items():
-            stored = self._write(ns, "add_many", [recs[i] for i in places])
+            stored = self._write(ns, "add_many", [recs[i] for i in places], ids=[str(r["id"]) for r in recs])
             for i, got in zip(places, stored):
                 ids[i] = got
         return ids
@@ -218,7 +225,8 @@ class Cluster:
             if not isinstance(m, Mapping):
                 raise TypeError(f"messages[{i}] must be a dict with role and content, got {type(m).__name__}")
             msgs.append({**m, "id": m["id"] if m.get("id") is not None else uuid.uuid4().hex})
-        stored: builtins.list[str] = self._write(namespace, "add_messages", msgs, namespace, session_id, memory_type)
+        stored: builtins.list[str] = self._write(namespace, "add_messages", msgs, namespace, session_id, memory_type,
+                                                 ids=[str(m["id"]) for m in msgs])
         return stored
 
     def forget(self, id: str, *, namespace: str) -> Memory:
@@ -282,7 +290,7 @@ class Cluster:
     # ----------------------------------------------------------------------------- fan-out admin
     def _each(self, method: str, *args: Any) -> dict[str, Any]:
         """`method` on every shard's writer, side by side; shard -> result."""
-        refs = {name: getattr(h, method).remote(*args) for name, h in self._writers.items()}
+        refs = {name: remote.send(name, h, method, *args) for name, h in self._writers.items()}
         # one wait per shard: each failure named by its own shard
         return {name: remote.wait(name, ref, timeout=self.timeout) for name, ref in refs.items()}
 
@@ -302,7 +310,7 @@ class Cluster:
         """Each shard copied to `dest/<shard>` (folders the actors can reach: shared storage, or
         each node's own disk); what each copied."""
         base = Path(_folder("backup", dest))
-        refs = {name: h.backup.remote(str(base / name)) for name, h in self._writers.items()}
+        refs = {name: remote.send(name, h, "backup", str(base / name)) for name, h in self._writers.items()}
         return {name: remote.wait(name, ref, timeout=self.timeout) for name, ref in refs.items()}
 
     def consolidate(self, **kwargs: Any) -> dict[str, Any]:

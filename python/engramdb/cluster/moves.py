@@ -60,7 +60,14 @@ def move_namespace(c: _Shards, namespace: str, to: str | None) -> dict[str, Any]
                 new: dict[str, str] = c._call(dest, "fingerprint", namespace)
                 common = old.keys() & new.keys()
                 if not common:
-                    copied, version = c._call(dest, "import_namespace", c._call(src, "export_namespace", namespace))
+                    data = c._call(src, "export_namespace", namespace)
+                    try:
+                        copied, version = c._call(dest, "import_namespace", data)
+                    except StoreError as exc:  # e.g. an id given by a caller that the new shard holds already
+                        raise StoreError(f"namespace {namespace!r}: shard {dest!r} refused the copy from shard {src!r} "
+                                         f"({exc}); nothing was copied or purged. Ids given by callers are unique "
+                                         "per shard only: a namespace whose ids another namespace holds on the new "
+                                         "shard cannot move there") from None
                     c._note(dest, version)
                     report["copied"] += copied
                     new = c._call(dest, "fingerprint", namespace)

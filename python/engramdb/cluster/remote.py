@@ -52,13 +52,20 @@ def start_replica(shard: str, path: str, i: int, open_kwargs: Mapping[str, Any],
                                                                refresh_seconds)
 
 
-def call(shard: str, handle: Any, method: str, *args: Any, timeout: float | None) -> Any:
-    """`handle.method(*args)` on the actor, waited for at most `timeout` seconds (see `wait`)."""
+def send(shard: str, handle: Any, method: str, *args: Any) -> Any:
+    """`handle.method(*args)` sent to the actor; its object ref (`wait` gives the result)."""
+    if not ray.is_initialized():  # else Ray starts a new local cluster, where the actor is not
+        raise ShardUnavailable(shard, "Ray is not running in this process (ray.init was not called, or "
+                                      "ray.shutdown ended it); start it and make the Cluster again")
     try:
-        ref = getattr(handle, method).remote(*args)
+        return getattr(handle, method).remote(*args)
     except _UNAVAILABLE as exc:
         raise ShardUnavailable(shard, f"{type(exc).__name__}: {exc}") from None
-    return wait(shard, ref, timeout=timeout)
+
+
+def call(shard: str, handle: Any, method: str, *args: Any, timeout: float | None) -> Any:
+    """`handle.method(*args)` on the actor, waited for at most `timeout` seconds (see `wait`)."""
+    return wait(shard, send(shard, handle, method, *args), timeout=timeout)
 
 
 def wait(shard: str, ref: Any, *, timeout: float | None) -> Any:
@@ -84,4 +91,4 @@ def kill(handle: Any) -> None:
         pass
 
 
-__all__ = ["actor_name", "call", "kill", "start_replica", "start_writer", "wait"]
+__all__ = ["actor_name", "call", "kill", "send", "start_replica", "start_writer", "wait"]
