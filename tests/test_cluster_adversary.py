@@ -51,6 +51,8 @@ def test_a_batch_over_two_shards_with_one_bad_record_writes_nothing(tmp_path: Pa
         c.add_many(bad[1])
     with pytest.raises(engramdb.InvalidMemory, match="unknown space"):
         c.add_many(bad[2])
+    with pytest.raises(engramdb.StoreError, match=r"records\[1\]: id 'twin' repeats records\[0\]'s"):
+        c.add_many([{"content": "one", "namespace": a, "id": "twin"}, {"content": "two", "namespace": b, "id": "twin"}])
     assert len(c.list(a)) == 0 and [m.id for m in c.list(b)] == [kept.id]  # nothing of any batch was written
     assert len(c.add_many([{"content": "fine", "namespace": a}, {"content": "good", "namespace": b}])) == 2
     c.close()

@@ -198,6 +198,10 @@ class Cluster:
                 raise type(exc)(f"records[{i}]: {exc}") from None
             recs.append({**r, "id": r["id"] if r.get("id") is not None else uuid.uuid4().hex})
         ids = [str(r["id"]) for r in recs]
+        first: dict[str, int] = {}
+        for i, mid in enumerate(ids):  # one shard refuses a repeated id; two shards would each store it
+            if first.setdefault(mid, i) != i:
+                raise StoreError(f"records[{i}]: id {mid!r} repeats records[{first[mid]}]'s; nothing was written")
         by_ns: dict[str, builtins.list[int]] = {}
         for i, r in enumerate(recs):
             by_ns.setdefault(r["namespace"], []).append(i)
