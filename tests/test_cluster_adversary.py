@@ -112,6 +112,18 @@ def test_reembed_into_a_space_no_shard_has_is_refused_before_any_embedding(tmp_p
     c.close()
 
 
+def test_a_backup_into_a_shard_folder_is_refused_before_any_shard_copies(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0", "s1": tmp_path / "s1"})
+    c.add("kept", namespace=on(c, "s1"))
+    listing = sorted(p.name for p in (tmp_path / "s0").iterdir())
+    for dest in (tmp_path / "s0" / "copies", tmp_path / "s0", tmp_path):
+        with pytest.raises(ValueError, match=f"backup destination '{dest}' is inside shard 's0'"):
+            c.backup(dest)  # s1 was copied into s0's store folder, s0 refused itself only
+    assert sorted(p.name for p in (tmp_path / "s0").iterdir()) == listing  # nothing made in a shard's folder
+    assert set(c.backup(tmp_path / "copies")) == {"s0", "s1"}
+    c.close()
+
+
 def test_a_move_onto_a_shard_holding_its_ids_is_refused_naming_them_and_purges_nothing(tmp_path: Path) -> None:
     c = Cluster({"s0": tmp_path / "s0", "s1": tmp_path / "s1"})
     a, b = on(c, "s0"), on(c, "s1")

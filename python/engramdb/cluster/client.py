@@ -314,6 +314,10 @@ class Cluster:
         """Each shard copied to `dest/<shard>` (folders the actors can reach: shared storage, or
         each node's own disk); what each copied."""
         base = Path(_folder("backup", dest))
+        for name, folder in self.folders.items():  # each shard's store checks its own; not the others'
+            if base == Path(folder) or Path(folder) in base.parents or base in Path(folder).parents:
+                raise ValueError(f"backup destination {str(base)!r} is inside shard {name!r}'s folder {folder!r} "
+                                 "(or holds it): give a folder outside every shard")
         refs = {name: remote.send(name, h, "backup", str(base / name)) for name, h in self._writers.items()}
         return {name: remote.wait(name, ref, timeout=self.timeout) for name, ref in refs.items()}
 
