@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,6 +161,30 @@ def test_a_write_a_shard_did_not_answer_names_its_ids_so_resending_stores_once(t
         again.add("Alice moved to Lisbon", namespace="a", id=one.value.ids[0])
     assert [m.id for m in again.list("a")] == [one.value.ids[0]]
     again.close()
+
+
+def test_the_same_messages_sent_at_once_are_stored_once_and_acknowledged_to_every_sender(tmp_path: Path) -> None:
+    c = Cluster({"s0": tmp_path / "s0"})
+    failed: list[str] = []
+    ids = [uuid.uuid4().hex for _ in range(4)]
+    for mid in ids:  # a caller resending a call still in flight: six copies of it at once
+        start = threading.Barrier(6)
+
+        def send(mid: str = mid, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                c.add_messages([{"role": "user", "content": "the same turn", "id": mid}], namespace="a", session_id="s")
+            except Exception as exc:  # noqa: BLE001 - any error fails the test below
+                failed.append(f"{type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=send) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failed == []  # was: StoreError "id ... already exists" for writes that were stored
+    assert sorted(m.id for m in c.list("a", limit=100)) == sorted(ids)
+    c.close()
 
 
 def test_a_call_when_ray_is_not_running_is_shard_unavailable_and_starts_no_ray(tmp_path: Path) -> None:

@@ -128,11 +128,18 @@ class Shard:
         """Chat messages (each with its "id") as turns of one session; messages stored already are
         acknowledged as they are."""
         as_records = [{"id": m.get("id"), "content": m.get("content"), "namespace": namespace} for m in messages]
-        fresh = self._fresh(as_records, "messages")
-        if fresh:
-            self.db.add_messages([messages[i] for i in fresh], namespace=namespace, session_id=session_id,
-                                 memory_type=memory_type)
-        return [str(m["id"]) for m in messages], self._wrote()
+        for _ in range(3):  # a racing copy of the same call (a caller resending it) may store between the two
+            fresh = self._fresh(as_records, "messages")
+            try:
+                if fresh:
+                    self.db.add_messages([messages[i] for i in fresh], namespace=namespace, session_id=session_id,
+                                         memory_type=memory_type)
+            except StoreError:
+                if len(self._fresh(as_records, "messages")) == len(fresh):
+                    raise  # not a race: the store's own refusal
+                continue
+            return [str(m["id"]) for m in messages], self._wrote()
+        raise StoreError(f"shard {self.name!r}: the same messages kept arriving concurrently; retry the call")
 
     def forget(self, id: str, namespace: str) -> tuple[Memory, Version]:
         """Soft delete (idempotent: forgetting a forgotten memory returns it)."""
