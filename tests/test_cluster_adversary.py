@@ -163,7 +163,7 @@ def test_a_write_a_shard_did_not_answer_names_its_ids_so_resending_stores_once(t
     again.close()
 
 
-def test_the_same_messages_sent_at_once_are_stored_once_and_acknowledged_to_every_sender(tmp_path: Path) -> None:
+def test_writes_sent_again_while_in_flight_succeed_once_for_every_sender(tmp_path: Path) -> None:
     c = Cluster({"s0": tmp_path / "s0"})
     failed: list[str] = []
     ids = [uuid.uuid4().hex for _ in range(4)]
@@ -184,6 +184,29 @@ def test_the_same_messages_sent_at_once_are_stored_once_and_acknowledged_to_ever
             t.join()
     assert failed == []  # was: StoreError "id ... already exists" for writes that were stored
     assert sorted(m.id for m in c.list("a", limit=100)) == sorted(ids)
+    m = c.forget(ids[0], namespace="a")
+    assert c.forget(ids[0], namespace="a") == m  # was: "no memory ... (or it is forgotten)"
+    for verb in ("forget", "purge"):  # resent while in flight, as above: each copy succeeds
+        start = threading.Barrier(6)
+
+        def delete(verb: str = verb, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                if verb == "forget":
+                    c.forget(ids[1], namespace="a")
+                else:
+                    c.purge(ids[2:], namespace="a")
+            except Exception as exc:  # noqa: BLE001 - any error fails the test below
+                failed.append(f"{verb}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=delete) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failed == []  # was: "no memory with id ... to purge" / "(or it is forgotten)"
+    assert [x.id for x in c.list("a", limit=100)] == [] and c.get(ids[1], namespace="a", include_forgotten=True)
+    assert c.history(ids[2], namespace="a") == []
     c.close()
 
 

@@ -45,6 +45,7 @@ class Shard:
         self.name = name
         self.path = path
         self._lock = threading.Lock()  # the version counter (the actor may serve calls on threads)
+        self._deleting = threading.Lock()  # forget and purge: each one's check and write, together
         self._version: Version = (time.time_ns(), 0)
         self._db: Store | None = None
         self._broken: Exception | None = None
@@ -142,9 +143,13 @@ class Shard:
         raise StoreError(f"shard {self.name!r}: the same messages kept arriving concurrently; retry the call")
 
     def forget(self, id: str, namespace: str) -> tuple[Memory, Version]:
-        """Soft delete (idempotent: forgetting a forgotten memory returns it)."""
-        self._owned(id, namespace)
-        return self.db.forget(id), self._wrote()
+        """Soft delete (idempotent: forgetting a forgotten memory returns it, as a retried or
+        resent call must; the store's own `forget` refuses a forgotten memory)."""
+        with self._deleting:
+            m = self._owned(id, namespace)
+            if m.forgotten_at is not None:
+                return m, self._version
+            return self.db.forget(id), self._wrote()
 
     def feedback(self, query_id: str, used: Sequence[str], session_id: str | None) -> tuple[int, Version]:
         """The store's `feedback` (a repeat of it is late and changes nothing)."""
@@ -153,14 +158,15 @@ class Shard:
     def purge(self, ids: Sequence[str], namespace: str) -> tuple[int, Version]:
         """Hard delete of these memories of `namespace`. An id the shard no longer holds counts as
         purged (a retried purge is not an error); an id of another namespace is refused."""
-        held = []
-        for mid in ids:
-            versions = self.db.history(mid)
-            if versions and versions[0].namespace != namespace:
-                raise StoreError(f"memory {mid!r} is not a memory of namespace {namespace!r}: nothing was purged")
-            if versions:
-                held.append(mid)
-        return (self.db.purge(held) if held else 0), self._wrote()
+        with self._deleting:  # a copy of this call running beside it (a resend) finds the ids gone, not missing
+            held = []
+            for mid in ids:
+                versions = self.db.history(mid)
+                if versions and versions[0].namespace != namespace:
+                    raise StoreError(f"memory {mid!r} is not a memory of namespace {namespace!r}: nothing was purged")
+                if versions:
+                    held.append(mid)
+            return (self.db.purge(held) if held else 0), self._wrote()
 
     def purge_namespace(self, namespace: str) -> tuple[int, Version]:
         """Every memory of `namespace` hard-deleted (0 when the shard holds none)."""
