@@ -75,6 +75,8 @@ def test_a_second_writer_or_bad_options_are_refused_as_themselves(tmp_path: Path
         Cluster({"s0": tmp_path / "s0"}, timeout=float("nan"))
     with pytest.raises(ValueError, match="refresh_seconds must be a number of seconds >= 0.*'soon'"):
         Cluster({"s0": tmp_path / "s0"}, replicas=1, refresh_seconds="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"per_shard'\] names unknown shard\(s\) \['S0'\]"):
+        Cluster({"s0": tmp_path / "s0"}, actor_options={"per_shard": {"S0": {"num_cpus": 1}}})  # its pin lost
     assert [m.content for m in c.list("a")] == ["kept"]  # the first writer serves on, untouched
     c.close()
 

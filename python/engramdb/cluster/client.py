@@ -98,6 +98,12 @@ class Cluster:
             raise ValueError("open_kwargs: read_only=True cannot be a shard's writer (use replicas= for readers)")
         options = dict(actor_options or {})
         per_shard = options.pop("per_shard", {})
+        if not isinstance(per_shard, Mapping) or any(not isinstance(v, Mapping) for v in per_shard.values()):
+            raise TypeError(f"actor_options['per_shard'] must be a dict of shard name -> Ray options, got {per_shard!r:.80}")
+        unknown = sorted(set(per_shard) - set(self.folders))
+        if unknown:  # a misspelt shard would run without its placement, unnoticed
+            raise ValueError(f"actor_options['per_shard'] names unknown shard(s) {unknown}; the shards are "
+                             f"{sorted(self.folders)}")
         self._writers: dict[str, Any] = {}
         self._replicas: dict[str, builtins.list[Any]] = {}
         for name, path in self.folders.items():
