@@ -2,8 +2,9 @@
 
 A shard is an ordinary store folder with one writer, a Ray actor (`remote.py`); its read replicas,
 when asked for, are read-only actors on the same folder. The client gives every new memory its id
-(uuid4 hex, as the store does), so a call Ray retries after an actor restart, or that the caller
-sends again after `ShardUnavailable`, never stores twice. Verbs that name a memory by id alone
+(uuid4 hex, as the store does), so a call Ray retries after an actor restart never stores twice;
+a caller sending a write again after `ShardUnavailable` sends it with the ids that error names
+(`ShardUnavailable.ids`), or the memories get new ids and a write that did land is stored twice. Verbs that name a memory by id alone
 (`get`, `history`, `forget`, `purge`) take the namespace as well: it routes the call, and a memory
 of another namespace is not found (namespaces never see each other, across shards as within one).
 Results are the store's own values (Memory, Hits, Context, Page), pickled across.
