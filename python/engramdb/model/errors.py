@@ -12,9 +12,14 @@ class ConflictError(StoreError):
     (K4); `expected` and `current` are the two versions."""
 
     def __init__(self, memory_id: str, expected: int, current: int, why: str) -> None:
-        self.memory_id, self.expected, self.current = memory_id, expected, current
+        self.memory_id, self.expected, self.current, self.why = memory_id, expected, current, why
         super().__init__(f"memory {memory_id!r}: the update was written against version {expected}, but version "
                          f"{current} is current and {why}; reread it and retry")
+
+    def __reduce__(self) -> tuple[type[ConflictError], tuple[str, int, int, str]]:
+        # pickled by its own arguments (the default passes the message as the one argument), so it
+        # crosses processes as itself: a Ray actor's call, a worker's result
+        return type(self), (self.memory_id, self.expected, self.current, self.why)
 
 
 class InvalidMemory(ValueError):
@@ -38,9 +43,12 @@ class CorruptFile(StoreError):
     not parse); `path` names it. Nothing of it was served."""
 
     def __init__(self, path: object, why: str) -> None:
-        self.path = path
+        self.path, self.why = path, why
         super().__init__(f"{path} is damaged: {why}; nothing of it was read. `engramdb verify` checks every file; "
                          "open read-only with salvage=True to read the intact ones")
+
+    def __reduce__(self) -> tuple[type[CorruptFile], tuple[object, str]]:
+        return type(self), (self.path, self.why)  # as ConflictError's: crosses processes as itself
 
 
 class RepairWarning(UserWarning):

@@ -335,9 +335,10 @@ class Store(Reads):
             return True
 
     def forget(self, id: str) -> Memory:
-        """Soft delete: hidden from search and get, restorable (S7)."""
+        """Soft delete: hidden from search and get, restorable (S7). Forgetting a forgotten memory
+        returns it as it is (a retried call, or two people's requests, change nothing)."""
         with self._engine.writing() as view:
-            old = links.current(view, id)
+            old = links.current(view, id, include_forgotten=True)
             return old if old.forgotten_at is not None else self._rewrite(view, old, forgotten_at=utc_now())
 
     def restore(self, id: str) -> Memory:
