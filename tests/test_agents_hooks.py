@@ -113,6 +113,9 @@ def test_a_session_end_to_end(tmp_path: Path) -> None:
     end = hook("SessionEnd", store, _payload("SessionEnd", cwd, reason="exit"))
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
     assert sorted(m.id for m in memories(store)) == before  # upkeep keeps every fresh memory
+    with engramdb.open(store, read_only=True) as reader:  # the indexes saved for the next session's reads
+        reader.search("nested brackets", namespace=NS, log=False)
+        assert reader.stats()["index_files"].get("bm25-lexical") == "adopted", reader.stats()["index_files"]
 
     start = hook("SessionStart", store, _payload("SessionStart", cwd, source="startup"))
     portfolio = context_of(start, "SessionStart")

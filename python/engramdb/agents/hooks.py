@@ -342,7 +342,7 @@ def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace
 # ---------------------------------------------------------------------------------- writes
 def session_end(store: Path, ns: str) -> None:
     """Upkeep as the writer: ingest the spool (opening does), fold the WAL, merge the small
-    segments, consolidate the namespace and refresh its topics. Left, with a note, to the
+    segments, save the indexes, consolidate the namespace and refresh its topics. Left, with a note, to the
     process holding the writer's lock when there is one.
 
     It runs at every session's end, with nobody to review it, so its consolidation applies only
@@ -361,6 +361,10 @@ def session_end(store: Path, ns: str) -> None:
     with db:
         db.admin.checkpoint()
         db.admin.compact()
+        # the indexes saved: a hook's writer has no worker to make them, and without them every
+        # read-only open (the next session's hooks, the resident reader) builds BM25 and the trees
+        # in memory first: seconds at 100,000 memories, past every read's budget
+        db.admin.build_index()
         db.lifecycle.consolidate(namespace=ns, dry_run=False, steps=None if every else ("promote", "purge"))
         db.topics(ns)
 
