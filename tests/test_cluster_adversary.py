@@ -11,11 +11,9 @@ tmp_path, so its actors (named after the folders) are its own.
 
 from __future__ import annotations
 
-import os
 import pickle
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import engramdb
@@ -24,14 +22,7 @@ import ray
 from engramdb.cluster import Cluster, ShardUnavailable
 from engramdb.cluster.jobs import export_parquet, reembed, verify_folders
 from engramdb.spaces.hashing import HashingEmbedder
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace=f"engramdb-test-{uuid.uuid4().hex}")
-    yield
-    ray.shutdown()
+from test_cluster import local_ray  # noqa: F401 - the module's local Ray, as test_cluster.py starts it
 
 
 def on(c: Cluster, shard: str) -> str:

@@ -111,6 +111,21 @@ def _listening(sock: Path) -> bool:
     return True
 
 
+def _exchange(sock: Path, data: bytes) -> dict[str, object]:
+    """One raw request on the resident's socket, its reply parsed."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(str(sock))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    reply = json.loads(answer)
+    assert isinstance(reply, dict)
+    return reply
+
+
 def socket_for_env(store: Path, env: dict[str, str]) -> Path:
     old = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
@@ -207,27 +222,14 @@ def test_the_resident_refuses_bad_requests_and_keeps_serving(project: tuple[Path
     _served(cwd, env)
     sock = socket_for_env(cwd / ".engramdb", env)
 
-    def raw(data: bytes) -> dict[str, object]:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(30)
-            s.connect(str(sock))
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-            answer = b""
-            while chunk := s.recv(65536):
-                answer += chunk
-        reply = json.loads(answer)
-        assert isinstance(reply, dict)
-        return reply
-
-    assert "refused" in raw(b"\xff\xfe not json")["notes"][0]  # type: ignore[index]
-    assert "bad event" in raw(json.dumps({"event": "SessionEnd"}).encode())["notes"][0]  # type: ignore[index]
+    assert "refused" in _exchange(sock, b"\xff\xfe not json")["notes"][0]  # type: ignore[index]
+    assert "bad event" in _exchange(sock, json.dumps({"event": "SessionEnd"}).encode())["notes"][0]  # type: ignore[index]
     other = {"event": "PreToolUse", "stdin": _payload(cwd, "ls"), "store": "/etc", "namespace": NS,
              "max_chars": 100, "budget_s": 1.0}
-    reply = raw(json.dumps(other).encode())
+    reply = _exchange(sock, json.dumps(other).encode())
     assert reply["text"] is None and "bad store" in reply["notes"][0]  # type: ignore[index]
     not_json_stdin = {**other, "store": str(cwd / ".engramdb"), "stdin": "not json"}
-    assert raw(json.dumps(not_json_stdin).encode())["text"] is None
+    assert _exchange(sock, json.dumps(not_json_stdin).encode())["text"] is None
     assert _text(_served(cwd, env)) == own
 
 

@@ -25,6 +25,7 @@ from test_hook_resident import (
     FACTS,
     NS,
     SERVED,
+    _exchange,
     _hook,
     _listening,
     _payload,
@@ -59,19 +60,16 @@ def project(tmp_path: Path) -> Iterator[Project]:
 ROLLOUT = "The kubectl rollout for staging runs from scripts/rollout.sh with KUBECONFIG set."
 
 
-def _exchange(sock: Path, data: bytes) -> dict[str, object]:
-    """One raw request on the resident's socket, its reply parsed."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(str(sock))
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := s.recv(65536):
-            answer += chunk
-    reply = json.loads(answer)
-    assert isinstance(reply, dict)
-    return reply
+def _counting_residents(env: dict[str, str], tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The hooks' environment with a sitecustomize that makes every resident process started write
+    its pid to the returned log at its very start (before it could take its lock)."""
+    site, log = tmp_path / "site", tmp_path / "started.log"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if 'engramdb.agents.resident' in sys.orig_argv:\n"
+        f"    open({str(log)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
+    return {**env, "PYTHONPATH": str(site)}, log
 
 
 def _request(cwd: Path, **change: object) -> bytes:
@@ -163,14 +161,7 @@ def test_slow_and_silent_clients_hold_no_hook(project: Project) -> None:
 
 def test_a_storm_of_hooks_starts_one_resident(project: Project, tmp_path: Path) -> None:
     cwd, env = project
-    # every resident process started says so at its very start (before it could take its lock)
-    site, log = tmp_path / "site", tmp_path / "started.log"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import os, sys\n"
-        "if 'engramdb.agents.resident' in sys.orig_argv:\n"
-        f"    open({str(log)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
-    env = {**env, "PYTHONPATH": str(site)}
+    env, log = _counting_residents(env, tmp_path)
     storm = [subprocess.Popen([sys.executable, "-m", "engramdb", "hook", "PreToolUse", "--namespace", NS],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env) for _ in range(6)]
@@ -270,13 +261,7 @@ def test_a_file_at_the_sockets_name_is_left_as_it_is(project: Project) -> None:
 
 def test_a_store_that_cannot_be_opened_starts_no_resident_per_hook(project: Project, tmp_path: Path) -> None:
     cwd, env = project
-    site, log = tmp_path / "site", tmp_path / "started.log"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import os, sys\n"
-        "if 'engramdb.agents.resident' in sys.orig_argv:\n"
-        f"    open({str(log)!r}, 'a').write(str(os.getpid()) + '\\n')\n")
-    env = {**env, "PYTHONPATH": str(site)}
+    env, log = _counting_residents(env, tmp_path)
     [segment] = sorted((cwd / ".engramdb").glob("seg-*.arrow"))[:1]
     data = bytearray(segment.read_bytes())
     at = data.find(b"deploy script")
