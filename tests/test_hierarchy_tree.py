@@ -156,6 +156,40 @@ def test_persistence_round_trip_through_arrow_ipc() -> None:
         table_to_trees(pa.table({"a": [1]}))
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_loaded_tree_with_spilled_keys_scans_what_the_saved_one_scans(
+        monkeypatch: pytest.MonkeyPatch, packed: bool) -> None:
+    """A loaded tree's read side (children, and each leaf's members then its spilled keys) comes
+    straight from the file's list offsets: the same keys scanned, the same hits, as the tree saved."""
+    import engramdb.hierarchy.tree as tree_mod
+    import pyarrow as pa
+    from engramdb.hierarchy.persist import table_to_trees, trees_to_table
+
+    monkeypatch.setattr(tree_mod, "ROUTE_ALL_LEAVES", 8)  # spill among siblings, as a large tree does
+    x = clustered(2_000, 16, 40, seed=12, sigma=0.2)
+    src = MatrixSource(x)
+    tree = CentroidTree.build(src, np.arange(1_500), leaf_size=16, fanout=8, seed=0)
+    tree.insert(src, np.arange(1_500, 2_000), x[1_500:])
+    assert sum(len(tree.spill[int(leaf)]) for leaf in tree.leaves()), "the tree spills keys"
+    sink = pa.BufferOutputStream()
+    table = trees_to_table({"a": tree, "b": CentroidTree.build(src, np.arange(40), leaf_size=16)}, 16)
+    with pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    back = table_to_trees(pa.ipc.open_file(sink.getvalue()).read_all())["a"]
+    back.check(src)
+    for name in ("children", "members", "spill"):
+        assert [a.tolist() for a in getattr(back, name)] == [a.tolist() for a in getattr(tree, name)[: tree.n_nodes]]
+    if packed:
+        tree.pack(src)
+        back.pack(src)
+    for q in clustered(20, 16, 40, seed=13, sigma=0.2):
+        a, sa, st_a = tree.search(src, q, 10, probe=8, beam=4)
+        b, sb, st_b = back.search(src, q, 10, probe=8, beam=4)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sa, sb)
+        assert (st_a.memories, st_a.leaves, st_a.centroids) == (st_b.memories, st_b.leaves, st_b.centroids)
+
+
 def test_native_descent_matches_the_python_one() -> None:
     x = clustered(5_000, 24, 40, seed=9)
     src = MatrixSource(x)

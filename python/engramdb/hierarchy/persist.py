@@ -91,17 +91,43 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
             arr = np.zeros(cap, np.int64)
             arr[:n] = part.column(name).cast(pa.int64()).to_numpy()
             setattr(t, name, arr)
-        t.children = _unlists(part.column("children").combine_chunks())
-        t.members = _unlists(part.column("members").combine_chunks())
-        t.spill = _unlists(part.column("spill").combine_chunks())
+        children = _flat(part.column("children").combine_chunks())
+        members = _flat(part.column("members").combine_chunks())
+        spill = _flat(part.column("spill").combine_chunks())
+        t.children, t.members, t.spill = _unlists(*children), _unlists(*members), _unlists(*spill)
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
-        t._csr_cache = None
+        # the read side's CSR straight from the file's offsets (the file holds the lists in that
+        # very form): what `CentroidTree.prepare` would make by concatenating the lists again
+        t._csr_cache = (*children, *_scanned(members, spill))
         out[ns] = t
     return out
 
 
-def _unlists(col: pa.ListArray) -> list[np.ndarray]:
-    """Per-node int64 arrays of a list column: views into one copy of its values (np.split)."""
-    offsets = col.offsets.to_numpy()
+def _flat(col: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, values) of a list column: int64 offsets from 0 and the values they index."""
+    offsets = np.asarray(col.offsets.to_numpy(), np.int64)
     values = np.asarray(col.values.to_numpy(), dtype=np.int64)[offsets[0] : offsets[-1]]
-    return list(np.split(values, offsets[1:-1] - offsets[0]))
+    return offsets - offsets[0], values
+
+
+def _unlists(ptr: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
+    """Per-node int64 arrays: views into the one copy of the values (slices: np.split's per-piece
+    overhead was most of a 100,000-memory tree's load)."""
+    bounds = ptr.tolist()
+    return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _scanned(members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, keys) of what each leaf's scan reads: its members, then its spilled keys (the
+    member half of `CentroidTree._csr`), interleaved with numpy."""
+    (mp, mv), (sp, sv) = members, spill
+    if not len(sv):
+        return mp, mv
+    ml, sl = np.diff(mp), np.diff(sp)
+    ptr = np.zeros(len(mp), np.int64)
+    np.cumsum(ml + sl, out=ptr[1:])
+    keys = np.empty(int(ptr[-1]), np.int64)
+    keys[np.arange(len(mv)) + np.repeat(ptr[:-1] - mp[:-1], ml)] = mv
+    keys[np.arange(len(sv)) + np.repeat(ptr[:-1] + ml - sp[:-1], sl)] = sv
+    return ptr, keys
