@@ -9,6 +9,7 @@ settings (leaf_size, fanout, height, root) travel in the schema metadata as JSON
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -114,7 +115,7 @@ def _unlists(ptr: np.ndarray, values: np.ndarray) -> list[np.ndarray]:
     """Per-node int64 arrays: views into the one copy of the values (slices: np.split's per-piece
     overhead was most of a 100,000-memory tree's load)."""
     bounds = ptr.tolist()
-    return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    return [values[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _scanned(members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray]
