@@ -134,18 +134,29 @@ class Ratings:
             mark = (table.schema.metadata or {}).get(b"watermark", b"")
             if not mark.isdigit():
                 return Ratings(), "no watermark in the ratings file"
-            cols: dict[str, list[Any]] = {name: table.column(name).to_pylist() for name in _SCHEMA.names}
+            # column by column (a Python loop over the rows was most of a first context's ratings
+            # load); plain lists, as pyarrow's numpy and scalar conversions import pandas when
+            # it is installed (hook processes refuse it)
+            ids, elos = table.column("memory_id").to_pylist(), table.column("elo").to_pylist()
+            if None in ids or None in elos or not all(map(math.isfinite, elos)):
+                i = next(i for i, (mid, elo) in enumerate(zip(ids, elos))
+                         if mid is None or elo is None or not math.isfinite(elo))  # the first, in file order
+                return Ratings(), f"a bad row ({ids[i]!r}, elo {elos[i]!r})"
+            # a missing namespace reads "", a missing count or time 0; a later row of an id wins
+            cols: list[list[Any]] = [_filled(table.column(c), "" if c == "namespace" else 0)
+                                     for c in _SCHEMA.names[1:] if c != "elo"]
             out = Ratings()
-            for i, mid in enumerate(cols["memory_id"]):
-                elo = cols["elo"][i]
-                if mid is None or elo is None or not math.isfinite(elo):
-                    return Ratings(), f"a bad row ({mid!r}, elo {elo!r})"
-                out.by_id[mid] = Rating(cols["namespace"][i] or "", float(elo),
-                                        *(int(cols[c][i] or 0) for c in _SCHEMA.names[3:]))
+            out.by_id = dict(zip(ids, map(Rating, cols[0], elos, *cols[1:])))
             out.watermark = int(mark)
             return out, "adopted"
         except Exception as exc:  # noqa: BLE001 - a derived file is never trusted
             return Ratings(), f"unreadable ({type(exc).__name__}: {exc})"
+
+
+def _filled(col: pa.ChunkedArray, missing: Any) -> list[Any]:
+    """A column's values, `missing` where a value is missing."""
+    values = col.to_pylist()
+    return values if not col.null_count else [missing if v is None else v for v in values]
 
 
 __all__ = ["Importance", "Rating", "Ratings"]
