@@ -2,7 +2,8 @@
 
 Long batches are embedded in chunks with a progress bar on an interactive terminal; a space whose
 embedder projects another space's vectors (binary HDC codes of the dense space) reuses the fresh
-vectors of that space instead of running its model again.
+vectors of that space instead of running its model again. The batch is tokenised once for all the
+spaces that analyse text the same way (`analysis_scope`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..model.errors import InvalidMemory
 from ..model.tuning import Tuning
+from ..spaces.analyzer import analysis_scope
 from ..spaces.batches import concat, take
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema, SpaceError
@@ -23,6 +25,12 @@ from ..spaces.schema import Schema, SpaceError
 def vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Sequence[str],
                 given: Sequence[Mapping[str, Any]], tuning: Tuning) -> dict[str, Embedding]:
     """Every space's vectors for the batch: the caller's where given, else embedded."""
+    with analysis_scope():  # the hashing, lexical and token spaces share one tokenisation
+        return _vectors_for(schema, embedders, contents, given, tuning)
+
+
+def _vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Sequence[str],
+                 given: Sequence[Mapping[str, Any]], tuning: Tuning) -> dict[str, Embedding]:
     out: dict[str, Embedding] = {}
     for sp in schema:
         have = [g.get(sp.name) for g in given]

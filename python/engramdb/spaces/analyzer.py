@@ -27,15 +27,23 @@ little noise to the scores of texts holding one of the two terms; it never loses
 
 All per-token work (stop test, stem, id) is cached in bounded `functools.lru_cache` tables, so a
 text costs one NFKC pass, one regex scan and a few cache hits per token.
+
+Batches (`tokenize_batch`, `Analyzer.terms_batch`) go further, as bm25s does: one regex scan per
+text, then each *distinct* token of the batch is stopped, stemmed and hashed once, and every
+token becomes an index into the distinct ones (C-level dict passes, no Python call per token).
+Inside `analysis_scope()` a batch is tokenised once however many spaces embed it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import re
+import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import Stemmer  # PyStemmer
@@ -44,11 +52,14 @@ __all__ = [
     "NEGATIONS",
     "SNOWBALL_STOPWORDS",
     "Analyzer",
+    "Tokens",
+    "analysis_scope",
     "negation",
     "normalize",
     "stem",
     "term_id",
     "tokenize",
+    "tokenize_batch",
 ]
 
 # The Snowball English stop-word list (snowballstem.org, algorithms/english/stop.txt), lowercased.
@@ -121,6 +132,69 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN_RE.findall(normalize(text))
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """A batch of texts as a sequence of items drawn from its own small vocabulary.
+
+    Text r owns items ``sum(counts[:r])`` up to ``sum(counts[:r + 1])``; item j is
+    ``words[codes[j]]``. `words` holds each distinct item once, in order of first appearance.
+    """
+
+    counts: np.ndarray  # (n,) int64: items per text
+    words: list[str]
+    codes: np.ndarray  # (total,) int64 indexes into words, texts in order
+
+    def rows(self) -> np.ndarray:
+        """The text (row) of each item, int64."""
+        return np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+
+
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def analysis_scope() -> Iterator[None]:
+    """Within this block (on this thread) `tokenize_batch` remembers each batch it tokenised, so
+    the spaces embedding one batch of new memories scan its texts once between them. The memo is
+    dropped when the outermost block ends (it holds the batch's tokens)."""
+    if getattr(_scope, "memo", None) is not None:
+        yield
+        return
+    _scope.memo = {}
+    try:
+        yield
+    finally:
+        _scope.memo = None
+
+
+def tokenize_batch(texts: Sequence[str]) -> Tokens:
+    """`tokenize` of every text as one `Tokens` (a non-string is named by index: TypeError)."""
+    memo: dict[tuple[str, ...], Tokens] | None = getattr(_scope, "memo", None)
+    if memo is None or not all(isinstance(t, str) for t in texts):  # a non-string: named below, never memoised
+        return _tokenize_batch(texts)
+    key = tuple(texts)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _tokenize_batch(texts)
+    return got
+
+
+def _tokenize_batch(texts: Sequence[str]) -> Tokens:
+    find = _TOKEN_RE.findall
+    lens: list[int] = []
+    flat: list[str] = []
+    for r, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
+        words = find(normalize(text))
+        lens.append(len(words))
+        flat += words
+    distinct = list(dict.fromkeys(flat))
+    index = dict(zip(distinct, range(len(distinct))))
+    codes = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return Tokens(np.array(lens, dtype=np.int64).reshape(-1), distinct, codes)
+
+
 class Analyzer:
     """English analyzer: `terms` (stop words removed, stemmed) and their stable `term_ids`.
 
@@ -157,19 +231,20 @@ class Analyzer:
         """The analysed terms of `text` in order (duplicates kept)."""
         return [t for t in map(self._term_of, _TOKEN_RE.findall(normalize(text))) if t is not None]
 
+    def terms_batch(self, texts: Sequence[str]) -> Tokens:
+        """`terms` of every text as one `Tokens` (words: the batch's distinct terms); the same
+        terms, in the same order, as `terms` text by text."""
+        tb = tokenize_batch(texts)
+        of_word = list(map(self._term_of, tb.words))  # per distinct token: its term, None if stopped
+        terms = list(dict.fromkeys(t for t in of_word if t is not None))
+        index = dict(zip(terms, range(len(terms))))
+        to_term = np.fromiter((index.get(t, -1) if t is not None else -1 for t in of_word), dtype=np.int64,
+                              count=len(of_word))
+        per = to_term[tb.codes]
+        keep = per >= 0
+        counts = np.bincount(tb.rows()[keep], minlength=len(tb.counts)).astype(np.int64)
+        return Tokens(counts, terms, per[keep])
+
     def term_ids(self, text: str) -> list[int]:
         """`term_id` of each of `terms(text)`, in order (duplicates kept)."""
         return [term_id(t) for t in self.terms(text)]
-
-
-def split_batch(texts: Sequence[str], split: Callable[[str], list[str]]) -> tuple[np.ndarray, list[str]]:
-    """Token counts per text (int64) and all texts' tokens in order; a non-string is named by index."""
-    counts = np.zeros(len(texts), dtype=np.int64)
-    tokens: list[str] = []
-    for r, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
-        words = split(text)
-        counts[r] = len(words)
-        tokens.extend(words)
-    return counts, tokens

@@ -42,8 +42,10 @@ sums, which are then exact in float64, and row norms are summed row by row; so a
 same float32 bytes alone or in any batch, in any process, whatever the word table's history.
 
 Speed: every distinct word's features are computed once and kept in a bounded per-embedder table
-(cleared when it passes `TABLE_WORDS` words), so a batch costs one regex scan per text, one dict
-look-up per token, then a handful of numpy passes over the whole batch.
+(cleared when it passes `TABLE_WORDS` words), and the batch is tokenised once (`tokenize_batch`,
+shared with the other spaces during ingest); the stop test, the negation rule and the table
+look-up run once per distinct token of the batch, then a handful of numpy passes over the whole
+batch (no Python call per token).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, negation, split_batch, tokenize
+from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize_batch
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -215,19 +217,18 @@ class _WordTable:
         self.slots.update(zip(words, range(base, base + len(words))))
 
 
-def content_words(text: str) -> list[str]:
-    """Version 1: the analyzer's tokens minus stop words (all tokens if every one is a stop word)."""
-    toks = tokenize(text)
-    content = [t for t in toks if t not in SNOWBALL_STOPWORDS]
-    return content or toks
+def _content_word_v1(token: str) -> str | None:
+    """Version 1's word for one token: the token, None for a stop word."""
+    return None if token in SNOWBALL_STOPWORDS else token
 
 
-def content_words_v2(text: str) -> list[str]:
-    """Version 2: as version 1, but negations stay, each contraction of one as "not"."""
-    toks = tokenize(text)
-    content = [n if (n := negation(t)) is not None else t for t in toks
-               if t not in SNOWBALL_STOPWORDS or negation(t) is not None]
-    return content or toks
+def _content_word_v2(token: str) -> str | None:
+    """Version 2's word for one token: "not" for a negation's contraction, None for a stop word that
+    is no negation, else the token."""
+    neg = negation(token)
+    if neg is not None:
+        return neg
+    return None if token in SNOWBALL_STOPWORDS else token
 
 
 class HashingEmbedder:
@@ -249,7 +250,7 @@ class HashingEmbedder:
         self.dim = dim
         self.version = str(version)
         self.name = f"hashing-{dim}" if version == 1 else f"hashing2-{dim}"
-        self._words = content_words if version == 1 else content_words_v2
+        self._content_word = _content_word_v1 if version == 1 else _content_word_v2
         self._table = _WordTable(dim)
         self._lock = threading.Lock()
 
@@ -259,11 +260,32 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
         n = len(texts)
-        counts, tokens = split_batch(texts, self._words)
+        tb = tokenize_batch(texts)
+        # per distinct token: the content word it stands for (a negation as "not" in version 2),
+        # None for a stop word; then per token by one gather
+        word_of = list(map(self._content_word, tb.words))
+        kept_u = np.fromiter((w is not None for w in word_of), dtype=bool, count=len(word_of))
+        rows = tb.rows()
+        kept = kept_u[tb.codes]
+        # a text made only of stop words keeps all its tokens, as they are
+        bare = ~(np.bincount(rows[kept], minlength=n) > 0)[rows]
+        take = kept | bare
         with self._lock:
             if len(self._table.slots) > TABLE_WORDS:
                 self._table.clear()
-            return self._embed_slots(n, counts, self._table.lookup(tokens))
+            slot_u = np.full(len(word_of), -1, dtype=np.int64)
+            content = np.flatnonzero(kept_u)
+            if content.size:
+                slot_u[content] = self._table.lookup([word_of[i] for i in content.tolist()])
+            if bare.any():
+                raw = np.unique(tb.codes[bare])
+                slot_raw = np.full(len(word_of), -1, dtype=np.int64)
+                slot_raw[raw] = self._table.lookup([tb.words[i] for i in raw.tolist()])
+                slots = np.where(bare, slot_raw[tb.codes], slot_u[tb.codes])[take]
+            else:
+                slots = slot_u[tb.codes][take]
+            counts = np.bincount(rows[take], minlength=n).astype(np.int64)
+            return self._embed_slots(n, counts, slots)
 
     def _embed_slots(self, n: int, counts: np.ndarray, slots: np.ndarray) -> np.ndarray:
         dim = self.dim

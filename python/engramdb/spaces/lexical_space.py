@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, Analyzer, split_batch, term_id
+from .analyzer import SNOWBALL_STOPWORDS, Analyzer, term_id
 from .protocol import SpaceKind, SparseBatch
 
 __all__ = ["LexicalEmbedder"]
@@ -67,10 +67,9 @@ class LexicalEmbedder:
             order = sorted(tally)
             return SparseBatch(np.array([0, len(order)], np.int64), np.array(order, np.int32),
                                np.array([tally[i] for i in order], np.float32))
-        counts, terms = split_batch(texts, self.analyzer.terms)
-        ids = np.fromiter(map(term_id, terms), dtype=np.int64, count=len(terms))
-        rows = np.repeat(np.arange(n, dtype=np.int64), counts)
-        key, tf = np.unique((rows << _ID_BITS) | ids, return_counts=True)
+        tb = self.analyzer.terms_batch(texts)  # each distinct term hashed once, then one gather
+        ids = np.fromiter(map(term_id, tb.words), dtype=np.int64, count=len(tb.words))[tb.codes]
+        key, tf = np.unique((tb.rows() << _ID_BITS) | ids, return_counts=True)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(key >> _ID_BITS, minlength=n), out=indptr[1:])
         return SparseBatch(indptr, (key & _ID_MASK).astype(np.int32), tf.astype(np.float32))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import Analyzer, split_batch
+from .analyzer import Analyzer
 from .hashing import row_norms, word_features
 from .protocol import SpaceKind, TokenBatch
 
@@ -62,21 +62,21 @@ class TokenEmbedder:
     def embed(self, texts: Sequence[str]) -> TokenBatch:
         """Token vectors of every text, stacked, with offsets (text t owns offsets[t]:offsets[t+1])."""
         n = len(texts)
-        counts, terms = split_batch(texts, self.analyzer.terms)
+        tb = self.analyzer.terms_batch(texts)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
+        np.cumsum(tb.counts, out=offsets[1:])
         with self._lock:
             if len(self._slots) > TABLE_TERMS:
                 self._slots = {}
                 self._vecs = np.zeros((0, self.dim), np.float32)
             get = self._slots.get
-            ids = [get(t, -1) for t in terms]
-            if -1 in ids:
-                new = [t for t in dict.fromkeys(terms) if t not in self._slots]
+            slot = [get(t, -1) for t in tb.words]  # per distinct term of the batch
+            if -1 in slot:
+                new = [t for t, s in zip(tb.words, slot) if s < 0]
                 base = len(self._slots)
                 self._vecs = np.concatenate([self._vecs, term_vectors(new, self.dim)])
                 self._slots.update(zip(new, range(base, base + len(new))))
                 get = self._slots.get
-                ids = [get(t, -1) for t in terms]
-            tokens = self._vecs[np.array(ids, dtype=np.int64)]
+                slot = [get(t, -1) for t in tb.words]
+            tokens = self._vecs[np.array(slot, dtype=np.int64)[tb.codes]]
         return TokenBatch(np.ascontiguousarray(tokens, dtype=np.float32), offsets)

@@ -53,9 +53,16 @@ def conform(table: pa.Table, schema: Schema) -> pa.Table:
 def quantize_tokens(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(int8 codes, float32 scale per token): each token as round(x / s) with s = max |x| / 127."""
     x = np.asarray(tokens, np.float32)
-    scale = (np.abs(x).max(axis=1) / np.float32(127.0)) if len(x) else np.zeros(0, np.float32)
-    q = np.divide(x, scale[:, None], out=np.zeros_like(x), where=scale[:, None] > 0)
-    return np.clip(np.rint(q), -127, 127).astype(np.int8), scale.astype(np.float32)
+    if not len(x):
+        return np.zeros(x.shape, np.int8), np.zeros(0, np.float32)
+    # max |x| without an |x| copy (abs: an all-zero row's -0.0 is stored as 0.0, as before)
+    scale = np.abs(np.maximum(x.max(axis=1), -x.min(axis=1))) / np.float32(127.0)
+    live = scale > 0
+    q = x / np.where(live, scale, np.float32(1.0))[:, None]  # |q| <= 127 (1 ulp over rounds to 127): no clip
+    if not live.all():
+        q[~live] = 0.0
+    np.rint(q, out=q)
+    return q.astype(np.int8), scale.astype(np.float32)
 
 
 def to_arrow(space: Space, value: Embedding) -> pa.Array:
