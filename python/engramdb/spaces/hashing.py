@@ -56,7 +56,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize_batch
+from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -260,6 +260,13 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
         n = len(texts)
+        if n == 1 and isinstance(texts[0], str):  # a query: a few words, fewer numpy passes
+            tokens = tokenize(texts[0])
+            words = [w for w in map(self._content_word, tokens) if w is not None] or tokens
+            with self._lock:
+                if len(self._table.slots) > TABLE_WORDS:
+                    self._table.clear()
+                return self._embed_slots(1, np.array([len(words)], np.int64), self._table.lookup(words))
         tb = tokenize_batch(texts)
         # per distinct token: the content word it stands for (a negation as "not" in version 2),
         # None for a stop word; then per token by one gather

@@ -62,21 +62,27 @@ class TokenEmbedder:
     def embed(self, texts: Sequence[str]) -> TokenBatch:
         """Token vectors of every text, stacked, with offsets (text t owns offsets[t]:offsets[t+1])."""
         n = len(texts)
-        tb = self.analyzer.terms_batch(texts)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(tb.counts, out=offsets[1:])
+        if n == 1 and isinstance(texts[0], str):  # a query: its terms as they come, fewer numpy passes
+            terms = self.analyzer.terms(texts[0])
+            words, codes = terms, np.arange(len(terms), dtype=np.int64)
+            offsets = np.array([0, len(terms)], dtype=np.int64)
+        else:
+            tb = self.analyzer.terms_batch(texts)
+            words, codes = tb.words, tb.codes
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(tb.counts, out=offsets[1:])
         with self._lock:
             if len(self._slots) > TABLE_TERMS:
                 self._slots = {}
                 self._vecs = np.zeros((0, self.dim), np.float32)
             get = self._slots.get
-            slot = [get(t, -1) for t in tb.words]  # per distinct term of the batch
+            slot = [get(t, -1) for t in words]  # the batch's distinct terms (a query's terms as they come)
             if -1 in slot:
-                new = [t for t, s in zip(tb.words, slot) if s < 0]
+                new = list(dict.fromkeys(t for t, s in zip(words, slot) if s < 0))
                 base = len(self._slots)
                 self._vecs = np.concatenate([self._vecs, term_vectors(new, self.dim)])
                 self._slots.update(zip(new, range(base, base + len(new))))
                 get = self._slots.get
-                slot = [get(t, -1) for t in tb.words]
-            tokens = self._vecs[np.array(slot, dtype=np.int64)[tb.codes]]
+                slot = [get(t, -1) for t in words]
+            tokens = self._vecs[np.array(slot, dtype=np.int64)[codes]]
         return TokenBatch(np.ascontiguousarray(tokens, dtype=np.float32), offsets)
