@@ -43,3 +43,53 @@ def test_current_keys_are_each_ids_newest_row_for_every_view(seed: int) -> None:
         ix.extend(segments, np.array(bases, np.int64), bases[-1])
         for rows in {rng.randint(0, len(history)) for _ in range(4)} | {len(history)}:
             assert np.array_equal(ix.keys(rows), _newest(history, rows)), (step, rows)
+
+
+def _reference(history: list[str], rows: int) -> tuple[dict[str, int], list[tuple[int, int]]]:
+    """Each id's newest key below `rows`, and every (replaced, replacing) pair among those keys."""
+    latest: dict[str, int] = {}
+    pairs = []
+    for key, mid in enumerate(history[:rows]):
+        if mid in latest:
+            pairs.append((latest[mid], key))
+        latest[mid] = key
+    return latest, pairs
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_extending_over_many_segments_at_once_answers_as_row_by_row(seed: int) -> None:
+    """A reopen indexes every segment in one extend, a later snapshot the rest (ending anywhere in a
+    segment): the same lookups, current keys, counts and replacement pairs (oldest first) as the
+    plain definition, whether the new rows are all new ids or repeat an id among themselves or
+    one indexed before."""
+    rng = random.Random(seed)
+    history: list[str] = []
+    segments: list[_Segment] = []
+    bases = [0]
+    for step in range(rng.randint(1, 10)):
+        n = rng.randint(1, 25)
+        kind = rng.random()
+        ids = ([f"new-{step}-{i}" for i in range(n)] if kind < 0.4
+               else [f"m{rng.randint(0, 30)}" for _ in range(n)] if kind < 0.8
+               else [f"new-{step}-{i % 3}" for i in range(n)])  # new ids, rewrites, new ids repeated
+        segments.append(_Segment(ids))
+        history += ids
+        bases.append(bases[-1] + n)
+    total = bases[-1]
+    ix = IdIndex()
+    done: list[tuple[int, int]] = []
+    stops = sorted({rng.randint(1, total) for _ in range(rng.randint(0, 3))} | {total})
+    for stop in stops:
+        done += ix.extend(segments, np.array(bases, np.int64), stop)
+        assert ix.rows == stop
+        latest, pairs = _reference(history, stop)
+        assert done == pairs
+        for rows in {rng.randint(0, stop) for _ in range(4)} | {stop}:
+            want, _ = _reference(history, rows)
+            assert np.array_equal(ix.keys(rows), np.array(sorted(want.values()), np.int64)), (stop, rows)
+            assert dict(ix.items(rows)) == want
+            assert ix.count(rows) == len(want)
+            for mid in set(history) | {"absent"}:
+                assert ix.lookup(mid, rows) == want.get(mid)
+        assert all(mid in ix for mid in latest) and "absent" not in ix

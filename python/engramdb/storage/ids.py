@@ -14,6 +14,7 @@ searches never pays for it: 1M ids is ~0.6 s of dict work), and extended the sam
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Protocol
@@ -56,31 +57,54 @@ class IdIndex:
             return replaced
         with self._lock:
             start = self._rows
-            latest, previous = self._latest, self._previous
+            if start >= rows:
+                return replaced
+            parts = []
             for si, seg in enumerate(segments):
                 base = int(bases[si])
-                n = len(seg.ids)
-                lo, hi = max(start, base), min(rows, base + n)
-                if lo >= hi:
-                    continue
-                ids = seg.ids[lo - base : hi - base]
-                cur = self._grown(hi)
-                if latest.keys().isdisjoint(ids) and len(set(ids)) == len(ids):
-                    # the bulk path (a reopen, a batch of new ids): isdisjoint walks these ids only
-                    latest.update(zip(ids, range(lo, hi)))
-                    cur[lo:hi] = True
-                    continue
-                for key, mid in enumerate(ids, lo):
-                    old = latest.get(mid)
-                    if old is not None:
-                        previous[key] = old
-                        replaced.append((old, key))
-                        self._swapped(key, old)
-                        cur[old] = False
-                    latest[mid] = key
-                    cur[key] = True
+                lo, hi = max(start, base), min(rows, base + len(seg.ids))
+                if lo < hi:
+                    parts.append(seg.ids[lo - base : hi - base])
+            # the keys [start, rows) in order: the segments tile key space
+            ids = parts[0] if len(parts) == 1 else list(itertools.chain.from_iterable(parts))
+            assert len(ids) == rows - start, (len(ids), start, rows)
+            cur = self._grown(rows)
+            # one dict of the new rows (a reopen at 100,000 memories: one build instead of a
+            # disjointness check and an update per segment); a later row of an id wins in it
+            fresh = dict(zip(ids, range(start, rows)))
+            latest = self._latest
+            if len(fresh) == len(ids) and latest.keys().isdisjoint(fresh):  # every row a new id: no chains
+                if latest:
+                    latest.update(fresh)
+                else:
+                    self._latest = fresh
+                cur[start:rows] = True
+            else:
+                self._chain(ids, start, fresh, cur, replaced)
             self._rows = max(self._rows, rows)
         return replaced
+
+    def _chain(self, ids: list[str], start: int, fresh: dict[str, int], cur: np.ndarray,
+               replaced: list[tuple[int, int]]) -> None:
+        """Index new rows some of which replace a row of their id (written before or among them):
+        only those ids' rows are walked, in key order, recording each replacement before its flag
+        flips and before `latest` moves past it (lookups and `keys` read without the lock)."""
+        latest, previous = self._latest, self._previous
+        newest = np.fromiter(map(fresh.__getitem__, ids), np.int64, len(ids))
+        older = np.flatnonzero(newest != np.arange(start, start + len(ids))) + start  # an id's earlier rows here
+        involved = (latest.keys() & fresh.keys()) | {ids[k - start] for k in older.tolist()}
+        walk = sorted(set(older.tolist()) | {fresh[mid] for mid in involved})
+        cur[start : start + len(ids)] = True
+        for key in walk:
+            mid = ids[key - start]
+            old = latest.get(mid)
+            if old is not None:
+                previous[key] = old
+                replaced.append((old, key))
+                self._swapped(key, old)
+                cur[old] = False
+            latest[mid] = key
+        latest.update(fresh)  # every other new id; an involved id's entry is already this value
 
     def _grown(self, rows: int) -> np.ndarray:
         """The current-key flags with room for `rows` keys (a new array when it grows: a reader

@@ -60,13 +60,16 @@ class ContextAssembly:
             d = self._db.topics.divergence(query, namespace=namespace, session_id=session_id)
             divergence = asm.Divergence(bool(d["divergent"]), d["similarity"])
         t0 = time.perf_counter()
+        before = self._db._view()  # the search's snapshot is this one or a later one
         hits = self._db.search(query, namespace=namespace, k=asm.candidates(max_tokens), as_of=as_of,
                            session_id=session_id, log=log)
         t1 = time.perf_counter()
         req = asm.Request(query, namespace, max_tokens, count, tok_name, session_id, as_of, navigate, edge_budget,
                           step_budget, float(latency_ms))
         view = self._db._view()
-        if any(view.key_of(h.id) is None for h in hits):  # purged between the search and this snapshot
+        # purged between the search and this snapshot: only a purge starts a new row epoch, and
+        # within one every row stays (so the check costs nothing, and no id index, in the loop)
+        if view.epoch != before.epoch and any(view.key_of(h.id) is None for h in hits):
             hits = Hits([h for h in hits if view.key_of(h.id) is not None], hits.stats, hits.query_id)
         snap = asm.Snapshot(view, self._db._indexes, self._db.embedders, self._db.schema, self._db._usage.ratings)
         recent = self._recent_turns(namespace, session_id) if session_id is not None else []
