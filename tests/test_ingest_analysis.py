@@ -54,6 +54,9 @@ def test_the_batch_memo_lives_only_inside_the_scope() -> None:
         with analysis_scope():  # nested: the outer memo still answers
             assert tokenize_batch(texts) is first
         assert tokenize_batch(texts) is first
+        terms = Analyzer().terms_batch(texts)
+        assert Analyzer().terms_batch(texts) is terms  # the lexical and token spaces share their terms
+        assert Analyzer(stem=False).terms_batch(texts) is not terms
     assert tokenize_batch(texts) is not first
     assert [first.words[c] for c in first.codes] == tokenize(texts[0]) + tokenize(texts[1])
     assert first.counts.tolist() == [2, 2]

@@ -144,6 +144,10 @@ class Tokens:
     words: list[str]
     codes: np.ndarray  # (total,) int64 indexes into words, texts in order
 
+    def __post_init__(self) -> None:
+        self.counts.flags.writeable = False  # shared by every space of a batch: read-only
+        self.codes.flags.writeable = False
+
     def rows(self) -> np.ndarray:
         """The text (row) of each item, int64."""
         return np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
@@ -169,13 +173,18 @@ def analysis_scope() -> Iterator[None]:
 
 def tokenize_batch(texts: Sequence[str]) -> Tokens:
     """`tokenize` of every text as one `Tokens` (a non-string is named by index: TypeError)."""
-    memo: dict[tuple[str, ...], Tokens] | None = getattr(_scope, "memo", None)
-    if memo is None or not all(isinstance(t, str) for t in texts):  # a non-string: named below, never memoised
-        return _tokenize_batch(texts)
-    key = tuple(texts)
+    return _memoised(("tokens",), texts, _tokenize_batch)
+
+
+def _memoised(kind: tuple[object, ...], texts: Sequence[str], make: Callable[[Sequence[str]], Tokens]) -> Tokens:
+    """`make(texts)`, remembered under (kind, texts) inside `analysis_scope`."""
+    memo: dict[tuple[object, ...], Tokens] | None = getattr(_scope, "memo", None)
+    if memo is None or not all(isinstance(t, str) for t in texts):  # a non-string: named by make, never memoised
+        return make(texts)
+    key = (*kind, tuple(texts))
     got = memo.get(key)
     if got is None:
-        got = memo[key] = _tokenize_batch(texts)
+        got = memo[key] = make(texts)
     return got
 
 
@@ -233,7 +242,11 @@ class Analyzer:
 
     def terms_batch(self, texts: Sequence[str]) -> Tokens:
         """`terms` of every text as one `Tokens` (words: the batch's distinct terms); the same
-        terms, in the same order, as `terms` text by text."""
+        terms, in the same order, as `terms` text by text (inside `analysis_scope`, analysers with the
+        same stop list and stemming share one result)."""
+        return _memoised(("terms", self.stopwords, self.stem), texts, self._terms_batch)
+
+    def _terms_batch(self, texts: Sequence[str]) -> Tokens:
         tb = tokenize_batch(texts)
         of_word = list(map(self._term_of, tb.words))  # per distinct token: its term, None if stopped
         terms = list(dict.fromkeys(t for t in of_word if t is not None))
