@@ -190,6 +190,31 @@ def test_a_loaded_tree_with_spilled_keys_scans_what_the_saved_one_scans(
         assert (st_a.memories, st_a.leaves, st_a.centroids) == (st_b.memories, st_b.leaves, st_b.centroids)
 
 
+def test_a_tree_table_whose_namespaces_interleave_loads_the_same_trees() -> None:
+    """Namespaces are written one run of rows each (read as a slice); a table whose rows interleave
+    them (another writer's) reads the same trees."""
+    import pyarrow as pa
+    from engramdb.hierarchy.persist import table_to_trees, trees_to_table
+
+    x = clustered(600, 16, 8, seed=4)
+    src = MatrixSource(x)
+    trees = {"a": CentroidTree.build(src, np.arange(300), leaf_size=16, fanout=4),
+             "b": CentroidTree.build(src, np.arange(300, 600), leaf_size=16, fanout=4)}
+    table = trees_to_table(trees, 16)
+    ns = table.column("namespace").to_pylist()
+    a, b = [i for i, n in enumerate(ns) if n == "a"], [i for i, n in enumerate(ns) if n == "b"]
+    mixed = table.take(pa.array([i for pair in zip(a, b) for i in pair] + a[len(b):] + b[len(a):]))
+    assert mixed.column("namespace").to_pylist() != sorted(ns)
+    for name, back in table_to_trees(mixed).items():
+        tree = trees[name]
+        back.check(src)
+        for attr in ("centroids", "counts", "level", "parent"):
+            np.testing.assert_array_equal(getattr(back, attr)[: tree.n_nodes], getattr(tree, attr)[: tree.n_nodes])
+        assert [m.tolist() for m in back.members] == [m.tolist() for m in tree.members[: tree.n_nodes]]
+        for q in x[:10]:
+            np.testing.assert_array_equal(back.search(src, q, 5, probe=4)[0], tree.search(src, q, 5, probe=4)[0])
+
+
 def test_native_descent_matches_the_python_one() -> None:
     x = clustered(5_000, 24, 40, seed=9)
     src = MatrixSource(x)
