@@ -124,6 +124,8 @@ def _build_search(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--space", help="the vector space to search (default: the main one)")
     sp.add_argument("--as-of", help="what was true then: ISO time with a zone")
     sp.add_argument("--known-at", help="what the store knew then: ISO time with a zone")
+    sp.add_argument("--now", help="when the question is asked (\"last week\", \"in June\" are read against it): "
+                                  "ISO time with a zone; default the clock")
     sp.add_argument("--strategy", choices=STRATEGIES,
                     help="default hybrid: keywords and meaning on one [0, 1] scale, then the neighbouring turns "
                          "and linked memories of the best; dense_only/exact/tree/hnsw: meaning alone (also the "
@@ -145,11 +147,12 @@ def _search(args: argparse.Namespace) -> int:
     from ..store import open as open_store
 
     as_of, known_at = time_option(args.as_of, "--as-of"), time_option(args.known_at, "--known-at")
+    now = time_option(args.now, "--now")
     weights, stages = _pairs(args.weight, "--weight", float, "bm25=0.8"), _pairs(args.stage, "--stage", int,
                                                                                   "feedback=10")
     with open_store(args.path, read_only=True) as db:
         hits = db.search(args.query, namespace=args.namespace, k=args.k, space=args.space, as_of=as_of,
-                         known_at=known_at, strategy=args.strategy, explain=args.explain, types=args.types,
+                         known_at=known_at, now=now, strategy=args.strategy, explain=args.explain, types=args.types,
                          min_score=args.min_score, weights=weights or None, stages=stages or None)
         rows = []
         for h in hits:

@@ -74,6 +74,7 @@ class SearchPlan:
     space: str  # the main space of the search (the searched space for dense strategies)
     as_of_us: int | None = None  # valid time
     known_us: int | None = None  # system time
+    now_us: int | None = None  # the caller's clock: ages (recency) and the dates a query names; None: the clock's
     types: frozenset[str] | None = None
     weights: Mapping[str, float] = field(default_factory=dict)  # RRF weights (fused strategies)
     stages: Mapping[str, int] = field(default_factory=dict)  # pipeline stage sizes
@@ -94,7 +95,8 @@ class SearchPlan:
     def build(schema: Schema, *, namespace: str, k: int, space: str | None, strategy: str | None,
               as_of: datetime | None, known_at: datetime | None, types: Iterable[str] | None, explain: bool,
               weights: Mapping[str, float] | None, recency: bool | None,
-              stages: Mapping[str, int] | None, min_score: float = 0.0, text: bool = True) -> SearchPlan:
+              stages: Mapping[str, int] | None, min_score: float = 0.0, text: bool = True,
+              now: datetime | None = None) -> SearchPlan:
         """Check `Store.search`'s arguments; each bad one raises a ValueError naming it and its value.
         No strategy: DEFAULT_STRATEGY, or "dense_only" when `space` is named or the query is not
         `text` (a vector)."""
@@ -119,13 +121,14 @@ class SearchPlan:
                 or not 0.0 <= float(min_score) <= 1.0:
             raise ValueError(f"min_score must be a number in [0, 1], got {min_score!r}")
         sp = schema[space or schema.main]
-        as_of_t, known_t = as_utc("as_of", as_of), as_utc("known_at", known_at)
+        as_of_t, known_t, now_t = as_utc("as_of", as_of), as_utc("known_at", known_at), as_utc("now", now)
         fused = strategy in FUSED_STRATEGIES
         rrf_weights = _weights(weights, schema)  # checked whatever the strategy: a wrong name is a mistake anywhere
         return SearchPlan(
             strategy=strategy, namespace=namespace, k=k, space=sp.name,
             as_of_us=micros(as_of_t) if as_of_t is not None else None,
             known_us=micros(known_t) if known_t is not None else None,
+            now_us=micros(now_t) if now_t is not None else None,
             types=type_set,
             weights=rrf_weights if fused else {},
             stages={**DEFAULT_STAGES, **_stages(stages)} if fused else {},

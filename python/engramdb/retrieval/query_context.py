@@ -70,7 +70,8 @@ class QueryContext:
         self.view, self.indexes, self.embedders, self.tuning, self.plan = view, indexes, embedders, tuning, plan
         self.namespace, self.types = plan.namespace, plan.types
         self.known_us, self.as_of_us = plan.known_us, plan.as_of_us
-        self.now_us = time.time_ns() // 1_000  # the clock recency factors measure ages against
+        # the clock recency factors measure ages against, and dates a query names are read on
+        self.now_us = plan.now_us if plan.now_us is not None else time.time_ns() // 1_000
         # valid time to filter on, and whether it is the clock's now (a cacheable mask)
         self.t = plan.as_of_us if plan.as_of_us is not None else (
             micros(utc_now()) if plan.known_us is None else None)

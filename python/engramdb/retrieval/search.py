@@ -23,6 +23,7 @@ from ..spaces.passages import MIN_CHARS, passages
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
+from .dates import windows
 from .dense_method import dense_found
 from .fusion import RRF_K, Fused
 from .plan import SearchPlan
@@ -32,6 +33,12 @@ from .recency import recency_factor
 from .run import Run
 from .scales import semantic_scaled
 from .strategies import STRATEGIES
+
+# How much higher a candidate ranks when it started to hold in a period the query names ("in June",
+# "last week": retrieval/dates.py): its own match times this, for the order only. 1.25, 1.5 and 2
+# were measured on the LoCoMo turns view and the long-history view (bench/RESULTS.md "Dates a
+# query names"): both gain most of what they gain by 1.5; at 2 the turns view starts to lose.
+DATE_BOOST = 1.5
 
 
 def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
@@ -145,12 +152,17 @@ def _fused_hits(run: Run) -> list[Hit]:
     fused = [Fused(f.key, min(1.0, f.score / rrf_max), f.methods, {**f.detail, "fused": f.score}, f.via, f.own)
              for f in run.fused] if rrf_max else run.fused
     factors: dict[tuple[int, int], float] = {}
-    if plan.recency:
+    dated: dict[tuple[int, int], float] = {}  # a date the query names: ranks only (the score is the match's)
+    spans = windows(run.query, ctx.now_us) if isinstance(run.query, str) and fused else []
+    if plan.recency or spans:
         t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
-        valid_from = view.column_at("valid_from", [f.key for f in fused])
-        for f, since in zip(fused, valid_from.tolist()):
-            factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
-        fused = sorted(fused, key=lambda f: -f.score * factors[f.key])
+        valid_from = view.column_at("valid_from", [f.key for f in fused]).tolist()
+        for f, since in zip(fused, valid_from):
+            if plan.recency:
+                factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
+            if any(a <= since < b for a, b in spans):
+                dated[f.key] = DATE_BOOST
+        fused = sorted(fused, key=lambda f: -f.score * factors.get(f.key, 1.0) * dated.get(f.key, 1.0))
     fused = fused[: plan.k]
     memories = view.memories_at([f.key for f in fused])
     via_keys = [f.via for f in fused if f.via is not None]
@@ -165,7 +177,8 @@ def _fused_hits(run: Run) -> list[Hit]:
         score = f.own * factor if via is not None and f.own is not None else ranked
         why = None
         if plan.explain:
-            why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": score, "ranked": ranked,
+            why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": score,
+                   "ranked": ranked * dated.get(f.key, 1.0), "dated": f.key in dated,
                    "via": via, "methods": {name: {"rank": r, "score": s} for name, (r, s) in f.methods.items()},
                    "weights": weights, **({"rrf_k": RRF_K} if rrf_max else {}), "segment": f.key[0], "row": f.key[1],
                    "plan": [stage.__name__ for stage in STRATEGIES[str(plan.strategy)]],

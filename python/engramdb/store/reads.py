@@ -76,6 +76,7 @@ class Reads(ABC):
         strategy: str | None = None,
         as_of: datetime | None = None,
         known_at: datetime | None = None,
+        now: datetime | None = None,
         types: str | Iterable[str] | None = None,
         explain: bool = False,
         weights: Mapping[str, float] | None = None,
@@ -122,7 +123,14 @@ class Reads(ABC):
           MaxSim rerank; stage sizes in `stages` ("sparse", "dense", "fused", "topics", "feedback").
 
         `as_of` (valid time): memories true at that time. `known_at` (system time): what the store
-        believed then, older versions included. Neither: current memories only. `types`: only
+        believed then, older versions included. Neither: current memories only.
+
+        Dates the query names ("on May 3, 2023", "in June", "last week", "two days ago":
+        retrieval/dates.py) rank the memories that started to hold then (`valid_from`) a little
+        higher, for the order only: each hit's score stays its own match, and nothing is left out.
+        `now` (an aware datetime): when the question is asked, the clock "last week", "yesterday"
+        and a date without a year are read against, and recency ages (default: the clock). It is
+        not a filter: to see the store as it was then, pass `as_of` too. `types`: only
         memories of these memory_type values (a str is one name), and of up to 5 neighbour types of each (H6: names at
         cosine >= 0.80 in the main space, in the same DBSCAN cluster; `expand_types=False` keeps
         exactly the names given; explain shows the expansion under "types"). `weights`: per method ("vector", "bm25", "graph",
@@ -156,7 +164,8 @@ class Reads(ABC):
             types = list(dict.fromkeys([*types, *(n for near in expansion.values() for n in near)]))
         plan = SearchPlan.build(self.schema, namespace=namespace, k=deeper, space=space, strategy=strategy,
                                 as_of=as_of, known_at=known_at, types=types, explain=explain, weights=weights,
-                                recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str))
+                                recency=recency, stages=stages, min_score=min_score, text=isinstance(query, str),
+                                now=now)
         if hypotheses:
             plan = dataclasses.replace(plan, hypotheses=True)
         if topics:

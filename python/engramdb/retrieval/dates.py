@@ -1,0 +1,174 @@
+"""Dates a query names (C3): "on May 3, 2023", "in June", "last week", "two days ago".
+
+A question that names a time ("What did I buy in March?", "What did Sam say on 13 October
+2023?", "What did we decide last week?") is about what was said then: `windows` reads the
+periods it names, and the search ranks the memories that started to hold in one of them
+(`valid_from`: the day a turn was said, when the caller gives each turn its session's date) a
+little higher (retrieval/search.py). It never filters: a date it misreads, or one outside the
+store's history, changes no membership, only an order among candidates already found.
+
+What it reads, case-insensitive, English:
+- a day: ISO `2023-05-03`; `May 3, 2023`, `May 3rd`, `3 May 2023`, `the 3rd of May`;
+- a month: `May 2023`, `in May`, `last May` (a month name needs a day, a year or a preposition
+  before it: "may" is also a verb, "this may help"), `early/mid/late June` as the whole month;
+- a year: `in 2023`, `2023` (1900-2099);
+- relative to `now` (the caller's `search(now=...)`, else the clock): `today`, `yesterday`,
+  `this/last week`, `this/last weekend`, `this/last month`, `this/last year`,
+  `last Friday`, `N days/weeks/months/years ago` (N a number or one..twelve, "a", "an").
+A date without a year is the latest such date that is not after `now`.
+
+Each period is widened by `GRACE_BEFORE` before it and by its own length (at most `GRACE_AFTER`)
+after it: what happened in a period is often told in the days after it ("Last week I went
+camping", said on the Monday after).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, timezone
+
+__all__ = ["windows"]
+
+DAY_US = 86_400 * 1_000_000
+GRACE_BEFORE = DAY_US  # time zones: a day said in one is the day before in UTC
+GRACE_AFTER = 7 * DAY_US
+
+_MONTHS = {name: i for i, name in enumerate(calendar.month_name) if name} | \
+    {name: i for i, name in enumerate(calendar.month_abbr) if name} | {"Sept": 9}
+_MONTH_RE = "|".join(sorted((m.lower() for m in _MONTHS), key=len, reverse=True))
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3}
+_NUMBER_RE = "|".join(sorted((re.escape(n) for n in _NUMBERS), key=len, reverse=True))
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+
+_YEAR = r"(?P<{}>(?:19|20)\d\d)"
+_DAY = r"(?P<{}>[0-3]?\d)(?:st|nd|rd|th)?"
+_ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)[-/](?P<m>[01]?\d)[-/](?P<d>[0-3]?\d)\b")
+_MONTH_DAY = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?\s+{_DAY.format('d')}\b(?:,?\s+{_YEAR.format('y')}\b)?")
+_DAY_MONTH = re.compile(rf"\b(?:the\s+)?{_DAY.format('d')}\s+(?:of\s+)?(?P<mon>{_MONTH_RE})\b\.?(?:,?\s+{_YEAR.format('y')}\b)?")
+_MONTH_YEAR = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?,?\s+(?:of\s+)?{_YEAR.format('y')}\b")
+_IN_MONTH = re.compile(rf"\b(?:in|on|during|since|until|through|by|early|mid|late|last)[\s-]+"
+                       rf"(?P<mon>{_MONTH_RE})\b")
+_YEAR_ALONE = re.compile(r"\b(?P<y>(?:19|20)\d\d)\b")
+_AGO = re.compile(rf"\b(?P<n>\d{{1,3}}|{_NUMBER_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
+_RELATIVE = re.compile(r"\b(?P<which>this|last|past)\s+(?P<unit>weekend|week|month|year)\b|\b(?P<word>today|yesterday)\b")
+_LAST_WEEKDAY = re.compile(rf"\b(?:last|on|this\s+past)\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b")
+
+
+def windows(text: str, now_us: int) -> list[tuple[int, int]]:
+    """The (start, end) microsecond ranges, grace included, of the periods `text` names (see
+    the module docstring); [] when it names none. A period outside the calendar (before year 1,
+    after 9999: "3000 years ago") is left out."""
+    low = text.lower()
+    now = datetime.fromtimestamp(now_us / 1e6, timezone.utc).date()
+    spans: list[tuple[date, date]] = []
+    taken: list[tuple[int, int]] = []  # character spans already read, so "May 3, 2023" is not also "2023"
+
+    def read(m: re.Match[str], span: Callable[[re.Match[str]], tuple[date, date] | None], mark: bool = True) -> None:
+        if any(m.start() < b and a < m.end() for a, b in taken):
+            return
+        try:
+            got = span(m)
+        except (ValueError, OverflowError):  # out of the calendar
+            return
+        if got is not None:
+            spans.append(got)
+            if mark:
+                taken.append(m.span())
+
+    for m in _ISO.finditer(low):
+        read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
+    for pattern in (_MONTH_DAY, _DAY_MONTH):
+        for m in pattern.finditer(low):
+            read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
+    for m in _MONTH_YEAR.finditer(low):
+        read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
+    for m in _IN_MONTH.finditer(low):
+        read(m, lambda m: _month(_latest_year(_MONTHS[_title(m["mon"])], 1, now), _MONTHS[_title(m["mon"])]))
+    for m in _YEAR_ALONE.finditer(low):
+        read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))
+    for m in _AGO.finditer(low):
+        read(m, lambda m: _ago(now, int(m["n"]) if m["n"].isdigit() else _NUMBERS[m["n"]], m["unit"]), False)
+    for m in _RELATIVE.finditer(low):
+        read(m, lambda m: _relative(now, m["word"] or m["which"], m["unit"]), False)
+    for m in _LAST_WEEKDAY.finditer(low):
+        read(m, lambda m: _one(now - timedelta(days=(now.weekday() - _WEEKDAYS[m["wd"]]) % 7 or 7)), False)
+    out = []
+    for first, last in spans:
+        a, b = _us(first), _us(last) + DAY_US  # the last day whole
+        out.append((a - GRACE_BEFORE, b + min(GRACE_AFTER, b - a)))
+    return out
+
+
+def _one(day: date | None) -> tuple[date, date] | None:
+    return None if day is None else (day, day)
+
+
+def _month(year: int, month: int) -> tuple[date, date]:
+    return date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _title(name: str) -> str:
+    return name[:1].upper() + name[1:].lower()
+
+
+def _day(year: str | None, month: int, day: int, now: date) -> date | None:
+    if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(int(year) if year else 2000, month)[1]:
+        return None
+    if year is not None:
+        return date(int(year), month, day)
+    y = _latest_year(month, day, now)
+    return date(y, month, min(day, calendar.monthrange(y, month)[1]))
+
+
+def _latest_year(month: int, day: int, now: date) -> int:
+    """The year of the latest (month, day) that is not after `now`."""
+    return now.year if (month, day) <= (now.month, now.day) else now.year - 1
+
+
+def _ago(now: date, n: int, unit: str) -> tuple[date, date]:
+    """"n units ago": the unit-long period around that point."""
+    if unit == "day":
+        day = now - timedelta(days=n)
+        return day, day
+    if unit == "week":
+        mid = now - timedelta(weeks=n)
+        return mid - timedelta(days=3), mid + timedelta(days=3)
+    if unit == "month":
+        y, m = divmod(now.year * 12 + now.month - 1 - n, 12)
+        return date(y, m + 1, 1), date(y, m + 1, calendar.monthrange(y, m + 1)[1])
+    y = max(now.year - n, 1)
+    return date(y, 1, 1), date(y, 12, 31)
+
+
+def _relative(now: date, which: str, unit: str | None) -> tuple[date, date]:
+    if which == "today":
+        return now, now
+    if which == "yesterday":
+        day = now - timedelta(days=1)
+        return day, day
+    back = which != "this"  # "last" and "past"
+    if unit == "week":
+        if which == "past":
+            return now - timedelta(days=7), now
+        monday = now - timedelta(days=now.weekday()) - timedelta(weeks=back)
+        return monday, monday + timedelta(days=6)
+    if unit == "weekend":
+        saturday = now - timedelta(days=(now.weekday() - 5) % 7)
+        if back and saturday + timedelta(days=1) >= now:
+            saturday -= timedelta(weeks=1)
+        return saturday, saturday + timedelta(days=1)
+    if unit == "month":
+        if which == "past":
+            return now - timedelta(days=30), now
+        y, m = divmod(now.year * 12 + now.month - 1 - back, 12)
+        return date(y, m + 1, 1), date(y, m + 1, calendar.monthrange(y, m + 1)[1])
+    if which == "past":
+        return now - timedelta(days=365), now
+    return date(now.year - back, 1, 1), date(now.year - back, 12, 31)
+
+
+def _us(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()) * 1_000_000

@@ -1,0 +1,144 @@
+"""Dates a query names (retrieval/dates.py) and `search(now=...)`: the periods read, and the order
+they give through the public API."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import engramdb
+import pytest
+from engramdb.retrieval.dates import windows
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+UTC = timezone.utc
+NOW = datetime(2023, 10, 20, 15, 0, tzinfo=UTC)  # a Friday
+NOW_US = int(NOW.timestamp() * 1_000_000)
+
+
+def _days(text: str, now_us: int = NOW_US) -> list[tuple[date, date]]:
+    """Each window as (first day, last day) with the grace taken off again: one day before, and
+    the period's own length (at most 7 days) after."""
+    out = []
+    for a, b in windows(text, now_us):
+        first = datetime.fromtimestamp(a / 1e6, UTC).date() + timedelta(days=1)
+        end = datetime.fromtimestamp(b / 1e6, UTC).date()  # exclusive, grace included
+        length = None
+        for n in range(1, 400):  # the period's length n days: end = first + n + min(7, n)
+            if first + timedelta(days=n + min(7, n)) == end:
+                length = n
+                break
+        assert length is not None, (text, first, end)
+        out.append((first, first + timedelta(days=length - 1)))
+    return out
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("What painting did Mel show on October 13, 2023?", [(date(2023, 10, 13), date(2023, 10, 13))]),
+    ("What did Gina find on 1 February, 2023?", [(date(2023, 2, 1), date(2023, 2, 1))]),
+    ("the 3rd of May 2022", [(date(2022, 5, 3), date(2022, 5, 3))]),
+    ("notes from 2023-05-03", [(date(2023, 5, 3), date(2023, 5, 3))]),
+    ("What did I start in December 2022?", [(date(2022, 12, 1), date(2022, 12, 31))]),
+    ("Where did we go in 2021?", [(date(2021, 1, 1), date(2021, 12, 31))]),
+    # no year: the latest such date not after now (2023-10-20)
+    ("When did Melanie go camping in June?", [(date(2023, 6, 1), date(2023, 6, 30))]),
+    ("What happened in mid-November?", [(date(2022, 11, 1), date(2022, 11, 30))]),
+    ("Dinner on May 3rd", [(date(2023, 5, 3), date(2023, 5, 3))]),
+    ("Dinner on December 24", [(date(2022, 12, 24), date(2022, 12, 24))]),
+    # relative to now
+    ("What did I eat yesterday?", [(date(2023, 10, 19), date(2023, 10, 19))]),
+    ("What did I say today?", [(date(2023, 10, 20), date(2023, 10, 20))]),
+    ("What did we decide last week?", [(date(2023, 10, 9), date(2023, 10, 15))]),
+    ("What did we do last weekend?", [(date(2023, 10, 14), date(2023, 10, 15))]),
+    ("the plan from last month", [(date(2023, 9, 1), date(2023, 9, 30))]),
+    ("the trip last year", [(date(2022, 1, 1), date(2022, 12, 31))]),
+    ("What did I buy two days ago?", [(date(2023, 10, 18), date(2023, 10, 18))]),
+    ("a book I read 3 months ago", [(date(2023, 7, 1), date(2023, 7, 31))]),
+    ("the call last Tuesday", [(date(2023, 10, 17), date(2023, 10, 17))]),
+    ("the call last Friday", [(date(2023, 10, 13), date(2023, 10, 13))]),
+])
+def test_the_periods_a_query_names(text: str, expected: list[tuple[date, date]]) -> None:
+    assert _days(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "this may help with the garden", "I may go hiking", "How many dogs does Sam have?", "February 30",
+    "version 13-45", "", "my 3 cats", "the 45th of May",
+])
+def test_no_period_where_none_is_named(text: str) -> None:
+    assert windows(text, NOW_US) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([
+    "May", "June", "sept", "last", "this", "past", "ago", "years", "days", "months", "weeks", "week", "in", "on",
+    "1999", "2023", "0000", "0", "31", "29", "february", "9999", "100000", "yesterday", "today", "weekend",
+    "Friday", "the", "of", "3rd", "-", "/", ",", "2023-02-29", "2024-02-29", "a", "couple", "few"]), max_size=12)
+       .map(" ".join),
+       st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)))
+def test_any_text_at_any_now_gives_ordered_windows_and_never_raises(text: str, now: datetime) -> None:
+    for a, b in windows(text, int(now.timestamp() * 1_000_000)):
+        assert a < b
+
+
+def _store() -> engramdb.Store:
+    db = engramdb.open()
+    # without a date the September memory is the better match (0.85 against 0.73: it is shorter)
+    db.add("I baked a chocolate cake.", namespace="u", valid_from=datetime(2023, 9, 10, tzinfo=UTC))
+    db.add("I baked a lemon cake for the party.", namespace="u", valid_from=datetime(2023, 6, 12, tzinfo=UTC))
+    return db
+
+
+def test_a_named_month_ranks_what_was_said_then_first_and_keeps_each_score() -> None:
+    db = _store()
+    plain = db.search("What cake did I bake?", namespace="u", k=2, log=False)
+    assert "chocolate" in plain[0].memory.content  # the stronger match without a date
+    dated = db.search("What cake did I bake in June?", namespace="u", k=2, now=NOW, log=False, explain=True)
+    assert "lemon" in dated[0].memory.content
+    assert dated[0].explain is not None and dated[0].explain["dated"] is True
+    assert dated[1].explain is not None and dated[1].explain["dated"] is False
+    # the order moved, the scores did not: each is still its own match
+    same = db.search("What cake did I bake in June?", namespace="u", k=2, now=datetime(2026, 1, 2, tzinfo=UTC),
+                     log=False)  # June 2025 holds nothing: the order of the plain search
+    assert [h.id for h in same] == [h.id for h in plain]
+    by_id = {h.id: h.score for h in same}
+    assert all(h.score == pytest.approx(by_id[h.id]) for h in dated)
+
+
+def test_an_explicit_year_needs_no_now_and_a_relative_date_reads_now() -> None:
+    db = _store()
+    assert "lemon" in db.search("What cake did I bake in June 2023?", namespace="u", k=1, log=False)[0].memory.content
+    twins = engramdb.open()  # two matches of the same strength: only the date can order them
+    twins.add("I baked a lemon cake.", namespace="u", valid_from=datetime(2023, 6, 12, tzinfo=UTC))
+    twins.add("I baked a mocha cake.", namespace="u", valid_from=datetime(2023, 9, 10, tzinfo=UTC))
+    for now, first in ((datetime(2023, 7, 3, tzinfo=UTC), "lemon"), (datetime(2023, 10, 3, tzinfo=UTC), "mocha")):
+        hits = twins.search("What cake did I bake last month?", namespace="u", k=2, log=False, now=now)
+        assert first in hits[0].memory.content, now
+        assert hits[0].score == pytest.approx(hits[1].score)
+
+
+@pytest.mark.parametrize("bad", ["2023-06-01", 1_700_000_000, datetime(2023, 6, 1)])
+def test_now_must_be_an_aware_datetime(bad: object) -> None:
+    db = _store()
+    with pytest.raises((ValueError, TypeError), match="now"):
+        db.search("cake", namespace="u", now=bad, log=False)  # type: ignore[arg-type]
+    assert len(db) == 2
+
+
+def test_the_cli_reads_now(tmp_path: Path) -> None:
+    path = str(tmp_path / "store")
+    with engramdb.open(path) as db:
+        db.add("I baked a lemon cake.", namespace="u", valid_from=datetime(2023, 6, 12, tzinfo=UTC))
+        db.add("I baked a mocha cake.", namespace="u", valid_from=datetime(2023, 9, 10, tzinfo=UTC))
+    for now, first in (("2023-07-03T00:00:00+00:00", "lemon"), ("2023-10-03T00:00:00+00:00", "mocha")):
+        out = subprocess.run([sys.executable, "-m", "engramdb", "search", "What cake did I bake last month?", "--path",
+                              path, "--namespace", "u", "--now", now, "--json"], capture_output=True, text=True,
+                             check=True).stdout
+        assert first in json.loads(out)["hits"][0]["content"]
+    bad = subprocess.run([sys.executable, "-m", "engramdb", "search", "cake", "--path", path, "--namespace", "u",
+                          "--now", "last tuesday"], check=False, capture_output=True, text=True)
+    assert bad.returncode != 0 and "--now" in bad.stderr
