@@ -58,35 +58,63 @@ def short_text(hi: int) -> st.SearchStrategy[Any]:
 
 names = mostly(st.one_of(st.none(), st.sampled_from(["m1", "m2", "a.b:c", "X-9/+@"])),
                st.one_of(st.sampled_from(["", " x", "bad id", "z" * 130]), st.integers(0, 2)))
-record = st.fixed_dictionaries(
-    {"id": names,
-     "content": mostly(st.text(min_size=1, max_size=12).filter(lambda t: t.strip() != ""),
-                       st.one_of(st.sampled_from(["", " \t", "\x1c"]), st.integers())),
-     "namespace": mostly(st.sampled_from(["ns", "other"]), st.sampled_from(["", "bad ns", None, 5]))},
-    optional={
-        "session_id": short_text(256),
-        "seq": mostly(st.one_of(st.none(), st.integers(0, 5)), st.one_of(st.integers(-2, -1), st.booleans())),
-        "source": short_text(100),
-        "role": short_text(100),
-        "memory_type": short_text(100),
-        "confidence": mostly(st.one_of(st.none(), st.floats(0, 1), st.integers(0, 1)),
-                             st.one_of(st.floats(allow_nan=True).filter(lambda x: not 0 <= x <= 1), st.booleans())),
-        "metadata": mostly(st.sampled_from([None, {}, {"a": 1}, {"k": {"n": [1, 2]}}]),
-                           st.sampled_from([{"x": float("nan")}, "s"])),
-        "provenance": mostly(st.sampled_from([None, {}, {"from": "chat"}]), st.just(3)),
-        "valid_from": times,
-        "valid_until": ends,
-        "expired_at": ends,
-        "forgotten_at": times,
-        "supersedes": names,
-        "superseded_by": names,
-    },
-)
+REQUIRED = {
+    "id": names,
+    "content": mostly(st.text(min_size=1, max_size=12).filter(lambda t: t.strip() != ""),
+                      st.one_of(st.sampled_from(["", " \t", "\x1c"]), st.integers())),
+    "namespace": mostly(st.sampled_from(["ns", "other"]), st.sampled_from(["", "bad ns", None, 5])),
+}
+OPTIONAL = {
+    "session_id": short_text(256),
+    "seq": mostly(st.one_of(st.none(), st.integers(0, 5)), st.one_of(st.integers(-2, -1), st.booleans())),
+    "source": short_text(100),
+    "role": short_text(100),
+    "memory_type": short_text(100),
+    "confidence": mostly(st.one_of(st.none(), st.floats(0, 1), st.integers(0, 1)),
+                         st.one_of(st.floats(allow_nan=True).filter(lambda x: not 0 <= x <= 1), st.booleans())),
+    "metadata": mostly(st.sampled_from([None, {}, {"a": 1}, {"k": {"n": [1, 2]}}]),
+                       st.sampled_from([{"x": float("nan")}, "s"])),
+    "provenance": mostly(st.sampled_from([None, {}, {"from": "chat"}]), st.just(3)),
+    "valid_from": times,
+    "valid_until": ends,
+    "expired_at": ends,
+    "forgotten_at": times,
+    "supersedes": names,
+    "superseded_by": names,
+}
+record = st.fixed_dictionaries(REQUIRED, optional=OPTIONAL)
+# every record with every field (None where unset, as callers build batches): the intake's column path
+full_record = st.fixed_dictionaries({**REQUIRED, **OPTIONAL})
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(record, min_size=1, max_size=5))
 def test_intake_matches_per_record_validation(records: list[dict[str, Any]]) -> None:
+    _matches_per_record(records)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(full_record, min_size=1, max_size=6), st.sampled_from(["list", "generator"]))
+def test_intake_of_records_sharing_one_key_set_matches_per_record_validation(records: list[dict[str, Any]],
+                                                                             given_as: str) -> None:
+    _matches_per_record(records, given_as)
+
+
+def test_a_batch_of_one_key_set_refuses_as_the_record_by_record_path_does() -> None:
+    recs = [{"content": "ok", "namespace": "ns", "role": r} for r in ("user", "user", "x" * 101, "user")]
+    with pytest.raises(InvalidMemory, match=r"records\[2\]: role"):
+        build_intake(recs, NOW)
+    recs = [{"content": "ok", "namespace": "ns", "colour": "red"}] * 3
+    with pytest.raises(InvalidMemory, match=r"records\[0\] has unknown field\(s\) \['colour'\]"):
+        build_intake(recs, NOW)
+    recs = [{"content": c, "namespace": "ns"} for c in ("ok", "bad \ud800 half", "x" * 50)]
+    with pytest.raises(InvalidMemory, match=r"records\[1\]: content holds a character UTF-8 cannot encode"):
+        build_intake(recs, NOW)
+    with pytest.raises(InvalidMemory, match=r"records\[1\]: content is 50 bytes of UTF-8; the limit is 40"):
+        build_intake(recs[::2] * 2, NOW, max_content_bytes=40)
+
+
+def _matches_per_record(records: list[dict[str, Any]], given_as: str = "list") -> None:
     for i, rec in enumerate(records):  # generated ids would differ between the two paths
         if rec["id"] is None:
             rec["id"] = f"gen{i}"
@@ -94,10 +122,10 @@ def test_intake_matches_per_record_validation(records: list[dict[str, Any]]) -> 
         want = per_record(records)
     except InvalidMemory as exc:
         with pytest.raises(InvalidMemory) as got:
-            build_intake(records, NOW)
+            build_intake(records if given_as == "list" else (r for r in records), NOW)
         assert str(got.value) == str(exc)
         return
-    got_table = build_intake(records, NOW).table
+    got_table = build_intake(records if given_as == "list" else (r for r in records), NOW).table
     assert got_table.equals(want), (got_table.to_pylist(), want.to_pylist())
 
 

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -77,16 +78,18 @@ def _cheap_ok(name: str, v: Any) -> bool:
     return v is None  # version and learned_at are the store's to set
 
 
-def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
-                 max_content_bytes: int = 1 << 20) -> Intake:
-    """Validate a batch and lay it out as MEMORY_SCHEMA columns (version 1, learned_at = now).
-
-    Raises InvalidMemory naming `records[i]` and the field (content over `max_content_bytes` of
-    UTF-8 included); nothing is written by this step.
-    """
+def _gather(records: Iterable[Mapping[str, Any] | Memory]) -> tuple[dict[str, list[Any]], int]:
+    """The batch as one list per field some record sets (None where a record does not), and its size."""
+    recs = records if isinstance(records, list) else list(records)
+    first = recs[0] if recs else None
+    if type(first) is dict:
+        keys = first.keys()
+        # the common batch: plain dicts with one key set, gathered a column at a time in C
+        if keys <= _ALLOWED and all(type(r) is dict and r.keys() == keys for r in recs):
+            return {k: list(map(itemgetter(k), recs)) for k in keys}, len(recs)
     cols: dict[str, list[Any]] = {}  # only the fields some record sets; the rest stay unset
     n = 0
-    for i, rec in enumerate(records):
+    for i, rec in enumerate(recs):
         if isinstance(rec, Memory):
             rec = {f: getattr(rec, f) for f in _FIELDS}
         elif not isinstance(rec, Mapping):
@@ -102,6 +105,17 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
         for col in cols.values():
             if len(col) < n:
                 col.append(None)
+    return cols, n
+
+
+def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
+                 max_content_bytes: int = 1 << 20) -> Intake:
+    """Validate a batch and lay it out as MEMORY_SCHEMA columns (version 1, learned_at = now).
+
+    Raises InvalidMemory naming `records[i]` and the field (content over `max_content_bytes` of
+    UTF-8 included); nothing is written by this step.
+    """
+    cols, n = _gather(records)
     given = cols.pop("vectors", None)
     vectors: list[Mapping[str, Any]] = [v or {} for v in given] if given is not None else [{}] * n
     for name in ("version", "learned_at"):  # the store's to set
@@ -117,14 +131,11 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
             cols["id"][i] = new
     suspects: set[int] = set()
     for name, col in cols.items():
-        if name == "namespace":  # few distinct values: test each once
-            bad = {v for v in set(map(_hashable, col)) if not _cheap_ok(name, v)}
-            if bad:
-                suspects.update(i for i, v in enumerate(col) if _hashable(v) in bad)
-            continue
+        if name == "id" and not any(named):
+            continue  # every id generated here: canonical by construction
         if name not in set_fields and name != "id" and name != "content":
             continue  # no record set it: all None, the default
-        suspects.update(i for i, v in enumerate(col) if not _cheap_ok(name, v))
+        suspects.update(_failing(name, col))
     # order checks on rows that passed the cheap tests (aware UTC datetimes compare safely)
     suspects.update(i for i, (x, y) in enumerate(zip(cols["valid_from"], cols["valid_until"]))
                     if x is not None and y is not None and i not in suspects and y < x)
@@ -150,8 +161,7 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     arrays["provenance"] = [_json(v) if v else "{}" for v in cols["provenance"]]
     arrays["version"] = pa.array([1] * n, pa.int64())
     arrays["learned_at"] = pa.array([now] * n, MEMORY_SCHEMA.field("learned_at").type)
-    arrays["content_hash"] = [hashlib.blake2b(content_bytes(c, i, max_content_bytes), digest_size=16).digest()
-                              for i, c in enumerate(contents)]
+    arrays["content_hash"] = _content_hashes(contents, max_content_bytes)
     try:
         table = pa.Table.from_pydict({f.name: arrays[f.name] for f in MEMORY_SCHEMA}, schema=MEMORY_SCHEMA)
     except (UnicodeEncodeError, pa.ArrowException):
@@ -175,6 +185,19 @@ def content_bytes(content: str, i: int | None, limit: int) -> bytes:
     return raw
 
 
+def _content_hashes(contents: list[str], limit: int) -> list[bytes]:
+    """BLAKE2b-128 of each content's UTF-8; the first content that cannot be stored is named as
+    `content_bytes` names it."""
+    try:
+        raw = [c.encode("utf-8") for c in contents]
+    except UnicodeEncodeError:
+        raw = []
+    if len(raw) != len(contents) or (raw and max(map(len, raw)) > limit):
+        raw = [content_bytes(c, i, limit) for i, c in enumerate(contents)]  # raises, naming the record
+    blake = hashlib.blake2b
+    return [blake(r, digest_size=16).digest() for r in raw]
+
+
 def _name_unencodable(cols: dict[str, list[Any]]) -> None:
     """Find the string field Arrow could not store (a lone surrogate) and name it."""
     for name, col in cols.items():
@@ -185,6 +208,23 @@ def _name_unencodable(cols: dict[str, list[Any]]) -> None:
                 except UnicodeEncodeError as exc:
                     raise InvalidMemory(f"records[{i}]: {name} holds a character UTF-8 cannot encode "
                                         f"({exc.reason}: {v[exc.start:exc.end]!r} at position {exc.start})") from None
+
+
+_SHORT = {"session_id": 256, "source": 100, "role": 100, "memory_type": 100}
+
+
+def _failing(name: str, col: list[Any]) -> list[int]:
+    """Rows whose value fails `_cheap_ok`, by one pass with the field's own test (no call per value
+    where the test is inline); a column of a few distinct strings tests each string once."""
+    if (name in _SHORT or name == "namespace") and set(map(type, col)) == {str}:
+        bad = {v for v in set(col) if not _cheap_ok(name, v)}
+        return [i for i, v in enumerate(col) if v in bad] if bad else []
+    if name == "content":
+        return [i for i, v in enumerate(col) if type(v) is not str or not v or v.isspace()]
+    if name in _TIMES:
+        utc = timezone.utc
+        return [i for i, v in enumerate(col) if v is not None and (type(v) is not datetime or v.tzinfo is not utc)]
+    return [i for i, v in enumerate(col) if not _cheap_ok(name, v)]
 
 
 def _hashable(v: Any) -> Any:
