@@ -147,8 +147,14 @@ def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex
     # the newest row of a turn is the last of its (session, seq) in (segment, row) order: both
     # sorts are stable, so that order stays among equal turns, and the last of each run is kept.
     # One int64 key (session << 32 | seq) sorts in half lexsort's time when every seq fits 32 bits
-    order = np.argsort((ss << 32) | sq, kind="stable") if int(sq.max()) < 1 << 32 and len(sessions) < 1 << 31 \
-        else np.lexsort((sq, ss))
+    packed = int(sq.max()) < 1 << 32 and len(sessions) < 1 << 31
+    if packed:
+        key = (ss << 32) | sq
+        if bool((key[1:] > key[:-1]).all()):
+            # already in turn order, each turn once: how a store written turn by turn lies (one
+            # session's turns in order, sessions numbered as they first appear); no sort, no copy
+            return TurnIndex(sessions, ss, sq, sg, r)
+    order = np.argsort(key, kind="stable") if packed else np.lexsort((sq, ss))
     ss, sq, sg, r = ss[order], sq[order], sg[order], r[order]
     last = np.ones(len(sq), bool)
     last[:-1] = (ss[1:] != ss[:-1]) | (sq[1:] != sq[:-1])
