@@ -298,7 +298,7 @@ class HashingEmbedder:
         dim = self.dim
         tab = self._table
         rows = np.repeat(np.arange(n, dtype=np.int64), counts)
-        out = np.zeros(n * dim, dtype=np.float64)
+        out: np.ndarray = np.zeros(n * dim, dtype=np.float64)
         if slots.size:
             # words: tf per (row, slot), then each word's feature block scaled by 1 + ln(tf)
             ns = np.int64(len(tab.slots))
@@ -307,9 +307,8 @@ class HashingEmbedder:
             lens = tab.lens[s]
             pos = ragged_gather(tab.starts[s], lens)
             wt = np.repeat(1.0 + np.log(tf), lens)
-            flat = np.repeat(r * dim, lens) + tab.fidx[pos]
-            val = tab.fval[pos].astype(np.float64) * wt
-            out += np.bincount(flat, weights=_fixed(val), minlength=n * dim)
+            flat = [np.repeat(r * dim, lens) + tab.fidx[pos]]
+            vals = [_fixed(tab.fval[pos].astype(np.float64) * wt)]
             # bigrams of adjacent content words within a text
             same = rows[1:] == rows[:-1]
             if same.any():
@@ -325,8 +324,10 @@ class HashingEmbedder:
                 bidx = ((code & _LOW32) % np.uint64(dim)).astype(np.int64)
                 bsign = 1.0 - 2.0 * (code >> np.uint64(32)).astype(np.float64)
                 brow = bkey >> np.int64(33)
-                bval = _fixed(bsign * W_BIGRAM * (1.0 + np.log(btf)))
-                out += np.bincount(brow * dim + bidx, weights=bval, minlength=n * dim)
+                flat.append(brow * dim + bidx)
+                vals.append(_fixed(bsign * W_BIGRAM * (1.0 + np.log(btf))))
+            # one sum for words and bigrams: whole numbers below 2^53, so exact in any order
+            out = np.bincount(np.concatenate(flat), weights=np.concatenate(vals), minlength=n * dim)
         mat = out.reshape(n, dim)
         norms = row_norms(mat)
         np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
