@@ -142,6 +142,50 @@ def test_bad_arguments() -> None:
         kernels.hdbscan(d, 2, 2.5)  # type: ignore[arg-type]
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), rows=st.integers(0, 11),
+       sizes=st.lists(st.integers(0, 9), max_size=7), exact=st.booleans())
+def test_group_sums_equal_a_float64_numpy_sum(seed: int, n: int, rows: int, sizes: list[int], exact: bool) -> None:
+    """kernels.group_sums (C4's join) against numpy in float64: exactly on distances that are
+    multiples of 2^-24 (as 1 - a float32 cosine or Jaccard is: any order of additions is exact),
+    closely on any, in float32 and float64, empty groups summing to 0."""
+    rng = np.random.default_rng(seed)
+    d = rng.random((n, n)) * 2
+    if exact:
+        d = np.round(d * 2**24) / 2**24
+    r = rng.integers(0, n, rows)
+    cols = rng.integers(0, n, sum(sizes))
+    starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64) if sizes else np.zeros(0, np.int64)
+    for m in (d, d.astype(np.float32)):
+        wide = m.astype(np.float64)
+        want = np.array([[wide[i, cols[a:a + k]].sum() for a, k in zip(starts, sizes)] for i in r]).reshape(rows, len(sizes))
+        got = kernels.group_sums(m, r, cols, starts)
+        assert got.dtype == np.float64 and got.shape == (rows, len(sizes))
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_group_sums_refuse_bad_indices() -> None:
+    d = np.zeros((4, 4), np.float32)
+    ok = np.array([0, 1]), np.array([1, 2, 3]), np.array([0, 1])
+    with pytest.raises(ValueError, match="rows holds 4, outside 0..3"):
+        kernels.group_sums(d, np.array([4]), ok[1], ok[2])
+    with pytest.raises(ValueError, match="cols holds -1"):
+        kernels.group_sums(d, ok[0], np.array([1, -1]), ok[2])
+    with pytest.raises(ValueError, match="starts must begin at 0"):
+        kernels.group_sums(d, ok[0], ok[1], np.array([0, 2, 1]))
+    with pytest.raises(ValueError, match="starts must begin at 0"):
+        kernels.group_sums(d, ok[0], ok[1], np.array([0, 4]))
+    with pytest.raises(ValueError, match="rows must be a 1-D array of integers"):
+        kernels.group_sums(d, np.array([0.5]), ok[1], ok[2])
+    with pytest.raises(ValueError, match="square"):
+        kernels.group_sums(np.zeros((4, 3)), *ok)
+    with pytest.raises(TypeError, match="dtype"):
+        kernels.group_sums(d.astype(np.int64), *ok)
+
+
 def test_threads_share_nothing() -> None:
     """The kernel runs without the GIL: threads clustering different matrices at once each get
     their own matrix's labels."""

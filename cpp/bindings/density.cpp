@@ -29,6 +29,36 @@ std::tuple<carray<int64_t>, int64_t> hdbscan_py(const carray<T>& D, py::ssize_t 
     return {labels, bad};
 }
 
+template <typename T>
+carray<double> group_sums_py(const carray<T>& D, const carray<int64_t>& rows, const carray<int64_t>& cols,
+                             const carray<int64_t>& starts) {
+    require_rank(D, 2, "distances");
+    const py::ssize_t n = D.shape(0);
+    require_len(D.shape(1), n, "distances columns");
+    require_rank(rows, 1, "rows");
+    require_rank(cols, 1, "cols");
+    require_rank(starts, 1, "starts");
+    const py::ssize_t r = rows.shape(0), m = cols.shape(0), g = starts.shape(0);
+    for (py::ssize_t i = 0; i < r; ++i)
+        if (rows.data()[i] < 0 || rows.data()[i] >= n) throw py::value_error("rows must be in 0..n-1");
+    for (py::ssize_t i = 0; i < m; ++i)
+        if (cols.data()[i] < 0 || cols.data()[i] >= n) throw py::value_error("cols must be in 0..n-1");
+    for (py::ssize_t k = 0; k < g; ++k) {
+        const int64_t s = starts.data()[k];
+        if (s < (k ? starts.data()[k - 1] : 0) || s > m || (k == 0 && s != 0))
+            throw py::value_error("starts must begin at 0 and not decrease, at most len(cols)");
+    }
+    carray<double> out({r, g});
+    const T* dp = D.data();
+    const int64_t *rp = rows.data(), *cp = cols.data(), *sp = starts.data();
+    double* op = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        group_sums(dp, uz(n), rp, uz(r), cp, uz(m), sp, uz(g), op);
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_density(py::module_& m) {
@@ -39,6 +69,12 @@ void bind_density(py::module_& m) {
           "negative distance (then labels are meaningless).");
     m.def("hdbscan_precomputed", &hdbscan_py<double>, py::arg("distances").noconvert(), py::arg("min_cluster_size"),
           py::arg("min_samples"));
+    m.def("group_sums", &group_sums_py<float>, py::arg("distances").noconvert(), py::arg("rows").noconvert(),
+          py::arg("cols").noconvert(), py::arg("starts").noconvert(),
+          "Sums (float64, rows x groups) of distances[row] over each group of columns: group k is "
+          "cols[starts[k]:starts[k + 1]] (the last runs to the end), added in that order.");
+    m.def("group_sums", &group_sums_py<double>, py::arg("distances").noconvert(), py::arg("rows").noconvert(),
+          py::arg("cols").noconvert(), py::arg("starts").noconvert());
 }
 
 }  // namespace engramdb::bind

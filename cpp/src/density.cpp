@@ -339,4 +339,49 @@ int64_t hdbscan_precomputed(const T* D, size_t n, size_t min_cluster_size, size_
 template int64_t hdbscan_precomputed<float>(const float*, size_t, size_t, size_t, int64_t*);
 template int64_t hdbscan_precomputed<double>(const double*, size_t, size_t, size_t, int64_t*);
 
+// One pass over each row's member columns, group by group, four rows side by side: each row's sum
+// still adds its columns in order, and the four chains of additions overlap (one alone waits on
+// each add's latency). numpy needed a gather of the rows, one of their columns, a float64 copy and
+// a reduceat over segments of a few columns each: eight times as long at 2,000 memories (issue 29).
+template <typename T>
+void group_sums(const T* D, size_t n, const int64_t* rows, size_t r, const int64_t* cols, size_t m,
+                const int64_t* starts, size_t groups, double* out) {
+    auto end_of = [&](size_t k) { return k + 1 < groups ? static_cast<size_t>(starts[k + 1]) : m; };
+    size_t i = 0;
+    for (; i + 4 <= r; i += 4) {
+        const T* r0 = D + static_cast<size_t>(rows[i]) * n;
+        const T* r1 = D + static_cast<size_t>(rows[i + 1]) * n;
+        const T* r2 = D + static_cast<size_t>(rows[i + 2]) * n;
+        const T* r3 = D + static_cast<size_t>(rows[i + 3]) * n;
+        for (size_t k = 0; k < groups; ++k) {
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (size_t c = static_cast<size_t>(starts[k]), b = end_of(k); c < b; ++c) {
+                const size_t j = static_cast<size_t>(cols[c]);
+                s0 += static_cast<double>(r0[j]);
+                s1 += static_cast<double>(r1[j]);
+                s2 += static_cast<double>(r2[j]);
+                s3 += static_cast<double>(r3[j]);
+            }
+            out[i * groups + k] = s0;
+            out[(i + 1) * groups + k] = s1;
+            out[(i + 2) * groups + k] = s2;
+            out[(i + 3) * groups + k] = s3;
+        }
+    }
+    for (; i < r; ++i) {
+        const T* row = D + static_cast<size_t>(rows[i]) * n;
+        for (size_t k = 0; k < groups; ++k) {
+            double sum = 0.0;
+            for (size_t c = static_cast<size_t>(starts[k]), b = end_of(k); c < b; ++c)
+                sum += static_cast<double>(row[static_cast<size_t>(cols[c])]);
+            out[i * groups + k] = sum;
+        }
+    }
+}
+
+template void group_sums<float>(const float*, size_t, const int64_t*, size_t, const int64_t*, size_t, const int64_t*,
+                                size_t, double*);
+template void group_sums<double>(const double*, size_t, const int64_t*, size_t, const int64_t*, size_t,
+                                 const int64_t*, size_t, double*);
+
 }  // namespace engramdb

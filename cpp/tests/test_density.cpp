@@ -99,4 +99,27 @@ TEST(hdbscan_names_the_first_bad_row) {
         }
 }
 
+TEST(group_sums_add_each_rows_group_columns_in_order) {
+    // rows 0, 2 and 1 (odd counts: four side by side, then one alone), groups {1, 2}, {}, {0, 3, 3}
+    const size_t n = 4;
+    std::vector<double> D(n * n);
+    for (size_t i = 0; i < n * n; ++i) D[i] = 0.25 * static_cast<double>(i) + 1.0 / 1024;
+    const int64_t rows[] = {0, 2, 1, 3, 2};
+    const int64_t cols[] = {1, 2, 0, 3, 3};
+    const int64_t starts[] = {0, 2, 2};
+    std::vector<double> out(5 * 3, -1.0);
+    engramdb::group_sums(D.data(), n, rows, 5, cols, 5, starts, 3, out.data());
+    for (size_t i = 0; i < 5; ++i) {
+        Scope s("row", rows[i]);
+        const double* r = D.data() + static_cast<size_t>(rows[i]) * n;
+        CHECK_EQ(out[i * 3 + 0], r[1] + r[2]);
+        CHECK_EQ(out[i * 3 + 1], 0.0);
+        CHECK_EQ(out[i * 3 + 2], (r[0] + r[3]) + r[3]);
+    }
+    const std::vector<float> F(D.begin(), D.end());
+    std::vector<double> outf(5 * 3, -1.0);
+    engramdb::group_sums(F.data(), n, rows, 5, cols, 5, starts, 3, outf.data());
+    for (size_t i = 0; i < 15; ++i) CHECK_EQ(outf[i], out[i]);  // these entries are exact in float
+}
+
 HARNESS_MAIN

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -63,6 +63,14 @@ def forced_note() -> str:
     """
     Why the ENGRAMDB_ISA override was not honoured, or ''.
     """
+@typing.overload
+def group_sums(distances: numpy.typing.NDArray[numpy.float32], rows: numpy.typing.NDArray[numpy.int64], cols: numpy.typing.NDArray[numpy.int64], starts: numpy.typing.NDArray[numpy.int64]) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    Sums (float64, rows x groups) of distances[row] over each group of columns: group k is cols[starts[k]:starts[k + 1]] (the last runs to the end), added in that order.
+    """
+@typing.overload
+def group_sums(distances: numpy.typing.NDArray[numpy.float64], rows: numpy.typing.NDArray[numpy.int64], cols: numpy.typing.NDArray[numpy.int64], starts: numpy.typing.NDArray[numpy.int64]) -> numpy.typing.NDArray[numpy.float64]:
+    ...
 def hamming_all(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing.NDArray[numpy.uint8], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.uint32]:
     """
     All Hamming distances, (nq, n) uint32.

@@ -31,4 +31,14 @@ namespace engramdb {
 template <typename T>
 int64_t hdbscan_precomputed(const T* D, size_t n, size_t min_cluster_size, size_t min_samples, int64_t* labels);
 
+// Sums of a distance matrix's entries over groups of columns, for some of its rows (C4's join:
+// each memory's distances to each topic's members). D is n x n row-major; `cols` holds m column
+// indices, group k being cols[starts[k] .. starts[k + 1]) (the last ending at m). Writes
+// out[i * groups + k] = the sum, in double, in the group's column order, of D[rows[i]][c] over its
+// columns c. Needs every index in 0..n-1 and starts non-decreasing from 0, at most m (the binding
+// checks).
+template <typename T>
+void group_sums(const T* D, size_t n, const int64_t* rows, size_t r, const int64_t* cols, size_t m,
+                const int64_t* starts, size_t groups, double* out);
+
 }  // namespace engramdb

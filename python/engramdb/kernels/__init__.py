@@ -42,7 +42,7 @@ from .centroids import (
     spherical_kmeans_loop,
 )
 from .dense import Int8Matrix, quantize_i8, rescore_keys, rescore_rows, scores, topk
-from .density import dbscan_cosine, hdbscan, silhouette_cosine
+from .density import dbscan_cosine, group_sums, hdbscan, silhouette_cosine
 from .dispatch import (
     active_isa,
     available_isas,
@@ -80,6 +80,7 @@ __all__: Sequence[str] = [
     "dbscan_cosine",
     "forced_isa",
     "forced_note",
+    "group_sums",
     "hamming_distances",
     "hamming_topk",
     "hdbscan",

@@ -40,6 +40,35 @@ def hdbscan(distances: Any, min_cluster_size: int = 5, min_samples: int | None =
     return out
 
 
+def group_sums(distances: Any, rows: Any, cols: Any, starts: Any) -> np.ndarray:
+    """Each of `rows`' sums of a square float32 or float64 distance matrix over groups of columns:
+    a float64 (len(rows), len(starts)) array whose [i, k] adds distances[rows[i], c] for c in
+    group k, `cols[starts[k]:starts[k + 1]]` (the last group runs to the end of `cols`), in that
+    order; as `np.add.reduceat(distances[rows][:, cols].astype(np.float64), starts, axis=1)`
+    for non-empty groups, an empty group's sum being 0. C4's join: each memory's distances to
+    each topic's members. Indices outside 0..n-1, or `starts` not from 0 and non-decreasing up to
+    len(cols), raise ValueError."""
+    d = v.matrix("distances", distances, (np.float32, np.float64))
+    n = d.shape[0]
+    if d.shape[1] != n:
+        raise ValueError(f"distances must be square, got shape {d.shape}")
+    arrays = []
+    for name, value in (("rows", rows), ("cols", cols), ("starts", starts)):
+        a = np.asarray(value)
+        if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+            raise ValueError(f"{name} must be a 1-D array of integers, got dtype {a.dtype} shape {a.shape}")
+        arrays.append(np.ascontiguousarray(a, np.int64))
+    r, c, s = arrays
+    for name, a in (("rows", r), ("cols", c)):
+        if a.size and (a.min() < 0 or a.max() >= n):
+            bad = a[(a < 0) | (a >= n)][0]
+            raise ValueError(f"{name} holds {int(bad)}, outside 0..{n - 1}")
+    if s.size and (s[0] != 0 or (np.diff(s) < 0).any() or s[-1] > len(c)):
+        raise ValueError(f"starts must begin at 0 and not decrease, at most len(cols) = {len(c)}, got {s.tolist()[:8]}")
+    out: np.ndarray = _core.group_sums(d, r, c, s)
+    return out
+
+
 COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once
 
 
