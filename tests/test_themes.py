@@ -1,6 +1,7 @@
 """Themes (H8, issue 29): dense groups of what memories say, each holding together and apart from
-the rest. DBSCAN at the densest of a few scales (SPEC's eps 0.15 first) that shows two themes, and
-every member at least twice as near its own theme as any other (silhouette >= 0.5).
+the rest. DBSCAN at the densest of a few scales (SPEC's eps 0.15 first) whose themes are two or
+more and hold a tenth of the memories, every member at least twice as near its own theme as any
+other (silhouette >= 0.5).
 
 bench/eval_topics_raw.py measures the same on LoCoMo's conversations, notes and document chunks."""
 
@@ -88,6 +89,26 @@ def test_the_densest_scale_with_two_themes_is_kept() -> None:
                     + [_at(a) for a in (180, 214, 248)])  # 34 degrees apart: cosine distance 0.171
     groups, _ = theme_groups(rows)
     assert sorted(m for m, _, _ in groups) == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_a_few_near_paraphrases_do_not_hide_a_larger_namespaces_themes() -> None:
+    """Two triples of near-paraphrases among 114 memories hold under a tenth of them: the scale
+    widens until the eight looser groups (pairwise cosine distances 0.17-0.28) are themes too."""
+    rng = np.random.default_rng(3)
+
+    def group(n: int, distance: float) -> np.ndarray:
+        centre = rng.standard_normal(64)
+        return centre / np.linalg.norm(centre) + np.sqrt(distance / (1 - distance) / 64) * rng.standard_normal((n, 64))
+
+    rows = np.vstack([group(3, 0.03), group(3, 0.03)] + [group(6, 0.2) for _ in range(8)]
+                     + [rng.standard_normal((60, 64))])
+    groups, _ = theme_groups(rows)
+    members = [set(m) for m, _, _ in groups]
+    assert {0, 1, 2} in members and {3, 4, 5} in members
+    for g in range(8):
+        mine = set(range(6 + 6 * g, 12 + 6 * g))
+        assert any(len(m & mine) >= 4 and m <= mine for m in members), (g, members)
+    assert all(sil >= 0.5 for _, sil, _ in groups)
 
 
 def test_themes_found_at_spec_eps_are_dbscans_clusters_with_their_silhouettes() -> None:

@@ -7,21 +7,23 @@ Three steps, with the same settings for every namespace and profile:
 2. Each member must stand apart: its silhouette (b - a) / max(a, b), a its mean cosine distance
    to the rest of its theme, b the least mean distance to another theme, is at least 0.5: it is
    at least twice as near its own theme as any other (Kaufman and Rousseeuw's "reasonable
-   structure"). Round by round, each theme lets go of its worst member while that member is under
-   0.5; a theme left with fewer than 3 members, or under confidence 0.6 (the mean cosine of its
-   members to their centroid), is dissolved (one a round, the worst: two neighbouring fragments
-   of one subject would each dissolve for the other). Members let go are in no theme and count
-   for none.
-3. The scale is the densest of SCALES, SPEC's eps 0.15 first, at which at least two themes stand
-   apart (a silhouette compares a theme with another); where none has two, the densest with one.
+   structure"). Round by round, each theme lets go of its worst members under 0.5 (a quarter of
+   them, at least one); a theme left with fewer than 3 members, or under confidence 0.6 (the mean
+   cosine of its members to their centroid), is dissolved, and of two neighbouring themes that
+   would each dissolve for the other (fragments of one subject) only the worse does in a round.
+   Members let go are in no theme and count for none.
+3. The scale is the densest of SCALES, SPEC's eps 0.15 first, at which two themes or more stand
+   apart and hold a tenth of the memories (small talk aside); where none does, the one whose
+   themes hold the most memories (the densest of equals). Two themes, because a silhouette
+   compares a theme with another; a tenth, because two groups of near-paraphrases among 2,000
+   chat turns say little of what the namespace is about.
 
 Why not SPEC's eps 0.15 alone (issue 29): it finds near-paraphrases only, which chat turns rarely
 are: no theme in any LoCoMo conversation in the default profile, themes in 3 of 10 with MiniLM.
 A wider eps alone chains groups through the turns between them (MiniLM, every conversation: mean
 silhouettes 0.30-0.63 at 0.25, 0.23-0.43 at 0.30). With steps 2 and 3 every conversation has
-themes with MiniLM, and where 0.15 already found themes (notes, document chunks) it is kept: the
-themes lost there are fragments of one subject that did not stand apart from each other
-(bench/RESULTS.md, "Themes (H8)").
+themes with MiniLM, and notes and document chunks, where 0.15 found themes, have more of them,
+as pure (bench/RESULTS.md, "Themes (H8)").
 
 A theme's silhouette is the mean of its members'. When one theme is left, b is the mean distance
 to the memories DBSCAN put in no cluster (the rest of the namespace); when there is no rest either,
@@ -32,10 +34,11 @@ Small talk (`smalltalk.SmallTalk`) is set aside first, as topics do (issue 29): 
 "Wow, that's awesome!" are each other's near duplicates, and DBSCAN chained them into one theme
 of 65-158 turns in LoCoMo's conversations; it is in no theme.
 
-Cost: one pass of n x n cosines in row blocks, as `kernels.dbscan_cosine` makes, keeping the pairs
-within the widest scale, so each scale's DBSCAN is a pass over those pairs. Step 2 works from each
-theme's summed vectors (a member's mean distance to a group is 1 - its cosine to the group's mean
-vector), so it needs no distance matrix: per round, the clustered rows times the changed sums.
+Cost: one pass of n x n cosines in row blocks, as `kernels.dbscan_cosine` makes but in float32,
+keeping the pairs within the widest scale: each scale's DBSCAN is a pass over those pairs (its
+labels are the kernel's, to float32 rounding). Step 2 works from each theme's summed vectors (a
+member's mean distance to a group is 1 - its cosine to the group's mean vector), so it needs no
+distance matrix: per round, the members times the changed sums.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import numpy as np
 
 SCALES = (0.15, 0.20, 0.25, 0.30)  # DBSCAN's eps, cosine distance: SPEC's 0.15 first
 MIN_MEMBERS, MIN_CONFIDENCE, MIN_SILHOUETTE = 3, 0.6, 0.5
+ENOUGH = 0.1  # of the memories (small talk aside) in two themes or more: the scale is dense enough
 BLOCK = 1024  # rows of cosines held at once
 
 
@@ -60,9 +64,29 @@ class Theme:
     confidence: float
 
 
+def _silhouettes(dots: np.ndarray, x: np.ndarray, code: np.ndarray, size: np.ndarray, live: np.ndarray,
+                 rest: np.ndarray, n_rest: int) -> np.ndarray:
+    """Each member's silhouette from its cosines to the themes' summed vectors (`dots`): a is
+    (size - its cosine to its own sum) / (size - 1), its own cosine 1 taken out; b the least
+    1 - cosine to another live theme's mean; with no other theme, to the rest's mean."""
+    at = np.arange(len(code))
+    a = (size[code] - dots[at, code]) / np.maximum(size[code] - 1, 1)
+    cols = np.flatnonzero(live)
+    if len(cols) >= 2:
+        other = 1.0 - dots[:, cols] / size[cols]
+        other[at, np.searchsorted(cols, code)] = np.inf
+        b = other.min(axis=1)
+    else:
+        b = 1.0 - (x @ rest) / n_rest
+    a, b = np.maximum(a, 0.0), np.maximum(b, 0.0)
+    out: np.ndarray = np.divide(b - a, np.maximum(a, b), out=np.zeros_like(a), where=np.maximum(a, b) > 0)
+    return out
+
+
 def _apart(u: np.ndarray, labels: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Step 2 on DBSCAN's `labels`: (each kept theme's rows, each row's silhouette (0 outside a
-    theme), each kept theme's confidence)."""
+    theme), each kept theme's confidence). The rounds rank members by float32 cosines (half the
+    time of float64: the products are most of the cost); the silhouettes returned are float64."""
     rows = np.flatnonzero(labels >= 0)
     sil = np.zeros(len(u))
     if not len(rows):
@@ -70,59 +94,70 @@ def _apart(u: np.ndarray, labels: np.ndarray) -> tuple[list[np.ndarray], np.ndar
     _, code = np.unique(labels[rows], return_inverse=True)
     k = int(code.max()) + 1
     x = u[rows]
-    sums = np.zeros((k, u.shape[1]))
-    np.add.at(sums, code, x)
     size = np.bincount(code, minlength=k).astype(np.float64)
+    by = np.argsort(code, kind="stable")
+    sums = np.add.reduceat(x[by], np.r_[0, np.cumsum(size[:-1])].astype(np.int64), axis=0)  # each theme has rows
     rest = u[labels < 0].sum(axis=0)  # DBSCAN's noise: what a lone theme is apart from
     n_rest = len(u) - len(rows)
-    dots = x @ sums.T  # each clustered row's cosine to every theme's summed vectors
-    alive = np.ones(len(rows), bool)
-    live = np.ones(k, bool)
-    at = np.arange(len(rows))
-    while True:
+    live = (size >= MIN_MEMBERS) & (np.linalg.norm(sums, axis=1) >= MIN_CONFIDENCE * size)
+    stay = live[code]
+    rows, code, x = rows[stay], code[stay], x[stay]
+    x32 = x.astype(np.float32)
+    dots = x32 @ sums.astype(np.float32).T  # each member's cosine to every theme's summed vectors
+    while True:  # rows, code, x, x32 and dots hold the members still in a theme, nothing else
         loose = live & ((size < MIN_MEMBERS) | (np.linalg.norm(sums, axis=1) < MIN_CONFIDENCE * size))
         if loose.any():  # too small or too spread: dissolved, its members in no theme
             live &= ~loose
-            alive &= live[code]
-        several, lone = live.sum() >= 2, live.sum() == 1 and n_rest > 0
-        s = np.zeros(len(rows))  # a theme alone in the namespace: nothing to be apart from, 0
-        if several or lone:
-            a = (size[code] - dots[at, code]) / np.maximum(size[code] - 1, 1)  # u.u = 1: itself out
-            if several:
-                other = np.where(live, 1.0 - dots / np.maximum(size, 1), np.inf)
-                other[at, code] = np.inf
-                b = other.min(axis=1)
-            else:
-                b = 1.0 - (x @ rest) / n_rest
-            a, b = np.maximum(a, 0.0), np.maximum(b, 0.0)
-            s = np.divide(b - a, np.maximum(a, b), out=np.zeros_like(a), where=np.maximum(a, b) > 0)
-        low = np.flatnonzero(alive & (s < MIN_SILHOUETTE)) if several or lone else np.zeros(0, np.int64)
+            stay = live[code]
+            rows, code, x, x32, dots = rows[stay], code[stay], x[stay], x32[stay], dots[stay]
+        several = live.sum() >= 2
+        if not (several or (live.any() and n_rest)):
+            break  # a theme alone in the namespace: nothing to be apart from (silhouette 0)
+        s = _silhouettes(dots, x, code, size, live, rest, n_rest)
+        low = np.flatnonzero(s < MIN_SILHOUETTE)
         if not len(low):
             break
         order = low[np.lexsort((low, s[low], code[low]))]  # by theme, then worst first, then row
-        worst = order[np.r_[True, code[order][1:] != code[order][:-1]]]  # each theme's worst
-        ends = size[code[worst]] <= MIN_MEMBERS  # letting go of these dissolves their theme:
-        if ends.sum() > 1:  # one a round, the worst, as neighbouring fragments of one subject
-            last = worst[ends][np.lexsort((worst[ends], s[worst[ends]]))[0]]  # each fail for the other
-            worst = np.r_[worst[~ends], last]
-        alive[worst] = False
+        first = np.r_[True, code[order][1:] != code[order][:-1]]
+        rank = np.arange(len(order)) - np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+        per = np.bincount(code[low], minlength=k)[code[order]]
+        # a quarter of each theme's members under 0.5 a round, its worst first (one at a time would
+        # take a round each along a long chain), never below MIN_MEMBERS: that is dissolving,
+        # which waits for the worse of two neighbouring fragments, as each fails for the other
+        worst = order[(rank < np.maximum(per // 4, 1)) & (rank < size[code[order]] - MIN_MEMBERS)]
+        ends = order[first & (size[code[order]] <= MIN_MEMBERS)]
+        if len(ends) and several:
+            cols = np.flatnonzero(live)
+            near = 1.0 - dots[ends][:, cols] / size[cols]
+            near[np.arange(len(ends)), np.searchsorted(cols, code[ends])] = np.inf
+            rival = cols[near.argmin(axis=1)]  # the theme each dissolving one is nearest
+            score = np.full(k, np.inf)
+            score[code[ends]] = s[ends]
+            ends = ends[(s[ends] < score[rival]) | ((s[ends] == score[rival]) & (code[ends] < rival))]
+        worst = np.r_[worst, ends].astype(np.int64)
         np.subtract.at(sums, code[worst], x[worst])
         np.subtract.at(size, code[worst], 1.0)
         touched = np.unique(code[worst])
-        dots[:, touched] = x @ sums[touched].T
-    kept = [rows[alive & (code == c)] for c in np.flatnonzero(live)]
-    sil[rows[alive]] = s[alive]
+        stay = np.ones(len(rows), bool)
+        stay[worst] = False
+        rows, code, x, x32, dots = rows[stay], code[stay], x[stay], x32[stay], dots[stay]
+        dots[:, touched] = x32 @ sums[touched].astype(np.float32).T
+    if live.sum() >= 2 or (live.any() and n_rest):
+        sil[rows] = _silhouettes(x @ sums.T, x, code, size, live, rest, n_rest)
+    kept = [rows[code == c] for c in np.flatnonzero(live)]
     conf = np.array([np.linalg.norm(sums[c]) / size[c] for c in np.flatnonzero(live)])
     return kept, sil, conf
 
 
 def _pairs(u: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, column, cosine distance) of every pair of distinct rows within `eps`, computed as
-    `kernels.dbscan_cosine` does (1 - the dot of unit rows, clipped to [0, 2], in row blocks)."""
+    `kernels.dbscan_cosine` does (1 - the dot of unit rows, clipped to [0, 2], in row blocks) but
+    in float32: this product is most of the themes' cost, and float32 halves it."""
+    v = u.astype(np.float32)
     rows, cols, dist = [], [], []
-    for start in range(0, len(u), BLOCK):
-        d = u[start:start + BLOCK] @ u.T
-        np.subtract(1.0, d, out=d)
+    for start in range(0, len(v), BLOCK):
+        d = v[start:start + BLOCK] @ v.T
+        np.subtract(np.float32(1.0), d, out=d)
         np.clip(d, 0.0, 2.0, out=d)
         r, c = np.nonzero(d <= eps)
         keep = r + start != c
@@ -175,15 +210,18 @@ def theme_groups(vectors: np.ndarray, aside: np.ndarray | None = None) -> tuple[
     if len(u) < MIN_MEMBERS:
         return [], None
     rows, cols, dist = _pairs(u, SCALES[-1])
-    found: tuple[list[np.ndarray], np.ndarray, np.ndarray] | None = None
-    for eps in SCALES:  # the densest scale with two themes; else the densest with one
+    found: tuple[list[np.ndarray], np.ndarray, np.ndarray] = ([], np.zeros(len(u)), np.zeros(0))
+    most = 0
+    for eps in SCALES:  # the densest scale whose themes say enough; else the one that says most
         near = dist <= eps
         got = _apart(u, _dbscan(len(u), rows[near], cols[near]))
-        if found is None and got[0] or len(got[0]) >= 2:
+        held = sum(len(m) for m in got[0])
+        if held > most:
+            found, most = got, held
+        if len(got[0]) >= 2 and held >= ENOUGH * len(u):
             found = got
-        if len(got[0]) >= 2:
             break
-    if found is None:
+    if not found[0]:
         return [], None
     kept, sil, conf = found
     out = [(members.tolist(), float(sil[members].mean()), float(c)) for members, c in zip(kept, conf)]
