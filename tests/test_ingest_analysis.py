@@ -164,3 +164,27 @@ def test_token_codes_and_scales_are_the_bytes_they_were() -> None:
         (q, s), (rq, rs) = quantize_tokens(x), _quantize_reference(x)
         assert q.dtype == rq.dtype and q.shape == rq.shape and q.tobytes() == rq.tobytes()
         assert s.dtype == rs.dtype and s.tobytes() == rs.tobytes()
+
+
+def _long_memory(i: int) -> str:
+    sentences = [f"Turn {i} sentence {j} talks about {topic} and the garden {i % 3}." for j, topic in
+                 enumerate(["tomatoes", "rain", "a cat", "the bus", "soup", "chess"] * 12)]
+    return " ".join(sentences)  # ~700 words: several passages each
+
+
+def test_bm25_over_passages_is_the_same_indexed_together_or_one_memory_at_a_time() -> None:
+    texts = [_long_memory(i) for i in range(6)] + ["a short turn about chess", "tomatoes in the rain"]
+    together, apart = engramdb.open(), engramdb.open()
+    try:
+        ids_t = together.add_many([{"content": t, "namespace": "n", "id": f"m{i}"} for i, t in enumerate(texts)])
+        for i, t in enumerate(texts):  # a search after each add: the index takes one new row at a time
+            apart.add_many([{"content": t, "namespace": "n", "id": f"m{i}"}])
+            apart.search("garden", namespace="n", k=3)
+        assert list(ids_t) == [f"m{i}" for i in range(len(texts))]
+        for q in ("turn 3 sentence 40 chess", "garden 2 soup", "tomatoes rain", "the bus cat"):
+            a = [(h.id, h.score) for h in together.search(q, namespace="n", k=8)]
+            b = [(h.id, h.score) for h in apart.search(q, namespace="n", k=8)]
+            assert a == b and len(a) == 8
+    finally:
+        together.close()
+        apart.close()

@@ -120,9 +120,19 @@ class StoreBm25:
         """Row -> the term rows of its passages, for the given rows longer than one passage."""
         if self.embedder is None or len(rows) == 0:
             return {}
-        emb = self.embedder
-        return {row: emb.embed([text[a:b] for a, b in spans])  # type: ignore[misc]
-                for row, spans, text in long_rows(seg, int(rows[0]), int(rows[-1]) + 1)}
+        found = long_rows(seg, int(rows[0]), int(rows[-1]) + 1)
+        if not found:
+            return {}
+        # every passage of every long row in one embed call (one pass over the batch, not a call
+        # per row); a row's passages are then its slice of the rows (a view on the same arrays)
+        sb = self.embedder.embed([text[a:b] for _, spans, text in found for a, b in spans])
+        assert isinstance(sb, SparseBatch)
+        out: dict[int, SparseBatch] = {}
+        at = 0
+        for row, spans, _ in found:
+            out[row] = SparseBatch(sb.indptr[at : at + len(spans) + 1], sb.indices, sb.weights)
+            at += len(spans)
+        return out
 
     def drop(self) -> None:
         """Forget every index (the rows they index are gone)."""
