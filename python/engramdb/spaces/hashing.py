@@ -50,6 +50,7 @@ batch (no Python call per token).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -250,7 +251,9 @@ class HashingEmbedder:
         self.dim = dim
         self.version = str(version)
         self.name = f"hashing-{dim}" if version == 1 else f"hashing2-{dim}"
-        self._content_word = _content_word_v1 if version == 1 else _content_word_v2
+        # per distinct token, cached across batches (a C-level hit instead of a Python call)
+        self._content_word = functools.lru_cache(maxsize=TABLE_WORDS)(_content_word_v1 if version == 1
+                                                                       else _content_word_v2)
         self._table = _WordTable(dim)
         self._lock = threading.Lock()
 
