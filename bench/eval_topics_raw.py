@@ -12,7 +12,9 @@ conversation:
   (stop, small-talk or discourse words), and the share of a topic's members holding each label
   word (mean over words and topics: "label words occur in most members"), and the share of a
   topic's members holding at least one label word (mean over topics);
-- `db.topics.themes(ns)`: themes and their mean silhouette.
+- `db.topics.themes(ns)`: themes, their mean silhouette (target: themes in every namespace at
+  >= 0.5 with MiniLM), the memories in a theme, and (notes, documents) the themes' purity against
+  the known grouping, as the topics'.
 
 Command: `python bench/eval_topics_raw.py [--profile default|minilm] [--json PATH] [--labels]
 [--corpus locomo|notes|docs]` (the minilm profile embeds the texts with MiniLM, cached as
@@ -41,7 +43,7 @@ from engramdb.spaces.analyzer import normalize, tokenize
 from engramdb.topics.smalltalk import SmallTalk
 
 DATA = Path("/work/shared/data/locomo10.json")
-TARGET_LARGEST, TARGET_COVERED = 0.15, 0.5
+TARGET_LARGEST, TARGET_COVERED, TARGET_SILHOUETTE = 0.15, 0.5, 0.5
 
 
 def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,7 +99,10 @@ def measure(recs: list[dict[str, Any]], names: set[str], profile: str, ns: str, 
         anyword.append(np.mean([any(w.lower() in tk for w in words) for tk in toks]))
     themes = db.topics.themes(ns, refresh=True)
     sils = [th.silhouette for th in themes]
-    purity = None
+    purity = theme_purity = None
+    if group and themes:
+        theme_purity = round(sum(max(Counter(group[m] for m in t.members).values()) for t in themes)
+                             / sum(len(t.members) for t in themes), 4)
     if group and topics:  # members in their topic's commonest group, over every member of a topic
         purity = round(sum(max(Counter(group[m] for m in t.members).values()) for t in topics)
                        / sum(t.size for t in topics), 4)
@@ -109,7 +114,33 @@ def measure(recs: list[dict[str, Any]], names: set[str], profile: str, ns: str, 
             "label_word_in_members": round(float(np.mean(holds)), 3) if holds else None,
             "members_with_a_label_word": round(float(np.mean(anyword)), 3) if anyword else None,
             "topics_ms": round(took * 1e3, 1), "themes": len(themes),
-            "theme_silhouette_mean": round(float(np.mean(sils)), 4) if sils else None, "labels": labels}
+            "theme_silhouette_mean": round(float(np.mean(sils)), 4) if sils else None,
+            "in_a_theme": sum(len(t.members) for t in themes), "theme_purity": theme_purity,
+            "theme_labels": [f"{t.label} ({len(t.members)}, {t.silhouette:.2f})" for t in themes], "labels": labels}
+
+
+def themes_cpu(runs: list[tuple[str, list[dict[str, Any]], set[str], list[str] | None]], profile: str,
+               prefixes: list[str], n: int = 2000, rounds: int = 5) -> float:
+    """Median CPU milliseconds (process time, BLAS held to one thread) of `db.topics.themes(ns,
+    refresh=True)` over the first `n` records of the runs in one namespace, after one warm-up."""
+    from threadpoolctl import threadpool_limits
+
+    db = engramdb.open(None, profile=profile)
+    recs: list[dict[str, Any]] = []
+    for (_, rs, _, _), prefix in zip(runs, prefixes):
+        if profile == "minilm":  # each run's cached rows, as measure() embeds them
+            vecs = _minilm([r["content"] for r in rs], prefix)
+            rs = [{**r, "vectors": {db.schema.main: v}} for r, v in zip(rs, vecs)]
+        recs += rs
+    db.add_many([{**r, "namespace": "cpu"} for r in recs[:n]])
+    db.topics.themes("cpu", refresh=True)
+    took = []
+    with threadpool_limits(1):
+        for _ in range(rounds):
+            t0 = time.process_time()
+            db.topics.themes("cpu", refresh=True)
+            took.append(time.process_time() - t0)
+    return round(float(np.median(took)) * 1e3, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--labels", action="store_true", help="print every topic's label")
     ap.add_argument("--corpus", choices=("locomo", "notes", "docs"), default="locomo",
                     help="LoCoMo's conversations, or bench/topic_corpora.py's notes or document chunks")
+    ap.add_argument("--themes-cpu", action="store_true",
+                    help="only the CPU of themes at 2,000 memories: LoCoMo's first 2,000 turns in one namespace, "
+                         "or the notes then the document chunks")
     args = ap.parse_args(argv)
     db = engramdb.open(None, profile=args.profile)
     if args.corpus == "locomo":
@@ -129,6 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         import topic_corpora
         recs, groups = topic_corpora.notes() if args.corpus == "notes" else topic_corpora.documents()
         runs = [(args.corpus, recs, set(), groups)]
+    if args.themes_cpu:
+        if args.corpus == "locomo":
+            prefixes = ["locomo10-raw"] * len(runs)
+        else:
+            import topic_corpora
+            runs = [("notes", *topic_corpora.notes()[:1], set(), None), ("docs", *topic_corpora.documents()[:1], set(), None)]
+            prefixes = ["topics-notes", "topics-docs"]
+        print(f"themes at 2,000 memories ({args.corpus}, {args.profile}): {themes_cpu(runs, args.profile, prefixes)} ms "
+              "CPU, one BLAS thread, median of 5")
+        return 0
     rows = {}
     for k, (ns, recs, names, groups) in enumerate(runs):
         r = rows[ns] = measure(recs, names, args.profile, ns, db, warm=k == 0, groups=groups,
@@ -138,14 +182,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['small_talk_in_topic']}, labels named {r['labels_with_name']} filler {r['labels_with_filler']}, "
               f"label word in members {r['label_word_in_members']} (a member holds one: "
               f"{r['members_with_a_label_word']}), {r['topics_ms']} ms, themes {r['themes']} "
-              f"(silhouette {r['theme_silhouette_mean']})"
+              f"(silhouette {r['theme_silhouette_mean']}, {r['in_a_theme']} memories"
+              + (f", theme purity {r['theme_purity']})" if r["theme_purity"] is not None else ")")
               + (f", purity {r['purity']} ({r['groups']} groups)" if r["groups"] else ""))
         if args.labels:
             print("   " + " | ".join(r["labels"]))
+            print("   themes: " + " | ".join(r["theme_labels"]))
     ok = all(r["largest_share"] <= TARGET_LARGEST and r["content_in_topic"] >= TARGET_COVERED
              and not r["labels_with_name"] and not r["labels_with_filler"] for r in rows.values())
     print(f"targets (largest <= 15%, content in a topic >= 50%, labels free of names and filler): "
           f"{'met' if ok else 'not met'}")
+    themed = all(r["themes"] and r["theme_silhouette_mean"] >= TARGET_SILHOUETTE for r in rows.values())
+    print(f"themes target (themes in every namespace, mean silhouette >= {TARGET_SILHOUETTE}): "
+          f"{'met' if themed else 'not met'} ({sum(bool(r['themes']) for r in rows.values())} of {len(rows)} with themes)")
     if args.json:
         args.json.write_text(json.dumps({"profile": args.profile, "conversations": rows}, indent=1))
     return 0
