@@ -155,8 +155,9 @@ class TopicVerbs:
         else:
             (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words), True
         names = self._labels([m for m, _ in groups], texts, labeler, words=words)
-        rows = [([ids[i] for i in members], conf, name, unit[members].mean(axis=0) if len(unit) else None)
-                for (members, conf), name in zip(groups, names)]
+        means = [unit[members].mean(axis=0) for members, _ in groups] if len(unit) else None
+        rows = [([ids[i] for i in members], conf, name, means[k] if means is not None else None)
+                for k, ((members, conf), name) in enumerate(zip(groups, names))]
         prev = self._previous().get(namespace, Previous())
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
         result = _merged(result, self._merges().get(namespace, {}))
@@ -172,7 +173,7 @@ class TopicVerbs:
         if full:  # increments start from the last full clustering
             if self._topic_runs is None:
                 self._topic_runs = {}
-            self._topic_runs[namespace] = _Run.of(view.epoch, ids, groups, unit, sampled)
+            self._topic_runs[namespace] = _Run.of(view.epoch, ids, groups, unit, sampled, means)
         return result
 
     def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
@@ -406,10 +407,12 @@ class _Run:
 
     @staticmethod
     def of(epoch: int, ids: list[str], groups: list[tuple[list[int], float]], unit: np.ndarray,
-           sampled: int | None) -> _Run:
+           sampled: int | None, means: list[np.ndarray] | None = None) -> _Run:
+        """The clustering of `groups` (positions in `ids` and `unit`); `means`: each group's mean
+        row of `unit`, when the caller has them (a refresh does: its topics' centroids)."""
         topics = []
-        for members, conf in groups:
-            c = unit[members].mean(axis=0)
+        for k, (members, conf) in enumerate(groups):
+            c = unit[members].mean(axis=0) if means is None else means[k]
             c = c / max(float(np.linalg.norm(c)), 1e-12)
             topics.append(([ids[i] for i in members], conf, c, float((unit[members] @ c).min())))
         return _Run(epoch, ids, topics, sampled)
