@@ -11,7 +11,9 @@ import random
 
 import engramdb
 import numpy as np
+import pytest
 from engramdb.kernels import dbscan_cosine, silhouette_cosine
+from engramdb.topics import themes
 from engramdb.topics.themes import theme_groups
 
 SUBJECTS = {"bread": "my sourdough starter loaf crust oven", "violin": "violin lesson scales bow rosin concerto",
@@ -91,24 +93,40 @@ def test_the_densest_scale_with_two_themes_is_kept() -> None:
     assert sorted(m for m, _, _ in groups) == [[0, 1, 2], [3, 4, 5]]
 
 
-def test_a_few_near_paraphrases_do_not_hide_a_larger_namespaces_themes() -> None:
-    """Two triples of near-paraphrases among 114 memories hold under a tenth of them: the scale
-    widens until the eight looser groups (pairwise cosine distances 0.17-0.28) are themes too."""
-    rng = np.random.default_rng(3)
+def _tight_and_loose(seed: int = 3) -> np.ndarray:
+    """Two triples of near-paraphrases (rows 0-5), eight looser groups of six (rows 6-53,
+    pairwise cosine distances 0.17-0.28) and 60 scattered rows."""
+    rng = np.random.default_rng(seed)
 
     def group(n: int, distance: float) -> np.ndarray:
         centre = rng.standard_normal(64)
         return centre / np.linalg.norm(centre) + np.sqrt(distance / (1 - distance) / 64) * rng.standard_normal((n, 64))
 
-    rows = np.vstack([group(3, 0.03), group(3, 0.03)] + [group(6, 0.2) for _ in range(8)]
+    return np.vstack([group(3, 0.03), group(3, 0.03)] + [group(6, 0.2) for _ in range(8)]
                      + [rng.standard_normal((60, 64))])
-    groups, _ = theme_groups(rows)
+
+
+def test_a_few_near_paraphrases_do_not_hide_a_larger_namespaces_themes() -> None:
+    """Two triples of near-paraphrases among 114 memories hold under a tenth of them: the scale
+    widens until the eight looser groups are themes too."""
+    groups, _ = theme_groups(_tight_and_loose())
     members = [set(m) for m, _, _ in groups]
     assert {0, 1, 2} in members and {3, 4, 5} in members
     for g in range(8):
         mine = set(range(6 + 6 * g, 12 + 6 * g))
         assert any(len(m & mine) >= 4 and m <= mine for m in members), (g, members)
     assert all(sil >= 0.5 for _, sil, _ in groups)
+
+
+def test_past_the_pairs_it_may_hold_the_wider_scales_are_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large dense namespace never holds every pair within the widest scale: past PAIRS_HELD,
+    the themes come from the scales whose pairs fit (here only the densest, SPEC's 0.15)."""
+    rows = _tight_and_loose()
+    assert len(theme_groups(rows)[0]) == 10
+    monkeypatch.setattr(themes, "PAIRS_HELD", 40)  # the 24 pairs within 0.15 fit, the 120 within 0.20 do not
+    labels = dbscan_cosine(rows, 0.15, 3)
+    groups, _ = theme_groups(rows)
+    assert sorted(m for m, _, _ in groups) == sorted(np.flatnonzero(labels == k).tolist() for k in set(labels.tolist()) - {-1})
 
 
 def test_themes_found_at_spec_eps_are_dbscans_clusters_with_their_silhouettes() -> None:

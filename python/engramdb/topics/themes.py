@@ -36,7 +36,8 @@ of 65-158 turns in LoCoMo's conversations; it is in no theme.
 
 Cost: one pass of n x n cosines in row blocks, as `kernels.dbscan_cosine` makes but in float32,
 keeping the pairs within the widest scale: each scale's DBSCAN is a pass over those pairs (its
-labels are the kernel's, to float32 rounding). Step 2 works from each theme's summed vectors (a
+labels are the kernel's, to float32 rounding); past PAIRS_HELD pairs the widest scales are given
+up, so memory stays bounded in a large dense namespace. Step 2 works from each theme's summed vectors (a
 member's mean distance to a group is 1 - its cosine to the group's mean vector), so it needs no
 distance matrix: per round, the members times the changed sums.
 """
@@ -52,6 +53,7 @@ SCALES = (0.15, 0.20, 0.25, 0.30)  # DBSCAN's eps, cosine distance: SPEC's 0.15 
 MIN_MEMBERS, MIN_CONFIDENCE, MIN_SILHOUETTE = 3, 0.6, 0.5
 ENOUGH = 0.1  # of the memories (small talk aside) in two themes or more: the scale is dense enough
 BLOCK = 1024  # rows of cosines held at once
+PAIRS_HELD = 20_000_000  # pairs within the widest scale held at most (12 bytes each)
 
 
 @dataclass(frozen=True)
@@ -149,22 +151,34 @@ def _apart(u: np.ndarray, labels: np.ndarray) -> tuple[list[np.ndarray], np.ndar
     return kept, sil, conf
 
 
-def _pairs(u: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, column, cosine distance) of every pair of distinct rows within `eps`, computed as
+def _pairs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(row, column, cosine distance) of every pair of distinct rows within the widest scale, and
+    how many SCALES those pairs serve: past PAIRS_HELD pairs the widest scales are given up, so a
+    large dense namespace never holds them all (the densest is kept whatever it holds). Computed as
     `kernels.dbscan_cosine` does (1 - the dot of unit rows, clipped to [0, 2], in row blocks) but
     in float32: this product is most of the themes' cost, and float32 halves it."""
     v = u.astype(np.float32)
-    rows, cols, dist = [], [], []
+    scales = len(SCALES)
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    dist: list[np.ndarray] = []
+    held = 0
     for start in range(0, len(v), BLOCK):
         d = v[start:start + BLOCK] @ v.T
         np.subtract(np.float32(1.0), d, out=d)
         np.clip(d, 0.0, 2.0, out=d)
-        r, c = np.nonzero(d <= eps)
+        r, c = np.nonzero(d <= SCALES[scales - 1])
         keep = r + start != c
-        rows.append((r[keep] + start).astype(np.int64))
-        cols.append(c[keep].astype(np.int64))
+        rows.append((r[keep] + start).astype(np.int32))
+        cols.append(c[keep].astype(np.int32))
         dist.append(d[r[keep], c[keep]])
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(dist)
+        held += len(dist[-1])
+        while held > PAIRS_HELD and scales > 1:
+            scales -= 1
+            near = [x <= SCALES[scales - 1] for x in dist]
+            rows, cols, dist = ([x[m] for x, m in zip(xs, near)] for xs in (rows, cols, dist))
+            held = sum(len(x) for x in dist)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(dist), scales
 
 
 def _dbscan(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -209,10 +223,10 @@ def theme_groups(vectors: np.ndarray, aside: np.ndarray | None = None) -> tuple[
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     if len(u) < MIN_MEMBERS:
         return [], None
-    rows, cols, dist = _pairs(u, SCALES[-1])
+    rows, cols, dist, scales = _pairs(u)
     found: tuple[list[np.ndarray], np.ndarray, np.ndarray] = ([], np.zeros(len(u)), np.zeros(0))
     most = 0
-    for eps in SCALES:  # the densest scale whose themes say enough; else the one that says most
+    for eps in SCALES[:scales]:  # the densest scale whose themes say enough; else the one that says most
         near = dist <= eps
         got = _apart(u, _dbscan(len(u), rows[near], cols[near]))
         held = sum(len(m) for m in got[0])
