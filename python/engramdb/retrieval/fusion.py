@@ -19,8 +19,9 @@ RRF_K = 60
 # SPEC H3 names vector 1.0, BM25 0.8, graph 0.6. BM25 is raised to 1.0 (lexical and semantic recall
 # weigh the same): at 0.8 with k = 60 no BM25 hit can outrank the vector's 10th, and on LoCoMo
 # conversations that cost 13 points of recall@10 (bench/RESULTS.md). "neighbours" (the turns around
-# the best hits) weighs like a method of its own.
-DEFAULT_WEIGHTS: dict[str, float] = {"vector": 1.0, "bm25": 1.0, "graph": 0.6, "neighbours": 1.0}
+# the best hits) weighs like a method of its own; "sessions" scales the hybrid's session support
+# (retrieval/session_support.py; the rank-fused strategies do not use it).
+DEFAULT_WEIGHTS: dict[str, float] = {"vector": 1.0, "bm25": 1.0, "graph": 0.6, "neighbours": 1.0, "sessions": 1.0}
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -34,6 +34,7 @@ from .neighbours import neighbour_pairs
 from .query_context import QueryContext
 from .run import Run
 from .scales import combine, lexical_ideal, lexical_scaled, semantic_scaled, stretched_ideal
+from .session_support import SESSION_SHARE, session_support
 
 LEX_DEPTH = 1_000  # BM25 candidates scored by both methods
 VEC_DEPTH = 100  # the vector index's candidates scored by both methods
@@ -63,10 +64,13 @@ def scored_recall(run: Run) -> None:
     s = _Scorer(run, failed=set(methods) - set(got))
     scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64),
                                        np.asarray(bm_parts, np.int64)))
+    share = SESSION_SHARE * float(run.w.get("sessions", 1.0))
+    if share > 0:
+        scored.support(share * session_support(ctx.view, scored.keys, scored.own))
     run.scored = scored
     # the says that ranked: the two methods' in the weighted mean, the expansions' on/off
     run.info["scales"] = s.scales()
-    run.info["weights"] = {**s.weights, **{m: float(run.w.get(m, 1.0)) for m in ("neighbours", "graph")}}
+    run.info["weights"] = {**s.weights, **{m: float(run.w.get(m, 1.0)) for m in ("neighbours", "graph", "sessions")}}
     run.sizes.update({"bm25": len(bm_keys), "vector": len(vec_keys), "candidates": len(keys)})
     run.lap("recall")
 
@@ -234,6 +238,7 @@ class _Scored:
         self.scaled = scorer.scaled(raw)
         self.own = combine(self.scaled, scorer.weights) if self.scaled else np.zeros(len(keys))
         self.final = self.own.copy()
+        self.supported = np.zeros(len(keys))  # what the candidate's session adds to its rank (session_support)
         self.expanded: dict[int, tuple[float, str, int, float]] = {}  # index -> (inherited, method, seed, share)
         self._pos = {int(k): i for i, k in enumerate(self.keys.tolist())}
         self._ranks: dict[str, np.ndarray] | None = None
@@ -248,6 +253,11 @@ class _Scored:
         """The keys of the n best that match at all."""
         return [int(self.keys[i]) for i in self.order()[:n] if self.final[i] > 0]
 
+    def support(self, extra: np.ndarray) -> None:
+        """Rank each candidate by its own score plus what its session adds (`extra`, one per key)."""
+        self.supported = np.asarray(extra, np.float64)
+        self.final = self.own + self.supported
+
     def score_of(self, key: int) -> float:
         return float(self.final[self._pos[key]])
 
@@ -261,6 +271,7 @@ class _Scored:
             self.scaled = {m: np.concatenate([self.scaled[m], more.scaled[m]]) for m in self.scaled}
             self.own = np.concatenate([self.own, more.own])
             self.final = np.concatenate([self.final, more.own])
+            self.supported = np.concatenate([self.supported, np.zeros(len(more.own))])
             self._pos = {int(k): i for i, k in enumerate(self.keys.tolist())}
             self._ranks = None  # ranks are among every candidate
         for key, (inherited, method, seed, share) in extra.items():
@@ -270,9 +281,12 @@ class _Scored:
 
     def placed_by(self, i: int) -> tuple[int | None, float | None]:
         """(the seed's key, its own score) when candidate i ranks by its share of a seed's score
-        rather than by its own match; (None, None) when its own match ranks it."""
-        if i in self.expanded and self.final[i] > self.own[i]:
-            return self.expanded[i][2], float(self.own[i])
+        rather than by its own match; (None, its own score) when its session's support raised its
+        rank; (None, None) when its own match alone ranks it."""
+        if self.final[i] > self.own[i]:
+            if i in self.expanded and self.expanded[i][0] >= self.final[i]:
+                return self.expanded[i][2], float(self.own[i])
+            return None, float(self.own[i])
         return None, None
 
     def methods(self, i: int) -> dict[str, tuple[int, float]]:
@@ -296,7 +310,7 @@ class _Scored:
         """What explain shows of one hit's score: each method's scaled score, its own score, and
         the expansion it inherited from."""
         out: dict[str, object] = {"scaled": {m: round(float(v[i]), 4) for m, v in self.scaled.items()},
-                                  "own": round(float(self.own[i]), 4)}
+                                  "own": round(float(self.own[i]), 4), "session": round(float(self.supported[i]), 4)}
         # the passage of the method that gave the memory most of its own score (C7)
         w = self.scorer.weights
         said = {m: (w.get(m, 1.0) * float(v[i]), float(self.raw[m][i])) for m, v in self.scaled.items()

@@ -172,9 +172,10 @@ def _fused_hits(run: Run) -> list[Hit]:
     for f, m in zip(fused, memories):
         factor = factors.get(f.key, 1.0)
         ranked = f.score * factor
-        # placed by a share of another hit's score: it reports its own match, and that hit
+        # placed by a share of another hit's score (it names that hit) or by its session's support:
+        # it reports its own match
         via = via_ids[f.via] if f.via is not None else None
-        score = f.own * factor if via is not None and f.own is not None else ranked
+        score = f.own * factor if f.own is not None else ranked
         why = None
         if plan.explain:
             why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": score,

@@ -1,0 +1,50 @@
+"""Session support (retrieval/session_support.py): a turn whose session says more about the query
+ranks higher; its score stays its own match, and a turn that matches nothing gets none."""
+
+from __future__ import annotations
+
+import engramdb
+import pytest
+
+QUESTION = "Which puppy did we adopt at the shelter?"
+BEAGLE, SISTER = "Biscuit is a beagle puppy, very shy.", "My sister has a puppy too."
+
+
+def _store() -> engramdb.Store:
+    db = engramdb.open(None, dedup="off")
+    # the beagle turn matches less than the sister's on its own, but its session tells the adoption
+    db.add_many([{"content": t, "namespace": "c", "session_id": "dogs", "role": r} for t, r in [
+        ("We went to the shelter on Saturday.", "user"), ("How was it?", "assistant"),
+        ("We adopted a puppy named Biscuit.", "user"), ("Lovely! What breed?", "assistant"),
+        (BEAGLE, "user")]])
+    db.add_many([{"content": t, "namespace": "c", "session_id": "work", "role": r} for t, r in [
+        ("The review went fine.", "user"), ("Good to hear.", "assistant"), (SISTER, "user"), ("Cute.", "assistant")]])
+    db.add_many([{"content": f"unrelated note number {i} about the garden", "namespace": "c"} for i in range(10)])
+    return db
+
+
+def test_a_turn_of_a_session_that_tells_the_answer_ranks_above_a_better_lone_match() -> None:
+    db = _store()
+    hits = db.search(QUESTION, namespace="c", k=6, explain=True, log=False)
+    by = {h.memory.content: h for h in hits}
+    beagle, sister = by[BEAGLE], by[SISTER]
+    assert beagle.score < sister.score  # its own match is weaker ...
+    assert hits.index(beagle) < hits.index(sister)  # ... its session lifts it
+    assert beagle.explain is not None and sister.explain is not None
+    assert beagle.explain["session"] > 0 and sister.explain["session"] == 0  # the sister's turn is alone
+    assert beagle.explain["ranked"] == pytest.approx(beagle.explain["own"] + beagle.explain["session"], abs=1e-4)
+    assert beagle.score == pytest.approx(beagle.explain["own"], abs=1e-4) and beagle.via is None
+    for h in hits:  # a turn that matches nothing is never lifted by its session
+        assert h.explain is not None
+        if h.explain["own"] == 0:
+            assert h.explain["session"] == 0
+
+
+def test_weights_turn_session_support_off() -> None:
+    db = _store()
+    on = db.search(QUESTION, namespace="c", k=6, log=False)
+    off = db.search(QUESTION, namespace="c", k=6, explain=True, log=False, weights={"sessions": 0})
+    assert [h.memory.content for h in off].index(SISTER) < [h.memory.content for h in off].index(BEAGLE)
+    assert all(h.explain is not None and h.explain["session"] == 0 for h in off)
+    scores = {h.id: h.score for h in off}
+    assert all(h.score == pytest.approx(scores[h.id]) for h in on if h.id in scores)  # the same scores
