@@ -103,7 +103,9 @@ class Reads(ABC):
         hit, a memory an edge away) RANKS by the larger of its own match and a share of its seed's,
         but its score is always its own match: when the share placed it, `hit.via` names the hit it
         came with (a turn that shares nothing with the query scores about 0, not like a match).
-        About 0.2 is a weak match, 0.5 a good one. `min_score` leaves out hits whose score is under
+        A candidate that matches on its own also ranks by a third of the best match among the other
+        candidates of its session (what a session tells is spread over its turns): for the order
+        only, its score stays its own match (explain: "session"). About 0.2 is a weak match, 0.5 a good one. `min_score` leaves out hits whose score is under
         it. The raw scores (BM25, cosine, the rank-fused score) are in `explain` ("ranked": the
         score the order used).
 
@@ -134,7 +136,8 @@ class Reads(ABC):
         memories of these memory_type values (a str is one name), and of up to 5 neighbour types of each (H6: names at
         cosine >= 0.80 in the main space, in the same DBSCAN cluster; `expand_types=False` keeps
         exactly the names given; explain shows the expansion under "types"). `weights`: per method ("vector", "bm25", "graph",
-        "neighbours", the store's space names; 0 turns one off; any other name is refused). `query_vector`: the main space's
+        "neighbours", "sessions": the hybrid's session support, the store's space names; 0 turns one off; any other name is
+        refused). `query_vector`: the main space's
         query vector when the caller already has it (the text still feeds BM25 and the other
         spaces). `recency`: apply the C3 recency factors (default on for multi_space and
         pipeline). `explain`: each hit carries why it ranked (methods, raw and scaled scores).
