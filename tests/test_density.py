@@ -167,6 +167,37 @@ def test_group_sums_equal_a_float64_numpy_sum(seed: int, n: int, rows: int, size
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), empty=st.booleans())
+def test_distance_finishing_equals_numpys_float32_arithmetic(seed: int, n: int, empty: bool) -> None:
+    """kernels.jaccard_from_overlaps and distances_from_cosines (C4's distances, in place) against
+    the same float32 steps in numpy, bit for bit, an empty term set (0 over 0) included."""
+    rng = np.random.default_rng(seed)
+    sets = [set(rng.choice(30, rng.integers(0 if empty else 1, 9), replace=False).tolist()) for _ in range(n)]
+    overlaps = np.array([[len(a & b) for b in sets] for a in sets], np.float32)
+    sizes = np.array([len(a) for a in sets], np.float32)
+    union = np.subtract(sizes[:, None], overlaps) + sizes[None, :]
+    sim = np.divide(overlaps, union, out=overlaps.copy(), where=union > 0)
+    want = np.float32(1.0) - sim
+    got = overlaps.copy()
+    kernels.jaccard_from_overlaps(got, sizes)
+    np.testing.assert_array_equal(got, want)
+    x = rng.normal(size=(n, 5)).astype(np.float32)
+    cos = (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x / np.linalg.norm(x, axis=1, keepdims=True)).T
+    cos[0, 0] = np.nan
+    got = cos.copy()
+    kernels.distances_from_cosines(got)
+    np.testing.assert_array_equal(got, np.maximum(np.float32(1.0) - cos, np.float32(0.0)))
+    with pytest.raises(TypeError, match="dtype"):
+        kernels.distances_from_cosines(cos.astype(np.float64))
+    with pytest.raises(ValueError, match="sizes must be float32"):
+        kernels.jaccard_from_overlaps(got, sizes.astype(np.float64))
+    frozen = got.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        kernels.distances_from_cosines(frozen)
+
+
 def test_group_sums_refuse_bad_indices() -> None:
     d = np.zeros((4, 4), np.float32)
     ok = np.array([0, 1]), np.array([1, 2, 3]), np.array([0, 1])

@@ -59,6 +59,25 @@ carray<double> group_sums_py(const carray<T>& D, const carray<int64_t>& rows, co
     return out;
 }
 
+void jaccard_from_overlaps_py(carray<float>& x, const carray<float>& sizes) {
+    require_rank(x, 2, "overlaps");
+    const py::ssize_t n = x.shape(0);
+    require_len(x.shape(1), n, "overlaps columns");
+    require_rank(sizes, 1, "sizes");
+    require_len(sizes.shape(0), n, "sizes");
+    float* xp = x.mutable_data();
+    const float* sp = sizes.data();
+    py::gil_scoped_release release;
+    jaccard_from_overlaps(xp, uz(n), sp);
+}
+
+void distances_from_cosines_py(carray<float>& x) {
+    float* xp = x.mutable_data();
+    const size_t count = uz(x.size());
+    py::gil_scoped_release release;
+    distances_from_cosines(xp, count);
+}
+
 }  // namespace
 
 void bind_density(py::module_& m) {
@@ -69,6 +88,10 @@ void bind_density(py::module_& m) {
           "negative distance (then labels are meaningless).");
     m.def("hdbscan_precomputed", &hdbscan_py<double>, py::arg("distances").noconvert(), py::arg("min_cluster_size"),
           py::arg("min_samples"));
+    m.def("jaccard_from_overlaps", &jaccard_from_overlaps_py, py::arg("overlaps").noconvert(), py::arg("sizes").noconvert(),
+          "In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard.");
+    m.def("distances_from_cosines", &distances_from_cosines_py, py::arg("cosines").noconvert(),
+          "In place: float32 cosines become 1 - cosine, clipped at 0.");
     m.def("group_sums", &group_sums_py<float>, py::arg("distances").noconvert(), py::arg("rows").noconvert(),
           py::arg("cols").noconvert(), py::arg("starts").noconvert(),
           "Sums (float64, rows x groups) of distances[row] over each group of columns: group k is "

@@ -339,6 +339,25 @@ int64_t hdbscan_precomputed(const T* D, size_t n, size_t min_cluster_size, size_
 template int64_t hdbscan_precomputed<float>(const float*, size_t, size_t, size_t, int64_t*);
 template int64_t hdbscan_precomputed<double>(const double*, size_t, size_t, size_t, int64_t*);
 
+void jaccard_from_overlaps(float* x, size_t n, const float* sizes) {
+    for (size_t i = 0; i < n; ++i) {
+        float* row = x + i * n;
+        const float si = sizes[i];
+        for (size_t j = 0; j < n; ++j) {
+            const float u = (si - row[j]) + sizes[j];
+            const float sim = u > 0.0f ? row[j] / u : row[j];
+            row[j] = 1.0f - sim;
+        }
+    }
+}
+
+void distances_from_cosines(float* x, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        const float d = 1.0f - x[i];
+        x[i] = d < 0.0f ? 0.0f : d;
+    }
+}
+
 // One pass over each row's member columns, group by group, four rows side by side: each row's sum
 // still adds its columns in order, and the four chains of additions overlap (one alone waits on
 // each add's latency). numpy needed a gather of the rows, one of their columns, a float64 copy and

@@ -122,4 +122,20 @@ TEST(group_sums_add_each_rows_group_columns_in_order) {
     for (size_t i = 0; i < 15; ++i) CHECK_EQ(outf[i], out[i]);  // these entries are exact in float
 }
 
+TEST(distances_from_overlaps_and_cosines) {
+    // sets of sizes 2, 3 and 0: overlaps as counted; 1 - overlap / union, 0 over 0 counting as 0
+    const float sizes[] = {2, 3, 0};
+    float x[] = {2, 1, 0, 1, 3, 0, 0, 0, 0};
+    engramdb::jaccard_from_overlaps(x, 3, sizes);
+    const float want[] = {0, 1.0f - 1.0f / 4.0f, 1, 1.0f - 1.0f / 4.0f, 0, 1, 1, 1, 1};
+    for (size_t i = 0; i < 9; ++i) CHECK_EQ(x[i], want[i]);
+    float c[] = {1.0f, 0.25f, -0.5f, 1.0000001f, std::numeric_limits<float>::quiet_NaN()};
+    engramdb::distances_from_cosines(c, 5);
+    CHECK_EQ(c[0], 0.0f);
+    CHECK_EQ(c[1], 0.75f);
+    CHECK_EQ(c[2], 1.5f);
+    CHECK_EQ(c[3], 0.0f);  // a cosine past 1 by rounding: clipped
+    CHECK(std::isnan(c[4]));
+}
+
 HARNESS_MAIN

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -55,6 +55,10 @@ def dense_topk_i8(queries: numpy.typing.NDArray[numpy.int8], matrix: numpy.typin
     """
     int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).
     """
+def distances_from_cosines(cosines: numpy.typing.NDArray[numpy.float32]) -> None:
+    """
+    In place: float32 cosines become 1 - cosine, clipped at 0.
+    """
 def forced_isa() -> str:
     """
     The ENGRAMDB_ISA override as given, or ''.
@@ -90,6 +94,10 @@ def hdbscan_precomputed(distances: numpy.typing.NDArray[numpy.float64], min_clus
 def isa() -> str:
     """
     Name of the active instruction set.
+    """
+def jaccard_from_overlaps(overlaps: numpy.typing.NDArray[numpy.float32], sizes: numpy.typing.NDArray[numpy.float32]) -> None:
+    """
+    In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard.
     """
 def jaccard_topk(query: numpy.typing.NDArray[numpy.int32], query_weights: numpy.typing.NDArray[numpy.float32] | None, indptr: numpy.typing.NDArray[numpy.int64], indices: numpy.typing.NDArray[numpy.int32], weights: numpy.typing.NDArray[numpy.float32] | None, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, full: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32] | None, int, int]:
     """

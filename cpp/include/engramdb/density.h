@@ -37,6 +37,13 @@ int64_t hdbscan_precomputed(const T* D, size_t n, size_t min_cluster_size, size_
 // out[i * groups + k] = the sum, in double, in the group's column order, of D[rows[i]][c] over its
 // columns c. Needs every index in 0..n-1 and starts non-decreasing from 0, at most m (the binding
 // checks).
+// The distances HDBSCAN reads, made in place in one pass over an n x n float32 matrix (C4; numpy
+// took a pass per operation). From term-set overlaps, 1 - Jaccard: union = (sizes[i] - x) +
+// sizes[j], x = 1 - x / union (x / union left as x, 0, where the union is 0). From cosines,
+// 1 - x clipped at 0 (a NaN stays NaN). float32 arithmetic, as numpy's on float32 arrays.
+void jaccard_from_overlaps(float* x, size_t n, const float* sizes);
+void distances_from_cosines(float* x, size_t count);
+
 template <typename T>
 void group_sums(const T* D, size_t n, const int64_t* rows, size_t r, const int64_t* cols, size_t m,
                 const int64_t* starts, size_t groups, double* out);

@@ -42,7 +42,14 @@ from .centroids import (
     spherical_kmeans_loop,
 )
 from .dense import Int8Matrix, quantize_i8, rescore_keys, rescore_rows, scores, topk
-from .density import dbscan_cosine, group_sums, hdbscan, silhouette_cosine
+from .density import (
+    dbscan_cosine,
+    distances_from_cosines,
+    group_sums,
+    hdbscan,
+    jaccard_from_overlaps,
+    silhouette_cosine,
+)
 from .dispatch import (
     active_isa,
     available_isas,
@@ -78,12 +85,14 @@ __all__: Sequence[str] = [
     "compiled_isas",
     "csr_from_sets",
     "dbscan_cosine",
+    "distances_from_cosines",
     "forced_isa",
     "forced_note",
     "group_sums",
     "hamming_distances",
     "hamming_topk",
     "hdbscan",
+    "jaccard_from_overlaps",
     "jaccard_topk",
     "kmeans_step",
     "maxsim",

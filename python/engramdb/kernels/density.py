@@ -69,6 +69,33 @@ def group_sums(distances: Any, rows: Any, cols: Any, starts: Any) -> np.ndarray:
     return out
 
 
+def _writable_square(name: str, value: Any) -> np.ndarray:
+    x = v.matrix(name, value, (np.float32,))
+    if x.shape[0] != x.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {x.shape}")
+    if not x.flags.writeable:
+        raise ValueError(f"{name} must be writable (it is changed in place)")
+    return x
+
+
+def jaccard_from_overlaps(overlaps: Any, sizes: Any) -> None:
+    """In place, in one pass: a square float32 matrix of term-set overlaps (whole numbers) of sets
+    of these `sizes` becomes 1 - Jaccard: union = (sizes[i] - overlap) + sizes[j] and the distance
+    1 - overlap / union, in float32 as numpy computes it on float32 arrays (0 overlap over 0 union
+    counts as 0 overlap). C4's lexical distances: numpy took a pass over the matrix per step."""
+    x = _writable_square("overlaps", overlaps)
+    s = np.asarray(sizes)
+    if s.dtype != np.float32 or s.shape != (x.shape[0],):
+        raise ValueError(f"sizes must be float32 of shape ({x.shape[0]},), got {s.dtype} {s.shape}")
+    _core.jaccard_from_overlaps(x, np.ascontiguousarray(s))
+
+
+def distances_from_cosines(cosines: Any) -> None:
+    """In place, in one pass: a square float32 matrix of cosines becomes 1 - cosine, clipped at 0
+    (a NaN stays NaN), in float32 as numpy computes it. C4's dense distances."""
+    _core.distances_from_cosines(_writable_square("cosines", cosines))
+
+
 COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once
 
 

@@ -36,7 +36,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..kernels import group_sums, hamming_distances, hdbscan
+from ..kernels import distances_from_cosines, group_sums, hamming_distances, hdbscan, jaccard_from_overlaps
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 
@@ -109,27 +109,15 @@ def _jaccard_distances(batch: SparseBatch) -> np.ndarray:
     if n * n * len(terms) <= DENSE_OVER_SPARSE * float(df @ df):
         m = np.zeros((n, max(len(terms), 1)), np.float32)
         m[rows, cols] = 1.0
-        inter = m @ m.T  # one BLAS call (a call per block of rows waits on BLAS's threads each time)
+        inter: np.ndarray = m @ m.T
     else:
         a, b = _group_pairs(cols, rows)
         inter = np.bincount(a * n + b, minlength=n * n).astype(np.float32).reshape(n, n)
         inter += inter.T  # each pair was counted once, as (lower row, higher row)
-    for s in range(0, n, BLOCK):  # each block of rows finished while in cache
-        _jaccard_of(inter[s:s + BLOCK], sizes[s:s + BLOCK], sizes)
+    # 1 - overlap / union in place, in one pass in the C++ core (numpy's four passes over the
+    # matrix and a fresh n x n union took 16 ms at 2,000 memories): the same float32 arithmetic
+    jaccard_from_overlaps(inter, sizes)
     return inter
-
-
-def _jaccard_of(inter: np.ndarray, row_sizes: np.ndarray, sizes: np.ndarray) -> None:
-    """1 - overlap / union, in place in a block of rows of the overlaps. Counts are whole numbers
-    in float32, exact in any order, so a block's figures are those of the whole matrix at once
-    (which took four passes over it and a fresh n x n union, out of cache)."""
-    union = np.subtract(row_sizes[:, None], inter)
-    union += sizes[None, :]
-    if len(sizes) and sizes.min() > 0:
-        np.divide(inter, union, out=inter)
-    else:  # a memory without terms: 0 overlap over 0 union is 0 (inter is 0 there)
-        np.divide(inter, union, out=inter, where=union > 0)
-    np.subtract(np.float32(1.0), inter, out=inter)
 
 
 def _token_means(batch: TokenBatch) -> np.ndarray:
@@ -155,17 +143,14 @@ def _token_means(batch: TokenBatch) -> np.ndarray:
 
 def _cosine_distances(x: np.ndarray) -> np.ndarray:
     """1 - cosine of every pair of rows, clipped at 0, in place in the product's own buffer (zero
-    rows: 1), a block of rows at a time (the two passes over a block while it is in cache)."""
+    rows: 1)."""
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     # u @ u.T is BLAS's syrk (half the products, then a mirror copy); for few dimensions the copy
     # outweighs the half saved and a plain gemm is faster (128-d at 2,000 rows: 9.2 -> 7.5 ms),
     # with the same figures (OpenBLAS adds each dot product in the same order either way)
     out: np.ndarray = u @ (np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T)
-    for s in range(0, len(out), BLOCK):
-        block = out[s:s + BLOCK]
-        np.subtract(np.float32(1.0), block, out=block)
-        np.maximum(block, np.float32(0.0), out=block)
+    distances_from_cosines(out)  # 1 - cosine, clipped at 0: one pass in the C++ core
     return out
 
 
