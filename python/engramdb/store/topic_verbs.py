@@ -20,6 +20,7 @@ import numpy as np
 
 from ..model import checks
 from ..model.memory import Memory
+from ..spaces.protocol import Embedding
 from ..spaces.query import embed_query
 from ..storage.view import View
 from ..topics import clustering
@@ -141,8 +142,8 @@ class TopicVerbs:
             return kept[1]
         locs = view.current_locs(namespace)
         ids = view.ids_at(locs)  # no Memory objects: 100K of them cost seconds
-        unit = _unit(np.asarray(view.vectors_at(self._db.schema.main, locs), np.float64).reshape(len(locs), -1)) \
-            if locs else np.zeros((0, 1))
+        main = view.vectors_at(self._db.schema.main, locs) if locs else None
+        unit = _unit(np.asarray(main, np.float64).reshape(len(locs), -1)) if locs else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         texts = texts_of(view, locs)
         chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
@@ -153,7 +154,7 @@ class TopicVerbs:
                 len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
             groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
         else:
-            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words), True
+            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words, main), True
         names = self._labels([m for m, _ in groups], texts, labeler, words=words)
         means = [unit[members].mean(axis=0) for members, _ in groups] if len(unit) else None
         rows = [([ids[i] for i in members], conf, name, means[k] if means is not None else None)
@@ -177,19 +178,25 @@ class TopicVerbs:
         return result
 
     def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
-                 unit: np.ndarray, aside: np.ndarray,
-                 words: DistinctiveTerms | None = None) -> tuple[list[tuple[list[int], float]], int | None]:
+                 unit: np.ndarray, aside: np.ndarray, words: DistinctiveTerms | None = None,
+                 main: Embedding | None = None) -> tuple[list[tuple[list[int], float]], int | None]:
         """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
         agreement; the memories outside the sample join by the centroid rule. The memories
-        `aside` (small talk) are in none."""
+        `aside` (small talk) are in none. `main`: the main space's vectors of `locs`, already
+        read (not read again)."""
         pick = np.flatnonzero(~aside).tolist()
         sampled = None
         if len(pick) > SAMPLE:
             pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
             sampled = SAMPLE
         sub = [locs[i] for i in pick]
-        found = clustering.topics_capped([(self._db.schema[name], view.vectors_at(name, sub))
-                                          for name in self.spaces()],
+
+        def vectors(name: str) -> Embedding:
+            if name == self._db.schema.main and isinstance(main, np.ndarray):
+                return main if len(pick) == len(locs) else main[pick]
+            return view.vectors_at(name, sub)
+
+        found = clustering.topics_capped([(self._db.schema[name], vectors(name)) for name in self.spaces()],
                                          terms=words.rows(pick) if words is not None else None) if sub else []
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:
