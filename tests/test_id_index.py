@@ -93,3 +93,38 @@ def test_extending_over_many_segments_at_once_answers_as_row_by_row(seed: int) -
             for mid in set(history) | {"absent"}:
                 assert ix.lookup(mid, rows) == want.get(mid)
         assert all(mid in ix for mid in latest) and "absent" not in ix
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 3, 7, 8_192]))
+def test_a_probe_answers_as_the_whole_index(seed: int, run: int) -> None:
+    """Before anything builds the index, lookups probe per-run dicts (runs of `run` keys, crossing
+    segment ends, a segment holding several): each id's newest key below any number of rows,
+    rewritten ids and ids repeated within one run included, and after the whole index is built."""
+    import engramdb.storage.ids as ids_mod
+
+    rng = random.Random(seed)
+    history: list[str] = []
+    segments: list[_Segment] = []
+    bases = [0]
+    for step in range(rng.randint(0, 8)):
+        n = rng.randint(0, 20)
+        ids = [f"m{rng.randint(0, 25)}" if rng.random() < 0.5 else f"new-{step}-{i}" for i in range(n)]
+        segments.append(_Segment(ids))
+        history += ids
+        bases.append(bases[-1] + n)
+    b = np.array(bases, np.int64)
+    saved, ids_mod.PROBE_RUN = ids_mod.PROBE_RUN, run
+    try:
+        ix = IdIndex()
+        for rows in [rng.randint(0, len(history)) for _ in range(3)] + [len(history)]:
+            want, _ = _reference(history, rows)
+            for mid in set(history) | {"absent"}:
+                assert ix.probe(segments, b, rows, mid) == want.get(mid), (rows, mid)
+        assert ix.rows == 0  # probing indexed nothing
+        ix.extend(segments, b, len(history))
+        want, _ = _reference(history, len(history))
+        for mid in set(history) | {"absent"}:
+            assert ix.lookup(mid, len(history)) == want.get(mid) == ix.probe(segments, b, len(history), mid)
+    finally:
+        ids_mod.PROBE_RUN = saved
