@@ -80,3 +80,25 @@ def test_per_segment_masks_and_arrays(view: View) -> None:
         assert view.row_array(si, "learned_at").tolist() == view.column_at("learned_at", rows).tolist()
         assert len(view.vectors(si, "dense")) == n
     assert len(view.committed_segments) == view.committed == 3  # closing checkpointed the WAL
+
+
+def test_session_keys_group_turns_by_session_across_segments(tmp_path: Path) -> None:
+    db = engramdb.open(tmp_path / "mem", schema=toy_schema(), embedders=toy_embedders())
+    for part in range(3):  # sessions "long" and "mid" span segment files, "p<n>" lives in one
+        db.add_many([{"content": f"part {part} row {i}", "namespace": "a",
+                      "session_id": ["long", f"p{part}", "mid" if part else None][i % 3]} for i in range(6)])
+        if part < 2:
+            db.admin.checkpoint()
+    db.close()
+    view = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning()).view
+    locs = [loc for _, loc in view.current()]
+    assert len({si for si, _ in locs}) == 3
+    mems = [view.memory_at(*loc) for loc in locs]
+    got = view.session_keys_at(view.keys(locs)).tolist()
+    for m, key in zip(mems, got):
+        assert (key == 0) == (m.session_id is None)
+    for a, ka in zip(mems, got):  # equal keys exactly for equal sessions, in any segment
+        for b, kb in zip(mems, got):
+            if a.session_id is not None and b.session_id is not None:
+                assert (ka == kb) == (a.session_id == b.session_id)
+    assert view.session_keys_at(np.empty(0, np.int64)).tolist() == []

@@ -29,35 +29,26 @@ def session_support(view: View, keys: np.ndarray, own: np.ndarray) -> np.ndarray
     other candidates of its session; 0 for the others (no session, alone in it among the
     candidates, or no match of its own: a session never lifts a turn that says nothing of the
     query, which would bring its every turn along)."""
-    n = len(keys)
-    out = np.zeros(n)
-    if n < 2:
+    out = np.zeros(len(keys))
+    if len(keys) < 2:
         return out
-    seg, row = view.locate(keys)
-    group = np.full(n, -1, np.int64)
-    ids: dict[str, int] = {}
-    for si in np.unique(seg).tolist():
-        at = np.flatnonzero(seg == si)
-        codes, names, _ = view.segments[si].turns()
-        c = np.asarray(codes)[row[at]]
-        for code in np.unique(c[c >= 0]).tolist():
-            group[at[c == code]] = ids.setdefault(names[code], len(ids))
-    has = np.flatnonzero(group >= 0)
+    own = np.asarray(own, np.float64)
+    sessions = view.session_keys_at(keys)
+    has = np.flatnonzero((sessions != 0) & (own > 0))
     if len(has) < 2:
         return out
-    g, s = group[has], np.asarray(own, np.float64)[has]
+    _, group = np.unique(sessions[has], return_inverse=True)
+    g, s = group.reshape(-1), own[has]
     order = np.lexsort((-s, g))  # by session, best first within one
     gs = g[order]
     first = np.ones(len(order), bool)
     first[1:] = gs[1:] != gs[:-1]
     second = np.zeros(len(order), bool)
     second[1:] = first[:-1] & ~first[1:]
-    best = np.zeros(len(ids))
-    runner = np.zeros(len(ids))
+    best, runner = np.zeros(int(g.max()) + 1), np.zeros(int(g.max()) + 1)
     best[gs[first]] = s[order[first]]
     runner[gs[second]] = s[order[second]]
     is_best = np.zeros(len(has), bool)
     is_best[order[first]] = True
-    out[has] = np.where(is_best, runner[g], best[g])
-    out[np.asarray(own) <= 0] = 0.0
+    out[has] = np.where(is_best, runner[g], best[g])  # the best of the others
     return out

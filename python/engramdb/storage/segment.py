@@ -64,6 +64,7 @@ class Segment:
     _records: pa.Table | None = field(init=False, default=None)
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
+    _session_keys: np.ndarray | None = field(init=False, default=None)
     memo: dict[int, Memory] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
 
@@ -148,6 +149,17 @@ class Segment:
             seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
             self._turns = (codes, enc.dictionary.to_pylist(), seq)
         return self._turns
+
+    def session_keys(self) -> np.ndarray:
+        """One int64 per row: its session's name hashed (Python's str hash: equal names give equal
+        keys in every segment of this process, so turns group by session across segments without a
+        dictionary of names per search); 0 where the row has no session, and a name whose hash is 0
+        takes 1."""
+        if self._session_keys is None:
+            codes, names, _ = self.turns()
+            by_code = np.array([hash(n) or 1 for n in names] + [0], np.int64)
+            self._session_keys = by_code[codes]  # code -1 (no session) takes the last: 0
+        return self._session_keys
 
     def memory_at(self, row: int) -> Memory:
         """The Memory of one row, read once and then kept (see remember). Each call returns its

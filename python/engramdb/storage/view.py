@@ -124,9 +124,6 @@ class View:
 
     def key_of(self, id: str) -> int | None:
         """The key of a memory's newest row in this view (forgotten or not), or None."""
-        ids = self.ids
-        if ids.rows == 0:  # nothing indexed yet (a new process's first reads): probe (storage/ids.py)
-            return ids.probe(self.segments, self.bases, self.rows, id)
         return self._ids().lookup(id, self.rows)
 
     def loc_of(self, id: str) -> Loc | None:
