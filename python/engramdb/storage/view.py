@@ -124,6 +124,9 @@ class View:
 
     def key_of(self, id: str) -> int | None:
         """The key of a memory's newest row in this view (forgotten or not), or None."""
+        ids = self.ids
+        if ids.rows == 0:  # nothing indexed yet (a new process's first reads): probe (storage/ids.py)
+            return ids.probe(self.segments, self.bases, self.rows, id)
         return self._ids().lookup(id, self.rows)
 
     def loc_of(self, id: str) -> Loc | None:
@@ -293,6 +296,19 @@ class View:
         codes, names, seq = self.segments[loc[0]].turns()
         code = int(codes[loc[1]])
         return (names[code] if code >= 0 else None), int(seq[loc[1]])
+
+    def session_keys_at(self, keys: np.ndarray) -> np.ndarray:
+        """One int64 per global row key: its session (equal for the turns of one session in any
+        segment of this snapshot, 0 for a row without one; see `Segment.session_keys`)."""
+        keys = np.asarray(keys, np.int64)
+        out = np.zeros(len(keys), np.int64)
+        if not len(keys):
+            return out
+        seg, row = self.locate(keys)
+        for si in np.unique(seg).tolist():
+            at = seg == si
+            out[at] = self.segments[si].session_keys()[row[at]]
+        return out
 
     def session_keys_at(self, keys: np.ndarray) -> np.ndarray:
         """One int64 per global row key: its session (equal for the turns of one session in any
