@@ -310,19 +310,6 @@ class View:
             out[at] = self.segments[si].session_keys()[row[at]]
         return out
 
-    def session_keys_at(self, keys: np.ndarray) -> np.ndarray:
-        """One int64 per global row key: its session (equal for the turns of one session in any
-        segment of this snapshot, 0 for a row without one; see `Segment.session_keys`)."""
-        keys = np.asarray(keys, np.int64)
-        out = np.zeros(len(keys), np.int64)
-        if not len(keys):
-            return out
-        seg, row = self.locate(keys)
-        for si in np.unique(seg).tolist():
-            at = seg == si
-            out[at] = self.segments[si].session_keys()[row[at]]
-        return out
-
     def column_at(self, name: str, locs: Sequence[Loc]) -> np.ndarray:
         """One per-row array of these rows, in order: "learned_at", "valid_from", "valid_until",
         "sys_end" (int64 microseconds), "seq" (int64, -1 when none) or "forgotten" (bool)."""
