@@ -142,3 +142,10 @@ def test_the_cli_reads_now(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "engramdb", "search", "cake", "--path", path, "--namespace", "u",
                           "--now", "last tuesday"], check=False, capture_output=True, text=True)
     assert bad.returncode != 0 and "--now" in bad.stderr
+
+
+def test_a_long_query_is_read_only_at_its_start_and_many_dates_merge() -> None:
+    assert windows("x " * 5_000 + "in June 2023", NOW_US) == []
+    many = windows(" ".join(f"on May {d % 28 + 1}, 2023" for d in range(300)), NOW_US)
+    assert len(many) == 1  # 28 days of May, each widened: one range
+    assert all(a < b for a, b in many)

@@ -15,7 +15,8 @@ What it reads, case-insensitive, English:
 - relative to `now` (the caller's `search(now=...)`, else the clock): `today`, `yesterday`,
   `this/last week`, `this/last weekend`, `this/last month`, `this/last year`,
   `last Friday`, `N days/weeks/months/years ago` (N a number or one..twelve, "a", "an").
-A date without a year is the latest such date that is not after `now`.
+A date without a year is the latest such date that is not after `now`. Only the first
+`MAX_CHARS` characters are read.
 
 Each period is widened by `GRACE_BEFORE` before it and by its own length (at most `GRACE_AFTER`)
 after it: what happened in a period is often told in the days after it ("Last week I went
@@ -29,11 +30,16 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 
-__all__ = ["windows"]
+import numpy as np
+
+__all__ = ["windows", "within"]
 
 DAY_US = 86_400 * 1_000_000
 GRACE_BEFORE = DAY_US  # time zones: a day said in one is the day before in UTC
 GRACE_AFTER = 7 * DAY_US
+# A question names its dates in its first sentences; a long query (a pasted document) is read no
+# further, so its cost stays bounded (a megabyte of "2023 2023 ..." took 3.5 s to read whole).
+MAX_CHARS = 2_000
 
 _MONTHS = {name: i for i, name in enumerate(calendar.month_name) if name} | \
     {name: i for i, name in enumerate(calendar.month_abbr) if name} | {"Sept": 9}
@@ -59,15 +65,15 @@ _LAST_WEEKDAY = re.compile(rf"\b(?:last|on|this\s+past)\s+(?P<wd>{'|'.join(_WEEK
 
 def windows(text: str, now_us: int) -> list[tuple[int, int]]:
     """The (start, end) microsecond ranges, grace included, of the periods `text` names (see
-    the module docstring); [] when it names none. A period outside the calendar (before year 1,
+    the module docstring), sorted and merged where they overlap; [] when it names none. A period outside the calendar (before year 1,
     after 9999: "3000 years ago") is left out."""
-    low = text.lower()
+    low = text[:MAX_CHARS].lower()
     now = datetime.fromtimestamp(now_us / 1e6, timezone.utc).date()
     spans: list[tuple[date, date]] = []
-    taken: list[tuple[int, int]] = []  # character spans already read, so "May 3, 2023" is not also "2023"
+    taken = bytearray(len(low))  # characters already read, so "May 3, 2023" is not also "2023"
 
     def read(m: re.Match[str], span: Callable[[re.Match[str]], tuple[date, date] | None], mark: bool = True) -> None:
-        if any(m.start() < b and a < m.end() for a, b in taken):
+        if any(taken[m.start():m.end()]):
             return
         try:
             got = span(m)
@@ -76,7 +82,7 @@ def windows(text: str, now_us: int) -> list[tuple[int, int]]:
         if got is not None:
             spans.append(got)
             if mark:
-                taken.append(m.span())
+                taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
 
     for m in _ISO.finditer(low):
         read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
@@ -95,11 +101,26 @@ def windows(text: str, now_us: int) -> list[tuple[int, int]]:
         read(m, lambda m: _relative(now, m["word"] or m["which"], m["unit"]), False)
     for m in _LAST_WEEKDAY.finditer(low):
         read(m, lambda m: _one(now - timedelta(days=(now.weekday() - _WEEKDAYS[m["wd"]]) % 7 or 7)), False)
-    out = []
-    for first, last in spans:
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(set(spans)):  # merged where they overlap: a query naming many dates stays cheap
         a, b = _us(first), _us(last) + DAY_US  # the last day whole
-        out.append((a - GRACE_BEFORE, b + min(GRACE_AFTER, b - a)))
+        a, b = a - GRACE_BEFORE, b + min(GRACE_AFTER, b - a)
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
     return out
+
+
+def within(times_us: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """One bool per time: does it fall in one of `spans` (as `windows` returns them: sorted, apart)?"""
+    t = np.asarray(times_us, np.int64)
+    if not spans:
+        return np.zeros(len(t), bool)
+    starts = np.array([a for a, _ in spans], np.int64)
+    ends = np.array([b for _, b in spans], np.int64)
+    i = np.searchsorted(starts, t, side="right") - 1
+    return (i >= 0) & (t < ends[np.maximum(i, 0)])
 
 
 def _one(day: date | None) -> tuple[date, date] | None:

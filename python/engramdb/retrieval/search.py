@@ -23,7 +23,7 @@ from ..spaces.passages import MIN_CHARS, passages
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
 from ..storage.view import View
-from .dates import windows
+from .dates import windows, within
 from .dense_method import dense_found
 from .fusion import RRF_K, Fused
 from .plan import SearchPlan
@@ -156,11 +156,12 @@ def _fused_hits(run: Run) -> list[Hit]:
     spans = windows(run.query, ctx.now_us) if isinstance(run.query, str) and fused else []
     if plan.recency or spans:
         t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
-        valid_from = view.column_at("valid_from", [f.key for f in fused]).tolist()
-        for f, since in zip(fused, valid_from):
+        valid_from = view.column_at("valid_from", [f.key for f in fused])
+        named = within(valid_from, spans)
+        for f, since, then in zip(fused, valid_from.tolist(), named.tolist()):
             if plan.recency:
                 factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
-            if any(a <= since < b for a, b in spans):
+            if then:
                 dated[f.key] = DATE_BOOST
         fused = sorted(fused, key=lambda f: -f.score * factors.get(f.key, 1.0) * dated.get(f.key, 1.0))
     fused = fused[: plan.k]
