@@ -4,6 +4,7 @@ text-by-text path stored: the same terms, the same vectors bit for bit, the same
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import engramdb
 import numpy as np
@@ -13,6 +14,7 @@ from engramdb.spaces.analyzer import Analyzer, analysis_scope, tokenize, tokeniz
 from engramdb.spaces.hashing import HashingEmbedder
 from engramdb.spaces.lexical_space import LexicalEmbedder
 from engramdb.spaces.passages import SPACE_CODEPOINTS, passages
+from engramdb.spaces.protocol import SparseBatch
 from engramdb.spaces.token_space import TokenEmbedder
 from engramdb.storage.vectors import quantize_tokens
 from hypothesis import given, settings
@@ -83,8 +85,8 @@ def test_batch_analysis_gives_what_text_by_text_analysis_gives(texts: list[str])
         assert batch.tobytes() == alone.tobytes()
     tok = TokenEmbedder(dim=16).embed(texts)
     for r, text in enumerate(texts):
-        one = TokenEmbedder(dim=16).embed([text])
-        assert tok.tokens[tok.offsets[r]:tok.offsets[r + 1]].tobytes() == one.tokens.tobytes()
+        alone_tok = TokenEmbedder(dim=16).embed([text])
+        assert tok.tokens[tok.offsets[r]:tok.offsets[r + 1]].tobytes() == alone_tok.tokens.tobytes()
 
 
 def test_a_stop_word_only_text_keeps_its_words_in_the_hashing_space_only_by_itself() -> None:
@@ -188,3 +190,29 @@ def test_bm25_over_passages_is_the_same_indexed_together_or_one_memory_at_a_time
     finally:
         together.close()
         apart.close()
+
+
+class _CountingLexical(LexicalEmbedder):
+    """The lexical space's embedder, counting its calls."""
+
+    calls = 0
+
+    def embed(self, texts: Sequence[str]) -> SparseBatch:
+        type(self).calls += 1
+        return super().embed(texts)
+
+
+def test_the_bm25_index_analyses_a_syncs_long_memories_in_one_call() -> None:
+    base = engramdb.open()
+    embedders = {**base.embedders, "lexical": _CountingLexical()}
+    base.close()
+    db = engramdb.open(embedders=embedders)
+    try:
+        db.add_many([{"content": _long_memory(i), "namespace": "n"} for i in range(6)])
+        _CountingLexical.calls = 0
+        hits = db.search("garden 2 soup", namespace="n", k=3)  # the first search builds the BM25 index
+        assert len(hits) == 3
+        # the query's terms, and every long memory's passages at once (a call per memory before: 7)
+        assert _CountingLexical.calls <= 2
+    finally:
+        db.close()
