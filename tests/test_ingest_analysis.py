@@ -3,8 +3,10 @@ text-by-text path stored: the same terms, the same vectors bit for bit, the same
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import engramdb
 import numpy as np
@@ -14,7 +16,8 @@ from engramdb.spaces.analyzer import Analyzer, analysis_scope, tokenize, tokeniz
 from engramdb.spaces.hashing import HashingEmbedder
 from engramdb.spaces.lexical_space import LexicalEmbedder
 from engramdb.spaces.passages import SPACE_CODEPOINTS, passages
-from engramdb.spaces.protocol import SparseBatch
+from engramdb.spaces.protocol import Embedding, SparseBatch
+from engramdb.spaces.schema import Schema, Space
 from engramdb.spaces.token_space import TokenEmbedder
 from engramdb.storage.vectors import quantize_tokens
 from hypothesis import given, settings
@@ -214,5 +217,28 @@ def test_the_bm25_index_analyses_a_syncs_long_memories_in_one_call() -> None:
         assert len(hits) == 3
         # the query's terms, and every long memory's passages at once (a call per memory before: 7)
         assert _CountingLexical.calls <= 2
+    finally:
+        db.close()
+
+
+class _CountingSpace(Space):
+    """A space counting how often a batch is checked against it."""
+
+    checks = 0
+
+    def check(self, value: Any, n: int) -> Embedding:
+        type(self).checks += 1
+        return super().check(value, n)
+
+
+def test_each_space_checks_a_new_batch_once() -> None:
+    db = engramdb.open()
+    try:
+        schema = Schema([_CountingSpace(**dataclasses.asdict(s)) for s in db.schema], main=db.schema.main)
+        texts = ["I don't like the running cats", "what is it", "soup in the rain"]
+        _CountingSpace.checks = 0
+        got = vectors_for(schema, db.embedders, texts, [{}] * len(texts), Tuning())
+        assert list(got) == list(schema.spaces) and all(len(v) == len(texts) for v in got.values())
+        assert _CountingSpace.checks == len(schema.spaces)  # twice each before: every token read again
     finally:
         db.close()
