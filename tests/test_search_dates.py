@@ -149,3 +149,30 @@ def test_a_long_query_is_read_only_at_its_start_and_many_dates_merge() -> None:
     many = windows(" ".join(f"on May {d % 28 + 1}, 2023" for d in range(300)), NOW_US)
     assert len(many) == 1  # 28 days of May, each widened: one range
     assert all(a < b for a, b in many)
+
+
+# ------------------------------------------------------------------ under attack (bench/RELIABILITY.md)
+def test_now_at_the_last_microsecond_of_the_calendar_reads_its_dates() -> None:
+    """The last instant a datetime holds: its day is read exactly (a float of its seconds rounded
+    up into year 10000, a raw ValueError naming no argument)."""
+    last = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+    db = engramdb.open()
+    db.add("I baked a lemon cake.", namespace="u", valid_from=datetime(9999, 12, 30, 12, tzinfo=UTC))
+    db.add("I baked a mocha cake, a lemon one too.", namespace="u", valid_from=datetime(9999, 6, 1, tzinfo=UTC))
+    hits = db.search("What cake did I bake yesterday?", namespace="u", k=2, now=last, as_of=last, log=False,
+                     explain=True)
+    assert [h.explain is not None and h.explain["dated"] for h in hits] == [True, False]
+    day = 86_400 * 1_000_000
+    start = (date(9999, 12, 30) - date(1970, 1, 1)).days * day  # the day, a day of grace before and after
+    assert windows("yesterday", 253_402_300_799_999_999) == [(start - day, start + 2 * day)]
+
+
+@pytest.mark.parametrize(("now", "expected"), [
+    (datetime(2023, 10, 20, tzinfo=UTC), date(2020, 2, 29)),  # not 2023-02-28: that is not a February 29
+    (datetime(2024, 2, 28, tzinfo=UTC), date(2020, 2, 29)),
+    (datetime(2024, 2, 29, tzinfo=UTC), date(2024, 2, 29)),
+    (datetime(2100, 3, 1, tzinfo=UTC), date(2096, 2, 29)),  # 2100 is not a leap year
+])
+def test_february_29_without_a_year_is_the_latest_february_29(now: datetime, expected: date) -> None:
+    assert _days("What did we do on February 29?", int(now.timestamp() * 1_000_000)) == [(expected, expected)]
+    assert _days("the 29th of Feb", int(now.timestamp() * 1_000_000)) == [(expected, expected)]

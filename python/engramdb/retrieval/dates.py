@@ -28,7 +28,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 
 import numpy as np
 
@@ -68,7 +68,9 @@ def windows(text: str, now_us: int) -> list[tuple[int, int]]:
     the module docstring), sorted and merged where they overlap; [] when it names none. A period outside the calendar (before year 1,
     after 9999: "3000 years ago") is left out."""
     low = text[:MAX_CHARS].lower()
-    now = datetime.fromtimestamp(now_us / 1e6, timezone.utc).date()
+    # the day by integer arithmetic: a float of the seconds rounds the calendar's last microsecond
+    # up into year 10000, which no date holds
+    now = _EPOCH_DAY + timedelta(days=now_us // DAY_US)
     spans: list[tuple[date, date]] = []
     taken = bytearray(len(low))  # characters already read, so "May 3, 2023" is not also "2023"
 
@@ -141,7 +143,9 @@ def _day(year: str | None, month: int, day: int, now: date) -> date | None:
     if year is not None:
         return date(int(year), month, day)
     y = _latest_year(month, day, now)
-    return date(y, month, min(day, calendar.monthrange(y, month)[1]))
+    while day > calendar.monthrange(y, month)[1]:  # February 29: the latest leap year's (8 years back at most)
+        y -= 1
+    return date(y, month, day)
 
 
 def _latest_year(month: int, day: int, now: date) -> int:
@@ -191,5 +195,8 @@ def _relative(now: date, which: str, unit: str | None) -> tuple[date, date]:
     return date(now.year - back, 1, 1), date(now.year - back, 12, 31)
 
 
+_EPOCH_DAY = date(1970, 1, 1)
+
+
 def _us(day: date) -> int:
-    return int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()) * 1_000_000
+    return (day - _EPOCH_DAY).days * DAY_US
