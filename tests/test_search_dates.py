@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -176,3 +177,19 @@ def test_now_at_the_last_microsecond_of_the_calendar_reads_its_dates() -> None:
 def test_february_29_without_a_year_is_the_latest_february_29(now: datetime, expected: date) -> None:
     assert _days("What did we do on February 29?", int(now.timestamp() * 1_000_000)) == [(expected, expected)]
     assert _days("the 29th of Feb", int(now.timestamp() * 1_000_000)) == [(expected, expected)]
+
+
+def test_a_kept_search_is_not_reused_once_the_day_it_read_its_dates_on_has_passed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept (cached) search reads "yesterday" on the day it ran; ten seconds later, past
+    midnight, "yesterday" is another day and the kept answer's order is stale."""
+    db = engramdb.open()
+    db.add("I baked a mocha cake.", namespace="u", valid_from=datetime(2023, 10, 10, 12, tzinfo=UTC))
+    db.add("I baked a lemon cake.", namespace="u", valid_from=datetime(2023, 10, 17, 12, tzinfo=UTC))
+    query = "What cake did I bake yesterday?"
+    before, after = datetime(2023, 10, 19, 23, 59, 55, tzinfo=UTC), datetime(2023, 10, 20, 0, 0, 5, tzinfo=UTC)
+    expected = {t: [h.id for h in db.search(query, namespace="u", k=2, now=t, log=False)] for t in (before, after)}
+    assert expected[before] != expected[after]  # the day names another window
+    for t in (before, after):  # the store's own clock at t, no `now`: each search reads the clock's day
+        monkeypatch.setattr(time, "time_ns", lambda t=t: int(t.timestamp()) * 1_000_000_000)
+        assert [h.id for h in db.search(query, namespace="u", k=2, log=False)] == expected[t], t

@@ -199,6 +199,8 @@ class Reads(ABC):
             if key is not None:  # kept as copies (the caller may edit what it was given) until "now" moves
                 # past the namespace's next validity boundary (a memory that starts or stops holding)
                 until = now_us + CACHE_SECONDS * 1_000_000  # recency factors age with the clock
+                if plan.now_us is None:  # "yesterday", "in June" were read on the clock's day (UTC)
+                    until = min(until, (now_us // _DAY_US + 1) * _DAY_US)
                 # as plain tuples, which the garbage collector stops tracking: 256 searches'
                 # Hit and Memory objects made its full collections tens of ms (a search's p95 x 1.3)
                 kept = tuple((h.id, h.score, h.archived, h.passage, h.via, h.memory.kept()) for h in hits)
@@ -235,6 +237,7 @@ class Reads(ABC):
 
 
 CACHE_SECONDS = 60  # the longest a cached answer is reused
+_DAY_US = 86_400 * 1_000_000
 _VIEW_SERIALS = itertools.count()  # a number per snapshot a search cache has seen (thread-safe in CPython)
 
 
