@@ -193,3 +193,16 @@ def test_a_kept_search_is_not_reused_once_the_day_it_read_its_dates_on_has_passe
     for t in (before, after):  # the store's own clock at t, no `now`: each search reads the clock's day
         monkeypatch.setattr(time, "time_ns", lambda t=t: int(t.timestamp()) * 1_000_000_000)
         assert [h.id for h in db.search(query, namespace="u", k=2, log=False)] == expected[t], t
+
+
+def test_last_month_name_said_in_that_month_is_the_year_before() -> None:
+    """"last June" said on June 20 is the June a year back (the current one is "this June")."""
+    june = int(datetime(2023, 6, 20, tzinfo=UTC).timestamp() * 1_000_000)
+    assert _days("What did we plant last June?", june) == [(date(2022, 6, 1), date(2022, 6, 30))]
+    assert _days("What did we plant in June?", june) == [(date(2023, 6, 1), date(2023, 6, 30))]
+    assert _days("What did we plant last May?", june) == [(date(2023, 5, 1), date(2023, 5, 31))]
+
+
+@pytest.mark.parametrize("text", ["Which of the 2 may help?", "the 1 may be wrong", "all 3 may come"])
+def test_may_the_verb_after_a_number_is_no_date(text: str) -> None:
+    assert windows(text, NOW_US) == []

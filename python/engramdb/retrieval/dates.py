@@ -10,7 +10,8 @@ store's history, changes no membership, only an order among candidates already f
 What it reads, case-insensitive, English:
 - a day: ISO `2023-05-03`; `May 3, 2023`, `May 3rd`, `3 May 2023`, `the 3rd of May`;
 - a month: `May 2023`, `in May`, `last May` (a month name needs a day, a year or a preposition
-  before it: "may" is also a verb, "this may help"), `early/mid/late June` as the whole month;
+  before it: "may" is also a verb, "this may help"; a bare number before "may" is no day, "the 2
+  may help"), `early/mid/late June` as the whole month; `last June` said in June is a year back;
 - a year: `in 2023`, `2023` (1900-2099);
 - relative to `now` (the caller's `search(now=...)`, else the clock): `today`, `yesterday`,
   `this/last week`, `this/last weekend`, `this/last month`, `this/last year`,
@@ -53,9 +54,10 @@ _YEAR = r"(?P<{}>(?:19|20)\d\d)"
 _DAY = r"(?P<{}>[0-3]?\d)(?:st|nd|rd|th)?"
 _ISO = re.compile(r"\b(?P<y>(?:19|20)\d\d)[-/](?P<m>[01]?\d)[-/](?P<d>[0-3]?\d)\b")
 _MONTH_DAY = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?\s+{_DAY.format('d')}\b(?:,?\s+{_YEAR.format('y')}\b)?")
-_DAY_MONTH = re.compile(rf"\b(?:the\s+)?{_DAY.format('d')}\s+(?:of\s+)?(?P<mon>{_MONTH_RE})\b\.?(?:,?\s+{_YEAR.format('y')}\b)?")
+_DAY_MONTH = re.compile(rf"\b(?:the\s+)?(?P<d>[0-3]?\d)(?P<th>st|nd|rd|th)?\s+(?P<of>of\s+)?(?P<mon>{_MONTH_RE})\b\.?"
+                        rf"(?:,?\s+{_YEAR.format('y')}\b)?")
 _MONTH_YEAR = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?,?\s+(?:of\s+)?{_YEAR.format('y')}\b")
-_IN_MONTH = re.compile(rf"\b(?:in|on|during|since|until|through|by|early|mid|late|last)[\s-]+"
+_IN_MONTH = re.compile(rf"\b(?P<pre>in|on|during|since|until|through|by|early|mid|late|last)[\s-]+"
                        rf"(?P<mon>{_MONTH_RE})\b")
 _YEAR_ALONE = re.compile(r"\b(?P<y>(?:19|20)\d\d)\b")
 _AGO = re.compile(rf"\b(?P<n>\d{{1,3}}|{_NUMBER_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
@@ -88,13 +90,16 @@ def windows(text: str, now_us: int) -> list[tuple[int, int]]:
 
     for m in _ISO.finditer(low):
         read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
-    for pattern in (_MONTH_DAY, _DAY_MONTH):
-        for m in pattern.finditer(low):
+    for m in _MONTH_DAY.finditer(low):
+        read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
+    for m in _DAY_MONTH.finditer(low):
+        # "the 2 may help" is the verb: a day before "may" needs "of", an ordinal or a year to be May
+        if m["mon"] != "may" or m["th"] or m["of"] or m["y"]:
             read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
     for m in _MONTH_YEAR.finditer(low):
         read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
     for m in _IN_MONTH.finditer(low):
-        read(m, lambda m: _month(_latest_year(_MONTHS[_title(m["mon"])], 1, now), _MONTHS[_title(m["mon"])]))
+        read(m, lambda m: _named_month(_MONTHS[_title(m["mon"])], m["pre"] == "last", now))
     for m in _YEAR_ALONE.finditer(low):
         read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))
     for m in _AGO.finditer(low):
@@ -131,6 +136,13 @@ def _one(day: date | None) -> tuple[date, date] | None:
 
 def _month(year: int, month: int) -> tuple[date, date]:
     return date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _named_month(month: int, last: bool, now: date) -> tuple[date, date]:
+    """A month named without a year: the latest that has begun by `now`; "last June" said in June
+    is the year before's (this one is "this June")."""
+    year = now.year if (month < now.month or (month == now.month and not last)) else now.year - 1
+    return _month(year, month)
 
 
 def _title(name: str) -> str:
