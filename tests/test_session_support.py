@@ -48,3 +48,14 @@ def test_weights_turn_session_support_off() -> None:
     assert all(h.explain is not None and h.explain["session"] == 0 for h in off)
     scores = {h.id: h.score for h in off}
     assert all(h.score == pytest.approx(scores[h.id]) for h in on if h.id in scores)  # the same scores
+
+
+# ------------------------------------------------------------------ under attack (bench/RELIABILITY.md)
+def test_a_small_elo_weight_keeps_the_order_session_support_gave() -> None:
+    """`elo_weight` blends ELO into the order; with every memory unrated (equal ELO) a small
+    weight must leave the relevance order as it was, not re-sort by the own scores (which threw
+    away the session support, the dates named and the expansions' places)."""
+    db = _store()
+    plain = [h.id for h in db.search(QUESTION, namespace="c", k=6, log=False)]
+    blended = [h.id for h in db.search(QUESTION, namespace="c", k=6, log=False, elo_weight=0.01)]
+    assert blended == plain

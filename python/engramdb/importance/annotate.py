@@ -3,8 +3,8 @@
 Every hit carries its memory's ELO (decayed to now) and tier; the order stays the relevance order
 (the echo-chamber rule: a popular memory must not bury a relevant one). Two opt-ins:
 
-- `elo_weight` w in (0, 1]: hits are re-ranked by (1 - w) x score + w x the ELO on [0, 1] (800 ->
-  0, 1600 -> 1) over a deeper candidate list, then cut to k;
+- `elo_weight` w in (0, 1]: hits are re-ranked by (1 - w) x relevance (see `by_elo`) + w x the
+  ELO on [0, 1] (800 -> 0, 1600 -> 1) over a deeper candidate list, then cut to k;
 - `explore` share s in (0, 1): round(s x k) of the k places (at least one) go to candidates
   below the relevance cut, picked by Thompson sampling over their feedback: each draws from
   Beta(1 + used, 1 + shown - used) and the highest draws win, so a memory rarely shown (a wide
@@ -34,12 +34,21 @@ def annotated(hits: list[Hit], ratings: Ratings, now_us: int) -> list[Hit]:
 
 
 def by_elo(hits: list[Hit], weight: float) -> list[Hit]:
-    """Annotated hits re-ranked by (1 - weight) x score + weight x scaled ELO (stable on ties)."""
-    def blended(h: Hit) -> float:
-        scaled = min(1.0, max(0.0, ((h.elo or FLOOR) - FLOOR) / ELO_SPAN))
-        return (1.0 - weight) * h.score + weight * scaled
+    """Annotated hits (in relevance order) re-ranked by (1 - weight) x relevance + weight x scaled
+    ELO (stable on ties). A hit's relevance is the best score among it and the hits below it: its
+    score where the order is the scores', and at least its place where the search ranked it above
+    its own match (its session's support, a date the query names, the hit a neighbour came with:
+    each hit's score stays its own match), so equal ELOs leave the relevance order as it was."""
+    relevance, best = [0.0] * len(hits), float("-inf")
+    for i in range(len(hits) - 1, -1, -1):
+        best = max(best, hits[i].score)
+        relevance[i] = best
 
-    return sorted(hits, key=lambda h: -blended(h))
+    def blended(i: int) -> float:
+        scaled = min(1.0, max(0.0, ((hits[i].elo or FLOOR) - FLOOR) / ELO_SPAN))
+        return (1.0 - weight) * relevance[i] + weight * scaled
+
+    return [hits[i] for i in sorted(range(len(hits)), key=lambda i: -blended(i))]
 
 
 def explored(hits: list[Hit], k: int, share: float, ratings: Ratings, rng: random.Random) -> list[Hit]:
