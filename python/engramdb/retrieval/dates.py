@@ -5,7 +5,9 @@ A question that names a time ("What did I buy in March?", "What did Sam say on 1
 periods it names, and the search ranks the memories that started to hold in one of them
 (`valid_from`: the day a turn was said, when the caller gives each turn its session's date) a
 little higher (retrieval/search.py). It never filters: a date it misreads, or one outside the
-store's history, changes no membership, only an order among candidates already found.
+store's history, changes no membership, only an order among candidates already found. The
+strategies that read the query's words read its dates (hybrid, bm25, rrf, multi_space,
+pipeline); a dense one (dense_only, exact, tree, hnsw) orders by its space's similarity alone.
 
 What it reads, case-insensitive, English:
 - a day: ISO `2023-05-03`; `May 3, 2023`, `May 3rd`, `3 May 2023`, `the 3rd of May`;
