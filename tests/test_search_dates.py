@@ -207,3 +207,24 @@ def test_last_month_name_said_in_that_month_is_the_year_before() -> None:
 @pytest.mark.parametrize("text", ["Which of the 2 may help?", "the 1 may be wrong", "all 3 may come"])
 def test_may_the_verb_after_a_number_is_no_date(text: str) -> None:
     assert windows(text, NOW_US) == []
+
+
+def test_a_search_as_of_a_past_time_reads_its_dates_and_ages_there_unless_now_says_otherwise() -> None:
+    """`as_of` without `now`: the question is asked then ("yesterday" is the day before it, as
+    the recency ages already were); `now` given: both are read against it."""
+    db = engramdb.open()
+    db.add("I baked a lemon cake.", namespace="u", valid_from=datetime(2023, 6, 12, tzinfo=UTC))
+    db.add("I baked a mocha cake.", namespace="u", valid_from=datetime(2023, 6, 2, tzinfo=UTC))
+    query = "What cake did I bake yesterday?"
+    hits = db.search(query, namespace="u", k=2, as_of=datetime(2023, 6, 13, 9, tzinfo=UTC), log=False, explain=True)
+    assert [h.explain is not None and h.explain["dated"] for h in hits] == [True, False]
+    assert "lemon" in hits[0].memory.content
+    later = datetime(2023, 6, 3, 9, tzinfo=UTC)
+    hits = db.search(query, namespace="u", k=2, as_of=datetime(2023, 6, 13, 9, tzinfo=UTC), now=later, log=False,
+                     explain=True, strategy="multi_space", recency=True)
+    assert "mocha" in hits[0].memory.content and hits[0].explain is not None and hits[0].explain["dated"]
+    # the recency ages are read at `now` too: the mocha cake is a day old then (1.1 of the top
+    # 1.3), the lemon one not yet made (a future memory counts as new); as of June 13 they were
+    # 1.1 and 1.0
+    assert {h.memory.content: h.explain["recency"] for h in hits if h.explain is not None} == pytest.approx(
+        {"I baked a lemon cake.": 1.0, "I baked a mocha cake.": 1.1 / 1.3})

@@ -153,9 +153,11 @@ def _fused_hits(run: Run) -> list[Hit]:
              for f in run.fused] if rrf_max else run.fused
     factors: dict[tuple[int, int], float] = {}
     dated: dict[tuple[int, int], float] = {}  # a date the query names: ranks only (the score is the match's)
-    spans = windows(run.query, ctx.now_us) if isinstance(run.query, str) and fused else []
+    # when the question is asked: the caller's `now`, else the time the store is seen as of, else
+    # the clock; dates the query names and recency ages are both read at it
+    t_ref = plan.now_us if plan.now_us is not None else plan.as_of_us if plan.as_of_us is not None else ctx.now_us
+    spans = windows(run.query, t_ref) if isinstance(run.query, str) and fused else []
     if plan.recency or spans:
-        t_ref = plan.as_of_us if plan.as_of_us is not None else ctx.now_us
         valid_from = view.column_at("valid_from", [f.key for f in fused])
         named = within(valid_from, spans)
         for f, since, then in zip(fused, valid_from.tolist(), named.tolist()):

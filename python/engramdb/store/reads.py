@@ -131,8 +131,8 @@ class Reads(ABC):
         retrieval/dates.py) rank the memories that started to hold then (`valid_from`) a little
         higher, for the order only: each hit's score stays its own match, and nothing is left out.
         `now` (an aware datetime): when the question is asked, the clock "last week", "yesterday"
-        and a date without a year are read against, and recency ages (default: the clock). It is
-        not a filter: to see the store as it was then, pass `as_of` too. `types`: only
+        and a date without a year are read against, and recency ages (default: `as_of` when given,
+        else the clock). It is not a filter: to see the store as it was then, pass `as_of` too. `types`: only
         memories of these memory_type values (a str is one name), and of up to 5 neighbour types of each (H6: names at
         cosine >= 0.80 in the main space, in the same DBSCAN cluster; `expand_types=False` keeps
         exactly the names given; explain shows the expansion under "types"). `weights`: per method ("vector", "bm25", "graph",
