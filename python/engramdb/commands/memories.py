@@ -125,7 +125,7 @@ def _build_search(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--as-of", help="what was true then: ISO time with a zone")
     sp.add_argument("--known-at", help="what the store knew then: ISO time with a zone")
     sp.add_argument("--now", help="when the question is asked (\"last week\", \"in June\" are read against it): "
-                                  "ISO time with a zone; default the clock")
+                                  "ISO time with a zone; default --as-of when given, else the clock")
     sp.add_argument("--strategy", choices=STRATEGIES,
                     help="default hybrid: keywords and meaning on one [0, 1] scale, then the neighbouring turns "
                          "and linked memories of the best; dense_only/exact/tree/hnsw: meaning alone (also the "
