@@ -358,11 +358,13 @@ def _holder(ids: Mapping[str, str | Sequence[str]]) -> dict[tuple[str, str], str
 
 
 def run_strategy(db: Any, ids: Mapping[str, str | Sequence[str]], questions: Sequence[QuestionLike], strategy: str,
-                 query_vectors: np.ndarray | None, words: Mapping[str, int] | None = None) -> StrategyResult:
+                 query_vectors: np.ndarray | None, words: Mapping[str, int] | None = None,
+                 weights: Mapping[str, float] | None = None) -> StrategyResult:
     """Search every question (k = 10) with `strategy` ("default": no strategy argument); each question's
     relevant set is its distinct evidence memories (`ids`: memory id -> the dia_id(s) it holds). Skipped
     with the reason if search refuses the strategy. `words` (memory id -> its words) adds each
-    question's length ratio (`StrategyResult.length_ratios`)."""
+    question's length ratio (`StrategyResult.length_ratios`). `weights` is passed to every search
+    (an ablation: e.g. {"sessions": 0})."""
     res = StrategyResult(strategy)
     holder = _holder(ids)
     mean_words: dict[str, float] = {}
@@ -378,6 +380,8 @@ def run_strategy(db: Any, ids: Mapping[str, str | Sequence[str]], questions: Seq
             kw["strategy"] = base
         if stages is not None:
             kw["stages"] = stages
+        if weights:
+            kw["weights"] = dict(weights)
         if query_vectors is not None:
             kw["query_vector"] = query_vectors[qi]
         t0 = time.perf_counter()

@@ -369,7 +369,7 @@ def takes_query_vector(db: Any) -> bool:
 def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *,
              view: str | _views.View = "turns", prefix: bool = True, seq: str = "auto",
              use_query_vectors: bool = True, on_disk: bool = False, infer_edges: bool = False,
-             baseline: StrategyResult | None = None) -> ProfileResult:
+             baseline: StrategyResult | None = None, weights: dict[str, float] | None = None) -> ProfileResult:
     """Build one profile's store of one view of `ds` and run every strategy on its questions."""
     v = _views.build_view(view, ds.turns, prefix) if isinstance(view, str) else view
     vectors = minilm_view_vectors(data, v, prefix) if profile == "minilm" else None
@@ -393,7 +393,7 @@ def evaluate(data: Path, ds: Dataset, profile: str, strategies: Sequence[str], *
                                 ("cached MiniLM" if vectors is not None else "embedded by the store") + edges,
                                 qvecs is not None, view=v.name, seq=seq, baseline=baseline)
             for s in strategies:
-                out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs, v.words()))
+                out.strategies.append(run_strategy(db, ids, ds.questions, s, qvecs, v.words(), weights))
         finally:
             db.close()
     return out
@@ -574,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--on-disk", action="store_true", help="store in a temporary folder instead of in memory")
     ap.add_argument("--infer-edges", action="store_true",
                     help="run the built-in edge inference (H2) on every conversation before searching")
+    ap.add_argument("--weights", type=json.loads, default=None, metavar="JSON",
+                    help='an ablation: weights passed to every search, e.g. \'{"sessions": 0}\'')
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="write every number here")
     args = ap.parse_args(argv)
 
@@ -610,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         for profile in profiles:
             pr = evaluate(args.data, ds, profile, strategies, view=view, prefix=args.prefix, seq=args.seq,
                           use_query_vectors=args.query_vectors == "auto", on_disk=args.on_disk,
-                          infer_edges=args.infer_edges, baseline=base)
+                          infer_edges=args.infer_edges, baseline=base, weights=args.weights)
             results.append(pr)
             print()
             print(format_table(pr), flush=True)
