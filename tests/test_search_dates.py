@@ -228,3 +228,24 @@ def test_a_search_as_of_a_past_time_reads_its_dates_and_ages_there_unless_now_sa
     # 1.1 and 1.0
     assert {h.memory.content: h.explain["recency"] for h in hits if h.explain is not None} == pytest.approx(
         {"I baked a lemon cake.": 1.0, "I baked a mocha cake.": 1.1 / 1.3})
+
+
+def test_context_reads_the_dates_against_now(tmp_path: Path) -> None:
+    path = str(tmp_path / "store")
+    flavours = ["mocha", "carrot", "banana", "walnut", "orange", "ginger", "cherry", "almond", "coffee", "apple",
+                "plum", "pear"]
+    with engramdb.open(path) as db:
+        db.add("I baked a lemon cake.", namespace="u", valid_from=datetime(2023, 6, 12, tzinfo=UTC))
+        for i, f in enumerate(flavours):  # as good a match each, all in September
+            db.add(f"I baked a {f} cake.", namespace="u", valid_from=datetime(2023, 9, 1 + i, tzinfo=UTC))
+        held = {}
+        for now in (datetime(2023, 7, 3, tzinfo=UTC), datetime(2023, 10, 3, tzinfo=UTC)):
+            ctx = db.context("What cake did I bake last month?", namespace="u", max_tokens=50, now=now, log=False)
+            held[now.month] = "lemon" in ctx.text
+        assert held == {7: True, 10: False}  # a tight budget keeps what was said in the month named
+        with pytest.raises(ValueError, match="now"):
+            db.context("cake", namespace="u", now="2023-07-03", log=False)  # type: ignore[arg-type]
+    out = subprocess.run([sys.executable, "-m", "engramdb", "context", "What cake did I bake last month?", "--path",
+                          path, "--namespace", "u", "--max-tokens", "50", "--now", "2023-07-03T00:00:00+00:00",
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    assert "lemon" in json.loads(out)["text"]

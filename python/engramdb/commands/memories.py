@@ -192,16 +192,18 @@ def _build_context(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-tokens", type=int, default=1000, help="the token budget (default 1000)")
     sp.add_argument("--session-id", help="the current conversation (its recent turns are taken into account)")
     sp.add_argument("--as-of", help="what was true then: ISO time with a zone")
+    sp.add_argument("--now", help="when the question is asked (\"last week\", \"in June\" are read against it): "
+                                  "ISO time with a zone; default --as-of, else the clock")
     sp.add_argument("--tokenizer", default=None, help="cl100k_base (default when installed), o200k_base or estimate")
 
 
 def _context(args: argparse.Namespace) -> int:
     from ..store import open as open_store
 
-    as_of = time_option(args.as_of, "--as-of")
+    as_of, now = time_option(args.as_of, "--as-of"), time_option(args.now, "--now")
     with open_store(args.path, read_only=True) as db:
         block = db.context(args.query, namespace=args.namespace, max_tokens=args.max_tokens,
-                           session_id=args.session_id, as_of=as_of, tokenizer=args.tokenizer, log=False)
+                           session_id=args.session_id, as_of=as_of, tokenizer=args.tokenizer, log=False, now=now)
         if args.json:
             emit({"text": block.text, "items": [dataclasses.asdict(i) for i in block.items], "stats": block.stats})
             return 0

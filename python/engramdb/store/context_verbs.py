@@ -44,7 +44,7 @@ class ContextAssembly:
     def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
                 as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
                 navigate: bool = True, edge_budget: int = EDGE_BUDGET, step_budget: int = STEP_BUDGET,
-                latency_ms: float = LATENCY_MS) -> Context:
+                latency_ms: float = LATENCY_MS, now: datetime | None = None) -> Context:
         """`Store.context`."""
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
             raise ValueError(f"max_tokens must be an int >= 50, got {max_tokens!r}")
@@ -62,7 +62,7 @@ class ContextAssembly:
         t0 = time.perf_counter()
         before = self._db._view()  # the search's snapshot is this one or a later one
         hits = self._db.search(query, namespace=namespace, k=asm.candidates(max_tokens), as_of=as_of,
-                           session_id=session_id, log=log)
+                               session_id=session_id, log=log, now=now)
         t1 = time.perf_counter()
         req = asm.Request(query, namespace, max_tokens, count, tok_name, session_id, as_of, navigate, edge_budget,
                           step_budget, float(latency_ms))

@@ -379,7 +379,7 @@ class Store(Reads):
     def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
                 as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
                 navigate: bool = True, edge_budget: int = EDGE_BUDGET, step_budget: int = STEP_BUDGET,
-                latency_ms: float = LATENCY_MS) -> Context:
+                latency_ms: float = LATENCY_MS, now: datetime | None = None) -> Context:
         """The best memories for a prompt under `max_tokens` (C6): a `Context` with `.text` (the
         block a person would paste: sections in priority order, one line a memory with who said
         it, a session's turns under one line with its date, a fact that no longer holds marked
@@ -392,13 +392,14 @@ class Store(Reads):
         found and queued).
         `tokenizer`: "cl100k_base" (the default when bpe-openai is installed:
         `engramdb[tokens]`), "o200k_base", "estimate", or any callable text -> token count.
-        `as_of`: the facts true then (those that ended since marked as such). `navigate`: walk the
+        `as_of`: the facts true then (those that ended since marked as such). `now`: when the
+        question is asked, as in `search` (the dates it names are read against it). `navigate`: walk the
         links from the hits (typed edges, neighbouring turns: K1) within `edge_budget` links read
         and `step_budget` hops; `latency_ms`: the time a context should take (a soft budget: its
         dual shrinks the walk's budgets when calls overrun it). The topics are the ones last
         computed (`topics()`), never computed here. `log=False` neither logs the search nor the
         injection, nor queues curiosity items."""
-        return self._context.context(query, namespace=namespace, max_tokens=max_tokens, session_id=session_id, as_of=as_of, tokenizer=tokenizer, log=log, navigate=navigate, edge_budget=edge_budget, step_budget=step_budget, latency_ms=latency_ms)
+        return self._context.context(query, namespace=namespace, max_tokens=max_tokens, session_id=session_id, as_of=as_of, tokenizer=tokenizer, log=log, navigate=navigate, edge_budget=edge_budget, step_budget=step_budget, latency_ms=latency_ms, now=now)
 
     def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
         """Record which hits of a logged search the caller used (`query_id`: the search's
