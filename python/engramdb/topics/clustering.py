@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
@@ -40,6 +41,7 @@ import numpy as np
 from ..kernels import distances_from_cosines, group_sums, hamming_distances, hdbscan, jaccard_from_overlaps
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
+from .scratch import POOL, Lease
 
 MIN_CLUSTER = 3
 JOIN = 0.9  # a memory in no topic joins its nearest when nearer to it than 0.9 of its mean distance to all
@@ -49,7 +51,6 @@ SPEC_THRESHOLD, SPEC_MAXIMUM = 2.5, 8.5
 # Term overlaps by a dense product when its n^2 x terms multiply-adds cost less than this many
 # times the sum of df^2 pairs counted otherwise (BLAS runs each a few hundred times faster).
 DENSE_OVER_SPARSE = 200.0
-BLOCK = 128  # rows of an n x n matrix worked on at once (a block's rows stay in cache)
 GEMM_DIMS = 192  # cosines of vectors of at most this many dimensions by gemm, not syrk (`_cosine_distances`)
 
 
@@ -80,27 +81,31 @@ def threshold(weights: Sequence[float]) -> float:
     return max(sum(ws) * SPEC_THRESHOLD / SPEC_MAXIMUM, ws[0] + ws[-1])
 
 
-def distances(space: Space, vectors: Embedding) -> np.ndarray:
-    """The pairwise distance matrix of one space's vectors (float32, symmetric, zero diagonal)."""
+def distances(space: Space, vectors: Embedding, out: np.ndarray | None = None) -> np.ndarray:
+    """The pairwise distance matrix of one space's vectors (float32, symmetric, zero diagonal);
+    written into `out` (n x n float32, C-contiguous, its contents ignored) when given."""
+    n = len(vectors)
+    if out is not None and (out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous float32 ({n}, {n}) matrix, got {out.dtype} {out.shape}")
     if isinstance(vectors, SparseBatch):
-        d = _jaccard_distances(vectors)
+        d = _jaccard_distances(vectors, out)
     elif isinstance(vectors, TokenBatch):
-        d = _cosine_distances(_token_means(vectors))
+        d = _cosine_distances(_token_means(vectors), out)
     elif space.kind == "binary":
         codes = np.ascontiguousarray(vectors, np.uint8)  # a binary space's dim is whole bytes
-        d = hamming_distances(codes, codes).astype(np.float32) / np.float32(space.dim)
+        d = np.divide(hamming_distances(codes, codes).astype(np.float32), np.float32(space.dim), out=out)
     else:
-        d = _cosine_distances(np.asarray(vectors, np.float32))
+        d = _cosine_distances(np.asarray(vectors, np.float32), out)
     # Each construction is symmetric as computed (u @ u.T is one BLAS syrk; the overlap and Hamming
     # formulas treat i, j alike), so no (d + d.T) / 2 pass over the matrix is needed; and none is
     # negative (the cosines' are clipped at 0 as they are made; 1 - Jaccard and Hamming fractions
     # are in [0, 1]), so no clipping pass either.
-    out: np.ndarray = np.ascontiguousarray(d, np.float32)
-    np.fill_diagonal(out, 0.0)
-    return out
+    made: np.ndarray = np.ascontiguousarray(d, np.float32)
+    np.fill_diagonal(made, 0.0)
+    return made
 
 
-def _jaccard_distances(batch: SparseBatch) -> np.ndarray:
+def _jaccard_distances(batch: SparseBatch, out: np.ndarray | None = None) -> np.ndarray:
     """1 - Jaccard of every pair of term sets. The overlaps come from a dense product when few
     terms are widely shared (cheaper per pair), else from the pairs each term's rows make."""
     n = len(batch)
@@ -111,10 +116,13 @@ def _jaccard_distances(batch: SparseBatch) -> np.ndarray:
     if n * n * len(terms) <= DENSE_OVER_SPARSE * float(df @ df):
         m = np.zeros((n, max(len(terms), 1)), np.float32)
         m[rows, cols] = 1.0
-        inter: np.ndarray = m @ m.T
+        # gemm for few terms, as for few dimensions in `_cosine_distances` (60 terms at 2,000 notes:
+        # 6.6 -> 3.9 ms); the overlaps are whole numbers, exact in any order of additions
+        inter: np.ndarray = np.matmul(m, np.ascontiguousarray(m.T) if m.shape[1] <= GEMM_DIMS else m.T, out=out)
     else:
         a, b = _group_pairs(cols, rows)
-        inter = np.bincount(a * n + b, minlength=n * n).astype(np.float32).reshape(n, n)
+        inter = np.empty((n, n), np.float32) if out is None else out
+        np.copyto(inter, np.bincount(a * n + b, minlength=n * n).reshape(n, n), casting="unsafe")
         inter += inter.T  # each pair was counted once, as (lower row, higher row)
     # 1 - overlap / union in place, in one pass in the C++ core (numpy's four passes over the
     # matrix and a fresh n x n union took 16 ms at 2,000 memories): the same float32 arithmetic
@@ -143,17 +151,17 @@ def _token_means(batch: TokenBatch) -> np.ndarray:
     return out
 
 
-def _cosine_distances(x: np.ndarray) -> np.ndarray:
-    """1 - cosine of every pair of rows, clipped at 0, in place in the product's own buffer (zero
-    rows: 1)."""
+def _cosine_distances(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 - cosine of every pair of rows, clipped at 0, in place in the product's own buffer (`out`
+    when given; zero rows: 1)."""
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     # u @ u.T is BLAS's syrk (half the products, then a mirror copy); for few dimensions the copy
     # outweighs the half saved and a plain gemm is faster (128-d at 2,000 rows: 9.2 -> 7.5 ms),
     # with the same figures (OpenBLAS adds each dot product in the same order either way)
-    out: np.ndarray = u @ (np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T)
-    distances_from_cosines(out)  # 1 - cosine, clipped at 0: one pass in the C++ core
-    return out
+    d: np.ndarray = np.matmul(u, np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T, out=out)
+    distances_from_cosines(d)  # 1 - cosine, clipped at 0: one pass in the C++ core
+    return d
 
 
 def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
@@ -162,11 +170,12 @@ def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
 
 
 def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None = None,
-                   kept: list[np.ndarray] | None = None) -> list[SpaceClusters]:
+                   kept: list[np.ndarray] | None = None, lease: Lease | None = None) -> list[SpaceClusters]:
     """`cluster` of every (space, vectors) pair, in the given order. While one space's HDBSCAN
     runs on a worker thread (the kernel releases the GIL), the next space's distances are computed
     (their matrix products already use every core). With `most`, each space's clusters of more
-    than that many memories are refined (`topics_capped`); `kept` receives each distance matrix."""
+    than that many memories are refined (`topics_capped`); `kept` receives each distance matrix, made in
+    `lease`'s buffers when given (`scratch`)."""
     if not spaces:
         return []
     n = len(spaces[0][1])
@@ -175,7 +184,7 @@ def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None
     with ThreadPoolExecutor(max_workers=1) as pool:
         runs = []
         for sp, x in spaces:
-            d = distances(sp, x)
+            d = distances(sp, x, lease.square(n) if lease is not None else None)
             if kept is not None:
                 kept.append(d)
             runs.append(pool.submit(hdbscan, d, MIN_CLUSTER) if most is None else pool.submit(_refined, d, most))
@@ -204,9 +213,15 @@ def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP,
     n = len(spaces[0][1]) if spaces else 0
     if n < MIN_CLUSTER:
         return []
-    most = max(cap * n, MIN_SPLIT)
+    with POOL.lease() as lease:  # the distance matrices in buffers kept between refreshes
+        return _capped(spaces, n, max(cap * n, MIN_SPLIT), terms, lease)
+
+
+def _capped(spaces: Sequence[tuple[Space, Embedding]], n: int, most: float, terms: Terms | None,
+            lease: Lease) -> list[tuple[list[int], float]]:
+    """`topics_capped`'s work, its distance matrices in `lease`'s buffers."""
     mats: list[np.ndarray] = []
-    found = topics_of(cluster_spaces(spaces, most, mats), n)
+    found = topics_of(cluster_spaces(spaces, most, mats, lease), n)
     for _ in range(SPLITS):  # agreeing pairs may chain the refined clusters past the cap again
         out: list[tuple[list[int], float]] = []
         for members, conf in found:
@@ -216,7 +231,8 @@ def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP,
             break
         found = out
     weights = [sp.weight for sp, _ in spaces]
-    joined = _joined(found, mats, weights, n, terms)
+    means: list[np.ndarray] = []  # each space's row means, made by the first join that needs them
+    joined = _joined(found, mats, weights, n, terms, means)
     for _ in range(REST_ROUNDS):  # the rest, clustered on its own, may hold topics of its own
         inside = np.zeros(n, bool)
         for members, _ in joined:
@@ -225,7 +241,7 @@ def topics_capped(spaces: Sequence[tuple[Space, Embedding]], cap: float = CAP,
         fresh = _split(spaces, mats, rest, most) if len(rest) >= MIN_SPLIT else []
         if not fresh:
             break
-        joined = _joined(joined + fresh, mats, weights, n, terms)
+        joined = _joined(joined + fresh, mats, weights, n, terms, means)
     return joined
 
 
@@ -240,7 +256,7 @@ def _split(spaces: Sequence[tuple[Space, Embedding]], mats: Sequence[np.ndarray]
 
 
 def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
-            n: int, terms: Terms | None = None) -> list[tuple[list[int], float]]:
+            n: int, terms: Terms | None = None, means: list[np.ndarray] | None = None) -> list[tuple[list[int], float]]:
     """The topics, with each memory in none joining one, nearest first, while the topic holds
     fewer than `CAP` of the memories: with `terms`, the nearest topic whose best terms as
     clustered (the words its label would show) it holds one of; else (or without `terms`) the
@@ -250,14 +266,15 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
     split cluster in none, and on chat turns each space's noise is most of the namespace (issue
     29: a third to a half of what is not small talk was in no topic); and a memory that holds a
     topic's words belongs with it however it is worded, where one that joined by nearness alone
-    rarely holds the label's words (LoCoMo: label words in a quarter of a topic's members)."""
+    rarely holds the label's words (LoCoMo: label words in a quarter of a topic's members).
+    `means`: each matrix's row means, if made already (else made and added: kept for the next join)."""
     inside = np.zeros(n, bool)
     for members, _ in found:
         inside[members] = True
     rest = np.flatnonzero(~inside)
     if not found or not len(rest):
         return found
-    near, background = _nearness(found, mats, weights, rest)
+    near, background = _nearness(found, mats, weights, rest, [] if means is None else means)
     out = [(list(m), c) for m, c in found]
     room = max(int(CAP * n), MIN_SPLIT)
     cols = np.arange(len(rest))
@@ -273,16 +290,12 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
         labelled = np.zeros((len(found), len(vocab)), np.float32)  # topic x best term
         labelled[np.repeat(np.arange(len(found)), [len(b) for b in tops]),
                  [vocab[term] for b in tops for term in b]] = 1.0
-        ks: list[int] = []
-        vs: list[int] = []
-        for k, j in enumerate(rest.tolist()):
-            for term in terms.content(j):
-                v = vocab.get(term)
-                if v is not None:
-                    ks.append(k)
-                    vs.append(v)
+        # every memory's terms numbered in one pass (-1: no topic's best term), not a loop per term
+        contents = [terms.content(j) for j in rest.tolist()]
+        vs = np.array([vocab.get(term, -1) for term in chain.from_iterable(contents)], np.int64)
+        ks = np.repeat(np.arange(len(rest)), [len(c) for c in contents])
         has = np.zeros((len(rest), len(vocab)), np.float32)  # memory x best term it holds
-        has[ks, vs] = 1.0
+        has[ks[vs >= 0], vs[vs >= 0]] = 1.0
         # a memory holds one of a topic's best terms: counts of 0/1 products (whole numbers: exact);
         # a numpy assignment per memory and term took 16 ms at 2,000 memories
         holds = (labelled @ has.T) > 0
@@ -300,24 +313,26 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
 
 
 def _nearness(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
-              rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+              rest: np.ndarray, means: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each memory of `rest`'s mean distance to each topic's members (topics x rest) and to every
     memory, averaged over the spaces by weight. A topic's sums are in float64 by the C++ core
     (`kernels.group_sums`, one pass over each row's member columns: numpy's gathers, float64 copy
     and reduceat over a topic's few columns took 14 ms at 2,000 memories, issue 29); their order
     of additions does not matter: every distance here is a float32 multiple of 2^-24 (1 - a
     float32 cosine or Jaccard in [0, 2]) or a Hamming fraction, so any sum of a few thousand is
-    exact in float64. A row's mean distance to every memory is numpy's, over its own row (a block
-    of rows gathered at a time: the mean of every row of the matrix reads it all)."""
+    exact in float64. A row's mean distance to every memory is numpy's, over its own row: every
+    row's at once, made once a refresh into `means` (each join of a refresh gathered its rest's
+    rows and took their means again); the same pairwise sum of each contiguous row."""
     total = float(sum(weights))
     order = np.concatenate([members for members, _ in found]).astype(np.int64)  # topic by topic
     sizes = np.array([len(members) for members, _ in found], np.float64)
     starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
     near = np.zeros((len(rest), len(found)))
     background = np.zeros(len(rest))
-    for d, w in zip(mats, weights):
-        for s in range(0, len(rest), BLOCK):
-            background[s:s + BLOCK] += np.take(d, rest[s:s + BLOCK], axis=0).mean(axis=1) * (w / total)
+    if not means:
+        means.extend(d.mean(axis=1) for d in mats)
+    for d, w, mean in zip(mats, weights, means):
+        background += mean[rest] * (w / total)
         near += group_sums(d, rest, order, starts) / sizes * (w / total)
     return near.T, background
 
