@@ -101,11 +101,21 @@ class Snapshot:
 @dataclass(frozen=True)
 class TopicMap:
     """The topics last computed for the namespace: labels, unit main-space centroids (one row a
-    topic) and memory id -> topic number. Empty when none were computed."""
+    topic) and each topic's member ids. Empty when none were computed."""
 
     labels: Sequence[str] = ()
     centroids: np.ndarray = field(default_factory=lambda: np.zeros((0, 1)))
-    topic_of: Mapping[str, int] = field(default_factory=dict)
+    members: Sequence[Sequence[str]] = ()
+    # the member sets asked for, made on first use: a context asks about one topic (the query's
+    # nearest), and a map of every member (100,000 ids) cost a new process's first context 20 ms
+    _sets: dict[int, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def holds(self, topic: int, memory_id: str) -> bool:
+        """Is the memory a member of topic number `topic`?"""
+        got = self._sets.get(topic)
+        if got is None:
+            got = self._sets[topic] = frozenset(self.members[topic]) if 0 <= topic < len(self.members) else frozenset()
+        return memory_id in got
 
 
 @dataclass(frozen=True)
@@ -392,7 +402,7 @@ def _nearest_topic(topics: TopicMap, qv: np.ndarray | None, low: float,
     if not float(sims[best]) >= low or top <= 0:
         return "", set()
     # a topic match is a candidate of the nearest topic that is also a good one (half the best at least)
-    return topics.labels[best], {i for i, s in scores.items() if topics.topic_of.get(i) == best and s >= TOPIC_SHARE * top}
+    return topics.labels[best], {i for i, s in scores.items() if s >= TOPIC_SHARE * top and topics.holds(best, i)}
 
 
 def _candidate(i: str, x: _Line, section: str, vector: np.ndarray, count: Counter, now: datetime) -> Candidate:

@@ -138,10 +138,12 @@ class ContextAssembly:
         """The namespace's topics as last computed (labels, centroids, memory -> topic), for the
         context's topic heading; none when none were computed."""
         found = self._db.topics._topics_to_use(namespace)  # one run's labels and centroids, though a new run lands
-        topic_of, centroids = self._db.topics._topic_map(namespace, found)
-        if not len(centroids):
+        if not found:
             return asm.TopicMap()
-        return asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), topic_of)
+        centroids = found.centroids
+        if centroids is None or len(centroids) != len(found):  # topics stored before their centroids were
+            _, centroids = self._db.topics._topic_map(namespace, found)
+        return asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), [t.members for t in found])
 
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
         """The session's newest turns, newest first."""
