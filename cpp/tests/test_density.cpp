@@ -129,6 +129,18 @@ TEST(distances_from_overlaps_and_cosines) {
     engramdb::jaccard_from_overlaps(x, 3, sizes);
     const float want[] = {0, 1.0f - 1.0f / 4.0f, 1, 1.0f - 1.0f / 4.0f, 0, 1, 1, 1, 1};
     for (size_t i = 0; i < 9; ++i) CHECK_EQ(x[i], want[i]);
+    // six sets (two empty): rows of four lanes and a scalar tail of two, against the scalar formula
+    const float sz[] = {3, 0, 2, 5, 0, 1};
+    const float ov[6][6] = {{3, 0, 1, 2, 0, 1}, {0, 0, 0, 0, 0, 0}, {1, 0, 2, 2, 0, 0},
+                            {2, 0, 2, 5, 0, 1}, {0, 0, 0, 0, 0, 0}, {1, 0, 0, 1, 0, 1}};
+    float y[36];
+    for (size_t i = 0; i < 36; ++i) y[i] = ov[i / 6][i % 6];
+    engramdb::jaccard_from_overlaps(y, 6, sz);
+    for (size_t i = 0; i < 36; ++i) {
+        const float o = ov[i / 6][i % 6], u = (sz[i / 6] - o) + sz[i % 6];
+        CHECK_EQ(y[i], 1.0f - (u > 0.0f ? o / u : o));
+    }
+    CHECK_EQ(y[1 * 6 + 4], 1.0f);  // two empty sets: 0 over 0 counts as no overlap
     float c[] = {1.0f, 0.25f, -0.5f, 1.0000001f, std::numeric_limits<float>::quiet_NaN()};
     engramdb::distances_from_cosines(c, 5);
     CHECK_EQ(c[0], 0.0f);
