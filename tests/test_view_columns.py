@@ -102,3 +102,14 @@ def test_session_keys_group_turns_by_session_across_segments(tmp_path: Path) -> 
             if a.session_id is not None and b.session_id is not None:
                 assert (ka == kb) == (a.session_id == b.session_id)
     assert view.session_keys_at(np.empty(0, np.int64)).tolist() == []
+
+
+def test_locations_remembered_by_a_snapshot_stay_right_past_its_bound(view: View) -> None:
+    from engramdb.storage.view import LOCS_KEPT
+
+    locs = [loc for _, loc in view.current()]
+    ids = view.ids_at(locs)
+    assert [view.loc_of(i) for i in ids] == locs
+    for n in range(LOCS_KEPT + 10):  # unknown ids fill the memory past its bound: it is cleared, not wrong
+        assert view.loc_of(f"no-such-id-{n}") is None
+    assert [view.loc_of(i) for i in ids] == locs == [view.loc_of(i) for i in ids]

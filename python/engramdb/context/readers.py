@@ -129,11 +129,15 @@ class QueryMatch:
         parts: dict[str, np.ndarray] = {}
         if self.qv is not None:
             sims = np.zeros(len(ids))
+            by_seg: dict[int, list[tuple[int, int]]] = {}  # segment -> (position, row): one take a segment
             for j, mid in enumerate(ids):
                 loc = self.view.loc_of(mid)
                 if loc is not None:
-                    v = np.asarray(np.asarray(self.view.vectors(loc[0], self.main.name))[loc[1]], np.float64)
-                    sims[j] = float(v @ self.qv) / max(float(np.linalg.norm(v)), 1e-12)
+                    by_seg.setdefault(loc[0], []).append((j, loc[1]))
+            for seg, found in by_seg.items():
+                x = np.asarray(np.asarray(self.view.vectors(seg, self.main.name))[[r for _, r in found]], np.float64)
+                x = x.reshape(len(found), -1)
+                sims[[j for j, _ in found]] = (x @ self.qv) / np.maximum(np.linalg.norm(x, axis=1), 1e-12)
             parts["vector"] = semantic_scaled(sims, self.main)
         if self.lex is not None:
             held = np.zeros(len(ids))

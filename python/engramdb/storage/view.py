@@ -35,6 +35,7 @@ from .ids import IdIndex
 from .segment import Segment
 
 Loc = tuple[int, int]  # (segment, row)
+LOCS_KEPT = 4_096  # ids whose location one snapshot remembers (View.loc_of)
 ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
     "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
     "sys_end": lambda s: s.sys_end, "forgotten": lambda s: s.forgotten, "seq": lambda s: s.turns()[2]}
@@ -58,6 +59,9 @@ class View:
     # on first use by whichever search gets there first; a value is a function of the snapshot,
     # so two searches racing to fill one store equal values
     derived: dict[str, Any] = field(default_factory=dict, init=False)  # never carried to the next view
+    # id -> (segment, row) looked up in this snapshot: a context asks about the same hundred ids
+    # some 450 times (links, matches, masses, vectors); bounded, cleared when full
+    _locs: dict[str, Loc | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------------------ layout
     @cached_property
@@ -131,11 +135,18 @@ class View:
 
     def loc_of(self, id: str) -> Loc | None:
         """(segment, row) of a memory's newest row, or None."""
+        memo = self._locs
+        if id in memo:
+            return memo[id]
         key = self.key_of(id)
-        if key is None:
-            return None
-        seg = int(np.searchsorted(self.bases, key, side="right") - 1)
-        return seg, key - int(self.bases[seg])
+        loc: Loc | None = None
+        if key is not None:
+            seg = int(np.searchsorted(self.bases, key, side="right") - 1)
+            loc = (seg, key - int(self.bases[seg]))
+        if len(memo) >= LOCS_KEPT:
+            memo.clear()
+        memo[id] = loc
+        return loc
 
     def __contains__(self, id: object) -> bool:
         return isinstance(id, str) and self.key_of(id) is not None
