@@ -136,7 +136,7 @@ def follow(namespace: str, found: list[tuple[list[str], float, str, np.ndarray |
 def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
     if a is None or b is None:
         return None
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    na, nb = float(np.sqrt(a.dot(a))), float(np.sqrt(b.dot(b)))  # np.linalg.norm's arithmetic, without its checks
     return round(float(a @ b) / (na * nb), 4) if na > 0 and nb > 0 else None
 
 
