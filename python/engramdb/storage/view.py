@@ -212,17 +212,16 @@ class View:
         out: list[Loc] = []
         for si, rows in self.current_rows():
             seg = self.segments[si]
-            if namespace is not None:
-                code = seg.ns_codes.get(namespace)
-                if code is None:
-                    continue
-                rows = rows[seg.ns_index[rows] == code]
-            if session_id is not None:
+            if namespace is not None and namespace not in seg.ns_codes:
+                continue
+            if session_id is not None:  # first: most segments hold none of a session's turns
                 codes, names, _ = seg.turns()
                 try:
                     rows = rows[codes[rows] == names.index(session_id)]
                 except ValueError:  # no row of this segment is in the session
                     continue
+            if namespace is not None:
+                rows = rows[seg.ns_index[rows] == seg.ns_codes[namespace]]
             if not include_forgotten:
                 rows = rows[~seg.forgotten[rows]]
             out += [(si, int(r)) for r in rows.tolist()]
