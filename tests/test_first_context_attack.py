@@ -1,0 +1,184 @@
+"""The first-context speed-ups under attack (bench/RELIABILITY.md, "First-context speed-ups under
+attack"): files a store reads in place (tree lists, ratings, segment columns, turn maps) and the
+id probes, compared with what `get`, `list` and `search` must return."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import engramdb
+import numpy as np
+import pyarrow as pa
+import pytest
+import store_helpers
+from engramdb.spaces.schema import Schema, Space
+
+D = 32
+SCHEMA = Schema([Space("dense", "dense", D, "cosine")])
+TUNING = store_helpers.small_trees(500, 16)  # trees from 500 memories, leaves of 16
+N = 900  # namespace "a" holds 600 of them: a tree
+
+
+def vectors(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((20, D)).astype(np.float32)
+    x = c[rng.integers(0, 20, n)] + 0.3 * rng.standard_normal((n, D)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def treed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed store whose namespace "a" has a saved tree file."""
+    path = tmp_path_factory.mktemp("treed") / "s"
+    x = vectors(N)
+    db = engramdb.open(path, schema=SCHEMA, embedders={}, tuning=TUNING, dedup="off")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
+                  "vectors": {"dense": x[i]}} for i in range(N)])
+    db.admin.checkpoint()
+    db.admin.settle()
+    db.close()
+    assert (path / "index" / "tree-dense.arrow").exists()
+    return path
+
+
+def _lists(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
+    """A list<int64> array of these offsets as they are (no check: a damaged writer's lists)."""
+    off = pa.py_buffer(np.asarray(offsets, np.int32).tobytes())
+    return pa.Array.from_buffers(pa.list_(pa.int64()), len(offsets) - 1, [None, off],
+                                 children=[pa.array(np.asarray(values, np.int64))])
+
+
+def _resigned(folder: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Rewrite the tree file through `change` and sign it again (size and CRC-32 in its sidecar):
+    what a buggy or foreign writer leaves, which the CRC cannot catch."""
+    data = folder / "index" / "tree-dense.arrow"
+    table = change(pa.ipc.open_file(data).read_all())
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    raw = sink.getvalue().to_pybytes()
+    data.write_bytes(raw)
+    side = data.with_suffix(".json")
+    meta = json.loads(side.read_text())
+    meta.update(bytes=len(raw), crc32=zlib.crc32(raw))
+    side.write_text(json.dumps(meta))
+
+
+def _list_change(column: str, edit: Callable[[np.ndarray, np.ndarray], None]) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        col = table.column(column).combine_chunks()
+        offsets, values = col.offsets.to_numpy().astype(np.int64), col.values.to_numpy().astype(np.int64)
+        edit(offsets, values)
+        i = table.schema.get_field_index(column)
+        return table.set_column(i, table.schema.field(column), pa.chunked_array([_lists(offsets, values)]))
+    return change
+
+
+def _settings_change(key: str, value: int) -> Callable[[pa.Table], pa.Table]:
+    def change(table: pa.Table) -> pa.Table:
+        meta = dict(table.schema.metadata)
+        settings = json.loads(meta[b"engramdb.trees"])
+        settings["a"][key] = value
+        meta[b"engramdb.trees"] = json.dumps(settings).encode()
+        return table.replace_schema_metadata(meta)
+    return change
+
+
+def _swap_middle(offsets: np.ndarray, values: np.ndarray) -> None:
+    """Two neighbouring offsets that differ, swapped: one list ends before it starts."""
+    rising = np.flatnonzero((offsets[1:-1] > 0) & (offsets[2:] > offsets[1:-1])) + 1
+    m = int(rising[len(rising) // 2])
+    offsets[m], offsets[m + 1] = offsets[m + 1], offsets[m]
+
+
+def _negative_offset(offsets: np.ndarray, values: np.ndarray) -> None:
+    offsets[1] = -3
+
+
+def _child_out_of_range(offsets: np.ndarray, values: np.ndarray) -> None:
+    values[0] = 10**6
+
+
+def _every_child_the_root(offsets: np.ndarray, values: np.ndarray) -> None:
+    values[:] = 0
+
+
+def _negative_key(offsets: np.ndarray, values: np.ndarray) -> None:
+    values[0] = -5
+
+
+TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
+    "children offsets decrease": _list_change("children", _swap_middle),
+    "children offset negative": _list_change("children", _negative_offset),
+    "child out of range": _list_change("children", _child_out_of_range),
+    "a loop to the root": _list_change("children", _every_child_the_root),
+    "members offsets decrease": _list_change("members", _swap_middle),
+    "spill offsets decrease": _list_change("spill", _swap_middle),
+    "negative member key": _list_change("members", _negative_key),
+    "root out of range": _settings_change("root", 10**6),
+    "no root": _settings_change("root", -1),
+    "height past the levels": _settings_change("height", 10**6),
+    "height past C's int": _settings_change("height", 2**40),
+}
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+import engramdb
+from engramdb.spaces.schema import Schema, Space
+sys.path.insert(0, sys.argv[2])
+import store_helpers
+schema = Schema([Space("dense", "dense", 32, "cosine")])
+db = engramdb.open(sys.argv[1], schema=schema, embedders={}, tuning=store_helpers.small_trees(500, 16),
+                   read_only=True)
+x = np.load(sys.argv[3])
+out = {"searches": [], "state": None}
+for i in (7, 100, 401):
+    got = {}
+    for strategy in ("auto", "tree", "exact"):
+        try:
+            hits = db.search(x[i], namespace="a", k=5, **({} if strategy == "auto" else {"strategy": strategy}))
+            got[strategy] = [h.id for h in hits]
+        except Exception as exc:
+            got[strategy] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    out["searches"].append(got)
+out["state"] = db.stats()["index_files"].get("tree-dense")
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("damage", sorted(TREE_DAMAGE))
+def test_a_tree_file_with_impossible_lists_is_rebuilt_not_searched(treed: Path, tmp_path: Path, damage: str) -> None:
+    folder = tmp_path / "s"
+    shutil.copytree(treed, folder)
+    _resigned(folder, TREE_DAMAGE[damage])
+    xs = tmp_path / "x.npy"
+    np.save(xs, vectors(N))
+    # a child process: a native crash on the file would be a signal here, not the test run's end
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(folder), str(Path(__file__).parent), str(xs)],
+                          check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    for got in out["searches"]:
+        # the tree is approximate, yet these neighbours are clear: every strategy finds the same
+        assert got["auto"] == got["tree"] == got["exact"], got
+        assert len(got["exact"]) == 5
+    assert out["state"].startswith("unreadable"), out["state"]  # refused at load, rebuilt from the segments
+
+
+def test_an_intact_tree_file_is_still_adopted(treed: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    shutil.copytree(treed, folder)
+    _resigned(folder, lambda t: t)  # written again as it was
+    db = engramdb.open(folder, schema=SCHEMA, embedders={}, tuning=TUNING, read_only=True)
+    x = vectors(N)
+    assert [h.id for h in db.search(x[7], namespace="a", k=5)] == \
+        [h.id for h in db.search(x[7], namespace="a", k=5, strategy="exact")]
+    assert db.stats()["index_files"]["tree-dense"] == "adopted"
+    db.close()
