@@ -182,3 +182,22 @@ def test_an_intact_tree_file_is_still_adopted(treed: Path, tmp_path: Path) -> No
         [h.id for h in db.search(x[7], namespace="a", k=5, strategy="exact")]
     assert db.stats()["index_files"]["tree-dense"] == "adopted"
     db.close()
+
+
+def test_a_batch_whose_records_all_leave_out_the_namespace_is_refused_before_anything_is_written(
+        tmp_path: Path) -> None:
+    """A batch of plain dicts sharing one key set is checked a column at a time: a column no record
+    set was skipped as "all None, the default", but the namespace has no default. Such a batch was
+    stored with a null namespace (unreadable as a namespace, and the memory could not be updated);
+    one record of another key set in the batch refused it."""
+    db = engramdb.open(tmp_path / "s", schema=store_helpers.toy_schema(), embedders=store_helpers.toy_embedders(),
+                       dedup="off")
+    db.add("kept", namespace="a", id="k")
+    for batch in ([{"content": "no namespace", "id": "b1"}],
+                  [{"content": "no namespace", "id": "b1"}, {"content": "nor here", "id": "b2"}],
+                  [{"content": "no namespace either"}]):
+        with pytest.raises(engramdb.InvalidMemory, match=r"records\[0\]: namespace is required"):
+            db.add_many(batch)
+    assert db.get("b1") is None and db.get("b2") is None
+    assert [m.id for m in db.list("a")] == ["k"]
+    db.close()

@@ -133,8 +133,8 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     for name, col in cols.items():
         if name == "id" and not any(named):
             continue  # every id generated here: canonical by construction
-        if name not in set_fields and name != "id" and name != "content":
-            continue  # no record set it: all None, the default
+        if name not in set_fields and name not in ("id", "content", "namespace"):
+            continue  # no record set it: all None, the default (required fields have none)
         suspects.update(_failing(name, col))
     # order checks on rows that passed the cheap tests (aware UTC datetimes compare safely)
     suspects.update(i for i, (x, y) in enumerate(zip(cols["valid_from"], cols["valid_until"]))
