@@ -91,3 +91,20 @@ def test_buffers_a_larger_namespace_left_do_not_change_a_smaller_ones_topics() -
     db.topics("ns3", refresh=True)
     after = [(t.members, t.label, t.confidence) for t in db.topics("ns2", refresh=True)]
     assert after == alone and alone
+
+
+@pytest.mark.parametrize("words", [12, 200])  # a topic's terms sorted (few) or through a heap (many)
+def test_a_topics_best_terms_are_the_highest_scoring_either_way(words: int) -> None:
+    from engramdb.topics.labels import SORT_TERMS, DistinctiveTerms
+
+    rng = np.random.default_rng(words)
+    vocab = [f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}x" for i in range(words)]  # distinct stems, no stop words
+    corpus = [" ".join(rng.choice(vocab, 6, replace=False)) for _ in range(300)]
+    dt = DistinctiveTerms(corpus)
+    members = list(range(0, 300, 2))
+    held = [set(dt.content(i)) for i in range(300)]
+    tf = {t: sum(t in held[i] for i in members) for t in set().union(*(held[i] for i in members))}
+    df = {t: sum(t in h for h in held) for t in tf}
+    idf = {t: np.log1p((300 - df[t] + 0.5) / (df[t] + 0.5)) for t in tf}
+    assert (len(tf) > SORT_TERMS) == (words > SORT_TERMS)
+    assert dt.top(members) == sorted(tf, key=lambda t: (-tf[t] * float(idf[t]), t))[:3]

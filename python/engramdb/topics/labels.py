@@ -10,6 +10,7 @@ numbers and words of fewer than three letters.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from ..spaces.analyzer import Analyzer, normalize, tokenize
 from .smalltalk import SmallTalk
 
 TERMS = 3
+SORT_TERMS = 64  # a topic's best terms by a sort up to this many terms, else by a heap (`top`)
 Labeler = Callable[[Sequence[str], Sequence[str]], str]  # (the topic's texts, every text of the namespace) -> label
 _ANALYZER = Analyzer()
 
@@ -68,9 +70,14 @@ class DistinctiveTerms:
         """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
         tf = Counter(chain.from_iterable(map(self.content, members)))  # members holding the term
         idf = self._idf()
-        # what heapq.nsmallest(n, ...) gives (its documented equivalent; the keys are unique), without
-        # its loop in Python over a topic's few dozen terms: twice a topic a refresh (the join, the label)
-        return sorted(tf, key=lambda t: (-tf[t] * idf[t], t))[:n]
+
+        def key(t: str) -> tuple[float, str]:
+            return -tf[t] * idf[t], t
+
+        # sorted()[:n] is heapq.nsmallest(n, ...)'s documented equivalent (the keys are unique); of a
+        # few dozen terms (a topic of short notes, twice a refresh: the join, the label) it is 1.5x
+        # faster, of thousands 2.5x slower than the heap's loop
+        return sorted(tf, key=key)[:n] if len(tf) <= SORT_TERMS else heapq.nsmallest(n, tf, key=key)
 
     def content(self, i: int) -> tuple[str, ...]:
         """The terms (stems) of text `i` that may label a topic, each once, in text order (found
