@@ -11,6 +11,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import numpy as np
@@ -25,11 +26,17 @@ TUNING = store_helpers.small_trees(500, 16)  # trees from 500 memories, leaves o
 N = 900  # namespace "a" holds 600 of them: a tree
 
 
+def toy_store(path: Path, **kw: Any) -> engramdb.Store:
+    return engramdb.open(path, schema=store_helpers.toy_schema(), embedders=store_helpers.toy_embedders(),  # type: ignore[arg-type]
+                         **kw)
+
+
 def vectors(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     c = rng.standard_normal((20, D)).astype(np.float32)
     x = c[rng.integers(0, 20, n)] + 0.3 * rng.standard_normal((n, D)).astype(np.float32)
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    out: np.ndarray = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +197,7 @@ def test_a_batch_whose_records_all_leave_out_the_namespace_is_refused_before_any
     set was skipped as "all None, the default", but the namespace has no default. Such a batch was
     stored with a null namespace (unreadable as a namespace, and the memory could not be updated);
     one record of another key set in the batch refused it."""
-    db = engramdb.open(tmp_path / "s", schema=store_helpers.toy_schema(), embedders=store_helpers.toy_embedders(),
-                       dedup="off")
+    db = toy_store(tmp_path / "s", dedup="off")
     db.add("kept", namespace="a", id="k")
     for batch in ([{"content": "no namespace", "id": "b1"}],
                   [{"content": "no namespace", "id": "b1"}, {"content": "nor here", "id": "b2"}],
@@ -201,3 +207,47 @@ def test_a_batch_whose_records_all_leave_out_the_namespace_is_refused_before_any
     assert db.get("b1") is None and db.get("b2") is None
     assert [m.id for m in db.list("a")] == ["k"]
     db.close()
+
+
+def test_a_new_process_probing_ids_across_runs_answers_as_the_model(tmp_path: Path) -> None:
+    """Ids looked up before anything builds the whole id index probe runs of 8,192 keys, newest
+    first: versions of one id in several runs (updates, forget and restore, a purge then the same
+    id added again, a compaction) read as the model says, in a reader's first lookups."""
+    path = tmp_path / "s"
+    db = toy_store(path, dedup="off")
+    n = 10_000
+    db.add_many([{"content": f"c{i}", "id": f"m{i}", "namespace": "a"} for i in range(n)])
+    model: dict[str, tuple[str, bool]] = {f"m{i}": (f"c{i}", False) for i in range(n)}
+    rng = np.random.default_rng(5)
+    for r in range(3):
+        for i in rng.choice(n, 150, replace=False).tolist():
+            mid = f"m{i}"
+            if mid in model and not model[mid][1]:
+                db.update(mid, content=f"c{i} r{r}")
+                model[mid] = (f"c{i} r{r}", False)
+        for i in rng.choice(n, 40, replace=False).tolist():
+            mid = f"m{i}"
+            if mid in model:
+                (db.restore if model[mid][1] else db.forget)(mid)
+                model[mid] = (model[mid][0], not model[mid][1])
+        db.admin.checkpoint()
+    gone = [f"m{i}" for i in rng.choice(n, 20, replace=False).tolist()]
+    for mid in gone:
+        db.purge(mid)
+        del model[mid]
+    for mid in gone[:10]:
+        db.add(f"again {mid}", id=mid, namespace="a")
+        model[mid] = (f"again {mid}", False)
+    db.admin.compact()
+    late = next(mid for mid, (_, forgotten) in model.items() if not forgotten)
+    db.update(late, content="after the compaction")  # a version past the compacted file
+    model[late] = ("after the compaction", False)
+    db.close()
+    reader = toy_store(path, read_only=True)
+    for mid in [*model, *gone[10:], "m10000", "nobody"]:  # lookups first: the probes answer them
+        m = reader.get(mid, include_forgotten=True)
+        want = model.get(mid)
+        assert (None if m is None else (m.content, m.forgotten_at is not None)) == want, mid
+    live = {mid for mid, (_, forgotten) in model.items() if not forgotten}
+    assert {m.id for m in reader.list("a", limit=n + 100)} == live  # the whole index agrees
+    reader.close()
