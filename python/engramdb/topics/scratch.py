@@ -1,8 +1,8 @@
 """The n x n float32 distance matrices of a topic refresh, kept between refreshes (issue 29).
 
 A refresh makes one n x n matrix per voting space (16 MB each at 2,000 memories). Fresh ones cost
-the kernel its page zeroing every run (about 20 ms of system time of a 2,000-memory refresh, each
-page faulted in as the product first writes it); reused, they cost nothing: every entry is
+the kernel its page zeroing every run (up to about 20 ms of system time a 2,000-memory refresh,
+each page faulted in as the product first writes it); reused, they cost nothing: every entry is
 written before it is read (`clustering.distances` fills all of it). A lease takes buffers from a
 process-wide pool (under a lock, so refreshes in several threads or stores never share one) and
 gives them all back when it ends; the pool then keeps the largest of them up to `HELD` bytes in
