@@ -251,3 +251,26 @@ def test_a_new_process_probing_ids_across_runs_answers_as_the_model(tmp_path: Pa
     live = {mid for mid, (_, forgotten) in model.items() if not forgotten}
     assert {m.id for m in reader.list("a", limit=n + 100)} == live  # the whole index agrees
     reader.close()
+
+
+def test_a_ratings_file_with_negative_counts_is_replayed_not_adopted(tmp_path: Path) -> None:
+    """Counts are never negative as a writer makes them; a ratings file (CRC signed) holding one
+    was adopted, and a search with exploration then raised a raw ValueError from the Thompson
+    draw (betavariate of 1 + a negative count) on every such hit."""
+    from engramdb.importance.ratings import Rating, Ratings
+    from engramdb.storage.derived_files import DerivedFiles
+
+    path = tmp_path / "s"
+    db = toy_store(path, dedup="off")
+    db.add_many([{"content": f"alpha beta {i}", "id": f"m{i}", "namespace": "a"} for i in range(20)])
+    db.close()
+    bad = Ratings()
+    bad.by_id = {f"m{i}": Rating("a", 1400.0, 1, -7, -9) for i in range(20)}
+    bad.save(DerivedFiles(path, writable=True))  # the layer's own writer: size and CRC-32 as it signs them
+    got, state = Ratings.load(DerivedFiles(path, writable=False))
+    assert state == "a bad row ('m0', shown -7)" and got.by_id == {}
+    reader = toy_store(path, read_only=True)
+    hits = reader.search("alpha beta", namespace="a", k=5, explore=0.5)
+    assert len(hits) == 5
+    assert all(reader.importance(f"m{i}").used == 0 for i in range(20))  # replayed from the (empty) log
+    reader.close()

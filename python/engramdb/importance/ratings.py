@@ -145,6 +145,12 @@ class Ratings:
             # a missing namespace reads "", a missing count or time 0; a later row of an id wins
             cols: list[list[Any]] = [_filled(table.column(c), "" if c == "namespace" else 0)
                                      for c in _SCHEMA.names[1:] if c != "elo"]
+            # counts and times are never negative as a writer makes them (a negative count made
+            # exploration's Beta draw raise on every search that reached the memory)
+            if ids and min(map(min, cols[1:])) < 0:
+                names = _SCHEMA.names[3:]
+                i, c = next((i, c) for i, row in enumerate(zip(*cols[1:])) for c, v in zip(names, row) if v < 0)
+                return Ratings(), f"a bad row ({ids[i]!r}, {c} {cols[1 + names.index(c)][i]!r})"
             out = Ratings()
             out.by_id = dict(zip(ids, map(Rating, cols[0], elos, *cols[1:])))
             out.watermark = int(mark)
