@@ -120,7 +120,16 @@ def _negative_key(offsets: np.ndarray, values: np.ndarray) -> None:
     values[0] = -5
 
 
+def _levels_lifted(table: pa.Table) -> pa.Table:
+    """Every node 10 levels up and the height with them: links still go one level down, but no
+    leaf is at level 1."""
+    i = table.schema.get_field_index("level")
+    lifted = pa.array((table.column("level").to_numpy().astype(np.int64) + 10).astype(np.int8))
+    return _settings_change("height", 13)(table.set_column(i, table.schema.field("level"), pa.chunked_array([lifted])))
+
+
 TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
+    "levels lifted": _levels_lifted,
     "children offsets decrease": _list_change("children", _swap_middle),
     "children offset negative": _list_change("children", _negative_offset),
     "child out of range": _list_change("children", _child_out_of_range),

@@ -132,6 +132,12 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
     # every link goes one level down: no child out of range, no loop, no node above its parent
     if len(ci) and (int(ci.max()) >= n or bool((level[ci] != np.repeat(level - 1, np.diff(cp))).any())):
         raise ValueError(f"tree {ns!r}: a child link out of range or not one level down")
+    # keys only in leaves (level 1, where the search reads them), children under every node above
+    # them and none elsewhere (level 0: detached): leaves lifted to level 11 left every search empty
+    inner, leaf = level >= 2, level == 1
+    holds = (np.diff(members[0]) > 0) | (np.diff(spill[0]) > 0)
+    if bool((level < 0).any() or (holds & ~leaf).any() or ((np.diff(cp) > 0) != inner).any()):
+        raise ValueError(f"tree {ns!r}: a node holds keys off level 1, or children at level 1 or 0, or none above")
 
 
 def _flat(col: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
