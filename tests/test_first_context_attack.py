@@ -128,8 +128,17 @@ def _levels_lifted(table: pa.Table) -> pa.Table:
     return _settings_change("height", 13)(table.set_column(i, table.schema.field("level"), pa.chunked_array([lifted])))
 
 
+def _nan_centroids(table: pa.Table) -> pa.Table:
+    i = table.schema.get_field_index("centroid")
+    dim = table.schema.field("centroid").type.list_size
+    flat = pa.array(np.full(table.num_rows * dim, np.nan, np.float32))
+    return table.set_column(i, table.schema.field("centroid"),
+                            pa.chunked_array([pa.FixedSizeListArray.from_arrays(flat, dim)]))
+
+
 TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
     "levels lifted": _levels_lifted,
+    "centroids NaN": _nan_centroids,
     "children offsets decrease": _list_change("children", _swap_middle),
     "children offset negative": _list_change("children", _negative_offset),
     "child out of range": _list_change("children", _child_out_of_range),

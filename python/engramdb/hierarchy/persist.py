@@ -138,6 +138,9 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
     holds = (np.diff(members[0]) > 0) | (np.diff(spill[0]) > 0)
     if bool((level < 0).any() or (holds & ~leaf).any() or ((np.diff(cp) > 0) != inner).any()):
         raise ValueError(f"tree {ns!r}: a node holds keys off level 1, or children at level 1 or 0, or none above")
+    # the search never keeps a node whose centroid is not finite: every key below it would be lost
+    if not bool(np.isfinite(t.centroids[:n][level >= 1]).all()):
+        raise ValueError(f"tree {ns!r}: a centroid holds NaN or inf")
 
 
 def _flat(col: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
