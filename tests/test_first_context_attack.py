@@ -120,6 +120,10 @@ def _negative_key(offsets: np.ndarray, values: np.ndarray) -> None:
     values[0] = -5
 
 
+def _key_past_the_rows(offsets: np.ndarray, values: np.ndarray) -> None:
+    values[values == 7] = 2**40  # m7's row, the one query x[7] must find first
+
+
 def _levels_lifted(table: pa.Table) -> pa.Table:
     """Every node 10 levels up and the height with them: links still go one level down, but no
     leaf is at level 1."""
@@ -146,6 +150,8 @@ TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
     "members offsets decrease": _list_change("members", _swap_middle),
     "spill offsets decrease": _list_change("spill", _swap_middle),
     "negative member key": _list_change("members", _negative_key),
+    "a key past the rows": lambda t: _list_change("spill", _key_past_the_rows)(
+        _list_change("members", _key_past_the_rows)(t)),
     "root out of range": _settings_change("root", 10**6),
     "no root": _settings_change("root", -1),
     "height past the levels": _settings_change("height", 10**6),

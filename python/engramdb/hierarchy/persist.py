@@ -61,8 +61,9 @@ def _lists(parts: list[np.ndarray]) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
 
 
-def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
-    """The trees of a table written by `trees_to_table` (ValueError when it is not one)."""
+def table_to_trees(table: pa.Table, keys: int | None = None) -> dict[str, CentroidTree]:
+    """The trees of a table written by `trees_to_table` (ValueError when it is not one, or when a
+    member key is not below `keys`, the rows the trees were saved over, when given)."""
     meta = table.schema.metadata or {}
     if meta.get(b"engramdb.tree_format") != str(TREE_FORMAT).encode():
         raise ValueError(f"not a tree table of format {TREE_FORMAT}")
@@ -99,7 +100,7 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
         spill = _flat(part.column("spill").combine_chunks())
         t.children, t.members, t.spill = _unlists(*children), _unlists(*members), _unlists(*spill)
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
-        _check_shape(ns, t, children, members, spill)
+        _check_shape(ns, t, children, members, spill, keys)
         # the read side's CSR straight from the file's offsets (the file holds the lists in that
         # very form): what `CentroidTree.prepare` would make by concatenating the lists again
         t._csr_cache = (*children, *_scanned(members, spill))
@@ -108,7 +109,8 @@ def table_to_trees(table: pa.Table) -> dict[str, CentroidTree]:
 
 
 def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarray],
-                 members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray]) -> None:
+                 members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray],
+                 keys: int | None) -> None:
     """Refuse (ValueError) a tree whose file holds lists or links no writer makes: the read side's
     CSR comes straight from the file's offsets now, so a list whose end is before its start, a
     child out of range or a loop would reach the native search (a raised error or no hits at all
@@ -127,6 +129,9 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
             raise ValueError(f"tree {ns!r}: the {what} lists' offsets decrease")
         if len(values) and int(values.min()) < 0:
             raise ValueError(f"tree {ns!r}: a negative key or node id in {what}")
+        # a key past the rows is skipped by the search: the memory it stood for would be unfindable
+        if keys is not None and what != "children" and len(values) and int(values.max()) >= keys:
+            raise ValueError(f"tree {ns!r}: a key in {what} past the {keys} rows the trees cover")
     cp, ci = children
     level = t.level[:n].astype(np.int64)
     # every link goes one level down: no child out of range, no loop, no node above its parent

@@ -153,9 +153,9 @@ class TreeIndex:
         if not isinstance(got, str):
             raw, meta = got
             try:
-                trees = table_to_trees(bytes_table(raw))
-                built = {ns: int(meta.get("built", {}).get(ns, len(tr))) for ns, tr in trees.items()}
                 covered = int(meta["covered"])
+                trees = table_to_trees(bytes_table(raw), keys=covered)  # no key past the rows covered
+                built = {ns: int(meta.get("built", {}).get(ns, len(tr))) for ns, tr in trees.items()}
                 src = SegmentsSource(view.committed_segments, view.schema, self.space)
                 for tree in trees.values():
                     if self.pack:
