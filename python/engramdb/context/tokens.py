@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
+import threading
 from collections.abc import Callable
-from functools import lru_cache
+from concurrent.futures import Future
 from pathlib import Path
 
 Counter = Callable[[str], int]
@@ -47,12 +49,62 @@ def estimate(text: str) -> int:
     return n
 
 
-@lru_cache(maxsize=4)
+_loads: dict[str, Future[Counter | None]] = {}  # name -> its load, started once per process
+_loads_lock = threading.Lock()
+
+
+def _forget_unfinished_loads() -> None:
+    """In a forked child: a load running in the parent has no thread here, so it is started again
+    when asked (waiting on it would never end)."""
+    global _loads_lock
+    _loads_lock = threading.Lock()
+    for name, fut in list(_loads.items()):
+        if not fut.done():
+            del _loads[name]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_unfinished_loads)
+
+
 def _bpe(name: str) -> Counter | None:
+    """bpe-openai's tokenizer `name`, loaded once per process (on its own thread: `preload`)."""
+    fut = _started(name)
+    try:
+        return fut.result()
+    except Exception:
+        with _loads_lock:  # not kept: the next call tries again
+            if _loads.get(name) is fut:
+                del _loads[name]
+        raise
+
+
+def _started(name: str) -> Future[Counter | None]:
+    with _loads_lock:
+        fut = _loads.get(name)
+        if fut is not None:
+            return fut
+        fut = _loads[name] = Future()
+    try:
+        threading.Thread(target=_run, args=(name, fut), daemon=True, name=f"engramdb-tokenizer-{name}").start()
+    except RuntimeError:  # no thread can start (the interpreter is shutting down): load here
+        _run(name, fut)
+    return fut
+
+
+def _run(name: str, fut: Future[Counter | None]) -> None:
+    try:
+        fut.set_result(_load(name))
+    except BaseException as exc:  # noqa: BLE001 - handed to the caller by Future.result
+        fut.set_exception(exc)
+
+
+def _load(name: str) -> Counter | None:
     """bpe-openai's Rust tokenizer for `name`, loaded from its binding alone: importing the package
     decodes all three of its vocabularies in Python first (2 s in a new process, on every first
     context), the binding builds one in about 25 ms and counts the same (bench/RESULTS.md "The
-    agent loop": every count equal on 3,000 sentences, code, CJK and emoji)."""
+    agent loop": every count equal on 3,000 sentences, code, CJK and emoji). The build releases
+    the GIL, so a load `preload` started overlaps the caller's own work."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or spec.origin is None:
         return None
@@ -75,16 +127,40 @@ def _bpe(name: str) -> Counter | None:
     return lambda text: len(enc.encode_ordinary(text))
 
 
+def _name(tokenizer: str | Counter | None) -> str | None:
+    """The BPE a tokenizer argument names (None: a callable or the estimate); a bad one raises."""
+    if callable(tokenizer):
+        return None
+    name = tokenizer or "cl100k_base"
+    if name == "estimate":
+        return None
+    if name not in ("cl100k_base", "o200k_base"):
+        raise ValueError(f"tokenizer must be 'cl100k_base', 'o200k_base', 'estimate' or a callable, got {tokenizer!r}")
+    return name
+
+
+def preload(tokenizer: str | Counter | None = None) -> None:
+    """Check a tokenizer argument (as `counter` does: a bad name raises here) and start loading the
+    BPE it names on a thread of its own, when bpe-openai is installed: a new process's first
+    context overlaps the load (~25 ms) with its search, which counts no tokens."""
+    name = _name(tokenizer)
+    if name is None:
+        return
+    if importlib.util.find_spec("bpe_openai") is None:
+        if tokenizer is not None:
+            raise ImportError(f"tokenizer {name!r} needs bpe-openai: pip install 'engramdb[tokens]'")
+        return
+    _started(name)
+
+
 def counter(tokenizer: str | Counter | None = None) -> tuple[Counter, str]:
     """(count function, its name): `tokenizer` a name ("cl100k_base", "o200k_base", "estimate"),
     a callable, or None (cl100k_base when installed, else the estimate)."""
     if callable(tokenizer):
         return tokenizer, getattr(tokenizer, "__name__", "custom")
-    name = tokenizer or "cl100k_base"
-    if name == "estimate":
+    name = _name(tokenizer)
+    if name is None:
         return estimate, "estimate"
-    if name not in ("cl100k_base", "o200k_base"):
-        raise ValueError(f"tokenizer must be 'cl100k_base', 'o200k_base', 'estimate' or a callable, got {tokenizer!r}")
     bpe = _bpe(name)
     if bpe is None:
         if tokenizer is not None:
@@ -93,4 +169,4 @@ def counter(tokenizer: str | Counter | None = None) -> tuple[Counter, str]:
     return bpe, name
 
 
-__all__ = ["Counter", "counter", "estimate"]
+__all__ = ["Counter", "counter", "estimate", "preload"]

@@ -21,7 +21,7 @@ from ..context import assemble as asm
 from ..context.curiosity import surprises
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET, Duals
 from ..context.result import Context, ContextItem
-from ..context.tokens import Counter, counter
+from ..context.tokens import Counter, counter, preload
 from ..importance.elo import tier
 from ..lifecycle.consolidation import leading_sentences
 from ..model.hit import Hits
@@ -53,7 +53,7 @@ class ContextAssembly:
                 raise ValueError(f"{name} must be an int >= 0, got {v!r}")
         if isinstance(latency_ms, bool) or not isinstance(latency_ms, (int, float)) or not latency_ms > 0:
             raise ValueError(f"latency_ms must be a number > 0, got {latency_ms!r}")
-        count, tok_name = counter(tokenizer)
+        preload(tokenizer)  # checked here; a BPE loads on its own thread while the search runs
         began = time.perf_counter()
         divergence = None
         if session_id is not None:
@@ -64,6 +64,7 @@ class ContextAssembly:
         hits = self._db.search(query, namespace=namespace, k=asm.candidates(max_tokens), as_of=as_of,
                                session_id=session_id, log=log, now=now)
         t1 = time.perf_counter()
+        count, tok_name = counter(tokenizer)
         req = asm.Request(query, namespace, max_tokens, count, tok_name, session_id, as_of, navigate, edge_budget,
                           step_budget, float(latency_ms))
         view = self._db._view()
