@@ -140,7 +140,30 @@ def _nan_centroids(table: pa.Table) -> pa.Table:
                             pa.chunked_array([pa.FixedSizeListArray.from_arrays(flat, dim)]))
 
 
+def _no_parents(table: pa.Table) -> pa.Table:
+    """Every parent -1: searches descend by the children, an insert walks up by the parents."""
+    i = table.schema.get_field_index("parent")
+    return table.set_column(i, table.schema.field("parent"),
+                            pa.chunked_array([pa.array(np.full(table.num_rows, -1, np.int64))]))
+
+
+def _last_link_dropped(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The last child link gone: the leaf it named is in no list (its keys unreachable)."""
+    offsets[offsets > len(values) - 1] -= 1
+    return values[:-1]
+
+
+def _orphan(table: pa.Table) -> pa.Table:
+    col = table.column("children").combine_chunks()
+    offsets, values = col.offsets.to_numpy().astype(np.int64), col.values.to_numpy().astype(np.int64)
+    values = _last_link_dropped(offsets, values)
+    i = table.schema.get_field_index("children")
+    return table.set_column(i, table.schema.field("children"), pa.chunked_array([_lists(offsets, values)]))
+
+
 TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
+    "parents all -1": _no_parents,
+    "a leaf no list names": _orphan,
     "levels lifted": _levels_lifted,
     "centroids NaN": _nan_centroids,
     "children offsets decrease": _list_change("children", _swap_middle),
@@ -298,3 +321,20 @@ def test_a_ratings_file_with_negative_counts_is_replayed_not_adopted(tmp_path: P
     assert len(hits) == 5
     assert all(reader.importance(f"m{i}").used == 0 for i in range(20))  # replayed from the (empty) log
     reader.close()
+
+
+def test_a_writer_adopting_a_tree_file_without_parents_still_grows_it_and_closes(treed: Path, tmp_path: Path) -> None:
+    """An insert walks up a leaf's parents: with the file's parents all -1 every sync after the load
+    failed (the background worker retrying every 2 s) and `close` raised ValueError from it."""
+    folder = tmp_path / "s"
+    shutil.copytree(treed, folder)
+    _resigned(folder, _no_parents)
+    y = vectors(200, seed=9)
+    db = engramdb.open(folder, schema=SCHEMA, embedders={}, tuning=TUNING, dedup="off")
+    db.add_many([{"content": f"n{i}", "id": f"n{i}", "namespace": "a", "vectors": {"dense": y[i]}} for i in range(200)])
+    db.admin.checkpoint()
+    db.admin.settle()
+    assert db.stats()["trees"]["dense"]["a"]["memories"] == 800  # the new rows are in the tree
+    assert [h.id for h in db.search(y[3], namespace="a", k=3)] == \
+        [h.id for h in db.search(y[3], namespace="a", k=3, strategy="exact")]
+    db.close()

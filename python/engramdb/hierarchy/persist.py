@@ -143,6 +143,14 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
     holds = (np.diff(members[0]) > 0) | (np.diff(spill[0]) > 0)
     if bool((level < 0).any() or (holds & ~leaf).any() or ((np.diff(cp) > 0) != inner).any()):
         raise ValueError(f"tree {ns!r}: a node holds keys off level 1, or children at level 1 or 0, or none above")
+    # one tree: each attached node but the root the child of exactly one node, the one its parent
+    # names (an insert walks up the parents: a parent of -1 failed every sync after the load, and
+    # close with it; a node no list names hid its keys)
+    parent = t.parent[:n]
+    if (int(parent[root]) != -1 or int(level.max()) > height or len(ci) != int((level >= 1).sum()) - 1
+            or len(np.unique(ci)) != len(ci)
+            or bool((parent[ci] != np.repeat(np.arange(n), np.diff(cp))).any())):
+        raise ValueError(f"tree {ns!r}: parents and children do not make one tree under the root")
     # the search never keeps a node whose centroid is not finite: every key below it would be lost
     if not bool(np.isfinite(t.centroids[:n][level >= 1]).all()):
         raise ValueError(f"tree {ns!r}: a centroid holds NaN or inf")
