@@ -161,7 +161,17 @@ def _orphan(table: pa.Table) -> pa.Table:
     return table.set_column(i, table.schema.field("children"), pa.chunked_array([_lists(offsets, values)]))
 
 
+def _a_leaf_counted_minus_one(table: pa.Table) -> pa.Table:
+    """One leaf's count -1 (what the running means divide by once an insert joins it)."""
+    counts = table.column("count").to_numpy().copy()
+    levels = table.column("level").to_numpy()
+    counts[int(np.flatnonzero(levels == 1)[0])] = -1
+    i = table.schema.get_field_index("count")
+    return table.set_column(i, table.schema.field("count"), pa.chunked_array([pa.array(counts)]))
+
+
 TREE_DAMAGE: dict[str, Callable[[pa.Table], pa.Table]] = {
+    "a leaf counted -1": _a_leaf_counted_minus_one,
     "parents all -1": _no_parents,
     "a leaf no list names": _orphan,
     "levels lifted": _levels_lifted,
@@ -323,12 +333,22 @@ def test_a_ratings_file_with_negative_counts_is_replayed_not_adopted(tmp_path: P
     reader.close()
 
 
-def test_a_writer_adopting_a_tree_file_without_parents_still_grows_it_and_closes(treed: Path, tmp_path: Path) -> None:
-    """An insert walks up a leaf's parents: with the file's parents all -1 every sync after the load
-    failed (the background worker retrying every 2 s) and `close` raised ValueError from it."""
+def _leaves_counted_minus_one(table: pa.Table) -> pa.Table:
+    counts = table.column("count").to_numpy().copy()
+    counts[table.column("level").to_numpy() == 1] = -1
+    i = table.schema.get_field_index("count")
+    return table.set_column(i, table.schema.field("count"), pa.chunked_array([pa.array(counts)]))
+
+
+@pytest.mark.parametrize("damage", ["parents all -1", "leaves counted -1"])
+def test_a_writer_given_a_tree_file_it_cannot_grow_rebuilds_it_and_closes(treed: Path, tmp_path: Path,
+                                                                          damage: str) -> None:
+    """An insert walks up a leaf's parents and divides by its counts: with the file's parents all
+    -1, or its leaves counted -1, every sync after the load failed (the background worker retrying
+    every 2 s, the tree stuck at 600 memories) and `close` raised ValueError from it."""
     folder = tmp_path / "s"
     shutil.copytree(treed, folder)
-    _resigned(folder, _no_parents)
+    _resigned(folder, _no_parents if damage == "parents all -1" else _leaves_counted_minus_one)
     y = vectors(200, seed=9)
     db = engramdb.open(folder, schema=SCHEMA, embedders={}, tuning=TUNING, dedup="off")
     db.add_many([{"content": f"n{i}", "id": f"n{i}", "namespace": "a", "vectors": {"dense": y[i]}} for i in range(200)])

@@ -151,6 +151,14 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
             or len(np.unique(ci)) != len(ci)
             or bool((parent[ci] != np.repeat(np.arange(n), np.diff(cp))).any())):
         raise ValueError(f"tree {ns!r}: parents and children do not make one tree under the root")
+    # counts as the running means need them: a leaf's its members, a node's its children's sum, a
+    # detached node's 0 (an insert into a leaf counted -1 divides by zero)
+    counts = t.counts[:n]
+    below = np.bincount(np.repeat(np.arange(n), np.diff(cp)), weights=counts[ci], minlength=n) if len(ci) \
+        else np.zeros(n)
+    if bool(((counts != np.where(level == 1, np.diff(members[0]), 0)) & ~inner).any()
+            or (counts[inner] != below[inner]).any()):
+        raise ValueError(f"tree {ns!r}: a node's count is not what it holds")
     # the search never keeps a node whose centroid is not finite: every key below it would be lost
     if not bool(np.isfinite(t.centroids[:n][level >= 1]).all()):
         raise ValueError(f"tree {ns!r}: a centroid holds NaN or inf")
