@@ -111,10 +111,13 @@ def table_to_trees(table: pa.Table, keys: int | None = None) -> dict[str, Centro
 def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarray],
                  members: tuple[np.ndarray, np.ndarray], spill: tuple[np.ndarray, np.ndarray],
                  keys: int | None) -> None:
-    """Refuse (ValueError) a tree whose file holds lists or links no writer makes: the read side's
-    CSR comes straight from the file's offsets now, so a list whose end is before its start, a
-    child out of range or a loop would reach the native search (a raised error or no hits at all
-    on every search) instead of being rebuilt. Vectorised: ~0.3 ms for 200,000 keys and 8,000 nodes."""
+    """Refuse (ValueError; TypeError for settings that are not integers) a tree whose file holds
+    what no writer makes, the shape `CentroidTree.check` asserts: the read side's CSR comes straight
+    from the file's offsets, so a list whose end is before its start, a child out of range or a
+    loop reached the native search (an error or no hits on every search), and a broken parent or
+    count failed every insert, instead of the file being rebuilt. A file CRC-signed by a buggy or
+    foreign writer gets here; a flipped byte does not. Vectorised: ~0.7 ms for a 100,000-memory
+    tree (1,600 leaves of 384 dimensions), against ~16 ms for its load."""
     n, root, height = t.n_nodes, t.root, t.height
     if not isinstance(root, int) or not isinstance(height, int):
         raise TypeError(f"tree {ns!r}: root {root!r} and height {height!r} must be integers")
