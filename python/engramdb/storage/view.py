@@ -36,6 +36,7 @@ from .segment import Segment
 
 Loc = tuple[int, int]  # (segment, row)
 LOCS_KEPT = 4_096  # ids whose location one snapshot remembers (View.loc_of)
+_UNSEEN = object()
 ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
     "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
     "sys_end": lambda s: s.sys_end, "forgotten": lambda s: s.forgotten, "seq": lambda s: s.turns()[2]}
@@ -136,8 +137,9 @@ class View:
     def loc_of(self, id: str) -> Loc | None:
         """(segment, row) of a memory's newest row, or None."""
         memo = self._locs
-        if id in memo:
-            return memo[id]
+        known = memo.get(id, _UNSEEN)  # one read: a thread may clear the memory between two
+        if known is not _UNSEEN:
+            return known  # type: ignore[return-value]
         key = self.key_of(id)
         loc: Loc | None = None
         if key is not None:
