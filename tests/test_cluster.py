@@ -124,6 +124,7 @@ def test_killing_the_writer_20_times_keeps_every_acknowledged_write_once(tmp_pat
 def test_a_dead_shard_raises_shard_unavailable_naming_it(tmp_path: Path) -> None:
     c = Cluster({"s0": tmp_path / "s0"}, timeout=20)
     c.add("kept", namespace="a")
+    pid = ray.get(c.writer("s0").pid.remote())
     ray.kill(c.writer("s0"), no_restart=True)  # gone for good: no restart will answer
     for _ in range(500):  # the kill is asynchronous: wait until the actor no longer answers
         try:
@@ -135,6 +136,12 @@ def test_a_dead_shard_raises_shard_unavailable_naming_it(tmp_path: Path) -> None
         c.search("kept", namespace="a")
     with pytest.raises(ShardUnavailable, match="shard 's0'"):
         c.add("more", namespace="a")
+    for _ in range(1500):  # an actor that no longer answers may still be exiting, its writer lock held
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
     with engramdb.open(tmp_path / "s0") as db:  # what was acknowledged is in the folder
         assert [m.content for m in db.list("a")] == ["kept"]
 
