@@ -50,7 +50,10 @@ class Reads(ABC):
         """The snapshot this read uses: the store's current one, or a snapshot's own."""
 
     def get(self, id: str, *, include_forgotten: bool = False) -> Memory | None:
-        """The current version of a memory, or None (unknown, or forgotten unless asked)."""
+        """The current version of a memory, or None (unknown, or forgotten unless asked). An id
+        that is not a str raises TypeError naming it."""
+        if not isinstance(id, str):
+            raise TypeError(f"id must be a str, got {type(id).__name__} {id!r:.80}")
         return self._view().get(id, include_forgotten=include_forgotten)
 
     def edges(self, id: str, *, direction: str = "out", type: str | None = None, as_of: datetime | None = None,
