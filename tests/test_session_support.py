@@ -59,3 +59,15 @@ def test_a_small_elo_weight_keeps_the_order_session_support_gave() -> None:
     plain = [h.id for h in db.search(QUESTION, namespace="c", k=6, log=False)]
     blended = [h.id for h in db.search(QUESTION, namespace="c", k=6, log=False, elo_weight=0.01)]
     assert blended == plain
+
+
+def test_an_exact_memory_is_found_beside_a_session_that_repeats_its_words() -> None:
+    # the state machine's example: BM25's term frequency and the session's support rank the
+    # repeated turns first; the exact memory is still among the hits, its score its own match
+    db = engramdb.open(None)
+    db.add_messages([{"role": "user", "content": "alpha alpha"}, {"role": "assistant", "content": "alpha alpha"}],
+                    namespace="a", session_id="s1")
+    exact = db.add("alpha", namespace="a")
+    hits = db.search("alpha", namespace="a", k=3, log=False)
+    assert exact.id in {h.id for h in hits}
+    assert [h.score for h in hits] == sorted(h.score for h in hits)[::-1]
