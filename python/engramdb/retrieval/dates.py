@@ -177,7 +177,7 @@ def _ago(now: date, n: int, unit: str) -> tuple[date, date]:
         return mid - timedelta(days=3), mid + timedelta(days=3)
     if unit == "month":
         y, m = divmod(now.year * 12 + now.month - 1 - n, 12)
-        return date(y, m + 1, 1), date(y, m + 1, calendar.monthrange(y, m + 1)[1])
+        return _month(y, m + 1)
     y = max(now.year - n, 1)
     return date(y, 1, 1), date(y, 12, 31)
 
@@ -203,7 +203,7 @@ def _relative(now: date, which: str, unit: str | None) -> tuple[date, date]:
         if which == "past":
             return now - timedelta(days=30), now
         y, m = divmod(now.year * 12 + now.month - 1 - back, 12)
-        return date(y, m + 1, 1), date(y, m + 1, calendar.monthrange(y, m + 1)[1])
+        return _month(y, m + 1)
     if which == "past":
         return now - timedelta(days=365), now
     return date(now.year - back, 1, 1), date(now.year - back, 12, 31)
