@@ -45,6 +45,17 @@ def test_current_keys_are_each_ids_newest_row_for_every_view(seed: int) -> None:
             assert np.array_equal(ix.keys(rows), _newest(history, rows)), (step, rows)
 
 
+def _laid_out(batches: list[list[str]]) -> tuple[list[_Segment], list[str], list[int]]:
+    """One segment per batch of ids: the segments, every id in key order, and where each segment
+    starts in key space (then the total)."""
+    segments = [_Segment(ids) for ids in batches]
+    history = [mid for ids in batches for mid in ids]
+    bases = [0]
+    for ids in batches:
+        bases.append(bases[-1] + len(ids))
+    return segments, history, bases
+
+
 def _reference(history: list[str], rows: int) -> tuple[dict[str, int], list[tuple[int, int]]]:
     """Each id's newest key below `rows`, and every (replaced, replacing) pair among those keys."""
     latest: dict[str, int] = {}
@@ -64,18 +75,14 @@ def test_extending_over_many_segments_at_once_answers_as_row_by_row(seed: int) -
     plain definition, whether the new rows are all new ids or repeat an id among themselves or
     one indexed before."""
     rng = random.Random(seed)
-    history: list[str] = []
-    segments: list[_Segment] = []
-    bases = [0]
+    batches = []
     for step in range(rng.randint(1, 10)):
         n = rng.randint(1, 25)
         kind = rng.random()
-        ids = ([f"new-{step}-{i}" for i in range(n)] if kind < 0.4
-               else [f"m{rng.randint(0, 30)}" for _ in range(n)] if kind < 0.8
-               else [f"new-{step}-{i % 3}" for i in range(n)])  # new ids, rewrites, new ids repeated
-        segments.append(_Segment(ids))
-        history += ids
-        bases.append(bases[-1] + n)
+        batches.append([f"new-{step}-{i}" for i in range(n)] if kind < 0.4
+                       else [f"m{rng.randint(0, 30)}" for _ in range(n)] if kind < 0.8
+                       else [f"new-{step}-{i % 3}" for i in range(n)])  # new ids, rewrites, new ids repeated
+    segments, history, bases = _laid_out(batches)
     total = bases[-1]
     ix = IdIndex()
     done: list[tuple[int, int]] = []
@@ -104,15 +111,9 @@ def test_a_probe_answers_as_the_whole_index(seed: int, run: int) -> None:
     import engramdb.storage.ids as ids_mod
 
     rng = random.Random(seed)
-    history: list[str] = []
-    segments: list[_Segment] = []
-    bases = [0]
-    for step in range(rng.randint(0, 8)):
-        n = rng.randint(0, 20)
-        ids = [f"m{rng.randint(0, 25)}" if rng.random() < 0.5 else f"new-{step}-{i}" for i in range(n)]
-        segments.append(_Segment(ids))
-        history += ids
-        bases.append(bases[-1] + n)
+    segments, history, bases = _laid_out(
+        [[f"m{rng.randint(0, 25)}" if rng.random() < 0.5 else f"new-{step}-{i}" for i in range(rng.randint(0, 20))]
+         for step in range(rng.randint(0, 8))])
     b = np.array(bases, np.int64)
     saved, ids_mod.PROBE_RUN = ids_mod.PROBE_RUN, run
     try:
