@@ -19,7 +19,7 @@ from ..model.tuning import Tuning
 from ..spaces.analyzer import analysis_scope
 from ..spaces.batches import concat, take
 from ..spaces.protocol import Embedder, Embedding
-from ..spaces.schema import Schema, SpaceError
+from ..spaces.schema import Schema, Space, SpaceError
 
 
 def vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Sequence[str],
@@ -38,9 +38,14 @@ def _vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Se
             width = sp.dim if sp.kind == "dense" else sp.dim // 8
             arrays = [np.asarray(h) for h in have]
             if sp.kind in ("dense", "binary") and all(a.shape in ((width,), (1, width)) for a in arrays):
-                out[sp.name] = sp.check(np.stack([a.reshape(width) for a in arrays]), len(have))
+                try:
+                    out[sp.name] = sp.check(np.stack([a.reshape(width) for a in arrays]), len(have))
+                except SpaceError:
+                    for i, a in enumerate(arrays):  # refused: name the record, as the row by row check does
+                        _given(sp, a, i)
+                    raise
                 continue  # one stacked array, checked once; odd shapes go row by row below
-            out[sp.name] = concat([sp.check(h, 1) for h in have])
+            out[sp.name] = concat([_given(sp, h, i) for i, h in enumerate(have)])
             continue
         emb = embedders.get(sp.name)
         if emb is None:
@@ -60,11 +65,20 @@ def _vectors_for(schema: Schema, embedders: Mapping[str, Embedder], contents: Se
             parts_by_row[i] = take(made, [j])
         for i, h in enumerate(have):
             if h is not None:
-                parts_by_row[i] = sp.check(h, 1)
+                parts_by_row[i] = _given(sp, h, i)
         out[sp.name] = concat([p for p in parts_by_row if p is not None])
     # every space's batch went through its Space.check above (the caller's vectors part by part):
     # checking them all again (schema.check_all) re-read every token and vector for nothing
     return out
+
+
+def _given(sp: Space, value: Any, i: int) -> Embedding:
+    """Record i's own vector for `sp`, checked; refused naming the record (Space.check alone says
+    'row 0' of a batch of one)."""
+    try:
+        return sp.check(value, 1)
+    except SpaceError as exc:
+        raise SpaceError(f"records[{i}]: {exc}") from None
 
 
 def check_vector_names(schema: Schema, given: Sequence[Mapping[str, Any]], where: str = "records") -> None:

@@ -116,8 +116,7 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     UTF-8 included); nothing is written by this step.
     """
     cols, n = _gather(records)
-    given = cols.pop("vectors", None)
-    vectors: list[Mapping[str, Any]] = [v or {} for v in given] if given is not None else [{}] * n
+    vectors = _vector_maps(cols.pop("vectors", None), n)
     for name in ("version", "learned_at"):  # the store's to set
         cols.pop(name, None)
     set_fields = set(cols)
@@ -168,6 +167,24 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
         _name_unencodable(cols)
         raise
     return Intake(table, cols["id"], cols["namespace"], contents, vectors, named)
+
+
+def _vector_maps(given: list[Any] | None, n: int) -> list[Mapping[str, Any]]:
+    """Each record's caller vectors as a mapping ({} when none), a record whose `vectors` is not a
+    mapping refused by name (an array's truth value raised, an int was iterated, a str was read as
+    a set of one-letter space names)."""
+    if given is None:
+        return [{}] * n
+    out: list[Mapping[str, Any]] = []
+    for i, v in enumerate(given):
+        if v is None:
+            out.append({})
+        elif isinstance(v, Mapping):
+            out.append(v)
+        else:
+            raise InvalidMemory(f"records[{i}]: vectors must be a dict of space name -> vector, got "
+                                f"{type(v).__name__} {v!r:.80}")
+    return out
 
 
 def content_bytes(content: str, i: int | None, limit: int) -> bytes:

@@ -205,7 +205,9 @@ def validate_memory(m: Memory) -> Memory:
     checks.short_text("role", m.role, 100)
     checks.short_text("memory_type", m.memory_type, 100)
     conf = m.confidence
-    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not math.isfinite(conf) or not 0 <= conf <= 1:
+    # the range test first: math.isfinite of an int too large for a float raises OverflowError
+    # (and the range test alone refuses NaN and inf)
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1 or not math.isfinite(conf):
         raise InvalidMemory(f"confidence must be a number in [0, 1], got {conf!r}")
     checks.json_tree("metadata", m.metadata)
     checks.json_tree("provenance", m.provenance)

@@ -67,10 +67,12 @@ def _quantize_block(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # max |x| without an |x| copy (abs: an all-zero row's -0.0 is stored as 0.0, as before)
     scale = np.abs(np.maximum(x.max(axis=1), -x.min(axis=1))) / np.float32(127.0)
     live = scale > 0
-    q = x / np.where(live, scale, np.float32(1.0))[:, None]  # |q| <= 127 (1 ulp over rounds to 127): no clip
+    q = x / np.where(live, scale, np.float32(1.0))[:, None]
     if not live.all():
         q[~live] = 0.0
     np.rint(q, out=q)
+    # a subnormal scale is coarse: x / scale reaches 128.7 (rint 129, which int8 wraps to -127)
+    np.clip(q, -127, 127, out=q)
     return q.astype(np.int8), scale
 
 

@@ -1,0 +1,102 @@
+"""The ingest write path under attack (issue 28's intake, analysis and check changes).
+
+Each test was written against a defect found by breaking add_many on purpose (scripts in the
+adversary's notes); each failed before its fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb import InvalidMemory
+from engramdb.spaces.protocol import TokenBatch
+from engramdb.storage.vectors import quantize_tokens
+
+
+@pytest.fixture
+def db() -> Iterator[engramdb.Store]:
+    store = engramdb.open()
+    store.add_many([{"content": "already stored before the attack", "namespace": "n", "id": "kept0"}])
+    yield store
+    store.close()
+
+
+def _batch(n: int = 5) -> list[dict[str, Any]]:
+    return [{"content": f"memory number {i} about the garden", "namespace": "n"} for i in range(n)]
+
+
+def _untouched(db: engramdb.Store) -> None:
+    """Nothing of a refused batch was stored; what was there before still is."""
+    assert db.stats()["memories"] == 1
+    got = db.get("kept0")
+    assert got is not None and got.content == "already stored before the attack"
+
+
+# ------------------------------------------------------------------ token quantisation
+def test_subnormal_token_values_keep_their_sign_and_stay_within_127() -> None:
+    # a token whose largest value is subnormal has a scale (max/127) that float32 rounds coarsely:
+    # x / scale came out at 128.7 for 5.59e-42, rint gave 129, and int8 wrapped it to -127 (the
+    # clip the old formula had was dropped as a no-op)
+    bits = np.arange(1, 0x00800000, 997, dtype=np.uint32)
+    v = bits.view(np.float32)
+    x = np.stack([v, -v, v / 2, np.zeros_like(v)], axis=1)
+    q, scale = quantize_tokens(x)
+    live = scale > 0
+    assert live.sum() > 1000  # most of these subnormal tokens keep a scale (the case under test)
+    assert int(np.abs(q.astype(np.int16)).max()) <= 127
+    assert (q[live, 0] > 0).all() and (q[live, 1] < 0).all()  # the sign as given, never wrapped
+    assert (q[live, 0] == -q[live, 1]).all()
+    assert (q[~live] == 0).all()
+
+
+# ------------------------------------------------------------------ the vectors field
+@pytest.mark.parametrize("at", [0, 2, 4])
+@pytest.mark.parametrize("value", [5, np.zeros(384, np.float32), "dense", [1, 2], 1.5])
+def test_vectors_that_are_not_a_mapping_are_refused_naming_the_record(db: engramdb.Store, at: int,
+                                                                        value: Any) -> None:
+    # an int raised a raw "'int' object is not iterable", an array "The truth value of an array
+    # ... is ambiguous", a str was read as the spaces 'd', 'e', 'n', 's'
+    recs = _batch()
+    recs[at]["vectors"] = value
+    with pytest.raises(InvalidMemory, match=rf"records\[{at}\]: vectors must be a dict"):
+        db.add_many(recs)
+    _untouched(db)
+
+
+@pytest.mark.parametrize("at", [0, 2, 4])
+@pytest.mark.parametrize("others_given", [True, False])
+@pytest.mark.parametrize("bad", ["nan", "shape", "dtype", "tokens"])
+def test_a_bad_caller_vector_is_named_by_its_record(db: engramdb.Store, at: int, others_given: bool,
+                                                    bad: str) -> None:
+    # the vectors were checked one record at a time as a batch of one ('row 0' of it) or by their
+    # row in a stacked batch, never naming the record: record 4's NaN read as the first record's
+    recs = _batch()
+    if others_given:
+        for r in recs:
+            r["vectors"] = {"dense": np.full(384, 0.05, np.float32)}
+    space = "tokens" if bad == "tokens" else "dense"
+    value: Any = {"nan": np.full(384, np.nan, np.float32), "shape": np.zeros(7, np.float32),
+                  "dtype": np.array(["x"] * 384),
+                  "tokens": TokenBatch(np.full((2, 128), np.inf, np.float32), np.array([0, 2]))}[bad]
+    recs[at]["vectors"] = {space: value}
+    with pytest.raises(ValueError, match=rf"^records\[{at}\]: vectors for space '{space}'"):
+        db.add_many(recs)
+    _untouched(db)
+
+
+# ------------------------------------------------------------------ confidence
+@pytest.mark.parametrize("at", [0, 4])
+def test_a_confidence_too_large_for_a_float_is_refused_naming_the_field(db: engramdb.Store, at: int) -> None:
+    # 10**400 raised a raw OverflowError (int too large to convert to float) from math.isfinite
+    recs = _batch()
+    recs[at]["confidence"] = 10**400
+    with pytest.raises(InvalidMemory, match=rf"records\[{at}\]: confidence must be a number in \[0, 1\]"):
+        db.add_many(recs)
+    _untouched(db)
+    with pytest.raises(InvalidMemory, match="confidence"):
+        db.add("one more", namespace="n", confidence=-(10**400))
+    _untouched(db)
