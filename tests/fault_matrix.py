@@ -16,8 +16,10 @@ a hook installed there counts an operation's calls, then fails the k-th. After e
 - operations whose recovery finishes them (spool ingest: the next writer takes the spool in;
   repair: run again) end in the state after.
 
-Crashes run in processes forked from a small server that imported engramdb but never opened a
-store (no threads to inherit), so a case costs a fork, not an interpreter start. The suite runs a
+Crashes run in processes forked from a small server that imported engramdb and ran every
+operation once on a scratch store of its own, closed and removed before the first fork (no thread,
+no open store to inherit), so a case costs a fork, not an interpreter start nor the first-use work
+of each code path (a cold fork paid ~0.2 s of it per case, most of the test's time). The suite runs a
 bounded sample (tests/test_fault_matrix.py); `python bench/fault_matrix.py` runs every case and
 prints the counts for bench/RELIABILITY.md.
 """
@@ -31,6 +33,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -350,12 +354,14 @@ class Expect:
     backup: dict[str, Any] | None = None
 
 
-def templates(root: Path) -> dict[str, tuple[Path, Expect]]:
-    """Per operation: its starting folder and the states before and after it (no fault)."""
+def templates(root: Path, ops: list[str] | None = None) -> dict[str, tuple[Path, Expect]]:
+    """Per operation (of `ops`, default all): its starting folder and the states before and after
+    it (no fault)."""
     base = root / "base"
     _base(base)
     out = {}
-    for name, op in OPS.items():
+    for name in ops or list(OPS):
+        op = OPS[name]
         template = root / f"template-{name}"
         shutil.copytree(base, template)
         if op.prepare is not None:
@@ -431,16 +437,19 @@ def _diff(got: dict[str, Any], allowed: dict[str, dict[str, Any]]) -> str:
 class Forker:
     """A server process that forks one child per crash case (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ops: list[str] | None = None) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__)), "serve"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__)), "serve", ",".join(ops or OPS)],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "READY"
+        self.ready = False  # READY is read at the first case: the server warms up meanwhile
 
     def crash(self, op: str, folder: Path, at: int, fault: str = "crash") -> tuple[bool, int]:
         """(finished: the call count was below `at`, calls made) of `op` crashed at call `at`."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
+        if not self.ready:
+            assert self.proc.stdout.readline().strip() == "READY", "the fork server did not start"
+            self.ready = True
         self.proc.stdin.write(json.dumps({"op": op, "folder": str(folder), "at": at, "fault": fault}) + "\n")
         self.proc.stdin.flush()
         reply = json.loads(self.proc.stdout.readline())
@@ -452,11 +461,28 @@ class Forker:
         self.proc.wait(timeout=30)
 
 
-def serve() -> None:
+def warm_up(scratch: Path, ops: list[str]) -> None:
+    """Run each of `ops` once, without a fault, on a scratch store, then remove it: what a case's
+    first call of a code path costs (imports done lazily, first-use setup) is paid here, once, not
+    in every forked child. Nothing of it stays open: the store is closed, the folder gone."""
+    base = scratch / "base"
+    _base(base)
+    for name in ops:
+        op = OPS[name]
+        folder = fresh(base, scratch / op.name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a repair of a healthy store may say so
+            run_op(op, folder, Counter())
+    shutil.rmtree(scratch)
+
+
+def serve(ops: list[str]) -> None:
     # everything a case runs is imported here, once: each child is a fork of this process, and
     # never imports a module of another version than the rest (or pays for the import itself)
     engramdb.open().close()
     importlib.import_module("engramdb.agents.hooks")
+    warm_up(Path(tempfile.mkdtemp(prefix="engramdb-fault-warm-")), ops)
+    assert threading.active_count() == 1, threading.enumerate()  # a fork would inherit none of them
     print("READY", flush=True)
     for line in sys.stdin:
         case = json.loads(line)
@@ -484,13 +510,19 @@ def serve() -> None:
 
 
 # ------------------------------------------------------------------------------ the matrix
-def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tuple[str, ...] = FAULTS,
-               ops: list[str] | None = None) -> dict[str, Any]:
-    """Run the cases `points(op, calls)` chooses for each operation and fault; returns counts and
-    the failures (op, fault, call, what)."""
+def run_matrix(root: Path, points: Callable[[str, int], list[int] | dict[str, list[int]]],
+               faults: tuple[str, ...] = FAULTS, ops: list[str] | None = None) -> dict[str, Any]:
+    """Run the cases `points(op, calls)` chooses for each operation: the same calls for every
+    fault, or per fault (a dict fault -> calls); returns counts and the failures (op, fault, call,
+    what)."""
     root.mkdir(parents=True, exist_ok=True)
-    plans = templates(root)
-    forker = Forker() if {"crash", "powerloss"} & set(faults) else None
+    forker = Forker(ops) if {"crash", "powerloss"} & set(faults) else None  # warms up while the templates are built
+    try:
+        plans = templates(root, ops)
+    except BaseException:
+        if forker is not None:
+            forker.close()
+        raise
     counts: dict[str, dict[str, int]] = {}
     failures: list[tuple[str, str, int, str]] = []
     try:
@@ -499,8 +531,9 @@ def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tupl
             template, expect = plans[name]
             total = count_calls(op, template, root)
             counts[name] = {"calls": total, "cases": 0}
+            chosen = points(name, total)
             for fault in faults:
-                for at in points(name, total):
+                for at in chosen[fault] if isinstance(chosen, dict) else chosen:
                     folder = fresh(template, root / "case")
                     if fault in ("crash", "powerloss"):
                         assert forker is not None
@@ -520,5 +553,5 @@ def run_matrix(root: Path, points: Callable[[str, int], list[int]], faults: tupl
     return {"counts": counts, "failures": failures}
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
-    serve()
+if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
+    serve(sys.argv[2].split(","))
