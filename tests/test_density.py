@@ -198,6 +198,44 @@ def test_distance_finishing_equals_numpys_float32_arithmetic(seed: int, n: int, 
         kernels.distances_from_cosines(frozen)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 37), empty=st.booleans())
+def test_row_sums_made_with_the_distances_are_each_rows_exact_sum_but_the_diagonal(seed: int, n: int,
+                                                                                   empty: bool) -> None:
+    """`sums=`: each row's sum (float64) of its finished distances, the diagonal entry left out
+    (an empty set's or a zero row's is 1 until the caller zeroes it), against float64 sums of the
+    matrix the same call finished, and the matrix as it is without `sums`."""
+    rng = np.random.default_rng(seed)
+    sets = [set(rng.choice(30, rng.integers(0 if empty else 1, 9), replace=False).tolist()) for _ in range(n)]
+    overlaps = np.array([[len(a & b) for b in sets] for a in sets], np.float32)
+    sizes = np.array([len(a) for a in sets], np.float32)
+    x = rng.normal(size=(n, 5)).astype(np.float32)
+    if empty:
+        x[0] = 0.0
+    u = np.divide(x, np.linalg.norm(x, axis=1, keepdims=True), out=np.zeros_like(x),
+                  where=np.linalg.norm(x, axis=1, keepdims=True) > 0)
+    for finish, matrix in ((lambda m, s: kernels.jaccard_from_overlaps(m, sizes, s), overlaps),
+                           (kernels.distances_from_cosines, u @ u.T)):
+        plain, got, sums = matrix.copy(), matrix.copy(), np.full(n, -1.0)
+        finish(plain, None)
+        finish(got, sums)
+        np.testing.assert_array_equal(got, plain)
+        want = got.astype(np.float64).sum(axis=1) - np.diag(got).astype(np.float64)
+        np.testing.assert_array_equal(sums, want)
+
+
+def test_row_sums_must_be_a_writable_float64_row_per_row() -> None:
+    d = np.zeros((3, 3), np.float32)
+    sizes = np.ones(3, np.float32)
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    for bad in (np.zeros(3, np.float32), np.zeros(4), np.zeros((3, 1)), np.zeros(6)[::2], frozen, [0.0, 0.0, 0.0]):
+        with pytest.raises(ValueError, match="sums must be a writable C-contiguous float64 array of shape"):
+            kernels.distances_from_cosines(d, bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="sums must be a writable C-contiguous float64 array of shape"):
+            kernels.jaccard_from_overlaps(d, sizes, bad)  # type: ignore[arg-type]
+
+
 def test_group_sums_refuse_bad_indices() -> None:
     d = np.zeros((4, 4), np.float32)
     ok = np.array([0, 1]), np.array([1, 2, 3]), np.array([0, 1])

@@ -43,6 +43,30 @@ def test_distances_match_float64_references() -> None:
     np.testing.assert_allclose(clustering.distances(Space("s", "sparse", 1 << 31, "jaccard"), sparse), jac, atol=1e-6)
 
 
+def test_row_sums_given_with_the_distances_are_the_matrixs_own() -> None:
+    """`distances(..., sums=)` (what a join's row means are made of): each row's float64 sum of the
+    matrix it returns, in every kind of space, zero rows and empty term sets included."""
+    from engramdb.spaces.protocol import TokenBatch
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(7, 8)).astype(np.float32)
+    x[3] = 0.0
+    sets = [[1, 2, 3], [], [2, 3, 4], [9], [1, 2, 3], []]
+    indptr = np.cumsum([0] + [len(r) for r in sets]).astype(np.int64)
+    sizes = [2, 0, 5, 1]
+    cases = [(Space("d", "dense", 8, "cosine"), x),
+             (Space("b", "binary", 16, "hamming"), np.packbits(rng.integers(0, 2, size=(5, 16)).astype(np.uint8), axis=1)),
+             (Space("s", "sparse", 1 << 31, "jaccard"),
+              SparseBatch(indptr, np.asarray([t for r in sets for t in r], np.int32), np.ones(int(indptr[-1]), np.float32))),
+             (Space("t", "multivector", 8, "maxsim"),
+              TokenBatch(rng.normal(size=(sum(sizes), 8)).astype(np.float32), np.cumsum([0, *sizes]).astype(np.int64)))]
+    for space, vectors in cases:
+        sums = np.full(len(vectors), np.nan)
+        got = clustering.distances(space, vectors, sums=sums)
+        np.testing.assert_array_equal(got, clustering.distances(space, vectors))
+        np.testing.assert_array_equal(sums, got.astype(np.float64).sum(axis=1))
+
+
 def test_token_distances_are_those_of_each_memorys_mean_token_vector() -> None:
     """A multivector space's distances are the cosine distances of each memory's mean token vector
     (summed in float64 in token order): memories of one token, of many, and of none (zeros: 1 from

@@ -59,23 +59,41 @@ carray<double> group_sums_py(const carray<T>& D, const carray<int64_t>& rows, co
     return out;
 }
 
-void jaccard_from_overlaps_py(carray<float>& x, const carray<float>& sizes) {
+// `sums`: absent, or a writable C-contiguous float64 array of one entry per row (each row's sum
+// but its diagonal entry, made in the same pass); noconvert at the def: written, never copied.
+double* row_sums_of(std::optional<carray<double>>& sums, py::ssize_t rows, const char* what) {
+    if (!sums.has_value()) return nullptr;
+    require_rank(*sums, 1, what);
+    require_len(sums->shape(0), rows, what);
+    return sums->mutable_data();
+}
+
+void jaccard_from_overlaps_py(carray<float>& x, const carray<float>& sizes, std::optional<carray<double>> sums) {
     require_rank(x, 2, "overlaps");
     const py::ssize_t n = x.shape(0);
     require_len(x.shape(1), n, "overlaps columns");
     require_rank(sizes, 1, "sizes");
     require_len(sizes.shape(0), n, "sizes");
+    double* op = row_sums_of(sums, n, "sums");
     float* xp = x.mutable_data();
     const float* sp = sizes.data();
     py::gil_scoped_release release;
-    jaccard_from_overlaps(xp, uz(n), sp);
+    jaccard_from_overlaps(xp, uz(n), sp, op);
 }
 
-void distances_from_cosines_py(carray<float>& x) {
+void distances_from_cosines_py(carray<float>& x, std::optional<carray<double>> sums) {
+    double* op = nullptr;
+    size_t rows = 1, cols = uz(x.size());
+    if (sums.has_value()) {  // row sums need a square matrix (the diagonal is left out)
+        require_rank(x, 2, "cosines");
+        require_len(x.shape(1), x.shape(0), "cosines columns");
+        op = row_sums_of(sums, x.shape(0), "sums");
+        rows = uz(x.shape(0));
+        cols = uz(x.shape(1));
+    }
     float* xp = x.mutable_data();
-    const size_t count = uz(x.size());
     py::gil_scoped_release release;
-    distances_from_cosines(xp, count);
+    distances_from_cosines(xp, rows, cols, op);
 }
 
 }  // namespace
@@ -89,9 +107,12 @@ void bind_density(py::module_& m) {
     m.def("hdbscan_precomputed", &hdbscan_py<double>, py::arg("distances").noconvert(), py::arg("min_cluster_size"),
           py::arg("min_samples"));
     m.def("jaccard_from_overlaps", &jaccard_from_overlaps_py, py::arg("overlaps").noconvert(), py::arg("sizes").noconvert(),
-          "In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard.");
-    m.def("distances_from_cosines", &distances_from_cosines_py, py::arg("cosines").noconvert(),
-          "In place: float32 cosines become 1 - cosine, clipped at 0.");
+          py::arg("sums").noconvert() = py::none(),
+          "In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard. With sums "
+          "(float64, n), each row's sum of its distances but the diagonal's, in the same pass.");
+    m.def("distances_from_cosines", &distances_from_cosines_py, py::arg("cosines").noconvert(), py::arg("sums").noconvert() = py::none(),
+          "In place: float32 cosines become 1 - cosine, clipped at 0. With sums (float64, n; a square "
+          "matrix), each row's sum of its distances but the diagonal's, in the same pass.");
     m.def("group_sums", &group_sums_py<float>, py::arg("distances").noconvert(), py::arg("rows").noconvert(),
           py::arg("cols").noconvert(), py::arg("starts").noconvert(),
           "Sums (float64, rows x groups) of distances[row] over each group of columns: group k is "

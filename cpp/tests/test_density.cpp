@@ -142,12 +142,48 @@ TEST(distances_from_overlaps_and_cosines) {
     }
     CHECK_EQ(y[1 * 6 + 4], 1.0f);  // two empty sets: 0 over 0 counts as no overlap
     float c[] = {1.0f, 0.25f, -0.5f, 1.0000001f, std::numeric_limits<float>::quiet_NaN()};
-    engramdb::distances_from_cosines(c, 5);
+    engramdb::distances_from_cosines(c, 1, 5);
     CHECK_EQ(c[0], 0.0f);
     CHECK_EQ(c[1], 0.75f);
     CHECK_EQ(c[2], 1.5f);
     CHECK_EQ(c[3], 0.0f);  // a cosine past 1 by rounding: clipped
     CHECK(std::isnan(c[4]));
+}
+
+TEST(row_sums_made_in_the_same_pass_leave_the_diagonal_out) {
+    // 5 x 5 (a row of four lanes and a tail of one): each row's sum of its distances, the diagonal
+    // entry (1 here: an empty set's, or a zero row's) left out, exactly
+    const size_t n = 5;
+    const float sz[] = {2, 0, 3, 1, 4};
+    float ov[25], want[25];
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j) {
+            const float o = i == j ? sz[i] : static_cast<float>((i + j) % 2 == 0 && sz[i] > 0 && sz[j] > 0);
+            ov[i * n + j] = o;
+            const float u = (sz[i] - o) + sz[j];
+            want[i * n + j] = 1.0f - (u > 0.0f ? o / u : o);
+        }
+    double sums[5] = {-1, -1, -1, -1, -1};
+    engramdb::jaccard_from_overlaps(ov, n, sz, sums);
+    for (size_t i = 0; i < n; ++i) {
+        double s = 0.0;
+        for (size_t j = 0; j < n; ++j) {
+            CHECK_EQ(ov[i * n + j], want[i * n + j]);
+            if (j != i) s += static_cast<double>(want[i * n + j]);
+        }
+        CHECK_EQ(sums[i], s);
+    }
+    CHECK_EQ(ov[1 * n + 1], 1.0f);  // the empty set's diagonal: 1, and not in its sum
+    float cs[25];
+    for (size_t k = 0; k < 25; ++k) cs[k] = 1.25f - 0.125f * static_cast<float>(k % 11);  // past 1: clipped to 0
+    double cw[5] = {-1, -1, -1, -1, -1};
+    engramdb::distances_from_cosines(cs, n, n, cw);
+    for (size_t i = 0; i < n; ++i) {
+        double s = 0.0;
+        for (size_t j = 0; j < n; ++j)
+            if (j != i) s += static_cast<double>(cs[i * n + j]);
+        CHECK_EQ(cw[i], s);
+    }
 }
 
 HARNESS_MAIN

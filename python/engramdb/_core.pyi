@@ -55,9 +55,9 @@ def dense_topk_i8(queries: numpy.typing.NDArray[numpy.int8], matrix: numpy.typin
     """
     int8 scan + top-k by integer dot (times row_scale). Returns (indices, scores).
     """
-def distances_from_cosines(cosines: numpy.typing.NDArray[numpy.float32]) -> None:
+def distances_from_cosines(cosines: numpy.typing.NDArray[numpy.float32], sums: numpy.typing.NDArray[numpy.float64] | None = None) -> None:
     """
-    In place: float32 cosines become 1 - cosine, clipped at 0.
+    In place: float32 cosines become 1 - cosine, clipped at 0. With sums (float64, n; a square matrix), each row's sum of its distances but the diagonal's, in the same pass.
     """
 def forced_isa() -> str:
     """
@@ -95,9 +95,9 @@ def isa() -> str:
     """
     Name of the active instruction set.
     """
-def jaccard_from_overlaps(overlaps: numpy.typing.NDArray[numpy.float32], sizes: numpy.typing.NDArray[numpy.float32]) -> None:
+def jaccard_from_overlaps(overlaps: numpy.typing.NDArray[numpy.float32], sizes: numpy.typing.NDArray[numpy.float32], sums: numpy.typing.NDArray[numpy.float64] | None = None) -> None:
     """
-    In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard.
+    In place: float32 overlaps (n x n) of term sets of these sizes become 1 - Jaccard. With sums (float64, n), each row's sum of its distances but the diagonal's, in the same pass.
     """
 def jaccard_topk(query: numpy.typing.NDArray[numpy.int32], query_weights: numpy.typing.NDArray[numpy.float32] | None, indptr: numpy.typing.NDArray[numpy.int64], indices: numpy.typing.NDArray[numpy.int32], weights: numpy.typing.NDArray[numpy.float32] | None, k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, full: bool = False) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.float32] | None, int, int]:
     """

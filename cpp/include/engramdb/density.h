@@ -40,9 +40,11 @@ int64_t hdbscan_precomputed(const T* D, size_t n, size_t min_cluster_size, size_
 // The distances HDBSCAN reads, made in place in one pass over an n x n float32 matrix (C4; numpy
 // took a pass per operation). From term-set overlaps, 1 - Jaccard: union = (sizes[i] - x) +
 // sizes[j], x = 1 - x / union (x / union left as x, 0, where the union is 0). From cosines,
-// 1 - x clipped at 0 (a NaN stays NaN). float32 arithmetic, as numpy's on float32 arrays.
-void jaccard_from_overlaps(float* x, size_t n, const float* sizes);
-void distances_from_cosines(float* x, size_t count);
+// 1 - x clipped at 0 (a NaN stays NaN), x being rows x cols. float32 arithmetic, as numpy's on
+// float32 arrays. With `sums` (one double per row; square x only for the cosines), each row's
+// sum of its distances but the diagonal entry's, made in the same pass (exact: see density.cpp).
+void jaccard_from_overlaps(float* x, size_t n, const float* sizes, double* sums = nullptr);
+void distances_from_cosines(float* x, size_t rows, size_t cols, double* sums = nullptr);
 
 template <typename T>
 void group_sums(const T* D, size_t n, const int64_t* rows, size_t r, const int64_t* cols, size_t m,

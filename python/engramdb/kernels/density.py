@@ -78,22 +78,39 @@ def _writable_square(name: str, value: Any) -> np.ndarray:
     return x
 
 
-def jaccard_from_overlaps(overlaps: Any, sizes: Any) -> None:
+def jaccard_from_overlaps(overlaps: Any, sizes: Any, sums: np.ndarray | None = None) -> None:
     """In place, in one pass: a square float32 matrix of term-set overlaps (whole numbers) of sets
     of these `sizes` becomes 1 - Jaccard: union = (sizes[i] - overlap) + sizes[j] and the distance
     1 - overlap / union, in float32 as numpy computes it on float32 arrays (0 overlap over 0 union
-    counts as 0 overlap). C4's lexical distances: numpy took a pass over the matrix per step."""
+    counts as 0 overlap). C4's lexical distances: numpy took a pass over the matrix per step.
+    `sums` (float64, one per row, written): each row's sum of its distances but the diagonal
+    entry's, made in the same pass while the row is in cache (see `distances_from_cosines`)."""
     x = _writable_square("overlaps", overlaps)
     s = np.asarray(sizes)
     if s.dtype != np.float32 or s.shape != (x.shape[0],):
         raise ValueError(f"sizes must be float32 of shape ({x.shape[0]},), got {s.dtype} {s.shape}")
-    _core.jaccard_from_overlaps(x, np.ascontiguousarray(s))
+    _core.jaccard_from_overlaps(x, np.ascontiguousarray(s), _row_sums(sums, x.shape[0]))
 
 
-def distances_from_cosines(cosines: Any) -> None:
+def distances_from_cosines(cosines: Any, sums: np.ndarray | None = None) -> None:
     """In place, in one pass: a square float32 matrix of cosines becomes 1 - cosine, clipped at 0
-    (a NaN stays NaN), in float32 as numpy computes it. C4's dense distances."""
-    _core.distances_from_cosines(_writable_square("cosines", cosines))
+    (a NaN stays NaN), in float32 as numpy computes it. C4's dense distances. `sums` (float64, one
+    per row, written): each row's sum of its distances but the diagonal entry's, in the same pass.
+    Exact: every entry is a float32 1 - x with x >= 0, a multiple of 2^-24 (at most 2), and a sum
+    of millions of them needs no rounding in float64, in whatever order it is added."""
+    x = _writable_square("cosines", cosines)
+    _core.distances_from_cosines(x, _row_sums(sums, x.shape[0]))
+
+
+def _row_sums(sums: np.ndarray | None, n: int) -> np.ndarray | None:
+    """`sums` checked: a writable C-contiguous float64 array of `n` (the kernel writes it)."""
+    if sums is None:
+        return None
+    if not isinstance(sums, np.ndarray) or sums.dtype != np.float64 or sums.shape != (n,) \
+            or not sums.flags.c_contiguous or not sums.flags.writeable:
+        got = f"{sums.dtype} {sums.shape}" if isinstance(sums, np.ndarray) else type(sums).__name__
+        raise ValueError(f"sums must be a writable C-contiguous float64 array of shape ({n},), got {got}")
+    return sums
 
 
 COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once

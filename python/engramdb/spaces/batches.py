@@ -10,20 +10,22 @@ from .protocol import Embedding, SparseBatch, TokenBatch
 
 
 def concat(parts: Sequence[Embedding]) -> Embedding:
-    """One batch holding the rows of `parts` in order (all of one kind)."""
+    """One batch holding the rows of `parts` in order (all of one kind), a copy: never a
+    caller's array (ingest stores what this returns). One copy, not two: the dtype is cast
+    without a second one."""
     first = parts[0]
     if isinstance(first, SparseBatch):
         sp = [p for p in parts if isinstance(p, SparseBatch)]
         sizes = np.concatenate([[0]] + [np.diff(p.indptr) for p in sp])
         return SparseBatch(
             np.cumsum(sizes).astype(np.int64),
-            np.concatenate([p.indices for p in sp]).astype(np.int32),
-            np.concatenate([p.weights for p in sp]).astype(np.float32),
+            np.concatenate([p.indices for p in sp]).astype(np.int32, copy=False),
+            np.concatenate([p.weights for p in sp]).astype(np.float32, copy=False),
         )
     if isinstance(first, TokenBatch):
         tb = [p for p in parts if isinstance(p, TokenBatch)]
         sizes = np.concatenate([[0]] + [np.diff(p.offsets) for p in tb])
-        return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32), np.cumsum(sizes).astype(np.int64))
+        return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False), np.cumsum(sizes).astype(np.int64))
     return np.concatenate([np.atleast_2d(np.asarray(p)) for p in parts])
 
 

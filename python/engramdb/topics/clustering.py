@@ -38,7 +38,14 @@ from typing import Protocol
 
 import numpy as np
 
-from ..kernels import distances_from_cosines, group_sums, hamming_distances, hdbscan, jaccard_from_overlaps
+from ..kernels import (
+    cluster_sums,
+    distances_from_cosines,
+    group_sums,
+    hamming_distances,
+    hdbscan,
+    jaccard_from_overlaps,
+)
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 from .scratch import POOL, Lease
@@ -81,21 +88,27 @@ def threshold(weights: Sequence[float]) -> float:
     return max(sum(ws) * SPEC_THRESHOLD / SPEC_MAXIMUM, ws[0] + ws[-1])
 
 
-def distances(space: Space, vectors: Embedding, out: np.ndarray | None = None) -> np.ndarray:
+def distances(space: Space, vectors: Embedding, out: np.ndarray | None = None,
+              sums: np.ndarray | None = None) -> np.ndarray:
     """The pairwise distance matrix of one space's vectors (float32, symmetric, zero diagonal);
-    written into `out` (n x n float32, C-contiguous, its contents ignored) when given."""
+    written into `out` (n x n float32, C-contiguous, its contents ignored) when given. `sums`
+    (float64, n): receives each row's sum, exact, made in the C++ pass that finishes the matrix
+    while its rows are in cache (a pass of numpy's means over the three cold matrices cost a
+    2,000-memory refresh 8-11 ms, issue 29)."""
     n = len(vectors)
     if out is not None and (out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous):
         raise ValueError(f"out must be a C-contiguous float32 ({n}, {n}) matrix, got {out.dtype} {out.shape}")
     if isinstance(vectors, SparseBatch):
-        d = _jaccard_distances(vectors, out)
+        d = _jaccard_distances(vectors, out, sums)
     elif isinstance(vectors, TokenBatch):
-        d = _cosine_distances(_token_means(vectors), out)
+        d = _cosine_distances(_token_means(vectors), out, sums)
     elif space.kind == "binary":
         codes = np.ascontiguousarray(vectors, np.uint8)  # a binary space's dim is whole bytes
         d = np.divide(hamming_distances(codes, codes).astype(np.float32), np.float32(space.dim), out=out)
+        if sums is not None:  # the diagonal is 0 (a code's distance to itself)
+            np.sum(d, axis=1, dtype=np.float64, out=sums)
     else:
-        d = _cosine_distances(np.asarray(vectors, np.float32), out)
+        d = _cosine_distances(np.asarray(vectors, np.float32), out, sums)
     # Each construction is symmetric as computed (u @ u.T is one BLAS syrk; the overlap and Hamming
     # formulas treat i, j alike), so no (d + d.T) / 2 pass over the matrix is needed; and none is
     # negative (the cosines' are clipped at 0 as they are made; 1 - Jaccard and Hamming fractions
@@ -105,7 +118,8 @@ def distances(space: Space, vectors: Embedding, out: np.ndarray | None = None) -
     return made
 
 
-def _jaccard_distances(batch: SparseBatch, out: np.ndarray | None = None) -> np.ndarray:
+def _jaccard_distances(batch: SparseBatch, out: np.ndarray | None = None,
+                       sums: np.ndarray | None = None) -> np.ndarray:
     """1 - Jaccard of every pair of term sets. The overlaps come from a dense product when few
     terms are widely shared (cheaper per pair), else from the pairs each term's rows make."""
     n = len(batch)
@@ -126,41 +140,36 @@ def _jaccard_distances(batch: SparseBatch, out: np.ndarray | None = None) -> np.
         inter += inter.T  # each pair was counted once, as (lower row, higher row)
     # 1 - overlap / union in place, in one pass in the C++ core (numpy's four passes over the
     # matrix and a fresh n x n union took 16 ms at 2,000 memories): the same float32 arithmetic
-    jaccard_from_overlaps(inter, sizes)
+    jaccard_from_overlaps(inter, sizes, sums)
     return inter
 
 
 def _token_means(batch: TokenBatch) -> np.ndarray:
     """Each memory's mean token vector (zeros for a memory without tokens). The sums run in
-    float64, each memory's tokens added in order (as `np.add.reduceat` would), but position by
-    position over every memory at once, the memories sorted longest first so the ones with a k-th
-    token are a prefix: one vectorised add per position, where reduceat's row-by-row loop over a
-    float64 copy of every token took 4x longer (issue 29)."""
+    float64, each memory's tokens added in order (as `np.add.reduceat` would), by the C++ core's
+    `cluster_sums` (each token added to its memory's row as it comes): the same additions in the
+    same order as the position-by-position numpy adds this replaced, at a fifth of their cost
+    (issue 29)."""
     off = np.asarray(batch.offsets, np.int64)
     sizes = np.diff(off)
     tokens = np.asarray(batch.tokens)
-    order = np.argsort(-sizes, kind="stable")
-    by_size, start = sizes[order], off[:-1][order]
-    sums = np.zeros((len(sizes), tokens.shape[1]), np.float64)
-    longest = int(by_size[0]) if len(by_size) else 0
-    for k in range(longest):
-        live = int(np.searchsorted(-by_size, -k, side="left"))  # the memories with more than k tokens
-        sums[:live] += tokens[start[:live] + k]
-    out = np.empty(sums.shape, np.float32)
-    out[order] = sums / np.maximum(by_size, 1)[:, None]
+    if not len(tokens):
+        return np.zeros((len(sizes), tokens.shape[1] if tokens.ndim == 2 else 0), np.float32)
+    sums = cluster_sums(tokens, np.repeat(np.arange(len(sizes), dtype=np.int64), sizes), len(sizes)).sums
+    out: np.ndarray = (sums / np.maximum(sizes, 1)[:, None]).astype(np.float32)
     return out
 
 
-def _cosine_distances(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def _cosine_distances(x: np.ndarray, out: np.ndarray | None = None, sums: np.ndarray | None = None) -> np.ndarray:
     """1 - cosine of every pair of rows, clipped at 0, in place in the product's own buffer (`out`
-    when given; zero rows: 1)."""
+    when given; zero rows: 1); `sums`: each row's sum but its diagonal entry's (`distances`)."""
     n = np.linalg.norm(x, axis=1, keepdims=True)
     u = np.divide(x, n, out=np.zeros_like(x), where=n > 0)
     # u @ u.T is BLAS's syrk (half the products, then a mirror copy); for few dimensions the copy
     # outweighs the half saved and a plain gemm is faster (128-d at 2,000 rows: 9.2 -> 7.5 ms),
     # with the same figures (OpenBLAS adds each dot product in the same order either way)
     d: np.ndarray = np.matmul(u, np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T, out=out)
-    distances_from_cosines(d)  # 1 - cosine, clipped at 0: one pass in the C++ core
+    distances_from_cosines(d, sums)  # 1 - cosine, clipped at 0: one pass in the C++ core
     return d
 
 
@@ -170,12 +179,13 @@ def cluster(space: Space, vectors: Embedding) -> SpaceClusters:
 
 
 def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None = None,
-                   kept: list[np.ndarray] | None = None, lease: Lease | None = None) -> list[SpaceClusters]:
+                   kept: list[np.ndarray] | None = None, lease: Lease | None = None,
+                   means: list[np.ndarray] | None = None) -> list[SpaceClusters]:
     """`cluster` of every (space, vectors) pair, in the given order. While one space's HDBSCAN
     runs on a worker thread (the kernel releases the GIL), the next space's distances are computed
     (their matrix products already use every core). With `most`, each space's clusters of more
     than that many memories are refined (`topics_capped`); `kept` receives each distance matrix, made in
-    `lease`'s buffers when given (`scratch`)."""
+    `lease`'s buffers when given (`scratch`), and `means` each matrix's row means (float64)."""
     if not spaces:
         return []
     n = len(spaces[0][1])
@@ -184,9 +194,12 @@ def cluster_spaces(spaces: Sequence[tuple[Space, Embedding]], most: float | None
     with ThreadPoolExecutor(max_workers=1) as pool:
         runs = []
         for sp, x in spaces:
-            d = distances(sp, x, lease.square(n) if lease is not None else None)
+            sums = np.empty(n, np.float64) if means is not None else None
+            d = distances(sp, x, lease.square(n) if lease is not None else None, sums)
             if kept is not None:
                 kept.append(d)
+            if sums is not None and means is not None:
+                means.append(np.divide(sums, n, out=sums))  # the diagonal's 0 counted, as a row's mean
             runs.append(pool.submit(hdbscan, d, MIN_CLUSTER) if most is None else pool.submit(_refined, d, most))
         return [SpaceClusters(sp.name, sp.weight, run.result()) for (sp, _), run in zip(spaces, runs)]
 
@@ -221,7 +234,8 @@ def _capped(spaces: Sequence[tuple[Space, Embedding]], n: int, most: float, term
             lease: Lease) -> list[tuple[list[int], float]]:
     """`topics_capped`'s work, its distance matrices in `lease`'s buffers."""
     mats: list[np.ndarray] = []
-    found = topics_of(cluster_spaces(spaces, most, mats, lease), n)
+    means: list[np.ndarray] = []  # each space's row means, made with its matrix (read by the joins)
+    found = topics_of(cluster_spaces(spaces, most, mats, lease, means), n)
     for _ in range(SPLITS):  # agreeing pairs may chain the refined clusters past the cap again
         out: list[tuple[list[int], float]] = []
         for members, conf in found:
@@ -231,7 +245,6 @@ def _capped(spaces: Sequence[tuple[Space, Embedding]], n: int, most: float, term
             break
         found = out
     weights = [sp.weight for sp, _ in spaces]
-    means: list[np.ndarray] = []  # each space's row means, made by the first join that needs them
     joined = _joined(found, mats, weights, n, terms, means)
     for _ in range(REST_ROUNDS):  # the rest, clustered on its own, may hold topics of its own
         inside = np.zeros(n, bool)
@@ -320,9 +333,8 @@ def _nearness(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], 
     and reduceat over a topic's few columns took 14 ms at 2,000 memories, issue 29); their order
     of additions does not matter: every distance here is a float32 multiple of 2^-24 (1 - a
     float32 cosine or Jaccard in [0, 2]) or a Hamming fraction, so any sum of a few thousand is
-    exact in float64. A row's mean distance to every memory is numpy's, over its own row: every
-    row's at once, made once a refresh into `means` (each join of a refresh gathered its rest's
-    rows and took their means again); the same pairwise sum of each contiguous row."""
+    exact in float64. A row's mean distance to every memory is its sum over n, exact for the same
+    reason: made with the matrix (`distances`' `sums`) into `means`, else here once a refresh."""
     total = float(sum(weights))
     order = np.concatenate([members for members, _ in found]).astype(np.int64)  # topic by topic
     sizes = np.array([len(members) for members, _ in found], np.float64)
@@ -330,7 +342,7 @@ def _nearness(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], 
     near = np.zeros((len(rest), len(found)))
     background = np.zeros(len(rest))
     if not means:
-        means.extend(d.mean(axis=1) for d in mats)
+        means.extend(np.asarray(np.sum(d, axis=1, dtype=np.float64)) / len(d) for d in mats)
     for d, w, mean in zip(mats, weights, means):
         background += mean[rest] * (w / total)
         near += group_sums(d, rest, order, starts) / sizes * (w / total)
