@@ -6,6 +6,7 @@ adversary's notes); each failed before its fix.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import engramdb
 import numpy as np
 import pytest
 from engramdb import InvalidMemory
+from engramdb.spaces.analyzer import normalize, tokenize
 from engramdb.spaces.protocol import TokenBatch
 from engramdb.storage.vectors import quantize_tokens
 
@@ -100,3 +102,40 @@ def test_a_confidence_too_large_for_a_float_is_refused_naming_the_field(db: engr
     with pytest.raises(InvalidMemory, match="confidence"):
         db.add("one more", namespace="n", confidence=-(10**400))
     _untouched(db)
+
+
+# ------------------------------------------------------------------ analysis of hostile text
+def _longest_mark_run(text: str) -> int:
+    run = best = 0
+    for c in text:
+        run = run + 1 if unicodedata.combining(c) else 0
+        best = max(best, run)
+    return best
+
+
+def test_a_long_run_of_combining_marks_is_analysed_in_runs_of_30() -> None:
+    # NFKC sorts a run of combining marks by insertion, quadratic in its length: one memory of 64 KB
+    # of alternating marks held the writer 3 s, 1 MiB of them (the content limit) tens of minutes.
+    # The analyzer now cuts such a run every 30 marks (Unicode's stream-safe format) before NFKC,
+    # so what it hands NFKC, and so what comes out, never holds a longer run.
+    hostile = "e" + "\u0301\u0316" * 2000 + " word " + "\u0f73" * 100  # U+0F73: a starter that decomposes to two marks
+    assert _longest_mark_run(unicodedata.normalize("NFKC", hostile)) > 1000  # the unguarded cost
+    out = normalize(hostile)
+    assert _longest_mark_run(out) <= 30
+    assert "word" in tokenize(hostile)
+    # batch and one-text analysis agree on it, and it is stored and found like any memory
+    db = engramdb.open()
+    try:
+        db.add_many([{"content": hostile, "namespace": "n", "id": "zalgo"},
+                     {"content": "another memory about words", "namespace": "n"}])
+        assert "zalgo" in [h.id for h in db.search("word", namespace="n", k=2)]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("text", ["Café naïve résumé", "e\u0301" + "\u0316\u0301" * 14 + "\u0316", "ǅemal Ⅻ ﬁne ½ ｆｕｌｌ",
+                                  "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd", "x" * 2000 + "\u00e9" + "\u0301" * 30,
+                                  "\u1100\u1161\u11a8 \U0001F600 it\u2019s"])
+def test_text_without_a_run_over_30_marks_is_normalised_exactly_as_before(text: str) -> None:
+    assert normalize(text) == unicodedata.normalize("NFKC", text).translate(
+        {0x2019: "'", 0x2018: "'", 0x02BC: "'"}).lower()
