@@ -139,3 +139,24 @@ def test_a_long_run_of_combining_marks_is_analysed_in_runs_of_30() -> None:
 def test_text_without_a_run_over_30_marks_is_normalised_exactly_as_before(text: str) -> None:
     assert normalize(text) == unicodedata.normalize("NFKC", text).translate(
         {0x2019: "'", 0x2018: "'", 0x02BC: "'"}).lower()
+
+
+# ------------------------------------------------------------------ the batch itself
+@pytest.mark.parametrize("records", [{"content": "one record, not a batch", "namespace": "n"}, 5, "content",
+                                     b"content", None])
+def test_a_batch_that_is_not_an_iterable_of_records_is_refused_by_what_it_is(db: engramdb.Store,
+                                                                               records: Any) -> None:
+    # a lone dict was iterated as its keys ('records[0] must be a dict or Memory, got str': the
+    # caller passed a dict); an int or None raised a raw "'int' object is not iterable"
+    with pytest.raises(TypeError, match=rf"records must be an iterable of records .*got {type(records).__name__}"):
+        db.add_many(records)
+    _untouched(db)
+
+
+def test_unknown_keys_of_mixed_types_are_named(db: engramdb.Store) -> None:
+    # sorting {1, 'colour'} to name them raised a raw "'<' not supported between 'str' and 'int'"
+    recs: list[dict[Any, Any]] = _batch()
+    recs[3] = {**recs[3], 1: "x", "colour": "red"}
+    with pytest.raises(InvalidMemory, match=r"records\[3\] has unknown field\(s\) \['colour', 1\]"):
+        db.add_many(recs)
+    _untouched(db)

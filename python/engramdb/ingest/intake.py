@@ -80,6 +80,11 @@ def _cheap_ok(name: str, v: Any) -> bool:
 
 def _gather(records: Iterable[Mapping[str, Any] | Memory]) -> tuple[dict[str, list[Any]], int]:
     """The batch as one list per field some record sets (None where a record does not), and its size."""
+    if isinstance(records, (Mapping, Memory, str, bytes)) or not isinstance(records, Iterable):
+        # one record where a batch belongs: a dict iterated is its keys ('records[0] must be a dict,
+        # got str'), an int raised 'not iterable'
+        raise TypeError(f"records must be an iterable of records (dicts or Memory), got {type(records).__name__} "
+                        f"{records!r:.80}; pass [record] for one (or use add())")
     recs = records if isinstance(records, list) else list(records)
     first = recs[0] if recs else None
     if type(first) is dict:
@@ -98,7 +103,7 @@ def _gather(records: Iterable[Mapping[str, Any] | Memory]) -> tuple[dict[str, li
             col = cols.get(key)
             if col is None:
                 if key not in _ALLOWED:
-                    raise InvalidMemory(f"records[{i}] has unknown field(s) {sorted(set(rec) - _ALLOWED)}")
+                    raise InvalidMemory(f"records[{i}] has unknown field(s) {_sorted_keys(set(rec) - _ALLOWED)}")
                 col = cols[key] = [None] * i
             col.append(value)
         n = i + 1
@@ -106,6 +111,14 @@ def _gather(records: Iterable[Mapping[str, Any] | Memory]) -> tuple[dict[str, li
             if len(col) < n:
                 col.append(None)
     return cols, n
+
+
+def _sorted_keys(keys: set[Any]) -> list[Any]:
+    """Keys in order; keys of mixed types (1 and 'b') by their repr, which always sorts."""
+    try:
+        return sorted(keys)
+    except TypeError:
+        return sorted(keys, key=repr)
 
 
 def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
