@@ -1,6 +1,6 @@
 """Crash loop: a writer process killed with SIGKILL at random moments of add, add_many (1 to 5,000
 records), update, checkpoint, compact and purge, round after round on one folder
-(tests/test_crash_loop.py runs 20 rounds, bench/crash_loop.py 200 for bench/RELIABILITY.md).
+(tests/test_crash_loop.py runs 14 rounds, bench/crash_loop.py 200 for bench/RELIABILITY.md).
 
 The writer prints `S <op>` before each operation and `A <op>` once it returned (acknowledged). After
 each kill the folder is reopened for writing, as the next round will, and checked against the

@@ -1,7 +1,7 @@
 """Soak: one writer (batches of 200, a checkpoint every 2,000 rows, a compaction every 25
 batches) and reader processes that reopen the store read-only again and again; each open must
 find every batch the writer acknowledged before the open began (tests/test_soak.py runs it for
-~20 s, bench/soak.py for longer, for bench/RELIABILITY.md).
+~10 s, bench/soak.py for longer, for bench/RELIABILITY.md).
 
 The writer writes its last acknowledged batch number to `acked` (atomically) after each batch
 returns; a reader reads it, then opens, then gets the last id of that batch and of 20 random

@@ -338,7 +338,12 @@ def _fields(m: engramdb.Memory | None, history: list[engramdb.Memory]) -> tuple[
     return (m.memory_type, m.role, m.session_id, start, m.valid_until, m.confidence, m.source, m.provenance, meta)
 
 
+# 50 histories of up to 40 steps (2,000 steps, each followed by both invariants): enough for every
+# rule to run a hundred times or more and for the slow paths (a purge needs a forget, then 30 days of
+# clock, then a consolidation; a dream needs a repeat of a recent copy) to meet the others in many
+# orders. The time is the engine's own (fsyncs, consolidations), ~0.4 s a history: the 80 this ran
+# before cost 32 s of the suite's slowest worker; the CI's random draws keep widening the search.
 AutomaticVerbs.TestCase.settings = settings(
-    max_examples=80, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=50, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestAutomaticVerbs = AutomaticVerbs.TestCase
