@@ -15,6 +15,7 @@ import crash_harness as harness
 # kinds the 20 rounds this ran hit; the six rounds left off were the dearest (the check reads back
 # every memory of a model that grows each round: 1.4 to 2.2 s a round) and found nothing more.
 ROUNDS = 14
+LOST_MANIFEST_ROUNDS = 6
 
 
 def test_rounds_of_sigkill_lose_nothing_acknowledged(tmp_path: Path) -> None:
@@ -33,12 +34,16 @@ def test_rounds_of_sigkill_lose_nothing_acknowledged(tmp_path: Path) -> None:
 
 def test_sigkill_then_a_lost_manifest_is_repaired_with_nothing_acknowledged_lost(tmp_path: Path) -> None:
     """The same loop, and after every kill manifest.json is deleted: each reopen rebuilds it from
-    the self-describing files (whatever the kill left half done) and finds everything."""
+    the self-describing files (whatever the kill left half done) and finds everything.
+
+    6 rounds, measured here: kills inside a batch of 5,000, of 3 and of 2,597 and inside an update,
+    ~14,000 memories acknowledged, every reopen a repair; the four rounds after them (the 10 this
+    ran) killed only batches again, at 1.8 to 2.3 s a round, and found nothing more."""
     folder = tmp_path / "store"
     model = harness.Model()
     repaired = 0
-    for rnd in range(10):
+    for rnd in range(LOST_MANIFEST_ROUNDS):
         got = harness.round_once(folder, rnd, seed=2_000 + rnd, model=model, profile="toy", max_wait=0.6,
                                  lose_manifest=True)
         repaired += got["repaired"]
-    assert repaired == 10 and len(model.content) >= 50, (repaired, len(model.content))
+    assert repaired == LOST_MANIFEST_ROUNDS and len(model.content) >= 50, (repaired, len(model.content))
