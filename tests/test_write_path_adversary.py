@@ -93,15 +93,17 @@ def test_a_bad_caller_vector_is_named_by_its_record(db: engramdb.Store, at: int,
 # ------------------------------------------------------------------ confidence
 @pytest.mark.parametrize("at", [0, 4])
 def test_a_confidence_too_large_for_a_float_is_refused_naming_the_field(db: engramdb.Store, at: int) -> None:
-    # 10**400 raised a raw OverflowError (int too large to convert to float) from math.isfinite
+    # 10**400 raised a raw OverflowError (int too large to convert to float) from math.isfinite,
+    # in add_many and in update
     recs = _batch()
     recs[at]["confidence"] = 10**400
-    with pytest.raises(InvalidMemory, match=rf"records\[{at}\]: confidence must be a number in \[0, 1\]"):
+    with pytest.raises(InvalidMemory, match=rf"^records\[{at}\]: confidence must"):
         db.add_many(recs)
     _untouched(db)
-    with pytest.raises(InvalidMemory, match="confidence"):
-        db.add("one more", namespace="n", confidence=-(10**400))
-    _untouched(db)
+    for big in (10**400, -(10**400)):
+        with pytest.raises(InvalidMemory, match=r"confidence must be a number in \[0, 1\]"):
+            db.update("kept0", confidence=big)
+        _untouched(db)
 
 
 # ------------------------------------------------------------------ analysis of hostile text
@@ -158,5 +160,20 @@ def test_unknown_keys_of_mixed_types_are_named(db: engramdb.Store) -> None:
     recs: list[dict[Any, Any]] = _batch()
     recs[3] = {**recs[3], 1: "x", "colour": "red"}
     with pytest.raises(InvalidMemory, match=r"records\[3\] has unknown field\(s\) \['colour', 1\]"):
+        db.add_many(recs)
+    _untouched(db)
+
+
+@pytest.mark.parametrize("field", ["confidence", "seq", "session_id", "role", "namespace", "content", "id",
+                                   "valid_from", "supersedes", "memory_type", "source"])
+@pytest.mark.parametrize("at", [0, 3])
+def test_an_integer_too_long_to_print_is_refused_naming_record_and_field(db: engramdb.Store, field: str,
+                                                                         at: int) -> None:
+    # every field's check names a bad value by its repr, and Python refuses to write out an int of
+    # more than 4,300 digits: a raw ValueError ('Exceeds the limit for integer string conversion')
+    # that named neither the record nor the field
+    recs = _batch()
+    recs[at][field] = 10**5000
+    with pytest.raises(InvalidMemory, match=rf"^records\[{at}\]: {field} must not be an integer of 16,610 bits"):
         db.add_many(recs)
     _untouched(db)

@@ -157,6 +157,7 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
             if cols[name][i] is None:
                 raise InvalidMemory(f"records[{i}]: {name} is required (a non-empty string), got None")
         row = {name: cols[name][i] for name in cols if cols[name][i] is not None}
+        _refuse_huge_ints(row, i)
         row.update(learned_at=now, version=1)
         try:
             m = validate_memory(Memory(**row))
@@ -198,6 +199,19 @@ def _vector_maps(given: list[Any] | None, n: int) -> list[Mapping[str, Any]]:
             raise InvalidMemory(f"records[{i}]: vectors must be a dict of space name -> vector, got "
                                 f"{type(v).__name__} {v!r:.80}")
     return out
+
+
+_INT_BITS = 128  # no field takes an integer this long (seq stops at 2**62 - 1, confidence at 1)
+
+
+def _refuse_huge_ints(row: Mapping[str, Any], i: int) -> None:
+    """Refuse an integer no field takes by its size: the field checks name a bad value by its repr,
+    and past 4,300 digits Python refuses to write an int out (a raw ValueError, 'Exceeds the limit
+    for integer string conversion', naming neither the record nor the field)."""
+    for name, v in row.items():
+        if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > _INT_BITS:
+            raise InvalidMemory(f"records[{i}]: {name} must not be an integer of {v.bit_length():,} bits "
+                                f"(no field takes one this large)")
 
 
 def content_bytes(content: str, i: int | None, limit: int) -> bytes:
