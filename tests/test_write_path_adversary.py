@@ -177,3 +177,11 @@ def test_an_integer_too_long_to_print_is_refused_naming_record_and_field(db: eng
     with pytest.raises(InvalidMemory, match=rf"^records\[{at}\]: {field} must not be an integer of 16,610 bits"):
         db.add_many(recs)
     _untouched(db)
+
+
+@pytest.mark.parametrize("field", ["confidence", "seq", "session_id", "role", "content", "memory_type", "source"])
+def test_update_with_an_integer_too_long_to_print_names_the_field(db: engramdb.Store, field: str) -> None:
+    # the same raw ValueError from the field checks' own messages, on update
+    with pytest.raises(InvalidMemory, match=rf"^{field} must .*got an integer of 16,610 bits"):
+        db.update("kept0", **{field: 10**5000})
+    _untouched(db)

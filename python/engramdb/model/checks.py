@@ -27,6 +27,18 @@ MAX_SEQ = 2**62 - 1  # the highest seq a caller may give: 2**62 automatic positi
 INT64_MAX = 2**63 - 1  # the seq column's limit
 
 
+_SHOWN_BITS = 128
+
+
+def shown(value: Any) -> str:
+    """`value` as an error message shows it: its repr, but an integer of more than 128 bits by its
+    size (past 4,300 digits Python refuses to write an int out: the message itself would raise a
+    ValueError naming neither the field nor the value)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _SHOWN_BITS:
+        return f"an integer of {value.bit_length():,} bits"
+    return repr(value)
+
+
 def utf8(name: str, value: str, error: type[ValueError] = InvalidMemory) -> None:
     """Refuse a string UTF-8 cannot encode (a lone surrogate), naming `name`, the character and
     where it is. A string of ASCII (the common case) costs one flag test."""
@@ -85,10 +97,11 @@ def seq(value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidMemory(f"seq must be an integer >= 0, got {value!r}")
+        raise InvalidMemory(f"seq must be an integer >= 0, got {shown(value)}")
     if value > MAX_SEQ:
         raise InvalidMemory(f"seq must be at most {MAX_SEQ:,} (2**62 - 1: the automatic next positions count on "
-                            f"above it within the store's 64-bit column), got {value:,}")
+                            f"above it within the store's 64-bit column), got "
+                            f"{shown(value) if value.bit_length() > _SHOWN_BITS else format(value, ',')}")
 
 
 def short_text(name: str, value: Any, most: int, *, optional: bool = True) -> None:
@@ -97,7 +110,7 @@ def short_text(name: str, value: Any, most: int, *, optional: bool = True) -> No
     if value is None and optional:
         return
     if not isinstance(value, str) or not 1 <= len(value) <= most:
-        raise InvalidMemory(f"{name} must be a string of 1-{most} characters, got {value!r}")
+        raise InvalidMemory(f"{name} must be a string of 1-{most} characters, got {shown(value)}")
     utf8(name, value)
 
 

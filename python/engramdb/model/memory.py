@@ -180,7 +180,7 @@ def _check_name(field_name: str, value: Any, pattern: re.Pattern[str], *, option
     if not isinstance(value, str) or not pattern.match(value):
         raise InvalidMemory(
             f"{field_name} must be 1-128 characters of letters, digits and ._:@/+- "
-            f"(starting with a letter or digit), got {value!r}"
+            f"(starting with a letter or digit), got {checks.shown(value)}"
         )
 
 
@@ -197,7 +197,7 @@ def validate_memory(m: Memory) -> Memory:
     _check_name("id", m.id, _ID_RE, optional=False)
     _check_name("namespace", m.namespace, _NS_RE, optional=False)
     if not isinstance(m.content, str) or not m.content.strip():
-        raise InvalidMemory(f"content must be a non-empty string, got {m.content!r}")
+        raise InvalidMemory(f"content must be a non-empty string, got {checks.shown(m.content)}")
     checks.utf8("content", m.content)
     checks.short_text("session_id", m.session_id, 256)
     checks.seq(m.seq)
@@ -208,7 +208,7 @@ def validate_memory(m: Memory) -> Memory:
     # the range test first: math.isfinite of an int too large for a float raises OverflowError
     # (and the range test alone refuses NaN and inf)
     if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1 or not math.isfinite(conf):
-        raise InvalidMemory(f"confidence must be a number in [0, 1], got {conf!r}")
+        raise InvalidMemory(f"confidence must be a number in [0, 1], got {checks.shown(conf)}")
     checks.json_tree("metadata", m.metadata)
     checks.json_tree("provenance", m.provenance)
     if isinstance(m.version, bool) or not isinstance(m.version, int) or m.version < 1:
