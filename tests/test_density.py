@@ -236,6 +236,22 @@ def test_row_sums_must_be_a_writable_float64_row_per_row() -> None:
             kernels.jaccard_from_overlaps(d, sizes, bad)  # type: ignore[arg-type]
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(3, 70), levels=st.sampled_from([3, 6, 1000]))
+def test_hdbscan_labels_are_the_same_under_every_instruction_set(seed: int, n: int, levels: int) -> None:
+    """Prim's tree runs on the ISA's vector lanes where it has them (`prim_row`) and on a list of
+    the nodes still out otherwise: the same labels either way, ties (few distinct distances) and
+    duplicate points (zero distances) included."""
+    rng = np.random.default_rng(seed)
+    pts = rng.integers(0, levels, size=(n, 2)).astype(np.float64)
+    d = np.round(np.sqrt(((pts[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2)), 1).astype(np.float32)
+    runs = {}
+    for isa in kernels.available_isas():
+        with kernels.use_isa(isa):
+            runs[isa] = kernels.hdbscan(d, 3).tolist()
+    assert len({tuple(v) for v in runs.values()}) == 1, runs
+
+
 def test_group_sums_refuse_bad_indices() -> None:
     d = np.zeros((4, 4), np.float32)
     ok = np.array([0, 1]), np.array([1, 2, 3]), np.array([0, 1])

@@ -491,12 +491,64 @@ double stream_sum(const float* x, size_t n) {
     return s;
 }
 
+// Prim's step over every node (isa_kernels.h): 8 lanes of contiguous loads, no gathers; each lane
+// keeps its least best and the first position holding it (positions rise within a lane, so a
+// strict < keeps the lowest), then the lanes are compared, ties going to the lower position.
+size_t prim_row(const float* row, const float* core, float* best, uint32_t* from, size_t n, float cc,
+                uint32_t cur) {
+    const __m256 vcc = _mm256_set1_ps(cc);
+    const __m256i vcur = _mm256_set1_epi32(static_cast<int32_t>(cur));
+    const __m256i eight = _mm256_set1_epi32(8);
+    __m256 low8 = _mm256_set1_ps(__builtin_inff());
+    __m256i at8 = _mm256_set1_epi32(-1), pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 r = _mm256_max_ps(_mm256_max_ps(_mm256_loadu_ps(row + j), _mm256_loadu_ps(core + j)), vcc);
+        const __m256 b0 = _mm256_loadu_ps(best + j);
+        const __m256 better = _mm256_cmp_ps(r, b0, _CMP_LT_OQ);  // false where best is NaN
+        const __m256 b = _mm256_blendv_ps(b0, r, better);
+        _mm256_storeu_ps(best + j, b);
+        __m256i* f = reinterpret_cast<__m256i*>(from + j);
+        _mm256_storeu_si256(f, _mm256_blendv_epi8(_mm256_loadu_si256(f), vcur, _mm256_castps_si256(better)));
+        const __m256 lower = _mm256_cmp_ps(b, low8, _CMP_LT_OQ);
+        low8 = _mm256_blendv_ps(low8, b, lower);
+        at8 = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(at8), _mm256_castsi256_ps(pos), lower));
+        pos = _mm256_add_epi32(pos, eight);
+    }
+    alignas(32) float lows[8];
+    alignas(32) int32_t ats[8];
+    _mm256_store_ps(lows, low8);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(ats), at8);
+    float low = __builtin_inff();
+    size_t at = n;
+    for (int q = 0; q < 8; ++q) {
+        const size_t a = static_cast<size_t>(ats[q]);
+        if (ats[q] >= 0 && (lows[q] < low || (lows[q] == low && a < at))) {
+            low = lows[q];
+            at = a;
+        }
+    }
+    for (; j < n; ++j) {
+        const float r1 = row[j] > core[j] ? row[j] : core[j];
+        const float r = r1 > cc ? r1 : cc;
+        if (r < best[j]) {
+            best[j] = r;
+            from[j] = cur;
+        }
+        if (best[j] < low) {  // strict: a lane's position or an earlier tail one is lower
+            low = best[j];
+            at = j;
+        }
+    }
+    return at;
+}
+
 }  // namespace
 
 extern const IsaKernels kAvx2Kernels;
 const IsaKernels kAvx2Kernels = {
     "avx2",     dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
-    add_f64,    blend,   stream_sum, dot_panels, max_panels,
+    add_f64,    blend,   stream_sum, dot_panels, max_panels, prim_row,
 };
 
 }  // namespace engramdb

@@ -204,12 +204,63 @@ double stream_sum(const float* x, size_t n) {
 
 #include "panel_generic.inc"
 
+// Prim's step over every node (isa_kernels.h), 16 lanes a time: as the AVX2 file's, with masks.
+size_t prim_row(const float* row, const float* core, float* best, uint32_t* from, size_t n, float cc,
+                uint32_t cur) {
+    const __m512 vcc = _mm512_set1_ps(cc);
+    const __m512i vcur = _mm512_set1_epi32(static_cast<int32_t>(cur));
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512 low16 = _mm512_set1_ps(__builtin_inff());
+    __m512i at16 = _mm512_set1_epi32(-1);
+    __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        // max_ps: `a > b ? a : b` (the second operand on a NaN or a tie), as the scalar rule
+        const __m512 r = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(row + j), _mm512_loadu_ps(core + j)), vcc);
+        const __m512 b0 = _mm512_loadu_ps(best + j);
+        const __mmask16 better = _mm512_cmp_ps_mask(r, b0, _CMP_LT_OQ);
+        const __m512 b = _mm512_mask_blend_ps(better, b0, r);
+        _mm512_storeu_ps(best + j, b);
+        _mm512_mask_storeu_epi32(from + j, better, vcur);
+        const __mmask16 lower = _mm512_cmp_ps_mask(b, low16, _CMP_LT_OQ);
+        low16 = _mm512_mask_blend_ps(lower, low16, b);
+        at16 = _mm512_mask_blend_epi32(lower, at16, pos);
+        pos = _mm512_add_epi32(pos, sixteen);
+    }
+    alignas(64) float lows[16];
+    alignas(64) int32_t ats[16];
+    _mm512_store_ps(lows, low16);
+    _mm512_store_si512(ats, at16);
+    float low = __builtin_inff();
+    size_t at = n;
+    for (int q = 0; q < 16; ++q) {
+        const size_t a = static_cast<size_t>(ats[q]);
+        if (ats[q] >= 0 && (lows[q] < low || (lows[q] == low && a < at))) {
+            low = lows[q];
+            at = a;
+        }
+    }
+    for (; j < n; ++j) {
+        const float r1 = row[j] > core[j] ? row[j] : core[j];
+        const float r = r1 > cc ? r1 : cc;
+        if (r < best[j]) {
+            best[j] = r;
+            from[j] = cur;
+        }
+        if (best[j] < low) {  // strict: a lane's position or an earlier tail one is lower
+            low = best[j];
+            at = j;
+        }
+    }
+    return at;
+}
+
 }  // namespace
 
 extern const IsaKernels kAvx512Kernels;
 const IsaKernels kAvx512Kernels = {
     "avx512", dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
-    add_f64,  blend,   stream_sum, dot_panels, max_panels,
+    add_f64,  blend,   stream_sum, dot_panels, max_panels, prim_row,
 };
 
 }  // namespace engramdb

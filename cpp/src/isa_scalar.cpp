@@ -155,7 +155,7 @@ double stream_sum(const float* x, size_t n) {
 extern const IsaKernels kScalarKernels;
 const IsaKernels kScalarKernels = {
     "scalar", dot_f32, dot_f16,    dot_i8,    sqnorm_f32, sqnorm_f16, hamming,
-    add_f64,  blend,   stream_sum, dot_panels, max_panels,
+    add_f64,  blend,   stream_sum, dot_panels, max_panels, nullptr,  // prim_row: density.cpp's own loop
 };
 
 }  // namespace engramdb

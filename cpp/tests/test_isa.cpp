@@ -3,6 +3,7 @@
 // around every tile and panel width, row counts around every row tile. Inputs sit in buffers of
 // exactly their size, so a tail that reads past its row is an AddressSanitizer report.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "engramdb/dispatch.h"
@@ -257,6 +258,53 @@ TEST(dot_panels_and_max_panels_match_float64) {
                         CHECK(!K.max_panels(P.get(), nq, X2.data(), nx, d, best.data()));
                     }
                 }
+    });
+}
+
+TEST(prim_row_follows_the_scalar_rule) {
+    // every ISA with a prim_row against the rule written out (isa_kernels.h): values from a small
+    // set (many ties), nodes out of the running (NaN), every tail length around the lanes
+    harness::each_isa([](const std::string&) {
+        const IsaKernels& K = kernels();
+        if (K.prim_row == nullptr) return;
+        const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+        for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16}, size_t{17}, size_t{33},
+                         size_t{100}})
+            for (int round = 0; round < 20; ++round) {
+                Scope s("n", n, "round", round);
+                std::vector<float> row(n), core(n), best(n), want_best(n);
+                std::vector<uint32_t> from(n), want_from(n);
+                for (size_t j = 0; j < n; ++j) {
+                    row[j] = static_cast<float>(static_cast<int>(harness::uniform(0.f, 4.f))) * 0.25f;
+                    core[j] = static_cast<float>(static_cast<int>(harness::uniform(0.f, 4.f))) * 0.25f;
+                    const float u = harness::uniform(0.f, 1.f);
+                    best[j] = u < 0.2f ? nan : u < 0.3f ? inf : static_cast<float>(static_cast<int>(u * 5.f)) * 0.25f;
+                    if (std::isnan(best[j])) core[j] = nan;
+                    from[j] = static_cast<uint32_t>(j + 100);
+                }
+                const float cc = static_cast<float>(round % 4) * 0.25f;
+                want_best = best;
+                want_from = from;
+                float low = inf;
+                size_t want = n;
+                for (size_t j = 0; j < n; ++j) {
+                    const float r1 = row[j] > core[j] ? row[j] : core[j];
+                    const float r = r1 > cc ? r1 : cc;
+                    if (r < want_best[j]) {
+                        want_best[j] = r;
+                        want_from[j] = 7;
+                    }
+                    if (want_best[j] < low) {
+                        low = want_best[j];
+                        want = j;
+                    }
+                }
+                CHECK_EQ(K.prim_row(row.data(), core.data(), best.data(), from.data(), n, cc, 7), want);
+                for (size_t j = 0; j < n; ++j) {
+                    CHECK(std::isnan(best[j]) ? std::isnan(want_best[j]) : best[j] == want_best[j]);
+                    CHECK_EQ(from[j], want_from[j]);
+                }
+            }
     });
 }
 

@@ -49,6 +49,14 @@ struct IsaKernels {
     // best[j] = max(best[j], max_r <X[r], Q[j]>) for pre-packed panels; returns false (best then
     // unspecified) if any dot product is NaN or inf.
     bool (*max_panels)(const float* P, size_t nq, const float* X, size_t nx, size_t d, float* best);
+    // One step of Prim's spanning tree of a mutual-reachability graph (HDBSCAN, C4), over every
+    // node at once: r = max(max(row[j], core[j]), cc), each max as `a > b ? a : b`; where
+    // r < best[j], best[j] = r and from[j] = cur. Returns the lowest j holding the least finite
+    // best[j] after the update, or n when none does. A node out of the running holds NaN in best and
+    // core: never lowered, never picked. nullptr where vector lanes gain nothing over the
+    // caller's own loop (a list of the nodes still out, which halves the work: density.cpp).
+    size_t (*prim_row)(const float* row, const float* core, float* best, uint32_t* from, size_t n, float cc,
+                       uint32_t cur);
 };
 
 // Tables defined by each ISA translation unit (nullptr-free only where compiled in).
