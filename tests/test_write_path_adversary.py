@@ -185,3 +185,35 @@ def test_update_with_an_integer_too_long_to_print_names_the_field(db: engramdb.S
     with pytest.raises(InvalidMemory, match=rf"^{field} must .*got an integer of 16,610 bits"):
         db.update("kept0", **{field: 10**5000})
     _untouched(db)
+
+
+def test_an_id_repeated_inside_one_batch_is_named_as_a_repeat_not_as_stored() -> None:
+    """Nothing of a refused batch is stored, so its repeated id does not 'already exist': the error
+    names both records; an id the store holds is still 'already exists', naming its record."""
+    db = engramdb.open(None)
+    db.add("kept", namespace="n", id="old")
+    with pytest.raises(engramdb.StoreError, match=r"records\[2\]: id 'a' repeats records\[0\]'s in this batch"):
+        db.add_many([{"id": "a", "content": "x", "namespace": "n"}, {"id": "b", "content": "y", "namespace": "n"},
+                     {"id": "a", "content": "z", "namespace": "n"}])
+    with pytest.raises(engramdb.StoreError, match=r"records\[1\]: id 'old' already exists; use update"):
+        db.add_many([{"id": "c", "content": "x", "namespace": "n"}, {"id": "old", "content": "y", "namespace": "n"}])
+    assert [m.id for m in db.list(namespace="n")] == ["old"]
+
+
+@pytest.mark.parametrize("messages, got", [(5, "int"), ({"role": "user", "content": "hi"}, "one dict"),
+                                           ("hello", "str"), (None, "NoneType")])
+def test_add_messages_refuses_what_is_not_a_list_of_messages(messages: Any, got: str) -> None:
+    db = engramdb.open(None)
+    with pytest.raises(engramdb.InvalidMemory, match=f"messages must be a list of dicts with role and content, got {got}"):
+        db.add_messages(messages, namespace="n")
+    assert not db.list(namespace="n")
+
+
+def test_an_edge_confidence_past_a_floats_range_is_refused_by_name() -> None:
+    db = engramdb.open(None)
+    a, b = db.add("p", namespace="n").id, db.add("q", namespace="n").id
+    with pytest.raises(engramdb.InvalidMemory, match="edge confidence must be a number in \\[0, 1\\], got an integer of"):
+        db.link(a, b, "SUPPORTS", confidence=10**400)
+    with pytest.raises(engramdb.InvalidMemory, match="edge confidence must be a number in \\[0, 1\\], got 2"):
+        db.link(a, b, "SUPPORTS", confidence=2)
+    assert not db.edges(a)

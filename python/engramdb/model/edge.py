@@ -48,9 +48,10 @@ class Edge:
 
 
 def is_confidence(value: object) -> bool:
-    """A real number in [0, 1] (not a bool, not NaN)."""
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) \
-        and 0 <= value <= 1
+    """A real number in [0, 1] (not a bool, not NaN). The range first: `math.isfinite` of an int
+    past a float's range (10**400) raises OverflowError."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1 \
+        and math.isfinite(value)
 
 
 def validate_edge_fields(type: str, confidence: float, reason: str | None,
@@ -59,7 +60,7 @@ def validate_edge_fields(type: str, confidence: float, reason: str | None,
     if not isinstance(type, str) or not EDGE_TYPE_RE.match(type) or len(type) > 64:
         raise InvalidMemory(f"edge type must be UPPER_SNAKE_CASE (e.g. CAUSED_BY), at most 64 characters, got {type!r}")
     if not is_confidence(confidence):
-        raise InvalidMemory(f"edge confidence must be a number in [0, 1], got {confidence!r}")
+        raise InvalidMemory(f"edge confidence must be a number in [0, 1], got {checks.shown(confidence)}")
     if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
         raise InvalidMemory(f"edge reason must be a string of at most {MAX_REASON} characters, got {reason!r:.80}")
     if reason is not None:

@@ -127,6 +127,10 @@ class Capture:
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
                      session_id: str | None = None, memory_type: str = "turn") -> Added:
         """`Store.add_messages`."""
+        if isinstance(messages, (Mapping, str, bytes)) or not isinstance(messages, Iterable):
+            # one message, or a string, would be read key by key or character by character
+            raise InvalidMemory(f"messages must be a list of dicts with role and content, got "
+                                f"{'one ' if isinstance(messages, Mapping) else ''}{type(messages).__name__}")
         records = []
         for i, msg in enumerate(messages):
             if not isinstance(msg, Mapping):

@@ -199,11 +199,13 @@ class Store(Reads):
         with self._engine.writing() as view:
             batch.table = self._turns.assign(view, batch.table)
             if len(set(batch.ids)) != n or any(i in view for i in batch.ids):
-                seen: set[str] = set()
-                for mid in batch.ids:
-                    if mid in view or mid in seen:
-                        raise StoreError(f"id {mid!r} already exists; use update() to change it")
-                    seen.add(mid)
+                seen: dict[str, int] = {}
+                for i, mid in enumerate(batch.ids):
+                    if mid in seen:  # not "already exists": nothing of it is stored
+                        raise StoreError(f"records[{i}]: id {mid!r} repeats records[{seen[mid]}]'s in this batch")
+                    if mid in view:
+                        raise StoreError(f"records[{i}]: id {mid!r} already exists; use update() to change it")
+                    seen[mid] = i
             vectors = vectors_for(self.schema, self.embedders, batch.contents, batch.vectors, self.tuning)
             action: Literal["merged", "skipped"] = "merged" if self.dedup == "merge" else "skipped"
             dedup = find_duplicates(view, batch, vectors, self.dedup_threshold, action) \
