@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 from engramdb.spaces.schema import Space
 from engramdb.topics import clustering
-from engramdb.topics.smalltalk import SmallTalk
+from engramdb.topics.smalltalk import FILLER, LEFT, LEFT_WITH_CHAT, PHRASES, SHORT, SmallTalk
+from engramdb.topics.smalltalk import SMALL_TALK as SMALL_TALK_WORDS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SPEAKERS = ("Caroline", "Melanie")
 SUBJECTS = {
@@ -252,3 +255,49 @@ def test_what_a_join_leaves_in_no_topic_is_clustered_again_on_its_own() -> None:
         assert any(t <= loose and len(t) >= 8 for t in topics), [sorted(t) for t in topics]
     loose_in_a_topic = set().union(*topics) & (planted[2] | planted[3])
     assert len(loose_in_a_topic) >= 30  # of 40 (16 before: the cap's room alone)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(list("ab éİß'-ǅ\u0301ﬁ2 ") + [
+    "thanks ", "take care ", "Running ", "the ", "Caroline ", "how are you ", "I'm ", "café ", "ＡＢ "]),
+    max_size=30).map("".join), max_size=12))
+def test_labels_analyse_a_batch_as_text_by_text(texts: list[str]) -> None:
+    """`DistinctiveTerms` analyses its texts as one batch (each distinct word once): each text's
+    (stem, word) pairs are those of its words one by one, `tokenize(normalize(text))` each with its
+    first analysed term, repeats and an earlier run's cache included."""
+    from engramdb.spaces.analyzer import Analyzer, normalize, tokenize
+    from engramdb.topics.labels import DistinctiveTerms
+
+    an = Analyzer()
+    want = [[(stem[0], w) for w in tokenize(normalize(t)) if (stem := an.terms(w))] for t in texts]
+    cache: dict[str, list[tuple[str, str]]] = {}
+    assert DistinctiveTerms(texts, cache).words == want
+    assert DistinctiveTerms([*texts, "a new one"], cache).words[:len(texts)] == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.sampled_from(sorted({w for p in PHRASES for w in p} | {"caroline", "move", "garden", "the"})),
+                      max_size=20))
+def test_the_small_talk_verdict_is_the_rule_written_out(words: list[str]) -> None:
+    """`is_small_talk` against the module docstring's rule written out plainly (phrases taken out
+    left to right, the longest first), over turns made of the phrases' own words."""
+    from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS, normalize, tokenize
+
+    rule = SmallTalk({"Caroline"})
+    tokens, chat, i = tokenize(normalize(" ".join(words))), 0, 0
+    n = len(tokens)
+    kept: list[str] = []
+    by_length = sorted(PHRASES, key=len, reverse=True)
+    while i < len(tokens):
+        hit = next((p for p in by_length if tuple(tokens[i:i + len(p)]) == p), None)
+        if hit is None:
+            kept.append(tokens[i])
+            i += 1
+        else:
+            chat += 1
+            i += len(hit)
+    chat += sum(t in SMALL_TALK_WORDS for t in kept)
+    left = [t for t in kept if t not in SNOWBALL_STOPWORDS and t not in SMALL_TALK_WORDS and t not in FILLER
+            and not rule.is_name(t)]
+    want = 0 < n <= SHORT and len(left) <= (LEFT_WITH_CHAT if chat >= 2 else LEFT)
+    assert rule.is_small_talk(" ".join(words)) == want

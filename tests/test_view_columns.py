@@ -113,3 +113,27 @@ def test_locations_remembered_by_a_snapshot_stay_right_past_its_bound(view: View
     for n in range(LOCS_KEPT + 10):  # unknown ids fill the memory past its bound: it is cleared, not wrong
         assert view.loc_of(f"no-such-id-{n}") is None
     assert [view.loc_of(i) for i in ids] == locs == [view.loc_of(i) for i in ids]
+
+
+def test_a_few_rows_of_a_token_space_read_alone_are_the_decoded_segments_rows(tmp_path: Path) -> None:
+    """`vectors_at` of a multivector space: a few rows of a segment not decoded yet are decoded alone
+    (not the whole segment, kept); the same tokens and offsets, bit for bit, as the rows taken from
+    the whole segment decoded, in any order, a row twice, across segments."""
+    db = engramdb.open(tmp_path / "mem")
+    for part in range(2):
+        db.add_many([{"content": f"part {part} turn {i}: " + " ".join(f"w{(i * 7 + k) % 50}" for k in range(i % 9)),
+                      "namespace": "a"} for i in range(40)])
+        db.admin.checkpoint()
+    db.close()
+    view = Engine(tmp_path / "mem", schema=None, read_only=True, tuning=Tuning()).view
+    locs = [loc for _, loc in view.current()]
+    few = [locs[3], locs[50], locs[3], locs[1], locs[79], locs[40]]  # 4 of 40 rows a segment: read alone
+    alone = view.vectors_at("tokens", few)
+    whole = [view.vectors(si, "tokens") for si in range(len(view.segments))]  # decoded and kept
+    again = view.vectors_at("tokens", few)
+    for got in (alone, again):
+        assert got.offsets.tolist() == again.offsets.tolist()
+        np.testing.assert_array_equal(got.tokens, again.tokens)
+    for k, (si, row) in enumerate(few):
+        np.testing.assert_array_equal(alone.row(k), whole[si].row(row))
+    assert sum(len(alone.row(k)) for k in range(len(few))) > 0

@@ -362,7 +362,7 @@ class View:
         """One space's vectors of these rows, in order, one take per segment."""
         parts, order = [], []
         for si, pick, rows in self._by_segment(locs):
-            parts.append(take(self.vectors(si, space), rows))
+            parts.append(self.segments[si].vectors_of(self.schema, space, rows))
             order.append(pick)
         if not parts:
             return take(self.vectors(0, space), []) if self.segments else np.zeros((0, 0), np.float32)

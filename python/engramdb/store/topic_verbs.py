@@ -434,9 +434,11 @@ class _Run:
             radius = np.array([r for _, _, _, r in self.topics])
             sims = unit[new] @ cents.T
             best = np.argmax(sims, axis=1)
-            for j, (i, t) in enumerate(zip(new, best.tolist())):
-                if sims[j, t] >= radius[t] - 1e-9:  # as near as its farthest member
-                    groups[t].append(i)
+            # as near as its farthest member; tested at once (a numpy scalar read per memory took
+            # a second of the GIL at 100,000, issue 26), joined in the order of `new` as before
+            near = sims[np.arange(len(new)), best] >= radius[best] - 1e-9
+            for i, t in zip(np.asarray(new)[near].tolist(), best[near].tolist()):
+                groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
 

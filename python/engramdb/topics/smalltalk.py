@@ -127,23 +127,32 @@ class SmallTalk:
 
 
 def _without_phrases(tokens: list[str]) -> tuple[list[str], int]:
-    """The tokens with every set phrase taken out, and how many phrases were."""
+    """The tokens with every set phrase taken out, and how many phrases were. A turn without a
+    phrase's first word is returned as it is (one set test: a generator per token made this two
+    fifths of the small-talk verdicts over a namespace's 100,000 turns, issue 26)."""
+    if _FIRSTS.isdisjoint(tokens):
+        return tokens, 0
     out: list[str] = []
-    found, i = 0, 0
-    while i < len(tokens):
-        hit = next((p for p in _BY_FIRST.get(tokens[i], ()) if tuple(tokens[i:i + len(p)]) == p), None)
-        if hit is None:
+    found, i, n = 0, 0, len(tokens)
+    while i < n:
+        hit = 0
+        for p in _BY_FIRST.get(tokens[i], ()):  # the longest first
+            if tuple(tokens[i:i + len(p)]) == p:
+                hit = len(p)
+                break
+        if hit:
+            found += 1
+            i += hit
+        else:
             out.append(tokens[i])
             i += 1
-        else:
-            found += 1
-            i += len(hit)
     return out, found
 
 
 _BY_FIRST: dict[str, list[tuple[str, ...]]] = {}
 for _p in sorted(PHRASES, key=len, reverse=True):  # the longest phrase first
     _BY_FIRST.setdefault(_p[0], []).append(_p)
+_FIRSTS = frozenset(_BY_FIRST)
 
 
 
