@@ -89,7 +89,12 @@ def jaccard_from_overlaps(overlaps: Any, sizes: Any, sums: np.ndarray | None = N
     s = np.asarray(sizes)
     if s.dtype != np.float32 or s.shape != (x.shape[0],):
         raise ValueError(f"sizes must be float32 of shape ({x.shape[0]},), got {s.dtype} {s.shape}")
-    _core.jaccard_from_overlaps(x, np.ascontiguousarray(s), _row_sums(sums, x.shape[0]))
+    s = np.ascontiguousarray(s)
+    _apart("sizes", s, "overlaps", x)
+    out = _row_sums(sums, x.shape[0])
+    _apart("sums", out, "overlaps", x)
+    _apart("sums", out, "sizes", s)
+    _core.jaccard_from_overlaps(x, s, out)
 
 
 def distances_from_cosines(cosines: Any, sums: np.ndarray | None = None) -> None:
@@ -99,7 +104,9 @@ def distances_from_cosines(cosines: Any, sums: np.ndarray | None = None) -> None
     Exact: every entry is a float32 1 - x with x >= 0, a multiple of 2^-24 (at most 2), and a sum
     of millions of them needs no rounding in float64, in whatever order it is added."""
     x = _writable_square("cosines", cosines)
-    _core.distances_from_cosines(x, _row_sums(sums, x.shape[0]))
+    out = _row_sums(sums, x.shape[0])
+    _apart("sums", out, "cosines", x)
+    _core.distances_from_cosines(x, out)
 
 
 def _row_sums(sums: np.ndarray | None, n: int) -> np.ndarray | None:
@@ -111,6 +118,15 @@ def _row_sums(sums: np.ndarray | None, n: int) -> np.ndarray | None:
         got = f"{sums.dtype} {sums.shape}" if isinstance(sums, np.ndarray) else type(sums).__name__
         raise ValueError(f"sums must be a writable C-contiguous float64 array of shape ({n},), got {got}")
     return sums
+
+
+def _apart(name: str, a: np.ndarray | None, other: str, b: np.ndarray) -> None:
+    """ValueError unless `a` and `b` hold separate memory: the kernels write the matrix (and the
+    sums) in place with the GIL released while reading the others, so an operand laid over
+    another's bytes gave silently wrong distances and sums (issue 29's adversary). Both are
+    C-contiguous, so overlapping bounds are overlapping bytes: the cheap bounds test is exact."""
+    if a is not None and np.may_share_memory(a, b):
+        raise ValueError(f"{name} must not share memory with {other} (the kernel writes in place)")
 
 
 COSINE_BLOCK = 1024  # rows of the n x n cosine distances held at once
