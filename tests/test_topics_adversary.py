@@ -45,3 +45,39 @@ def test_jaccard_sizes_sharing_the_matrix_memory_are_refused() -> None:
         kernels.jaccard_from_overlaps(x, buf[:8], buf.view(np.float64))
     np.testing.assert_array_equal(x, before)
     np.testing.assert_array_equal(buf, np.full(16, 3, np.float32))
+
+
+@pytest.mark.parametrize("kind", ["binary", "dense", "sparse", "multivector"])
+def test_distances_refuse_the_same_bad_sums_in_every_kind_of_space(kind: str) -> None:
+    """`distances(..., sums=)` of a binary space summed with numpy into whatever it was given: an
+    int64 array truncated every row's sum (4.75 -> 4), a float32 one rounded it, a strided one was
+    written through; the dense, sparse and token spaces refused them. Every kind refuses them
+    alike now, naming the field, before anything is written."""
+    from engramdb.spaces.protocol import SparseBatch, TokenBatch
+    from engramdb.spaces.schema import Space
+    from engramdb.topics import clustering
+
+    n = 10
+    rng = np.random.default_rng(0)
+    vectors: object
+    if kind == "binary":
+        sp, vectors = Space("b", "binary", 64, "hamming"), rng.integers(0, 256, (n, 8)).astype(np.uint8)
+    elif kind == "dense":
+        sp, vectors = Space("d", "dense", 8, "cosine"), rng.normal(size=(n, 8)).astype(np.float32)
+    elif kind == "sparse":
+        sp = Space("s", "sparse", 100, "jaccard")
+        vectors = SparseBatch(np.arange(0, 3 * n + 1, 3, dtype=np.int64), rng.integers(0, 100, 3 * n).astype(np.int32),
+                              np.ones(3 * n, np.float32))
+    else:
+        sp = Space("t", "multivector", 8, "maxsim")
+        vectors = TokenBatch(rng.normal(size=(2 * n, 8)).astype(np.float32), np.arange(0, 2 * n + 1, 2, dtype=np.int64))
+    good = np.full(n, -1.0)
+    clustering.distances(sp, vectors, sums=good)  # type: ignore[arg-type]
+    assert (good > 0).all()  # written: each row's sum of distances to the others
+    frozen = np.zeros(n)
+    frozen.flags.writeable = False
+    for bad in (np.zeros(n, np.int64), np.zeros(n, np.float32), np.zeros(2 * n)[::2], np.zeros((n, 1)), frozen):
+        keep = bad.copy()
+        with pytest.raises(ValueError, match="sums must be a writable C-contiguous float64 array of shape"):
+            clustering.distances(sp, vectors, sums=bad)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(bad, keep)
