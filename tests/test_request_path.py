@@ -169,3 +169,29 @@ def test_a_kept_search_ends_when_the_clock_passes_a_memorys_validity(tmp_path: P
         time.sleep(2.0)
         after = db.search("parking permit", namespace="n")
         assert {h.id for h in after} == {later.id} and not after.stats.cached
+
+
+def test_a_writer_opening_a_folder_warms_its_derived_files_on_the_worker(tmp_path: Path) -> None:
+    """Opening a folder with a worker asks it at once (no delay) to load what a first search and
+    context read (the indexes, ratings, stored topics): it runs on the worker's thread, a request
+    meanwhile answers as without it, and a damaged derived file is the warm job's error (kept in
+    `stats()["upkeep"]`), not the open's or a request's."""
+    with engramdb.open(tmp_path / "s", dedup="off") as db:
+        _fill(db)
+        db.topics("n")
+    with engramdb.open(tmp_path / "s") as db:
+        hits = db.search("engine oil filter", namespace="n", k=3)  # while the warm job may run
+        assert "oil" in hits[0].memory.content
+        assert db.admin.settle(timeout=60)
+        run = db.stats()["upkeep"]["runs"]["warm"]
+        assert run["error"] is None
+        assert [h.id for h in db.search("engine oil filter", namespace="n", k=3)] == [h.id for h in hits]
+        assert [t.label for t in db.topics("n")]
+    with engramdb.open(tmp_path / "s", tuning=engramdb.Tuning(background=False)) as db:
+        assert db.stats()["upkeep"]["runs"] == {}  # no worker: nothing warms (a hook's short writer)
+    bm25 = tmp_path / "s" / "index" / "bm25-lexical.arrow"
+    bm25.write_bytes(b"not arrow at all")  # a damaged derived file: neither the open's nor a request's error
+    with engramdb.open(tmp_path / "s") as db:
+        assert [h.id for h in db.search("engine oil filter", namespace="n", k=3)] == [h.id for h in hits]
+        assert db.admin.settle(timeout=60)
+        assert [h.id for h in db.search("engine oil filter", namespace="n", k=3)] == [h.id for h in hits]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET
 from ..context.result import Context
-from ..context.tokens import Counter
+from ..context.tokens import Counter, preload
 from ..graph import links
 from ..index.registry import Indexes
 from ..ingest.dedup import DedupEvent, find_duplicates
@@ -97,6 +97,11 @@ class Store(Reads):
         self.curiosity = CuriosityVerbs(self)
         self.admin = AdminVerbs(self)
         self._turns = TurnCounter()  # seq per (namespace, session) when the caller gives none
+        if path is not None and (o.read_only or o.tuning.background):
+            # the default BPE loads on its own thread while the folder opens: its build holds the
+            # GIL for ~35 ms, which a process's first context paid inside its own time (issue 26).
+            # Not for a short-lived writer (a hook's capture: no worker), which counts no tokens.
+            preload(None)
         self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
                               also=earlier_schemas(o.profile) if o.profile is not None else ())
         try:
@@ -116,6 +121,8 @@ class Store(Reads):
                 self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
+            if self._upkeep is not None and path is not None:
+                self._upkeep.ask("warm", self._background.warm, delay=0.0)
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)
