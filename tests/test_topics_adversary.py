@@ -81,3 +81,24 @@ def test_distances_refuse_the_same_bad_sums_in_every_kind_of_space(kind: str) ->
         with pytest.raises(ValueError, match="sums must be a writable C-contiguous float64 array of shape"):
             clustering.distances(sp, vectors, sums=bad)  # type: ignore[arg-type]
         np.testing.assert_array_equal(bad, keep)
+
+
+def test_token_means_take_any_well_formed_token_batch() -> None:
+    """The token means moved onto the core's `cluster_sums`, which takes only C-contiguous float32
+    rows numbered from 0: a token batch of float64 (or float16) tokens, Fortran-ordered ones, or
+    offsets not starting at 0 (a window of a larger batch) was refused with a message about
+    `vectors` or `labels`, none of which the caller passed. They give the distances of the same
+    tokens as a plain float32 batch, as before."""
+    from engramdb.spaces.protocol import TokenBatch
+    from engramdb.spaces.schema import Space
+    from engramdb.topics import clustering
+
+    sp = Space("t", "multivector", 4, "maxsim")
+    tok = np.random.default_rng(0).normal(size=(14, 4)).astype(np.float32)
+    off = np.array([2, 5, 5, 8, 12], np.int64)  # a window: rows of 3, 0, 3 and 4 tokens
+    plain = clustering.distances(sp, TokenBatch(np.ascontiguousarray(tok[2:12]), off - 2))
+    assert plain[0, 1] == 1.0 and len(np.unique(plain)) > 3  # the empty row's mean is 0: distance 1
+    for tokens in (tok, tok.astype(np.float64), np.asfortranarray(tok)):  # the same float32 values
+        np.testing.assert_array_equal(clustering.distances(sp, TokenBatch(tokens, off)), plain)
+    half = clustering.distances(sp, TokenBatch(tok.astype(np.float16), off))
+    np.testing.assert_allclose(half, plain, atol=1e-2)

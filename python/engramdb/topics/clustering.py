@@ -159,8 +159,12 @@ def _token_means(batch: TokenBatch) -> np.ndarray:
     off = np.asarray(batch.offsets, np.int64)
     sizes = np.diff(off)
     tokens = np.asarray(batch.tokens)
-    if not len(tokens):
+    if not len(tokens) or not len(off) or off[0] == off[-1]:
         return np.zeros((len(sizes), tokens.shape[1] if tokens.ndim == 2 else 0), np.float32)
+    # the kernel takes C-contiguous float32 rows numbered from 0: a batch's own tokens are (no
+    # copy), a window of a larger batch or other dtypes are made so (they were refused naming
+    # `vectors` and `labels`, which no caller passed)
+    tokens = np.ascontiguousarray(tokens[off[0]:off[-1]], np.float32)
     sums = cluster_sums(tokens, np.repeat(np.arange(len(sizes), dtype=np.int64), sizes), len(sizes)).sums
     out: np.ndarray = (sums / np.maximum(sizes, 1)[:, None]).astype(np.float32)
     return out
