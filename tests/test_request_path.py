@@ -195,3 +195,31 @@ def test_a_writer_opening_a_folder_warms_its_derived_files_on_the_worker(tmp_pat
         assert [h.id for h in db.search("engine oil filter", namespace="n", k=3)] == [h.id for h in hits]
         assert db.admin.settle(timeout=60)
         assert [h.id for h in db.search("engine oil filter", namespace="n", k=3)] == [h.id for h in hits]
+
+
+def test_the_gil_switches_faster_while_a_job_runs_and_as_before_after(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the worker runs a job (here a topics run) the interpreter's switch interval is the
+    worker's short one, so a request releasing the GIL gets it back sooner; after it, the
+    caller's own interval is back (a value the application set is kept, not the default)."""
+    import sys
+
+    seen: list[float] = []
+    real = clustering.cluster_spaces
+
+    def cluster(*a: Any, **k: Any) -> Any:
+        seen.append(sys.getswitchinterval())
+        return real(*a, **k)
+
+    monkeypatch.setattr(clustering, "cluster_spaces", cluster)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.003)
+    try:
+        with engramdb.open(tmp_path / "s", dedup="off") as db:
+            _fill(db)
+            db.context("engine oil", namespace="n")  # no topics yet: the worker is asked for them
+            assert db.admin.settle(timeout=60)
+            assert seen and all(s < 0.003 for s in seen)
+            assert sys.getswitchinterval() == pytest.approx(0.003)
+    finally:
+        sys.setswitchinterval(before)
