@@ -173,3 +173,45 @@ def test_purge_any_takes_rows_matching_any_column_files_and_buffer_alike(tmp_pat
     with pytest.raises(ValueError, match="no column 'nope'"):
         log.purge_any({"nope": {"x"}})
     assert log.purge_any({"memory_id": set()}) == 0
+
+
+def test_a_crowded_log_hands_its_merge_to_on_crowded_and_appends_go_on_beside_it(tmp_path: Path) -> None:
+    """With `on_crowded` set (a store's worker), a flush that leaves too many files hands `rotate`
+    to it instead of merging on the appender's thread; a rotation on another thread while rows
+    are appended and read loses none and doubles none; a purge waits for it and no purged row
+    survives in the merged file."""
+    import threading
+
+    handed: list[object] = []
+    log = ArrowLog(tmp_path, "access", ACCESS_SCHEMA, writable=True, flush_rows=1, max_files=3)
+    log.on_crowded = handed.append
+    for i in range(6):
+        log.append([row(f"q{i}", f"m{i}")])
+    assert len(handed) >= 1 and len(list((tmp_path / LOG_DIR).iterdir())) == 6  # nothing merged inline
+    errors: list[BaseException] = []
+
+    def rotate_many() -> None:
+        try:
+            for _ in range(20):
+                log.rotate()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    th = threading.Thread(target=rotate_many)
+    th.start()
+    for i in range(6, 200):
+        log.append([row(f"q{i}", f"m{i}")])
+        if i % 37 == 0:
+            got = log.read().column("seq").to_pylist()
+            assert got == list(range(1, len(got) + 1))  # every row once, in order, mid-rotation too
+    th.join()
+    assert not errors
+    assert log.read().column("memory_id").to_pylist() == [f"m{i}" for i in range(200)]
+    th = threading.Thread(target=rotate_many)
+    th.start()
+    assert log.purge("memory_id", {"m7", "m150"}) == 2
+    th.join()
+    log.rotate()
+    again = ArrowLog(tmp_path, "access", ACCESS_SCHEMA, writable=True)
+    ids = again.read().column("memory_id").to_pylist()
+    assert "m7" not in ids and "m150" not in ids and len(ids) == 198

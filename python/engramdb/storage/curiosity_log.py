@@ -11,7 +11,7 @@ queue and never writes it; a store kept in memory keeps its queue in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ class CuriosityLog:
         # every append is flushed by hand, so the log's own batching never holds a row back
         self._log = ArrowLog(folder, "curiosity", CURIOSITY_SCHEMA, writable=writable, flush_rows=1 << 30,
                              flush_seconds=float("inf"))
+
+    def on_crowded(self, hand: Callable[[Callable[[], int]], None]) -> None:
+        """Hand the merge of too many files to `hand` (a worker) instead of the appender (see
+        storage/arrow_log.py `on_crowded`): a context that queues an item appends one file."""
+        self._log.on_crowded = hand
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> int:
         """Write rows (every column but `seq`) at once, as one file; returns how many."""

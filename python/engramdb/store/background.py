@@ -271,6 +271,18 @@ class Background:
         else:
             self._db._upkeep.ask("indexes", self.catch_up_indexes)
 
+    def rotating(self, log: str) -> Callable[[Callable[[], int]], None]:
+        """What a log (storage/arrow_log.py `on_crowded`) hands its file merge to: this store's
+        worker, under the key `<log>:rotate` (a request's append never merges)."""
+        upkeep = self._db._upkeep
+
+        def ask(rotate: Callable[[], int]) -> None:
+            if upkeep is not None:
+                upkeep.ask(f"{log}:rotate", rotate)
+            else:  # no worker: merged here, as before
+                rotate()
+        return ask
+
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first
         search and context read from the folder (the id runs, the lexical and dense indexes, the

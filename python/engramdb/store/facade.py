@@ -122,7 +122,9 @@ class Store(Reads):
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
             if self._upkeep is not None and path is not None:
-                self._upkeep.ask("warm", self._background.warm, delay=0.0)
+                if self._engine.view.committed_rows:  # a new folder has nothing to warm
+                    self._upkeep.ask("warm", self._background.warm, delay=0.0)
+                self._usage.log.on_crowded = self._background.rotating("access")
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)
