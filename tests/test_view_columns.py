@@ -137,3 +137,21 @@ def test_a_few_rows_of_a_token_space_read_alone_are_the_decoded_segments_rows(tm
     for k, (si, row) in enumerate(few):
         np.testing.assert_array_equal(alone.row(k), whole[si].row(row))
     assert sum(len(alone.row(k)) for k in range(len(few))) > 0
+
+
+def test_no_rows_read_is_an_empty_batch_of_each_spaces_kind(view: View) -> None:
+    """`vectors_at(space, [])`: a batch of no rows of the space's kind, width and dtypes, as a take
+    of no rows of a decoded segment gives."""
+    from engramdb.spaces.batches import take
+    from engramdb.spaces.protocol import SparseBatch, TokenBatch
+
+    for sp in view.schema:
+        got, want = view.vectors_at(sp.name, []), take(view.vectors(0, sp.name), [])
+        assert type(got) is type(want) and len(got) == 0
+        if isinstance(got, TokenBatch) and isinstance(want, TokenBatch):
+            assert got.tokens.shape == want.tokens.shape and got.offsets.tolist() == want.offsets.tolist() == [0]
+        elif isinstance(got, SparseBatch) and isinstance(want, SparseBatch):
+            assert got.indptr.tolist() == want.indptr.tolist() == [0]
+            assert (got.indices.dtype, got.weights.dtype) == (want.indices.dtype, want.weights.dtype)
+        else:
+            assert (got.shape, got.dtype) == (want.shape, want.dtype)

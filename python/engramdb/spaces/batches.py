@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .protocol import Embedding, SparseBatch, TokenBatch
+from .schema import Space
 
 
 def concat(parts: Sequence[Embedding]) -> Embedding:
@@ -27,6 +28,17 @@ def concat(parts: Sequence[Embedding]) -> Embedding:
         sizes = np.concatenate([[0]] + [np.diff(p.offsets) for p in tb])
         return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False), np.cumsum(sizes).astype(np.int64))
     return np.concatenate([np.atleast_2d(np.asarray(p)) for p in parts])
+
+
+def empty_batch(space: Space) -> Embedding:
+    """A batch of no rows of `space`'s kind and width."""
+    if space.kind == "sparse":
+        return SparseBatch(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+    if space.kind == "multivector":
+        return TokenBatch(np.zeros((0, space.dim), np.float32), np.zeros(1, np.int64))
+    if space.kind == "binary":
+        return np.zeros((0, space.dim // 8), np.uint8)
+    return np.zeros((0, space.dim), np.float32)
 
 
 def take(batch: Embedding, rows: Sequence[int] | np.ndarray) -> Embedding:

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..model.edge import Edge, EdgeKey
 from ..model.memory import Memory
-from ..spaces.batches import concat, take
+from ..spaces.batches import concat, empty_batch, take
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
 from .edge_log import EdgeLog
@@ -364,8 +364,8 @@ class View:
         for si, pick, rows in self._by_segment(locs):
             parts.append(self.segments[si].vectors_of(self.schema, space, rows))
             order.append(pick)
-        if not parts:
-            return take(self.vectors(0, space), []) if self.segments else np.zeros((0, 0), np.float32)
+        if not parts:  # no rows: an empty batch of the space's kind (not a whole segment decoded for it)
+            return empty_batch(self.schema[space])
         if len(parts) == 1:  # `take` made the copy already (a second cost a topic refresh 5-30 ms)
             return parts[0]
         return take(concat(parts), np.argsort(np.concatenate(order), kind="stable"))
