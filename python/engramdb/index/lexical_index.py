@@ -34,7 +34,7 @@ from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from ..storage.segment import Segment
 from ..storage.view import View
-from .bm25 import Bm25Index
+from .bm25 import K1, B, Bm25Index
 from .passage_vectors import long_rows
 
 log = logging.getLogger("engramdb.bm25")
@@ -65,7 +65,7 @@ class StoreBm25:
 
     kind = "bm25"
 
-    def __init__(self, space: str, *, k1: float = 1.2, b: float = 0.75, embedder: Embedder | None = None) -> None:
+    def __init__(self, space: str, *, k1: float = K1, b: float = B, embedder: Embedder | None = None) -> None:
         self.space = space
         self.embedder = embedder  # analyses long memories' passages (None: every memory one document)
         self.k1, self.b = k1, b
