@@ -137,3 +137,20 @@ def test_flipped_bytes_anywhere_are_refused_at_open_or_at_first_use(store: tuple
     bad = {p: r for p, r in outcomes.items() if r not in ("refused at open", "refused at first use")}
     assert not bad, bad
     assert "refused at first use" in outcomes.values() and "refused at open" in outcomes.values()
+
+
+def test_a_writer_closes_whole_when_its_warmed_index_meets_damaged_vectors(
+        store: tuple[Path, np.ndarray, dict[str, object]]) -> None:
+    """The worker warms the writer's indexes at open; at close they are brought up to the segments,
+    whose vectors are damaged: close still folds the WAL and releases the folder (the indexes are
+    derived: not saved, with a warning), and the next writer opens."""
+    path, x, entry = store
+    start, size = entry["deferred"]["ranges"][0]  # type: ignore[index]
+    flip(path / entry["file"], start + size // 2)  # type: ignore[operator]
+    db = open_store(path)
+    db.add("one more", namespace="n", id="extra", vectors={"dense": x[0]})
+    assert db.admin.settle(timeout=60)
+    db.close()  # raised CorruptFile from the index save before
+    again = open_store(path)
+    assert again.get("extra") is not None
+    again.close()

@@ -29,7 +29,7 @@ from ..ingest.sequence import TurnCounter
 from ..lifecycle.contradictions import Proposal
 from ..model import checks
 from ..model.edge import Edge
-from ..model.errors import ConflictError, InvalidMemory, StoreError
+from ..model.errors import ConflictError, CorruptFile, InvalidMemory, StoreError
 from ..model.memory import Memory, utc_now, validate_memory
 from ..model.tuning import Tuning
 from ..spaces.passages import MIN_CHARS
@@ -160,7 +160,10 @@ class Store(Reads):
                     engine.checkpoint()
                     try:
                         self._indexes.save(engine.view)
-                    except OSError as exc:  # derived, rebuilt from the segments by the next search
+                    except (OSError, CorruptFile) as exc:  # derived, rebuilt from the segments by the next search
+                        # a segment whose vectors are damaged fails an index brought up to it (the
+                        # open's warm job loaded one); its data is what `verify` reports, and closing
+                        # a writer must still fold its WAL and release the folder
                         _log.warning("the indexes of %s were not saved at close: %s", self.path, exc)
             self._usage.flush()  # a reader's access rows go to the spool
             done = True
