@@ -85,6 +85,17 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool came without its thread (a check submitted to it
+    would never run, and the lock may have been held at the fork): a new one when first needed."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _merged(ranges: list[tuple[int, int]]) -> list[list[int]]:
     out: list[list[int]] = []
     for start, size in sorted(ranges):
@@ -135,6 +146,7 @@ class Deferred:
     def __init__(self, path: Path, data: pa.Buffer, part: dict[str, Any]) -> None:
         self.path, self._data, self._part = path, data, part
         self._future: Future[str] | None = None
+        self._pid = os.getpid()  # the process whose pool runs `_future`
         self._lock = threading.Lock()
 
     def _check(self) -> str:
@@ -150,13 +162,16 @@ class Deferred:
         """Begin the check on the background thread (idempotent)."""
         with self._lock:
             if self._future is None:
-                self._future = _pool().submit(self._check)
+                self._future, self._pid = _pool().submit(self._check), os.getpid()
 
     def wait(self) -> None:
         """Block until the check is done; CorruptFile if the bytes do not match."""
         self.start()
         assert self._future is not None
-        problem = self._future.result()
+        if self._pid != os.getpid() and not self._future.done():
+            problem = self._check()  # a forked child: the parent's thread that would run it is not here
+        else:
+            problem = self._future.result()
         if problem:
             raise CorruptFile(self.path, problem)
 

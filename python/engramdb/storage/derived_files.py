@@ -10,6 +10,7 @@ folder: the index layer hands it bytes and gets bytes back.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import zlib
 from pathlib import Path
@@ -45,6 +46,17 @@ def stale_reason(meta: dict[str, Any], fmt: int, epoch: int, committed: int) -> 
 # one writer process, but many threads in it (a service's context() calls): the fixed temporary
 # name (a crash leaves at most one per file, reused next time) is taken by one thread at a time
 _TEMP_NAMES = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """In a forked child: a thread writing a derived file at the fork (the writer's worker) held
+    it, and is not in the child: the child's own store's first derived write would wait for ever."""
+    global _TEMP_NAMES
+    _TEMP_NAMES = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def write_atomically(path: Path, raw: bytes | bytearray) -> None:

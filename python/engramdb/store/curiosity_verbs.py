@@ -10,6 +10,7 @@ the queue; consuming is separate, so an item a crashed explorer listed is still 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
 from datetime import timezone
@@ -23,6 +24,18 @@ if TYPE_CHECKING:
     from .facade import Store
 
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
+
+
+def _new_lock_in_child() -> None:
+    """In a forked child: the lock may have been held at the fork by a thread the child does not
+    have (the worker's warm job reads the queue at open, a context queues): a child's own store
+    would wait for it for ever. Its parent's stores' queues are never written from the child."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 class CuriosityVerbs:

@@ -1,0 +1,103 @@
+"""Open-time warming under an adversary (issue 26): a store opened, then forked, purged or closed
+at once while its worker loads what a first request reads. Each test failed on the code before
+its fix (the commit that adds it says what it saw)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import engramdb
+import pytest
+from engramdb.storage import disk
+
+GRANT = "grant proposal deadline"
+
+
+def _child(note: Path, work: Any) -> int:
+    """Fork; the child runs `work()` (killed after 60 s: a child that hangs on a lock or a future
+    of its parent's threads fails the test instead of hanging it) and writes what it returns to
+    `note`. Returns the child's exit code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)
+        try:
+            note.write_text(str(work()))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_after_a_store_read_its_vectors_can_open_and_search_a_store(tmp_path: Path) -> None:
+    """A segment's vector columns are checked on a process-wide thread pool; a child forked after
+    the parent used it inherited the pool without its thread, so the child's first search of any
+    store (its own, opened after the fork) waited for a check no thread would ever run."""
+    texts = [f"note {i}: the violin concerto rehearsal, bar {i} of movement {i % 7}" for i in range(1500)]
+    with engramdb.open(tmp_path / "s", dedup="off") as db:  # vectors past the deferred check's 1 MiB
+        db.add_many([{"content": t, "namespace": "n"} for t in texts])
+    parent = engramdb.open(tmp_path / "s", read_only=True)
+    assert parent.search("violin concerto", namespace="n", k=3, log=False)  # the pool ran a check
+    note = tmp_path / "child"
+
+    def work() -> int:
+        with engramdb.open(tmp_path / "s", read_only=True) as mine:
+            return len(mine.search("violin concerto rehearsal", namespace="n", k=3, log=False))
+
+    assert _child(note, work) == 0
+    assert note.exists() and note.read_text() == "3"
+    parent.close()
+
+
+def _fill_curiosity(db: engramdb.Store) -> None:
+    """Notes matching GRANT, and a link that promises more than its target holds (tests/test_curiosity.py):
+    a context of GRANT queues a curiosity item."""
+    db.add_many([
+        *({"id": f"s{i}", "content": f"Grant proposal deadline note {i}: the grant proposal deadline is close, "
+                                     f"proposal draft {i}.", "namespace": "n"} for i in range(8)),
+        {"id": "seed", "content": "The grant proposal deadline moved to Friday.", "namespace": "n"},
+        {"id": "target", "content": "The funding office wants a signed budget sheet.", "namespace": "n"},
+        *({"id": f"w{i}", "content": f"Bird watching trip {i} by the lake.", "namespace": "n"} for i in range(60)),
+    ])
+    db.link("seed", "target", "REQUIRES")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_thread_holds_the_curiosity_queue_can_use_its_own_store(tmp_path: Path) -> None:
+    """The curiosity queues share one process-wide lock, which the writer's worker takes at open
+    (the warm job reads the queue) and a context takes while it queues an item; a child forked
+    meanwhile inherited it held by a thread it does not have, and its own store's first context
+    (or `curiosity()`) waited for it for ever. Here a context holds it, stopped at its queue file's
+    write (the disk seam), while the main thread forks."""
+    with engramdb.open(tmp_path / "own") as own:
+        _fill_curiosity(own)
+    db = engramdb.open(tmp_path / "s")
+    _fill_curiosity(db)
+    inside, go = threading.Event(), threading.Event()
+    holder = threading.Thread(target=lambda: db.context(GRANT, namespace="n", max_tokens=1000), name="holder")
+
+    def hook(op: str, path: str, detail: object) -> None:
+        if threading.current_thread() is holder and "curiosity" in path and not go.is_set():
+            inside.set()
+            go.wait(timeout=30)
+
+    note = tmp_path / "child"
+
+    def work() -> int:
+        with engramdb.open(tmp_path / "own") as mine:
+            mine.context(GRANT, namespace="n", max_tokens=1000)
+            return len(mine.curiosity("n"))
+
+    with disk.inject(hook):
+        holder.start()
+        assert inside.wait(timeout=60)
+        threading.Timer(0.5, go.set).start()  # a fork that waits for the holder is let through
+        code = _child(note, work)
+        holder.join(timeout=60)
+    assert code == 0 and note.exists() and int(note.read_text()) >= 1
+    assert db.curiosity("n")  # the holder's item was queued
+    db.close()
