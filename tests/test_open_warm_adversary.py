@@ -12,6 +12,7 @@ from typing import Any
 
 import engramdb
 import pytest
+from engramdb.importance.ratings import Ratings
 from engramdb.storage import disk
 
 GRANT = "grant proposal deadline"
@@ -101,3 +102,56 @@ def test_a_child_forked_while_a_thread_holds_the_curiosity_queue_can_use_its_own
     assert code == 0 and note.exists() and int(note.read_text()) >= 1
     assert db.curiosity("n")  # the holder's item was queued
     db.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_the_warm_job_loads_the_ratings_can_search_through_its_parents_handle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm job a writer's worker runs at open loads the ratings, the stored topics and the
+    curiosity queue each under its store's lock; a child forked meanwhile (a service forking its
+    workers right after open) inherited that lock held by a thread it does not have, and its
+    first search through the parent's handle waited for it for ever. A fork now waits for the
+    warm job to end. The seam: the importance layer's `Ratings.load`, stopped on the worker."""
+    with engramdb.open(tmp_path / "s") as db:
+        db.add_many([{"content": f"the violin concerto rehearsal number {i}", "namespace": "n"} for i in range(20)])
+        db.search("violin", namespace="n")
+    inside, go = threading.Event(), threading.Event()
+    real = Ratings.load
+
+    def load(files: Any) -> Any:
+        if threading.current_thread().name.startswith("engramdb-upkeep") and not go.is_set():
+            inside.set()
+            go.wait(timeout=30)
+        return real(files)
+
+    monkeypatch.setattr(Ratings, "load", staticmethod(load))
+    db = engramdb.open(tmp_path / "s")
+    assert inside.wait(timeout=60)  # the warm job is inside the ratings' load, holding their lock
+    threading.Timer(0.5, go.set).start()  # it ends soon: a fork that waits for it is let through
+    note = tmp_path / "child"
+    code = _child(note, lambda: len(db.search("violin concerto", namespace="n", k=3, log=False)))
+    assert code == 0 and note.exists() and note.read_text() == "3"
+    assert db.admin.settle(timeout=60) and db.stats()["upkeep"]["runs"]["warm"]["error"] is None
+    db.close()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_derived_files_sidecar_nested_past_the_parsers_depth_is_a_damaged_file_not_an_error(
+        tmp_path: Path, read_only: bool) -> None:
+    """A sidecar (index/*.json) of nested brackets made json.loads raise RecursionError, which the
+    reader did not catch: the warm job at open failed with it, and every search and context raised
+    it. It is a damaged derived file like any other now: rebuilt from the segments, same answers."""
+    with engramdb.open(tmp_path / "s", dedup="off") as db:
+        db.add_many([{"content": f"the violin concerto rehearsal number {i}", "namespace": "n"} for i in range(30)]
+                    + [{"content": "the tuba needs a new valve", "namespace": "n", "id": "tuba"}])
+        before = [h.id for h in db.search("tuba valve", namespace="n", k=3)]
+    sidecars = sorted((tmp_path / "s" / "index").glob("*.json"))
+    assert sidecars
+    for side in sidecars:
+        side.write_text("[" * 100_000 + "]" * 100_000)
+    with engramdb.open(tmp_path / "s", read_only=read_only) as db:
+        assert [h.id for h in db.search("tuba valve", namespace="n", k=3)] == before
+        assert "tuba" in db.context("tuba valve", namespace="n", max_tokens=300).text
+        assert db.admin.settle(timeout=60)
+        assert db.stats()["upkeep"]["runs"].get("warm", {"error": None})["error"] is None
+        assert [h.id for h in db.search("tuba valve", namespace="n", k=3)] == before

@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..index import registry  # noqa: F401 - its fork hook registered first, so ours runs before it
 from ..spaces.query import lexical_space
 from ..storage.view import View
 
@@ -252,11 +253,37 @@ def _close_all() -> None:
         w.close()
 
 
+_WARMING: weakref.WeakSet[Background] = weakref.WeakSet()  # every store's, for the fork hook below
+_HELD: list[threading.Lock] = []  # the warm locks a fork holds from just before it until just after
+
+
+def _before_fork() -> None:
+    """A fork waits for a warm job under way (`Background.warm`): it holds, one after another,
+    the store's id, ratings, topics and curiosity locks, and a child forked meanwhile inherited
+    the one held then by a thread it does not have: its first search or context through its
+    parent's handle waited for ever. Registered after the index registry's hook, so it runs
+    before it (hooks run in reverse): the warm job may still need an index's lock."""
+    for b in list(_WARMING):
+        b._warming.acquire()
+        _HELD.append(b._warming)
+
+
+def _after_fork() -> None:
+    while _HELD:
+        _HELD.pop().release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+
+
 class Background:
     """The store's use of its background worker (`db.admin.settle`, the indexes after a checkpoint)."""
 
     def __init__(self, db: Store) -> None:
         self._db = db
+        self._warming = threading.Lock()  # held while `warm` runs (a fork waits for it)
+        _WARMING.add(self)
 
     def settle(self, timeout: float | None = None) -> bool:
         """`AdminVerbs.settle`."""
@@ -290,18 +317,19 @@ class Background:
         that comes meanwhile waits for the part it needs rather than loading it again. Why: these
         loads were ~90 ms of the first context after opening a folder of 100,000 memories (issue
         26); a service opens long before its first request."""
-        db = self._db
-        view = db._engine.view
-        view.key_of("")  # the id index's probe runs of this snapshot (no id is empty)
-        lex = lexical_space(db.schema, db.embedders)
-        if lex is not None:
-            db._indexes.bm25(lex, view)
-        main = db.schema[db.schema.main]
-        if main.kind == "dense" and db._indexes.kind != "none":
-            db._indexes.dense(main, view)
-        db._usage.ratings  # noqa: B018 - the property loads them
-        db.topics._stored_topics()
-        db.curiosity._keys()
+        with self._warming:  # a fork waits for the whole job (see `_before_fork`)
+            db = self._db
+            view = db._engine.view
+            view.key_of("")  # the id index's probe runs of this snapshot (no id is empty)
+            lex = lexical_space(db.schema, db.embedders)
+            if lex is not None:
+                db._indexes.bm25(lex, view)
+            main = db.schema[db.schema.main]
+            if main.kind == "dense" and db._indexes.kind != "none":
+                db._indexes.dense(main, view)
+            db._usage.ratings  # noqa: B018 - the property loads them
+            db.topics._stored_topics()
+            db.curiosity._keys()
 
     def catch_up_indexes(self) -> None:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
