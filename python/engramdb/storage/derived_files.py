@@ -109,6 +109,8 @@ class DerivedFiles:
             return "missing"
         except (OSError, ValueError) as exc:
             return f"unreadable ({exc})"
+        except RecursionError:  # brackets nested past the parser's depth: no sidecar of ours
+            return "unreadable (nested too deeply)"
         if not isinstance(meta, dict):
             return "unreadable (the sidecar is not a JSON object)"
         return meta
