@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -155,3 +157,43 @@ def test_a_derived_files_sidecar_nested_past_the_parsers_depth_is_a_damaged_file
         assert db.admin.settle(timeout=60)
         assert db.stats()["upkeep"]["runs"].get("warm", {"error": None})["error"] is None
         assert [h.id for h in db.search("tuba valve", namespace="n", k=3)] == before
+
+
+_CONTEXT_AFTER_OPEN = """
+import sys, engramdb
+with engramdb.open(sys.argv[1]) as db:
+    db.add("the violin concerto rehearsal", namespace="n")
+for read_only in (False, True):
+    with engramdb.open(sys.argv[1], read_only=read_only) as db:
+        first = db.context("violin", namespace="n", max_tokens=200)
+        again = db.context("violin", namespace="n", max_tokens=200)
+        assert "violin" in first.text and again.text == first.text
+        print(first.stats["tokenizer"], again.stats["tokenizer"])
+"""
+
+
+@pytest.mark.parametrize("broken", ["its import raises", "its finder raises"])
+def test_a_broken_bpe_openai_is_the_estimate_not_an_error_of_open_or_context(tmp_path: Path, broken: str) -> None:
+    """The default tokenizer (None: cl100k_base when bpe-openai is installed, else the estimate)
+    is loaded at open now, on a thread. A bpe-openai whose import raised (a broken build: a
+    RuntimeError, not an ImportError) failed every context of the process; a finder that raised
+    looking for it (an import hook hiding it) failed the open itself. Both are the estimate now
+    (a warning logged), as when it is not installed; the child process is the seam."""
+    site = tmp_path / "site"
+    (site / "bpe_openai").mkdir(parents=True)
+    if broken == "its import raises":
+        (site / "bpe_openai" / "__init__.py").write_text('raise RuntimeError("this build is broken")\n')
+    else:
+        (site / "sitecustomize.py").write_text(
+            "import sys\n"
+            "class Hide:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.partition('.')[0] == 'bpe_openai':\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Hide())\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", _CONTEXT_AFTER_OPEN, str(tmp_path / "s")], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["estimate"] * 4
+    assert "Traceback" not in done.stderr

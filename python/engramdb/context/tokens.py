@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import os
 import re
@@ -49,6 +50,8 @@ def estimate(text: str) -> int:
     return n
 
 
+_log = logging.getLogger("engramdb")
+_warned = False  # whether a failed load of the default BPE was logged (once a process)
 _loads: dict[str, Future[Counter | None]] = {}  # name -> its load, started once per process
 _loads_lock = threading.Lock()
 
@@ -146,7 +149,13 @@ def preload(tokenizer: str | Counter | None = None) -> None:
     name = _name(tokenizer)
     if name is None:
         return
-    if importlib.util.find_spec("bpe_openai") is None:
+    try:
+        found = importlib.util.find_spec("bpe_openai") is not None
+    except Exception:  # an import hook that raises: as for a load that fails, the default is the estimate
+        if tokenizer is not None:
+            raise
+        return
+    if not found:
         if tokenizer is not None:
             raise ImportError(f"tokenizer {name!r} needs bpe-openai: pip install 'engramdb[tokens]'")
         return
@@ -161,7 +170,19 @@ def counter(tokenizer: str | Counter | None = None) -> tuple[Counter, str]:
     name = _name(tokenizer)
     if name is None:
         return estimate, "estimate"
-    bpe = _bpe(name)
+    try:
+        bpe = _bpe(name)
+    except Exception as exc:  # a broken build of bpe-openai (its import or build raised)
+        if tokenizer is not None:
+            raise
+        # the default is only "cl100k_base when installed": a broken install is the estimate,
+        # as a missing one is, not an error of every context (the load is tried again next time)
+        global _warned
+        if not _warned:
+            _warned = True
+            _log.warning("bpe-openai is installed but could not be loaded (%s: %s); token counts are the "
+                         "estimate", type(exc).__name__, exc)
+        return estimate, "estimate"
     if bpe is None:
         if tokenizer is not None:
             raise ImportError(f"tokenizer {name!r} needs bpe-openai: pip install 'engramdb[tokens]'")
