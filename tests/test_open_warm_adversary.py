@@ -192,8 +192,23 @@ def test_a_broken_bpe_openai_is_the_estimate_not_an_error_of_open_or_context(tmp
             "            raise ModuleNotFoundError(name)\n"
             "sys.meta_path.insert(0, Hide())\n")
     env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", _CONTEXT_AFTER_OPEN, str(tmp_path / "s")], capture_output=True,
-                          text=True, env=env, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _CONTEXT_AFTER_OPEN, str(tmp_path / "s")], check=False,
+                          capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["estimate"] * 4
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("messages", [bytearray(b"hello"), memoryview(b"hello"), "numpy 0-d"])
+def test_add_messages_refuses_bytes_like_and_a_numpy_scalar_as_the_messages(tmp_path: Path, messages: Any) -> None:
+    """bytearray and memoryview were read byte by byte ("message 0: must be a dict, got int",
+    naming neither what was given nor the list it wants), and a 0-d numpy array of one message
+    raised numpy's bare TypeError ("iteration over a 0-d array"). Each is the messages' own
+    refusal now, naming the type, and nothing is stored."""
+    if messages == "numpy 0-d":
+        np = pytest.importorskip("numpy")
+        messages = np.array({"role": "user", "content": "hi"}, dtype=object)
+    with engramdb.open(tmp_path / "s") as db:
+        with pytest.raises(engramdb.InvalidMemory, match=rf"messages must be a list of dicts .*got {type(messages).__name__}"):
+            db.add_messages(messages, namespace="n")
+        assert list(db.list(namespace="n")) == []

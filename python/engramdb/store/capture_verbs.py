@@ -127,12 +127,17 @@ class Capture:
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
                      session_id: str | None = None, memory_type: str = "turn") -> Added:
         """`Store.add_messages`."""
-        if isinstance(messages, (Mapping, str, bytes)) or not isinstance(messages, Iterable):
-            # one message, or a string, would be read key by key or character by character
-            raise InvalidMemory(f"messages must be a list of dicts with role and content, got "
+        refused = InvalidMemory(f"messages must be a list of dicts with role and content, got "
                                 f"{'one ' if isinstance(messages, Mapping) else ''}{type(messages).__name__}")
+        if isinstance(messages, (Mapping, str, bytes, bytearray, memoryview)) or not isinstance(messages, Iterable):
+            # one message, or a string or bytes, would be read key by key or character by character
+            raise refused
+        try:
+            each = iter(messages)
+        except TypeError:  # iterable by its type, not this value (a 0-d numpy array)
+            raise refused from None
         records = []
-        for i, msg in enumerate(messages):
+        for i, msg in enumerate(each):
             if not isinstance(msg, Mapping):
                 raise InvalidMemory(f"message {i}: must be a dict with role and content, got {type(msg).__name__}")
             role, content = msg.get("role"), msg.get("content")
