@@ -16,6 +16,7 @@ import engramdb
 import pytest
 from engramdb.importance.ratings import Ratings
 from engramdb.storage import disk
+from engramdb.storage.curiosity_log import CuriosityLog
 
 GRANT = "grant proposal deadline"
 
@@ -212,3 +213,34 @@ def test_add_messages_refuses_bytes_like_and_a_numpy_scalar_as_the_messages(tmp_
         with pytest.raises(engramdb.InvalidMemory, match=rf"messages must be a list of dicts .*got {type(messages).__name__}"):
             db.add_messages(messages, namespace="n")
         assert list(db.list(namespace="n")) == []
+
+
+def test_a_context_queuing_while_the_warm_job_reads_the_queue_is_not_queued_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm job read the curiosity queue's waiting links without the queue's lock, then kept
+    what it read: a context that queued an item meanwhile had its item dropped from the waiting
+    links, and the next context queued the same link again (a duplicate item for an explorer).
+    The seam: the storage layer's `CuriosityLog.rows`, stopped on the worker after reading."""
+    with engramdb.open(tmp_path / "s") as db:
+        _fill_curiosity(db)
+    inside, go = threading.Event(), threading.Event()
+    real = CuriosityLog.rows
+
+    def rows(self: CuriosityLog, namespace: str | None = None) -> list[dict[str, Any]]:
+        got = real(self, namespace)
+        if threading.current_thread().name.startswith("engramdb-upkeep") and not go.is_set():
+            inside.set()
+            go.wait(timeout=30)
+        return got
+
+    monkeypatch.setattr(CuriosityLog, "rows", rows)
+    with engramdb.open(tmp_path / "s") as db:
+        assert inside.wait(timeout=60)  # the warm job has read the (empty) queue
+        threading.Timer(0.5, go.set).start()  # it goes on soon (a context that waits for it is let through)
+        first = db.context(GRANT, namespace="n", max_tokens=1000)
+        assert first.stats["curiosity"]["queued"] >= 1
+        assert db.admin.settle(timeout=60)
+        again = db.context(GRANT, namespace="n", max_tokens=1000)
+        assert again.stats["curiosity"]["queued"] == 0  # the same link is not queued twice
+        items = db.curiosity("n", limit=None)
+        assert len({(i.parent_id, i.memory_id, i.via) for i in items}) == len(items)

@@ -98,8 +98,11 @@ class CuriosityVerbs:
         """The links with an item waiting (read once from the queue, then kept up to date here)."""
         waiting = self._curiosity_waiting
         if waiting is None:
-            rows = self._log().rows()
-            waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
+            with _lock:  # read and kept together: an item queued meanwhile (another thread) is not lost
+                waiting = self._curiosity_waiting
+                if waiting is None:
+                    rows = self._log().rows()
+                    waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
         return waiting
 
     def _queue(self, items: list[CuriosityItem]) -> int:
