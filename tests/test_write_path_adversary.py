@@ -217,3 +217,16 @@ def test_an_edge_confidence_past_a_floats_range_is_refused_by_name() -> None:
     with pytest.raises(engramdb.InvalidMemory, match="edge confidence must be a number in \\[0, 1\\], got 2"):
         db.link(a, b, "SUPPORTS", confidence=2)
     assert not db.edges(a)
+
+
+@pytest.mark.parametrize("metadata, where", [({1: "x"}, "metadata key 1"), ({"a": {2.5: 1}}, "metadata\\['a'\\] key 2.5"),
+                                             ({None: 1}, "metadata key None"), ({True: 1}, "metadata key True")])
+def test_a_metadata_key_that_is_not_a_string_is_refused_not_stored_as_one(metadata: Any, where: str) -> None:
+    """JSON stores an object's keys as strings: `{1: "x"}` would come back as `{"1": "x"}`, not what
+    was added; it is refused by its path, nothing stored."""
+    db = engramdb.open(None)
+    with pytest.raises(InvalidMemory, match=f"{where} must be a string"):
+        db.add("t", namespace="n", metadata=metadata)
+    assert not db.list(namespace="n")
+    kept = db.add("t", namespace="n", metadata={"k": [1, {"b": 2}]})
+    assert db.get(kept.id).metadata == {"k": [1, {"b": 2}]}  # type: ignore[union-attr]

@@ -79,8 +79,9 @@ def json_tree(name: str, value: Any) -> None:
                                 f"flatten it (the limit is engramdb.model.checks.MAX_DEPTH)")
         if isinstance(node, Mapping):
             for k, v in node.items():
-                if isinstance(k, str):
-                    utf8(f"{where} key {k!r}", k)
+                if not isinstance(k, str):  # JSON would store 1 as "1": get() would not return what was added
+                    raise InvalidMemory(f"{where} key {shown(k)} must be a string (a JSON object's keys are)")
+                utf8(f"{where} key {k!r}", k)
                 stack.append((f"{where}[{k!r}]", v, depth + 1))
         elif isinstance(node, (list, tuple)):
             stack.extend((f"{where}[{i}]", v, depth + 1) for i, v in enumerate(node))
