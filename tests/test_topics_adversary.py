@@ -3,6 +3,8 @@ something an adversary found (bench/RELIABILITY.md, "Topic and HDBSCAN speed-ups
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from engramdb import kernels
@@ -102,3 +104,26 @@ def test_token_means_take_any_well_formed_token_batch() -> None:
         np.testing.assert_array_equal(clustering.distances(sp, TokenBatch(tokens, off)), plain)
     half = clustering.distances(sp, TokenBatch(tok.astype(np.float16), off))
     np.testing.assert_allclose(half, plain, atol=1e-2)
+
+
+def test_topics_whose_files_cannot_be_written_are_returned_and_computed_again(tmp_path: Path,
+                                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """A directory where a derived topic file goes (or a full disk) is the save's warning, not a raw
+    IsADirectoryError out of `topics()`: the topics come back, and are computed again next time."""
+    import engramdb
+
+    db = engramdb.open(tmp_path / "s", tuning=engramdb.Tuning(background=False))
+    db.add_many([{"content": f"{w} note {i} about the {w} and its {w} care", "namespace": "n"}
+                 for w in ("garden", "violin", "bread") for i in range(8)])
+    (tmp_path / "s" / "index").mkdir(exist_ok=True)
+    blocked = [tmp_path / "s" / "index" / name for name in ("topics-state.arrow", "topics.arrow",
+                                                             "themes.arrow")]
+    for p in blocked:
+        p.mkdir()
+    with caplog.at_level("WARNING", logger="engramdb"):
+        found = db.topics("n")
+        themes = db.topics.themes("n")
+    assert found and isinstance(themes, list)
+    assert "were not saved" in caplog.text
+    assert [t.label for t in db.topics("n", refresh=True)] == [t.label for t in found]
+    db.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import random
 import threading
 import time
@@ -33,6 +34,8 @@ from ..topics.themes import divergence as theme_divergence
 
 if TYPE_CHECKING:
     from .facade import Store
+
+_log = logging.getLogger("engramdb")
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
@@ -166,11 +169,11 @@ class TopicVerbs:
         pos = {mid: i for i, mid in enumerate(ids)}
         result.centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in result], unit)
         self._previous()[namespace] = nxt
-        self._save_previous()
+        _derived_saved(self._db, "topics", self._save_previous)
         cache[namespace] = (fingerprint, result)
         if labeler is None:
             stored[namespace] = (stamp, result)
-            topic_state.save_results(self._db._derived, stored)
+            _derived_saved(self._db, "topics", lambda: topic_state.save_results(self._db._derived, stored))
         if full:  # increments start from the last full clustering
             if self._topic_runs is None:
                 self._topic_runs = {}
@@ -232,7 +235,8 @@ class TopicVerbs:
                              self._labels([g[0] for g in groups], texts, labeler, self._term_cache(namespace, texts),
                                           chat, contents=contents))
         self._themes_stored[namespace] = (stamp, found)
-        topic_state.save_themes(self._db._derived, self._themes_stored)
+        themes = self._themes_stored
+        _derived_saved(self._db, "themes", lambda: topic_state.save_themes(self._db._derived, themes))
         return found
 
     def divergence(self, query: str, *, namespace: str, session_id: str, recent: int = 20) -> dict[str, Any]:
@@ -441,6 +445,16 @@ class _Run:
                 groups[t].append(i)
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
+
+
+def _derived_saved(db: Store, what: str, save: Callable[[], None]) -> None:
+    """`save()` of a namespace's derived topic files, a failure to write them (a full disk, a
+    directory where the file goes) logged, not raised: the topics are returned and computed again
+    when next asked, as for a damaged file (an IsADirectoryError came out of `topics()`)."""
+    try:
+        save()
+    except OSError as exc:
+        _log.warning("engramdb: the %s of %s were not saved: %s", what, db.path or "the store in memory", exc)
 
 
 def texts_of(view: View, locs: list[tuple[int, int]]) -> list[str]:
