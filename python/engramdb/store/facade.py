@@ -97,10 +97,12 @@ class Store(Reads):
         self.curiosity = CuriosityVerbs(self)
         self.admin = AdminVerbs(self)
         self._turns = TurnCounter()  # seq per (namespace, session) when the caller gives none
-        if path is not None and (o.read_only or o.tuning.background):
-            # the default BPE loads on its own thread while the folder opens: its build holds the
-            # GIL for ~35 ms, which a process's first context paid inside its own time (issue 26).
-            # Not for a short-lived writer (a hook's capture: no worker), which counts no tokens.
+        if path is not None and o.tuning.background and not o.read_only:
+            # a service's writer: the default BPE loads on its own thread while the folder opens
+            # (its build holds the GIL for ~35 ms, which a process's first context paid inside its
+            # own time: issue 26). Not for a reader: a hook's SessionStart or PreToolUse searches
+            # and counts no tokens, and the load's GIL time would fall inside its budget; a reader's
+            # context starts the load itself (`context`). Nor for a hook's short writer (no worker).
             preload(None)
         self._engine = Engine(path, schema=schema, read_only=o.read_only, tuning=o.tuning, salvage=o.salvage,
                               also=earlier_schemas(o.profile) if o.profile is not None else ())
