@@ -48,6 +48,7 @@ from .density import (
     group_sums,
     hdbscan,
     jaccard_from_overlaps,
+    row_sums_out,
     silhouette_cosine,
 )
 from .dispatch import (
@@ -102,6 +103,7 @@ __all__: Sequence[str] = [
     "read_bandwidth_probe",
     "rescore_keys",
     "rescore_rows",
+    "row_sums_out",
     "scores",
     "silhouette_cosine",
     "spherical_kmeans_loop",

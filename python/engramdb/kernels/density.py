@@ -91,7 +91,7 @@ def jaccard_from_overlaps(overlaps: Any, sizes: Any, sums: np.ndarray | None = N
         raise ValueError(f"sizes must be float32 of shape ({x.shape[0]},), got {s.dtype} {s.shape}")
     s = np.ascontiguousarray(s)
     _apart("sizes", s, "overlaps", x)
-    out = _row_sums(sums, x.shape[0])
+    out = row_sums_out(sums, x.shape[0])
     _apart("sums", out, "overlaps", x)
     _apart("sums", out, "sizes", s)
     _core.jaccard_from_overlaps(x, s, out)
@@ -104,13 +104,15 @@ def distances_from_cosines(cosines: Any, sums: np.ndarray | None = None) -> None
     Exact: every entry is a float32 1 - x with x >= 0, a multiple of 2^-24 (at most 2), and a sum
     of millions of them needs no rounding in float64, in whatever order it is added."""
     x = _writable_square("cosines", cosines)
-    out = _row_sums(sums, x.shape[0])
+    out = row_sums_out(sums, x.shape[0])
     _apart("sums", out, "cosines", x)
     _core.distances_from_cosines(x, out)
 
 
-def _row_sums(sums: np.ndarray | None, n: int) -> np.ndarray | None:
-    """`sums` checked: a writable C-contiguous float64 array of `n` (the kernel writes it)."""
+def row_sums_out(sums: np.ndarray | None, n: int) -> np.ndarray | None:
+    """`sums` checked (ValueError otherwise): None, or a writable C-contiguous float64 array of
+    `n`, what the kernels above write each row's sum into (and what a caller writing row sums of
+    its own, `topics.clustering.distances`, checks alike)."""
     if sums is None:
         return None
     if not isinstance(sums, np.ndarray) or sums.dtype != np.float64 or sums.shape != (n,) \

@@ -45,6 +45,7 @@ from ..kernels import (
     hamming_distances,
     hdbscan,
     jaccard_from_overlaps,
+    row_sums_out,
 )
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
@@ -98,12 +99,9 @@ def distances(space: Space, vectors: Embedding, out: np.ndarray | None = None,
     n = len(vectors)
     if out is not None and (out.shape != (n, n) or out.dtype != np.float32 or not out.flags.c_contiguous):
         raise ValueError(f"out must be a C-contiguous float32 ({n}, {n}) matrix, got {out.dtype} {out.shape}")
-    if sums is not None and (not isinstance(sums, np.ndarray) or sums.dtype != np.float64 or sums.shape != (n,)
-                             or not sums.flags.c_contiguous or not sums.flags.writeable):
-        # checked here for every kind alike: the binary space's numpy sum wrote into whatever it
-        # was given (an int64 array truncated each sum, a float32 one rounded it)
-        got = f"{sums.dtype} {sums.shape}" if isinstance(sums, np.ndarray) else type(sums).__name__
-        raise ValueError(f"sums must be a writable C-contiguous float64 array of shape ({n},), got {got}")
+    # checked here for every kind alike, as the kernels check it: the binary space's numpy sum
+    # wrote into whatever it was given (an int64 array truncated each sum, a float32 one rounded it)
+    row_sums_out(sums, n)
     if isinstance(vectors, SparseBatch):
         d = _jaccard_distances(vectors, out, sums)
     elif isinstance(vectors, TokenBatch):
