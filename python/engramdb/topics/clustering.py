@@ -277,7 +277,7 @@ def _split(spaces: Sequence[tuple[Space, Embedding]], mats: Sequence[np.ndarray]
 
 
 def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
-            n: int, terms: Terms | None = None, means: list[np.ndarray] | None = None) -> list[tuple[list[int], float]]:
+            n: int, terms: Terms | None, means: Sequence[np.ndarray]) -> list[tuple[list[int], float]]:
     """The topics, with each memory in none joining one, nearest first, while the topic holds
     fewer than `CAP` of the memories: with `terms`, the nearest topic whose best terms as
     clustered (the words its label would show) it holds one of; else (or without `terms`) the
@@ -288,14 +288,14 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
     29: a third to a half of what is not small talk was in no topic); and a memory that holds a
     topic's words belongs with it however it is worded, where one that joined by nearness alone
     rarely holds the label's words (LoCoMo: label words in a quarter of a topic's members).
-    `means`: each matrix's row means, if made already (else made and added: kept for the next join)."""
+    `means`: each matrix's row means (made with it: `cluster_spaces`)."""
     inside = np.zeros(n, bool)
     for members, _ in found:
         inside[members] = True
     rest = np.flatnonzero(~inside)
     if not found or not len(rest):
         return found
-    near, background = _nearness(found, mats, weights, rest, [] if means is None else means)
+    near, background = _nearness(found, mats, weights, rest, means)
     out = [(list(m), c) for m, c in found]
     room = max(int(CAP * n), MIN_SPLIT)
     cols = np.arange(len(rest))
@@ -334,7 +334,7 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
 
 
 def _nearness(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], weights: Sequence[float],
-              rest: np.ndarray, means: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+              rest: np.ndarray, means: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Each memory of `rest`'s mean distance to each topic's members (topics x rest) and to every
     memory, averaged over the spaces by weight. A topic's sums are in float64 by the C++ core
     (`kernels.group_sums`, one pass over each row's member columns: numpy's gathers, float64 copy
@@ -342,16 +342,14 @@ def _nearness(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], 
     of additions does not matter: every distance here is a float32 multiple of 2^-24 (1 - a
     float32 cosine or Jaccard in [0, 2]) or a Hamming fraction, so any sum of a few thousand is
     exact in float64. A row's mean distance to every memory is its sum over n, exact for the same
-    reason: made with the matrix (`distances`' `sums`) into `means`, else here once a refresh."""
+    reason: made with the matrix (`distances`' `sums`), in `means`."""
     total = float(sum(weights))
     order = np.concatenate([members for members, _ in found]).astype(np.int64)  # topic by topic
     sizes = np.array([len(members) for members, _ in found], np.float64)
     starts = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
     near = np.zeros((len(rest), len(found)))
     background = np.zeros(len(rest))
-    if not means:
-        means.extend(np.asarray(np.sum(d, axis=1, dtype=np.float64)) / len(d) for d in mats)
-    for d, w, mean in zip(mats, weights, means):
+    for d, w, mean in zip(mats, weights, means, strict=True):
         background += mean[rest] * (w / total)
         near += group_sums(d, rest, order, starts) / sizes * (w / total)
     return near.T, background
