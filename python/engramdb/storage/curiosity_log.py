@@ -44,9 +44,10 @@ class CuriosityLog:
         self._log = ArrowLog(folder, "curiosity", CURIOSITY_SCHEMA, writable=writable, flush_rows=1 << 30,
                              flush_seconds=float("inf"))
 
-    def on_crowded(self, hand: Callable[[Callable[[], int]], None]) -> None:
+    def on_crowded(self, hand: Callable[[Callable[[], int]], None] | None) -> None:
         """Hand the merge of too many files to `hand` (a worker) instead of the appender (see
-        storage/arrow_log.py `on_crowded`): a context that queues an item appends one file."""
+        storage/arrow_log.py `on_crowded`; None: the appender): a context that queues an item
+        appends one file."""
         self._log.on_crowded = hand
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -298,17 +298,14 @@ class Background:
         else:
             self._db._upkeep.ask("indexes", self.catch_up_indexes)
 
-    def rotating(self, log: str) -> Callable[[Callable[[], int]], None]:
+    def rotating(self, log: str) -> Callable[[Callable[[], int]], None] | None:
         """What a log (storage/arrow_log.py `on_crowded`) hands its file merge to: this store's
-        worker, under the key `<log>:rotate` (a request's append never merges)."""
+        worker, under the key `<log>:rotate` (a request's append never merges); None without a
+        worker (the log merges on the appender's thread)."""
         upkeep = self._db._upkeep
-
-        def ask(rotate: Callable[[], int]) -> None:
-            if upkeep is not None:
-                upkeep.ask(f"{log}:rotate", rotate)
-            else:  # no worker: merged here, as before
-                rotate()
-        return ask
+        if upkeep is None:
+            return None
+        return lambda rotate: upkeep.ask(f"{log}:rotate", rotate)
 
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first

@@ -90,8 +90,7 @@ class CuriosityVerbs:
                 log = self._curiosity_queue
                 if log is None:
                     log = self._curiosity_queue = CuriosityLog(self._db.path, writable=not self._db.read_only)
-                    if self._db._upkeep is not None:  # its files merged by the worker, not a context
-                        log.on_crowded(self._db._background.rotating("curiosity"))
+                    log.on_crowded(self._db._background.rotating("curiosity"))  # by the worker, not a context
         return log
 
     def _keys(self) -> dict[Key, str]:

@@ -123,10 +123,9 @@ class Store(Reads):
                 self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
-            if self._upkeep is not None and path is not None:
-                if self._engine.view.committed_rows:  # a new folder has nothing to warm
-                    self._upkeep.ask("warm", self._background.warm, delay=0.0)
-                self._usage.log.on_crowded = self._background.rotating("access")
+            self._usage.log.on_crowded = self._background.rotating("access")  # merged by the worker, if any
+            if self._upkeep is not None and path is not None and self._engine.view.committed_rows:
+                self._upkeep.ask("warm", self._background.warm, delay=0.0)  # a new folder has nothing to warm
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)
