@@ -106,8 +106,10 @@ def _load(name: str) -> Counter | None:
     """bpe-openai's Rust tokenizer for `name`, loaded from its binding alone: importing the package
     decodes all three of its vocabularies in Python first (2 s in a new process, on every first
     context), the binding builds one in about 25 ms and counts the same (bench/RESULTS.md "The
-    agent loop": every count equal on 3,000 sentences, code, CJK and emoji). The build releases
-    the GIL, so a load `preload` started overlaps the caller's own work."""
+    agent loop": every count equal on 3,000 sentences, code, CJK and emoji). The build holds the
+    GIL for about half of its time (~35 of ~77 ms measured: bench/RESULTS.md "Then (issue 26, this
+    stop)"), so a load `preload` started overlaps the caller's own work only in part: a writer with
+    a worker starts it before its folder opens."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or spec.origin is None:
         return None
@@ -145,7 +147,8 @@ def _name(tokenizer: str | Counter | None) -> str | None:
 def preload(tokenizer: str | Counter | None = None) -> None:
     """Check a tokenizer argument (as `counter` does: a bad name raises here) and start loading the
     BPE it names on a thread of its own, when bpe-openai is installed: a new process's first
-    context overlaps the load (~25 ms) with its search, which counts no tokens."""
+    context overlaps the load (~77 ms, about half of it holding the GIL) with its search, which
+    counts no tokens."""
     name = _name(tokenizer)
     if name is None:
         return
