@@ -14,9 +14,11 @@ namespaces, queries, ...) without them. The log deletes only files of its own na
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -30,6 +32,24 @@ from . import disk
 from .derived_files import table_bytes, write_atomically
 
 LOG_DIR = "access"
+LISTINGS = 20  # a folder listing read again this often while a writer replaces its files
+_VANISHED = pa.table({})  # `_load`'s answer for a file a rotation or a purge removed meanwhile
+
+
+_LOGS: weakref.WeakSet[ArrowLog] = weakref.WeakSet()  # every live log, for the fork hook below
+
+
+def _new_locks_in_child() -> None:
+    """In a forked child: a thread merging a log's files at the fork (the writer's worker, whose
+    merge holds `_rewrite` for as long as it reads and writes them) is not in the child, and the
+    child's purge of that log waited for it for ever. The merge it left half done leaves at most
+    a merged file beside its inputs, whose rows a read keeps once."""
+    for log in list(_LOGS):
+        log._rewrite = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
 class ArrowLog:
@@ -48,6 +68,7 @@ class ArrowLog:
         # a rotation or a purge, which replace files (taken after `_lock` when both are: a purge
         # holds both, a rotation on another thread this one only, so appends go on meanwhile)
         self._rewrite = threading.Lock()
+        _LOGS.add(self)
         # with it, a flush that leaves too many files hands `rotate` to it (a worker) instead of
         # running it on the caller's thread: a merge of 64 files of an access log grown over a
         # thousand requests took one request 200 ms (issue 26)
@@ -119,10 +140,17 @@ class ArrowLog:
         files = self._files()
         return max((last for _, last, _, _ in files), default=0)
 
-    def _load(self, name: str, crc: str) -> pa.Table | None:
+    def _load(self, name: str, crc: str, *, vanished_ok: bool = False) -> pa.Table | None:
+        """The file's table; None if it is damaged (recorded in `damaged`); with `vanished_ok`,
+        `_VANISHED` if it is no longer there (a rotation or a purge replaced it)."""
         assert self.dir is not None
         try:
             raw = (self.dir / name).read_bytes()
+        except FileNotFoundError as exc:
+            if vanished_ok:
+                return _VANISHED
+            self.damaged[name] = f"unreadable ({exc})"
+            return None
         except OSError as exc:
             self.damaged[name] = f"unreadable ({exc})"
             return None
@@ -139,12 +167,31 @@ class ArrowLog:
             return None
         return table
 
+    def _read_files(self, since: int) -> list[pa.Table]:
+        """The tables of the files holding a seq >= `since`. A rotation on the worker (or in the
+        writer, for a reader in another process) may replace the files listed before they are
+        read: a file that vanished is not damaged, the folder is listed again for the merged file
+        that replaced it (read beside files already read: `read` keeps each seq once)."""
+        got: dict[str, pa.Table] = {}
+        for _ in range(LISTINGS):
+            vanished = False
+            for first, last, crc, name in self._files():
+                if last < since or name in got:
+                    continue
+                t = self._load(name, crc, vanished_ok=True)
+                if t is _VANISHED:
+                    vanished = True
+                elif t is not None:
+                    got[name] = t
+            if not vanished:  # every file listed was read: what replaced a vanished one is among them
+                return list(got.values())
+        raise StoreError(f"{self.dir}: the log's files kept changing while they were read ({LISTINGS} times); "
+                         "try again")
+
     def read(self, since: int = 0) -> pa.Table:
         """Every row with seq >= `since` (buffered ones too), in seq order, each seq once."""
         with self._lock:
-            parts = [t for t in self._memory] if self.dir is None else \
-                [t for first, last, crc, name in self._files() if last >= since
-                 for t in [self._load(name, crc)] if t is not None]
+            parts = [t for t in self._memory] if self.dir is None else self._read_files(since)
             if self._buffer:
                 parts.append(pa.Table.from_pylist(self._buffer, schema=self.schema))
         if not parts:
@@ -238,7 +285,6 @@ class ArrowLog:
                 "buffered": len(self._buffer), "next_seq": self.next_seq, "damaged": dict(self.damaged)}
 
 
-LISTINGS = 20  # a folder listing read again this often while a writer replaces its files
 LOG_FILE = re.compile(r"^[a-z]+-\d{12}-\d{12}-([0-9a-f]{8})\.arrow$")
 
 

@@ -1,0 +1,84 @@
+"""Log merges off the request path under attack (issue 26): a rotation on the worker beside
+reads, forks and closes (storage/arrow_log.py)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from engramdb.storage import disk
+from engramdb.storage.access_log import ACCESS_SCHEMA
+from engramdb.storage.arrow_log import ArrowLog
+
+AT = datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+
+def row(i: int) -> dict[str, object]:
+    return {"kind": "search", "query_id": f"q{i}", "namespace": "n", "session_id": None, "at": AT,
+            "query": "about", "strategy": "hybrid", "memory_id": f"m{i}", "rank": 1, "score": 0.5, "used": False}
+
+
+def filled(tmp_path: Path, n: int) -> ArrowLog:
+    log = ArrowLog(tmp_path, "access", ACCESS_SCHEMA, writable=True, flush_rows=1, max_files=100)
+    for i in range(n):
+        log.append([row(i)])
+    return log
+
+
+def test_a_read_whose_files_a_rotation_replaces_meanwhile_reads_every_row_and_calls_none_damaged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read() lists the files, then a rotation on another thread (the worker) merges them before
+    the first is read: the inputs vanished. Was: the read returned no row at all and named every
+    input damaged; now it lists the folder again and reads the merged file."""
+    log = filled(tmp_path, 10)
+    original = pathlib.Path.read_bytes
+    fired: list[int] = []
+
+    def read_bytes(self: pathlib.Path) -> bytes:
+        if not fired and threading.current_thread() is threading.main_thread() and self.suffix == ".arrow":
+            fired.append(1)
+            merge = threading.Thread(target=log.rotate)  # the worker's merge, at just this moment
+            merge.start()
+            merge.join()
+        return original(self)
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", read_bytes)
+    got = log.read().column("seq").to_pylist()
+    monkeypatch.setattr(pathlib.Path, "read_bytes", original)
+    assert fired
+    assert got == list(range(1, 11))
+    assert log.describe()["damaged"] == {}
+    assert log.describe()["files"] == 1  # the rotation did merge them
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_mid_merge_can_purge_the_log_it_inherited(tmp_path: Path) -> None:
+    """A child forked while a thread of its parent merges the log's files inherits the rewrite lock
+    held by a thread it does not have: its purge of that log waited for ever (like the other fork
+    hooks: the child gets a new lock; the half-done merge leaves at most rows a read keeps once)."""
+    log = filled(tmp_path, 5)
+    inside, go = threading.Event(), threading.Event()
+
+    def hook(op: str, path: str, detail: object) -> None:
+        if threading.current_thread().name == "merge" and op == "rename":
+            inside.set()
+            go.wait()
+
+    with disk.inject(hook):
+        merge = threading.Thread(target=log.rotate, name="merge")
+        merge.start()
+        inside.wait()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            signal.alarm(20)  # a wait for ever ends the child by SIGALRM
+            os._exit(0 if log.purge("memory_id", {"m1"}) == 1 else 3)
+        _, status = os.waitpid(pid, 0)
+        go.set()
+        merge.join()
+    assert os.WIFEXITED(status), f"the child was killed by signal {os.WTERMSIG(status)} (it waited for ever)"
+    assert os.WEXITSTATUS(status) == 0
