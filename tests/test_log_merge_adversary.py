@@ -82,3 +82,18 @@ def test_a_child_forked_mid_merge_can_purge_the_log_it_inherited(tmp_path: Path)
         merge.join()
     assert os.WIFEXITED(status), f"the child was killed by signal {os.WTERMSIG(status)} (it waited for ever)"
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_a_log_whose_merges_the_worker_never_runs_merges_them_itself_at_twice_its_files(tmp_path: Path) -> None:
+    """`on_crowded` hands the merge to a store's worker; a worker stopped by close() drops it (the
+    close flush of every short session: a writer opened for one search and closed added an access
+    file each time and none was merged, 80 sessions 80 files). Beyond twice `max_files` the
+    appender merges them itself."""
+    log = ArrowLog(tmp_path, "access", ACCESS_SCHEMA, writable=True, flush_rows=1, max_files=4)
+    handed: list[object] = []
+    log.on_crowded = handed.append  # a worker that never runs what it is handed
+    for i in range(40):
+        log.append([row(i)])
+    assert handed  # the worker was asked first
+    assert log.describe()["files"] <= 2 * 4 + 1
+    assert log.read().column("seq").to_pylist() == list(range(1, 41))

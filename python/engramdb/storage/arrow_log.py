@@ -106,8 +106,12 @@ class ArrowLog:
             table = pa.Table.from_pylist(self._buffer, schema=self.schema)
             self._write(table)
             self._buffer = []
-            if self.dir is not None and len(self._files()) > self.max_files:
-                if self.on_crowded is not None:
+            crowd = len(self._files()) if self.dir is not None else 0
+            if crowd > self.max_files:
+                # twice as many: the worker it was handed to did not merge them (a store's close
+                # stops its worker and drops what waits, then flushes: a writer opened, used once
+                # and closed, as a CLI call is, added a file each time and none was ever merged)
+                if self.on_crowded is not None and crowd <= 2 * self.max_files:
                     self.on_crowded(self.rotate)
                 else:
                     self.rotate()
