@@ -97,3 +97,28 @@ def test_a_log_whose_merges_the_worker_never_runs_merges_them_itself_at_twice_it
     assert handed  # the worker was asked first
     assert log.describe()["files"] <= 2 * 4 + 1
     assert log.read().column("seq").to_pylist() == list(range(1, 41))
+
+
+def test_a_merge_after_one_cut_short_keeps_each_seq_once_in_its_file(tmp_path: Path) -> None:
+    """A rotation that failed after writing the merged file (EIO at removing its first input; a
+    crash there is the same) leaves the merged file beside its inputs; the next rotation merged
+    them all, rows twice over, into one file (each such fault doubled more rows on disk)."""
+    import errno
+
+    import pyarrow as pa
+
+    log = filled(tmp_path, 8)
+
+    def hook(op: str, path: str, detail: object) -> None:
+        if op == "unlink":
+            raise OSError(errno.EIO, "injected")
+
+    with disk.inject(hook), pytest.raises(OSError):
+        log.rotate()
+    assert log.describe()["files"] == 9  # the merged file beside its eight inputs
+    log.rotate()
+    files = list((tmp_path / "access").glob("access-*.arrow"))
+    assert len(files) == 1
+    on_disk = pa.ipc.open_file(pa.py_buffer(files[0].read_bytes())).read_all()
+    assert on_disk.column("seq").to_pylist() == list(range(1, 9))
+    assert log.read().column("seq").to_pylist() == list(range(1, 9))

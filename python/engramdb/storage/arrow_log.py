@@ -201,14 +201,7 @@ class ArrowLog:
         if not parts:
             return self.schema.empty_table()
         table = pa.concat_tables(parts)
-        table = table.filter(pc.greater_equal(table.column("seq"), since))
-        order = pc.sort_indices(table, [("seq", "ascending")])
-        table = table.take(order)
-        seqs = table.column("seq").to_numpy()
-        if len(seqs) > 1 and (seqs[1:] == seqs[:-1]).any():  # a rotation cut short by a crash
-            keep = [True, *(seqs[1:] != seqs[:-1]).tolist()]
-            table = table.filter(pa.array(keep))
-        return table
+        return _each_seq_once(table.filter(pc.greater_equal(table.column("seq"), since)))
 
     # ------------------------------------------------------------------------------ upkeep
     def rotate(self) -> int:
@@ -224,10 +217,12 @@ class ArrowLog:
             good = [(f, t) for f, t in tables if t is not None]
             if len(good) < 2:
                 return 0
-            merged = pa.concat_tables([t for _, t in good])
-            self._write(merged)
+            # a rotation cut short left its merged file beside its inputs: merged once, not twice over
+            merged = _each_seq_once(pa.concat_tables([t for _, t in good]))
+            name = self._write(merged)
             for f, _ in good:
-                disk.unlink(self.dir / f[3])
+                if f[3] != name:  # the merged rows may be one input's own bytes (its name too)
+                    disk.unlink(self.dir / f[3])
             _fsync_dir(self.dir)
             return len(good)
 
@@ -321,6 +316,17 @@ def intact_logs(folder: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
         if not vanished:  # every file listed was read: what replaced a vanished one is among them
             return sorted(got.items()), sorted(bad)
     raise StoreError(f"{d}: the log's files kept changing while they were read ({LISTINGS} times); try again")
+
+
+def _each_seq_once(table: pa.Table) -> pa.Table:
+    """The rows in seq order, each seq once (a rotation cut short, or one a read overlapped, left
+    a merged file beside the files it merged)."""
+    table = table.take(pc.sort_indices(table, [("seq", "ascending")]))
+    seqs = table.column("seq").to_numpy()
+    if len(seqs) > 1 and (seqs[1:] == seqs[:-1]).any():
+        keep = [True, *(seqs[1:] != seqs[:-1]).tolist()]
+        table = table.filter(pa.array(keep))
+    return table
 
 
 def _fsync_dir(folder: Path) -> None:
