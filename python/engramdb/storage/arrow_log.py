@@ -14,6 +14,7 @@ namespaces, queries, ...) without them. The log deletes only files of its own na
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ from ..model.errors import StoreError
 from . import disk
 from .derived_files import table_bytes, write_atomically
 
+_log = logging.getLogger("engramdb.storage")
 LOG_DIR = "access"
 LISTINGS = 20  # a folder listing read again this often while a writer replaces its files
 _VANISHED = pa.table({})  # `_load`'s answer for a file a rotation or a purge removed meanwhile
@@ -113,8 +115,12 @@ class ArrowLog:
                 # and closed, as a CLI call is, added a file each time and none was ever merged)
                 if self.on_crowded is not None and crowd <= 2 * self.max_files:
                     self.on_crowded(self.rotate)
-                else:
+                    return
+                try:
                     self.rotate()
+                except OSError as exc:  # the rows are written: the merge is upkeep, tried at the next flush
+                    _log.warning("engramdb: the %s log's %d files in %s were not merged: %s",
+                                 self.prefix, crowd, self.dir, exc)
 
     def _write(self, table: pa.Table) -> str | None:
         if self.dir is None:
