@@ -156,12 +156,9 @@ class ArrowLog:
         assert self.dir is not None
         try:
             raw = (self.dir / name).read_bytes()
-        except FileNotFoundError as exc:
-            if vanished_ok:
-                return _VANISHED
-            self.damaged[name] = f"unreadable ({exc})"
-            return None
         except OSError as exc:
+            if vanished_ok and isinstance(exc, FileNotFoundError):
+                return _VANISHED
             self.damaged[name] = f"unreadable ({exc})"
             return None
         if f"{zlib.crc32(raw):08x}" != crc:
