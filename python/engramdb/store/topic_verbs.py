@@ -436,7 +436,8 @@ class _Run:
         if new and self.topics:
             cents = np.stack([c for _, _, c, _ in self.topics])
             radius = np.array([r for _, _, _, r in self.topics])
-            sims = unit[new] @ cents.T
+            with clustering.BLAS_FORK_GUARD:  # a fork waits for the product (see there)
+                sims = unit[new] @ cents.T
             best = np.argmax(sims, axis=1)
             # as near as its farthest member; tested at once (a numpy scalar read per memory took
             # a second of the GIL at 100,000, issue 26), joined in the order of `new` as before

@@ -30,6 +30,8 @@ default profile (dense 1.0, tokens 1.0, lexical 0.5; maximum 2.5) needs 1.5.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,6 +62,24 @@ SPEC_THRESHOLD, SPEC_MAXIMUM = 2.5, 8.5
 # times the sum of df^2 pairs counted otherwise (BLAS runs each a few hundred times faster).
 DENSE_OVER_SPARSE = 200.0
 GEMM_DIMS = 192  # cosines of vectors of at most this many dimensions by gemm, not syrk (`_cosine_distances`)
+
+# Held around the large matrix products a topics run makes (on the store's worker thread), and
+# taken by a fork: OpenBLAS's fork handler shuts its thread pool down, and a product running on
+# another thread at that moment waited for it for ever (the parent's worker hung in the product;
+# a test forking beside a topics run found it). A fork waits for the product under way (~20 ms).
+BLAS_FORK_GUARD = threading.Lock()
+
+
+def _fork_waits() -> None:
+    BLAS_FORK_GUARD.acquire()
+
+
+def _fork_done() -> None:
+    BLAS_FORK_GUARD.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_fork_waits, after_in_parent=_fork_done, after_in_child=_fork_done)
 
 
 @dataclass(frozen=True)
@@ -136,7 +156,8 @@ def _jaccard_distances(batch: SparseBatch, out: np.ndarray | None = None,
         m[rows, cols] = 1.0
         # gemm for few terms, as for few dimensions in `_cosine_distances` (60 terms at 2,000 notes:
         # 6.6 -> 3.9 ms); the overlaps are whole numbers, exact in any order of additions
-        inter: np.ndarray = np.matmul(m, np.ascontiguousarray(m.T) if m.shape[1] <= GEMM_DIMS else m.T, out=out)
+        with BLAS_FORK_GUARD:
+            inter: np.ndarray = np.matmul(m, np.ascontiguousarray(m.T) if m.shape[1] <= GEMM_DIMS else m.T, out=out)
     else:
         a, b = _group_pairs(cols, rows)
         inter = np.empty((n, n), np.float32) if out is None else out
@@ -176,7 +197,8 @@ def _cosine_distances(x: np.ndarray, out: np.ndarray | None = None, sums: np.nda
     # u @ u.T is BLAS's syrk (half the products, then a mirror copy); for few dimensions the copy
     # outweighs the half saved and a plain gemm is faster (128-d at 2,000 rows: 9.2 -> 7.5 ms),
     # with the same figures (OpenBLAS adds each dot product in the same order either way)
-    d: np.ndarray = np.matmul(u, np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T, out=out)
+    with BLAS_FORK_GUARD:
+        d: np.ndarray = np.matmul(u, np.ascontiguousarray(u.T) if x.shape[1] <= GEMM_DIMS else u.T, out=out)
     distances_from_cosines(d, sums)  # 1 - cosine, clipped at 0: one pass in the C++ core
     return d
 
@@ -319,7 +341,8 @@ def _joined(found: list[tuple[list[int], float]], mats: Sequence[np.ndarray], we
         has[ks[vs >= 0], vs[vs >= 0]] = 1.0
         # a memory holds one of a topic's best terms: counts of 0/1 products (whole numbers: exact);
         # a numpy assignment per memory and term took 16 ms at 2,000 memories
-        holds = (labelled @ has.T) > 0
+        with BLAS_FORK_GUARD:
+            holds = (labelled @ has.T) > 0
         worded = holds.any(axis=0)
         if worded.any():
             best_worded = np.argmin(np.where(holds, near, np.inf), axis=0)
