@@ -184,3 +184,24 @@ def test_add_says_it_takes_a_datetime_not_a_string(db: engramdb.Store) -> None:
         db.add_many([{"content": "y", "namespace": "u"},
                      {"content": "z", "namespace": "u", "valid_from": "2023-05-07"}])
     assert len(db) == 0
+
+
+def test_what_a_write_leaves_cached_still_ends_when_a_memory_stops_being_valid(db: engramdb.Store) -> None:
+    """The rows a query sees now are kept per segment and carried into the write-ahead log's merged
+    tail after each write; a memory whose validity ends soon must still leave results when the clock
+    passes its end, and a superseded one as soon as it is replaced, one write at a time."""
+    soon = utc_now() + timedelta(seconds=0.6)
+    db.add("The pool is open until the storm.", namespace="u", valid_until=soon)
+    for i in range(6):  # one write at a time: the tail's segments merge as a binary counter
+        db.add(f"The pool note number {i} is about lanes.", namespace="u")
+        assert "The pool is open until the storm." in contents(db.search("pool storm", namespace="u", k=10))
+    old = db.add("The gate code is 1234.", namespace="u")
+    assert contents(db.search("gate code", namespace="u", k=1)) == ["The gate code is 1234."]
+    new = db.add("The gate code is 9876.", namespace="u")
+    db.supersede(old.id, new.id)
+    assert "The gate code is 1234." not in contents(db.search("gate code", namespace="u", k=10))
+    time.sleep(max(0.0, (soon - utc_now()).total_seconds()) + 0.05)
+    db.add("One more pool note after the storm.", namespace="u")
+    hits = contents(db.search("pool storm", namespace="u", k=10))
+    assert "The pool is open until the storm." not in hits
+    assert "One more pool note after the storm." in hits

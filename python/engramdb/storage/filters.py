@@ -8,7 +8,9 @@ every scan and index search, never after the top-k cut.
 Key masks (one bool per global key of a run of segments) are cached for the common query
 (current memories valid now): a cached mask is kept while the snapshot still holds the very
 segment objects it was built from (segments are copied, never changed, when a version closes) and
-the clock has not passed the namespace's next valid_from / valid_until.
+the clock has not passed the namespace's next valid_from / valid_until. Each segment's part is
+kept on the segment under the same rule, so the first query after a write (a new tail segment)
+filters the new rows only.
 """
 
 from __future__ import annotations
@@ -70,14 +72,12 @@ class MaskCache:
                 return cached[2]
         parts, change = [], NEVER
         for seg in segments:
-            m = row_filter(seg, namespace, known_us, t, types=types)
+            if now_query and t is not None:
+                seg_change, m = self._now_part(seg, namespace, t, types)
+                change = min(change, seg_change)
+            else:
+                m = row_filter(seg, namespace, known_us, t, types=types)
             parts.append(m if m is not None else np.zeros(len(seg), bool))
-            if now_query and t is not None and namespace in seg.ns_codes:  # even when no row passes now
-                mine = seg.ns_index == seg.ns_codes[namespace]
-                for edge in (seg.valid_from[mine], seg.valid_until[mine]):
-                    later = edge[edge > t]
-                    if len(later):
-                        change = min(change, int(later.min()))
         mask = np.concatenate(parts) if parts else np.zeros(0, bool)
         mask.flags.writeable = False  # shared by every query that reuses it
         if now_query:
@@ -87,3 +87,24 @@ class MaskCache:
                 while len(self._masks) > MASKS_KEPT:
                     self._masks.popitem(last=False)
         return mask
+
+    @staticmethod
+    def _now_part(seg: Segment, namespace: str, t: int, types: frozenset[str] | None) -> tuple[int, np.ndarray | None]:
+        """One segment's part of a current-and-valid-now mask, and when it next changes, kept on
+        the segment: a write makes a new tail segment and leaves the others as they were, so the
+        first query after it filters only the new rows, not the whole namespace."""
+        cached = seg.now_masks.get((namespace, types))
+        if cached is not None and t < cached[0]:
+            return cached
+        m = row_filter(seg, namespace, None, t, types=types)
+        change = NEVER
+        if namespace in seg.ns_codes:  # even when no row passes now
+            mine = seg.ns_index == seg.ns_codes[namespace]
+            for edge in (seg.valid_from[mine], seg.valid_until[mine]):
+                later = edge[edge > t]
+                if len(later):
+                    change = min(change, int(later.min()))
+        if m is not None:
+            m.flags.writeable = False  # shared by every mask made from it
+        seg.now_masks[(namespace, types)] = (change, m)
+        return change, m

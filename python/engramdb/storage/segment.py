@@ -68,6 +68,10 @@ class Segment:
     _session_keys: np.ndarray | None = field(init=False, default=None)
     memo: dict[int, Memory] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
+    # (namespace, types) -> (the first time after which it changes, the rows a current-and-valid-now
+    # query sees): storage/filters.py's, kept here so that it lives and dies with the segment
+    now_masks: dict[tuple[str, frozenset[str] | None], tuple[int, np.ndarray]] = \
+        field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -98,6 +102,7 @@ class Segment:
         """
         new = copy.copy(self)
         new.sys_end = self.sys_end.copy()
+        new.now_masks = {}  # made from sys_end
         np.minimum.at(new.sys_end, np.asarray(rows, np.int64), np.asarray(at, np.int64))
         return new
 

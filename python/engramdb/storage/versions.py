@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .segment import Segment
+from .segment import MEMO_ROWS, Segment
 
 
 def close_versions(segments: list[Segment]) -> None:
@@ -63,5 +63,27 @@ def merged_tail(segments: tuple[Segment, ...]) -> tuple[Segment, ...]:
         older = out.pop()
         merged = Segment(pa.concat_tables([older.table, newer.table]).combine_chunks())
         merged.sys_end = np.concatenate([older.sys_end, newer.sys_end])  # replacements carried over
+        _carry_caches(merged, older, newer)
         out.append(merged)
     return tuple(out) if len(out) != len(segments) else segments
+
+
+def _carry_caches(merged: Segment, older: Segment, newer: Segment) -> None:
+    """Give a merged tail what its two parts had already derived (same rows, same order): the
+    materialised memories and the current-and-valid-now masks. Without it the first query after
+    each write read again the memories of the session being written (an agent's own turns are
+    its hits) and filtered the whole tail again: ~2 ms of each search after a write at 100K."""
+    shift = len(older)
+    merged.memo.update(older.memo)
+    merged.memo.update({row + shift: m for row, m in newer.memo.items()})
+    if len(merged.memo) > MEMO_ROWS:
+        merged.memo.clear()
+    for key in older.now_masks.keys() & newer.now_masks.keys():
+        (c1, m1), (c2, m2) = older.now_masks[key], newer.now_masks[key]
+        if m1 is None and m2 is None:
+            mask = None
+        else:
+            mask = np.concatenate([m1 if m1 is not None else np.zeros(len(older), bool),
+                                   m2 if m2 is not None else np.zeros(len(newer), bool)])
+            mask.flags.writeable = False
+        merged.now_masks[key] = (min(c1, c2), mask)
