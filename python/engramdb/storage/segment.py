@@ -70,7 +70,7 @@ class Segment:
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
     # (namespace, types) -> (the first time after which it changes, the rows a current-and-valid-now
     # query sees): storage/filters.py's, kept here so that it lives and dies with the segment
-    now_masks: dict[tuple[str, frozenset[str] | None], tuple[int, np.ndarray]] = \
+    now_masks: dict[tuple[str, frozenset[str] | None], tuple[int, np.ndarray | None]] = \
         field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
