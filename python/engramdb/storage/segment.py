@@ -66,7 +66,7 @@ class Segment:
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
     _session_keys: np.ndarray | None = field(init=False, default=None)
-    memo: dict[int, Memory] = field(init=False, default_factory=dict)  # row -> its Memory (see remember)
+    memo: dict[int, tuple[Any, ...]] = field(init=False, default_factory=dict)  # row -> its Memory's kept() (see remember)
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
     # (namespace, types) -> (the first time after which it changes, the rows a current-and-valid-now
     # query sees): storage/filters.py's, kept here so that it lives and dies with the segment
@@ -171,19 +171,23 @@ class Segment:
         """The Memory of one row, read once and then kept (see remember). Each call returns its
         own copy of the two dict fields: Memory is frozen, its dicts are not, and a caller that
         edits one must not change what the next caller gets."""
-        m = self.memo.get(row)
-        if m is None:
+        kept = self.memo.get(row)
+        if kept is None:
             if self._reader is None:
                 self._reader = RowReader(self.table)
             m = self._reader.memory(row)
             self.remember(row, m)
-        return m.detached()
+            return m
+        return Memory.from_kept(kept)
 
     def remember(self, row: int, memory: Memory) -> None:
-        """Keep a materialised row (hits recur: an agent asks about the same things), bounded."""
+        """Keep a materialised row (hits recur: an agent asks about the same things), bounded.
+        Kept as `Memory.kept()`'s plain tuple, which the cyclic garbage collector stops tracking:
+        a memo of Memory objects left ~100 tracked objects behind each agent-loop round at 100,000
+        memories, so a full collection (20-60 ms there) came every ~150 rounds."""
         if len(self.memo) >= MEMO_ROWS:
             self.memo.clear()
-        self.memo[row] = memory
+        self.memo[row] = memory.kept()
 
     def namespace(self, row: int) -> str:
         """The namespace of one row."""
