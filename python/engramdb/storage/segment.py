@@ -66,6 +66,7 @@ class Segment:
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
     _session_keys: np.ndarray | None = field(init=False, default=None)
+    _session_codes: dict[str, int] | None = field(init=False, default=None)
     memo: dict[int, tuple[Any, ...]] = field(init=False, default_factory=dict)  # row -> its Memory's kept() (see remember)
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
     # (namespace, types) -> (the first time after which it changes, the rows a current-and-valid-now
@@ -155,6 +156,14 @@ class Segment:
             seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
             self._turns = (codes, enc.dictionary.to_pylist(), seq)
         return self._turns
+
+    def session_code(self, session_id: str) -> int | None:
+        """The code `turns()` gives a session's rows in this segment, None when it has none (a
+        dict made once: a list lookup per segment was linear in the segment's sessions)."""
+        codes = self._session_codes
+        if codes is None:
+            codes = self._session_codes = {name: i for i, name in enumerate(self.turns()[1])}
+        return codes.get(session_id)
 
     def session_keys(self) -> np.ndarray:
         """One int64 per row: its session's name hashed (Python's str hash: equal names give equal

@@ -212,36 +212,47 @@ class View:
         in key order, forgotten ones left out unless asked: current_rows() filtered segment by
         segment, so a session's turns are found without reading the rest of the namespace."""
         out: list[Loc] = []
+        for si, rows in self._current_rows_of(namespace, include_forgotten, session_id):
+            out += [(si, r) for r in rows.tolist()]
+        return out
+
+    def _current_rows_of(self, namespace: str | None, include_forgotten: bool,
+                         session_id: str | None) -> Iterator[tuple[int, np.ndarray]]:
+        """current_locs' rows, segment by segment, as arrays."""
         for si, rows in self.current_rows():
             seg = self.segments[si]
             if namespace is not None and namespace not in seg.ns_codes:
                 continue
             if session_id is not None:  # first: most segments hold none of a session's turns
-                codes, names, _ = seg.turns()
-                try:
-                    rows = rows[codes[rows] == names.index(session_id)]
-                except ValueError:  # no row of this segment is in the session
+                code = seg.session_code(session_id)
+                if code is None:  # no row of this segment is in the session
                     continue
+                rows = rows[seg.turns()[0][rows] == code]
             if namespace is not None:
                 rows = rows[seg.ns_index[rows] == seg.ns_codes[namespace]]
             if not include_forgotten:
                 rows = rows[~seg.forgotten[rows]]
-            out += [(si, int(r)) for r in rows.tolist()]
-        return out
+            if len(rows):
+                yield si, rows
 
     def session_locs(self, namespace: str, session_id: str) -> list[Loc]:
         """The current (not forgotten) turns of one session in the order they were said: by seq
-        (none first), then learning time. Sorted once per snapshot with numpy: a context reads the
-        session's newest turns twice, and making every turn a Memory to sort it cost milliseconds
-        in a long session."""
+        (none first), then learning time. Sorted once per snapshot with numpy, segment by segment
+        (a write makes a new snapshot, and an agent's session is the one being written: a Python
+        pass over its every turn was ~1 ms a context at 800 turns)."""
         key = f"session:{namespace}:{session_id}"
         found = self.derived.get(key)
         if found is None:
-            locs = self.current_locs(namespace, session_id=session_id)
-            seq = np.array([int(self.segments[si].turns()[2][r]) for si, r in locs], np.int64)
-            learned = np.array([int(self.segments[si].learned_at[r]) for si, r in locs], np.int64)
-            order = np.lexsort((learned, seq)) if locs else np.empty(0, np.int64)
-            found = self.derived[key] = [locs[i] for i in order.tolist()]
+            parts = list(self._current_rows_of(namespace, False, session_id))
+            if not parts:
+                found = self.derived[key] = []
+            else:
+                segs = np.concatenate([np.full(len(rows), si, np.int64) for si, rows in parts])
+                rows = np.concatenate([rows for _, rows in parts])
+                seq = np.concatenate([self.segments[si].turns()[2][r] for si, r in parts])
+                learned = np.concatenate([self.segments[si].learned_at[r] for si, r in parts])
+                order = np.lexsort((learned, seq))
+                found = self.derived[key] = list(zip(segs[order].tolist(), rows[order].tolist()))
         assert isinstance(found, list)
         return found
 
