@@ -11,6 +11,7 @@ void bind_centroids(py::module_& m);
 void bind_tree(py::module_& m);
 void bind_bm25(py::module_& m);
 void bind_density(py::module_& m);
+void bind_analysis(py::module_& m);
 }  // namespace engramdb::bind
 
 PYBIND11_MODULE(_core, m) {
@@ -23,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
     engramdb::bind::bind_tree(m);
     engramdb::bind::bind_bm25(m);
     engramdb::bind::bind_density(m);
+    engramdb::bind::bind_analysis(m);
     m.def("isa", []() { return std::string(engramdb::kernels().name); }, "Name of the active instruction set.");
     m.def("compiled_isas", &engramdb::compiled_isas, "Instruction sets compiled into this build, best first.");
     m.def("available_isas", &engramdb::available_isas, "Instruction sets this CPU runs, best first.");

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -83,6 +83,10 @@ def hamming_topk(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing
     """
     Top-k smallest Hamming distances over packed uint8 codes. Returns (indices, distances).
     """
+def hash_feature_sums(counts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], slots: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_start: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], fidx: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], fval: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], log_tf: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], bigram_weight: typing.SupportsFloat | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    The hashing space's unnormalised fixed-point sums, (n, dim) float64.
+    """
 @typing.overload
 def hdbscan_precomputed(distances: numpy.typing.NDArray[numpy.float32], min_cluster_size: typing.SupportsInt | typing.SupportsIndex, min_samples: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], int]:
     """
@@ -118,6 +122,10 @@ def spherical_kmeans_loop(vectors: numpy.typing.NDArray[numpy.float32], centroid
 def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsInt | typing.SupportsIndex = 0) -> float:
     """
     Sum of a float32 array by a plain streaming read (memory-bandwidth probe).
+    """
+def tokenize_codepoints(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_char: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Tokens of texts given as code points: (counts, codes, first, length) of the batch's distinct tokens.
     """
 def tree_search(query: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], child_ptr: numpy.typing.NDArray[numpy.int64], child_idx: numpy.typing.NDArray[numpy.int64], member_ptr: numpy.typing.NDArray[numpy.int64], member_idx: numpy.typing.NDArray[numpy.int64], root: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, matrices: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.float32]], bases: numpy.typing.NDArray[numpy.int64], allowed: numpy.typing.NDArray[numpy.uint8] | None, beam: typing.SupportsInt | typing.SupportsIndex, probe: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, unit_rows: bool = False, rows_f16: numpy.typing.NDArray[numpy.uint16] | None = None) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], tuple[int, int, int], numpy.typing.NDArray[numpy.int64], int]:
     """

@@ -12,7 +12,8 @@ arrays of shape (q, k).
 
 One module per kernel family, as in the C++ core (cpp/include/engramdb/): dense.py, centroids.py,
 sparse.py, postings.py (BM25), binary.py (Hamming), multivector.py (MaxSim), density.py (HDBSCAN),
-tree_search.py (a centroid tree's descent), dispatch.py (instruction sets). Nothing outside this
+tree_search.py (a centroid tree's descent), analysis.py (a batch's tokens and hashed feature sums),
+dispatch.py (instruction sets). Nothing outside this
 package calls `engramdb._core` (tests/test_layers.py holds the rule).
 """
 
@@ -31,6 +32,7 @@ from ._common import (
     merge_topk,
     metric_code,
 )
+from .analysis import TokenCodes, hash_feature_sums, tokenize_codepoints
 from .binary import hamming_distances, hamming_topk
 from .centroids import (
     KmeansStep,
@@ -74,6 +76,7 @@ __all__: Sequence[str] = [
     "Metric",
     "NearestCodes",
     "NonFiniteRow",
+    "TokenCodes",
     "TopK",
     "TreeHits",
     "active_isa",
@@ -92,6 +95,7 @@ __all__: Sequence[str] = [
     "group_sums",
     "hamming_distances",
     "hamming_topk",
+    "hash_feature_sums",
     "hdbscan",
     "jaccard_from_overlaps",
     "jaccard_topk",
@@ -107,6 +111,7 @@ __all__: Sequence[str] = [
     "scores",
     "silhouette_cosine",
     "spherical_kmeans_loop",
+    "tokenize_codepoints",
     "topk",
     "tree_search",
     "use_isa",

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer  # PyStemmer
 
+from ..kernels.analysis import tokenize_codepoints
+
 __all__ = [
     "NEGATIONS",
     "SNOWBALL_STOPWORDS",
@@ -139,28 +141,44 @@ _MAX_NON_STARTERS = 30
 _CGJ = "\u034f"
 
 
-@functools.cache
-def _non_starters() -> np.ndarray:
-    """By code point: how many non-starters (canonical combining class > 0) its decomposition
-    starts with (a mark 1, U+0F73 2, a starter 0). The last entry stands for every code point
-    above (0: none is). Built on first use, ~0.1 s over the two planes that hold them."""
-    combining, nfkd = unicodedata.combining, unicodedata.normalize
-    table = np.zeros(0x20001, np.uint8)
-    for cp in range(0x20000):
-        c = chr(cp)
-        d = nfkd("NFKD", c)
-        if combining(c) or (d and combining(d[0])):
-            table[cp] = max(1, next((i for i, x in enumerate(d) if not combining(x)), len(d)))
-    return table
+_NS_TABLE = 0x20000  # code points the weights are kept for; none above is a non-starter
+_NS_UNKNOWN = 255
+_non_starter_table = np.full(_NS_TABLE + 1, _NS_UNKNOWN, np.uint8)
+_non_starter_table[:128] = 0  # ASCII: starters
+_non_starter_table[_NS_TABLE] = 0  # stands for every code point above (take(mode="clip"))
+_non_starter_lock = threading.Lock()
+
+
+def _non_starter_weight(c: str) -> int:
+    """How many non-starters (canonical combining class > 0) the decomposition of `c` starts with
+    (a mark 1, U+0F73 2, a starter 0)."""
+    combining = unicodedata.combining
+    d = unicodedata.normalize("NFKD", c)
+    if combining(c) or (d and combining(d[0])):
+        return max(1, next((i for i, x in enumerate(d) if not combining(x)), len(d)))
+    return 0
+
+
+def _non_starters(cp: np.ndarray) -> np.ndarray:
+    """`_non_starter_weight` of each code point of `cp` (uint8). The table behind it fills in as texts
+    bring new characters (one Python call per distinct one, once per process): building it whole for
+    the two planes that hold non-starters cost ~0.1 s, in the first ingest of any non-ASCII text."""
+    table = _non_starter_table
+    weight: np.ndarray = table.take(cp, mode="clip")
+    if (weight == _NS_UNKNOWN).any():
+        with _non_starter_lock:
+            new = np.unique(cp[weight == _NS_UNKNOWN])
+            table[new] = [_non_starter_weight(chr(c)) for c in new.tolist()]
+        weight = table.take(cp, mode="clip")
+    return weight
 
 
 def _stream_safe(text: str) -> str:
     """`text` with a U+034F before any non-starter that would make more than 30 in a row (UAX
     #15's stream-safe format, counting a character by the non-starters it decomposes to); `text`
     itself, found by one numpy pass over its code points, when it has no such run."""
-    table = _non_starters()
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
-    weight = table.take(cp, mode="clip")  # clip: every code point above the table's is a starter
+    weight = _non_starters(cp)
     if int(weight.sum()) <= _MAX_NON_STARTERS:  # the common case, at a pass and a sum
         return text
     edge = np.flatnonzero(np.diff(np.concatenate(([0], weight > 0, [0])).astype(np.int8)))
@@ -246,19 +264,49 @@ def _memoised(kind: tuple[object, ...], texts: Sequence[str], make: Callable[[Se
 
 
 def _tokenize_batch(texts: Sequence[str]) -> Tokens:
-    find = _TOKEN_RE.findall
-    lens: list[int] = []
-    flat: list[str] = []
+    normed: list[str] = []
     for r, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
-        words = find(normalize(text))
-        lens.append(len(words))
-        flat += words
-    distinct = list(dict.fromkeys(flat))
-    index = dict(zip(distinct, range(len(distinct))))
-    codes = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    return Tokens(np.array(lens, dtype=np.int64).reshape(-1), distinct, codes)
+        normed.append(normalize(text))
+    # one native pass over the batch's code points (kernels.tokenize_codepoints: what _TOKEN_RE
+    # finds, each distinct token numbered in order of first appearance, no str made per token); a
+    # str is then made per distinct token only
+    joined = "".join(normed)
+    if joined.isascii():
+        cp = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint32)
+    else:
+        cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+    ptr = np.zeros(len(normed) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, normed), np.int64, count=len(normed)), out=ptr[1:])
+    got = tokenize_codepoints(cp, ptr, _word_chars(cp))
+    words = [joined[a : a + n] for a, n in zip(got.first.tolist(), got.length.tolist())]
+    return Tokens(got.counts, words, got.codes)
+
+
+_WORD_CHARS: np.ndarray | None = None
+_WORD_CHARS_LOCK = threading.Lock()
+
+
+def _word_chars(cp: np.ndarray) -> np.ndarray:
+    """By code point, 1 for a character of `_TOKEN_RE`'s runs (``[^\\W_]``: ``str.isalnum``, as re
+    tests it), 0 for any other, 2 for one not looked at yet; every code point of `cp` looked at. The
+    table fills in as texts bring new characters (a batch's distinct non-ASCII ones, one Python call
+    each, once per process): building all 1.1 M entries up front would cost ~0.3 s."""
+    global _WORD_CHARS
+    with _WORD_CHARS_LOCK:
+        table = _WORD_CHARS
+        if table is None:
+            table = np.full(0x110000, 2, np.uint8)
+            table[:128] = [chr(c).isalnum() for c in range(128)]
+            _WORD_CHARS = table
+        wide = cp[cp >= 128]
+        if wide.size:
+            new = np.unique(wide)
+            new = new[table[new] == 2]
+            if new.size:
+                table[new] = [chr(c).isalnum() for c in new.tolist()]
+    return table
 
 
 class Analyzer:

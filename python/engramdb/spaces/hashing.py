@@ -57,6 +57,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.analysis import hash_feature_sums
 from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
 
@@ -162,6 +163,23 @@ def _fixed(values: np.ndarray) -> np.ndarray:
     """
     out: np.ndarray = np.rint(values * 16777216.0)
     return out
+
+
+_LOG_TF = np.ones(1, np.float64)
+
+
+def _log_tf(most: int) -> np.ndarray:
+    """``1 + ln(k)`` for k = 0 .. at least `most` (entry 0 unused), as numpy's log computes it
+    (the sums' weights): grown as longer texts come, never rebuilt."""
+    global _LOG_TF
+    table = _LOG_TF
+    if table.shape[0] <= most:
+        size = max(most + 1, 2 * table.shape[0])
+        table = np.empty(size, np.float64)
+        table[0] = 1.0
+        table[1:] = 1.0 + np.log(np.arange(1, size, dtype=np.int64))
+        _LOG_TF = table
+    return table
 
 
 def row_norms(mat: np.ndarray) -> np.ndarray:
@@ -298,40 +316,13 @@ class HashingEmbedder:
             return self._embed_slots(n, counts, slots)
 
     def _embed_slots(self, n: int, counts: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        dim = self.dim
         tab = self._table
-        rows = np.repeat(np.arange(n, dtype=np.int64), counts)
-        out: np.ndarray = np.zeros(n * dim, dtype=np.float64)
-        if slots.size:
-            # words: tf per (row, slot), then each word's feature block scaled by 1 + ln(tf)
-            ns = np.int64(len(tab.slots))
-            key, tf = np.unique(rows * ns + slots, return_counts=True)
-            r, s = key // ns, key % ns
-            lens = tab.lens[s]
-            pos = ragged_gather(tab.starts[s], lens)
-            wt = np.repeat(1.0 + np.log(tf), lens)
-            flat = [np.repeat(r * dim, lens) + tab.fidx[pos]]
-            vals = [_fixed(tab.fval[pos].astype(np.float64) * wt)]
-            # bigrams of adjacent content words within a text
-            same = rows[1:] == rows[:-1]
-            if same.any():
-                h1 = tab.hashes[slots[:-1][same]]
-                h2 = tab.hashes[slots[1:][same]]
-                bh = splitmix64(h1 * _GOLDEN + h2)
-                # key: row << 33 | sign bit (h bit 63) << 32 | h mod 2^32 (what decides bucket and sign)
-                code = ((bh >> np.uint64(63)) << np.uint64(32)) | (bh & _LOW32)
-                bkey, btf = np.unique(
-                    (rows[1:][same] << np.int64(33)) | code.astype(np.int64), return_counts=True
-                )
-                code = (bkey & np.int64((1 << 33) - 1)).astype(np.uint64)
-                bidx = ((code & _LOW32) % np.uint64(dim)).astype(np.int64)
-                bsign = 1.0 - 2.0 * (code >> np.uint64(32)).astype(np.float64)
-                brow = bkey >> np.int64(33)
-                flat.append(brow * dim + bidx)
-                vals.append(_fixed(bsign * W_BIGRAM * (1.0 + np.log(btf))))
-            # one sum for words and bigrams: whole numbers below 2^53, so exact in any order
-            out = np.bincount(np.concatenate(flat), weights=np.concatenate(vals), minlength=n * dim)
-        mat = out.reshape(n, dim)
+        # the words' and bigrams' fixed-point sums in one native pass (kernels.hash_feature_sums:
+        # what the numpy passes of tests/test_analysis_kernels.py's reference make, bit for bit)
+        most = int(counts.max()) if n else 0
+        out = hash_feature_sums(counts, slots, tab.starts, tab.lens, tab.hashes, tab.fidx, tab.fval,
+                                _log_tf(most), W_BIGRAM, self.dim)
+        mat = out
         norms = row_norms(mat)
         np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
         return mat.astype(np.float32)

@@ -1,0 +1,87 @@
+// Bindings for the batch analysis passes (engramdb/analysis.h): the tokens of a batch of texts and
+// the hashing space's feature sums. engramdb.kernels.analysis checks every argument first; the
+// checks here (ranks, lengths) and the core's (values) are the last line of defence.
+#include "engramdb/analysis.h"
+
+#include <limits>
+
+#include "util.h"
+
+namespace engramdb::bind {
+
+namespace {
+
+template <typename T>
+carray<T> to_array(const std::vector<T>& v) {
+    carray<T> a(static_cast<py::ssize_t>(v.size()));
+    if (!v.empty()) std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
+}
+
+const char* const kTokenErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
+                                    "a code point is not classified by word_char (past its end, or neither 0 nor 1)"};
+
+std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>> tokenize_py(
+    const carray<uint32_t>& cp, const carray<int64_t>& text_ptr, const carray<uint8_t>& word_char) {
+    require_rank(cp, 1, "codepoints");
+    require_rank(text_ptr, 1, "text_ptr");
+    require_rank(word_char, 1, "word_char");
+    if (text_ptr.shape(0) < 1) throw py::value_error("text_ptr needs at least one entry");
+    TokenPass pass;
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = tokenize_codepoints(cp.data(), uz(cp.shape(0)), text_ptr.data(), uz(text_ptr.shape(0) - 1),
+                                   word_char.data(), uz(word_char.shape(0)), pass);
+    }
+    if (code) throw py::value_error(kTokenErrors[code]);
+    return {to_array(pass.counts), to_array(pass.codes), to_array(pass.first), to_array(pass.length)};
+}
+
+const char* const kSumErrors[] = {"", "counts must be >= 0 and sum to len(slots)", "a slot is out of the table's range",
+                                  "a table entry's features are out of range of fidx",
+                                  "a feature bucket is negative or >= dim", "a count is past log_tf's end"};
+
+carray<double> hash_sums_py(const carray<int64_t>& counts, const carray<int64_t>& slots,
+                            const carray<int64_t>& tab_start, const carray<int64_t>& tab_len,
+                            const carray<uint64_t>& hashes, const carray<int32_t>& fidx, const carray<float>& fval,
+                            const carray<double>& log_tf, double bigram_weight, py::ssize_t dim) {
+    require_rank(counts, 1, "counts");
+    require_rank(slots, 1, "slots");
+    require_rank(tab_start, 1, "tab_start");
+    require_rank(tab_len, 1, "tab_len");
+    require_rank(hashes, 1, "hashes");
+    require_rank(fidx, 1, "fidx");
+    require_rank(fval, 1, "fval");
+    require_rank(log_tf, 1, "log_tf");
+    require_len(tab_len.shape(0), tab_start.shape(0), "tab_len");
+    require_len(hashes.shape(0), tab_start.shape(0), "hashes");
+    require_len(fval.shape(0), fidx.shape(0), "fval");
+    const py::ssize_t n = counts.shape(0);
+    if (dim < 1) throw py::value_error("dim must be >= 1");
+    if (n > 0 && dim > std::numeric_limits<py::ssize_t>::max() / 8 / n) throw py::value_error("n * dim is too large");
+    carray<double> out({n, dim});
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = hash_feature_sums(counts.data(), uz(n), slots.data(), uz(slots.shape(0)), tab_start.data(),
+                                 tab_len.data(), hashes.data(), uz(tab_start.shape(0)), fidx.data(), fval.data(),
+                                 uz(fidx.shape(0)), log_tf.data(), uz(log_tf.shape(0)), bigram_weight, uz(dim),
+                                 out.mutable_data());
+    }
+    if (code) throw py::value_error(kSumErrors[code]);
+    return out;
+}
+
+}  // namespace
+
+void bind_analysis(py::module_& m) {
+    m.def("tokenize_codepoints", &tokenize_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("word_char"),
+          "Tokens of texts given as code points: (counts, codes, first, length) of the batch's distinct tokens.");
+    m.def("hash_feature_sums", &hash_sums_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"),
+          py::arg("tab_len"), py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"),
+          py::arg("bigram_weight"), py::arg("dim"),
+          "The hashing space's unnormalised fixed-point sums, (n, dim) float64.");
+}
+
+}  // namespace engramdb::bind

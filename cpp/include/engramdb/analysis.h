@@ -1,0 +1,47 @@
+// analysis.h: the per-token passes of a batch's text analysis (the analyzer's tokens, the hashing
+// space's feature sums), one pass over the whole batch instead of a Python call or a numpy pass per
+// step. The word-level decisions (stop words, negations, stems, hashes) stay in Python, made once per
+// distinct word of the batch; these kernels do what is done once per token.
+//
+// Every input is checked before it is trusted: an error code comes back, never a read out of range.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace engramdb {
+
+// Tokens of texts given as code points: maximal runs of word characters (word_char[c] == 1), an
+// apostrophe (U+0027) between two runs kept inside the token (the analyzer's
+// [^\W_]+(?:'[^\W_]+)*). Text r is cp[text_ptr[r] .. text_ptr[r + 1]); a token never crosses texts.
+// Each distinct token of the batch gets a number in order of first appearance.
+struct TokenPass {
+    std::vector<int64_t> counts;  // (n,) tokens per text
+    std::vector<int64_t> codes;   // (tokens,) the distinct token each one is
+    std::vector<int64_t> first;   // (distinct,) where in cp the token first appears
+    std::vector<int64_t> length;  // (distinct,) its length in code points
+};
+
+// 0 on success; 1: text_ptr does not start at 0, decreases or ends past n_cp; 2: a code point at or
+// past table_size, or one whose word_char entry is neither 0 nor 1 (not classified yet).
+int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_t n_texts,
+                        const uint8_t* word_char, size_t table_size, TokenPass& out);
+
+// The hashing space's unnormalised sums (spaces/hashing.py): per text r, its tokens' slots
+// slots[sum(counts[:r]) ...] into a word table (CSR: slot s owns features tab_start[s] ..
+// tab_start[s] + tab_len[s] of fidx / fval, and the word hash hashes[s]).
+//  - each distinct slot of a text adds rint(double(fval[f]) * log_tf[tf] * 2^24) to bucket fidx[f] of
+//    each of its features, tf its count in the text;
+//  - each pair of adjacent slots of a text makes the bigram hash h = splitmix64(hashes[a] * golden +
+//    hashes[b]); per distinct 33-bit code (bit 63 of h, h mod 2^32) with count tf in the text, bucket
+//    (h mod 2^32) mod dim gets rint(sign * bigram_weight * log_tf[tf] * 2^24), sign -1 when bit 63 is set.
+// Every value is a whole number below 2^53, so the sums are exact in any order: the same text gives
+// the same sums alone or in any batch. out: (n_texts * dim) doubles, zeroed here.
+// 0 on success; 1: negative count or counts not summing to n_slots; 2: a slot out of range;
+// 3: a table entry out of range of fidx; 4: a bucket >= dim; 5: a count past log_tf's length.
+int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slots, size_t n_slots,
+                      const int64_t* tab_start, const int64_t* tab_len, const uint64_t* hashes, size_t n_table,
+                      const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
+                      size_t n_log, double bigram_weight, size_t dim, double* out);
+
+}  // namespace engramdb

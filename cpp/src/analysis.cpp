@@ -1,0 +1,184 @@
+// analysis.cpp: the per-token passes of a batch's analysis (see engramdb/analysis.h).
+#include "engramdb/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace engramdb {
+
+namespace {
+
+constexpr uint32_t kApostrophe = 0x27;
+
+// The distinct tokens of a batch: open addressing over (start, length) spans of the code points,
+// numbered in order of first appearance.
+class TokenTable {
+  public:
+    TokenTable(const uint32_t* cp, TokenPass& out) : cp_(cp), out_(out) { grow(1024); }
+
+    int64_t code_of(int64_t start, int64_t len) {
+        const uint64_t h = hash(cp_ + start, len);
+        size_t at = static_cast<size_t>(h) & mask_;
+        for (;;) {
+            const int64_t slot = slots_[at];
+            if (slot < 0) break;
+            if (hashes_[static_cast<size_t>(slot)] == h && out_.length[static_cast<size_t>(slot)] == len &&
+                std::memcmp(cp_ + out_.first[static_cast<size_t>(slot)], cp_ + start,
+                            static_cast<size_t>(len) * sizeof(uint32_t)) == 0)
+                return slot;
+            at = (at + 1) & mask_;
+        }
+        const auto code = static_cast<int64_t>(out_.first.size());
+        out_.first.push_back(start);
+        out_.length.push_back(len);
+        hashes_.push_back(h);
+        slots_[at] = code;
+        if (2 * out_.first.size() > slots_.size()) grow(2 * slots_.size());
+        return code;
+    }
+
+  private:
+    static uint64_t hash(const uint32_t* p, int64_t len) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (int64_t i = 0; i < len; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+        h ^= h >> 33;  // the low bits pick the slot: mix the high ones in
+        h *= 0xff51afd7ed558ccdULL;
+        return h ^ (h >> 33);
+    }
+
+    void grow(size_t cap) {
+        slots_.assign(cap, -1);
+        mask_ = cap - 1;
+        for (size_t code = 0; code < hashes_.size(); ++code) {
+            size_t at = static_cast<size_t>(hashes_[code]) & mask_;
+            while (slots_[at] >= 0) at = (at + 1) & mask_;
+            slots_[at] = static_cast<int64_t>(code);
+        }
+    }
+
+    const uint32_t* cp_;
+    TokenPass& out_;
+    std::vector<int64_t> slots_;
+    std::vector<uint64_t> hashes_;
+    size_t mask_ = 0;
+};
+
+inline uint64_t splitmix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+// rint(v * 2^24), as spaces/hashing.py's _fixed: v is formed by the caller exactly as numpy forms it
+// (one multiplication at a time, no fused multiply-add: none is written here and the file is built
+// without -ffast-math), and 2^24 scales exactly.
+inline double fixed(double v) { return std::nearbyint(v * 16777216.0); }
+
+}  // namespace
+
+int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_t n_texts,
+                        const uint8_t* word_char, size_t table_size, TokenPass& out) {
+    out = TokenPass{};
+    if (text_ptr[0] != 0) return 1;
+    for (size_t r = 0; r < n_texts; ++r)
+        if (text_ptr[r + 1] < text_ptr[r] || static_cast<uint64_t>(text_ptr[r + 1]) > n_cp) return 1;
+    for (size_t i = 0; i < n_cp; ++i)
+        if (cp[i] >= table_size || word_char[cp[i]] > 1) return 2;
+    out.counts.assign(n_texts, 0);
+    out.codes.reserve(n_cp / 4);
+    TokenTable table(cp, out);
+    for (size_t r = 0; r < n_texts; ++r) {
+        int64_t i = text_ptr[r];
+        const int64_t end = text_ptr[r + 1];
+        int64_t tokens = 0;
+        while (i < end) {
+            if (!word_char[cp[i]]) {
+                ++i;
+                continue;
+            }
+            const int64_t start = i;
+            while (i < end && word_char[cp[i]]) ++i;
+            while (i + 1 < end && cp[i] == kApostrophe && word_char[cp[i + 1]]) {
+                i += 2;
+                while (i < end && word_char[cp[i]]) ++i;
+            }
+            out.codes.push_back(table.code_of(start, i - start));
+            ++tokens;
+        }
+        out.counts[r] = tokens;
+    }
+    return 0;
+}
+
+int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slots, size_t n_slots,
+                      const int64_t* tab_start, const int64_t* tab_len, const uint64_t* hashes, size_t n_table,
+                      const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
+                      size_t n_log, double bigram_weight, size_t dim, double* out) {
+    uint64_t total = 0;
+    for (size_t r = 0; r < n_texts; ++r) {
+        if (counts[r] < 0) return 1;
+        total += static_cast<uint64_t>(counts[r]);
+        if (total > n_slots) return 1;
+    }
+    if (total != n_slots) return 1;
+    for (size_t j = 0; j < n_slots; ++j)
+        if (slots[j] < 0 || static_cast<uint64_t>(slots[j]) >= n_table) return 2;
+    std::fill(out, out + n_texts * dim, 0.0);
+    std::vector<int64_t> words;
+    std::vector<uint64_t> pairs;
+    const auto d = static_cast<uint64_t>(dim);
+    size_t at = 0;
+    for (size_t r = 0; r < n_texts; ++r) {
+        const auto cnt = static_cast<size_t>(counts[r]);
+        const int64_t* row = slots + at;
+        at += cnt;
+        double* sums = out + r * dim;
+        // words: each distinct slot's feature block, scaled by 1 + ln(tf)
+        words.assign(row, row + cnt);
+        std::sort(words.begin(), words.end());
+        for (size_t i = 0; i < cnt;) {
+            size_t j = i + 1;
+            while (j < cnt && words[j] == words[i]) ++j;
+            const size_t tf = j - i;
+            if (tf >= n_log) return 5;
+            const double wt = log_tf[tf];
+            const auto s = static_cast<size_t>(words[i]);
+            const int64_t st = tab_start[s], ln = tab_len[s];
+            if (st < 0 || ln < 0 || static_cast<uint64_t>(st) > n_features ||
+                static_cast<uint64_t>(ln) > n_features - static_cast<uint64_t>(st))
+                return 3;
+            for (int64_t f = st; f < st + ln; ++f) {
+                const int32_t b = fidx[f];
+                if (b < 0 || static_cast<uint64_t>(b) >= d) return 4;
+                const double v = static_cast<double>(fval[f]) * wt;
+                sums[b] += fixed(v);
+            }
+            i = j;
+        }
+        // bigrams of adjacent slots, counted per 33-bit code (sign bit, low 32 bits)
+        if (cnt < 2) continue;
+        pairs.resize(cnt - 1);
+        for (size_t i = 0; i + 1 < cnt; ++i) {
+            const uint64_t h = splitmix64(hashes[row[i]] * 0x9E3779B97F4A7C15ULL + hashes[row[i + 1]]);
+            pairs[i] = ((h >> 63) << 32) | (h & 0xFFFFFFFFULL);
+        }
+        std::sort(pairs.begin(), pairs.end());
+        for (size_t i = 0; i < pairs.size();) {
+            size_t j = i + 1;
+            while (j < pairs.size() && pairs[j] == pairs[i]) ++j;
+            const size_t tf = j - i;
+            if (tf >= n_log) return 5;
+            const uint64_t code = pairs[i];
+            const double sign = (code >> 32) ? -1.0 : 1.0;
+            const double v = sign * bigram_weight * log_tf[tf];
+            sums[(code & 0xFFFFFFFFULL) % d] += fixed(v);
+            i = j;
+        }
+    }
+    return 0;
+}
+
+}  // namespace engramdb

@@ -1,0 +1,96 @@
+"""The per-token passes of a batch's text analysis (cpp/include/engramdb/analysis.h): a batch's
+tokens, and the hashing space's feature sums, each one pass over the batch in the core.
+
+The word-level decisions (which characters make words, stop words, stems, hashes) are the caller's
+(engramdb.spaces), made once per distinct code point or word; these do what is done once per token.
+Checks here are the O(1) ones (dtype, layout, lengths, scalars); every value the core reads through
+(offsets, code points, slots, table entries, buckets, counts) is checked by the core before use: a
+bad one is a ValueError, never a read out of range.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _core
+from .. import _validate as v
+from ._common import exact, index_array
+
+
+class TokenCodes(NamedTuple):
+    """A batch's tokens: `counts` (int64, per text), `codes` (int64, per token: its distinct token),
+    and per distinct token, in order of first appearance, `first` (int64: where in the code points it
+    first appears) and `length` (int64, in code points)."""
+
+    counts: np.ndarray
+    codes: np.ndarray
+    first: np.ndarray
+    length: np.ndarray
+
+
+def tokenize_codepoints(codepoints: Any, text_ptr: Any, word_char: Any) -> TokenCodes:
+    """The tokens of texts given as code points: maximal runs of word characters, an apostrophe
+    (U+0027) between two runs kept inside the token (the analyzer's ``[^\\W_]+(?:'[^\\W_]+)*``).
+
+    Args:
+        codepoints: (total,) uint32, every text's code points one after the other, C-contiguous.
+        text_ptr: (n + 1,) int64 offsets: text r is ``codepoints[text_ptr[r]:text_ptr[r + 1]]``
+            (starting at 0, non-decreasing, within `codepoints`).
+        word_char: uint8 by code point: 1 a word character, 0 not; every code point of the texts
+            must have an entry of 0 or 1 (anything else means "not classified": a ValueError).
+    """
+    cp = index_array("codepoints", codepoints, np.uint32)
+    ptr = index_array("text_ptr", text_ptr, np.int64)
+    if ptr.shape[0] < 1:
+        raise ValueError("text_ptr needs at least one entry (0)")
+    table = index_array("word_char", word_char, np.uint8)
+    return TokenCodes(*_core.tokenize_codepoints(cp, ptr, table))
+
+
+def hash_feature_sums(
+    counts: Any,
+    slots: Any,
+    tab_start: Any,
+    tab_len: Any,
+    hashes: Any,
+    fidx: Any,
+    fval: Any,
+    log_tf: Any,
+    bigram_weight: float,
+    dim: int,
+) -> np.ndarray:
+    """The hashing space's unnormalised sums (engramdb.spaces.hashing), (n, dim) float64.
+
+    Text r's tokens are ``slots[sum(counts[:r]):sum(counts[:r + 1])]``, indexes into a word table:
+    slot s owns the features ``tab_start[s]:tab_start[s] + tab_len[s]`` of `fidx` (int32 buckets <
+    dim) and `fval` (float32 values), and the 64-bit word hash ``hashes[s]``. Each distinct slot of a
+    text adds ``rint(fval * log_tf[tf] * 2^24)`` to its buckets (tf: its count in the text); each
+    pair of adjacent slots makes a bigram ``splitmix64(h1 * 0x9E3779B97F4A7C15 + h2)`` that adds
+    ``rint(sign * bigram_weight * log_tf[tf] * 2^24)`` to bucket ``(h mod 2^32) mod dim`` (sign -1
+    when bit 63 is set; tf counted per 33-bit code). `log_tf[k]` is ``1 + ln(k)``, as numpy computes
+    it, for every count a text can have (its length + 1 entries at least). All arrays 1-D and
+    C-contiguous of exactly these dtypes: counts, slots, tab_start, tab_len int64; hashes uint64;
+    log_tf float64.
+    """
+    c = index_array("counts", counts, np.int64)
+    s = index_array("slots", slots, np.int64)
+    st = index_array("tab_start", tab_start, np.int64)
+    ln = index_array("tab_len", tab_len, np.int64, st.shape[0])
+    h = index_array("hashes", hashes, np.uint64, st.shape[0])
+    fi = index_array("fidx", fidx, np.int32)
+    fv = exact("fval", fval, (np.float32,))
+    if fv.shape != fi.shape:
+        raise ValueError(f"fval has {fv.shape[0]} entries but fidx has {fi.shape[0]}")
+    lt = exact("log_tf", log_tf, (np.float64,))
+    d = v.integer("dim", dim, 1)
+    if isinstance(bigram_weight, bool) or not isinstance(bigram_weight, (int, float, np.floating)):
+        raise TypeError(f"bigram_weight must be a number, got {type(bigram_weight).__name__}")
+    if not np.isfinite(bigram_weight):
+        raise ValueError(f"bigram_weight must be finite, got {bigram_weight!r}")
+    out: np.ndarray = _core.hash_feature_sums(c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d)
+    return out
+
+
+__all__ = ["TokenCodes", "hash_feature_sums", "tokenize_codepoints"]

@@ -1,0 +1,245 @@
+"""The batch analysis passes in the core (engramdb.kernels.analysis, issue 28): a batch's tokens
+are what the analyzer's regex finds text by text, the hashing space's vectors are their float64
+reference's bit for bit, and every argument a caller controls is checked before the core reads it."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+from engramdb import kernels
+from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS, negation, normalize, tokenize, tokenize_batch
+from engramdb.spaces.hashing import HashingEmbedder, splitmix64, word_features
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# letters, digits, the apostrophes and underscores that join or split tokens, combining marks, wide
+# and compatibility forms NFKC folds, CJK, an emoji, whitespace and punctuation
+CHARS = st.sampled_from(list("aZ9_'’‘ʼ -.,\n\t") + ["\u0301", "\u0316", "\uff21", "\ufb01", "\u00e9", "\u0130",
+                                                       "\u65e5", "\U0001f600", "\u0663", "\u2167", "\u00bd",
+                                                       "\U00010400", "\u0f73", "\u00df"])
+TEXTS = st.lists(st.text(CHARS, max_size=40), max_size=8)
+
+
+def _rows(tb: Any) -> list[list[str]]:
+    out, at = [], 0
+    for c in tb.counts.tolist():
+        out.append([tb.words[i] for i in tb.codes[at : at + c].tolist()])
+        at += c
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS)
+def test_a_batch_has_the_tokens_the_regex_finds_text_by_text(texts: list[str]) -> None:
+    tb = tokenize_batch(texts)
+    assert _rows(tb) == [tokenize(t) for t in texts]
+    assert tb.words == list(dict.fromkeys(w for t in texts for w in tokenize(t)))  # first appearance, once
+
+
+def test_lone_surrogates_and_characters_past_the_basic_plane_tokenise_as_the_regex_does() -> None:
+    texts = ["a\ud800b", "\U00010400\U00010401's x", "\U0001d7d8\u00b2 _x_ y''z 'q' r'"]
+    assert _rows(tokenize_batch(texts)) == [tokenize(t) for t in texts]
+
+
+def _content(token: str, version: int) -> str | None:
+    if version == 2 and negation(token) is not None:
+        return negation(token)
+    return None if token in SNOWBALL_STOPWORDS else token
+
+
+def reference_hashing(texts: list[str], dim: int, version: int) -> np.ndarray:
+    """The hashing space by its formula (spaces/hashing.py's docstring), text by text, in float64:
+    each distinct word's features times 1 + ln(tf), each distinct bigram's signed W_BIGRAM times
+    1 + ln(tf), every value rounded to a multiple of 2^-24 before the sum, then L2-normalised."""
+    out = np.zeros((len(texts), dim), np.float64)
+    for r, text in enumerate(texts):
+        tokens = tokenize(text)
+        words = [w for w in (_content(t, version) for t in tokens) if w is not None] or tokens
+        distinct = list(dict.fromkeys(words))
+        if not distinct:
+            continue
+        wh, owner, bucket, value = word_features(distinct, dim, 1.0, 1.0)
+        value32 = value.astype(np.float32).astype(np.float64)  # the word table keeps them as float32
+        tf = Counter(words)
+        log_tf = 1.0 + np.log(np.array([tf[w] for w in distinct], np.int64))
+        for j in range(len(distinct)):
+            sel = owner == j
+            np.add.at(out[r], bucket[sel], np.rint(value32[sel] * log_tf[j] * 16777216.0))
+        hash_of = dict(zip(distinct, wh.tolist()))
+        pairs = np.array([(hash_of[a] * 0x9E3779B97F4A7C15 + hash_of[b]) % 2**64 for a, b in itertools.pairwise(words)],
+                         np.uint64)
+        codes = Counter((int(h) >> 63, int(h) & 0xFFFFFFFF) for h in splitmix64(pairs))
+        for (sign_bit, low), k in codes.items():
+            w = (-1.0 if sign_bit else 1.0) * 0.5 * (1.0 + np.log(np.array([k], np.int64)))[0]
+            out[r, low % dim] += np.rint(w * 16777216.0)
+    norms = np.sqrt(np.add.reduce(out * out, axis=1))
+    np.divide(out, norms[:, None], out=out, where=norms[:, None] > 0)
+    return out.astype(np.float32)
+
+
+WORDS = st.sampled_from(["cats", "cat", "don't", "not", "the", "is", "running", "x", "caf\u00e9", "a" * 60, "42",
+                         "what", "it", ",", "\n"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(WORDS, max_size=60).map(" ".join), min_size=1, max_size=6), st.sampled_from([1, 2]),
+       st.sampled_from([7, 64, 384]))
+def test_the_hashing_space_is_its_float64_reference_bit_for_bit(texts: list[str], version: int, dim: int) -> None:
+    emb = HashingEmbedder(dim=dim, version=version)
+    want = reference_hashing(texts, dim, version)
+    assert emb.embed(texts).tobytes() == want.tobytes()
+    assert np.concatenate([emb.embed([t]) for t in texts]).tobytes() == want.tobytes()  # the query path
+
+
+def _table(rng: np.random.Generator, words: int, dim: int) -> dict[str, np.ndarray]:
+    lens = rng.integers(0, 9, words).astype(np.int64)
+    return {"tab_start": (np.cumsum(lens) - lens).astype(np.int64), "tab_len": lens,
+            "hashes": rng.integers(0, 2**63, words, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, words, dtype=np.uint64),
+            "fidx": rng.integers(0, dim, int(lens.sum())).astype(np.int32),
+            "fval": rng.standard_normal(int(lens.sum())).astype(np.float32)}
+
+
+def _sums_reference(counts: np.ndarray, slots: np.ndarray, t: dict[str, np.ndarray], log_tf: np.ndarray,
+                    dim: int) -> np.ndarray:
+    out = np.zeros((len(counts), dim))
+    at = 0
+    for r, c in enumerate(counts.tolist()):
+        row = slots[at : at + c].tolist()
+        at += c
+        for s, k in Counter(row).items():
+            a, n = int(t["tab_start"][s]), int(t["tab_len"][s])
+            for f in range(a, a + n):
+                out[r, t["fidx"][f]] += np.rint(float(t["fval"][f]) * log_tf[k] * 16777216.0)
+        h = t["hashes"]
+        pairs = splitmix64(np.array([(int(h[x]) * 0x9E3779B97F4A7C15 + int(h[y])) % 2**64 for x, y in itertools.pairwise(row)],
+                                    np.uint64))
+        for (sb, low), k in Counter((int(p) >> 63, int(p) & 0xFFFFFFFF) for p in pairs).items():
+            out[r, low % dim] += np.rint((-1.0 if sb else 1.0) * 0.25 * log_tf[k] * 16777216.0)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hash_feature_sums_are_the_formula_summed_one_feature_at_a_time(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dim, words = [1, 5, 64, 384, 7, 100][seed], 30
+    t = _table(rng, words, dim)
+    counts = rng.integers(0, 50, 7).astype(np.int64)
+    slots = rng.integers(0, 1 + seed * 5, int(counts.sum())).astype(np.int64)  # few slots: tf and bigram repeats
+    log_tf = 1.0 + np.log(np.arange(0, 60, dtype=np.int64)[1:])
+    log_tf = np.concatenate([[1.0], log_tf])
+    got = kernels.hash_feature_sums(counts, slots, t["tab_start"], t["tab_len"], t["hashes"], t["fidx"], t["fval"],
+                                    log_tf, 0.25, dim)
+    assert got.dtype == np.float64 and got.shape == (len(counts), dim)
+    assert got.tobytes() == _sums_reference(counts, slots, t, log_tf, dim).tobytes()
+
+
+def _good(dim: int = 4) -> dict[str, Any]:
+    return {"counts": np.array([2, 1], np.int64), "slots": np.array([1, 1, 0], np.int64),
+            "tab_start": np.array([0, 1], np.int64), "tab_len": np.array([1, 1], np.int64),
+            "hashes": np.array([3, 5], np.uint64), "fidx": np.array([0, 3], np.int32),
+            "fval": np.array([0.5, -1.0], np.float32), "log_tf": np.array([1.0, 1.0, 1.7], np.float64),
+            "bigram_weight": 0.5, "dim": dim}
+
+
+@pytest.mark.parametrize(("field", "value", "error", "says"), [
+    ("counts", np.array([2, 1], np.int32), TypeError, "counts"),
+    ("counts", np.array([2, 2], np.int64), ValueError, "sum to len"),
+    ("counts", np.array([-1, 4], np.int64), ValueError, ">= 0"),
+    ("slots", np.array([0, 2, 1], np.int64), ValueError, "slot"),
+    ("slots", np.array([0, 1, 1, 1, 1, 1], np.int64)[::2], ValueError, "slots"),  # not contiguous
+    ("tab_start", np.array([0, 2], np.int64), ValueError, "table entry"),
+    ("tab_start", np.array([0, -1], np.int64), ValueError, "table entry"),
+    ("tab_len", np.array([1], np.int64), ValueError, "tab_len"),
+    ("tab_len", np.array([1, 2**62], np.int64), ValueError, "table entry"),
+    ("hashes", np.array([3, 5], np.int64), TypeError, "hashes"),
+    ("fidx", np.array([0, 4], np.int32), ValueError, "bucket"),
+    ("fidx", np.array([-1, 3], np.int32), ValueError, "bucket"),
+    ("fval", np.array([0.5], np.float32), ValueError, "fval"),
+    ("fval", np.array([0.5, 1.0], np.float64), TypeError, "fval"),
+    ("log_tf", np.array([1.0, 1.0], np.float64), ValueError, "log_tf"),
+    ("bigram_weight", float("nan"), ValueError, "bigram_weight"),
+    ("bigram_weight", "0.5", TypeError, "bigram_weight"),
+    ("dim", 0, ValueError, "dim"),
+    ("dim", 2**62, ValueError, "too large"),
+])
+def test_hash_feature_sums_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
+                                                           says: str) -> None:
+    args = _good()
+    assert kernels.hash_feature_sums(**args).shape == (2, 4)
+    args[field] = value
+    with pytest.raises(error, match=says):
+        kernels.hash_feature_sums(**args)
+
+
+def _word_chars() -> np.ndarray:
+    table = np.zeros(128, np.uint8)
+    table[[ord(c) for c in "abcdefghijklmnopqrstuvwxyz0123456789"]] = 1
+    return table
+
+
+@pytest.mark.parametrize(("field", "value", "error", "says"), [
+    ("codepoints", np.array([97, 98], np.int32), TypeError, "codepoints"),
+    ("codepoints", np.array([97, 200, 98], np.uint32), ValueError, "not classified"),
+    ("codepoints", np.array([[97, 98]], np.uint32), ValueError, "codepoints"),
+    ("text_ptr", np.array([1, 2], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([0, 3], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([0, 2, 1], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([0, 2], np.uint64), TypeError, "text_ptr"),
+    ("word_char", np.full(128, 3, np.uint8), ValueError, "not classified"),
+    ("word_char", np.zeros(128, np.bool_), TypeError, "word_char"),
+])
+def test_tokenize_codepoints_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
+                                                             says: str) -> None:
+    args: dict[str, Any] = {"codepoints": np.array([97, 98], np.uint32), "text_ptr": np.array([0, 2], np.int64),
+                            "word_char": _word_chars()}
+    assert kernels.tokenize_codepoints(**args).counts.tolist() == [1]
+    args[field] = value
+    with pytest.raises(error, match=says):
+        kernels.tokenize_codepoints(**args)
+
+
+ARRAYS = st.builds(lambda dt, vals: np.array(vals).astype(dt),
+                   st.sampled_from([np.int64, np.int32, np.uint64, np.uint32, np.uint8, np.float32, np.float64]),
+                   st.lists(st.integers(-3, 300), max_size=12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ARRAYS, min_size=8, max_size=8), st.integers(-2, 70))
+def test_hostile_arguments_raise_or_succeed_never_crash(arrays: list[np.ndarray], dim: int) -> None:
+    names = ["counts", "slots", "tab_start", "tab_len", "hashes", "fidx", "fval", "log_tf"]
+    try:
+        kernels.hash_feature_sums(**dict(zip(names, arrays)), bigram_weight=0.5, dim=dim)
+    except (TypeError, ValueError):
+        pass
+    try:
+        kernels.tokenize_codepoints(*arrays[:3])
+    except (TypeError, ValueError):
+        pass
+
+
+def test_normalising_a_first_non_ascii_text_looks_only_at_its_own_characters() -> None:
+    # the combining classes are looked up per distinct character a text brings, not for the ~130,000
+    # code points of two planes up front (that cost ~0.1 s inside the first ingest of a process)
+    code = (
+        "import unicodedata\n"
+        "calls = 0\n"
+        "combining = unicodedata.combining\n"
+        "def counted(c):\n"
+        "    global calls\n"
+        "    calls += 1\n"
+        "    return combining(c)\n"
+        "unicodedata.combining = counted\n"
+        "from engramdb.spaces.analyzer import normalize\n"
+        "out = normalize('Caf\\u00e9 de la ru\\u0301e, \\uff26\\uff55\\uff4c\\uff4c stra\\u00dfe ' * 3)\n"
+        "print(calls, ascii(out))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert int(got[0]) < 100
+    assert " ".join(got[1:]) == ascii(normalize("Caf\u00e9 de la ru\u0301e, \uff26\uff55\uff4c\uff4c stra\u00dfe " * 3))
