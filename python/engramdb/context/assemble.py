@@ -209,7 +209,7 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
             if m is not None and m.content.strip():
                 lines[hop.id] = _Line(m, m.content, hop.match + said.get(m.id, 0.0), _hop_why(hop), None,
                                       hop.relevance)
-    mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace)
+    mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace, match.term_row)
     lines = _one_line_each(_near(lines, mass(list(lines)) if mass is not None else None))
     # 4. topic matches and related memories, curated together, in what the sections after them
     # leave: their shares, but only as much as they can fill
@@ -377,7 +377,7 @@ def _walk(req: Request, snap: Snapshot, match: QueryMatch, seeds: dict[str, floa
     lap("subgraph")
     walk = nav.navigate(seeds, graph, step_budget, price=prices["steps"], raise_bar=bar, relevance=match.relevance,
                         importance=importance_reader(snap.ratings),
-                        mass=mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace))
+                        mass=mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace, match.term_row))
     lap("navigator")
     stages["subgraph"] = {"edges": graph.edges, "budget": edge_budget, "wanted": graph.wanted,
                           "nodes": len(graph.links)}

@@ -105,24 +105,52 @@ class QueryMatch:
         self.weight: dict[int, float] = {}
         self.ideal = 0.0
         self.says: dict[str, float] = {}
+        # the query's terms, ascending, and the BM25 term weight of each (a memory's share is the
+        # weights of the terms it holds: one sorted lookup of every memory's terms at once)
+        self._q_terms, self._q_weights = np.empty(0, np.int64), np.empty(0, np.float64)
         if self.lex is not None:
             terms, counts = query_terms(self.lex, embedders, query)
             ix = indexes.bm25(self.lex, view).sync(view).namespace(namespace, view.rows)
             if ix is not None and len(terms):
                 self.weight = dict(zip(terms.tolist(), (ix.idf(terms) * np.asarray(counts, np.float64)).tolist()))
+                self._q_terms = np.array(sorted(self.weight), np.int64)
+                self._q_weights = np.array([self.weight[t] for t in self._q_terms.tolist()], np.float64)
             self.ideal = lexical_ideal(ix, terms, counts)  # the search's own: sum of idf x query count
             self.says["bm25"] = 1.0
         if self.qv is not None:
             self.says["vector"] = SEMANTIC_SAY
         self._role_terms: dict[str, set[int]] = {}
+        self._rows: dict[str, np.ndarray] = {}
+
+    def term_row(self, mid: str) -> np.ndarray:
+        """A memory's distinct lexical term ids, ascending (empty without a lexical space), read
+        once per call of the context: the walk, the lines and the speakers all ask."""
+        found = self._rows.get(mid)
+        if found is None:
+            loc = self.view.loc_of(mid)
+            found = np.empty(0, np.int32)
+            if loc is not None and self.lex is not None:
+                sb = self.view.vectors(loc[0], self.lex.name)
+                assert isinstance(sb, SparseBatch)
+                found = sb.row(loc[1])[0]
+            self._rows[mid] = found
+        return found
 
     def _terms(self, mid: str) -> set[int]:
-        loc = self.view.loc_of(mid)
-        if loc is None or self.lex is None:
-            return set()
-        sb = self.view.vectors(loc[0], self.lex.name)
-        assert isinstance(sb, SparseBatch)
-        return {int(t) for t in sb.row(loc[1])[0]}
+        return set(self.term_row(mid).tolist())
+
+    def held(self, ids: list[str]) -> np.ndarray:
+        """The share of the query's BM25 term weight each memory holds (0 without one)."""
+        out = np.zeros(len(ids))
+        if self.ideal <= 0 or not len(self._q_terms) or not ids:
+            return out
+        rows = [self.term_row(mid) for mid in ids]
+        terms = np.concatenate(rows).astype(np.int64)
+        owner = np.repeat(np.arange(len(ids)), [len(r) for r in rows])
+        pos = np.minimum(np.searchsorted(self._q_terms, terms), len(self._q_terms) - 1)
+        hit = self._q_terms[pos] == terms
+        out += np.bincount(owner[hit], weights=self._q_weights[pos[hit]], minlength=len(ids))
+        return out / self.ideal
 
     def relevance(self, ids: list[str]) -> dict[str, float]:
         """Each memory's own match to the query, on the search's one scale."""
@@ -140,11 +168,7 @@ class QueryMatch:
                 sims[[j for j, _ in found]] = (x @ self.qv) / np.maximum(np.linalg.norm(x, axis=1), 1e-12)
             parts["vector"] = semantic_scaled(sims, self.main)
         if self.lex is not None:
-            held = np.zeros(len(ids))
-            if self.ideal > 0:
-                for j, mid in enumerate(ids):
-                    held[j] = sum(self.weight.get(t, 0.0) for t in self._terms(mid)) / self.ideal
-            parts["bm25"] = np.clip(held, 0.0, 1.0)
+            parts["bm25"] = np.clip(self.held(ids), 0.0, 1.0)
         score = combine(parts, self.says) if parts else np.zeros(len(ids))
         return {i: round(float(s), 4) for i, s in zip(ids, score)}
 
@@ -168,9 +192,11 @@ class QueryMatch:
 
 
 def mass_reader(view: View, indexes: Indexes, embedders: Mapping[str, Embedder], schema: Schema,
-                namespace: str) -> Callable[[list[str]], dict[str, float]] | None:
+                namespace: str, term_row: Callable[[str], np.ndarray] | None = None,
+                ) -> Callable[[list[str]], dict[str, float]] | None:
     """`mass(ids)`: how much each memory says, the summed idf of its distinct terms (what the search
-    weighs a neighbouring turn by, retrieval/scored.py); None without a lexical space."""
+    weighs a neighbouring turn by, retrieval/scored.py); None without a lexical space. `term_row`:
+    a reader of a memory's term ids already made for this call (QueryMatch.term_row)."""
     lex = lexical_space(schema, embedders)
     if lex is None:
         return None
@@ -179,15 +205,21 @@ def mass_reader(view: View, indexes: Indexes, embedders: Mapping[str, Embedder],
     def mass(ids: list[str]) -> dict[str, float]:
         rows: list[np.ndarray] = []
         for i in ids:
-            loc = view.loc_of(i)
-            sb = view.vectors(loc[0], lex.name) if loc is not None else None
-            rows.append(np.asarray(sb.row(loc[1])[0], np.int32) if isinstance(sb, SparseBatch) and loc is not None
-                        else np.empty(0, np.int32))
+            found = term_row(i) if term_row is not None else None
+            if found is None:
+                loc = view.loc_of(i)
+                sb = view.vectors(loc[0], lex.name) if loc is not None else None
+                found = sb.row(loc[1])[0] if isinstance(sb, SparseBatch) and loc is not None else np.empty(0, np.int32)
+            rows.append(found)
         if ix is None or not rows:
             return dict.fromkeys(ids, 0.0)
-        terms = np.unique(np.concatenate(rows))
-        idf = dict(zip(terms.tolist(), ix.idf(terms).tolist())) if len(terms) else {}
-        return {i: float(sum(idf[t] for t in set(r.tolist()))) for i, r in zip(ids, rows)}
+        # a row's terms are distinct (SparseBatch): its mass is the sum of their idf
+        every = np.concatenate(rows).astype(np.int64)
+        terms, inverse = np.unique(every, return_inverse=True)
+        idf = ix.idf(terms.astype(np.int32)) if len(terms) else np.empty(0)
+        owner = np.repeat(np.arange(len(ids)), [len(r) for r in rows])
+        sums = np.bincount(owner, weights=idf[inverse], minlength=len(ids)) if len(every) else np.zeros(len(ids))
+        return dict(zip(ids, sums.tolist()))
 
     return mass
 

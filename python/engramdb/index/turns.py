@@ -83,14 +83,22 @@ class TurnIndex(Mapping[tuple[str, int], Loc]):
         self._bounds = np.searchsorted(sess, np.arange(len(sessions) + 1, dtype=np.int64))
 
     def __getitem__(self, turn: tuple[str, int]) -> Loc:
+        found = self.get(turn)
+        if found is None:
+            raise KeyError(turn)
+        return found
+
+    def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
+        """The turn's location, or `default`: without raising and catching a KeyError (Mapping's
+        own `get`), as the context's walk asks for ~100 neighbours a call."""
         name, seq = turn
         sess = self._sessions.get(name)
         if sess is None or not 0 <= seq <= _INT64_MAX:  # a neighbour's seq + 1 may pass int64
-            raise KeyError(turn)
+            return default
         lo, hi = int(self._bounds[sess]), int(self._bounds[sess + 1])
-        i = lo + int(np.searchsorted(self._seq[lo:hi], seq))
+        i = lo + int(self._seq[lo:hi].searchsorted(seq))
         if i == hi or int(self._seq[i]) != seq:
-            raise KeyError(turn)
+            return default
         return int(self._segs[i]), int(self._rows[i])
 
     def __len__(self) -> int:
@@ -109,10 +117,15 @@ class _Layered(Mapping[tuple[str, int], Loc]):
         self._top, self._under = top, under
 
     def __getitem__(self, turn: tuple[str, int]) -> Loc:
-        try:
-            return self._top[turn]
-        except KeyError:
-            return self._under[turn]
+        found = self.get(turn)
+        if found is None:
+            raise KeyError(turn)
+        return found
+
+    def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
+        """The turn's newer location, or `default` (see TurnIndex.get)."""
+        found = self._top.get(turn)
+        return found if found is not None else self._under.get(turn, default)
 
     def __len__(self) -> int:
         return len(set(self._top) | set(self._under))
