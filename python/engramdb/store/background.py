@@ -309,8 +309,9 @@ class Background:
 
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first
-        search and context read from the folder (the id runs, the lexical and dense indexes, the
-        ratings, the stored topics, the curiosity queue), each under its own lock, so a request
+        search and context read from the folder (the id runs, the lexical and dense indexes, each
+        segment's namespace counts and session keys, the ratings, the stored topics, the curiosity
+        queue), each under its own lock, so a request
         that comes meanwhile waits for the part it needs rather than loading it again. Why: these
         loads were ~90 ms of the first context after opening a folder of 100,000 memories (issue
         26); a service opens long before its first request."""
@@ -324,6 +325,9 @@ class Background:
             main = db.schema[db.schema.main]
             if main.kind == "dense" and db._indexes.kind != "none":
                 db._indexes.dense(main, view)
+            for seg in view.segments:  # what the search's session support and neighbours read of each
+                seg.ns_count("")
+                seg.session_keys()
             db._usage.ratings  # noqa: B018 - the property loads them
             db.topics._stored_topics()
             db.curiosity._keys()
