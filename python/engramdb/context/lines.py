@@ -34,15 +34,36 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+# Lines and keys made, by (role, text): a context weighs, dedupes, walks and places each line several
+# times (~300 keys a context at 100,000 memories), and an agent's next question meets the same
+# memories. Plain dicts of strings, emptied when full (an LRU's nodes would be objects the cyclic
+# garbage collector tracks).
+_MADE_KEPT = 8_192
+_lines: dict[tuple[str, str], str] = {}
+_keys: dict[tuple[str, str], tuple[str, str]] = {}
+
+
 def line(m: Memory, text: str) -> str:
     """A memory (or the passage of it that matched, `text`) as its line, without its mark."""
-    who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
-    return f"- {who}{flat(text)}"
+    at = (m.role or "", text)
+    found = _lines.get(at)
+    if found is None:
+        who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
+        if len(_lines) >= _MADE_KEPT:
+            _lines.clear()
+        found = _lines[at] = f"- {who}{flat(text)}"
+    return found
 
 
 def key(m: Memory, text: str) -> tuple[str, str]:
     """Two memories with one key are one line (see the module docstring)."""
-    return (flat(m.role or "").casefold(), flat(text).casefold())
+    at = (m.role or "", text)
+    found = _keys.get(at)
+    if found is None:
+        if len(_keys) >= _MADE_KEPT:
+            _keys.clear()
+        found = _keys[at] = (flat(at[0]).casefold(), flat(text).casefold())
+    return found
 
 
 def dated(m: Memory) -> bool:

@@ -121,7 +121,7 @@ def _load(name: str) -> Counter | None:
                 binding = importlib.util.module_from_spec(where)
                 where.loader.exec_module(binding)
                 tok = binding.tokenizer_for_encoding(name)
-                return lambda text: int(tok.count(text))
+                return _remembering(lambda text: int(tok.count(text)))
         except (ImportError, AttributeError, OSError, ValueError):
             pass  # another build of the package: its public API below
     try:
@@ -129,7 +129,27 @@ def _load(name: str) -> Counter | None:
     except ImportError:
         return None
     enc = bpe_openai.get_encoding(name)
-    return lambda text: len(enc.encode_ordinary(text))
+    return _remembering(lambda text: len(enc.encode_ordinary(text)))
+
+
+COUNTS_KEPT = 8_192  # lines whose token count a BPE keeps
+
+
+def _remembering(count: Counter) -> Counter:
+    """`count` keeping what it counted, across calls: an agent's contexts place the same memories'
+    lines again and again (~90 counts a context at 100,000 memories, ~1 ms). A plain dict of
+    strings and ints, emptied when full (the garbage collector does not track its entries)."""
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        n = seen.get(text)
+        if n is None:
+            if len(seen) >= COUNTS_KEPT:
+                seen.clear()
+            n = seen[text] = count(text)
+        return n
+
+    return counted
 
 
 def _name(tokenizer: str | Counter | None) -> str | None:

@@ -29,7 +29,7 @@ def annotated(hits: list[Hit], ratings: Ratings, now_us: int) -> list[Hit]:
     out = []
     for h in hits:
         elo = ratings.elo_now(h.id, now_us)
-        out.append(dataclasses.replace(h, elo=round(elo, 3), tier=tier(elo)))
+        out.append(h.with_importance(round(elo, 3), tier(elo)))
     return out
 
 

@@ -39,6 +39,15 @@ class Hit:
     explored: bool = False  # placed by `explore=` (Thompson sampling), not by relevance
     via: str | None = None  # the hit this one is context of (see above); None: found by its own match
 
+    def with_importance(self, elo: float, tier: str) -> Hit:
+        """This hit with `elo` and `tier` set: a plain field copy, ~10x cheaper than
+        `dataclasses.replace` (every search annotates each of its hits)."""
+        new = object.__new__(Hit)
+        fields_ = new.__dict__
+        fields_.update(self.__dict__)
+        fields_["elo"], fields_["tier"] = elo, tier
+        return new
+
 
 @dataclass(frozen=True)
 class SearchStats:
