@@ -113,7 +113,8 @@ def finish_scored(run: Run) -> None:
     else:  # the hits' details (their passages) are made for the k hits only, by _fused_hits
         at = dict(zip(locs, top.tolist()))
         run.fused = [Fused(loc, float(scored.final[i]), {}, {}, *scored.placed_by(i)) for loc, i in at.items()]
-        run.detail_of = lambda loc: scored.detail(at[loc]) if loc in at else {}
+        # only the passage is read of a hit that is not explained (search.py's _fused_hits)
+        run.detail_of = lambda loc: {"passage": scored.passage(at[loc])} if loc in at else {}
     run.sizes["fused"] = len(run.fused)
     run.info.update({"stages": run.sizes, "stage_ms": run.stage_ms})
     run.lap("fuse")
@@ -306,17 +307,22 @@ class _Scored:
             out[method] = (1, float(inherited))
         return out
 
+    def passage(self, i: int) -> int | None:
+        """The passage of the method that gave candidate i most of its own score (C7), None when
+        no method scored a passage of it."""
+        w = self.scorer.weights
+        said = {m: (w.get(m, 1.0) * float(v[i]), float(self.raw[m][i])) for m, v in self.scaled.items()
+                if int(self.parts[m][i]) >= 0 and self.raw[m][i] > 0}
+        return int(self.parts[max(said, key=lambda m: said[m])][i]) if said else None
+
     def detail(self, i: int) -> dict[str, object]:
         """What explain shows of one hit's score: each method's scaled score, its own score, and
         the expansion it inherited from."""
         out: dict[str, object] = {"scaled": {m: round(float(v[i]), 4) for m, v in self.scaled.items()},
                                   "own": round(float(self.own[i]), 4), "session": round(float(self.supported[i]), 4)}
-        # the passage of the method that gave the memory most of its own score (C7)
-        w = self.scorer.weights
-        said = {m: (w.get(m, 1.0) * float(v[i]), float(self.raw[m][i])) for m, v in self.scaled.items()
-                if int(self.parts[m][i]) >= 0 and self.raw[m][i] > 0}
-        if said:
-            out["passage"] = int(self.parts[max(said, key=lambda m: said[m])][i])
+        passage = self.passage(i)
+        if passage is not None:
+            out["passage"] = passage
         if i in self.expanded:
             inherited, method, seed, share = self.expanded[i]
             out["expanded"] = {"method": method, "from_key": int(seed), "share": round(float(share), 4),
