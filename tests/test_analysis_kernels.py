@@ -124,19 +124,48 @@ def _sums_reference(counts: np.ndarray, slots: np.ndarray, t: dict[str, np.ndarr
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_hash_feature_sums_are_the_formula_summed_one_feature_at_a_time(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    dim, words = [1, 5, 64, 384, 7, 100][seed], 30
+    # seeds 6 and 7: a table far larger than the texts (a query's case: counted by a sort, not a
+    # counter per slot)
+    dim, words = [1, 5, 64, 384, 7, 100, 384, 3][seed], (30 if seed < 6 else 5000)
     t = _table(rng, words, dim)
     counts = rng.integers(0, 50, 7).astype(np.int64)
+    counts[seed % 7] = 0  # a text without tokens
     slots = rng.integers(0, 1 + seed * 5, int(counts.sum())).astype(np.int64)  # few slots: tf and bigram repeats
-    log_tf = 1.0 + np.log(np.arange(0, 60, dtype=np.int64)[1:])
-    log_tf = np.concatenate([[1.0], log_tf])
-    got = kernels.hash_feature_sums(counts, slots, t["tab_start"], t["tab_len"], t["hashes"], t["fidx"], t["fval"],
-                                    log_tf, 0.25, dim)
+    log_tf = np.concatenate([[1.0], 1.0 + np.log(np.arange(1, 60, dtype=np.int64))])
+    args = (counts, slots, t["tab_start"], t["tab_len"], t["hashes"], t["fidx"], t["fval"], log_tf, 0.25, dim)
+    got = kernels.hash_feature_sums(*args)
     assert got.dtype == np.float64 and got.shape == (len(counts), dim)
-    assert got.tobytes() == _sums_reference(counts, slots, t, log_tf, dim).tobytes()
+    want = _sums_reference(counts, slots, t, log_tf, dim)
+    assert got.tobytes() == want.tobytes()
+    # normalised in the core as spaces/hashing.py's numpy passes did it: row_norms' pairwise sum,
+    # a division per value, float32
+    norms = np.sqrt(np.add.reduce(want * want, axis=1))
+    np.divide(want, norms[:, None], out=want, where=norms[:, None] > 0)
+    unit = kernels.hash_embed(*args)
+    assert unit.dtype == np.float32 and unit.shape == (len(counts), dim)
+    assert unit.tobytes() == want.astype(np.float32).tobytes()
+
+
+@pytest.mark.parametrize("dim", [*range(1, 140), 255, 256, 257, 384, 1000, 1031])
+def test_hash_embed_unit_rows_are_numpys_bytes_at_every_width(dim: int) -> None:
+    # widths through every branch of numpy's pairwise sum of the squares (under 8 values, up to 128,
+    # halves of halves), on sums whose squares round (whole numbers up to 2^40). (A float32 row
+    # rarely shows which order the norm was summed in: a last-bit change of the float64 norm moves a
+    # float32 value only near a rounding tie. The core sums in numpy's order all the same.)
+    rng = np.random.default_rng(dim)
+    t = {"tab_start": np.arange(dim, dtype=np.int64), "tab_len": np.ones(dim, np.int64),
+         "hashes": np.zeros(dim, np.uint64), "fidx": np.arange(dim, dtype=np.int32),
+         "fval": (rng.standard_normal(dim) * 2.0**16).astype(np.float32)}
+    counts = np.array([dim], np.int64)
+    slots = np.arange(dim, dtype=np.int64)
+    log_tf = np.ones(dim + 1)  # the bigrams (all one code: the hashes are equal) weigh 0
+    args = (counts, slots, t["tab_start"], t["tab_len"], t["hashes"], t["fidx"], t["fval"], log_tf, 0.0, dim)
+    sums = kernels.hash_feature_sums(*args)
+    norms = np.sqrt(np.add.reduce(sums * sums, axis=1))
+    assert kernels.hash_embed(*args).tobytes() == (sums / norms[:, None]).astype(np.float32).tobytes()
 
 
 def _good(dim: int = 4) -> dict[str, Any]:
@@ -168,13 +197,14 @@ def _good(dim: int = 4) -> dict[str, Any]:
     ("dim", 0, ValueError, "dim"),
     ("dim", 2**62, ValueError, "too large"),
 ])
+@pytest.mark.parametrize("kernel", [kernels.hash_feature_sums, kernels.hash_embed])
 def test_hash_feature_sums_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
-                                                           says: str) -> None:
+                                                           says: str, kernel: Any) -> None:
     args = _good()
-    assert kernels.hash_feature_sums(**args).shape == (2, 4)
+    assert kernel(**args).shape == (2, 4)
     args[field] = value
     with pytest.raises(error, match=says):
-        kernels.hash_feature_sums(**args)
+        kernel(**args)
 
 
 def _word_chars() -> np.ndarray:
@@ -214,10 +244,11 @@ ARRAYS = st.builds(lambda dt, vals: np.array(vals).astype(dt),
 @given(st.lists(ARRAYS, min_size=8, max_size=8), st.integers(-2, 70))
 def test_hostile_arguments_raise_or_succeed_never_crash(arrays: list[np.ndarray], dim: int) -> None:
     names = ["counts", "slots", "tab_start", "tab_len", "hashes", "fidx", "fval", "log_tf"]
-    try:
-        kernels.hash_feature_sums(**dict(zip(names, arrays)), bigram_weight=0.5, dim=dim)
-    except (TypeError, ValueError):
-        pass
+    for kernel in (kernels.hash_feature_sums, kernels.hash_embed):
+        try:
+            kernel(**dict(zip(names, arrays)), bigram_weight=0.5, dim=dim)
+        except (TypeError, ValueError):
+            pass
     try:
         kernels.tokenize_codepoints(*arrays[:3])
     except (TypeError, ValueError):

@@ -42,10 +42,26 @@ const char* const kSumErrors[] = {"", "counts must be >= 0 and sum to len(slots)
                                   "a table entry's features are out of range of fidx",
                                   "a feature bucket is negative or >= dim", "a count is past log_tf's end"};
 
-carray<double> hash_sums_py(const carray<int64_t>& counts, const carray<int64_t>& slots,
-                            const carray<int64_t>& tab_start, const carray<int64_t>& tab_len,
-                            const carray<uint64_t>& hashes, const carray<int32_t>& fidx, const carray<float>& fval,
-                            const carray<double>& log_tf, double bigram_weight, py::ssize_t dim) {
+// What both entry points check, then the core's pass into `out` (float64 sums) or `unit` (float32
+// unit rows).
+void hash_pass(const carray<int64_t>& counts, const carray<int64_t>& slots, const carray<int64_t>& tab_start,
+               const carray<int64_t>& tab_len, const carray<uint64_t>& hashes, const carray<int32_t>& fidx,
+               const carray<float>& fval, const carray<double>& log_tf, double bigram_weight, py::ssize_t dim,
+               double* out, float* unit) {
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = hash_feature_sums(counts.data(), uz(counts.shape(0)), slots.data(), uz(slots.shape(0)), tab_start.data(),
+                                 tab_len.data(), hashes.data(), uz(tab_start.shape(0)), fidx.data(), fval.data(),
+                                 uz(fidx.shape(0)), log_tf.data(), uz(log_tf.shape(0)), bigram_weight, uz(dim), out,
+                                 unit);
+    }
+    if (code) throw py::value_error(kSumErrors[code]);
+}
+
+void check_hash_args(const carray<int64_t>& counts, const carray<int64_t>& slots, const carray<int64_t>& tab_start,
+                     const carray<int64_t>& tab_len, const carray<uint64_t>& hashes, const carray<int32_t>& fidx,
+                     const carray<float>& fval, const carray<double>& log_tf, py::ssize_t dim) {
     require_rank(counts, 1, "counts");
     require_rank(slots, 1, "slots");
     require_rank(tab_start, 1, "tab_start");
@@ -60,16 +76,27 @@ carray<double> hash_sums_py(const carray<int64_t>& counts, const carray<int64_t>
     const py::ssize_t n = counts.shape(0);
     if (dim < 1) throw py::value_error("dim must be >= 1");
     if (n > 0 && dim > std::numeric_limits<py::ssize_t>::max() / 8 / n) throw py::value_error("n * dim is too large");
-    carray<double> out({n, dim});
-    int code;
-    {
-        py::gil_scoped_release release;
-        code = hash_feature_sums(counts.data(), uz(n), slots.data(), uz(slots.shape(0)), tab_start.data(),
-                                 tab_len.data(), hashes.data(), uz(tab_start.shape(0)), fidx.data(), fval.data(),
-                                 uz(fidx.shape(0)), log_tf.data(), uz(log_tf.shape(0)), bigram_weight, uz(dim),
-                                 out.mutable_data());
-    }
-    if (code) throw py::value_error(kSumErrors[code]);
+}
+
+carray<double> hash_sums_py(const carray<int64_t>& counts, const carray<int64_t>& slots,
+                            const carray<int64_t>& tab_start, const carray<int64_t>& tab_len,
+                            const carray<uint64_t>& hashes, const carray<int32_t>& fidx, const carray<float>& fval,
+                            const carray<double>& log_tf, double bigram_weight, py::ssize_t dim) {
+    check_hash_args(counts, slots, tab_start, tab_len, hashes, fidx, fval, log_tf, dim);
+    carray<double> out({counts.shape(0), dim});
+    hash_pass(counts, slots, tab_start, tab_len, hashes, fidx, fval, log_tf, bigram_weight, dim, out.mutable_data(),
+              nullptr);
+    return out;
+}
+
+carray<float> hash_embed_py(const carray<int64_t>& counts, const carray<int64_t>& slots,
+                            const carray<int64_t>& tab_start, const carray<int64_t>& tab_len,
+                            const carray<uint64_t>& hashes, const carray<int32_t>& fidx, const carray<float>& fval,
+                            const carray<double>& log_tf, double bigram_weight, py::ssize_t dim) {
+    check_hash_args(counts, slots, tab_start, tab_len, hashes, fidx, fval, log_tf, dim);
+    carray<float> out({counts.shape(0), dim});
+    hash_pass(counts, slots, tab_start, tab_len, hashes, fidx, fval, log_tf, bigram_weight, dim, nullptr,
+              out.mutable_data());
     return out;
 }
 
@@ -82,6 +109,9 @@ void bind_analysis(py::module_& m) {
           py::arg("tab_len"), py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"),
           py::arg("bigram_weight"), py::arg("dim"),
           "The hashing space's unnormalised fixed-point sums, (n, dim) float64.");
+    m.def("hash_embed", &hash_embed_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"), py::arg("tab_len"),
+          py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"), py::arg("bigram_weight"),
+          py::arg("dim"), "The hashing space's vectors: the sums L2-normalised as numpy does it, (n, dim) float32.");
 }
 
 }  // namespace engramdb::bind

@@ -2,7 +2,9 @@
 #include "engramdb/analysis.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace engramdb {
@@ -74,8 +76,42 @@ inline uint64_t splitmix64(uint64_t x) {
 
 // rint(v * 2^24), as spaces/hashing.py's _fixed: v is formed by the caller exactly as numpy forms it
 // (one multiplication at a time, no fused multiply-add: none is written here and the file is built
-// without -ffast-math), and 2^24 scales exactly.
-inline double fixed(double v) { return std::nearbyint(v * 16777216.0); }
+// without -ffast-math), and 2^24 scales exactly. Rounding to the nearest whole number, ties to even,
+// by adding and subtracting 1.5 * 2^52 (exact for |x| < 2^51: the sum's last bit is worth 1) instead
+// of a libm call per feature (nearbyint is not inlined for the baseline x86-64 target). The one
+// difference from rint, +0.0 for a negative value that rounds to zero, cannot show: the sums start
+// at +0.0, and +0.0 + -0.0 is +0.0.
+inline double fixed(double v) {
+    const double x = v * 16777216.0;
+    constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52
+    if (!(std::fabs(x) < 2251799813685248.0)) return std::nearbyint(x);  // 2^51 and beyond (never, in practice)
+    return (x + kShift) - kShift;
+}
+
+// numpy's pairwise sum of a contiguous float64 run (what np.add.reduce does along a C-contiguous
+// row: spaces/hashing.py's row_norms), so the norms, and so the vectors, are numpy's bit for bit:
+// below 8 values one after another; up to 128, eight running sums combined as a tree, then the
+// rest one by one; beyond, the two halves (the first a multiple of 8 long) summed alike and added.
+double pairwise_sum(const double* a, size_t n) {
+    if (n < 8) {
+        double res = -0.0;
+        for (size_t i = 0; i < n; ++i) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (size_t j = 0; j < 8; ++j) r[j] = a[j];
+        size_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (size_t j = 0; j < 8; ++j) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) res += a[i];
+        return res;
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
 
 }  // namespace
 
@@ -113,10 +149,81 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
     return 0;
 }
 
+namespace {
+
+// One text's sums into `sums` (dim doubles, zeroed here): its slots' feature blocks scaled by
+// 1 + ln(tf), its bigrams' signed weights. `seen` (one counter per table slot, all 0) counts a long
+// text's slots without a sort and is left all 0 again; a short text (fewer tokens than the table
+// has slots / 16, a query) sorts a copy instead, so a query does not pay for the table's size.
+int text_sums(const int64_t* row, size_t cnt, const int64_t* tab_start, const int64_t* tab_len,
+              const uint64_t* hashes, const int32_t* fidx, const float* fval, size_t n_features,
+              const double* log_tf, size_t n_log, double bigram_weight, size_t dim, std::vector<uint32_t>& seen,
+              std::vector<int64_t>& words, std::vector<size_t>& tfs, std::vector<uint64_t>& pairs, double* sums) {
+    std::fill(sums, sums + dim, 0.0);
+    const auto d = static_cast<uint64_t>(dim);
+    words.clear();
+    tfs.clear();
+    if (!seen.empty() && cnt * 16 >= seen.size() && cnt < UINT32_MAX) {
+        for (size_t i = 0; i < cnt; ++i)
+            if (seen[static_cast<size_t>(row[i])]++ == 0) words.push_back(row[i]);
+        for (const int64_t w : words) {
+            tfs.push_back(seen[static_cast<size_t>(w)]);
+            seen[static_cast<size_t>(w)] = 0;
+        }
+    } else {
+        std::vector<int64_t> sorted(row, row + cnt);
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t i = 0; i < cnt;) {
+            size_t j = i + 1;
+            while (j < cnt && sorted[j] == sorted[i]) ++j;
+            words.push_back(sorted[i]);
+            tfs.push_back(j - i);
+            i = j;
+        }
+    }
+    for (size_t k = 0; k < words.size(); ++k) {
+        const auto s = static_cast<size_t>(words[k]);
+        if (tfs[k] >= n_log) return 5;
+        const double wt = log_tf[tfs[k]];
+        const int64_t st = tab_start[s], ln = tab_len[s];
+        if (st < 0 || ln < 0 || static_cast<uint64_t>(st) > n_features ||
+            static_cast<uint64_t>(ln) > n_features - static_cast<uint64_t>(st))
+            return 3;
+        for (int64_t f = st; f < st + ln; ++f) {
+            const int32_t b = fidx[f];
+            if (b < 0 || static_cast<uint64_t>(b) >= d) return 4;
+            const double v = static_cast<double>(fval[f]) * wt;
+            sums[b] += fixed(v);
+        }
+    }
+    // bigrams of adjacent slots, counted per 33-bit code (sign bit, low 32 bits)
+    if (cnt < 2) return 0;
+    pairs.resize(cnt - 1);
+    for (size_t i = 0; i + 1 < cnt; ++i) {
+        const uint64_t h = splitmix64(hashes[row[i]] * 0x9E3779B97F4A7C15ULL + hashes[row[i + 1]]);
+        pairs[i] = ((h >> 63) << 32) | (h & 0xFFFFFFFFULL);
+    }
+    std::sort(pairs.begin(), pairs.end());
+    for (size_t i = 0; i < pairs.size();) {
+        size_t j = i + 1;
+        while (j < pairs.size() && pairs[j] == pairs[i]) ++j;
+        const size_t tf = j - i;
+        if (tf >= n_log) return 5;
+        const uint64_t code = pairs[i];
+        const double sign = (code >> 32) ? -1.0 : 1.0;
+        const double v = sign * bigram_weight * log_tf[tf];
+        sums[(code & 0xFFFFFFFFULL) % d] += fixed(v);
+        i = j;
+    }
+    return 0;
+}
+
+}  // namespace
+
 int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slots, size_t n_slots,
                       const int64_t* tab_start, const int64_t* tab_len, const uint64_t* hashes, size_t n_table,
                       const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
-                      size_t n_log, double bigram_weight, size_t dim, double* out) {
+                      size_t n_log, double bigram_weight, size_t dim, double* out, float* unit_out) {
     uint64_t total = 0;
     for (size_t r = 0; r < n_texts; ++r) {
         if (counts[r] < 0) return 1;
@@ -126,57 +233,26 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
     if (total != n_slots) return 1;
     for (size_t j = 0; j < n_slots; ++j)
         if (slots[j] < 0 || static_cast<uint64_t>(slots[j]) >= n_table) return 2;
-    std::fill(out, out + n_texts * dim, 0.0);
+    std::vector<uint32_t> seen(n_slots * 16 >= n_table ? n_table : 0, 0);  // only when some text may use it
     std::vector<int64_t> words;
+    std::vector<size_t> tfs;
     std::vector<uint64_t> pairs;
-    const auto d = static_cast<uint64_t>(dim);
+    std::vector<double> scratch(unit_out != nullptr ? dim : 0), squares(unit_out != nullptr ? dim : 0);
     size_t at = 0;
     for (size_t r = 0; r < n_texts; ++r) {
         const auto cnt = static_cast<size_t>(counts[r]);
-        const int64_t* row = slots + at;
+        double* sums = unit_out != nullptr ? scratch.data() : out + r * dim;
+        const int err = text_sums(slots + at, cnt, tab_start, tab_len, hashes, fidx, fval, n_features, log_tf, n_log,
+                                  bigram_weight, dim, seen, words, tfs, pairs, sums);
+        if (err) return err;
         at += cnt;
-        double* sums = out + r * dim;
-        // words: each distinct slot's feature block, scaled by 1 + ln(tf)
-        words.assign(row, row + cnt);
-        std::sort(words.begin(), words.end());
-        for (size_t i = 0; i < cnt;) {
-            size_t j = i + 1;
-            while (j < cnt && words[j] == words[i]) ++j;
-            const size_t tf = j - i;
-            if (tf >= n_log) return 5;
-            const double wt = log_tf[tf];
-            const auto s = static_cast<size_t>(words[i]);
-            const int64_t st = tab_start[s], ln = tab_len[s];
-            if (st < 0 || ln < 0 || static_cast<uint64_t>(st) > n_features ||
-                static_cast<uint64_t>(ln) > n_features - static_cast<uint64_t>(st))
-                return 3;
-            for (int64_t f = st; f < st + ln; ++f) {
-                const int32_t b = fidx[f];
-                if (b < 0 || static_cast<uint64_t>(b) >= d) return 4;
-                const double v = static_cast<double>(fval[f]) * wt;
-                sums[b] += fixed(v);
-            }
-            i = j;
-        }
-        // bigrams of adjacent slots, counted per 33-bit code (sign bit, low 32 bits)
-        if (cnt < 2) continue;
-        pairs.resize(cnt - 1);
-        for (size_t i = 0; i + 1 < cnt; ++i) {
-            const uint64_t h = splitmix64(hashes[row[i]] * 0x9E3779B97F4A7C15ULL + hashes[row[i + 1]]);
-            pairs[i] = ((h >> 63) << 32) | (h & 0xFFFFFFFFULL);
-        }
-        std::sort(pairs.begin(), pairs.end());
-        for (size_t i = 0; i < pairs.size();) {
-            size_t j = i + 1;
-            while (j < pairs.size() && pairs[j] == pairs[i]) ++j;
-            const size_t tf = j - i;
-            if (tf >= n_log) return 5;
-            const uint64_t code = pairs[i];
-            const double sign = (code >> 32) ? -1.0 : 1.0;
-            const double v = sign * bigram_weight * log_tf[tf];
-            sums[(code & 0xFFFFFFFFULL) % d] += fixed(v);
-            i = j;
-        }
+        if (unit_out == nullptr) continue;
+        // L2-normalised to float32 as row_norms and numpy's divide and cast do it: the squares
+        // summed pairwise, the square root, one division per value, rounded to float32
+        for (size_t b = 0; b < dim; ++b) squares[b] = sums[b] * sums[b];
+        const double norm = std::sqrt(pairwise_sum(squares.data(), dim));
+        float* o = unit_out + r * dim;
+        for (size_t b = 0; b < dim; ++b) o[b] = static_cast<float>(norm > 0 ? sums[b] / norm : sums[b]);
     }
     return 0;
 }

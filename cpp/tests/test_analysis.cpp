@@ -159,11 +159,13 @@ Table random_table(size_t words, size_t dim) {
 }  // namespace
 
 TEST(hash_sums_match_the_formula_feature_by_feature) {
-    const size_t dim = 37, words = 20;
+    const size_t dim = 37;
     std::vector<double> log_tf(64);
     for (size_t k = 1; k < log_tf.size(); ++k) log_tf[k] = 1.0 + std::log(static_cast<double>(k));
     for (int trial = 0; trial < 100; ++trial) {
         Scope s("trial", trial);
+        // every fourth: a table far larger than the batch (slots counted by a sort, not a counter per slot)
+        const size_t words = trial % 4 == 0 ? 20000 : 20;
         const Table t = random_table(words, dim);
         const auto n = static_cast<size_t>(harness::randint(0, 5));
         std::vector<int64_t> counts(n), slots;
@@ -175,6 +177,17 @@ TEST(hash_sums_match_the_formula_feature_by_feature) {
         REQUIRE(engramdb::hash_feature_sums(counts.data(), n, slots.data(), slots.size(), t.start.data(), t.len.data(),
                                             t.hash.data(), words, t.fidx.data(), t.fval.data(), t.fidx.size(),
                                             log_tf.data(), log_tf.size(), 0.5, dim, got.data()) == 0);
+        std::vector<float> unit(n * dim, -1.f);
+        REQUIRE(engramdb::hash_feature_sums(counts.data(), n, slots.data(), slots.size(), t.start.data(), t.len.data(),
+                                            t.hash.data(), words, t.fidx.data(), t.fval.data(), t.fidx.size(),
+                                            log_tf.data(), log_tf.size(), 0.5, dim, nullptr, unit.data()) == 0);
+        for (size_t r = 0; r < n; ++r) {  // the sums over their norm (summed here one by one: within an ulp)
+            double sq = 0;
+            for (size_t b = 0; b < dim; ++b) sq += got[r * dim + b] * got[r * dim + b];
+            const double norm = std::sqrt(sq);
+            for (size_t b = 0; b < dim; ++b)
+                CHECK_NEAR(unit[r * dim + b], norm > 0 ? got[r * dim + b] / norm : 0.0, 1e-7);
+        }
         size_t at = 0;
         for (size_t r = 0; r < n; ++r) {
             std::vector<double> want(dim, 0.0);

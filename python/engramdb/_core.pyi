@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -82,6 +82,10 @@ def hamming_all(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing.
 def hamming_topk(queries: numpy.typing.NDArray[numpy.uint8], codes: numpy.typing.NDArray[numpy.uint8], k: typing.SupportsInt | typing.SupportsIndex, mask: numpy.typing.NDArray[numpy.uint8] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]:
     """
     Top-k smallest Hamming distances over packed uint8 codes. Returns (indices, distances).
+    """
+def hash_embed(counts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], slots: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_start: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], fidx: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], fval: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], log_tf: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], bigram_weight: typing.SupportsFloat | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
+    """
+    The hashing space's vectors: the sums L2-normalised as numpy does it, (n, dim) float32.
     """
 def hash_feature_sums(counts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], slots: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_start: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tab_len: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], fidx: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], fval: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], log_tf: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], bigram_weight: typing.SupportsFloat | typing.SupportsIndex, dim: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
     """

@@ -36,12 +36,15 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
 //    hashes[b]); per distinct 33-bit code (bit 63 of h, h mod 2^32) with count tf in the text, bucket
 //    (h mod 2^32) mod dim gets rint(sign * bigram_weight * log_tf[tf] * 2^24), sign -1 when bit 63 is set.
 // Every value is a whole number below 2^53, so the sums are exact in any order: the same text gives
-// the same sums alone or in any batch. out: (n_texts * dim) doubles, zeroed here.
+// the same sums alone or in any batch. With `unit_out` null, the sums go to out ((n_texts * dim)
+// doubles; out may be null otherwise); else each text's sums, L2-normalised as numpy does it (squares
+// summed by numpy's pairwise order, square root, a division per value; a zero row stays zero), go to
+// unit_out ((n_texts * dim) floats) and no (n_texts * dim) doubles are made.
 // 0 on success; 1: negative count or counts not summing to n_slots; 2: a slot out of range;
 // 3: a table entry out of range of fidx; 4: a bucket >= dim; 5: a count past log_tf's length.
 int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slots, size_t n_slots,
                       const int64_t* tab_start, const int64_t* tab_len, const uint64_t* hashes, size_t n_table,
                       const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
-                      size_t n_log, double bigram_weight, size_t dim, double* out);
+                      size_t n_log, double bigram_weight, size_t dim, double* out, float* unit_out = nullptr);
 
 }  // namespace engramdb

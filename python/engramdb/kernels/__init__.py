@@ -32,7 +32,7 @@ from ._common import (
     merge_topk,
     metric_code,
 )
-from .analysis import TokenCodes, hash_feature_sums, tokenize_codepoints
+from .analysis import TokenCodes, hash_embed, hash_feature_sums, tokenize_codepoints
 from .binary import hamming_distances, hamming_topk
 from .centroids import (
     KmeansStep,
@@ -95,6 +95,7 @@ __all__: Sequence[str] = [
     "group_sums",
     "hamming_distances",
     "hamming_topk",
+    "hash_embed",
     "hash_feature_sums",
     "hdbscan",
     "jaccard_from_overlaps",

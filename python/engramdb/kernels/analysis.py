@@ -74,6 +74,33 @@ def hash_feature_sums(
     C-contiguous of exactly these dtypes: counts, slots, tab_start, tab_len int64; hashes uint64;
     log_tf float64.
     """
+    out: np.ndarray = _core.hash_feature_sums(*_hash_args(counts, slots, tab_start, tab_len, hashes, fidx, fval,
+                                                          log_tf, bigram_weight, dim))
+    return out
+
+
+def hash_embed(
+    counts: Any,
+    slots: Any,
+    tab_start: Any,
+    tab_len: Any,
+    hashes: Any,
+    fidx: Any,
+    fval: Any,
+    log_tf: Any,
+    bigram_weight: float,
+    dim: int,
+) -> np.ndarray:
+    """`hash_feature_sums` L2-normalised per text, (n, dim) float32, as
+    ``(sums / norm).astype(np.float32)`` with ``norm = np.sqrt(np.add.reduce(sums * sums, axis=1))``
+    (numpy's pairwise order) computes it, bit for bit; a text without features is a zero row."""
+    out: np.ndarray = _core.hash_embed(*_hash_args(counts, slots, tab_start, tab_len, hashes, fidx, fval, log_tf,
+                                                   bigram_weight, dim))
+    return out
+
+
+def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: Any, fidx: Any, fval: Any,
+               log_tf: Any, bigram_weight: Any, dim: Any) -> tuple[Any, ...]:
     c = index_array("counts", counts, np.int64)
     s = index_array("slots", slots, np.int64)
     st = index_array("tab_start", tab_start, np.int64)
@@ -89,8 +116,7 @@ def hash_feature_sums(
         raise TypeError(f"bigram_weight must be a number, got {type(bigram_weight).__name__}")
     if not np.isfinite(bigram_weight):
         raise ValueError(f"bigram_weight must be finite, got {bigram_weight!r}")
-    out: np.ndarray = _core.hash_feature_sums(c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d)
-    return out
+    return c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d
 
 
-__all__ = ["TokenCodes", "hash_feature_sums", "tokenize_codepoints"]
+__all__ = ["TokenCodes", "hash_embed", "hash_feature_sums", "tokenize_codepoints"]

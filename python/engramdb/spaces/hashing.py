@@ -57,7 +57,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels.analysis import hash_feature_sums
+from ..kernels.analysis import hash_embed
 from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
 
@@ -317,12 +317,9 @@ class HashingEmbedder:
 
     def _embed_slots(self, n: int, counts: np.ndarray, slots: np.ndarray) -> np.ndarray:
         tab = self._table
-        # the words' and bigrams' fixed-point sums in one native pass (kernels.hash_feature_sums:
-        # what the numpy passes of tests/test_analysis_kernels.py's reference make, bit for bit)
+        # the words' and bigrams' fixed-point sums and their L2 normalisation in one native pass
+        # (kernels.hash_embed: what the numpy passes of tests/test_analysis_kernels.py's reference
+        # make, and row_norms, bit for bit)
         most = int(counts.max()) if n else 0
-        out = hash_feature_sums(counts, slots, tab.starts, tab.lens, tab.hashes, tab.fidx, tab.fval,
-                                _log_tf(most), W_BIGRAM, self.dim)
-        mat = out
-        norms = row_norms(mat)
-        np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
-        return mat.astype(np.float32)
+        return hash_embed(counts, slots, tab.starts, tab.lens, tab.hashes, tab.fidx, tab.fval, _log_tf(most),
+                          W_BIGRAM, self.dim)
