@@ -1,10 +1,12 @@
 """The batch analysis passes in the core (engramdb.kernels.analysis, issue 28): a batch's tokens
 are what the analyzer's regex finds text by text, the hashing space's vectors are their float64
-reference's bit for bit, and every argument a caller controls is checked before the core reads it."""
+reference's bit for bit, long texts are cut into the passages the word-by-word cut made, and every
+argument a caller controls is checked before the core reads it."""
 
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -15,6 +17,9 @@ import pytest
 from engramdb import kernels
 from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS, negation, normalize, tokenize, tokenize_batch
 from engramdb.spaces.hashing import HashingEmbedder, splitmix64, word_features
+from engramdb.spaces.passages import OVERLAP as PASSAGE_OVERLAP
+from engramdb.spaces.passages import SPACE_CODEPOINTS, passages
+from engramdb.spaces.passages import WORDS as PASSAGE_WORDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,6 +258,10 @@ def test_hostile_arguments_raise_or_succeed_never_crash(arrays: list[np.ndarray]
         kernels.tokenize_codepoints(*arrays[:3])
     except (TypeError, ValueError):
         pass
+    try:
+        kernels.cut_passages(arrays[0], arrays[1], arrays[2], words=dim, overlap=dim - 3)
+    except (TypeError, ValueError):
+        pass
 
 
 def test_normalising_a_first_non_ascii_text_looks_only_at_its_own_characters() -> None:
@@ -274,3 +283,83 @@ def test_normalising_a_first_non_ascii_text_looks_only_at_its_own_characters() -
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert int(got[0]) < 100
     assert " ".join(got[1:]) == ascii(normalize("Caf\u00e9 de la ru\u0301e, \uff26\uff55\uff4c\uff4c stra\u00dfe " * 3))
+
+
+_WORD = re.compile(r"\S+")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+
+
+def _cut_reference(text: str, words_per: int, overlap: int) -> list[tuple[int, int]]:
+    """The passage cut as first written, one match object per word (spaces/passages.py's rule with
+    any passage length and overlap)."""
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    n = len(words)
+    if n <= words_per:
+        return [(0, len(text))]
+    starts = [i == 0 or bool(_SENTENCE_END.search(text[words[i - 1][0]:words[i - 1][1]]))
+              or "\n" in text[words[i - 1][1]:words[i][0]] for i in range(n)]
+    spans = []
+    s = 0
+    while True:
+        end = s + words_per
+        if end >= n:
+            spans.append((words[s][0], words[n - 1][1]))
+            break
+        cut = next((j for j in range(end, s + words_per // 2, -1) if starts[j]), end)
+        spans.append((words[s][0], words[cut - 1][1]))
+        if n - cut <= overlap // 2:
+            spans[-1] = (words[s][0], words[n - 1][1])
+            break
+        lo = max(s + 1, cut - overlap)
+        s = next((j for j in range(lo, cut) if starts[j]), lo)
+    return spans
+
+
+PIECES = ["w", "ab", "x.", "y!", "z?", '."', "?)", "!]'", ")", ".x", "\u2026", "\u00e9.", "\u65e5\u672c", "a\U0001f600.",
+          "\ud800.", "'", '"', "]", "..", "?!"]
+GAPS = [" ", "\n", "  ", "\t", "\u00a0", "\u3000", " \n ", "\x1c", "\r\n", "\u2009", "\u3001", "\u2028", "\u0085"]
+CUT_TEXTS = st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(GAPS)), max_size=120).map(
+    lambda ps: "".join(p + g for p, g in ps))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", " ", "\n\n"]), CUT_TEXTS), min_size=1, max_size=5),
+       st.integers(1, 12), st.integers(0, 9))
+def test_cut_passages_is_the_word_by_word_cut(texts: list[tuple[str, str]], words: int, overlap: int) -> None:
+    whole = [lead + t for lead, t in texts]
+    cp = np.frombuffer("".join(whole).encode("utf-32-le", "surrogatepass"), "<u4")
+    ptr = np.concatenate([[0], np.cumsum([len(t) for t in whole])]).astype(np.int64)
+    space = np.isin(np.arange(max(SPACE_CODEPOINTS) + 2), SPACE_CODEPOINTS).astype(np.uint8)
+    span_ptr, spans = kernels.cut_passages(cp, ptr, space, words, overlap)
+    for r, text in enumerate(whole):
+        got = [(a, b) for a, b in spans[span_ptr[r] : span_ptr[r + 1]].tolist()]
+        assert got == _cut_reference(text, words, overlap)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PIECES), st.sampled_from(GAPS)), min_size=190, max_size=900),
+       st.sampled_from(["", " ", "\n\n"]))
+def test_a_long_memory_is_cut_where_the_word_by_word_cut_did(pieces: list[tuple[str, str]], lead: str) -> None:
+    text = lead + "".join(p + g for p, g in pieces)
+    assert passages(text) == _cut_reference(text, PASSAGE_WORDS, PASSAGE_OVERLAP)
+
+
+@pytest.mark.parametrize(("field", "value", "error", "says"), [
+    ("codepoints", np.array([97, 32, 98], np.int64), TypeError, "codepoints"),
+    ("text_ptr", np.array([0, 4], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([1, 3], np.int64), ValueError, "text_ptr"),
+    ("text_ptr", np.array([], np.int64), ValueError, "text_ptr"),
+    ("space", np.array([], np.uint8), ValueError, "space"),
+    ("space", np.array([0, 1], np.int8), TypeError, "space"),
+    ("words", 0, ValueError, "words"),
+    ("words", 2.5, TypeError, "words"),
+    ("overlap", -1, ValueError, "overlap"),
+])
+def test_cut_passages_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
+                                                        says: str) -> None:
+    args: dict[str, Any] = {"codepoints": np.array([97, 32, 98], np.uint32), "text_ptr": np.array([0, 3], np.int64),
+                            "space": np.isin(np.arange(34), [32]).astype(np.uint8), "words": 1, "overlap": 0}
+    assert kernels.cut_passages(**args)[1].tolist() == [[0, 1], [2, 3]]
+    args[field] = value
+    with pytest.raises(error, match=says):
+        kernels.cut_passages(**args)

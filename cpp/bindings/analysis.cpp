@@ -100,6 +100,29 @@ carray<float> hash_embed_py(const carray<int64_t>& counts, const carray<int64_t>
     return out;
 }
 
+const char* const kCutErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
+                                  "words must be >= 1 and overlap >= 0", "space needs at least one entry"};
+
+std::tuple<carray<int64_t>, carray<int64_t>> cut_passages_py(const carray<uint32_t>& cp, const carray<int64_t>& text_ptr,
+                                                             const carray<uint8_t>& space, int64_t words,
+                                                             int64_t overlap) {
+    require_rank(cp, 1, "codepoints");
+    require_rank(text_ptr, 1, "text_ptr");
+    require_rank(space, 1, "space");
+    if (text_ptr.shape(0) < 1) throw py::value_error("text_ptr needs at least one entry");
+    std::vector<int64_t> ptr, spans;
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = cut_passages(cp.data(), uz(cp.shape(0)), text_ptr.data(), uz(text_ptr.shape(0) - 1), space.data(),
+                            uz(space.shape(0)), words, overlap, ptr, spans);
+    }
+    if (code) throw py::value_error(kCutErrors[code]);
+    carray<int64_t> out({static_cast<py::ssize_t>(spans.size() / 2), py::ssize_t{2}});
+    if (!spans.empty()) std::copy(spans.begin(), spans.end(), out.mutable_data());
+    return {to_array(ptr), out};
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m) {
@@ -109,6 +132,9 @@ void bind_analysis(py::module_& m) {
           py::arg("tab_len"), py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"),
           py::arg("bigram_weight"), py::arg("dim"),
           "The hashing space's unnormalised fixed-point sums, (n, dim) float64.");
+    m.def("cut_passages", &cut_passages_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("space"),
+          py::arg("words"), py::arg("overlap"),
+          "Passages of texts given as code points: (span_ptr, spans (k, 2) start/end per passage).");
     m.def("hash_embed", &hash_embed_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"), py::arg("tab_len"),
           py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"), py::arg("bigram_weight"),
           py::arg("dim"), "The hashing space's vectors: the sums L2-normalised as numpy does it, (n, dim) float32.");

@@ -257,4 +257,86 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
     return 0;
 }
 
+int cut_passages(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_t n_texts, const uint8_t* space,
+                 size_t n_space, int64_t words, int64_t overlap, std::vector<int64_t>& span_ptr,
+                 std::vector<int64_t>& spans) {
+    span_ptr.assign(1, 0);
+    spans.clear();
+    if (text_ptr[0] != 0) return 1;
+    for (size_t r = 0; r < n_texts; ++r)
+        if (text_ptr[r + 1] < text_ptr[r] || static_cast<uint64_t>(text_ptr[r + 1]) > n_cp) return 1;
+    if (words < 1 || overlap < 0) return 2;
+    if (n_space < 1) return 3;
+    const uint8_t above = space[n_space - 1];
+    auto is_space = [&](uint32_t c) { return c < n_space - 1 ? space[c] != 0 : above != 0; };
+    auto closer = [](uint32_t c) { return c == '"' || c == '\'' || c == ')' || c == ']'; };
+    std::vector<int64_t> first, last;
+    std::vector<uint8_t> starts;
+    for (size_t r = 0; r < n_texts; ++r) {
+        const uint32_t* t = cp + text_ptr[r];
+        const auto len = static_cast<size_t>(text_ptr[r + 1] - text_ptr[r]);
+        first.clear();
+        last.clear();
+        for (size_t i = 0; i < len;) {
+            if (is_space(t[i])) {
+                ++i;
+                continue;
+            }
+            first.push_back(static_cast<int64_t>(i));
+            while (i < len && !is_space(t[i])) ++i;
+            last.push_back(static_cast<int64_t>(i));
+        }
+        const auto n = static_cast<int64_t>(first.size());
+        if (n <= words) {
+            spans.push_back(0);
+            spans.push_back(static_cast<int64_t>(len));
+            span_ptr.push_back(static_cast<int64_t>(spans.size() / 2));
+            continue;
+        }
+        starts.assign(static_cast<size_t>(n), 0);
+        starts[0] = 1;
+        for (int64_t i = 1; i < n; ++i) {
+            const auto a = static_cast<size_t>(first[static_cast<size_t>(i - 1)]);
+            auto q = static_cast<size_t>(last[static_cast<size_t>(i - 1)]);
+            while (q > a && closer(t[q - 1])) --q;
+            bool start = q > a && (t[q - 1] == '.' || t[q - 1] == '!' || t[q - 1] == '?');
+            for (auto g = static_cast<size_t>(last[static_cast<size_t>(i - 1)]);
+                 !start && g < static_cast<size_t>(first[static_cast<size_t>(i)]); ++g)
+                start = t[g] == '\n';
+            starts[static_cast<size_t>(i)] = start;
+        }
+        auto at = [](const std::vector<int64_t>& v, int64_t i) { return v[static_cast<size_t>(i)]; };
+        int64_t s = 0;
+        for (;;) {
+            const int64_t end = s + words;
+            if (end >= n) {
+                spans.push_back(at(first, s));
+                spans.push_back(at(last, n - 1));
+                break;
+            }
+            int64_t cut = end;
+            for (int64_t j = end; j > s + words / 2; --j)
+                if (starts[static_cast<size_t>(j)]) {
+                    cut = j;
+                    break;
+                }
+            spans.push_back(at(first, s));
+            if (n - cut <= overlap / 2) {  // a tail this short joins the passage that ends before it
+                spans.push_back(at(last, n - 1));
+                break;
+            }
+            spans.push_back(at(last, cut - 1));
+            const int64_t lo = std::max(s + 1, cut - overlap);
+            s = lo;
+            for (int64_t j = lo; j < cut; ++j)
+                if (starts[static_cast<size_t>(j)]) {
+                    s = j;
+                    break;
+                }
+        }
+        span_ptr.push_back(static_cast<int64_t>(spans.size() / 2));
+    }
+    return 0;
+}
+
 }  // namespace engramdb

@@ -250,4 +250,45 @@ TEST(hash_sum_inputs_out_of_range_are_errors) {
     CHECK_EQ(run({1, 0}, {0}), 4);
 }
 
+TEST(passages_cut_at_sentence_starts_with_overlap) {
+    std::vector<uint8_t> space(34, 0);
+    space[' '] = space['\n'] = 1;
+    std::vector<uint32_t> cp;
+    std::vector<int64_t> ptr{0};
+    for (const std::string t : {"a b. c d e f", "x y\nz w v", "p q", ""}) {  // cut with words 3 / 2, overlap 2 / 0
+        const auto c = cps(t);
+        cp.insert(cp.end(), c.begin(), c.end());
+        ptr.push_back(static_cast<int64_t>(cp.size()));
+    }
+    std::vector<int64_t> span_ptr, spans;
+    REQUIRE(engramdb::cut_passages(cp.data(), cp.size(), ptr.data(), 1, space.data(), space.size(), 3, 2, span_ptr,
+                                   spans) == 0);
+    CHECK(span_ptr == (std::vector<int64_t>{0, 3}));
+    CHECK(spans == (std::vector<int64_t>{0, 4, 2, 8, 5, 12}));
+    REQUIRE(engramdb::cut_passages(cp.data() + 12, cp.size() - 12, std::vector<int64_t>{0, 9, 12, 12}.data(), 3,
+                                   space.data(), space.size(), 2, 0, span_ptr, spans) == 0);
+    CHECK(span_ptr == (std::vector<int64_t>{0, 3, 4, 5}));
+    CHECK(spans == (std::vector<int64_t>{0, 3, 4, 7, 8, 9, 0, 3, 0, 0}));
+}
+
+TEST(passage_inputs_out_of_range_are_errors) {
+    std::vector<uint8_t> space(34, 0);
+    space[' '] = 1;
+    const auto cp = cps("a b c");
+    std::vector<int64_t> span_ptr, spans;
+    auto run = [&](std::vector<int64_t> ptr, int64_t words, int64_t overlap, size_t n_space) {
+        return engramdb::cut_passages(cp.data(), cp.size(), ptr.data(), ptr.size() - 1, space.data(), n_space, words,
+                                      overlap, span_ptr, spans);
+    };
+    CHECK_EQ(run({0, 5}, 1, 0, space.size()), 0);
+    CHECK_EQ(run({1, 5}, 1, 0, space.size()), 1);
+    CHECK_EQ(run({0, 6}, 1, 0, space.size()), 1);
+    CHECK_EQ(run({0, 3, 2}, 1, 0, space.size()), 1);
+    CHECK_EQ(run({0, 5}, 0, 0, space.size()), 2);
+    CHECK_EQ(run({0, 5}, 1, -1, space.size()), 2);
+    CHECK_EQ(run({0, 5}, 1, 0, 0), 3);
+    CHECK_EQ(run({0, 5}, 1, 0, 1), 0);  // one entry: every code point is what it says (here: not a space)
+    CHECK(spans == (std::vector<int64_t>{0, 5}));
+}
+
 HARNESS_MAIN

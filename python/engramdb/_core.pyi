@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -38,6 +38,10 @@ def cluster_sums(vectors: numpy.typing.NDArray[numpy.float32], labels: numpy.typ
 def compiled_isas() -> list[str]:
     """
     Instruction sets compiled into this build, best first.
+    """
+def cut_passages(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], space: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], words: typing.SupportsInt | typing.SupportsIndex, overlap: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Passages of texts given as code points: (span_ptr, spans (k, 2) start/end per passage).
     """
 def dense_rescore(queries: numpy.typing.NDArray[numpy.float32], matrix: numpy.ndarray, metric: typing.SupportsInt | typing.SupportsIndex, candidates: numpy.typing.NDArray[numpy.int64], k: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """

@@ -47,4 +47,19 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
                       const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
                       size_t n_log, double bigram_weight, size_t dim, double* out, float* unit_out = nullptr);
 
+// Passages of long texts (spaces/passages.py's cut). Words are maximal runs of code points that are
+// not whitespace (space[c] == 1, c < n_space - 1; every code point from n_space - 1 up is
+// space[n_space - 1]). Word i starts a sentence when word i - 1 ends in . ! or ? followed only by
+// closing quotes and brackets (" ' ) ]), or a line feed (U+000A) lies between them. A text of at most
+// `words` words is one passage (0, its length); otherwise a passage from word s ends at the last
+// sentence start j in (s + words / 2, s + words] (before word j), else after `words` words; the next
+// starts at the first sentence start in [max(s + 1, cut - overlap), cut), else at that lower bound;
+// a tail of at most overlap / 2 words joins the passage before it. Offsets are code points from the
+// text's start. span_ptr (n_texts + 1) indexes spans (pairs start, end).
+// 0 on success; 1: text_ptr does not start at 0, decreases or ends past n_cp; 2: words < 1 or
+// overlap < 0; 3: n_space < 1.
+int cut_passages(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_t n_texts, const uint8_t* space,
+                 size_t n_space, int64_t words, int64_t overlap, std::vector<int64_t>& span_ptr,
+                 std::vector<int64_t>& spans);
+
 }  // namespace engramdb

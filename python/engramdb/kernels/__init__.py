@@ -32,7 +32,7 @@ from ._common import (
     merge_topk,
     metric_code,
 )
-from .analysis import TokenCodes, hash_embed, hash_feature_sums, tokenize_codepoints
+from .analysis import TokenCodes, cut_passages, hash_embed, hash_feature_sums, tokenize_codepoints
 from .binary import hamming_distances, hamming_topk
 from .centroids import (
     KmeansStep,
@@ -88,6 +88,7 @@ __all__: Sequence[str] = [
     "cluster_sums",
     "compiled_isas",
     "csr_from_sets",
+    "cut_passages",
     "dbscan_cosine",
     "distances_from_cosines",
     "forced_isa",

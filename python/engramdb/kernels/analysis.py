@@ -1,5 +1,6 @@
 """The per-token passes of a batch's text analysis (cpp/include/engramdb/analysis.h): a batch's
-tokens, and the hashing space's feature sums, each one pass over the batch in the core.
+tokens, the hashing space's feature sums and vectors, and long texts' passages, each one pass over
+the batch in the core.
 
 The word-level decisions (which characters make words, stop words, stems, hashes) are the caller's
 (engramdb.spaces), made once per distinct code point or word; these do what is done once per token.
@@ -47,6 +48,35 @@ def tokenize_codepoints(codepoints: Any, text_ptr: Any, word_char: Any) -> Token
         raise ValueError("text_ptr needs at least one entry (0)")
     table = index_array("word_char", word_char, np.uint8)
     return TokenCodes(*_core.tokenize_codepoints(cp, ptr, table))
+
+
+def cut_passages(codepoints: Any, text_ptr: Any, space: Any, words: int, overlap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Passages of texts given as code points (engramdb.spaces.passages' cut, every text at once).
+
+    Words are maximal runs of code points that are not whitespace (``space[c] == 1``; every code
+    point from ``len(space) - 1`` up is ``space[-1]``). Word i starts a sentence when word i - 1
+    ends in . ! or ? followed only by closing quotes and brackets, or a line feed lies between them.
+    A text of at most `words` words is one passage; otherwise each passage ends at the last sentence
+    start within its last half, else after `words` words, and the next starts at the first sentence
+    start within the `overlap` words before that end, else `overlap` words before it; a tail of at
+    most ``overlap // 2`` words joins the passage before it.
+
+    Args:
+        codepoints: (total,) uint32, the texts one after the other; `text_ptr` (n + 1,) int64
+            offsets as in `tokenize_codepoints`; space: uint8 by code point (at least one entry).
+        words, overlap: ints, >= 1 and >= 0.
+    Returns (span_ptr (n + 1,) int64, spans (k, 2) int64): text r's passages are
+    ``spans[span_ptr[r]:span_ptr[r + 1]]``, (start, end) code point offsets within the text.
+    """
+    cp = index_array("codepoints", codepoints, np.uint32)
+    ptr = index_array("text_ptr", text_ptr, np.int64)
+    if ptr.shape[0] < 1:
+        raise ValueError("text_ptr needs at least one entry (0)")
+    table = index_array("space", space, np.uint8)
+    w = v.integer("words", words, 1)
+    o = v.integer("overlap", overlap, 0)
+    span_ptr, spans = _core.cut_passages(cp, ptr, table, w, o)
+    return span_ptr, spans
 
 
 def hash_feature_sums(
@@ -119,4 +149,4 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
     return c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d
 
 
-__all__ = ["TokenCodes", "hash_embed", "hash_feature_sums", "tokenize_codepoints"]
+__all__ = ["TokenCodes", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints"]
