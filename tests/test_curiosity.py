@@ -4,6 +4,7 @@ read-only store lists them and writes nothing."""
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import engramdb
 import pytest
 from engramdb.context.curiosity import CuriosityItem, surprises
 from engramdb.context.navigator import Hop
+from engramdb.storage import disk
 
 QUERY = "grant proposal deadline"
 
@@ -103,3 +105,42 @@ def test_surprises_are_the_hops_over_the_threshold_largest_first_one_per_link() 
     waiting = {("n", "p", "b", "CAUSED_BY")}
     assert [i.memory_id for i in surprises(hops, namespace="n", query="q", waiting=waiting)] == ["c", "d"]
     assert surprises(hops, namespace="n", query="q", threshold=0.9) == []
+
+
+def test_a_context_leaves_its_items_to_the_worker_and_they_are_never_lost(tmp_path: Path) -> None:
+    """A writer with a worker writes a context's curiosity items on the worker (the file and its
+    folder are fsynced: 2-12 ms a context paid), yet listing right after the context sees them, a
+    purge of the memories they name leaves no trace of the waiting ones, and close writes what the
+    worker had not (issue 26)."""
+    db = engramdb.open(tmp_path / "s")
+    fill(db)
+    writers: set[str] = set()
+
+    def hook(op: str, path: str, detail: object) -> None:
+        if "curiosity" in path:
+            writers.add(threading.current_thread().name)
+
+    with disk.inject(hook):
+        ctx = db.context(QUERY, namespace="n", max_tokens=1000)
+        assert ctx.stats["curiosity"]["queued"] >= 1
+        assert threading.current_thread().name not in writers  # nothing written on the caller's thread
+        assert any(i.memory_id == "target" for i in db.curiosity("n"))  # listing writes what waits first
+    assert writers  # written (by the worker, or by the listing)
+    db.close()
+    # a purge of a memory an item names takes the waiting item too
+    db = engramdb.open(tmp_path / "p")
+    fill(db)
+    assert db.context(QUERY, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] >= 1
+    db.purge(["target"])
+    db.close()
+    db = engramdb.open(tmp_path / "p")
+    assert all("target" not in (i.memory_id, i.parent_id, i.seed_id) for i in db.curiosity("n"))
+    db.close()
+    # close writes what the worker had not written yet
+    db = engramdb.open(tmp_path / "c")
+    fill(db)
+    queued = db.context(QUERY, namespace="n", max_tokens=1000).stats["curiosity"]["queued"]
+    db.close()
+    db = engramdb.open(tmp_path / "c")
+    assert len(db.curiosity("n", limit=None)) == queued >= 1
+    db.close()

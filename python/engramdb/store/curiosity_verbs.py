@@ -23,6 +23,8 @@ from ..storage.curiosity_log import CuriosityLog
 if TYPE_CHECKING:
     from .facade import Store
 
+WRITE_DELAY = 0.25  # seconds queued items wait for the worker (a burst of contexts writes one file)
+PENDING_KEPT = 10_000  # items kept waiting when their write fails (the oldest go first)
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 
 
@@ -43,9 +45,11 @@ class CuriosityVerbs:
 
     def __init__(self, db: Store) -> None:
         self._db = db
+        self._pending = []
 
     _curiosity_queue: CuriosityLog | None = None
     _curiosity_waiting: dict[Key, str] | None = None  # waiting link -> item id, while this store writes
+    _pending: list[dict[str, Any]]  # items queued, not written yet (see `_queue`)
 
     def __call__(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
         """The waiting curiosity items of a namespace, the largest surprise first (then the oldest),
@@ -59,6 +63,8 @@ class CuriosityVerbs:
             raise ValueError(f"namespace must be a non-empty string, got {namespace!r}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
+        if not self._db.read_only:
+            self._write_pending()
         view = self._db._view()
         items = [i for i in (_item(r) for r in self._log().rows(namespace)) if view.is_live(i.memory_id)]
         out = ranked(items)
@@ -77,6 +83,7 @@ class CuriosityVerbs:
         if self._db.read_only:
             raise PermissionError("this store is read-only: its curiosity queue can be listed, not consumed")
         with _lock:
+            self._write_pending()
             gone = log.remove(set(wanted))
             if self._curiosity_waiting is not None:
                 self._curiosity_waiting = {k: v for k, v in self._curiosity_waiting.items() if v not in set(wanted)}
@@ -105,24 +112,52 @@ class CuriosityVerbs:
         return waiting
 
     def _queue(self, items: list[CuriosityItem]) -> int:
-        """Queue items (written at once); returns how many (0 on a read-only store, which never writes)."""
+        """Queue items; returns how many (0 on a read-only store, which never writes). A store with
+        a worker writes them on it, a moment later (WRITE_DELAY: the items of a burst of contexts
+        as one file); listing, consuming, a purge and close write or drop what waits first. Why:
+        the file and its folder are fsynced, 2-12 ms that a context paid whenever its walk was
+        surprised (issue 26); the items are the navigator's notes, not the caller's writes."""
         if not items or self._db.read_only:
             return 0
         with _lock:
             waiting = self._keys()
             fresh = [i for i in items if i.key not in waiting]
-            self._log().append(_row(i) for i in fresh)
+            rows = [_row(i) for i in fresh]
+            upkeep = self._db._upkeep
+            if upkeep is None or not rows:
+                self._log().append(rows)
+            else:
+                self._pending.extend(rows)
+                upkeep.ask("curiosity:write", self._write_pending, delay=WRITE_DELAY)
             waiting.update({i.key: i.id for i in fresh})
         return len(fresh)
 
+    def _write_pending(self) -> None:
+        """Write the items queued on the worker's side (see `_queue`): the worker's job, and the
+        first step of whatever reads or changes the queue. A write that fails keeps them waiting
+        for the next (up to PENDING_KEPT items: a full disk must not grow the process)."""
+        with _lock:
+            rows, self._pending = self._pending, []
+            if not rows:
+                return
+            try:
+                self._log().append(rows)
+            except BaseException:
+                self._pending = (rows + self._pending)[-PENDING_KEPT:]
+                raise
+
     def _forget(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
         """Remove every item naming one of these memories, and every item of these namespaces
-        (what a purge must leave no trace of)."""
+        (what a purge must leave no trace of), waiting ones included."""
         if self._db.read_only:
             return 0
-        ids = set(memory_ids)
+        ids, spaces = set(memory_ids), set(namespaces)
         with _lock:
-            gone = self._log().forget_memories(ids, namespaces)
+            kept = [r for r in self._pending if r["namespace"] not in spaces
+                    and not ({r["memory_id"], r["parent_id"], r["seed_id"]} & ids)]
+            gone = len(self._pending) - len(kept)
+            self._pending = kept
+            gone += self._log().forget_memories(ids, spaces)
             self._curiosity_waiting = None  # read again when next needed
         return gone
 

@@ -167,6 +167,11 @@ class Store(Reads):
                         # a writer must still fold its WAL and release the folder
                         _log.warning("the indexes of %s were not saved at close: %s", self.path, exc)
             self._usage.flush()  # a reader's access rows go to the spool
+            if not engine.read_only and not engine.forked:
+                try:
+                    self.curiosity._write_pending()  # what the worker had not written yet
+                except OSError as exc:  # the navigator's notes, not the caller's writes
+                    _log.warning("%s: curiosity items were not written at close: %s", self.path, exc)
             done = True
         finally:
             # the lock is released whatever failed: the rows are durable in the WAL either way
