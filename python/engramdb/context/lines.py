@@ -43,6 +43,12 @@ _lines: dict[tuple[str, str], str] = {}
 _keys: dict[tuple[str, str], tuple[str, str]] = {}
 
 
+def forget_made() -> None:
+    """Empty the lines and keys made (a purge: they hold memories' text)."""
+    _lines.clear()
+    _keys.clear()
+
+
 def line(m: Memory, text: str) -> str:
     """A memory (or the passage of it that matched, `text`) as its line, without its mark."""
     at = (m.role or "", text)

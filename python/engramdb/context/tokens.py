@@ -140,6 +140,7 @@ def _remembering(count: Counter) -> Counter:
     lines again and again (~90 counts a context at 100,000 memories, ~1 ms). A plain dict of
     strings and ints, emptied when full (the garbage collector does not track its entries)."""
     seen: dict[str, int] = {}
+    _remembered.append(seen)
 
     def counted(text: str) -> int:
         n = seen.get(text)
@@ -150,6 +151,15 @@ def _remembering(count: Counter) -> Counter:
         return n
 
     return counted
+
+
+_remembered: list[dict[str, int]] = []  # every BPE's kept counts (one per loaded BPE)
+
+
+def forget_counts() -> None:
+    """Empty the kept token counts (a purge: they are keyed by memories' text)."""
+    for seen in _remembered:
+        seen.clear()
 
 
 def _name(tokenizer: str | Counter | None) -> str | None:

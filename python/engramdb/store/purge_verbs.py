@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..context.lines import forget_made
+from ..context.tokens import forget_counts
 from ..model import checks
 from ..model.errors import StoreError
 from ..spaces.query import forget_queries
@@ -68,6 +70,8 @@ class Purging:
         self._db._types_cache = None
         self._db._pages.clear()  # the page orders of list() (ids and locations)
         forget_queries()  # the query vectors embedded for searches (keyed by their text)
+        forget_made()  # the context lines made (their text)
+        forget_counts()  # the token counts kept (keyed by their text)
 
 
 __all__ = ["Purging"]
