@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .facade import Store
 
 _duals_lock = threading.Lock()
+MAPS_KEPT = 64  # namespaces whose topic map a store keeps
 
 
 class ContextAssembly:
@@ -38,8 +39,13 @@ class ContextAssembly:
 
     def __init__(self, db: Store) -> None:
         self._db = db
+        self._maps: dict[str, tuple[object, asm.TopicMap]] = {}  # namespace -> (topics run, its map)
 
     _duals: Duals | None = None
+
+    def _forget_maps(self) -> None:
+        """Drop the topic maps kept (a purge: they hold members' ids and labels)."""
+        self._maps = {}
 
     def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
                 as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
@@ -141,10 +147,19 @@ class ContextAssembly:
         found = self._db.topics._topics_to_use(namespace)  # one run's labels and centroids, though a new run lands
         if not found:
             return asm.TopicMap()
+        # one map per topics run (it keeps the member sets a context asked for: a topic of thousands
+        # of members at 100,000 memories made again at each context)
+        kept = self._maps.get(namespace)
+        if kept is not None and kept[0] is found:
+            return kept[1]
         centroids = found.centroids
         if centroids is None or len(centroids) != len(found):  # topics stored before their centroids were
             _, centroids = self._db.topics._topic_map(namespace, found)
-        return asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), [t.members for t in found])
+        made = asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), [t.members for t in found])
+        if len(self._maps) >= MAPS_KEPT:
+            self._maps.clear()
+        self._maps[namespace] = (found, made)
+        return made
 
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
         """The session's newest turns, newest first."""
