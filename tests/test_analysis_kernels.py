@@ -16,10 +16,18 @@ import numpy as np
 import pytest
 from engramdb import kernels
 from engramdb.spaces.analyzer import SNOWBALL_STOPWORDS, negation, normalize, tokenize, tokenize_batch
-from engramdb.spaces.hashing import HashingEmbedder, splitmix64, word_features
+from engramdb.spaces.hashing import (
+    MAX_NGRAM_CHARS,
+    HashingEmbedder,
+    bucket_sign,
+    ngram_hashes,
+    splitmix64,
+    word_hash,
+)
 from engramdb.spaces.passages import OVERLAP as PASSAGE_OVERLAP
 from engramdb.spaces.passages import SPACE_CODEPOINTS, passages
 from engramdb.spaces.passages import WORDS as PASSAGE_WORDS
+from engramdb.spaces.token_space import W_TOKEN_CHAR, W_TOKEN_WORD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +60,23 @@ def test_lone_surrogates_and_characters_past_the_basic_plane_tokenise_as_the_reg
     assert _rows(tokenize_batch(texts)) == [tokenize(t) for t in texts]
 
 
+def reference_word_features(words: list[str], dim: int, w_word: float,
+                            w_char: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """spaces/hashing.py's word_features as numpy passes over `ngram_hashes` (as it was written before
+    the core made them)."""
+    wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
+    gh, gown = ngram_hashes(words)
+    m = np.bincount(gown, minlength=len(words)).astype(np.float64)
+    widx, wsign = bucket_sign(wh, dim)
+    gidx, gsign = bucket_sign(gh, dim)
+    gval = gsign * (w_char / np.sqrt(np.maximum(m, 1.0)))[gown]
+    owner = np.concatenate([np.arange(len(words), dtype=np.int64), gown])
+    bucket = np.concatenate([widx, gidx])
+    value = np.concatenate([wsign * w_word, gval])
+    order = np.argsort(owner, kind="stable")
+    return wh, owner[order], bucket[order], value[order]
+
+
 def _content(token: str, version: int) -> str | None:
     if version == 2 and negation(token) is not None:
         return negation(token)
@@ -69,7 +94,7 @@ def reference_hashing(texts: list[str], dim: int, version: int) -> np.ndarray:
         distinct = list(dict.fromkeys(words))
         if not distinct:
             continue
-        wh, owner, bucket, value = word_features(distinct, dim, 1.0, 1.0)
+        wh, owner, bucket, value = reference_word_features(distinct, dim, 1.0, 1.0)
         value32 = value.astype(np.float32).astype(np.float64)  # the word table keeps them as float32
         tf = Counter(words)
         log_tf = 1.0 + np.log(np.array([tf[w] for w in distinct], np.int64))
@@ -100,6 +125,45 @@ def test_the_hashing_space_is_its_float64_reference_bit_for_bit(texts: list[str]
     want = reference_hashing(texts, dim, version)
     assert emb.embed(texts).tobytes() == want.tobytes()
     assert np.concatenate([emb.embed([t]) for t in texts]).tobytes() == want.tobytes()  # the query path
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(CHARS, max_size=60), max_size=12), st.sampled_from([1, 7, 128, 384]),
+       st.sampled_from([(1.0, 1.0), (W_TOKEN_WORD, W_TOKEN_CHAR), (0.3, 2.5)]))
+def test_word_features_are_the_numpy_passes_over_ngram_hashes(words: list[str], dim: int,
+                                                               weights: tuple[float, float]) -> None:
+    # any words: empty, one letter, past MAX_NGRAM_CHARS (no end marker), outside the basic plane
+    words = [*words, "a" * (MAX_NGRAM_CHARS + 5), "b" * MAX_NGRAM_CHARS, ""]
+    wh, owner, bucket, value = reference_word_features(words, dim, *weights)
+    cp = np.frombuffer("".join(words).encode("utf-32-le", "surrogatepass"), "<u4")
+    ptr = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+    got = kernels.word_features(cp, ptr, wh, dim, *weights, MAX_NGRAM_CHARS)
+    for a, b in zip(got, (owner, bucket, value)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(("field", "value", "error", "says"), [
+    ("codepoints", np.array([97, 98], np.int32), TypeError, "codepoints"),
+    ("word_ptr", np.array([0, 3], np.int64), ValueError, "word_ptr"),
+    ("word_ptr", np.array([1, 2], np.int64), ValueError, "word_ptr"),
+    ("word_ptr", np.array([], np.int64), ValueError, "word_ptr"),
+    ("word_hashes", np.array([1, 2], np.uint64), ValueError, "word_hashes"),
+    ("word_hashes", np.array([1], np.int64), TypeError, "word_hashes"),
+    ("dim", 0, ValueError, "dim"),
+    ("w_word", float("inf"), ValueError, "w_word"),
+    ("w_char", None, TypeError, "w_char"),
+    ("max_chars", 0, ValueError, "max_chars"),
+])
+def test_word_features_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
+                                                         says: str) -> None:
+    args: dict[str, Any] = {"codepoints": np.array([97, 98], np.uint32), "word_ptr": np.array([0, 2], np.int64),
+                            "word_hashes": np.array([2**63 + 5], np.uint64), "dim": 4, "w_word": 1.0, "w_char": 1.0,
+                            "max_chars": 48}
+    owner, bucket, value_ = kernels.word_features(**args)
+    assert owner.tolist() == [0, 0, 0, 0] and bucket[0] == 1 and value_[0] == -1.0  # "<ab>": 2 + 1 + 0 n-grams
+    args[field] = value
+    with pytest.raises(error, match=says):
+        kernels.word_features(**args)
 
 
 def _table(rng: np.random.Generator, words: int, dim: int) -> dict[str, np.ndarray]:
@@ -260,6 +324,10 @@ def test_hostile_arguments_raise_or_succeed_never_crash(arrays: list[np.ndarray]
         pass
     try:
         kernels.cut_passages(arrays[0], arrays[1], arrays[2], words=dim, overlap=dim - 3)
+    except (TypeError, ValueError):
+        pass
+    try:
+        kernels.word_features(arrays[0], arrays[1], arrays[2], dim, 1.0, 1.0, dim - 20)
     except (TypeError, ValueError):
         pass
 

@@ -257,6 +257,48 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
     return 0;
 }
 
+int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
+                  const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
+                  std::vector<int64_t>& owner, std::vector<int64_t>& bucket, std::vector<double>& value) {
+    owner.clear();
+    bucket.clear();
+    value.clear();
+    if (word_ptr[0] != 0) return 1;
+    for (size_t w = 0; w < n_words; ++w)
+        if (word_ptr[w + 1] < word_ptr[w] || static_cast<uint64_t>(word_ptr[w + 1]) > n_cp) return 1;
+    if (dim < 1 || max_chars < 1) return 2;
+    const auto d = static_cast<uint64_t>(dim);
+    std::vector<uint64_t> marked;
+    for (size_t w = 0; w < n_words; ++w) {
+        const auto len = static_cast<size_t>(word_ptr[w + 1] - word_ptr[w]);
+        const uint32_t* c = cp + word_ptr[w];
+        const bool cut = len > static_cast<uint64_t>(max_chars);
+        marked.assign(1, '<');
+        marked.insert(marked.end(), c, c + (cut ? static_cast<size_t>(max_chars) : len));
+        if (!cut) marked.push_back('>');
+        const size_t m_len = marked.size();
+        size_t m = 0;
+        for (size_t n = 3; n <= 5; ++n) m += m_len >= n ? m_len - n + 1 : 0;
+        const double per = w_char / std::sqrt(std::max(static_cast<double>(m), 1.0));
+        const auto own = static_cast<int64_t>(w);
+        const uint64_t wh = word_hashes[w];
+        owner.push_back(own);
+        bucket.push_back(static_cast<int64_t>((wh & 0xFFFFFFFFULL) % d));
+        value.push_back((wh >> 63) ? -w_word : w_word);
+        for (size_t n = 3; n <= 5; ++n) {
+            for (size_t p = 0; p + n <= m_len; ++p) {
+                uint64_t h = static_cast<uint64_t>(n) * 0x9E3779B97F4A7C15ULL;
+                for (size_t j = 0; j < n; ++j) h = (h ^ marked[p + j]) * 0x100000001B3ULL;
+                h = splitmix64(h);
+                owner.push_back(own);
+                bucket.push_back(static_cast<int64_t>((h & 0xFFFFFFFFULL) % d));
+                value.push_back((h >> 63) ? -per : per);
+            }
+        }
+    }
+    return 0;
+}
+
 int cut_passages(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_t n_texts, const uint8_t* space,
                  size_t n_space, int64_t words, int64_t overlap, std::vector<int64_t>& span_ptr,
                  std::vector<int64_t>& spans) {

@@ -250,6 +250,48 @@ TEST(hash_sum_inputs_out_of_range_are_errors) {
     CHECK_EQ(run({1, 0}, {0}), 4);
 }
 
+TEST(word_features_hash_each_words_marked_ngrams) {
+    // "ab" and a word cut at max_chars 4 ("<abcd", no end marker); then the formula written out here
+    const auto cp = cps("ababcdef");
+    const std::vector<int64_t> ptr{0, 2, 8};
+    const std::vector<uint64_t> wh{0x8000000000000007ULL, 12};
+    std::vector<int64_t> owner, bucket;
+    std::vector<double> value;
+    const size_t dim = 1000;
+    REQUIRE(engramdb::word_features(cp.data(), cp.size(), ptr.data(), 2, wh.data(), dim, 0.5, 2.0, 4, owner, bucket,
+                                    value) == 0);
+    const std::vector<std::vector<uint32_t>> marked{cps("<ab>"), cps("<abcd")};
+    std::vector<int64_t> want_owner, want_bucket;
+    std::vector<double> want_value;
+    for (size_t w = 0; w < 2; ++w) {
+        const size_t len = marked[w].size();
+        const size_t m = (len - 2) + (len - 3) + (len >= 5 ? len - 4 : 0);
+        want_owner.push_back(static_cast<int64_t>(w));
+        want_bucket.push_back(static_cast<int64_t>((wh[w] & 0xFFFFFFFFULL) % dim));
+        want_value.push_back((wh[w] >> 63) ? -0.5 : 0.5);
+        for (size_t n = 3; n <= 5; ++n)
+            for (size_t p = 0; p + n <= len; ++p) {
+                uint64_t h = n * 0x9E3779B97F4A7C15ULL;
+                for (size_t j = 0; j < n; ++j) h = (h ^ marked[w][p + j]) * 0x100000001B3ULL;
+                h = splitmix(h);
+                want_owner.push_back(static_cast<int64_t>(w));
+                want_bucket.push_back(static_cast<int64_t>((h & 0xFFFFFFFFULL) % dim));
+                want_value.push_back(((h >> 63) ? -2.0 : 2.0) / std::sqrt(static_cast<double>(m)));
+            }
+    }
+    CHECK(owner == want_owner);
+    CHECK(bucket == want_bucket);
+    CHECK(value == want_value);
+    CHECK_EQ(engramdb::word_features(cp.data(), cp.size(), std::vector<int64_t>{1, 2}.data(), 1, wh.data(), dim, 1, 1,
+                                     4, owner, bucket, value), 1);
+    CHECK_EQ(engramdb::word_features(cp.data(), cp.size(), std::vector<int64_t>{0, 9}.data(), 1, wh.data(), dim, 1, 1,
+                                     4, owner, bucket, value), 1);
+    CHECK_EQ(engramdb::word_features(cp.data(), cp.size(), std::vector<int64_t>{0, 5, 4}.data(), 2, wh.data(), dim, 1,
+                                     1, 4, owner, bucket, value), 1);
+    CHECK_EQ(engramdb::word_features(cp.data(), cp.size(), ptr.data(), 2, wh.data(), 0, 1, 1, 4, owner, bucket, value), 2);
+    CHECK_EQ(engramdb::word_features(cp.data(), cp.size(), ptr.data(), 2, wh.data(), dim, 1, 1, 0, owner, bucket, value), 2);
+}
+
 TEST(passages_cut_at_sentence_starts_with_overlap) {
     std::vector<uint8_t> space(34, 0);
     space[' '] = space['\n'] = 1;

@@ -47,6 +47,18 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
                       const int32_t* fidx, const float* fval, size_t n_features, const double* log_tf,
                       size_t n_log, double bigram_weight, size_t dim, double* out, float* unit_out = nullptr);
 
+// The signed hashed features of words on their own (spaces/hashing.py's word_features), in its order:
+// per word, its word feature (bucket word_hash mod 2^32 mod dim, value +-w_word by bit 63 of
+// word_hash), then the n-grams (n = 3, 4, 5, each by position) of "<" + word + ">" (a word of more
+// than max_chars code points: "<" + its first max_chars, no end marker), each hashed as
+// h = n * golden, h = (h ^ c) * fnv_prime per code point, splitmix64, with value +-w_char / sqrt(m)
+// (m: the word's n-gram count, at least 1). Word w is cp[word_ptr[w] .. word_ptr[w + 1]).
+// 0 on success; 1: word_ptr does not start at 0, decreases or ends past n_cp; 2: dim < 1 or
+// max_chars < 1.
+int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
+                  const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
+                  std::vector<int64_t>& owner, std::vector<int64_t>& bucket, std::vector<double>& value);
+
 // Passages of long texts (spaces/passages.py's cut). Words are maximal runs of code points that are
 // not whitespace (space[c] == 1, c < n_space - 1; every code point from n_space - 1 up is
 // space[n_space - 1]). Word i starts a sentence when word i - 1 ends in . ! or ? followed only by

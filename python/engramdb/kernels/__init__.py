@@ -32,7 +32,14 @@ from ._common import (
     merge_topk,
     metric_code,
 )
-from .analysis import TokenCodes, cut_passages, hash_embed, hash_feature_sums, tokenize_codepoints
+from .analysis import (
+    TokenCodes,
+    cut_passages,
+    hash_embed,
+    hash_feature_sums,
+    tokenize_codepoints,
+    word_features,
+)
 from .binary import hamming_distances, hamming_topk
 from .centroids import (
     KmeansStep,
@@ -117,4 +124,5 @@ __all__: Sequence[str] = [
     "topk",
     "tree_search",
     "use_isa",
+    "word_features",
 ]

@@ -50,6 +50,33 @@ def tokenize_codepoints(codepoints: Any, text_ptr: Any, word_char: Any) -> Token
     return TokenCodes(*_core.tokenize_codepoints(cp, ptr, table))
 
 
+def word_features(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_word: float, w_char: float,
+                  max_chars: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The signed hashed features of words on their own (engramdb.spaces.hashing.word_features).
+
+    Word w is ``codepoints[word_ptr[w]:word_ptr[w + 1]]`` (uint32; `word_ptr` int64 as `text_ptr` in
+    `tokenize_codepoints`) with its 64-bit hash ``word_hashes[w]`` (uint64, one per word). Per word,
+    in order: its word feature (bucket ``hash mod 2^32 mod dim``, value ``+-w_word`` by bit 63), then
+    the n-grams (n = 3, 4, 5, each by position) of ``"<" + word + ">"`` (longer than `max_chars` code
+    points: ``"<" + word[:max_chars]``), each hashed as in `ngram_hashes`, value ``+-w_char / sqrt(m)``
+    with m the word's n-gram count. Returns (owner int64, bucket int64, value float64).
+    """
+    cp = index_array("codepoints", codepoints, np.uint32)
+    ptr = index_array("word_ptr", word_ptr, np.int64)
+    if ptr.shape[0] < 1:
+        raise ValueError("word_ptr needs at least one entry (0)")
+    wh = index_array("word_hashes", word_hashes, np.uint64, ptr.shape[0] - 1)
+    d = v.integer("dim", dim, 1)
+    m = v.integer("max_chars", max_chars, 1)
+    for name, w in (("w_word", w_word), ("w_char", w_char)):
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.floating)):
+            raise TypeError(f"{name} must be a number, got {type(w).__name__}")
+        if not np.isfinite(w):
+            raise ValueError(f"{name} must be finite, got {w!r}")
+    owner, bucket, value = _core.word_features(cp, ptr, wh, d, float(w_word), float(w_char), m)
+    return owner, bucket, value
+
+
 def cut_passages(codepoints: Any, text_ptr: Any, space: Any, words: int, overlap: int) -> tuple[np.ndarray, np.ndarray]:
     """Passages of texts given as code points (engramdb.spaces.passages' cut, every text at once).
 
@@ -149,4 +176,4 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
     return c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d
 
 
-__all__ = ["TokenCodes", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints"]
+__all__ = ["TokenCodes", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features"]

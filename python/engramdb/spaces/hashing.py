@@ -44,8 +44,9 @@ same float32 bytes alone or in any batch, in any process, whatever the word tabl
 Speed: every distinct word's features are computed once and kept in a bounded per-embedder table
 (cleared when it passes `TABLE_WORDS` words), and the batch is tokenised once (`tokenize_batch`,
 shared with the other spaces during ingest); the stop test, the negation rule and the table
-look-up run once per distinct token of the batch, then a handful of numpy passes over the whole
-batch (no Python call per token).
+look-up run once per distinct token of the batch, then the sums and their normalisation are one
+native pass over the batch's tokens (`kernels.hash_embed`), as are a new word's n-grams
+(`kernels.word_features`): no Python call per token.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..kernels.analysis import hash_embed
+from ..kernels.analysis import word_features as _word_features
 from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
 
@@ -70,7 +72,6 @@ NGRAM_SIZES = (3, 4, 5)
 MAX_NGRAM_CHARS = 48
 TABLE_WORDS = 1 << 16  # words kept in an embedder's feature table (~200 bytes each)
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -139,30 +140,21 @@ def word_features(
     """Signed hashed features of each word on its own (word unigram + its char n-grams).
 
     Returns (word_hashes uint64 (w,), owner int64, bucket int64, value float64): feature i
-    belongs to word owner[i] (non-decreasing), adds value[i] to bucket[i].
+    belongs to word owner[i] (non-decreasing: per word its word feature, then its n-grams by size
+    and position), adds value[i] to bucket[i]. The word hashes here (BLAKE2b, hashlib), the rest in
+    one native pass (kernels.word_features; tests/test_analysis_kernels.py holds it to the numpy
+    passes over `ngram_hashes` it replaced).
     """
     wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
-    gh, gown = ngram_hashes(words)
-    m = np.bincount(gown, minlength=len(words)).astype(np.float64)
-    widx, wsign = bucket_sign(wh, dim)
-    gidx, gsign = bucket_sign(gh, dim)
-    gval = gsign * (w_char / np.sqrt(np.maximum(m, 1.0)))[gown]
-    owner = np.concatenate([np.arange(len(words), dtype=np.int64), gown])
-    bucket = np.concatenate([widx, gidx])
-    value = np.concatenate([wsign * w_word, gval])
-    order = np.argsort(owner, kind="stable")
-    return wh, owner[order], bucket[order], value[order]
-
-
-def _fixed(values: np.ndarray) -> np.ndarray:
-    """Values as whole multiples of 2^-24, scaled by 2^24 (exact integers in float64).
-
-    Sums of such integers are exact in float64 (below 2^53), so a row's sum does not depend on
-    the order its features are added in: the same text gives the same bits in any batch, in any
-    process, whatever the word table's history.
-    """
-    out: np.ndarray = np.rint(values * 16777216.0)
-    return out
+    joined = "".join(words)
+    if joined.isascii():
+        cp = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint32)
+    else:
+        cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
+    ptr = np.zeros(len(words) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, words), np.int64, count=len(words)), out=ptr[1:])
+    owner, bucket, value = _word_features(cp, ptr, wh, dim, w_word, w_char, MAX_NGRAM_CHARS)
+    return wh, owner, bucket, value
 
 
 _LOG_TF = np.ones(1, np.float64)
@@ -187,14 +179,6 @@ def row_norms(mat: np.ndarray) -> np.ndarray:
     a contiguous row), not by the batch or the memory alignment (as SIMD dot kernels may be)."""
     norms: np.ndarray = np.sqrt(np.add.reduce(mat * mat, axis=1))
     return norms
-
-
-def ragged_gather(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Positions starts[i] .. starts[i] + lens[i] - 1 for every i, concatenated."""
-    total = int(lens.sum())
-    first = np.cumsum(lens) - lens
-    pos: np.ndarray = np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
-    return pos
 
 
 class _WordTable:
