@@ -121,10 +121,11 @@ class Memory:
         tuple of strings, numbers, times and such dicts at its first pass, so a cache of them does
         not make its full collections longer or more frequent, as a cache of Memory objects does
         (`from_kept` makes the Memory again)."""
-        d = self.__dict__
-        # an empty dict kept as None: any dict in a tuple, even an untracked one, keeps it tracked
-        return tuple((copy.deepcopy(d[name]) if d[name] else None) if name in _DICT_FIELDS else d[name]
-                     for name in _FIELD_NAMES)
+        values = list(map(self.__dict__.__getitem__, _FIELD_NAMES))  # one C-level pass: a search keeps 50
+        for i in _DICT_POSITIONS:
+            # an empty dict kept as None: any dict in a tuple, even an untracked one, keeps it tracked
+            values[i] = copy.deepcopy(values[i]) if values[i] else None
+        return tuple(values)
 
     @staticmethod
     def from_kept(kept: tuple[Any, ...]) -> Memory:
@@ -168,6 +169,7 @@ class Memory:
 
 _FIELD_NAMES = tuple(f.name for f in fields(Memory))
 _DICT_FIELDS = frozenset({"metadata", "provenance"})
+_DICT_POSITIONS = tuple(i for i, name in enumerate(_FIELD_NAMES) if name in _DICT_FIELDS)
 
 def _aware(t: Any) -> TypeGuard[datetime]:
     """An aware datetime (what can be compared safely before validation)."""
