@@ -60,6 +60,11 @@ class CuriosityLog:
         self._log.flush()
         return len(rows)
 
+    def flush(self) -> None:
+        """Write the rows an append could not (a full disk kept them buffered), if any."""
+        self._check()
+        self._log.flush()
+
     def rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """The waiting rows (of one namespace), oldest first."""
         table = self._log.read()

@@ -10,6 +10,7 @@ the queue; consuming is separate, so an item a crashed explorer listed is still 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -23,8 +24,8 @@ from ..storage.curiosity_log import CuriosityLog
 if TYPE_CHECKING:
     from .facade import Store
 
+_logger = logging.getLogger("engramdb")
 WRITE_DELAY = 0.25  # seconds queued items wait for the worker (a burst of contexts writes one file)
-PENDING_KEPT = 10_000  # items kept waiting when their write fails (the oldest go first)
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 
 
@@ -50,6 +51,7 @@ class CuriosityVerbs:
     _curiosity_queue: CuriosityLog | None = None
     _curiosity_waiting: dict[Key, str] | None = None  # waiting link -> item id, while this store writes
     _pending: list[dict[str, Any]]  # items queued, not written yet (see `_queue`)
+    _unwritten = False  # the log holds items whose write failed (see `_write_pending`)
 
     def __call__(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
         """The waiting curiosity items of a namespace, the largest surprise first (then the oldest),
@@ -64,9 +66,13 @@ class CuriosityVerbs:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
         if not self._db.read_only:
-            self._write_pending()
+            try:
+                self._write_pending()
+            except OSError as exc:  # the log keeps them (and lists them): listing never failed on a full disk
+                _logger.warning("%s: curiosity items were not written: %s", self._db.path, exc)
         view = self._db._view()
-        items = [i for i in (_item(r) for r in self._log().rows(namespace)) if view.is_live(i.memory_id)]
+        rows = self._log().rows(namespace) + [r for r in self._pending if r["namespace"] == namespace]  # not written yet
+        items = [i for i in (_item(r) for r in rows) if view.is_live(i.memory_id)]
         out = ranked(items)
         return out if limit is None else out[:limit]
 
@@ -107,7 +113,7 @@ class CuriosityVerbs:
             with _lock:  # read and kept together: an item queued meanwhile (another thread) is not lost
                 waiting = self._curiosity_waiting
                 if waiting is None:
-                    rows = self._log().rows()
+                    rows = self._log().rows() + self._pending  # the items the worker has not written too
                     waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
         return waiting
 
@@ -117,7 +123,7 @@ class CuriosityVerbs:
         as one file); listing, consuming, a purge and close write or drop what waits first. Why:
         the file and its folder are fsynced, 2-12 ms that a context paid whenever its walk was
         surprised (issue 26); the items are the navigator's notes, not the caller's writes."""
-        if not items or self._db.read_only:
+        if not items or self._db.read_only or self._db._engine.forked:  # a child never writes its parent's queue
             return 0
         with _lock:
             waiting = self._keys()
@@ -134,17 +140,23 @@ class CuriosityVerbs:
 
     def _write_pending(self) -> None:
         """Write the items queued on the worker's side (see `_queue`): the worker's job, and the
-        first step of whatever reads or changes the queue. A write that fails keeps them waiting
-        for the next (up to PENDING_KEPT items: a full disk must not grow the process)."""
+        first step of whatever reads or changes the queue. Once handed to the log the items are
+        its own: a write that fails leaves them in its buffer, which `rows()` lists, a purge
+        filters and the next write (a retry, a later item, close) writes; handing them over again
+        would queue each twice. Nothing in a forked child: the items waiting are its parent's."""
+        if self._db._engine.forked:
+            return
         with _lock:
-            rows, self._pending = self._pending, []
-            if not rows:
+            if not self._pending and not self._unwritten:
                 return
-            try:
-                self._log().append(rows)
-            except BaseException:
-                self._pending = (rows + self._pending)[-PENDING_KEPT:]
-                raise
+            log = self._log()
+            rows, self._pending = self._pending, []
+            self._unwritten = True
+            if rows:
+                log.append(rows)
+            else:
+                log.flush()
+            self._unwritten = False
 
     def _forget(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
         """Remove every item naming one of these memories, and every item of these namespaces

@@ -1,0 +1,135 @@
+"""The agent-loop speed-ups of issue 26 under an adversary (stop 37): the per-segment masks and
+memo, the deferred check kept, the session sort, the context's caches and the curiosity items the
+worker writes. Each test failed on the code before its fix (the commit that adds it says what it
+saw); the ones that held are recorded in bench/RELIABILITY.md."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import engramdb
+import pytest
+from engramdb.storage import disk
+from engramdb.store import curiosity_verbs
+
+GRANT = "grant proposal deadline"
+
+
+def _fill(db: engramdb.Store) -> None:
+    """Notes matching GRANT, and a link that promises more than its target holds (tests/test_curiosity.py):
+    a context of GRANT queues one curiosity item, about `target`."""
+    db.add_many([
+        *({"id": f"s{i}", "content": f"Grant proposal deadline note {i}: the grant proposal deadline is close, "
+                                     f"proposal draft {i}.", "namespace": "n"} for i in range(8)),
+        {"id": "seed", "content": "The grant proposal deadline moved to Friday.", "namespace": "n"},
+        {"id": "target", "content": "The funding office wants a signed budget sheet.", "namespace": "n"},
+        *({"id": f"w{i}", "content": f"Bird watching trip {i} by the lake.", "namespace": "n"} for i in range(60)),
+    ])
+    db.link("seed", "target", "REQUIRES")
+
+
+def _links(db: engramdb.Store) -> list[tuple[str, str | None, str]]:
+    return sorted((i.memory_id, i.parent_id, i.via) for i in db.curiosity("n", limit=None))
+
+
+def _child(note: Path, work: Any) -> int:
+    """Fork; the child runs `work()` (killed after 60 s) and writes what it returns to `note`."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)
+        try:
+            note.write_text(str(work()))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+# ------------------------------------------------------------------------------ curiosity items
+def test_a_purge_while_an_item_waits_for_the_worker_does_not_queue_its_link_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A purge empties the waiting links (read again from the queue file when next needed); an item
+    still waiting for the worker was not in the file, so the next context surprised by the same
+    link queued it again: two items for one link. Was: [target, target]."""
+    monkeypatch.setattr(curiosity_verbs, "WRITE_DELAY", 60.0)  # the worker writes nothing before close
+    db = engramdb.open(tmp_path / "s")
+    _fill(db)
+    db.add("Unrelated note to purge.", namespace="other", id="gone")
+    assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 1
+    db.purge(["gone"])  # before the worker's write
+    assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 0
+    assert _links(db) == [("target", "seed", "REQUIRES")]
+    db.close()
+    with engramdb.open(tmp_path / "s") as db:
+        assert _links(db) == [("target", "seed", "REQUIRES")]
+
+
+def _full(op: str, path: str, detail: object) -> None:
+    if "curiosity" in path and op in ("open", "write"):
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+
+def test_a_full_disk_neither_fails_a_listing_nor_doubles_the_items_it_kept(tmp_path: Path) -> None:
+    """The curiosity queue's file cannot be written (ENOSPC): listing, which writes what waits
+    first, must still list (it never wrote before issue 26) and every retry must not add the items
+    again. Was: listing raised OSError, and each failed write left the items in the log's buffer
+    AND in the store's waiting list, so they came back doubled: four items for one link."""
+    db = engramdb.open(tmp_path / "s")
+    _fill(db)
+    with disk.inject(_full):
+        assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 1
+        assert _links(db) == [("target", "seed", "REQUIRES")]  # listed, not raised
+        assert _links(db) == [("target", "seed", "REQUIRES")]
+        db.admin.settle()  # the worker's write fails too
+        assert _links(db) == [("target", "seed", "REQUIRES")]
+    assert _links(db) == [("target", "seed", "REQUIRES")]  # the disk has room again: written once
+    db.close()
+    with engramdb.open(tmp_path / "s") as db:
+        assert _links(db) == [("target", "seed", "REQUIRES")]
+
+
+def test_items_a_full_disk_kept_waiting_are_written_by_close(tmp_path: Path) -> None:
+    """A write that failed keeps its items; the disk has room again by close, which writes them
+    (K7: the queue outlives the process)."""
+    db = engramdb.open(tmp_path / "s")
+    _fill(db)
+    with disk.inject(_full):
+        assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 1
+        db.admin.settle()  # the worker's write fails
+    db.close()
+    with engramdb.open(tmp_path / "s") as db:
+        assert _links(db) == [("target", "seed", "REQUIRES")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_writes_its_parents_waiting_items(tmp_path: Path) -> None:
+    """A child forked while its parent's items wait for the worker inherits them; listing in the
+    child wrote them into the parent's queue folder from the child (the parent writes them too,
+    with the same sequence numbers). Was: the child opened, wrote and renamed a curiosity file."""
+    db = engramdb.open(tmp_path / "s")
+    _fill(db)
+    assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 1
+    note = tmp_path / "child"
+
+    def work() -> str:
+        written: list[str] = []
+
+        def hook(op: str, path: str, detail: object) -> None:
+            if "curiosity" in path:
+                written.append(op)
+
+        with disk.inject(hook):
+            listed = len(db.curiosity("n", limit=None))
+            db.context("proposal draft budget sheet", namespace="n", max_tokens=1000)
+            listed += len(db.curiosity("n", limit=None))
+        return f"{listed} {written}"
+
+    assert _child(note, work) == 0
+    assert note.read_text() == "2 []"  # the parent's item is listed, and nothing is written
+    db.close()
+    with engramdb.open(tmp_path / "s") as db:
+        assert _links(db) == [("target", "seed", "REQUIRES")]
