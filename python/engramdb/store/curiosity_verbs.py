@@ -10,21 +10,26 @@ the queue; consuming is separate, so an item a crashed explorer listed is still 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
 from collections.abc import Iterable
-from datetime import timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..context.curiosity import CuriosityItem, Key, ranked
 from ..model import checks
+from ..model.memory import utc_now
 from ..storage.curiosity_log import CuriosityLog
 
 if TYPE_CHECKING:
     from .facade import Store
 
 _logger = logging.getLogger("engramdb")
+# items naming what a purge took, made up to this long after it began, are dropped (a context under
+# way as it ran queues after it: store/usage.py's tombstones keep its access rows out alike)
+PURGE_GRACE = timedelta(seconds=60)
 WRITE_DELAY = 0.25  # seconds queued items wait for the worker (a burst of contexts writes one file)
 _lock = threading.RLock()  # guards each queue (one lock for all stores; re-entrant: the verbs holding it open the log)
 
@@ -47,11 +52,13 @@ class CuriosityVerbs:
     def __init__(self, db: Store) -> None:
         self._db = db
         self._pending = []
+        self._tombs = {}
 
     _curiosity_queue: CuriosityLog | None = None
     _curiosity_waiting: dict[Key, str] | None = None  # waiting link -> item id, while this store writes
     _pending: list[dict[str, Any]]  # items queued, not written yet (see `_queue`)
     _unwritten = False  # the log holds items whose write failed (see `_write_pending`)
+    _tombs: dict[str, datetime]  # purged id or namespace (hashed) -> until when items naming it are dropped
 
     def __call__(self, namespace: str, *, limit: int | None = 20) -> list[CuriosityItem]:
         """The waiting curiosity items of a namespace, the largest surprise first (then the oldest),
@@ -126,6 +133,8 @@ class CuriosityVerbs:
         if not items or self._db.read_only or self._db._engine.forked:  # a child never writes its parent's queue
             return 0
         with _lock:
+            if self._tombs:
+                items = self._unpurged(items)
             waiting = self._keys()
             fresh = [i for i in items if i.key not in waiting]
             rows = [_row(i) for i in fresh]
@@ -164,7 +173,9 @@ class CuriosityVerbs:
         if self._db.read_only:
             return 0
         ids, spaces = set(memory_ids), set(namespaces)
+        end = utc_now() + PURGE_GRACE
         with _lock:
+            self._tombs.update(dict.fromkeys(map(_tomb, ids | spaces), end))
             kept = [r for r in self._pending if r["namespace"] not in spaces
                     and not ({r["memory_id"], r["parent_id"], r["seed_id"]} & ids)]
             gone = len(self._pending) - len(kept)
@@ -172,6 +183,26 @@ class CuriosityVerbs:
             gone += self._log().forget_memories(ids, spaces)
             self._curiosity_waiting = None  # read again when next needed
         return gone
+
+    def _unpurged(self, items: list[CuriosityItem]) -> list[CuriosityItem]:
+        """`items` without those naming a memory or namespace a purge took, made before the purge
+        ended (give or take PURGE_GRACE): a context whose walk read the store before a purge
+        queues its items after the purge emptied the queue of them (under `_lock`). A memory made
+        again under the same id later queues as usual; tombstones past their end go."""
+        now = utc_now()
+        self._tombs = {k: end for k, end in self._tombs.items() if end >= now}
+
+        def dead(value: str | None, at: datetime) -> bool:
+            end = self._tombs.get(_tomb(value)) if value is not None else None
+            return end is not None and at <= end
+
+        return [i for i in items if not any(dead(v, i.at) for v in (i.memory_id, i.parent_id, i.seed_id, i.namespace))]
+
+
+def _tomb(value: str) -> str:
+    """What a tombstone keeps of a purged id or namespace: a hash, not the name."""
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
 
 def _row(i: CuriosityItem) -> dict[str, Any]:
     return {"item_id": i.id, "namespace": i.namespace, "memory_id": i.memory_id, "parent_id": i.parent_id,
