@@ -11,6 +11,7 @@ segments that hold the memory instead of marking rows.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -89,6 +90,34 @@ class Segment:
         self.valid_until = _micros(t.column("valid_until"), NEVER)
         self.forgotten = ~t.column("forgotten_at").is_null().to_numpy(zero_copy_only=False)
         self.reset_sys_end()
+
+    @classmethod
+    def joined(cls, older: Segment, newer: Segment) -> Segment:
+        """`older`'s rows then `newer`'s as one segment (the WAL tail's merge: storage/versions.py),
+        its per-row arrays joined from theirs rather than derived again from the joined table (each
+        is a function of its own row; the namespace codes in order of first appearance, as
+        `dictionary_encode` numbers them), `sys_end` as each had it. Its caches start empty."""
+        new = cls.__new__(cls)
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                setattr(new, f.name, f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                setattr(new, f.name, f.default_factory())
+        new.table = pa.concat_tables([older.table, newer.table]).combine_chunks()
+        new.ids = older.ids + newer.ids
+        names, codes = list(older.ns_names), dict(older.ns_codes)
+        remap = np.empty(len(newer.ns_names), np.int32)
+        for i, name in enumerate(newer.ns_names):
+            code = codes.get(name)
+            if code is None:
+                code = codes[name] = len(names)
+                names.append(name)
+            remap[i] = code
+        new.ns_names, new.ns_codes = names, codes
+        new.ns_index = np.concatenate([older.ns_index, remap[newer.ns_index]]).astype(np.int32, copy=False)
+        for name in ("learned_at", "valid_from", "valid_until", "forgotten", "sys_end"):
+            setattr(new, name, np.concatenate([getattr(older, name), getattr(newer, name)]))
+        return new
 
     def reset_sys_end(self) -> None:
         """System-time ends as stored (expired_at); the store lowers them as newer versions arrive."""

@@ -6,7 +6,6 @@ changes under a reader)."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from .segment import MEMO_ROWS, Segment
 
@@ -61,8 +60,7 @@ def merged_tail(segments: tuple[Segment, ...]) -> tuple[Segment, ...]:
             and out[-2].table.schema.equals(out[-1].table.schema, check_metadata=True):
         newer = out.pop()
         older = out.pop()
-        merged = Segment(pa.concat_tables([older.table, newer.table]).combine_chunks())
-        merged.sys_end = np.concatenate([older.sys_end, newer.sys_end])  # replacements carried over
+        merged = Segment.joined(older, newer)  # replacements (sys_end) carried over
         _carry_caches(merged, older, newer)
         out.append(merged)
     return tuple(out) if len(out) != len(segments) else segments

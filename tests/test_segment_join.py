@@ -1,0 +1,57 @@
+"""The WAL tail's merge (storage/versions.py `merged_tail`) joins two segments' per-row arrays
+instead of deriving them again from the joined table (issue 26: every agent-loop write merged the
+tail). At the storage seam: a joined segment holds exactly what a segment made from the joined
+table holds, for any namespaces, times, forgotten rows and replacements."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+from engramdb.model.memory import Memory
+from engramdb.storage.columns import memories_to_table
+from engramdb.storage.segment import NEVER, Segment
+from engramdb.storage.versions import merged_tail
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+NAMESPACES = ["a", "b", "c", "d"]
+
+row = st.tuples(st.sampled_from(NAMESPACES), st.integers(0, 10_000), st.one_of(st.none(), st.integers(0, 10_000)),
+                st.one_of(st.none(), st.integers(10_001, 20_000)), st.booleans())
+
+
+def segment(rows: list[tuple[str, int, int | None, int | None, bool]], start: int) -> Segment:
+    mems = [Memory(id=f"m{start + i}", namespace=ns, content=f"text {start + i}", version=1,
+                   learned_at=T0 + timedelta(seconds=learned),
+                   valid_from=None if vf is None else T0 + timedelta(seconds=vf),
+                   valid_until=None if vu is None else T0 + timedelta(seconds=vu),
+                   forgotten_at=T0 + timedelta(days=9) if forgotten else None)
+            for i, (ns, learned, vf, vu, forgotten) in enumerate(rows)]
+    return Segment(memories_to_table(mems))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(row, min_size=1, max_size=12), st.lists(row, min_size=1, max_size=12), st.data())
+def test_a_joined_segment_holds_what_the_joined_table_gives(a: list, b: list, data: st.DataObject) -> None:
+    older, newer = segment(a, 0), segment(b, len(a))
+    # a replacement lowered some rows' system-time ends before the merge
+    for seg in (older, newer):
+        closed = data.draw(st.lists(st.integers(0, len(seg) - 1), max_size=3))
+        seg.sys_end[closed] = 12_345
+    joined = Segment.joined(older, newer)
+    plain = Segment(joined.table)
+    assert joined.ids == plain.ids
+    assert joined.ns_names == plain.ns_names and joined.ns_codes == plain.ns_codes
+    assert joined.ns_index.dtype == plain.ns_index.dtype and np.array_equal(joined.ns_index, plain.ns_index)
+    for name in ("learned_at", "valid_from", "valid_until", "forgotten"):
+        assert np.array_equal(getattr(joined, name), getattr(plain, name)), name
+    assert np.array_equal(joined.sys_end, np.concatenate([older.sys_end, newer.sys_end]))
+    assert joined.sys_end.max() <= NEVER
+    for ns in NAMESPACES:
+        assert joined.ns_count(ns) == plain.ns_count(ns)
+    assert [joined.memory_at(i) for i in range(len(joined))] == [plain.memory_at(i) for i in range(len(plain))]
+    # the tail's merge gives the joined segment
+    (merged,) = merged_tail((older, newer)) if len(older) <= len(newer) else (joined,)
+    assert merged.ids == joined.ids and np.array_equal(merged.sys_end, joined.sys_end)
