@@ -9,12 +9,16 @@ import errno
 import os
 import signal
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import engramdb
+import numpy as np
 import pytest
-from engramdb.storage import disk
+from engramdb import Tuning
+from engramdb.model.memory import micros
+from engramdb.storage import Engine, disk
 from engramdb.storage.curiosity_log import CuriosityLog
 from engramdb.store import curiosity_verbs
 
@@ -169,3 +173,24 @@ def test_a_context_under_way_during_a_purge_never_writes_an_item_naming_a_purged
     assert errors == []
     rows = CuriosityLog(tmp_path / "s", writable=False).rows()
     assert [r for r in rows if "target" in (r["memory_id"], r["parent_id"], r["seed_id"])] == []
+
+
+# ------------------------------------------------------------------------------ masks of "now"
+def test_a_now_mask_made_later_is_not_reused_when_the_clock_steps_back(tmp_path: Path) -> None:
+    """The rows a current-and-valid-now query sees are kept until the next validity edge after
+    the clock; a clock stepped back (NTP, a VM restored) before an edge already passed must not
+    reuse the mask made after it: a memory valid from 12:00 was seen at 11:00, once a query at
+    13:00 had kept its mask (whole-run and per-segment caches alike)."""
+    start = datetime(2030, 1, 1, 12, tzinfo=timezone.utc)
+    with engramdb.open(tmp_path / "s") as db:
+        db.add("Starts at noon.", namespace="n", valid_from=start, id="later")
+        db.add("Always held.", namespace="n", id="always")
+    view = Engine(tmp_path / "s", schema=None, read_only=True, tuning=Tuning()).view
+
+    def seen(hour: int) -> list[str]:
+        t = micros(datetime(2030, 1, 1, hour, tzinfo=timezone.utc))
+        return sorted(view.ids_at(view.locs(np.flatnonzero(view.key_mask("n", None, t, True)))))
+
+    assert seen(11) == ["always"]
+    assert seen(13) == ["always", "later"]
+    assert seen(11) == ["always"]  # was ["always", "later"]

@@ -55,8 +55,11 @@ class MaskCache:
     """Key masks of current-and-valid-now queries, shared by the snapshots of one store."""
 
     def __init__(self) -> None:
+        # (namespace, types, segments) -> (the segments, the clock it was made at, when it next
+        # changes, the mask): reused for a clock in [made at, changes) only, as a clock stepped
+        # back (NTP, a restored VM) before an edge already passed must not see past it
         self._masks: OrderedDict[tuple[str, frozenset[str] | None, int],
-                                 tuple[tuple[Segment, ...], int, np.ndarray]] = OrderedDict()
+                                 tuple[tuple[Segment, ...], int, int, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
 
     def key_mask(self, segments: Sequence[Segment], namespace: str, known_us: int | None, t: int | None,
@@ -67,14 +70,14 @@ class MaskCache:
         if now_query:
             with self._lock:
                 cached = self._masks.get(key)
-            if cached is not None and t is not None and t < cached[1] and len(cached[0]) == len(segments) \
-                    and all(a is b for a, b in zip(cached[0], segments)):
-                return cached[2]
-        parts, change = [], NEVER
+            if cached is not None and t is not None and cached[1] <= t < cached[2] \
+                    and len(cached[0]) == len(segments) and all(a is b for a, b in zip(cached[0], segments)):
+                return cached[3]
+        parts, since, change = [], -NEVER, NEVER
         for seg in segments:
             if now_query and t is not None:
-                seg_change, m = self._now_part(seg, namespace, t, types)
-                change = min(change, seg_change)
+                seg_since, seg_change, m = self._now_part(seg, namespace, t, types)
+                since, change = max(since, seg_since), min(change, seg_change)
             else:
                 m = row_filter(seg, namespace, known_us, t, types=types)
             parts.append(m if m is not None else np.zeros(len(seg), bool))
@@ -82,19 +85,21 @@ class MaskCache:
         mask.flags.writeable = False  # shared by every query that reuses it
         if now_query:
             with self._lock:
-                self._masks[key] = (tuple(segments), change, mask)
+                self._masks[key] = (tuple(segments), since, change, mask)
                 self._masks.move_to_end(key)
                 while len(self._masks) > MASKS_KEPT:
                     self._masks.popitem(last=False)
         return mask
 
     @staticmethod
-    def _now_part(seg: Segment, namespace: str, t: int, types: frozenset[str] | None) -> tuple[int, np.ndarray | None]:
-        """One segment's part of a current-and-valid-now mask, and when it next changes, kept on
-        the segment: a write makes a new tail segment and leaves the others as they were, so the
-        first query after it filters only the new rows, not the whole namespace."""
+    def _now_part(seg: Segment, namespace: str, t: int,
+                  types: frozenset[str] | None) -> tuple[int, int, np.ndarray | None]:
+        """One segment's part of a current-and-valid-now mask, with the span of clocks it holds
+        for ([made at, next edge)), kept on the segment: a write makes a new tail segment and
+        leaves the others as they were, so the first query after it filters only the new rows,
+        not the whole namespace."""
         cached = seg.now_masks.get((namespace, types))
-        if cached is not None and t < cached[0]:
+        if cached is not None and cached[0] <= t < cached[1]:
             return cached
         m = row_filter(seg, namespace, None, t, types=types)
         change = NEVER
@@ -106,5 +111,5 @@ class MaskCache:
                     change = min(change, int(later.min()))
         if m is not None:
             m.flags.writeable = False  # shared by every mask made from it
-        seg.now_masks[(namespace, types)] = (change, m)
-        return change, m
+        seg.now_masks[(namespace, types)] = (t, change, m)
+        return t, change, m

@@ -70,9 +70,10 @@ class Segment:
     _session_codes: dict[str, int] | None = field(init=False, default=None)
     memo: dict[int, tuple[Any, ...]] = field(init=False, default_factory=dict)  # row -> its Memory's kept() (see remember)
     _reader: RowReader | None = field(init=False, default=None)  # made on the first hit
-    # (namespace, types) -> (the first time after which it changes, the rows a current-and-valid-now
-    # query sees): storage/filters.py's, kept here so that it lives and dies with the segment
-    now_masks: dict[tuple[str, frozenset[str] | None], tuple[int, np.ndarray | None]] = \
+    # (namespace, types) -> (the clock it was made at, the first time after which it changes, the
+    # rows a current-and-valid-now query sees): storage/filters.py's, kept here so that it lives
+    # and dies with the segment
+    now_masks: dict[tuple[str, frozenset[str] | None], tuple[int, int, np.ndarray | None]] = \
         field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:

@@ -77,11 +77,11 @@ def _carry_caches(merged: Segment, older: Segment, newer: Segment) -> None:
     if len(merged.memo) > MEMO_ROWS:
         merged.memo.clear()
     for key in older.now_masks.keys() & newer.now_masks.keys():
-        (c1, m1), (c2, m2) = older.now_masks[key], newer.now_masks[key]
+        (s1, c1, m1), (s2, c2, m2) = older.now_masks[key], newer.now_masks[key]
         if m1 is None and m2 is None:
             mask = None
         else:
             mask = np.concatenate([m1 if m1 is not None else np.zeros(len(older), bool),
                                    m2 if m2 is not None else np.zeros(len(newer), bool)])
             mask.flags.writeable = False
-        merged.now_masks[key] = (min(c1, c2), mask)
+        merged.now_masks[key] = (max(s1, s2), min(c1, c2), mask)  # both parts hold in between
