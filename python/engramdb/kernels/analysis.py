@@ -20,6 +20,9 @@ from .. import _validate as v
 from ._common import exact, index_array
 
 
+MAX_DIM = 1 << 24  # the widest hashing vectors the sums make (16,777,216 columns)
+
+
 class TokenCodes(NamedTuple):
     """A batch's tokens: `counts` (int64, per text), `codes` (int64, per token: its distinct token),
     and per distinct token, in order of first appearance, `first` (int64: where in the code points it
@@ -169,6 +172,8 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
         raise ValueError(f"fval has {fv.shape[0]} entries but fidx has {fi.shape[0]}")
     lt = exact("log_tf", log_tf, (np.float64,))
     d = v.integer("dim", dim, 1)
+    if d > MAX_DIM:  # an (n, dim) result: a huge dim is a mistake, not a MemoryError to meet
+        raise ValueError(f"dim must be <= {MAX_DIM:,}, got {d:,}")
     if isinstance(bigram_weight, bool) or not isinstance(bigram_weight, (int, float, np.floating)):
         raise TypeError(f"bigram_weight must be a number, got {type(bigram_weight).__name__}")
     if not np.isfinite(bigram_weight):
