@@ -19,7 +19,6 @@ from .. import _core
 from .. import _validate as v
 from ._common import exact, index_array
 
-
 MAX_DIM = 1 << 24  # the widest hashing vectors the sums make (16,777,216 columns)
 
 
