@@ -17,6 +17,8 @@ import engramdb
 import numpy as np
 import pytest
 from engramdb import Tuning
+from engramdb.context.lines import made_texts
+from engramdb.context.tokens import counted_texts
 from engramdb.model.memory import micros
 from engramdb.storage import Engine, disk
 from engramdb.storage.curiosity_log import CuriosityLog
@@ -194,3 +196,39 @@ def test_a_now_mask_made_later_is_not_reused_when_the_clock_steps_back(tmp_path:
     assert seen(11) == ["always"]
     assert seen(13) == ["always", "later"]
     assert seen(11) == ["always"]  # was ["always", "later"]
+
+
+# ------------------------------------------------------------------------------ the context's caches
+def test_a_context_under_way_during_a_purge_leaves_no_purged_text_in_the_kept_lines(tmp_path: Path) -> None:
+    """The context's lines, keys and BPE counts are kept across calls, by text, process-wide; a
+    purge empties them, but a context under way on another thread (its walk read the store before
+    the purge) made them again right after: the purged text stayed in the process for good. Was:
+    the purged memory's text among the kept lines after the purge."""
+    secret = "The quokka vault code is Zanzibar"
+    db = engramdb.open(tmp_path / "s")
+    db.add_many([{"content": f"{secret} {i}.", "namespace": "n", "id": f"q{i}"} for i in range(3)]
+                + [{"content": f"Vault notes {i}: quokka visits.", "namespace": "n"} for i in range(30)])
+    stop, made = threading.Event(), threading.Semaphore(0)
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                db.context("quokka vault code", namespace="n", max_tokens=500, log=False)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            made.release()
+
+    threads = [threading.Thread(target=loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for _ in range(4):  # the contexts placed the secret's lines (kept, unless a purge was recent)
+        assert made.acquire(timeout=60)
+    db.purge(["q0", "q1", "q2"])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert not [t for t in made_texts() + counted_texts() if "Zanzibar" in t]
+    assert "Zanzibar" not in db.context("quokka vault code", namespace="n", max_tokens=500, log=False).text
+    db.close()

@@ -21,11 +21,14 @@ said or held.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from ..model.memory import Memory
 
+T = TypeVar("T")
 _MACHINE_ID = re.compile(r"[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}")
 
 
@@ -41,12 +44,35 @@ def flat(text: str) -> str:
 _MADE_KEPT = 8_192
 _lines: dict[tuple[str, str], str] = {}
 _keys: dict[tuple[str, str], tuple[str, str]] = {}
+# A purge empties them, and for this long nothing is kept: a context under way as it ran (its walk
+# read the store before it) would keep the purged text again (as the access log's tombstones)
+QUIET_AFTER_PURGE = 60.0
+_quiet_until = 0.0  # time.monotonic() before which nothing is kept
 
 
 def forget_made() -> None:
-    """Empty the lines and keys made (a purge: they hold memories' text)."""
+    """Empty the lines and keys made (a purge: they hold memories' text), and keep none for
+    QUIET_AFTER_PURGE seconds."""
+    global _quiet_until
+    _quiet_until = time.monotonic() + QUIET_AFTER_PURGE  # first: see _keep
     _lines.clear()
     _keys.clear()
+
+
+def _keep(cache: dict[tuple[str, str], T], at: tuple[str, str], value: T) -> T:
+    """Keep `value` unless a purge is recent. The check follows the insert: a purge that began
+    meanwhile is seen here, or empties the cache after it (it sets the time first)."""
+    if len(cache) >= _MADE_KEPT:
+        cache.clear()
+    cache[at] = value
+    if time.monotonic() < _quiet_until:
+        cache.pop(at, None)
+    return value
+
+
+def made_texts() -> list[str]:
+    """The texts whose lines and keys are kept now (what a purge must leave none of)."""
+    return [text for _, text in (*list(_lines), *list(_keys))]
 
 
 def line(m: Memory, text: str) -> str:
@@ -55,9 +81,7 @@ def line(m: Memory, text: str) -> str:
     found = _lines.get(at)
     if found is None:
         who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
-        if len(_lines) >= _MADE_KEPT:
-            _lines.clear()
-        found = _lines[at] = f"- {who}{flat(text)}"
+        found = _keep(_lines, at, f"- {who}{flat(text)}")
     return found
 
 
@@ -66,9 +90,7 @@ def key(m: Memory, text: str) -> tuple[str, str]:
     at = (m.role or "", text)
     found = _keys.get(at)
     if found is None:
-        if len(_keys) >= _MADE_KEPT:
-            _keys.clear()
-        found = _keys[at] = (flat(at[0]).casefold(), flat(text).casefold())
+        found = _keep(_keys, at, (flat(at[0]).casefold(), flat(text).casefold()))
     return found
 
 

@@ -22,9 +22,12 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+
+from .lines import QUIET_AFTER_PURGE
 
 Counter = Callable[[str], int]
 # cl100k's pre-tokenizer, in `re` terms (a letter is [^\W\d_]): contractions, a word with one leading
@@ -148,6 +151,8 @@ def _remembering(count: Counter) -> Counter:
             if len(seen) >= COUNTS_KEPT:
                 seen.clear()
             n = seen[text] = count(text)
+            if time.monotonic() < _quiet_until:  # a purge is recent (after the insert: see lines._keep)
+                seen.pop(text, None)
         return n
 
     return counted
@@ -156,10 +161,21 @@ def _remembering(count: Counter) -> Counter:
 _remembered: list[dict[str, int]] = []  # every BPE's kept counts (one per loaded BPE)
 
 
+_quiet_until = 0.0  # time.monotonic() before which no count is kept (see forget_counts)
+
+
 def forget_counts() -> None:
-    """Empty the kept token counts (a purge: they are keyed by memories' text)."""
+    """Empty the kept token counts (a purge: they are keyed by memories' text), and keep none
+    for QUIET_AFTER_PURGE seconds (a context under way would count the purged text again)."""
+    global _quiet_until
+    _quiet_until = time.monotonic() + QUIET_AFTER_PURGE
     for seen in _remembered:
         seen.clear()
+
+
+def counted_texts() -> list[str]:
+    """The texts whose token counts are kept now (what a purge must leave none of)."""
+    return [text for seen in list(_remembered) for text in list(seen)]
 
 
 def _name(tokenizer: str | Counter | None) -> str | None:
