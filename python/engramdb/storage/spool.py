@@ -379,5 +379,18 @@ def access_pending(store: Path) -> bool:
     return bool(_files(store, ACCESS_SUFFIX, TAKING_SUFFIX))
 
 
+def quiet(store: Path) -> bool:
+    """True when the spool holds nothing a writer takes in (no capture, no access rows, no
+    temporary file): one listing of the folder, where `pending`, `access_pending` and `torn`
+    list it three times (a writer asks at every add). False may still mean nothing to do: the
+    three say exactly what."""
+    folder = _folder(store)
+    if folder is None:
+        return True
+    wanted = (".json", ACCESS_SUFFIX, TAKING_SUFFIX)
+    with os.scandir(folder) as entries:
+        return not any(e.name.endswith(TMP) or os.path.splitext(e.name)[1] in wanted for e in entries)
+
+
 __all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "exclusive", "finish",
-           "jsonable", "pending", "put", "put_access", "torn", "waiting"]
+           "jsonable", "pending", "put", "put_access", "quiet", "torn", "waiting"]

@@ -47,7 +47,8 @@ class Capture:
         taken in once; before, two threads could take in the same files)."""
         if self._db.read_only or self._db.path is None or getattr(_drainer, "store", None) is self:
             return None  # read-only, in memory, or this thread is draining already (add_many within apply)
-        if not spool.pending(self._db.path) and not spool.access_pending(self._db.path) and not spool.torn(self._db.path):
+        if spool.quiet(self._db.path) or (not spool.pending(self._db.path) and not spool.access_pending(self._db.path)
+                                          and not spool.torn(self._db.path)):
             return None
         with self._db._engine.writing():
             _drainer.store = self
