@@ -204,3 +204,20 @@ def test_an_archived_memory_is_not_pasted_as_an_empty_line(tmp_path: Path) -> No
     ctx = db.context("garden shed door lock", namespace="a", max_tokens=1000)
     lines = pasteable(ctx)
     assert lines and all(r.startswith("- fresh note") for r in lines), ctx.text  # no empty line for an archived one
+
+
+def test_a_turn_backfilled_into_a_session_reads_where_it_was_said() -> None:
+    """A session's turns are pasted in the order they were said (seq), also when one of them was
+    stored after the others (a capture that came late, an import): its learning time is later,
+    its seq is not."""
+    db = engramdb.open(None, dedup="off")
+    db.add_many([{"role": "user", "content": "The kayak trip on the fjord was cold but lovely.", "seq": 2,
+                  "namespace": "u", "session_id": "trip"},
+                 {"role": "assistant", "content": "Did you see the kayak guide's seals near the fjord?", "seq": 3,
+                  "namespace": "u", "session_id": "trip"}])
+    time.sleep(0.01)
+    db.add("We rented the kayak at the fjord harbour at dawn.", role="user", seq=1, namespace="u", session_id="trip")
+    lines = pasteable(db.context("kayak fjord", namespace="u", max_tokens=600))
+    said = [r for r in lines if "kayak" in r]
+    assert len(said) == 3, lines
+    assert "rented the kayak" in said[0] and "cold but lovely" in said[1] and "seals" in said[2], said

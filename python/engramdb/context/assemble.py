@@ -428,7 +428,8 @@ def _text(m: Memory, text: str, now: datetime) -> str:
 def _placed(m: Memory, text: str, section: str, score: float, tokens: int, why: str, prov: dict[str, Any],
             now: datetime) -> sec.Placed:
     item = ContextItem(m.id, section, _text(m, text, now), score, tokens, why, prov, ln.mark(m, now))
-    return sec.Placed(item, ln.group(m), (ln.said_at(m) or now, m.seq if m.seq is not None else -1, m.id))
+    seq = m.seq if m.seq is not None and m.session_id is not None else -1  # a seq orders its session's turns
+    return sec.Placed(item, ln.group(m), (seq, ln.said_at(m) or now, m.id))
 
 
 def _quote(h: Hit) -> str:

@@ -46,12 +46,13 @@ def budgets(max_tokens: int) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Placed:
-    """An item with where it goes in its section: its group and its place in it (`order`: when it
-    was said, its seq in its session, its id)."""
+    """An item with where it goes in its section: its group and its place in it (`order`: its seq
+    in its session (-1 without one), when it was said, its id: a turn added to a session later,
+    a backfill, still reads where it was said)."""
 
     item: ContextItem
     group: Group = _NO_GROUP
-    order: tuple[datetime, int, str] = (_EPOCH, -1, "")
+    order: tuple[int, datetime, str] = (-1, _EPOCH, "")
 
 
 def render(placed: list[Placed], labels: Mapping[str, str]) -> tuple[str, list[ContextItem]]:
