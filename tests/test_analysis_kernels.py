@@ -166,6 +166,30 @@ def test_word_features_refuses_bad_arguments_naming_them(field: str, value: Any,
         kernels.word_features(**args)
 
 
+def test_the_hashing_space_stays_its_reference_as_its_tables_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a word table of 8 words: batches and one-text queries in turn clear it over and over (and the
+    # tokens' remembered slots with it: a stale slot would name another word's row), and many
+    # negations that all say "not" fill the token slots without growing the table
+    from engramdb.spaces import hashing
+
+    monkeypatch.setattr(hashing, "TABLE_WORDS", 8)
+    emb = HashingEmbedder(dim=64)
+    # a batch remembers its tokens' slots; queries then fill the table past 8 and start it afresh;
+    # the same batch again must not read the old slots
+    sequence = [["alpha beta gamma", "delta epsilon"], ["zeta eta theta iota kappa"], ["lambda"],
+                ["alpha beta gamma", "delta epsilon"]]
+    for texts in sequence:
+        assert emb.embed(texts).tobytes() == reference_hashing(texts, 64, 2).tobytes()
+    rng = np.random.default_rng(3)
+    vocab = ["cats", "dogs", "run", "the", "not", "blue", "sky", "sea", "x1", "y2", "z3", "w4", "q5", "don't", "is"]
+    for step in range(60):
+        texts = [" ".join(rng.choice(vocab, int(rng.integers(0, 9)))) for _ in range(int(rng.integers(1, 4)))]
+        texts.append(" ".join(f"w{step}x{i}n't" for i in range(20)))
+        assert emb.embed(texts).tobytes() == reference_hashing(texts, 64, 2).tobytes()
+        one = [texts[0]]
+        assert emb.embed(one).tobytes() == reference_hashing(one, 64, 2).tobytes()
+
+
 def _table(rng: np.random.Generator, words: int, dim: int) -> dict[str, np.ndarray]:
     lens = rng.integers(0, 9, words).astype(np.int64)
     return {"tab_start": (np.cumsum(lens) - lens).astype(np.int64), "tab_len": lens,

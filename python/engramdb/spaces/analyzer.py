@@ -353,11 +353,13 @@ class Analyzer:
 
     def _terms_batch(self, texts: Sequence[str]) -> Tokens:
         tb = tokenize_batch(texts)
-        of_word = list(map(self._term_of, tb.words))  # per distinct token: its term, None if stopped
-        terms = list(dict.fromkeys(t for t in of_word if t is not None))
-        index = dict(zip(terms, range(len(terms))))
-        to_term = np.fromiter((index.get(t, -1) if t is not None else -1 for t in of_word), dtype=np.int64,
-                              count=len(of_word))
+        # per distinct token: the number of its term among the batch's terms (numbered in order of
+        # first appearance), -1 if stopped
+        index: dict[str, int] = {}
+        number = index.setdefault
+        to_term = np.array([-1 if t is None else number(t, len(index)) for t in map(self._term_of, tb.words)],
+                           dtype=np.int64).reshape(-1)
+        terms = list(index)
         per = to_term[tb.codes]
         keep = per >= 0
         counts = np.bincount(tb.rows()[keep], minlength=len(tb.counts)).astype(np.int64)
