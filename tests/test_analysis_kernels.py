@@ -323,7 +323,8 @@ def test_tokenize_codepoints_refuses_bad_arguments_naming_them(field: str, value
                                                              says: str) -> None:
     args: dict[str, Any] = {"codepoints": np.array([97, 98], np.uint32), "text_ptr": np.array([0, 2], np.int64),
                             "word_char": _word_chars()}
-    assert kernels.tokenize_codepoints(**args).counts.tolist() == [1]
+    good = kernels.tokenize_codepoints(**args)
+    assert good.counts.tolist() == [1] and good.words == ["ab"] and good.first.tolist() == [0]
     args[field] = value
     with pytest.raises(error, match=says):
         kernels.tokenize_codepoints(**args)

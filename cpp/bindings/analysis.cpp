@@ -21,7 +21,7 @@ carray<T> to_array(const std::vector<T>& v) {
 const char* const kTokenErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
                                     "a code point is not classified by word_char (past its end, or neither 0 nor 1)"};
 
-std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>> tokenize_py(
+std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, py::list> tokenize_py(
     const carray<uint32_t>& cp, const carray<int64_t>& text_ptr, const carray<uint8_t>& word_char) {
     require_rank(cp, 1, "codepoints");
     require_rank(text_ptr, 1, "text_ptr");
@@ -35,7 +35,16 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>> t
                                    word_char.data(), uz(word_char.shape(0)), pass);
     }
     if (code) throw py::value_error(kTokenErrors[code]);
-    return {to_array(pass.counts), to_array(pass.codes), to_array(pass.first), to_array(pass.length)};
+    // each distinct token as a str, made here from its code points (a slice per token in Python
+    // cost more than the scan)
+    py::list words(pass.first.size());
+    for (size_t w = 0; w < pass.first.size(); ++w) {
+        PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, cp.data() + pass.first[w],
+                                                static_cast<py::ssize_t>(pass.length[w]));
+        if (s == nullptr) throw py::error_already_set();
+        PyList_SET_ITEM(words.ptr(), static_cast<py::ssize_t>(w), s);
+    }
+    return {to_array(pass.counts), to_array(pass.codes), to_array(pass.first), to_array(pass.length), words};
 }
 
 const char* const kSumErrors[] = {"", "counts must be >= 0 and sum to len(slots)", "a slot is out of the table's range",
@@ -151,7 +160,7 @@ std::tuple<carray<int64_t>, carray<int64_t>> cut_passages_py(const carray<uint32
 
 void bind_analysis(py::module_& m) {
     m.def("tokenize_codepoints", &tokenize_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("word_char"),
-          "Tokens of texts given as code points: (counts, codes, first, length) of the batch's distinct tokens.");
+          "Tokens of texts given as code points: (counts, codes, first, length, words) of the batch's distinct tokens.");
     m.def("hash_feature_sums", &hash_sums_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"),
           py::arg("tab_len"), py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"),
           py::arg("bigram_weight"), py::arg("dim"),

@@ -25,12 +25,13 @@ MAX_DIM = 1 << 24  # the widest hashing vectors the sums make (16,777,216 column
 class TokenCodes(NamedTuple):
     """A batch's tokens: `counts` (int64, per text), `codes` (int64, per token: its distinct token),
     and per distinct token, in order of first appearance, `first` (int64: where in the code points it
-    first appears) and `length` (int64, in code points)."""
+    first appears), `length` (int64, in code points) and `words` (the token as a str)."""
 
     counts: np.ndarray
     codes: np.ndarray
     first: np.ndarray
     length: np.ndarray
+    words: list[str]
 
 
 def tokenize_codepoints(codepoints: Any, text_ptr: Any, word_char: Any) -> TokenCodes:

@@ -270,8 +270,8 @@ def _tokenize_batch(texts: Sequence[str]) -> Tokens:
             raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
         normed.append(normalize(text))
     # one native pass over the batch's code points (kernels.tokenize_codepoints: what _TOKEN_RE
-    # finds, each distinct token numbered in order of first appearance, no str made per token); a
-    # str is then made per distinct token only
+    # finds, each distinct token numbered in order of first appearance and made a str once, no str
+    # made per token)
     joined = "".join(normed)
     if joined.isascii():
         cp = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint32)
@@ -280,8 +280,7 @@ def _tokenize_batch(texts: Sequence[str]) -> Tokens:
     ptr = np.zeros(len(normed) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, normed), np.int64, count=len(normed)), out=ptr[1:])
     got = tokenize_codepoints(cp, ptr, _word_chars(cp))
-    words = [joined[a : a + n] for a, n in zip(got.first.tolist(), got.length.tolist())]
-    return Tokens(got.counts, words, got.codes)
+    return Tokens(got.counts, got.words, got.codes)
 
 
 _WORD_CHARS: np.ndarray | None = None
