@@ -51,6 +51,8 @@ def test_a_joined_segment_holds_what_the_joined_table_gives(a: list, b: list, da
     assert joined.sys_end.max() <= NEVER
     for ns in NAMESPACES:
         assert joined.ns_count(ns) == plain.ns_count(ns)
+        mine = plain.learned_at[plain.ns_index == plain.ns_codes[ns]] if ns in plain.ns_codes else plain.learned_at[:0]
+        assert joined.ns_newest(ns) == plain.ns_newest(ns) == max(0, int(mine.max()) if len(mine) else 0)
     assert [joined.memory_at(i) for i in range(len(joined))] == [plain.memory_at(i) for i in range(len(plain))]
     # the tail's merge gives the joined segment
     (merged,) = merged_tail((older, newer)) if len(older) <= len(newer) else (joined,)

@@ -63,6 +63,7 @@ class Segment:
     forgotten: np.ndarray = field(init=False)
     _vectors: dict[str, Embedding] = field(init=False, default_factory=dict)
     _ns_counts: np.ndarray | None = field(init=False, default=None)
+    _ns_newest: np.ndarray | None = field(init=False, default=None)
     _records: pa.Table | None = field(init=False, default=None)
     _types: tuple[np.ndarray, list[str]] | None = field(init=False, default=None)
     _turns: tuple[np.ndarray, list[str], np.ndarray] | None = field(init=False, default=None)
@@ -156,6 +157,18 @@ class Segment:
             self._ns_counts = np.bincount(self.ns_index, minlength=len(self.ns_names))
         code = self.ns_codes.get(namespace)
         return 0 if code is None else int(self._ns_counts[code])
+
+    def ns_newest(self, namespace: str) -> int:
+        """The newest learning time (microseconds) among `namespace`'s rows in this segment, 0
+        without any: every row's, all versions (rows never change: found once per segment, then
+        kept; a store's derived results are stamped with it at each snapshot)."""
+        if self._ns_newest is None:
+            newest = np.zeros(len(self.ns_names), np.int64)
+            if len(self.ns_index):
+                np.maximum.at(newest, self.ns_index, self.learned_at)
+            self._ns_newest = newest
+        code = self.ns_codes.get(namespace)
+        return 0 if code is None else int(self._ns_newest[code])
 
     def type_mask(self, types: frozenset[str]) -> np.ndarray:
         """Rows whose memory_type is one of `types` (the column is dictionary-encoded once)."""

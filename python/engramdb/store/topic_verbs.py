@@ -480,17 +480,13 @@ def _moved(stored: str, now: str) -> bool:
 def _stamp(view: View, namespace: str) -> str:
     """The state of a namespace stored results are valid for: its rows (every write adds one) and
     its newest learning time (a purge and as many adds after it change that). Once per snapshot:
-    every search and context of a namespace reads it (a pass over its rows)."""
+    every search and context of a namespace reads it (each segment's newest is found once: a pass
+    over the namespace's rows at each write was ~0.5 ms of the next context at 100,000 memories)."""
     key = f"topics-stamp:{namespace}"
     found = view.derived.get(key)
     if found is not None:
         return str(found)
-    newest = 0
-    for si in range(len(view.segments)):
-        mask = view.namespace_mask(si, namespace)
-        if mask is not None:
-            mine = view.row_array(si, "learned_at")[mask]
-            newest = max(newest, int(mine.max()) if len(mine) else 0)
+    newest = max((seg.ns_newest(namespace) for seg in view.segments), default=0)  # kept per segment
     found = view.derived[key] = f"{view.namespace_rows(namespace)}:{newest}"
     return found
 
