@@ -74,9 +74,9 @@ inline uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-// rint(v * 2^24), as spaces/hashing.py's _fixed: v is formed by the caller exactly as numpy forms it
-// (one multiplication at a time, no fused multiply-add: none is written here and the file is built
-// without -ffast-math), and 2^24 scales exactly. Rounding to the nearest whole number, ties to even,
+// rint(v * 2^24), as spaces/hashing.py's _fixed did it: v is formed by the caller exactly as numpy
+// forms it (one multiplication at a time: this file is built with -ffp-contract=off and without
+// -ffast-math), and 2^24 scales exactly. Rounding to the nearest whole number, ties to even,
 // by adding and subtracting 1.5 * 2^52 (exact for |x| < 2^51: the sum's last bit is worth 1) instead
 // of a libm call per feature (nearbyint is not inlined for the baseline x86-64 target). The one
 // difference from rint, +0.0 for a negative value that rounds to zero, cannot show: the sums start
