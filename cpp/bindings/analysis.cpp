@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include <pybind11/typing.h>
+
 #include "util.h"
 
 namespace engramdb::bind {
@@ -21,7 +23,7 @@ carray<T> to_array(const std::vector<T>& v) {
 const char* const kTokenErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
                                     "a code point is not classified by word_char (past its end, or neither 0 nor 1)"};
 
-std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, py::list> tokenize_py(
+std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, py::typing::List<py::str>> tokenize_py(
     const carray<uint32_t>& cp, const carray<int64_t>& text_ptr, const carray<uint8_t>& word_char) {
     require_rank(cp, 1, "codepoints");
     require_rank(text_ptr, 1, "text_ptr");
@@ -37,7 +39,7 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, p
     if (code) throw py::value_error(kTokenErrors[code]);
     // each distinct token as a str, made here from its code points (a slice per token in Python
     // cost more than the scan)
-    py::list words(pass.first.size());
+    py::typing::List<py::str> words(pass.first.size());  // typed: the stub says list[str]
     for (size_t w = 0; w < pass.first.size(); ++w) {
         PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, cp.data() + pass.first[w],
                                                 static_cast<py::ssize_t>(pass.length[w]));

@@ -131,7 +131,7 @@ def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsI
     """
     Sum of a float32 array by a plain streaming read (memory-bandwidth probe).
     """
-def tokenize_codepoints(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_char: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], list]:
+def tokenize_codepoints(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_char: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], list[str]]:
     """
     Tokens of texts given as code points: (counts, codes, first, length, words) of the batch's distinct tokens.
     """
