@@ -57,3 +57,48 @@ def test_a_joined_segment_holds_what_the_joined_table_gives(a: list, b: list, da
     # the tail's merge gives the joined segment
     (merged,) = merged_tail((older, newer)) if len(older) <= len(newer) else (joined,)
     assert merged.ids == joined.ids and np.array_equal(merged.sys_end, joined.sys_end)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 20), min_size=1, max_size=40))
+def test_the_tail_merges_small_segments_and_keeps_large_ones(sizes: list[int]) -> None:
+    """The WAL tail as writes of these sizes leave it (storage/versions.py, scaled down: merges stop
+    at 8 rows, and past 5 in-memory segments the counter merges whatever their size): every row
+    once, in order; a segment over the cap only once the tail was long, or as written."""
+    from engramdb.storage import versions
+
+    cap, most = 8, 5
+    old = (versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS)
+    versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS = cap, most
+    try:
+        tail: tuple[Segment, ...] = ()
+        start, long_once = 0, False
+        for n in sizes:
+            long_once |= len(tail) + 1 > most
+            tail = versions.merged_tail((*tail, segment([("a", start + i, None, None, False) for i in range(n)], start)))
+            start += n
+            if not long_once:
+                assert all(len(s) <= cap or len(s) in sizes for s in tail)
+        assert [i for s in tail for i in s.ids] == [f"m{i}" for i in range(start)]
+    finally:
+        versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS = old
+
+
+def test_one_row_writes_leave_a_short_tail() -> None:
+    """An agent's writes, one row each: the small ones merge as a binary counter, the blocks of the
+    cap wait (until the WAL is folded into a file) or, past the limit, merge too."""
+    from engramdb.storage import versions
+
+    cap, most = 8, 5
+    old = (versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS)
+    versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS = cap, most
+    try:
+        tail: tuple[Segment, ...] = ()
+        for k in range(200):
+            tail = versions.merged_tail((*tail, segment([("a", k, None, None, False)], k)))
+            # the limit, and a binary counter's log2 beside it (the merges past the limit are one too)
+            assert len(tail) <= most + (k + 1).bit_length(), [len(x) for x in tail]
+        assert [i for s in tail for i in s.ids] == [f"m{i}" for i in range(200)]
+        assert max(len(s) for s in tail) > cap  # past the limit the blocks merged
+    finally:
+        versions.TAIL_MERGE_ROWS, versions.TAIL_SEGMENTS = old

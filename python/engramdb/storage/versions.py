@@ -48,15 +48,38 @@ def with_closures(segments: tuple[Segment, ...], bases: np.ndarray,
     return tuple(out)
 
 
+# The tail's merges stop at this many rows: a merge copies every column of both (a long turn's token
+# vectors too), so a batch this large (an `add_many` of a conversation) was copied once more at
+# each merge above it, ~10% of a long-turn ingest (bench/RESULTS.md "Ingest by native analysis
+# passes"), and an agent's write now and then paid the copy of a few thousand rows. The WAL is
+# folded into a file at `Tuning.checkpoint_rows` (4,096): at most that / this merged segments wait
+# beside the counter's log2(this) small ones. Past TAIL_SEGMENTS in-memory segments (a larger
+# `checkpoint_rows`) the counter merges whatever their size again, so a search never meets more.
+TAIL_MERGE_ROWS = 512
+TAIL_SEGMENTS = 24
+
+
+def _in_memory(segments: list[Segment]) -> int:
+    """How many of the trailing segments are the WAL's (not yet a file)."""
+    n = 0
+    for seg in reversed(segments):
+        if seg.file is not None:
+            break
+        n += 1
+    return n
+
+
 def merged_tail(segments: tuple[Segment, ...]) -> tuple[Segment, ...]:
     """The WAL's in-memory segments merged as a binary counter: the newest two are one while the
     older is no larger than the newer. An agent adds one turn per write: without this, a WAL of
     4,096 one-row segments made every search scan, filter and mask 4,096 segments (92 ms a
-    context after 500 turns); with it there are at most log2(WAL rows) + 1 of them, and each row
-    is copied log2 times. Keys (global row numbers) stay the same: same rows, same order (as a
+    context after 500 turns); with it there are at most log2(TAIL_MERGE_ROWS) + 1 small ones and
+    the merged ones above TAIL_MERGE_ROWS (TAIL_SEGMENTS in all, at most), and a row is copied
+    log2(TAIL_MERGE_ROWS) times. Keys (global row numbers) stay the same: same rows, same order (as a
     checkpoint's fold), so the id index and every key-based index need nothing."""
     out = list(segments)
     while len(out) >= 2 and out[-1].file is None and out[-2].file is None and len(out[-2]) <= len(out[-1]) \
+            and (len(out[-2]) + len(out[-1]) <= TAIL_MERGE_ROWS or _in_memory(out) > TAIL_SEGMENTS) \
             and out[-2].table.schema.equals(out[-1].table.schema, check_metadata=True):
         newer = out.pop()
         older = out.pop()
