@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import shutil
-from collections.abc import Sequence
+import signal
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +138,18 @@ def shown_long_ago(folder: Path, namespace: str, shown: Sequence[str], used: str
         log.append([{**base, "kind": "feedback", "query": None, "memory_id": used, "rank": None, "score": None,
                      "used": True}])
     log.flush()
+
+
+def fork_child(note: Path, work: Callable[[], Any]) -> int:
+    """Fork; the child runs `work()` (killed after 60 s: a child that hangs on a lock or a future
+    of its parent's threads fails the test instead of hanging it) and writes what it returns to
+    `note`. Returns the child's exit code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)
+        try:
+            note.write_text(str(work()))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)

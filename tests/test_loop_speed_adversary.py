@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import engramdb
 import numpy as np
 import pytest
+import store_helpers
 from engramdb import Tuning
 from engramdb.context.lines import made_texts
 from engramdb.context.tokens import counted_texts
@@ -44,17 +43,7 @@ def _links(db: engramdb.Store) -> list[tuple[str, str | None, str]]:
     return sorted((i.memory_id, i.parent_id, i.via) for i in db.curiosity("n", limit=None))
 
 
-def _child(note: Path, work: Any) -> int:
-    """Fork; the child runs `work()` (killed after 60 s) and writes what it returns to `note`."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        signal.alarm(60)
-        try:
-            note.write_text(str(work()))
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+_child = store_helpers.fork_child
 
 
 # ------------------------------------------------------------------------------ curiosity items

@@ -5,7 +5,6 @@ its fix (the commit that adds it says what it saw)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ from typing import Any
 
 import engramdb
 import pytest
+import store_helpers
 from engramdb.importance.ratings import Ratings
 from engramdb.storage import disk
 from engramdb.storage.curiosity_log import CuriosityLog
@@ -21,19 +21,7 @@ from engramdb.storage.curiosity_log import CuriosityLog
 GRANT = "grant proposal deadline"
 
 
-def _child(note: Path, work: Any) -> int:
-    """Fork; the child runs `work()` (killed after 60 s: a child that hangs on a lock or a future
-    of its parent's threads fails the test instead of hanging it) and writes what it returns to
-    `note`. Returns the child's exit code."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        signal.alarm(60)
-        try:
-            note.write_text(str(work()))
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+_child = store_helpers.fork_child
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
