@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,8 @@ from .schema import Schema, Space, SpaceError
 QUERY_CACHE = 2048  # query embeddings kept (K5): an agent asks the same things, a model call costs ms
 _cache: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
 _cache_lock = threading.Lock()
+QUIET_AFTER_PURGE = 60.0  # seconds after a purge when the purging store's query embeddings are not kept
+_quiet: dict[int, float] = {}  # id of an embedder -> time.monotonic() before which nothing it embeds is kept
 
 
 def embed_query(space: Space, embedders: Mapping[str, Embedder], query: Any) -> Any:
@@ -36,9 +39,10 @@ def embed_query(space: Space, embedders: Mapping[str, Embedder], query: Any) -> 
                 return hit
         vec = space.check(emb.embed([query]), 1)
         with _cache_lock:
-            _cache[key] = vec
-            if len(_cache) > QUERY_CACHE:
-                _cache.popitem(last=False)
+            if time.monotonic() >= _quiet.get(id(emb), 0.0):  # see forget_queries
+                _cache[key] = vec
+                if len(_cache) > QUERY_CACHE:
+                    _cache.popitem(last=False)
         return vec
     return space.check(query, 1)
 
@@ -48,9 +52,17 @@ def cached_queries() -> int:
     return len(_cache)
 
 
-def forget_queries() -> None:
-    """Empty the cache (a purge: its keys are query texts, which may say what purged memories said)."""
+def forget_queries(embedders: Iterable[Embedder] = ()) -> None:
+    """Empty the cache (a purge: its keys are query texts, which may say what purged memories said),
+    and keep nothing embedded by `embedders` (the purging store's) for QUIET_AFTER_PURGE seconds: a
+    search under way on another thread embedded its query before the purge and would keep it right
+    after (as the context's line caches)."""
     with _cache_lock:
+        now = time.monotonic()
+        for key in [k for k, until in _quiet.items() if until <= now]:
+            del _quiet[key]
+        for emb in embedders:
+            _quiet[id(emb)] = now + QUIET_AFTER_PURGE
         _cache.clear()
 
 

@@ -69,7 +69,7 @@ class Purging:
         self._db._search_cache = None
         self._db._types_cache = None
         self._db._pages.clear()  # the page orders of list() (ids and locations)
-        forget_queries()  # the query vectors embedded for searches (keyed by their text)
+        forget_queries(self._db.embedders.values())  # the query vectors embedded for searches (keyed by their text)
         self._db._context._forget_maps()  # the topic maps of contexts (members' ids, labels)
         forget_made()  # the context lines made (their text)
         forget_counts()  # the token counts kept (keyed by their text)
