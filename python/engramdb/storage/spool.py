@@ -387,9 +387,11 @@ def quiet(store: Path) -> bool:
     folder = _folder(store)
     if folder is None:
         return True
-    wanted = (".json", ACCESS_SUFFIX, TAKING_SUFFIX)
+    # by the name's end, not os.path.splitext: it gives no extension to `..json`, where the checks'
+    # Path.suffix gives ".json" (a capture they take in); a name's end finds all they find, and more
+    wanted = (".json", ACCESS_SUFFIX, TAKING_SUFFIX, TMP)
     with os.scandir(folder) as entries:
-        return not any(e.name.endswith(TMP) or os.path.splitext(e.name)[1] in wanted for e in entries)
+        return not any(e.name.endswith(wanted) for e in entries)
 
 
 __all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "exclusive", "finish",

@@ -74,19 +74,36 @@ def merged_tail(segments: tuple[Segment, ...]) -> tuple[Segment, ...]:
     older is no larger than the newer. An agent adds one turn per write: without this, a WAL of
     4,096 one-row segments made every search scan, filter and mask 4,096 segments (92 ms a
     context after 500 turns); with it there are at most log2(TAIL_MERGE_ROWS) + 1 small ones and
-    the merged ones above TAIL_MERGE_ROWS (TAIL_SEGMENTS in all, at most), and a row is copied
-    log2(TAIL_MERGE_ROWS) times. Keys (global row numbers) stay the same: same rows, same order (as a
+    the merged ones above TAIL_MERGE_ROWS (about TAIL_SEGMENTS in all, never more than twice that,
+    whatever the writes' sizes: see below), and a row is copied about log2(TAIL_MERGE_ROWS) times. Keys (global row numbers) stay the same: same rows, same order (as a
     checkpoint's fold), so the id index and every key-based index need nothing."""
     out = list(segments)
     while len(out) >= 2 and out[-1].file is None and out[-2].file is None and len(out[-2]) <= len(out[-1]) \
             and (len(out[-2]) + len(out[-1]) <= TAIL_MERGE_ROWS or _in_memory(out) > TAIL_SEGMENTS) \
             and out[-2].table.schema.equals(out[-1].table.schema, check_metadata=True):
-        newer = out.pop()
-        older = out.pop()
-        merged = Segment.joined(older, newer)  # replacements (sys_end) carried over
-        _carry_caches(merged, older, newer)
-        out.append(merged)
+        _join_at(out, len(out) - 2)
+    # The counter merges only an older part no larger than the newer: writes of falling sizes (a
+    # conversation's batches of 300, 299, ... rows) never merged, and the tail grew with every
+    # write (300 in-memory segments, each scanned, filtered and masked by every search; a large
+    # `checkpoint_rows` let it grow to thousands). Past twice the limit, neighbours merge back
+    # down to it (any two neighbours keep the rows' order and keys), the pair whose larger part is
+    # smallest first: a batch of small ones, not a large one copied at each write.
+    if _in_memory(out) > 2 * TAIL_SEGMENTS:
+        while (n := _in_memory(out)) > TAIL_SEGMENTS:
+            pairs = [i for i in range(len(out) - n, len(out) - 1)
+                     if out[i].table.schema.equals(out[i + 1].table.schema, check_metadata=True)]
+            if not pairs:
+                break  # a space added between writes: the checkpoint folds them
+            _join_at(out, min(pairs, key=lambda i: (max(len(out[i]), len(out[i + 1])), len(out[i]) + len(out[i + 1]))))
     return tuple(out) if len(out) != len(segments) else segments
+
+
+def _join_at(out: list[Segment], i: int) -> None:
+    """Replace `out[i]` and `out[i + 1]` by their join (replacements, sys_end, carried over)."""
+    older, newer = out[i], out[i + 1]
+    merged = Segment.joined(older, newer)
+    _carry_caches(merged, older, newer)
+    out[i:i + 2] = [merged]
 
 
 def _carry_caches(merged: Segment, older: Segment, newer: Segment) -> None:

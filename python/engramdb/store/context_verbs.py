@@ -40,12 +40,16 @@ class ContextAssembly:
     def __init__(self, db: Store) -> None:
         self._db = db
         self._maps: dict[str, tuple[object, asm.TopicMap]] = {}  # namespace -> (topics run, its map)
+        self._maps_lock = threading.Lock()
+        self._purges = 0  # purges that dropped the maps: a map made from topics read before one is not kept
 
     _duals: Duals | None = None
 
     def _forget_maps(self) -> None:
         """Drop the topic maps kept (a purge: they hold members' ids and labels)."""
-        self._maps = {}
+        with self._maps_lock:
+            self._purges += 1
+            self._maps = {}
 
     def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
                 as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
@@ -144,6 +148,7 @@ class ContextAssembly:
     def _context_topics(self, namespace: str) -> asm.TopicMap:
         """The namespace's topics as last computed (labels, centroids, memory -> topic), for the
         context's topic heading; none when none were computed."""
+        purges = self._purges  # read first: topics read before a purge may hold what it took out
         found = self._db.topics._topics_to_use(namespace)  # one run's labels and centroids, though a new run lands
         if not found:
             return asm.TopicMap()
@@ -156,9 +161,12 @@ class ContextAssembly:
         if centroids is None or len(centroids) != len(found):  # topics stored before their centroids were
             _, centroids = self._db.topics._topic_map(namespace, found)
         made = asm.TopicMap([t.label for t in found], np.asarray(centroids, np.float64), [t.members for t in found])
-        if len(self._maps) >= MAPS_KEPT:
-            self._maps.clear()
-        self._maps[namespace] = (found, made)
+        with self._maps_lock:
+            if purges != self._purges:
+                return made  # a purge ran since the topics were read: this context's alone, never kept
+            if len(self._maps) >= MAPS_KEPT:
+                self._maps.clear()
+            self._maps[namespace] = (found, made)
         return made
 
     def _recent_turns(self, namespace: str, session_id: str) -> list[Memory]:
