@@ -168,3 +168,58 @@ def test_a_purge_during_a_context_keeps_no_topic_map_of_the_purged(tmp_path: Pat
     kept = [m for m in gc.get_objects() if isinstance(m, asm.TopicMap) and any("g0" in ms for ms in m.members)]
     assert kept == []
     db.close()
+
+
+def test_a_spool_folder_replaced_by_a_file_during_the_check_fails_no_add(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spool folder replaced by a file (or removed) between quiet's check that it is a folder
+    and its listing: the add raised a raw NotADirectoryError out of `quiet`, though the three
+    checks it stands for find nothing there. Was: NotADirectoryError from db.add."""
+    import os
+    import shutil
+
+    db = engramdb.open(tmp_path / "s")
+    db.add("first", namespace="n")
+    folder = tmp_path / "s" / spool.FOLDER
+    folder.mkdir(exist_ok=True)
+    real = os.scandir
+
+    def swapped(path: Any = ".") -> Any:
+        if isinstance(path, (str, Path)) and Path(path) == folder and folder.is_dir():
+            shutil.rmtree(folder)
+            folder.write_text("not a folder")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", swapped)
+    m = db.add("second", namespace="n")
+    monkeypatch.undo()
+    assert db.get(m.id) is not None and len(db) == 2
+    db.close()
+
+
+CAPTURER = """
+import sys, engramdb
+for i in range(int(sys.argv[2])):
+    engramdb.capture(sys.argv[1], [{"id": f"cap{i}", "content": f"captured turn {i}", "namespace": "n"}])
+"""
+
+
+def test_captures_spooled_while_a_writer_adds_are_taken_in_once(tmp_path: Path) -> None:
+    """Another process captures one record at a time while this store's writer adds: each add asks
+    `quiet` first; every capture is in the store once, none lost, none twice (held)."""
+    import subprocess
+    import sys
+
+    db = engramdb.open(tmp_path / "s")
+    db.add("opening", namespace="n")
+    proc = subprocess.Popen([sys.executable, "-c", CAPTURER, str(tmp_path / "s"), "30"])
+    added = 0
+    while proc.poll() is None:
+        db.add(f"writer turn {added}", namespace="n")
+        added += 1
+    assert proc.wait() == 0
+    db.add("closing", namespace="n")  # takes in what waits
+    contents = [m.content for m in db.list("n", limit=10_000)]
+    assert sorted(c for c in contents if c.startswith("captured")) == sorted(f"captured turn {i}" for i in range(30))
+    assert len(contents) == len(set(contents)) == added + 32
+    db.close()

@@ -390,8 +390,11 @@ def quiet(store: Path) -> bool:
     # by the name's end, not os.path.splitext: it gives no extension to `..json`, where the checks'
     # Path.suffix gives ".json" (a capture they take in); a name's end finds all they find, and more
     wanted = (".json", ACCESS_SUFFIX, TAKING_SUFFIX, TMP)
-    with os.scandir(folder) as entries:
-        return not any(e.name.endswith(wanted) for e in entries)
+    try:
+        with os.scandir(folder) as entries:
+            return not any(e.name.endswith(wanted) for e in entries)
+    except OSError:
+        return False  # gone or replaced since `_folder` looked (not quiet: the three checks say what is there)
 
 
 __all__ = ["ACCESS_SUFFIX", "FOLDER", "TAKING_SUFFIX", "access_pending", "drain", "drain_access", "exclusive", "finish",
