@@ -223,3 +223,41 @@ def test_captures_spooled_while_a_writer_adds_are_taken_in_once(tmp_path: Path) 
     assert sorted(c for c in contents if c.startswith("captured")) == sorted(f"captured turn {i}" for i in range(30))
     assert len(contents) == len(set(contents)) == added + 32
     db.close()
+
+
+def test_readers_on_threads_while_the_tail_merges_back_down(tmp_path: Path) -> None:
+    """Two threads search and list while a writer adds batches of falling sizes (the tail past twice
+    its limit merges neighbours, not only the newest two): no error, every search sees whole
+    batches (its snapshot's), and the end reads as after a checkpoint (held)."""
+    db = engramdb.open(tmp_path / "s", tuning=Tuning(checkpoint_rows=1_000_000, background=False))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    torn: list[int] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                counts: dict[str, int] = {}
+                for m in db.list("n", limit=100_000):
+                    batch = m.content.split()[1]
+                    counts[batch] = counts.get(batch, 0) + 1
+                torn.extend(n for b, n in counts.items() if n != 60 - int(b[1:]))
+                db.search("apple golf", namespace="n", k=5, strategy="bm25", log=False)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for b in range(59):
+        db.add_many([{"content": f"{WORDS[(b + i) % len(WORDS)]} b{b} row {i}", "namespace": "n"}
+                     for i in range(60 - b)])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == [] and torn == []
+    before = [(h.memory.id, h.score) for h in db.search("apple golf b3", namespace="n", k=20, strategy="bm25", log=False)]
+    db.admin.checkpoint()
+    after = [(h.memory.id, h.score) for h in db.search("apple golf b3", namespace="n", k=20, strategy="bm25", log=False)]
+    assert before == after and len(db) == sum(60 - b for b in range(59))
+    db.close()
