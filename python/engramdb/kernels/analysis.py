@@ -11,6 +11,7 @@ bad one is a ValueError, never a read out of range.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,6 +21,21 @@ from .. import _validate as v
 from ._common import exact, index_array
 
 MAX_DIM = 1 << 24  # the widest hashing vectors the sums make (16,777,216 columns)
+
+
+def codepoints(text: str) -> np.ndarray:
+    """A text's code points as uint32, what the passes below read (ASCII without the UTF-32
+    encode; lone surrogates kept as they are)."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), np.uint8).astype(np.uint32)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
+
+
+def joined_codepoints(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Texts as one run of code points and the int64 offsets where each starts (and the last ends)."""
+    ptr = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, texts), np.int64, count=len(texts)), out=ptr[1:])
+    return codepoints("".join(texts)), ptr
 
 
 class TokenCodes(NamedTuple):

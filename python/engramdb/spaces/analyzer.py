@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import Stemmer  # PyStemmer
 
-from ..kernels.analysis import tokenize_codepoints
+from ..kernels.analysis import joined_codepoints, tokenize_codepoints
 
 __all__ = [
     "NEGATIONS",
@@ -272,13 +272,7 @@ def _tokenize_batch(texts: Sequence[str]) -> Tokens:
     # one native pass over the batch's code points (kernels.tokenize_codepoints: what _TOKEN_RE
     # finds, each distinct token numbered in order of first appearance and made a str once, no str
     # made per token)
-    joined = "".join(normed)
-    if joined.isascii():
-        cp = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint32)
-    else:
-        cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
-    ptr = np.zeros(len(normed) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, normed), np.int64, count=len(normed)), out=ptr[1:])
+    cp, ptr = joined_codepoints(normed)
     got = tokenize_codepoints(cp, ptr, _word_chars(cp))
     return Tokens(got.counts, got.words, got.codes)
 

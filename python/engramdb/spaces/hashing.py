@@ -58,7 +58,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels.analysis import hash_embed
+from ..kernels.analysis import hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
 from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
@@ -146,13 +146,7 @@ def word_features(
     passes over `ngram_hashes` it replaced).
     """
     wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
-    joined = "".join(words)
-    if joined.isascii():
-        cp = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint32)
-    else:
-        cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), "<u4")
-    ptr = np.zeros(len(words) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, words), np.int64, count=len(words)), out=ptr[1:])
+    cp, ptr = joined_codepoints(words)
     owner, bucket, value = _word_features(cp, ptr, wh, dim, w_word, w_char, MAX_NGRAM_CHARS)
     return wh, owner, bucket, value
 

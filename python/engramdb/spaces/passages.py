@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.analysis import cut_passages
+from ..kernels.analysis import codepoints, cut_passages
 
 WORDS = 200  # words per passage (about)
 OVERLAP = 50  # words a passage shares with the one before (about)
@@ -39,10 +39,7 @@ def passages(text: str) -> list[tuple[int, int]]:
         return [(0, len(text))]
     # one native pass over the code points (kernels.cut_passages; tests/test_ingest_analysis.py
     # holds it to the word-by-word cut as first written)
-    if text.isascii():
-        cp = np.frombuffer(text.encode("ascii"), np.uint8).astype(np.uint32)
-    else:
-        cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), "<u4")
+    cp = codepoints(text)
     _, spans = cut_passages(cp, np.array([0, len(cp)], np.int64), _SPACE_BYTES, WORDS, OVERLAP)
     return [(a, b) for a, b in spans.tolist()]
 
