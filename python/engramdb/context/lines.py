@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..model.memory import Memory
+from ..spaces.query import QUIET_AFTER_PURGE
 
 T = TypeVar("T")
 _MACHINE_ID = re.compile(r"[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}")
@@ -44,9 +45,8 @@ def flat(text: str) -> str:
 _MADE_KEPT = 8_192
 _lines: dict[tuple[str, str], str] = {}
 _keys: dict[tuple[str, str], tuple[str, str]] = {}
-# A purge empties them, and for this long nothing is kept: a context under way as it ran (its walk
-# read the store before it) would keep the purged text again (as the access log's tombstones)
-QUIET_AFTER_PURGE = 60.0
+# A purge empties them, and for QUIET_AFTER_PURGE (the query cache's) nothing is kept: a context under
+# way as it ran (its walk read the store before it) would keep the purged text again
 _quiet_until = 0.0  # time.monotonic() before which nothing is kept
 
 

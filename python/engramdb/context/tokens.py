@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from .lines import QUIET_AFTER_PURGE
+from ..spaces.query import QUIET_AFTER_PURGE
 
 Counter = Callable[[str], int]
 # cl100k's pre-tokenizer, in `re` terms (a letter is [^\W\d_]): contractions, a word with one leading
