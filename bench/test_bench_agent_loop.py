@@ -24,6 +24,7 @@ Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_agen
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -154,6 +155,21 @@ def test_replay_1000_turns(benchmark: Any) -> None:
     folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-replay-"))
     add_ms: list[float] = []
     ctx_ms: list[float] = []
+    # the interpreter's full collections (generation 2) during the replay: a pause of the whole
+    # process, its length set by every object the process holds (the test runner's too), said apart
+    # from the calls it lands in
+    full_gc: list[tuple[float, float]] = []
+    began: list[float] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            began.append(time.perf_counter())
+        elif began:
+            t0 = began.pop()
+            if info["generation"] == 2:
+                full_gc.append((t0, time.perf_counter()))
+
+    slow: list[dict[str, Any]] = []
 
     def replay() -> None:
         with engramdb.open(folder / "mem") as db:
@@ -163,13 +179,23 @@ def test_replay_1000_turns(benchmark: Any) -> None:
                     db.add_messages([m], namespace=NS, session_id=sid)
                     t1 = time.perf_counter()
                     db.context(questions[len(ctx_ms) % 400], namespace=NS, max_tokens=1000, session_id=sid)
+                    t2 = time.perf_counter()
                     add_ms.append((t1 - t0) * 1e3)
-                    ctx_ms.append((time.perf_counter() - t1) * 1e3)
+                    ctx_ms.append((t2 - t1) * 1e3)
+                    for call, a, b in (("add", t0, t1), ("context", t1, t2)):
+                        if b - a > 0.1:
+                            gc_ms = sum(min(b, e) - max(a, s) for s, e in full_gc if s < b and e > a) * 1e3
+                            slow.append({"turn": len(ctx_ms) - 1, "call": call, "ms": round((b - a) * 1e3, 1),
+                                         "full_gc_ms": round(gc_ms, 1)})
 
+    gc.callbacks.append(watch)
     try:
         benchmark.pedantic(replay, rounds=1, iterations=1)
     finally:
+        gc.callbacks.remove(watch)
         shutil.rmtree(folder, ignore_errors=True)
     both = [a + c for a, c in zip(add_ms, ctx_ms)]
     benchmark.extra_info.update(turns=len(both), add=_pcts(add_ms), context=_pcts(ctx_ms), **_pcts(both),
-                                over_100ms=sum(1 for x in add_ms + ctx_ms if x > 100))
+                                over_100ms=sum(1 for x in add_ms + ctx_ms if x > 100), slow_calls=slow,
+                                full_collections=len(full_gc),
+                                full_collection_max_ms=round(max(((e - s) * 1e3 for s, e in full_gc), default=0.0), 1))
