@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import engramdb
+import pytest
 
 
 def _seqs(db: engramdb.Store, ids: list[str]) -> list[int | None]:
@@ -67,3 +68,28 @@ def test_neighbours_expand_without_a_given_seq() -> None:
         contents = [h.memory.content for h in hits]
         assert contents[1] == "Yes, Chez Panisse in Berkeley."
         assert "neighbours" in hits[1].explain["methods"]  # type: ignore[index]
+
+
+def test_an_automatic_position_above_the_callers_limit_is_kept_by_every_new_version(tmp_path: Path) -> None:
+    """A session whose last turn had the highest seq a caller may give (2**62 - 1), then a turn
+    without one: the automatic position (2**62) is the store's, so updating, forgetting, restoring
+    it and importing the store's own export keep it; a caller still cannot give it."""
+    top = 2**62 - 1
+    with engramdb.open(tmp_path / "a") as db:
+        db.add("first", namespace="n", session_id="s", seq=top)
+        auto = db.add("second", namespace="n", session_id="s").id
+        assert _seqs(db, [auto]) == [top + 1]
+        db.update(auto, content="second, edited")
+        assert db.get(auto).content == "second, edited"  # type: ignore[union-attr]
+        assert _seqs(db, [auto]) == [top + 1]
+        db.admin.export(tmp_path / "out.jsonl")
+        db.forget(auto)
+        assert db.get(auto) is None
+        with pytest.raises(engramdb.InvalidMemory, match="seq must be at most"):
+            db.add("a caller's seq past the limit", namespace="n", session_id="s", seq=top + 1)
+        later = db.add("third", namespace="n", session_id="s").id
+        with pytest.raises(engramdb.InvalidMemory, match="seq must be at most"):
+            db.update(later, seq=top + 5)  # a new seq is a caller's, whatever the old one was
+    with engramdb.open(tmp_path / "b") as db:
+        report = db.admin.import_(tmp_path / "out.jsonl")
+        assert db.get(auto).seq == top + 1, report  # type: ignore[union-attr]

@@ -93,12 +93,16 @@ def json_tree(name: str, value: Any) -> None:
         raise InvalidMemory(f"{name} must be JSON-serialisable: {exc}") from None
 
 
-def seq(value: Any) -> None:
-    """A caller's seq: None, or an integer in [0, MAX_SEQ]."""
+def seq(value: Any, *, automatic: bool = False) -> None:
+    """A caller's seq: None, or an integer in [0, MAX_SEQ]. With `automatic`, a seq the store may
+    have set itself (a stored version's, an export's record): up to the column's INT64_MAX, as the
+    automatic positions count on above MAX_SEQ."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidMemory(f"seq must be an integer >= 0, got {shown(value)}")
+    if automatic and value <= INT64_MAX:
+        return
     if value > MAX_SEQ:
         raise InvalidMemory(f"seq must be at most {MAX_SEQ:,} (2**62 - 1: the automatic next positions count on "
                             f"above it within the store's 64-bit column), got "

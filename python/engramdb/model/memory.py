@@ -191,8 +191,13 @@ def check_namespace(value: Any) -> None:
     _check_name("namespace", value, _NS_RE, optional=False)
 
 
-def validate_memory(m: Memory) -> Memory:
+def validate_memory(m: Memory, earlier: Memory | None = None, *, stored: bool = False) -> Memory:
     """Check every field of `m`; return it with timestamps normalised to UTC.
+
+    `earlier`: the version `m` replaces (update, forget, supersede...): a seq it keeps is the
+    store's, which may be an automatic position above `checks.MAX_SEQ` (a session whose last turn
+    had seq 2**62 - 1, then a turn without one). `stored`: `m` is a record a store wrote (an
+    export's line), whose seq may be such a position too. A caller's own seq stays at most MAX_SEQ.
 
     Raises `InvalidMemory` (a ValueError) naming the first bad field and its value.
     """
@@ -202,7 +207,7 @@ def validate_memory(m: Memory) -> Memory:
         raise InvalidMemory(f"content must be a non-empty string, got {checks.shown(m.content)}")
     checks.utf8("content", m.content)
     checks.short_text("session_id", m.session_id, 256)
-    checks.seq(m.seq)
+    checks.seq(m.seq, automatic=stored or (earlier is not None and m.seq == earlier.seq))
     checks.short_text("source", m.source, 100, optional=False)
     checks.short_text("role", m.role, 100)
     checks.short_text("memory_type", m.memory_type, 100)

@@ -323,7 +323,7 @@ def _memory(rec: Any, at: str) -> Memory:
 
 def _checked(m: Memory, at: str) -> Memory:
     try:
-        m = validate_memory(m)
+        m = validate_memory(m, stored=True)  # an export's seq may be an automatic one
     except (InvalidMemory, TypeError) as exc:
         raise InvalidMemory(f"{at}: {exc}") from None
     if m.version > INT64_MAX:

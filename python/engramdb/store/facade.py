@@ -305,7 +305,7 @@ class Store(Reads):
                                  "and no later version was ever written (a version this write cannot have read)")
             if expected_version is not None and old.version != expected_version:
                 raise ConflictError(id, expected_version, old.version, "it changed while this write waited")
-            new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
+            new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes), old)
             keep = {} if "content" in changes and changes["content"] != old.content else view.row_vectors(id)
             if vectors:
                 keep.update(vectors)
@@ -327,8 +327,8 @@ class Store(Reads):
         write, durable together or not at all (the caller holds the writer's lock)."""
         now = utc_now()
         o2 = validate_memory(old.with_changes(version=old.version + 1, learned_at=now, valid_until=end,
-                                              superseded_by=new.id))
-        n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id))
+                                              superseded_by=new.id), old)
+        n2 = validate_memory(new.with_changes(version=new.version + 1, learned_at=now, supersedes=old.id), new)
         self._write([o2, n2], [view.row_vectors(old.id), view.row_vectors(new.id)],
                     edges=[Edge(new.id, old.id, "SUPERSEDES", new.namespace, 1.0, "supersede", created_at=now)])
         return o2, n2
@@ -497,7 +497,7 @@ class Store(Reads):
         with self._engine.writing() as view:
             olds = [links.current(view, mid) for mid in changes]
             now = utc_now()
-            news = [validate_memory(o.with_changes(version=o.version + 1, learned_at=now, **changes[o.id])) for o in olds]
+            news = [validate_memory(o.with_changes(version=o.version + 1, learned_at=now, **changes[o.id]), o) for o in olds]
             self._write(news, [view.row_vectors(o.id) for o in olds])
         return len(news)
 
@@ -509,7 +509,7 @@ class Store(Reads):
                 pv.sync(self._engine.view)
 
     def _rewrite(self, view: View, old: Memory, **changes: Any) -> Memory:
-        new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes))
+        new = validate_memory(old.with_changes(version=old.version + 1, learned_at=utc_now(), **changes), old)
         self._write([new], [view.row_vectors(old.id)])
         return new
 

@@ -84,7 +84,7 @@ class Forgetting:
                 old = links.current(view, mid)
                 meta = {**old.metadata, forgetting.KEY: forgetting.record(by, reason, at, confirmed=confirmed)}
                 news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, forgotten_at=now,
-                                                             metadata=meta)))
+                                                             metadata=meta), old))
                 given.append(view.row_vectors(mid))
             if news:
                 self._db._write(news, given, made)
@@ -142,7 +142,7 @@ class Forgetting:
                 if rec is None or forgetting.purgeable(m):
                     continue
                 meta = {**m.metadata, forgetting.KEY: forgetting.confirmed(rec, micros(now))}
-                news.append(validate_memory(m.with_changes(version=m.version + 1, learned_at=now, metadata=meta)))
+                news.append(validate_memory(m.with_changes(version=m.version + 1, learned_at=now, metadata=meta), m))
                 given.append(view.row_vectors(mid))
             if news:
                 self._db._write(news, given)

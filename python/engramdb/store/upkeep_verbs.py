@@ -288,7 +288,7 @@ class Consolidation:
                 meta = {**old.metadata, "compressed": {"at_us": plan.now_us, "reason": reason,
                                                        "chars_before": len(plan.texts[mid])}}
                 news.append(validate_memory(old.with_changes(version=old.version + 1, learned_at=now, content=summary,
-                                                             metadata=meta)))
+                                                             metadata=meta), old))
                 given.append(view.row_vectors(mid))
             if news:
                 self._db._write(news, given)
