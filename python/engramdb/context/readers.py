@@ -48,9 +48,14 @@ def visibility(view: View, namespace: str, as_of: datetime | None) -> Callable[[
     t = micros(as_of if as_of is not None else utc_now())
     mask = view.key_mask(namespace, None, t, as_of is None)
 
+    seen: dict[str, bool] = {}  # the walk asks about one id from each of its links' ends
+
     def visible(mid: str) -> bool:
-        key = view.key_of(mid)
-        return key is not None and key < len(mask) and bool(mask[key])
+        found = seen.get(mid)
+        if found is None:
+            key = view.key_of(mid)
+            found = seen[mid] = key is not None and key < len(mask) and bool(mask[key])
+        return found
 
     return visible
 
