@@ -11,21 +11,28 @@ the index without a lock: it walks back from `latest[id]` past keys it does not 
 The index is built on first use, up to the rows of the snapshot asking (a reader that only
 searches never pays for it: 1M ids is ~0.6 s of dict work), and extended the same way.
 
-Until something needs it whole (a write, a snapshot's current rows), a lookup probes instead: one
-small dict per run of `PROBE_RUN` keys, newest run first, each holding its ids' newest key in the
-run. A new process's first requests (a context at 100,000 memories looks up ~150 ids) pay for
-dicts that fit the CPU's caches, about half the time of one dict of every id; the runs are kept
-for the epoch (keys never change within one) and dropped once the whole index is built.
+Until something needs it whole (a write, a snapshot's current rows), a lookup probes instead. The
+ids the store makes (32 hex digits) are probed without a Python object per row: each segment's id
+column gives a 64-bit fingerprint per row straight from its bytes (four words, multiplied and
+xored), sorted once with the rows' keys; a lookup finds its fingerprint's rows by bisection and
+keeps the newest whose id is the one asked (equal fingerprints of other ids are told apart there).
+At 100,000 memories that is ~3 ms where dicts of every id cost ~12 of a new process's first
+context (issue 26). A segment holding other ids (an id a caller chose) is probed through small
+dicts, one per run of `PROBE_RUN` keys, newest run first. Both are kept for the epoch (keys never
+change within one) and dropped once the whole index is built.
 """
 
 from __future__ import annotations
 
 import itertools
+import struct
 import threading
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import pyarrow as pa
 
 
 class _Rows(Protocol):
@@ -35,6 +42,14 @@ class _Rows(Protocol):
 
 
 PROBE_RUN = 8_192  # keys per probe dict (see the module docstring)
+FP_BYTES = 32  # the length of the ids the store makes (uuid4 hex), probed by fingerprint
+# the fingerprint's word multipliers (odd 64-bit constants; the last word is taken as it is)
+FP_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 1)
+# more rows than this under one fingerprint (ids made to collide, or one id rewritten that often)
+# and the probe uses dicts throughout: a lookup walks the rows of its fingerprint
+FP_MAX_EQUAL = 64
+_MASK = (1 << 64) - 1
+_WORDS = struct.Struct("<4Q")
 
 
 class IdIndex:
@@ -52,10 +67,10 @@ class IdIndex:
         self._current = np.zeros(0, bool)
         self._swaps = np.zeros((0, 2), np.int64)
         self._nswaps = 0
-        # the probe's dicts: (first key, end key) -> id -> its newest key in that run; and per
-        # `rows` probed, its runs newest first
-        self._runs: dict[tuple[int, int], dict[str, int]] = {}
-        self._probes: dict[int, list[dict[str, int]]] = {}
+        # (first key, end key) -> id -> its newest key in that run, or (first key, end key, "fp") ->
+        # a whole segment's fingerprints; and per `rows` probed, its probe
+        self._runs: dict[tuple[Any, ...], Any] = {}
+        self._probes: dict[int, _Probe] = {}
 
     @property
     def rows(self) -> int:
@@ -140,35 +155,42 @@ class IdIndex:
     def probe(self, segments: Sequence[_Rows], bases: np.ndarray, rows: int, id: str) -> int | None:
         """`lookup` without the whole index (see the module docstring): the key of `id`'s newest row
         among the first `rows` keys (of these segments, which start at `bases`), or None."""
-        runs = self._probes.get(rows)
-        if runs is None:
-            runs = self._probe_runs(segments, bases, rows)
-        for run in runs:
-            key = run.get(id)
-            if key is not None:
-                return key
-        return None
+        found = self._probes.get(rows)
+        if found is None:
+            found = self._probe_runs(segments, bases, rows)
+        return found.get(id)
 
-    def _probe_runs(self, segments: Sequence[_Rows], bases: np.ndarray, rows: int) -> list[dict[str, int]]:
+    def _probe_runs(self, segments: Sequence[_Rows], bases: np.ndarray, rows: int) -> _Probe:
         with self._lock:  # one builder: concurrent first requests wait for it rather than build the same
-            runs = self._probes.get(rows)
-            if runs is not None:
-                return runs
+            found = self._probes.get(rows)
+            if found is not None:
+                return found
             made = dict(self._runs)
-            runs = []
-            for lo in range(0, rows, PROBE_RUN):
-                span = (lo, min(rows, lo + PROBE_RUN))
-                run = made.get(span)
-                if run is None:
-                    # a later row of an id wins within a run, and a later run is probed first
-                    run = made[span] = dict(zip(_ids_between(segments, bases, *span), range(*span)))
-                runs.append(run)
-            runs.reverse()
+            runs: list[dict[str, int]] = []
+            fps: list[np.ndarray] = []
+            keys: list[np.ndarray] = []
+            for si, seg in enumerate(segments):
+                lo = int(bases[si])
+                hi = min(rows, lo + len(seg.ids))
+                if lo >= hi:
+                    continue
+                fp = made.get((lo, hi, "fp"))
+                if fp is None:
+                    fp = _fingerprints(seg, 0, hi - lo)
+                if fp is None:
+                    runs += _dict_runs(segments, bases, lo, hi, made)
+                    continue
+                made[(lo, hi, "fp")] = fp
+                fps.append(fp)
+                keys.append(np.arange(lo, hi, dtype=np.int64))
+            found = _Probe(segments, bases, runs, fps, keys)
+            if found.crowded:  # a fingerprint shared by too many rows: dicts of every run instead
+                found = _Probe(segments, bases, _dict_runs(segments, bases, 0, rows, made), [], [])
             self._runs = made
             if len(self._probes) >= 8:  # snapshots of a few sizes are probed at once at most
                 self._probes = {}
-            self._probes = {**self._probes, rows: runs}
-            return runs
+            self._probes = {**self._probes, rows: found}
+            return found
 
     def lookup(self, id: str, rows: int) -> int | None:
         """The key of `id`'s newest row among the first `rows` keys, or None."""
@@ -206,6 +228,115 @@ class IdIndex:
         if rows >= self._rows:
             return len(self._latest)
         return sum(1 for _ in self.items(rows))
+
+
+class _Probe:
+    """One snapshot's probe (see the module docstring): the rows of fingerprinted segments as one
+    sorted uint64 array, each a row's fingerprint in the high bits and its key in the low ones (one
+    sort of plain integers, no argsort and gathers), and the other segments' dict runs."""
+
+    def __init__(self, segments: Sequence[_Rows], bases: np.ndarray, runs: list[dict[str, int]],
+                 fps: list[np.ndarray], keys: list[np.ndarray]) -> None:
+        self._segments, self._starts, self._runs = segments, bases.tolist(), runs[::-1]  # newest first
+        self.crowded = False
+        self._packed: np.ndarray | None = None
+        self._bits = 0
+        if fps:
+            top = int(max(int(k[-1]) for k in keys if len(k))) if any(len(k) for k in keys) else 0
+            self._bits = bits = max(1, top.bit_length())
+            low = np.uint64((1 << bits) - 1)
+            packed = (np.concatenate(fps) & ~low) | np.concatenate(keys).astype(np.uint64)
+            packed.sort()
+            self._packed = packed
+            heads = packed >> np.uint64(bits)
+            edges = np.flatnonzero(heads[1:] != heads[:-1])
+            equal = np.diff(edges, prepend=-1, append=len(packed) - 1)
+            self.crowded = bool(len(equal)) and int(equal.max()) > FP_MAX_EQUAL
+
+    def get(self, id: str) -> int | None:
+        """The newest key of `id` among the probed rows, or None."""
+        best = None
+        for run in self._runs:  # newest first: the first hit is the newest of the dicts' rows
+            best = run.get(id)
+            if best is not None:
+                break
+        packed = self._packed
+        if packed is None:
+            return best
+        fp = _fingerprint(id)
+        if fp is None:
+            return best
+        bits = self._bits
+        head = fp >> bits
+        i, n = int(packed.searchsorted(np.uint64(head << bits))), len(packed)
+        while i < n:  # the rows of this fingerprint, keys ascending: the newest of `id` is the last
+            value = int(packed[i])
+            if value >> bits != head:
+                break
+            key = value & ((1 << bits) - 1)
+            if (best is None or key > best) and self._id_at(key) == id:
+                best = key
+            i += 1
+        return best
+
+    def _id_at(self, key: int) -> str:
+        si = bisect_right(self._starts, key) - 1
+        found: str = self._segments[si].ids[key - self._starts[si]]
+        return found
+
+
+def _dict_runs(segments: Sequence[_Rows], bases: np.ndarray, lo: int, hi: int,
+               made: dict[tuple[Any, ...], Any]) -> list[dict[str, int]]:
+    """The dicts of keys [lo, hi), one per `PROBE_RUN` keys, oldest first (kept in `made`)."""
+    runs = []
+    for start in range(lo, hi, PROBE_RUN):
+        span = (start, min(hi, start + PROBE_RUN))
+        run = made.get(span)
+        if run is None:  # a later row of an id wins within a run, and a later run is probed first
+            run = made[span] = dict(zip(_ids_between(segments, bases, *span), range(*span)))
+        runs.append(run)
+    return runs
+
+
+def _fingerprint(id: str) -> int | None:
+    """The fingerprint `_fingerprints` gives a row holding `id`, None when no row can (not 32 bytes
+    of UTF-8, as the id column holds it: a 16-letter id of two-byte letters is 32)."""
+    try:
+        raw = id.encode()
+    except UnicodeEncodeError:  # a lone surrogate: no stored id is one
+        return None
+    if len(raw) != FP_BYTES:
+        return None
+    fp = 0
+    for word, mult in zip(_WORDS.unpack(raw), FP_MULTIPLIERS):
+        fp ^= word * mult
+    return fp & _MASK
+
+
+def _fingerprints(seg: _Rows, lo: int, hi: int) -> np.ndarray | None:
+    """The fingerprints (uint64) of rows [lo, hi) of a segment's id column, read from its bytes;
+    None when the segment has no table or a row's id is not 32 bytes (it is probed by dicts)."""
+    table = getattr(seg, "table", None)
+    if not isinstance(table, pa.Table) or "id" not in table.schema.names:
+        return None
+    out = []
+    for chunk in table.column("id").slice(lo, hi - lo).chunks:
+        n = len(chunk)
+        if not n:
+            continue
+        if chunk.null_count or not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+            return None
+        width = 4 if pa.types.is_string(chunk.type) else 8
+        offsets = np.frombuffer(chunk.buffers()[1], np.int32 if width == 4 else np.int64, n + 1,
+                                chunk.offset * width)
+        if not bool((np.diff(offsets) == FP_BYTES).all()):
+            return None
+        words = np.frombuffer(chunk.buffers()[2], "<u8", 4 * n, int(offsets[0])).reshape(n, 4)
+        fp = words[:, 0] * np.uint64(FP_MULTIPLIERS[0])
+        for j in (1, 2, 3):
+            fp ^= words[:, j] * np.uint64(FP_MULTIPLIERS[j])
+        out.append(fp)
+    return np.concatenate(out) if out else np.zeros(0, np.uint64)
 
 
 def _ids_between(segments: Sequence[_Rows], bases: np.ndarray, lo: int, hi: int) -> list[str]:
