@@ -12,6 +12,7 @@ void bind_tree(py::module_& m);
 void bind_bm25(py::module_& m);
 void bind_density(py::module_& m);
 void bind_analysis(py::module_& m);
+void bind_codes(py::module_& m);
 }  // namespace engramdb::bind
 
 PYBIND11_MODULE(_core, m) {
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_core, m) {
     engramdb::bind::bind_bm25(m);
     engramdb::bind::bind_density(m);
     engramdb::bind::bind_analysis(m);
+    engramdb::bind::bind_codes(m);
     m.def("isa", []() { return std::string(engramdb::kernels().name); }, "Name of the active instruction set.");
     m.def("compiled_isas", &engramdb::compiled_isas, "Instruction sets compiled into this build, best first.");
     m.def("available_isas", &engramdb::available_isas, "Instruction sets this CPU runs, best first.");

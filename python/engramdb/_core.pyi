@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'set_isa', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -119,9 +119,17 @@ def maxsim(query_tokens: numpy.typing.NDArray[numpy.float32], doc_tokens: numpy.
     """
     MaxSim scores of ragged documents (or the shortlist `docs`). Returns (scores, bad_doc).
     """
+def quantize_int8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> tuple[numpy.typing.NDArray[numpy.int8], numpy.typing.NDArray[numpy.float32], int]:
+    """
+    Rows as int8 codes times a scale each (max |x| / 127): (codes, scales, first non-finite row or -1).
+    """
 def set_isa(name: str) -> bool:
     """
     Switch the active instruction set; returns False if it is not available.
+    """
+def sign_bits(y: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], tol: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Packed sign bits of rows, entries within +-tol of 0 left 0 and listed: (bits, flat indices near 0).
     """
 def spherical_kmeans_loop(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], iters: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float32], numpy.typing.NDArray[numpy.int64], int]:
     """

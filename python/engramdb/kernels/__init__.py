@@ -13,6 +13,7 @@ arrays of shape (q, k).
 One module per kernel family, as in the C++ core (cpp/include/engramdb/): dense.py, centroids.py,
 sparse.py, postings.py (BM25), binary.py (Hamming), multivector.py (MaxSim), density.py (HDBSCAN),
 tree_search.py (a centroid tree's descent), analysis.py (a batch's tokens and hashed feature sums),
+codes.py (token vectors' int8 codes, projections' sign bits),
 dispatch.py (instruction sets). Nothing outside this
 package calls `engramdb._core` (tests/test_layers.py holds the rule).
 """
@@ -50,6 +51,7 @@ from .centroids import (
     kmeans_step,
     spherical_kmeans_loop,
 )
+from .codes import quantize_int8, sign_bits
 from .dense import Int8Matrix, quantize_i8, rescore_keys, rescore_rows, scores, topk
 from .density import (
     dbscan_cosine,
@@ -113,11 +115,13 @@ __all__: Sequence[str] = [
     "merge_topk",
     "metric_code",
     "quantize_i8",
+    "quantize_int8",
     "read_bandwidth_probe",
     "rescore_keys",
     "rescore_rows",
     "row_sums_out",
     "scores",
+    "sign_bits",
     "silhouette_cosine",
     "spherical_kmeans_loop",
     "tokenize_codepoints",

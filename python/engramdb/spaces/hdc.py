@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.codes import sign_bits
 from .protocol import Embedder, SpaceKind
 
 __all__ = ["DEFAULT_SEED", "BinaryHDCEmbedder", "projection_matrix"]
@@ -111,14 +112,17 @@ class BinaryHDCEmbedder:
             # recheck below settles every sign the float32 error bound leaves open, whatever the order)
             y = xc @ self._proj32 if len(xc) > 8 else np.einsum("ij,jk->ik", xc, self._proj32, optimize=False)
             xn = np.sqrt(np.einsum("ij,ij->i", xc, xc, dtype=np.float64)).astype(np.float32)
-            t = (self._gamma * xn)[:, None]
-            near = (y <= t) & (y >= -t)
-            near[xn == 0] = False  # zero rows: all bits 0, nothing to recheck
-            r, c = np.nonzero(near)
-            if r.size:
+            t = (self._gamma * xn).astype(np.float32, copy=False)
+            t[xn == 0] = -1.0  # zero rows: all bits 0, nothing to recheck
+            # one native pass: the packed signs, and the entries within the bound left open (what
+            # packbits of y > 0 and the near mask made in numpy passes as large as y)
+            bits, near = sign_bits(y, t)
+            if near.size:
+                r, c = np.divmod(near, self.bits)
                 exact = np.einsum("ij,ij->i", xc[r].astype(np.float64), self._cols64[c])
-                y[r, c] = np.where(exact > 0, 1.0, -1.0)
-            out[a : a + _CHUNK] = np.packbits(y > 0, axis=1)
+                up = exact > 0
+                np.bitwise_or.at(bits, (r[up], c[up] >> 3), (0x80 >> (c[up] & 7)).astype(np.uint8))
+            out[a : a + _CHUNK] = bits
         return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,88 @@
+// codes.cpp: int8 codes of token vectors and sign bits of projections (see engramdb/codes.h).
+#include "engramdb/codes.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+namespace engramdb {
+
+namespace {
+
+// rint in float32 with ties to even, for |v| <= 2^22: adding 1.5 * 2^23 leaves no fraction bits (the
+// sum lies in [2^23, 2^24), where floats are whole numbers), so the addition rounds v to the nearest
+// whole number, ties to even (1.5 * 2^23 is even), and the subtraction is exact. A libm rint call per
+// value would cost more than the rest of the pass on a baseline x86-64 target (no SSE4.1 roundps).
+inline float rint_small(float v) {
+    constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+    return (v + kShift) - kShift;  // not folded to v: that needs -fassociative-math, never used here
+}
+
+}  // namespace
+
+// A float's bits, and back (memcpy: the defined way to reinterpret them).
+inline uint32_t bits_of(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+}
+inline float float_of(uint32_t u) {
+    float v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+int64_t quantize_int8(const float* x, size_t n, size_t dim, int8_t* q, float* scale) {
+    for (size_t r = 0; r < n; ++r) {
+        const float* row = x + r * dim;
+        // max |x| on the bit patterns: without the sign bit, a non-negative float's bits order as its
+        // value does (+-0 -> 0), and inf and NaN lie above every finite value's; an integer maximum
+        // the compiler vectorises, where a float one it may not (NaN and signed-zero rules)
+        uint32_t top = 0;
+        for (size_t j = 0; j < dim; ++j) {
+            const uint32_t a = bits_of(row[j]) & 0x7fffffffu;
+            top = a > top ? a : top;
+        }
+        if (top >= 0x7f800000u) return static_cast<int64_t>(r);  // inf or NaN
+        const float s = float_of(top) / 127.0f;
+        scale[r] = s;
+        int8_t* out = q + r * dim;
+        if (!(s > 0.0f)) {
+            std::memset(out, 0, dim);
+            continue;
+        }
+        for (size_t j = 0; j < dim; ++j) {
+            // |x / s| <= ~190.5 (s subnormal and rounded down), far inside rint_small's range
+            float v = rint_small(row[j] / s);
+            v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+            out[j] = static_cast<int8_t>(v);
+        }
+    }
+    return -1;
+}
+
+void sign_bits(const float* y, size_t n, size_t bits, const float* tol, uint8_t* out, std::vector<int64_t>& near) {
+    const size_t nbytes = (bits + 7) / 8;
+    for (size_t r = 0; r < n; ++r) {
+        const float* row = y + r * bits;
+        const float t = tol[r];
+        uint8_t* o = out + r * nbytes;
+        for (size_t b = 0; b < nbytes; ++b) {
+            const size_t j0 = b * 8, m = bits - j0 < 8 ? bits - j0 : 8;
+            unsigned byte = 0, open = 0;
+            // branch-free (half the signs go each way): bitwise & and |, never && and ||
+            for (size_t k = 0; k < m; ++k) {
+                const float v = row[j0 + k];
+                const unsigned is_near = static_cast<unsigned>(v <= t) & static_cast<unsigned>(v >= -t);
+                byte |= (static_cast<unsigned>(v > 0.0f) & (is_near ^ 1u)) << (7 - k);
+                open |= is_near << (7 - k);
+            }
+            o[b] = static_cast<uint8_t>(byte);
+            if (open != 0)  // rare: a few entries in 10,000
+                for (size_t k = 0; k < m; ++k)
+                    if ((open >> (7 - k)) & 1u) near.push_back(static_cast<int64_t>(r * bits + j0 + k));
+        }
+    }
+}
+
+}  // namespace engramdb
