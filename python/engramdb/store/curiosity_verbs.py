@@ -120,8 +120,11 @@ class CuriosityVerbs:
             with _lock:  # read and kept together: an item queued meanwhile (another thread) is not lost
                 waiting = self._curiosity_waiting
                 if waiting is None:
-                    rows = self._log().rows() + self._pending  # the items the worker has not written too
-                    waiting = self._curiosity_waiting = {_item(r).key: r["item_id"] for r in rows}
+                    # the written rows' links from their columns, then the items the worker has not
+                    # written yet (a later one of a link wins, as it did row by row)
+                    found = {(ns, parent, mid, via): item for ns, parent, mid, via, item in self._log().links()}
+                    found.update((_item(r).key, r["item_id"]) for r in self._pending)
+                    waiting = self._curiosity_waiting = found
         return waiting
 
     def _queue(self, items: list[CuriosityItem]) -> int:
