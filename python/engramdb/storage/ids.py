@@ -268,16 +268,19 @@ class _Probe:
             return best
         bits = self._bits
         head = fp >> bits
-        i, n = int(packed.searchsorted(np.uint64(head << bits))), len(packed)
-        while i < n:  # the rows of this fingerprint, keys ascending: the newest of `id` is the last
-            value = int(packed[i])
-            if value >> bits != head:
-                break
-            key = value & ((1 << bits) - 1)
-            if (best is None or key > best) and self._id_at(key) == id:
-                best = key
-            i += 1
-        return best
+        low = (1 << bits) - 1
+        i = int(packed.searchsorted(np.uint64(head << bits)))
+        while True:  # the rows of this fingerprint, keys ascending (read a few at a time: one is usual)
+            window = packed[i : i + 4].tolist()
+            for value in window:
+                if value >> bits != head:
+                    return best
+                key = value & low
+                if (best is None or key > best) and self._id_at(key) == id:
+                    best = key
+            if len(window) < 4:
+                return best
+            i += 4
 
     def _id_at(self, key: int) -> str:
         si = bisect_right(self._starts, key) - 1
@@ -307,10 +310,9 @@ def _fingerprint(id: str) -> int | None:
         return None
     if len(raw) != FP_BYTES:
         return None
-    fp = 0
-    for word, mult in zip(_WORDS.unpack(raw), FP_MULTIPLIERS):
-        fp ^= word * mult
-    return fp & _MASK
+    w0, w1, w2, w3 = _WORDS.unpack(raw)
+    m0, m1, m2, m3 = FP_MULTIPLIERS
+    return ((w0 * m0) ^ (w1 * m1) ^ (w2 * m2) ^ (w3 * m3)) & _MASK
 
 
 def _fingerprints(seg: _Rows, lo: int, hi: int) -> np.ndarray | None:
