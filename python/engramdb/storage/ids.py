@@ -312,7 +312,8 @@ def _fingerprint(id: str) -> int | None:
         return None
     w0, w1, w2, w3 = _WORDS.unpack(raw)
     m0, m1, m2, m3 = FP_MULTIPLIERS
-    return ((w0 * m0) ^ (w1 * m1) ^ (w2 * m2) ^ (w3 * m3)) & _MASK
+    fp: int = ((w0 * m0) ^ (w1 * m1) ^ (w2 * m2) ^ (w3 * m3)) & _MASK
+    return fp
 
 
 def _fingerprints(seg: _Rows, lo: int, hi: int) -> np.ndarray | None:
