@@ -26,7 +26,11 @@ def concat(parts: Sequence[Embedding]) -> Embedding:
     if isinstance(first, TokenBatch):
         tb = [p for p in parts if isinstance(p, TokenBatch)]
         sizes = np.concatenate([[0]] + [np.diff(p.offsets) for p in tb])
-        return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False), np.cumsum(sizes).astype(np.int64))
+        codes = [p.codes for p in tb]  # the embedder's int8 codes kept when every part has them
+        joined = None if any(c is None for c in codes) else (np.concatenate([c[0] for c in codes if c]),
+                                                              np.concatenate([c[1] for c in codes if c]))
+        return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False),
+                          np.cumsum(sizes).astype(np.int64), joined)
     return np.concatenate([np.atleast_2d(np.asarray(p)) for p in parts])
 
 

@@ -16,7 +16,7 @@ and in any process (no randomness without a fixed seed, no Python `hash()`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -43,10 +43,18 @@ class SparseBatch:
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """Ragged token vectors: text t owns tokens[offsets[t]:offsets[t+1]]."""
+    """Ragged token vectors: text t owns tokens[offsets[t]:offsets[t+1]].
+
+    `codes`, when the embedder made them, are the tokens' int8 codes and float32 scales as storage
+    writes them (`storage.vectors.quantize_tokens(tokens)`, bit for bit): an embedder whose tokens
+    repeat (one vector per distinct term) quantises each distinct vector once and gathers. Ignored
+    (and storage quantises `tokens`) unless both match `tokens`' shape; slicing a batch drops them,
+    joining keeps them when every part has them.
+    """
 
     tokens: np.ndarray  # float32, (T, dim)
     offsets: np.ndarray  # int64, (n + 1,)
+    codes: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0]) - 1

@@ -150,7 +150,8 @@ class Space:
         if not np.isfinite(tok).all():
             raise SpaceError(f"{where}: tokens contain NaN or inf")
         _norms_finite(where, tok)
-        return TokenBatch(tok, off)
+        # the embedder's own int8 codes ride along only with the very tokens they were made from
+        return TokenBatch(tok, off, value.codes if tok is value.tokens else None)
 
 
 def _norms_finite(where: str, arr: np.ndarray) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.codes import quantize_int8
 from .analyzer import Analyzer
 from .hashing import row_norms, word_features
 from .protocol import SpaceKind, TokenBatch
@@ -55,6 +56,8 @@ class TokenEmbedder:
         self._lock = threading.Lock()
         self._slots: dict[str, int] = {}
         self._vecs = np.zeros((0, dim), np.float32)
+        self._q = np.zeros((0, dim), np.int8)  # each table row's int8 codes and scale (storage's format)
+        self._s = np.zeros(0, np.float32)
 
     def __repr__(self) -> str:
         return f"TokenEmbedder(dim={self.dim})"
@@ -75,14 +78,23 @@ class TokenEmbedder:
             if len(self._slots) > TABLE_TERMS:
                 self._slots = {}
                 self._vecs = np.zeros((0, self.dim), np.float32)
+                self._q = np.zeros((0, self.dim), np.int8)
+                self._s = np.zeros(0, np.float32)
             get = self._slots.get
             slot = [get(t, -1) for t in words]  # the batch's distinct terms (a query's terms as they come)
             if -1 in slot:
                 new = list(dict.fromkeys(t for t, s in zip(words, slot) if s < 0))
                 base = len(self._slots)
-                self._vecs = np.concatenate([self._vecs, term_vectors(new, self.dim)])
+                vecs = term_vectors(new, self.dim)
+                q, scale = quantize_int8(vecs)
+                self._vecs = np.concatenate([self._vecs, vecs])
+                self._q = np.concatenate([self._q, q])
+                self._s = np.concatenate([self._s, scale])
                 self._slots.update(zip(new, range(base, base + len(new))))
                 get = self._slots.get
                 slot = [get(t, -1) for t in words]
-            tokens = self._vecs[np.array(slot, dtype=np.int64)[codes]]
-        return TokenBatch(np.ascontiguousarray(tokens, dtype=np.float32), offsets)
+            rows = np.array(slot, dtype=np.int64)[codes]
+            tokens, q, scale = self._vecs[rows], self._q[rows], self._s[rows]
+        # the stored int8 codes made once per distinct term and gathered with the vectors: a long
+        # turn's terms repeat, and quantising every token of the batch cost more than embedding it
+        return TokenBatch(tokens, offsets, (q, scale))

@@ -59,6 +59,18 @@ def quantize_tokens(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return quantize_int8(np.ascontiguousarray(tokens, np.float32))
 
 
+def _codes_of(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's int8 codes and scales: the embedder's own when it made them (each distinct term
+    quantised once, then gathered: what quantize_tokens makes of the tokens, bit for bit), else made."""
+    if batch.codes is not None:
+        q, scale = batch.codes
+        t = batch.tokens
+        if (q.dtype == np.int8 and scale.dtype == np.float32 and q.shape == t.shape and scale.shape == t.shape[:1]
+                and q.flags.c_contiguous):
+            return q, scale
+    return quantize_tokens(batch.tokens)
+
+
 def to_arrow(space: Space, value: Embedding) -> pa.Array:
     """A validated batch (from Space.check) as an Arrow array of arrow_type(space)."""
     if space.kind == "dense":
@@ -75,7 +87,7 @@ def to_arrow(space: Space, value: Embedding) -> pa.Array:
         )
         return pa.ListArray.from_arrays(pa.array(value.indptr.astype(np.int32)), items)
     assert isinstance(value, TokenBatch)
-    q, scale = quantize_tokens(value.tokens)
+    q, scale = _codes_of(value)
     toks = pa.StructArray.from_arrays(
         [pa.array(scale, pa.float32()), pa.FixedSizeListArray.from_arrays(pa.array(q.reshape(-1), pa.int8()), space.dim)],
         names=["scale", "q"])
