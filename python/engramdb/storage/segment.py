@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import mmap
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -35,6 +36,20 @@ from .vectors import column_name, from_arrow
 NEVER = np.iinfo(np.int64).max  # an open end in time (microseconds since the epoch)
 MEMORY_COLUMNS = frozenset(f.name for f in MEMORY_SCHEMA)  # the rest of a segment's columns are vectors
 MEMO_ROWS = 4_096  # materialised memories kept per segment (rows never change, so they never go stale)
+# one thread at a time derives a segment's turn columns: the open's warm job and a new process's first
+# request walk the same segments in the same order, and both derived the ones they met at once (up
+# to 12 of 38 twice at 100,000 memories); the second now waits for the first's (issue 26)
+_DERIVING = threading.Lock()
+
+
+def _fresh_lock_in_child() -> None:
+    """A forked child starts with its own lock: a thread of the parent may have held it at the fork."""
+    global _DERIVING
+    _DERIVING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 def _micros(col: pa.ChunkedArray, null: int) -> np.ndarray:
@@ -191,14 +206,19 @@ class Segment:
     def turns(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         """(session code per row, -1 when none; session names; seq per row, -1 when none): where
         each row sits in its conversation, for finding a turn's neighbours."""
-        if self._turns is None:
+        found = self._turns
+        if found is None:
             import pyarrow.compute as pc
 
-            enc = self.table.column("session_id").combine_chunks().dictionary_encode()
-            codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
-            seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False), np.int64)
-            self._turns = (codes, enc.dictionary.to_pylist(), seq)
-        return self._turns
+            with _DERIVING:
+                found = self._turns
+                if found is None:  # not derived meanwhile by the thread this one waited for
+                    enc = self.table.column("session_id").combine_chunks().dictionary_encode()
+                    codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
+                    seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False),
+                                     np.int64)
+                    found = self._turns = (codes, enc.dictionary.to_pylist(), seq)
+        return found
 
     def session_code(self, session_id: str) -> int | None:
         """The code `turns()` gives a session's rows in this segment, None when it has none (a

@@ -1,0 +1,86 @@
+"""One-time loads done once when two threads ask at once (issue 26): the open's warm job and a new
+process's first request ask for the same loads at the same moment, and the one that comes second
+must use what the first made, not make it again (a segment's turn columns: storage/segment.py; the
+stored topics: store/topic_verbs.py). Each test holds the first thread inside the load until the
+second has asked (a barrier with a timeout: with one loader the second never arrives there, and
+the first goes on after the timeout), then counts the loads."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import engramdb
+import pyarrow.compute as pc
+import pytest
+from engramdb.model.memory import Memory
+from engramdb.storage.columns import memories_to_table
+from engramdb.storage.segment import Segment
+from engramdb.topics import state as topic_state
+
+WAIT = 0.5  # how long the first loader waits for a second one inside the load
+
+
+def _both(target: Any) -> list[Any]:
+    """Run `target` on two threads at once; their results."""
+    out: list[Any] = [None, None]
+
+    def run(i: int) -> None:
+        out[i] = target()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def _held(real: Any, calls: list[int]) -> Any:
+    """`real`, counting its calls, each held until a second call arrives or WAIT passes."""
+    barrier = threading.Barrier(2)
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        try:
+            barrier.wait(timeout=WAIT)
+        except threading.BrokenBarrierError:
+            pass
+        return real(*args, **kwargs)
+
+    return held
+
+
+def test_a_segments_turns_are_derived_once_when_two_threads_ask_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    seg = Segment(memories_to_table([Memory(id=f"m{i}", namespace="n", content=f"turn {i}", session_id=f"s{i % 3}",
+                                            seq=i) for i in range(9)]))
+    calls: list[int] = []
+    monkeypatch.setattr(pc, "fill_null", _held(pc.fill_null, calls))
+    first, second = _both(seg.turns)
+    monkeypatch.undo()
+    assert first is second  # one derivation, read by both
+    assert first[1] == ["s0", "s1", "s2"] and first[2].tolist() == list(range(9))
+    assert len(calls) == 2  # the one derivation's two fills (session codes, seqs)
+
+
+def test_the_stored_topics_are_read_once_when_two_requests_ask_at_once(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "s"
+    texts = ["She practises the violin concerto every evening before the concert.",
+             "Tune the guitar strings before the concert starts.",
+             "The orchestra plays the symphony's slow movement beautifully."]
+    tuning = engramdb.Tuning(background=False)
+    with engramdb.open(folder, tuning=tuning) as db:
+        db.add_many([{"content": f"{t} ({i})", "namespace": "a"} for i in range(4) for t in texts])
+        want = [(t.id, t.label) for t in db.topics("a")]
+    assert want
+    db = engramdb.open(folder, tuning=tuning, access_log=False)
+    calls: list[int] = []
+    monkeypatch.setattr(topic_state, "load_results", _held(topic_state.load_results, calls))
+    hits = _both(lambda: db.search("violin", namespace="a", k=3, strategy="pipeline", topics=True))
+    monkeypatch.undo()
+    assert len(calls) == 1  # the second request used what the first read
+    assert [h.id for h in hits[0]] == [h.id for h in hits[1]] and hits[0]
+    assert [(t.id, t.label) for t in db.topics("a")] == want  # the stored ones, as written
+    db.close()
