@@ -5,9 +5,10 @@ batch's tokens; codes that do not belong to the tokens are never written."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from engramdb.spaces.batches import concat, take
 from engramdb.spaces.protocol import TokenBatch
-from engramdb.spaces.schema import default_schema
+from engramdb.spaces.schema import SpaceError, default_schema
 from engramdb.spaces.token_space import TokenEmbedder
 from engramdb.storage.vectors import from_arrow, quantize_tokens, to_arrow
 
@@ -70,3 +71,21 @@ def test_codes_that_do_not_belong_to_the_tokens_are_not_written() -> None:
     checked = SPACE.check(stale, len(TEXTS))
     assert isinstance(checked, TokenBatch) and checked.codes is None
     assert to_arrow(SPACE, checked).equals(to_arrow(SPACE, TokenBatch(checked.tokens, checked.offsets)))
+
+
+def test_a_nan_is_named_before_an_overflowing_row_and_either_refused() -> None:
+    """Space.check reads the values once when they are sound (a NaN or inf makes its row's squared
+    length non-finite too); the faults are still told apart and named as before."""
+    dense = default_schema()["dense"]
+    x = np.full((4, dense.dim), 0.01, np.float32)
+    x[1, 0] = 3e19  # its squared length overflows float32
+    x[2, 5] = np.nan
+    for arr, want in ((x, "row 2 contains NaN or inf"), (x[:2], "row 1 is too long for float32")):
+        with pytest.raises(SpaceError, match=want):
+            dense.check(arr, len(arr))
+    t = np.full((3, SPACE.dim), 0.01, np.float32)
+    t[0, 0] = 3e19
+    t[2, 1] = np.inf
+    for tok, want in ((t, "tokens contain NaN or inf"), (t[:2], "row 0 is too long for float32")):
+        with pytest.raises(SpaceError, match=want):
+            SPACE.check(TokenBatch(tok, np.array([0, len(tok)], np.int64)), 1)

@@ -100,10 +100,7 @@ class Space:
             if arr.shape != (n, self.dim):
                 raise SpaceError(f"{where} must have shape ({n}, {self.dim}), got {arr.shape}")
             arr = np.ascontiguousarray(arr, dtype=np.float32)
-            if not np.isfinite(arr).all():
-                row = int(np.argwhere(~np.isfinite(arr))[0][0])
-                raise SpaceError(f"{where}: row {row} contains NaN or inf")
-            _norms_finite(where, arr)
+            _finite(where, arr, rows=True)
             return arr
         if self.kind == "binary":
             arr = np.asarray(value)
@@ -147,21 +144,28 @@ class Space:
         if off.shape != (n + 1,) or off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != tok.shape[0]:
             raise SpaceError(f"{where}: offsets must rise from 0 to len(tokens) over {n + 1} entries")
         tok = np.ascontiguousarray(tok, dtype=np.float32)
-        if not np.isfinite(tok).all():
-            raise SpaceError(f"{where}: tokens contain NaN or inf")
-        _norms_finite(where, tok)
+        _finite(where, tok, rows=False)
         # the embedder's own int8 codes ride along only with the very tokens they were made from
         return TokenBatch(tok, off, value.codes if tok is value.tokens else None)
 
 
-def _norms_finite(where: str, arr: np.ndarray) -> None:
-    """Refuse rows whose squared length overflows float32 (values near 1e19 and up: finite, yet
-    every cosine and dot product the kernels take with them would be inf or NaN)."""
+def _finite(where: str, arr: np.ndarray, rows: bool) -> None:
+    """Refuse NaN or inf (naming the first row that holds one when `rows`), then rows whose squared
+    length overflows float32 (values near 1e19 and up: finite, yet every cosine and dot product the
+    kernels take with them would be inf or NaN). One pass over the values when all is well: a NaN
+    or inf makes its row's squared length NaN or inf too, so the values are scanned only to say
+    which fault a non-finite squared length comes from."""
     with np.errstate(over="ignore", invalid="ignore"):
         sq = np.einsum("ij,ij->i", arr, arr, dtype=np.float32)
-    if not np.isfinite(sq).all():
-        row = int(np.argwhere(~np.isfinite(sq))[0][0])
-        raise SpaceError(f"{where}: row {row} is too long for float32 (its squared length overflows); scale it down")
+    if np.isfinite(sq).all():
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        if rows:
+            raise SpaceError(f"{where}: row {int(np.argwhere(bad)[0][0])} contains NaN or inf")
+        raise SpaceError(f"{where}: tokens contain NaN or inf")
+    row = int(np.argwhere(~np.isfinite(sq))[0][0])
+    raise SpaceError(f"{where}: row {row} is too long for float32 (its squared length overflows); scale it down")
 
 
 class Schema:
