@@ -177,6 +177,32 @@ def test_build_index_after_a_bulk_load_serves_readers(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "s" / "index").iterdir()) == ["tree-dense.arrow", "tree-dense.json"]
 
 
+def test_a_reader_without_a_saved_tree_scans_exactly_and_builds_none(tmp_path: Path) -> None:
+    """A store whose writer closed before any tree was saved (a script's bulk load, no worker): a
+    read-only process cannot save a tree, so it does not build one on its request path (4-10 s at
+    100,000 memories, in every hook process): it scans the namespace exactly, the same hits as the
+    writer's exact search. Once a writer saves the tree, readers adopt it."""
+    x = vectors(1_200)
+    no_worker = store_helpers.small_trees(500, 16, background=False)
+    with engramdb.open(tmp_path / "s", schema=SCHEMA, embedders={}, tuning=no_worker, dedup="off") as db:
+        db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a", "vectors": {"dense": x[i]}}
+                     for i in range(1_200)])
+        exact = [[h.id for h in db.search(q, namespace="a", k=10, strategy="exact")] for q in x[:5]]
+    assert not (tmp_path / "s" / "index").exists() or not list((tmp_path / "s" / "index").glob("tree-*"))
+    reader = opened(tmp_path / "s", read_only=True)
+    for q, want in zip(x[:5], exact):
+        hits = reader.search(q, namespace="a", k=10)
+        assert hits.stats.strategy == "exact" and hits.stats.index == {}
+        assert [h.id for h in hits] == want
+    assert "trees" not in reader.stats() or not reader.stats()["trees"].get("dense")
+    reader.close()
+    with opened(tmp_path / "s") as db:
+        db.admin.build_index()
+    reader = opened(tmp_path / "s", read_only=True)
+    assert reader.search(x[3], namespace="a", k=1).stats.strategy == "tree"
+    reader.close()
+
+
 def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     import time as _time
     from datetime import timedelta

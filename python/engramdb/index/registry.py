@@ -51,11 +51,14 @@ class Indexes:
     the turn maps."""
 
     def __init__(self, files: DerivedFiles, tuning: Tuning, kind: str,
-                 embedders: Mapping[str, Embedder] | None = None) -> None:
+                 embedders: Mapping[str, Embedder] | None = None, *, reader: bool = False) -> None:
         if kind not in INDEX_KINDS:
             raise ValueError(f"index must be 'tree', 'tree-packed', 'hnsw' or 'none', got {kind!r}")
         self.files = files
         self.tuning = tuning
+        # a read-only store: it cannot save an index, so one it built would be built again by each
+        # reader (a tree over 100,000 memories: 4-10 s, on every hook process's first search)
+        self.reader = reader
         self.embedders = dict(embedders or {})  # what analyses long memories' passages
         # "tree-packed": trees that keep their own leaf-ordered half-precision copy of the vectors
         # (about the dense space's size again, like HNSW's copy) and scan contiguous blocks
@@ -115,7 +118,9 @@ class Indexes:
         there is and asks the worker to advance it (the search scans the rows it lacks exactly)."""
         ix = self.dense(space, view, kind)
         if self.ask is None or self.view_now is None:
-            return ix.sync(view, wait=False)
+            # a read-only store searches what the saved index covers and scans the rest exactly
+            # (as a writer's search does while its worker builds); others advance it here
+            return ix.sync(view, wait=False, advance=not self.reader)
         v = ix.sync(view, wait=False, advance=False)
         if view.committed_rows > (v.covered if v is not None else 0):  # something for the worker to index
             now = self.view_now

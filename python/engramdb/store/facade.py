@@ -116,7 +116,7 @@ class Store(Reads):
                     raise SpaceError(
                         f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
                         f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
-            self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders)
+            self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders, reader=o.read_only)
             self._engine.on_commit = self._background.after_commit
             if not o.read_only and o.tuning.background:
                 self._upkeep = Worker(str(self._engine.path or "in memory"))
