@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
+import numpy as np
 import pyarrow.compute as pc
 import pytest
 from engramdb.model.memory import Memory
@@ -53,15 +54,29 @@ def _held(real: Any, calls: list[int]) -> Any:
 
 
 def test_a_segments_turns_are_derived_once_when_two_threads_ask_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    seg = Segment(memories_to_table([Memory(id=f"m{i}", namespace="n", content=f"turn {i}", session_id=f"s{i % 3}",
-                                            seq=i) for i in range(9)]))
+    # row 4 is no turn (no session, no seq): both columns have a value missing, filled with -1
+    seg = Segment(memories_to_table([Memory(id=f"m{i}", namespace="n", content=f"turn {i}",
+                                            session_id=None if i == 4 else f"s{i % 3}", seq=None if i == 4 else i)
+                                     for i in range(9)]))
     calls: list[int] = []
     monkeypatch.setattr(pc, "fill_null", _held(pc.fill_null, calls))
     first, second = _both(seg.turns)
     monkeypatch.undo()
     assert first is second  # one derivation, read by both
-    assert first[1] == ["s0", "s1", "s2"] and first[2].tolist() == list(range(9))
+    codes, names, seq = first
+    assert [names[c] if c >= 0 else None for c in codes.tolist()] == [None if i == 4 else f"s{i % 3}" for i in range(9)]
+    assert seq.tolist() == [-1 if i == 4 else i for i in range(9)]
     assert len(calls) == 2  # the one derivation's two fills (session codes, seqs)
+
+
+def test_a_segments_turns_without_a_missing_value_read_as_stored() -> None:
+    seg = Segment(memories_to_table([Memory(id=f"m{i}", namespace="n", content=f"turn {i}", session_id=f"s{i % 2}",
+                                            seq=10 * i) for i in range(6)]))
+    codes, names, seq = seg.turns()
+    assert [names[c] for c in codes.tolist()] == [f"s{i % 2}" for i in range(6)]
+    assert seq.tolist() == [10 * i for i in range(6)] and codes.dtype == np.int32 and seq.dtype == np.int64
+    keys = seg.session_keys()
+    assert keys[0] == keys[2] != keys[1] and 0 not in keys.tolist()
 
 
 def test_the_stored_topics_are_read_once_when_two_requests_ask_at_once(tmp_path: Path,

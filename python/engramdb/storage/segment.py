@@ -210,14 +210,19 @@ class Segment:
         if found is None:
             import pyarrow.compute as pc
 
+            def filled(arr: pa.Array, dtype: Any) -> np.ndarray:
+                # -1 where missing; a column without a missing value read as it is (most are: the
+                # fill was a third of this at 100,000 memories, issue 26)
+                if arr.null_count:
+                    arr = pc.fill_null(arr, -1)
+                return np.asarray(arr.to_numpy(zero_copy_only=False), dtype)
+
             with _DERIVING:
                 found = self._turns
                 if found is None:  # not derived meanwhile by the thread this one waited for
                     enc = self.table.column("session_id").combine_chunks().dictionary_encode()
-                    codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
-                    seq = np.asarray(pc.fill_null(self.table.column("seq"), -1).to_numpy(zero_copy_only=False),
-                                     np.int64)
-                    found = self._turns = (codes, enc.dictionary.to_pylist(), seq)
+                    seq = filled(self.table.column("seq").combine_chunks(), np.int64)
+                    found = self._turns = (filled(enc.indices, np.int32), enc.dictionary.to_pylist(), seq)
         return found
 
     def session_code(self, session_id: str) -> int | None:
