@@ -244,14 +244,15 @@ class _Probe:
         if fps:
             top = int(max(int(k[-1]) for k in keys if len(k))) if any(len(k) for k in keys) else 0
             self._bits = bits = max(1, top.bit_length())
-            low = np.uint64((1 << bits) - 1)
-            packed = (np.concatenate(fps) & ~low) | np.concatenate(keys).astype(np.uint64)
+            packed = np.concatenate(fps)
+            packed &= np.uint64(~((1 << bits) - 1) & _MASK)
+            packed |= np.concatenate(keys).view(np.uint64)  # keys are >= 0
             packed.sort()
             self._packed = packed
-            heads = packed >> np.uint64(bits)
-            edges = np.flatnonzero(heads[1:] != heads[:-1])
-            equal = np.diff(edges, prepend=-1, append=len(packed) - 1)
-            self.crowded = bool(len(equal)) and int(equal.max()) > FP_MAX_EQUAL
+            # more than FP_MAX_EQUAL rows under one fingerprint: then a row and the one that many
+            # places on (sorted) share it, their xor below the key bits
+            k = FP_MAX_EQUAL
+            self.crowded = len(packed) > k and bool(((packed[k:] ^ packed[:-k]) < np.uint64(1 << bits)).any())
 
     def get(self, id: str) -> int | None:
         """The newest key of `id` among the probed rows, or None."""
