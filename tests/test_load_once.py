@@ -99,3 +99,20 @@ def test_the_stored_topics_are_read_once_when_two_requests_ask_at_once(tmp_path:
     assert [h.id for h in hits[0]] == [h.id for h in hits[1]] and hits[0]
     assert [(t.id, t.label) for t in db.topics("a")] == want  # the stored ones, as written
     db.close()
+
+
+def test_a_segments_newest_learning_time_per_namespace() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def seg(spaces: list[str]) -> Segment:
+        return Segment(memories_to_table([Memory(id=f"m{i}", namespace=ns, content=f"note {i}",
+                                                 learned_at=t0 + timedelta(seconds=[5, 9, 2, 7][i % 4]))
+                                          for i, ns in enumerate(spaces)]))
+
+    us = int((t0 - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) * 1_000_000
+    one = seg(["a", "a", "a"])  # one namespace: seconds 5, 9, 2
+    assert one.ns_newest("a") == us + 9_000_000 and one.ns_newest("b") == 0
+    two = seg(["a", "b", "a", "b"])  # a: 5, 2; b: 9, 7
+    assert (two.ns_newest("a"), two.ns_newest("b"), two.ns_newest("c")) == (us + 5_000_000, us + 9_000_000, 0)

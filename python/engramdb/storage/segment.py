@@ -179,7 +179,9 @@ class Segment:
         kept; a store's derived results are stamped with it at each snapshot)."""
         if self._ns_newest is None:
             newest = np.zeros(len(self.ns_names), np.int64)
-            if len(self.ns_index):
+            if len(self.ns_names) == 1 and len(self.ns_index):  # one namespace (most segments): one max
+                newest[0] = max(0, int(self.learned_at.max()))
+            elif len(self.ns_index):  # a scatter (numpy's `maximum.at` was ~20 us a segment of 4,000 rows)
                 np.maximum.at(newest, self.ns_index, self.learned_at)
             self._ns_newest = newest
         code = self.ns_codes.get(namespace)
