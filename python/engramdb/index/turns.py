@@ -16,6 +16,8 @@ from ..storage.view import Loc, View
 
 MAPS_KEPT = 64  # namespaces whose turn map is kept
 _INT64_MAX = 2**63 - 1  # the seq column's limit
+_SEQ_SPAN = 1 << 32  # seqs below this pack with their session number into one int64 (PackedTurns)
+_LOW = _SEQ_SPAN - 1
 
 
 class TurnMaps:
@@ -27,7 +29,7 @@ class TurnMaps:
     kind = "turns"
 
     def __init__(self) -> None:
-        self._maps: OrderedDict[str, tuple[tuple[Segment, ...], TurnIndex]] = OrderedDict()
+        self._maps: OrderedDict[str, tuple[tuple[Segment, ...], TurnIndex | PackedTurns]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -47,7 +49,7 @@ class TurnMaps:
         assert isinstance(found, Mapping)
         return found
 
-    def _committed(self, segments: tuple[Segment, ...], namespace: str) -> TurnIndex:
+    def _committed(self, segments: tuple[Segment, ...], namespace: str) -> TurnIndex | PackedTurns:
         with self._lock:
             cached = self._maps.get(namespace)
         if cached is not None and len(cached[0]) == len(segments) and all(a is b for a, b in zip(cached[0], segments)):
@@ -113,7 +115,7 @@ class TurnIndex(Mapping[tuple[str, int], Loc]):
 class _Layered(Mapping[tuple[str, int], Loc]):
     """The WAL's turns over the committed ones: a turn in both reads as its newer row."""
 
-    def __init__(self, top: TurnIndex, under: TurnIndex) -> None:
+    def __init__(self, top: TurnIndex | PackedTurns, under: TurnIndex | PackedTurns) -> None:
         self._top, self._under = top, under
 
     def __getitem__(self, turn: tuple[str, int]) -> Loc:
@@ -134,8 +136,88 @@ class _Layered(Mapping[tuple[str, int], Loc]):
         return iter(set(self._top) | set(self._under))
 
 
-def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex:
-    """The turns of a namespace over the segments numbered `which` (a later row wins)."""
+class PackedTurns(Mapping[tuple[str, int], Loc]):
+    """TurnIndex when every seq fits 32 bits (how an agent numbers turns): one sorted int64 per
+    turn, its session number in the high half and its seq in the low one, and one int64 per turn
+    locating its row (segment in the high half, row in the low one). Two arrays where TurnIndex
+    keeps four and their session bounds: a new process's first context builds it over every
+    committed segment (issue 26)."""
+
+    def __init__(self, sessions: dict[str, int], keys: np.ndarray, locs: np.ndarray) -> None:
+        self._sessions, self._keys, self._locs = sessions, keys, locs
+
+    def __getitem__(self, turn: tuple[str, int]) -> Loc:
+        found = self.get(turn)
+        if found is None:
+            raise KeyError(turn)
+        return found
+
+    def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
+        """The turn's location, or `default` (see TurnIndex.get)."""
+        name, seq = turn
+        sess = self._sessions.get(name)
+        if sess is None or not 0 <= seq < _SEQ_SPAN:  # no stored seq is past 32 bits here
+            return default
+        key = sess << 32 | seq
+        i = int(self._keys.searchsorted(key))
+        if i == len(self._keys) or int(self._keys[i]) != key:
+            return default
+        loc = int(self._locs[i])
+        return loc >> 32, loc & _LOW
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        names = {v: k for k, v in self._sessions.items()}
+        for key in self._keys.tolist():
+            yield names[key >> 32], key & _LOW
+
+
+def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex | PackedTurns:
+    """The turns of a namespace over the segments numbered `which` (a later row wins): packed
+    when every seq fits 32 bits, else as TurnIndex."""
+    sessions: dict[str, int] = {}
+    keys, locs = [], []
+    for si in which:
+        seg = segments[si]
+        code = seg.ns_codes.get(namespace)
+        if code is None:
+            continue
+        sess, names, seq = seg.turns()
+        mine = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0))
+        if not len(mine):
+            continue
+        sq = seq[mine]
+        if int(sq.max()) >= _SEQ_SPAN:
+            return _wide_map(segments, namespace, which)
+        number = np.array([sessions.setdefault(n, len(sessions)) for n in names], np.int64)  # segment's codes -> ours
+        key = number[sess[mine]]
+        key <<= 32
+        key |= sq
+        keys.append(key)
+        mine |= si << 32  # (segment, row) as one int64
+        locs.append(mine)
+    if len(sessions) >= 1 << 31:
+        return _wide_map(segments, namespace, which)
+    if not keys:
+        return PackedTurns({}, np.empty(0, np.int64), np.empty(0, np.int64))
+    key, loc = (keys[0], locs[0]) if len(keys) == 1 else (np.concatenate(keys), np.concatenate(locs))
+    if bool((key[1:] > key[:-1]).all()):
+        # already in turn order, each turn once: how a store written turn by turn lies (one
+        # session's turns in order, sessions numbered as they first appear); no sort, no copy
+        return PackedTurns(sessions, key, loc)
+    # the newest row of a turn is the last of its key in (segment, row) order: the sort is stable,
+    # so that order stays among equal turns, and the last of each run is kept
+    order = np.argsort(key, kind="stable")
+    key, loc = key[order], loc[order]
+    last = np.ones(len(key), bool)
+    last[:-1] = key[1:] != key[:-1]
+    return PackedTurns(sessions, key[last], loc[last])
+
+
+def _wide_map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex:
+    """`_map` for seqs past 32 bits (a caller's may be epoch milliseconds): TurnIndex."""
     sessions: dict[str, int] = {}
     sess_parts, seq_parts, segs, rows = [], [], [], []
     for si in which:
@@ -157,17 +239,9 @@ def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex
         return TurnIndex({}, empty, empty, np.empty(0, np.int32), empty)
     ss, sq = np.concatenate(sess_parts), np.concatenate(seq_parts)
     sg, r = np.concatenate(segs), np.concatenate(rows)
-    # the newest row of a turn is the last of its (session, seq) in (segment, row) order: both
-    # sorts are stable, so that order stays among equal turns, and the last of each run is kept.
-    # One int64 key (session << 32 | seq) sorts in half lexsort's time when every seq fits 32 bits
-    packed = int(sq.max()) < 1 << 32 and len(sessions) < 1 << 31
-    if packed:
-        key = (ss << 32) | sq
-        if bool((key[1:] > key[:-1]).all()):
-            # already in turn order, each turn once: how a store written turn by turn lies (one
-            # session's turns in order, sessions numbered as they first appear); no sort, no copy
-            return TurnIndex(sessions, ss, sq, sg, r)
-    order = np.argsort(key, kind="stable") if packed else np.lexsort((sq, ss))
+    # the newest row of a turn is the last of its (session, seq) in (segment, row) order: the
+    # sort is stable, so that order stays among equal turns, and the last of each run is kept
+    order = np.lexsort((sq, ss))
     ss, sq, sg, r = ss[order], sq[order], sg[order], r[order]
     last = np.ones(len(sq), bool)
     last[:-1] = (ss[1:] != ss[:-1]) | (sq[1:] != sq[:-1])
