@@ -10,8 +10,10 @@ the navigator for background exploration (K7, store/curiosity_verbs.py).
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -22,7 +24,8 @@ from ..context.curiosity import surprises
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET, Duals
 from ..context.result import Context, ContextItem
 from ..context.tokens import Counter, counter, preload
-from ..importance.elo import tier
+from ..importance.elo import INITIAL_ELO, tier
+from ..importance.ratings import Ratings
 from ..lifecycle.consolidation import leading_sentences
 from ..model.hit import Hits
 from ..model.memory import Memory
@@ -110,14 +113,14 @@ class ContextAssembly:
         now_us = time.time_ns() // 1_000
         ratings = self._db._usage.ratings
         view = self._db._view()
-        mems = view.memories_at(view.current_locs(namespace))
-        ranked = sorted(((ratings.elo_now(m.id, now_us), m) for m in mems), key=lambda x: (-x[0], x[1].id))
+        locs = view.current_locs(namespace)
         items: list[ContextItem] = []
         used = full = 0
-        for elo, m in ranked:
+        for elo, _, at in _by_elo(view.ids_at(locs), ratings, now_us):
             t = tier(elo)
             if t == "VERY_LOW":
                 continue
+            m = view.memory_at(*locs[at])  # only the memories read: 100,000 of them cost seconds
             body = m.content if t == "HIGH" else leading_sentences(m.content, 1, 25) if t == "MEDIUM" else \
                 " ".join(m.content.split()[:8]) + " ..."
             text = f"- [{m.id}] {' '.join(body.split())}"
@@ -131,7 +134,7 @@ class ContextAssembly:
                                      {"elo": round(elo, 1), "tier": t, "form": form}))
         text = "\n".join(i.text for i in items)
         return Context(text, items, {"tokens": count(text), "budget": max_tokens, "tokenizer": tok_name,
-                                     "memories": len(items), "left_out": len(mems) - len(items),
+                                     "memories": len(items), "left_out": len(locs) - len(items),
                                      "tokens_in_full": full, "tokens_saved": max(0, full - used)})
 
     # ------------------------------------------------------------------------------ helpers
@@ -174,5 +177,29 @@ class ContextAssembly:
         view = self._db._view()
         return view.memories_at(view.session_locs(namespace, session_id)[::-1][:asm.RECENT_TURNS])
 
+
+
+def _by_elo(ids: list[str], ratings: Ratings, now_us: int) -> Iterator[tuple[float, str, int]]:
+    """(elo now, id, position in `ids`), highest elo first, then by id: the rated memories sorted,
+    merged with the unrated ones (all at INITIAL_ELO) taken from a heap in id order as the pack
+    reads them (it stops at its budget, a few dozen in: no sort of a whole namespace)."""
+    rated: list[tuple[float, str, int]] = []
+    unrated: list[tuple[float, str, int]] = []
+    by_id = ratings.by_id
+    for at, mid in enumerate(ids):
+        r = by_id.get(mid)
+        if r is None:
+            unrated.append((-INITIAL_ELO, mid, at))
+        else:
+            rated.append((-r.elo_at(now_us), mid, at))
+    rated.sort()
+    heapq.heapify(unrated)
+
+    def in_order() -> Iterator[tuple[float, str, int]]:
+        while unrated:
+            yield heapq.heappop(unrated)
+
+    for neg, mid, at in heapq.merge(rated, in_order()):
+        yield -neg, mid, at
 
 __all__ = ["ContextAssembly"]
