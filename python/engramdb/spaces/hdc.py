@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.blas_threads import one_blas_thread
 from ..kernels.codes import sign_bits
 from .protocol import Embedder, SpaceKind
 
@@ -110,7 +111,11 @@ class BinaryHDCEmbedder:
             # a few rows (one add, a query) skip BLAS: its threads, woken for a tiny product on a
             # busy machine, cost 10-30 ms where this loop costs 0.1; the bits are the same (the
             # recheck below settles every sign the float32 error bound leaves open, whatever the order)
-            y = xc @ self._proj32 if len(xc) > 8 else np.einsum("ij,jk->ik", xc, self._proj32, optimize=False)
+            if len(xc) > 8:
+                with one_blas_thread():  # BLAS's spinning threads would compete with the ingest
+                    y = xc @ self._proj32
+            else:
+                y = np.einsum("ij,jk->ik", xc, self._proj32, optimize=False)
             xn = np.sqrt(np.einsum("ij,ij->i", xc, xc, dtype=np.float64)).astype(np.float32)
             t = (self._gamma * xn).astype(np.float32, copy=False)
             t[xn == 0] = -1.0  # zero rows: all bits 0, nothing to recheck
