@@ -210,20 +210,21 @@ def test_a_context_queuing_while_the_warm_job_reads_the_queue_is_not_queued_twic
     """The warm job read the curiosity queue's waiting links without the queue's lock, then kept
     what it read: a context that queued an item meanwhile had its item dropped from the waiting
     links, and the next context queued the same link again (a duplicate item for an explorer).
-    The seam: the storage layer's `CuriosityLog.rows`, stopped on the worker after reading."""
+    The seam: the storage layer's `CuriosityLog.links` (what the load reads), stopped on the
+    worker after reading."""
     with engramdb.open(tmp_path / "s") as db:
         _fill_curiosity(db)
     inside, go = threading.Event(), threading.Event()
-    real = CuriosityLog.rows
+    real = CuriosityLog.links
 
-    def rows(self: CuriosityLog, namespace: str | None = None) -> list[dict[str, Any]]:
-        got = real(self, namespace)
+    def links(self: CuriosityLog) -> list[tuple[str, str, str, str, str]]:
+        got = real(self)
         if threading.current_thread().name.startswith("engramdb-upkeep") and not go.is_set():
             inside.set()
             go.wait(timeout=30)
         return got
 
-    monkeypatch.setattr(CuriosityLog, "rows", rows)
+    monkeypatch.setattr(CuriosityLog, "links", links)
     with engramdb.open(tmp_path / "s") as db:
         assert inside.wait(timeout=60)  # the warm job has read the (empty) queue
         threading.Timer(0.5, go.set).start()  # it goes on soon (a context that waits for it is let through)
