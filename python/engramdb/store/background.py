@@ -309,7 +309,7 @@ class Background:
 
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first
-        search and context read from the folder (the id runs, the lexical and dense indexes, each
+        search and context read from the folder (the dense and lexical indexes, the id probe, each
         segment's namespace counts and session keys, the ratings, the stored topics, the curiosity
         queue), each under its own lock, so a request
         that comes meanwhile waits for the part it needs rather than loading it again. Why: these
@@ -318,13 +318,15 @@ class Background:
         with self._warming:  # a fork waits for the whole job (see `_before_fork`)
             db = self._db
             view = db._engine.view
-            view.key_of("")  # the id index's probe runs of this snapshot (no id is empty)
-            lex = lexical_space(db.schema, db.embedders)
-            if lex is not None:
-                db._indexes.bm25(lex, view)
+            # the dense index first: a request that comes at once loads the lexical index itself
+            # (its search reads that first), meanwhile, under the other kind's lock (index/registry.py)
             main = db.schema[db.schema.main]
             if main.kind == "dense" and db._indexes.kind != "none":
                 db._indexes.dense(main, view)
+            lex = lexical_space(db.schema, db.embedders)
+            if lex is not None:
+                db._indexes.bm25(lex, view)
+            view.key_of("")  # the id index's probe runs of this snapshot (no id is empty)
             for seg in view.segments:  # what the search's session support and neighbours read of each
                 seg.ns_count("")
                 seg.session_keys()
