@@ -27,8 +27,9 @@ from ..context.tokens import Counter, counter, preload
 from ..importance.elo import INITIAL_ELO, tier
 from ..importance.ratings import Ratings
 from ..lifecycle.consolidation import leading_sentences
+from ..model import checks
 from ..model.hit import Hits
-from ..model.memory import Memory
+from ..model.memory import Memory, micros, utc_now
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -107,10 +108,12 @@ class ContextAssembly:
 
     def pack(self, namespace: str, *, max_tokens: int = 2000, tokenizer: str | Counter | None = None) -> Context:
         """`ImportanceVerbs.pack`."""
+        checks.name("namespace", namespace)  # None would read as every namespace: another user's memories
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
             raise ValueError(f"max_tokens must be an int >= 50, got {max_tokens!r}")
         count, tok_name = counter(tokenizer)
-        now_us = time.time_ns() // 1_000
+        now = utc_now()
+        now_us = micros(now)
         ratings = self._db._usage.ratings
         view = self._db._view()
         locs = view.current_locs(namespace)
@@ -121,6 +124,8 @@ class ContextAssembly:
             if t == "VERY_LOW":
                 continue
             m = view.memory_at(*locs[at])  # only the memories read: 100,000 of them cost seconds
+            if m.valid_until is not None and m.valid_until <= now:
+                continue  # no longer true (superseded, a file's old chunk): a context leaves it out too
             body = m.content if t == "HIGH" else leading_sentences(m.content, 1, 25) if t == "MEDIUM" else \
                 " ".join(m.content.split()[:8]) + " ..."
             text = f"- [{m.id}] {' '.join(body.split())}"
