@@ -101,7 +101,10 @@ def seq(value: Any, *, automatic: bool = False) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidMemory(f"seq must be an integer >= 0, got {shown(value)}")
-    if automatic and value <= INT64_MAX:
+    if automatic:
+        if value > INT64_MAX:  # the limit named is the one that applies: a stored seq may pass MAX_SEQ
+            raise InvalidMemory(f"seq must be at most {INT64_MAX:,} (2**63 - 1: the store's 64-bit column), got "
+                                f"{shown(value) if value.bit_length() > _SHOWN_BITS else format(value, ',')}")
         return
     if value > MAX_SEQ:
         raise InvalidMemory(f"seq must be at most {MAX_SEQ:,} (2**62 - 1: the automatic next positions count on "
