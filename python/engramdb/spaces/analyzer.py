@@ -302,6 +302,17 @@ def _word_chars(cp: np.ndarray) -> np.ndarray:
     return table
 
 
+def kept_counts(counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Per text, how many of its items `keep` (bool, one per item, texts in order) keeps (int64):
+    one running sum read at the texts' ends, not the per-item row numbers and a bincount over them."""
+    run = np.zeros(keep.shape[0] + 1, np.int64)
+    np.cumsum(keep, out=run[1:])
+    ends = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=ends[1:])
+    out: np.ndarray = np.diff(run[ends])
+    return out
+
+
 class Analyzer:
     """English analyzer: `terms` (stop words removed, stemmed) and their stable `term_ids`.
 
@@ -355,8 +366,7 @@ class Analyzer:
         terms = list(index)
         per = to_term[tb.codes]
         keep = per >= 0
-        counts = np.bincount(tb.rows()[keep], minlength=len(tb.counts)).astype(np.int64)
-        return Tokens(counts, terms, per[keep])
+        return Tokens(kept_counts(tb.counts, keep), terms, per[keep])
 
     def term_ids(self, text: str) -> list[int]:
         """`term_id` of each of `terms(text)`, in order (duplicates kept)."""

@@ -26,12 +26,27 @@ def concat(parts: Sequence[Embedding]) -> Embedding:
     if isinstance(first, TokenBatch):
         tb = [p for p in parts if isinstance(p, TokenBatch)]
         sizes = np.concatenate([[0]] + [np.diff(p.offsets) for p in tb])
+        if all(p.table is not None and p.table_rows is not None for p in tb):
+            return _concat_tables(tb, np.cumsum(sizes).astype(np.int64))
         codes = [p.codes for p in tb]  # the embedder's int8 codes kept when every part has them
         joined = None if any(c is None for c in codes) else (np.concatenate([c[0] for c in codes if c]),
                                                               np.concatenate([c[1] for c in codes if c]))
         return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False),
                           np.cumsum(sizes).astype(np.int64), joined)
     return np.concatenate([np.atleast_2d(np.asarray(p)) for p in parts])
+
+
+def _concat_tables(tb: Sequence[TokenBatch], offsets: np.ndarray) -> TokenBatch:
+    """Batches held as rows of tables (`TokenBatch.of_rows`) joined the same way: the tables
+    stacked, each part's rows moved past the tables before it (its codes kept when every part has
+    them); nothing gathered."""
+    tables = [p.table for p in tb if p.table is not None]
+    base = np.cumsum([0] + [len(t) for t in tables])
+    rows = np.concatenate([np.asarray(p.table_rows, np.int64) + b for p, b in zip(tb, base.tolist())])
+    codes = [p.table_codes for p in tb]
+    joined = None if any(c is None for c in codes) else (np.concatenate([c[0] for c in codes if c]),
+                                                          np.concatenate([c[1] for c in codes if c]))
+    return TokenBatch.of_rows(np.concatenate(tables).astype(np.float32, copy=False), rows, offsets, joined)
 
 
 def empty_batch(space: Space) -> Embedding:

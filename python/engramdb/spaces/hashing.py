@@ -60,7 +60,7 @@ import numpy as np
 
 from ..kernels.analysis import hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
-from .analyzer import SNOWBALL_STOPWORDS, negation, tokenize, tokenize_batch
+from .analyzer import SNOWBALL_STOPWORDS, kept_counts, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -271,11 +271,6 @@ class HashingEmbedder:
         # None for a stop word; then per token by one gather
         word_of = list(map(self._content_word, tb.words))
         kept_u = np.fromiter((w is not None for w in word_of), dtype=bool, count=len(word_of))
-        rows = tb.rows()
-        kept = kept_u[tb.codes]
-        # a text made only of stop words keeps all its tokens, as they are
-        bare = ~(np.bincount(rows[kept], minlength=n) > 0)[rows]
-        take = kept | bare
         with self._lock:
             if len(self._table.slots) > TABLE_WORDS:
                 self._table.clear()
@@ -283,13 +278,22 @@ class HashingEmbedder:
             content = np.flatnonzero(kept_u)
             if content.size:
                 slot_u[content] = self._table.lookup([word_of[i] for i in content.tolist()])
-            if bare.any():
-                raw = np.unique(tb.codes[bare])
-                slot_raw = np.full(len(word_of), -1, dtype=np.int64)
-                slot_raw[raw] = self._table.lookup([tb.words[i] for i in raw.tolist()])
-                slots = np.where(bare, slot_raw[tb.codes], slot_u[tb.codes])[take]
-            else:
-                slots = slot_u[tb.codes][take]
+            # per token its slot, -1 for a stop word: a gather, a test, a running sum and a compress
+            # over the batch's tokens (the row of every token, made for the rare text of stop words
+            # alone, cost as much as the rest of this method)
+            per = slot_u[tb.codes]
+            kept = per >= 0
+            counts = kept_counts(tb.counts, kept)
+            if not ((counts == 0) & (tb.counts > 0)).any():
+                return self._embed_slots(n, counts, per[kept])
+            # a text made only of stop words keeps all its tokens, as they are
+            rows = tb.rows()
+            bare = ~(np.bincount(rows[kept], minlength=n) > 0)[rows]
+            take = kept | bare
+            raw = np.unique(tb.codes[bare])
+            slot_raw = np.full(len(word_of), -1, dtype=np.int64)
+            slot_raw[raw] = self._table.lookup([tb.words[i] for i in raw.tolist()])
+            slots = np.where(bare, slot_raw[tb.codes], per)[take]
             counts = np.bincount(rows[take], minlength=n).astype(np.int64)
             return self._embed_slots(n, counts, slots)
 

@@ -10,9 +10,11 @@ hit's offsets are recomputed from its content.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..kernels.analysis import codepoints, cut_passages
+from ..kernels.analysis import codepoints, cut_passages, joined_codepoints
 
 WORDS = 200  # words per passage (about)
 OVERLAP = 50  # words a passage shares with the one before (about)
@@ -44,4 +46,26 @@ def passages(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans.tolist()]
 
 
-__all__ = ["MIN_CHARS", "OVERLAP", "WORDS", "passages"]
+def passages_many(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    """`passages` of each text, the long ones cut in one native pass between them (an index sync
+    meets a batch's long memories together: a call and a ``str.split`` per text cost more than the
+    cut). A non-string is named by index (TypeError)."""
+    out: list[list[tuple[int, int]]] = []
+    long: list[int] = []
+    for r, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{r}] must be str, got {type(text).__name__}")
+        out.append([(0, len(text))])
+        if len(text) >= MIN_CHARS:
+            long.append(r)
+    if long:
+        cp, ptr = joined_codepoints([texts[r] for r in long])
+        span_ptr, spans = cut_passages(cp, ptr, _SPACE_BYTES, WORDS, OVERLAP)
+        bounds = span_ptr.tolist()
+        pairs = [(a, b) for a, b in spans.tolist()]
+        for j, r in enumerate(long):  # at most WORDS words: the kernel's one span is (0, len), as `passages`
+            out[r] = pairs[bounds[j] : bounds[j + 1]]
+    return out
+
+
+__all__ = ["MIN_CHARS", "OVERLAP", "WORDS", "passages", "passages_many"]

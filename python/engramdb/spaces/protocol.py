@@ -16,7 +16,7 @@ and in any process (no randomness without a fixed seed, no Python `hash()`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -41,7 +41,6 @@ class SparseBatch:
         return self.indices[a:b], self.weights[a:b]
 
 
-@dataclass(frozen=True)
 class TokenBatch:
     """Ragged token vectors: text t owns tokens[offsets[t]:offsets[t+1]].
 
@@ -50,14 +49,72 @@ class TokenBatch:
     repeat (one vector per distinct term) quantises each distinct vector once and gathers. Ignored
     (and storage quantises `tokens`) unless both match `tokens`' shape; slicing a batch drops them,
     joining keeps them when every part has them.
+
+    A batch made by `of_rows` holds its tokens as rows of a small table (token i is
+    ``table[rows[i]]``) and gathers `tokens` (and `codes`) only when they are read: a write checks
+    the table and stores the gathered codes, and never needs the float matrix (a long-turn batch's
+    is ~100 MB). Treat a batch as immutable.
     """
 
-    tokens: np.ndarray  # float32, (T, dim)
-    offsets: np.ndarray  # int64, (n + 1,)
-    codes: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("_codes", "_table", "_table_codes", "_tokens", "offsets", "table_rows")
+
+    def __init__(self, tokens: np.ndarray, offsets: np.ndarray,
+                 codes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        self._tokens: np.ndarray | None = tokens
+        self.offsets: np.ndarray = offsets  # int64, (n + 1,)
+        self._codes = codes
+        self._table: np.ndarray | None = None
+        self._table_codes: tuple[np.ndarray, np.ndarray] | None = None
+        self.table_rows: np.ndarray | None = None  # int64 (T,) indexes into `table` (`of_rows` batches)
+
+    @classmethod
+    def of_rows(cls, table: np.ndarray, rows: np.ndarray, offsets: np.ndarray,
+                codes: tuple[np.ndarray, np.ndarray] | None = None) -> TokenBatch:
+        """A batch whose token i is ``table[rows[i]]`` (`table_rows`), and whose codes, when given for
+        the table's rows, are ``codes[0][rows[i]]`` and ``codes[1][rows[i]]``: gathered when first read."""
+        out = cls.__new__(cls)
+        out._tokens, out.offsets, out._codes = None, offsets, None
+        out._table, out.table_rows, out._table_codes = table, rows, codes
+        return out
+
+    @property
+    def table(self) -> np.ndarray | None:
+        """The distinct token vectors `table_rows` index (None for a batch of plain tokens)."""
+        return self._table
+
+    @property
+    def table_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The int8 codes and scales of `table`'s rows, as `codes` are of tokens (or None)."""
+        return self._table_codes
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """float32, (T, dim)."""
+        if self._tokens is None:
+            assert self._table is not None and self.table_rows is not None
+            self._tokens = self._table[self.table_rows]  # a race gathers twice, the same values
+        return self._tokens
+
+    @property
+    def codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The tokens' int8 codes and float32 scales, when the embedder made them (or None)."""
+        if self._codes is None and self._table_codes is not None and self.table_rows is not None:
+            q, scale = self._table_codes
+            rows = self._table.shape[0] if self._table is not None else -1
+            if q.shape[:1] == (rows,) and scale.shape == (rows,):  # codes of another table: none
+                self._codes = (q[self.table_rows], scale[self.table_rows])
+        return self._codes
+
+    @property
+    def size(self) -> int:
+        """How many tokens the batch holds (without gathering them)."""
+        return int(self.table_rows.shape[0]) if self.table_rows is not None else int(self.tokens.shape[0])
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0]) - 1
+
+    def __repr__(self) -> str:
+        return f"TokenBatch({len(self)} texts, {self.size} tokens)"
 
     def row(self, t: int) -> np.ndarray:
         """The (tokens_t, dim) matrix of text t."""

@@ -137,6 +137,8 @@ class Space:
             return SparseBatch(ip, ids.astype(np.int32), w)
         if not isinstance(value, TokenBatch):
             raise SpaceError(f"{where} must be a TokenBatch, got {type(value).__name__}")
+        if value.table is not None and value.table_rows is not None:
+            return self._check_table(where, value, n)
         tok = np.asarray(value.tokens)
         off = np.asarray(value.offsets, dtype=np.int64)
         if tok.ndim != 2 or tok.shape[1] != self.dim or tok.dtype.kind != "f":
@@ -147,6 +149,25 @@ class Space:
         _finite(where, tok, rows=False)
         # the embedder's own int8 codes ride along only with the very tokens they were made from
         return TokenBatch(tok, off, value.codes if tok is value.tokens else None)
+
+    def _check_table(self, where: str, value: TokenBatch, n: int) -> TokenBatch:
+        """`check` of a batch held as rows of a table (`TokenBatch.of_rows`): the table's values and
+        the row numbers are checked, so every token is, without gathering them; the same refusals."""
+        assert value.table is not None and value.table_rows is not None
+        tab = np.asarray(value.table)
+        rows = np.asarray(value.table_rows)
+        off = np.asarray(value.offsets, dtype=np.int64)
+        if tab.ndim != 2 or tab.shape[1] != self.dim or tab.dtype.kind != "f":
+            raise SpaceError(f"{where}: tokens must be float of shape (T, {self.dim}), got {tab.dtype} "
+                             f"(T, {tab.shape[1:]})")
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or (rows.size and (rows.min() < 0 or rows.max() >= len(tab))):
+            raise SpaceError(f"{where}: token rows must be integers within the table's {len(tab)} rows")
+        if off.shape != (n + 1,) or off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
+            raise SpaceError(f"{where}: offsets must rise from 0 to len(tokens) over {n + 1} entries")
+        tab32 = np.ascontiguousarray(tab, dtype=np.float32)
+        _finite(where, tab32, rows=False)  # a table row no token uses is one of the embedder's: checked too
+        return TokenBatch.of_rows(tab32, rows.astype(np.int64, copy=False), off,
+                                  value.table_codes if tab32 is value.table else None)
 
 
 def _finite(where: str, arr: np.ndarray, rows: bool) -> None:

@@ -93,8 +93,10 @@ class TokenEmbedder:
                 self._slots.update(zip(new, range(base, base + len(new))))
                 get = self._slots.get
                 slot = [get(t, -1) for t in words]
-            rows = np.array(slot, dtype=np.int64)[codes]
-            tokens, q, scale = self._vecs[rows], self._q[rows], self._s[rows]
-        # the stored int8 codes made once per distinct term and gathered with the vectors: a long
-        # turn's terms repeat, and quantising every token of the batch cost more than embedding it
-        return TokenBatch(tokens, offsets, (q, scale))
+            distinct = np.array(slot, dtype=np.int64)
+            table, q, scale = self._vecs[distinct], self._q[distinct], self._s[distinct]
+        # the batch's distinct terms' vectors and int8 codes (each term quantised once, when first
+        # met), with each token's row among them: checking and storing a batch read the table and
+        # gather the codes, and the float matrix of every token (~100 MB for a long-turn batch,
+        # its gather a sixth of the space's ingest) is made only if something reads it
+        return TokenBatch.of_rows(table, np.asarray(codes, np.int64), offsets, (q, scale))

@@ -62,6 +62,12 @@ def quantize_tokens(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _codes_of(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     """The batch's int8 codes and scales: the embedder's own when it made them (each distinct term
     quantised once, then gathered: what quantize_tokens makes of the tokens, bit for bit), else made."""
+    table, rows, table_codes = batch.table, batch.table_rows, batch.table_codes
+    if table is not None and rows is not None and table_codes is not None:
+        q, scale = table_codes  # a table's codes: gathered by token, the float tokens never made
+        if (q.dtype == np.int8 and scale.dtype == np.float32 and q.shape == table.shape
+                and scale.shape == table.shape[:1]):
+            return np.ascontiguousarray(q[rows]), scale[rows]
     if batch.codes is not None:
         q, scale = batch.codes
         t = batch.tokens

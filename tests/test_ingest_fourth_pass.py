@@ -1,0 +1,162 @@
+"""Issue 28, ingest fourth pass: the same output, less work per batch.
+
+- The token space's batch holds its tokens as rows of the batch's distinct terms
+  (`TokenBatch.of_rows`): checking and storing it read the table and gather the int8 codes, the
+  float matrix of every token is made only when read; the stored column is byte for byte what the
+  plain tokens give, and a bad table is refused as bad tokens are.
+- A batch's long texts are cut into passages in one native pass (`passages_many`), the same spans
+  as `passages` text by text.
+- The hashing space and the analyzer count each text's kept tokens by one running sum
+  (`kept_counts`), the same vectors and terms as the per-token row numbers gave.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from engramdb.spaces.analyzer import Analyzer, kept_counts, tokenize
+from engramdb.spaces.batches import concat, take
+from engramdb.spaces.hashing import HashingEmbedder
+from engramdb.spaces.passages import passages, passages_many
+from engramdb.spaces.protocol import TokenBatch
+from engramdb.spaces.schema import SpaceError, default_schema
+from engramdb.spaces.token_space import TokenEmbedder
+from engramdb.storage.vectors import from_arrow, quantize_tokens, to_arrow
+
+SPACE = default_schema()["tokens"]
+TEXTS = [
+    "I adopted a rescue dog named Biscuit last spring, and Biscuit loves the beach.",
+    "",
+    "the of and",  # stop words only: no terms, and the hashing space keeps them as they are
+    "Running, runner, runs: the runner ran a running race. " * 20,
+    "Ünïcödé naïve café résumé 東京 2026",
+    "what is it? I don't know",
+]
+
+
+def plain(batch: TokenBatch) -> TokenBatch:
+    """The same tokens as one float matrix (no table, no codes): what storage quantises itself."""
+    return TokenBatch(np.array(batch.tokens), np.array(batch.offsets))
+
+
+def test_token_batches_are_rows_of_their_distinct_terms_and_store_the_same_column() -> None:
+    emb = TokenEmbedder()
+    emb.embed(["a first batch fills the table: dog beach race"])  # then hits and new terms mixed
+    batch = emb.embed(TEXTS)
+    assert batch.table is not None and batch.table_rows is not None
+    assert len(batch.table) < batch.size  # the long text's terms repeat: fewer rows than tokens
+    checked = SPACE.check(batch, len(TEXTS))
+    assert isinstance(checked, TokenBatch) and checked.table is not None  # checked without a gather
+    col = to_arrow(SPACE, checked)
+    assert col.equals(to_arrow(SPACE, plain(batch)))
+    q, scale = quantize_tokens(batch.tokens)
+    assert checked.codes is not None
+    assert np.array_equal(checked.codes[0], q) and checked.codes[1].tobytes() == scale.tobytes()
+    for t, text in enumerate(TEXTS):  # each text's tokens are its terms' vectors, in order
+        terms = Analyzer().terms(text)
+        assert checked.row(t).shape == (len(terms), SPACE.dim)
+        if terms:
+            assert np.array_equal(checked.row(t), emb.embed([text]).tokens)
+    back = from_arrow(SPACE, col)
+    assert isinstance(back, TokenBatch)
+    assert np.allclose(back.tokens, batch.tokens, atol=1 / 254)
+
+
+def test_joined_and_sliced_table_batches_store_the_same_column() -> None:
+    emb = TokenEmbedder()
+    whole = emb.embed(TEXTS)
+    joined = concat([emb.embed(TEXTS[:3]), emb.embed(TEXTS[3:])])
+    assert isinstance(joined, TokenBatch) and joined.table is not None
+    assert np.array_equal(joined.tokens, whole.tokens) and np.array_equal(joined.offsets, whole.offsets)
+    assert to_arrow(SPACE, SPACE.check(joined, len(TEXTS))).equals(to_arrow(SPACE, plain(whole)))
+    mixed = concat([emb.embed(TEXTS[:3]), plain(emb.embed(TEXTS[3:]))])  # one part a plain matrix
+    assert to_arrow(SPACE, SPACE.check(mixed, len(TEXTS))).equals(to_arrow(SPACE, plain(whole)))
+    some = take(whole, [3, 0])
+    assert to_arrow(SPACE, some).equals(to_arrow(SPACE, plain(some)))
+
+
+@pytest.mark.parametrize(("bad", "want"), [
+    ("nan", "tokens contain NaN or inf"),
+    ("wide", r"tokens must be float of shape \(T, 128\)"),
+    ("ints", "tokens must be float"),
+    ("row", "token rows must be integers within the table's 3 rows"),
+    ("negative", "token rows must be integers within the table's 3 rows"),
+    ("offsets", "offsets must rise from 0 to len"),
+])
+def test_a_bad_table_batch_is_refused_as_bad_tokens_are(bad: str, want: str) -> None:
+    table = np.full((3, SPACE.dim), 0.05, np.float32)
+    rows = np.array([0, 2, 1, 2], np.int64)
+    offsets = np.array([0, 1, 4], np.int64)
+    if bad == "nan":
+        table[1, 7] = np.nan
+    elif bad == "wide":
+        table = np.zeros((3, SPACE.dim + 1), np.float32)
+    elif bad == "ints":
+        table = np.zeros((3, SPACE.dim), np.int32)
+    elif bad == "row":
+        rows = np.array([0, 3, 1, 2], np.int64)
+    elif bad == "negative":
+        rows = np.array([0, -1, 1, 2], np.int64)
+    else:
+        offsets = np.array([0, 1, 3], np.int64)
+    with pytest.raises(SpaceError, match=want):
+        SPACE.check(TokenBatch.of_rows(table, rows, offsets), 2)
+
+
+def test_codes_for_another_table_are_not_written() -> None:
+    emb = TokenEmbedder()
+    batch, other = emb.embed(TEXTS), emb.embed(TEXTS[:1])
+    assert batch.table is not None and batch.table_rows is not None and other.table_codes is not None
+    wrong = TokenBatch.of_rows(batch.table, batch.table_rows, batch.offsets, other.table_codes)
+    assert to_arrow(SPACE, SPACE.check(wrong, len(TEXTS))).equals(to_arrow(SPACE, plain(batch)))
+    # a table the check converts (float64 given) is a new array: the codes made for the old one dropped
+    stale = TokenBatch.of_rows(batch.table.astype(np.float64) * 0.5, batch.table_rows, batch.offsets,
+                               batch.table_codes)
+    checked = SPACE.check(stale, len(TEXTS))
+    assert isinstance(checked, TokenBatch) and checked.table_codes is None
+    assert to_arrow(SPACE, checked).equals(to_arrow(SPACE, plain(checked)))
+
+
+def test_a_batch_of_long_texts_is_cut_as_each_text_alone() -> None:
+    sentence = "We walked the dog along the beach. It was cold! Then home? "
+    texts = [
+        sentence * 40,  # several passages, cut at sentence ends
+        "word " * 205,  # a few words over: one passage that starts at the first word
+        " " + "w " * 210,  # leading whitespace: the passage starts at the word
+        "short text",
+        "x" * 500,  # long, one word
+        "",
+        "naïve café. " * 120 + "東京\u3000" * 60,  # non-ASCII letters and a wide space
+        "\ud800 " + "a " * 300,  # a lone surrogate: offsets by code point still
+        "line\n" * 450,
+    ]
+    got = passages_many(texts)
+    assert got == [passages(t) for t in texts]
+    assert len(got[0]) > 1 and got[3] == [(0, len(texts[3]))]
+    with pytest.raises(TypeError, match=r"texts\[1\] must be str"):
+        passages_many(["fine", b"bytes"])  # type: ignore[list-item]
+
+
+def test_kept_counts_is_the_per_text_count_of_kept_items() -> None:
+    rng = np.random.default_rng(7)
+    counts = rng.integers(0, 6, 50).astype(np.int64)
+    counts[[0, 9, 49]] = 0  # empty texts at the ends and inside
+    keep = rng.random(int(counts.sum())) < 0.6
+    rows = np.repeat(np.arange(len(counts)), counts)
+    want = np.bincount(rows[keep], minlength=len(counts))
+    got = kept_counts(counts, keep)
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert kept_counts(np.zeros(0, np.int64), np.zeros(0, bool)).shape == (0,)
+
+
+def test_hashing_batches_with_stop_word_texts_match_text_by_text() -> None:
+    """Texts of stop words alone keep their tokens (the slower branch), the others their content
+    words: a mixed batch gives each text the vector it gets alone."""
+    emb = HashingEmbedder()
+    batch = emb.embed(TEXTS + ["no", "it is what it is"])
+    for t, text in enumerate(TEXTS + ["no", "it is what it is"]):
+        alone = emb.embed([text])
+        assert batch[t].tobytes() == alone[0].tobytes(), text
+    assert np.abs(batch[2]).sum() > 0 and tokenize(TEXTS[2])  # "the of and": its stop words, kept
+    without = emb.embed([t for t in TEXTS if t != "the of and"])  # the common branch: no such text
+    assert without.tobytes() == np.delete(emb.embed(TEXTS), 2, axis=0).tobytes()
