@@ -8,15 +8,21 @@
   as `passages` text by text.
 - The hashing space and the analyzer count each text's kept tokens by one running sum
   (`kept_counts`), the same vectors and terms as the per-token row numbers gave.
+- New words' BLAKE2b hashes in one native pass (`kernels.analysis.blake2b_words`), hashlib's value
+  for every word; a word UTF-8 cannot encode is left to hashlib's path, which names it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
+
 import numpy as np
 import pytest
+from engramdb.kernels.analysis import blake2b_words, joined_codepoints
 from engramdb.spaces.analyzer import Analyzer, kept_counts, tokenize
 from engramdb.spaces.batches import concat, take
-from engramdb.spaces.hashing import HashingEmbedder
+from engramdb.spaces.hashing import HashingEmbedder, word_features, word_hash
 from engramdb.spaces.passages import passages, passages_many
 from engramdb.spaces.protocol import TokenBatch
 from engramdb.spaces.schema import SpaceError, default_schema
@@ -160,3 +166,32 @@ def test_hashing_batches_with_stop_word_texts_match_text_by_text() -> None:
     assert np.abs(batch[2]).sum() > 0 and tokenize(TEXTS[2])  # "the of and": its stop words, kept
     without = emb.embed([t for t in TEXTS if t != "the of and"])  # the common branch: no such text
     assert without.tobytes() == np.delete(emb.embed(TEXTS), 2, axis=0).tobytes()
+
+
+def test_blake2b_words_is_hashlibs_digest_of_each_words_utf8() -> None:
+    rng = random.Random(3)
+    pool = [chr(c) for c in (*range(32, 127), 0xE9, 0x6771, 0x4EAC, 0x1F600, 0x10FFFF, 0xE000, 0xFFFF)]
+    words = ["", "a", "naïve", "東京", "😀", "x" * 127, "x" * 128, "x" * 129, "é" * 64, "w" * 300]
+    words += ["".join(rng.choice(pool) for _ in range(rng.randint(0, 150))) for _ in range(500)]
+    cp, ptr = joined_codepoints(words)
+    for person in (b"engramdb.word", b"engramdb.term", b"", b"0123456789abcdef"):
+        got = blake2b_words(cp, ptr, person)
+        assert got is not None and got.dtype == np.uint64
+        want = [int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8, person=person).digest(), "little")
+                for w in words]
+        assert got.tolist() == want
+    with pytest.raises(ValueError, match="person must be at most 16 bytes"):
+        blake2b_words(cp, ptr, b"x" * 17)
+    with pytest.raises(ValueError, match="word_ptr"):
+        blake2b_words(cp, np.array([0, len(cp) + 1], np.int64), b"p")
+    lone = ["fine", "a\ud800b"]
+    assert blake2b_words(*joined_codepoints(lone), b"p") is None  # hashlib's path names it
+
+
+def test_new_words_features_carry_hashlibs_word_hashes() -> None:
+    words = ["biscuit", "naïve", "東京", "don't", "x" * 60]
+    wh, owner, _, _ = word_features(words, 384, 1.0, 1.0)
+    assert wh.tolist() == [word_hash(w) for w in words]
+    assert owner.tolist() == sorted(owner.tolist())
+    with pytest.raises(UnicodeEncodeError):
+        word_features(["a\ud800b"], 384, 1.0, 1.0)  # refused as before, by str.encode

@@ -4,6 +4,7 @@
 #include "engramdb/analysis.h"
 
 #include <limits>
+#include <string>
 
 #include <pybind11/typing.h>
 
@@ -158,9 +159,33 @@ std::tuple<carray<int64_t>, carray<int64_t>> cut_passages_py(const carray<uint32
     return {to_array(ptr), out};
 }
 
+const char* const kBlakeErrors[] = {"", "word_ptr must start at 0, never decrease and end within codepoints",
+                                    "a code point UTF-8 cannot encode (a surrogate, or past U+10FFFF)"};
+
+carray<uint64_t> blake2b_words_py(const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const py::bytes& person) {
+    require_rank(cp, 1, "codepoints");
+    require_rank(word_ptr, 1, "word_ptr");
+    if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
+    const std::string p = person;
+    if (p.size() > 16) throw py::value_error("person must be at most 16 bytes");
+    uint8_t padded[16] = {};
+    std::copy(p.begin(), p.end(), padded);
+    carray<uint64_t> out(word_ptr.shape(0) - 1);
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = blake2b_words(cp.data(), uz(cp.shape(0)), word_ptr.data(), uz(word_ptr.shape(0) - 1), padded,
+                             out.mutable_data());
+    }
+    if (code) throw py::value_error(kBlakeErrors[code]);
+    return out;
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m) {
+    m.def("blake2b_words", &blake2b_words_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("person"),
+          "64-bit BLAKE2b (personalised) of each word's UTF-8, little-endian, uint64.");
     m.def("tokenize_codepoints", &tokenize_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("word_char"),
           "Tokens of texts given as code points: (counts, codes, first, length, words) of the batch's distinct tokens.");
     m.def("hash_feature_sums", &hash_sums_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"),

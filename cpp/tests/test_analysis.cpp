@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string>
 
 #include "engramdb/analysis.h"
 #include "harness.h"
@@ -331,6 +332,37 @@ TEST(passage_inputs_out_of_range_are_errors) {
     CHECK_EQ(run({0, 5}, 1, 0, 0), 3);
     CHECK_EQ(run({0, 5}, 1, 0, 1), 0);  // one entry: every code point is what it says (here: not a space)
     CHECK(spans == (std::vector<int64_t>{0, 5}));
+}
+
+TEST(blake2b_words_match_hashlib_and_refuse_bad_input) {
+    // hashlib.blake2b(word.encode("utf-8"), digest_size=8, person=...) read little-endian, for the empty
+    // word, a short one, a non-ASCII one (U+00EF: two UTF-8 bytes) and one of 200 bytes (two blocks)
+    std::vector<uint32_t> cp = cps("abcna");
+    cp.push_back(0xEF);
+    for (const uint32_t c : cps("ve")) cp.push_back(c);
+    for (int i = 0; i < 200; ++i) cp.push_back('x');
+    const std::vector<int64_t> ptr{0, 0, 3, 8, 208};
+    uint8_t word[16] = {}, term[16] = {}, none[16] = {};
+    const std::string w = "engramdb.word", t = "engramdb.term";
+    std::copy(w.begin(), w.end(), word);
+    std::copy(t.begin(), t.end(), term);
+    std::vector<uint64_t> out(4, 0);
+    REQUIRE(engramdb::blake2b_words(cp.data(), cp.size(), ptr.data(), 2, word, out.data()) == 0);
+    CHECK_EQ(out[0], 0x40c9537a94c59c90ULL);
+    CHECK_EQ(out[1], 0x8bc336a4ddc2feffULL);
+    REQUIRE(engramdb::blake2b_words(cp.data(), cp.size(), ptr.data() + 2, 1, term, out.data()) == 1);  // not from 0
+    const std::vector<int64_t> one{0, 5};
+    REQUIRE(engramdb::blake2b_words(cp.data() + 3, cp.size() - 3, one.data(), 1, term, out.data()) == 0);
+    CHECK_EQ(out[0], 0x7bfedb15b2346c2dULL);
+    const std::vector<int64_t> big{0, 200};
+    REQUIRE(engramdb::blake2b_words(cp.data() + 8, cp.size() - 8, big.data(), 1, none, out.data()) == 0);
+    CHECK_EQ(out[0], 0x8da1761b0e4c3056ULL);
+    CHECK_EQ(engramdb::blake2b_words(cp.data(), cp.size(), std::vector<int64_t>{0, 209}.data(), 1, word, out.data()), 1);
+    CHECK_EQ(engramdb::blake2b_words(cp.data(), cp.size(), std::vector<int64_t>{0, 5, 4}.data(), 2, word, out.data()), 1);
+    for (const uint32_t bad : {0xD800u, 0xDFFFu, 0x110000u}) {
+        const std::vector<uint32_t> b{'a', bad};
+        CHECK_EQ(engramdb::blake2b_words(b.data(), b.size(), std::vector<int64_t>{0, 2}.data(), 1, word, out.data()), 2);
+    }
 }
 
 HARNESS_MAIN

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'blake2b_words', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -18,6 +18,10 @@ def assign_topk(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.t
 def available_isas() -> list[str]:
     """
     Instruction sets this CPU runs, best first.
+    """
+def blake2b_words(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], word_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], person: bytes) -> numpy.typing.NDArray[numpy.uint64]:
+    """
+    64-bit BLAKE2b (personalised) of each word's UTF-8, little-endian, uint64.
     """
 def bm25_query(terms: numpy.typing.NDArray[numpy.int32], counts: numpy.typing.NDArray[numpy.float32], chunk_terms: numpy.typing.NDArray[numpy.int32], indptr: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int32], tf: numpy.typing.NDArray[numpy.float32], norm: numpy.typing.NDArray[numpy.float32], k1: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, n_total: typing.SupportsInt | typing.SupportsIndex, df_total: numpy.typing.NDArray[numpy.int64] | None = None, mask: numpy.typing.NDArray[numpy.uint8] | None = None, sorted_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """

@@ -74,4 +74,12 @@ int cut_passages(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr, size_
                  size_t n_space, int64_t words, int64_t overlap, std::vector<int64_t>& span_ptr,
                  std::vector<int64_t>& spans);
 
+// The 64-bit BLAKE2b (RFC 7693; digest 8 bytes, no key, `person` the 16-byte personalisation, zero
+// padded) of each word's UTF-8, little-endian: hashlib.blake2b(word.encode("utf-8"), digest_size=8,
+// person=...) as an int. Word w is cp[word_ptr[w] .. word_ptr[w + 1]), encoded to UTF-8 here.
+// 0 on success; 1: word_ptr does not start at 0, decreases or ends past n_cp; 2: a code point UTF-8
+// cannot encode (a surrogate, or past U+10FFFF): out is then incomplete.
+int blake2b_words(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words, const uint8_t person[16],
+                  uint64_t* out);
+
 }  // namespace engramdb

@@ -214,9 +214,10 @@ def long_rows(seg: Segment, lo: int, hi: int) -> list[tuple[int, list[tuple[int,
     offs = np.flatnonzero(lengths >= MIN_CHARS)
     if not offs.size:
         return []
-    # the long rows' texts in one conversion and their passages in one native cut (a call, a
-    # ``str.split`` and a scalar's as_py per row were a sixth of a long-turn ingest's passage work)
-    texts: list[str] = col.take(pa.array(offs)).to_pylist()
+    # the long rows' passages in one native cut (a call and a ``str.split`` per row were a sixth
+    # of a long-turn ingest's passage work); a scalar's as_py per row (pyarrow's `take` costs more:
+    # ~2 ms a call, its first in a process ~7)
+    texts: list[str] = [col[off].as_py() for off in offs.tolist()]
     return [(lo + off, spans, text) for off, spans, text in zip(offs.tolist(), passages_many(texts), texts)
             if len(spans) > 1]
 

@@ -96,6 +96,27 @@ def word_features(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_
     return owner, bucket, value
 
 
+def blake2b_words(codepoints: Any, word_ptr: Any, person: bytes) -> np.ndarray | None:
+    """The 64-bit BLAKE2b of each word's UTF-8, little-endian (uint64), as
+    ``int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8, person=person).digest(),
+    "little")``; word w is ``codepoints[word_ptr[w]:word_ptr[w + 1]]`` (as in `word_features`).
+    None when a word holds a code point UTF-8 cannot encode (a lone surrogate): the caller's
+    ``str.encode`` then says which, as it always did."""
+    cp = index_array("codepoints", codepoints, np.uint32)
+    ptr = index_array("word_ptr", word_ptr, np.int64)
+    if ptr.shape[0] < 1:
+        raise ValueError("word_ptr needs at least one entry (0)")
+    if not isinstance(person, bytes) or len(person) > 16:
+        raise ValueError(f"person must be at most 16 bytes, got {person!r}")
+    if cp.size and int(cp.max()) > 0x10FFFF:
+        return None
+    surrogate = (cp >= 0xD800) & (cp <= 0xDFFF)
+    if surrogate.any():
+        return None
+    out: np.ndarray = _core.blake2b_words(cp, ptr, person)
+    return out
+
+
 def cut_passages(codepoints: Any, text_ptr: Any, space: Any, words: int, overlap: int) -> tuple[np.ndarray, np.ndarray]:
     """Passages of texts given as code points (engramdb.spaces.passages' cut, every text at once).
 
@@ -197,4 +218,4 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
     return c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d
 
 
-__all__ = ["TokenCodes", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features"]
+__all__ = ["TokenCodes", "blake2b_words", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features"]

@@ -58,7 +58,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels.analysis import hash_embed, joined_codepoints
+from ..kernels.analysis import blake2b_words, hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
 from .analyzer import SNOWBALL_STOPWORDS, kept_counts, negation, tokenize, tokenize_batch
 from .protocol import SpaceKind
@@ -88,9 +88,12 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     return out
 
 
+_WORD_PERSON = b"engramdb.word"
+
+
 def word_hash(word: str) -> int:
     """64-bit BLAKE2b (person ``engramdb.word``) of a word, little-endian."""
-    d = hashlib.blake2b(word.encode("utf-8"), digest_size=8, person=b"engramdb.word").digest()
+    d = hashlib.blake2b(word.encode("utf-8"), digest_size=8, person=_WORD_PERSON).digest()
     return int.from_bytes(d, "little")
 
 
@@ -145,8 +148,12 @@ def word_features(
     one native pass (kernels.word_features; tests/test_analysis_kernels.py holds it to the numpy
     passes over `ngram_hashes` it replaced).
     """
-    wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
     cp, ptr = joined_codepoints(words)
+    # the word hashes in one native pass over the same code points (hashlib's call per new word was
+    # a third of a new word's cost); `word_hash` word by word when one cannot be UTF-8 (it raises)
+    wh = blake2b_words(cp, ptr, _WORD_PERSON)
+    if wh is None:
+        wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
     owner, bucket, value = _word_features(cp, ptr, wh, dim, w_word, w_char, MAX_NGRAM_CHARS)
     return wh, owner, bucket, value
 
