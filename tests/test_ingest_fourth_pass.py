@@ -195,3 +195,18 @@ def test_new_words_features_carry_hashlibs_word_hashes() -> None:
     assert owner.tolist() == sorted(owner.tolist())
     with pytest.raises(UnicodeEncodeError):
         word_features(["a\ud800b"], 384, 1.0, 1.0)  # refused as before, by str.encode
+
+
+def test_normalize_maps_typographic_apostrophes_as_the_table_did() -> None:
+    """A guard of the rewrite (three str.replace passes instead of str.translate): the same text as
+    the translation table gave, for every apostrophe form, in ASCII and non-ASCII texts."""
+    import unicodedata
+
+    from engramdb.spaces.analyzer import normalize
+
+    table = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+    for text in ["Don\u2019t", "\u2018quoted\u2019 na\u00efve", "it\u02bcs CAF\u00c9 \ufb01le", "plain ASCII Text's",
+                 "\u2019\u2018\u02bc", "\uff21\u2019\uff42", "x\u0301" * 40 + "\u2019s"]:
+        want = unicodedata.normalize("NFKC", text).translate(table).lower() if not text.isascii() else text.lower()
+        assert normalize(text) == want, text
+    assert tokenize("I\u2019m sure it\u02bcs John\u2018s") == ["i'm", "sure", "it's", "john's"]
