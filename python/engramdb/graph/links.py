@@ -14,7 +14,10 @@ DIRECTIONS = ("out", "in", "both")
 
 
 def current(view: View, id: str, *, include_forgotten: bool = False) -> Memory:
-    """The current version of a memory the verbs may change (not archived), or StoreError."""
+    """The current version of a memory the verbs may change (not archived), or StoreError; an id
+    that is not a str raises TypeError naming it (a list given to forget was "unhashable")."""
+    if not isinstance(id, str):
+        raise TypeError(f"id must be a str, got {type(id).__name__} {id!r:.80}")
     if id in view.archived:
         raise StoreError(f"memory {id!r} is archived (its content is in {view.archived[id]}); unarchive it first")
     m = view.get(id, include_forgotten=include_forgotten)
