@@ -52,7 +52,9 @@ class ImportanceVerbs:
     def pack(self, namespace: str, *, max_tokens: int = 2000, tokenizer: str | Counter | None = None) -> Context:
         """The lite pack of a namespace (E8): its memories by ELO, highest first, HIGH in full,
         MEDIUM as a summary (the leading sentences), LOW as a pointer (its id and first words),
-        VERY_LOW left out, while they fit `max_tokens`. `.items` is the manifest (id, elo and tier
+        VERY_LOW left out, while they fit `max_tokens`; a memory whose valid time has ended (superseded)
+        is left out, as a context leaves it out, and `namespace` must be a namespace's name (a
+        TypeError or ValueError names it). `.items` is the manifest (id, elo and tier
         in the provenance, the form in `why`); `.stats` has the tokens saved against the same
         memories in full."""
         return self._db._context.pack(namespace, max_tokens=max_tokens, tokenizer=tokenizer)
