@@ -78,6 +78,7 @@ def test_joined_and_sliced_table_batches_store_the_same_column() -> None:
     mixed = concat([emb.embed(TEXTS[:3]), plain(emb.embed(TEXTS[3:]))])  # one part a plain matrix
     assert to_arrow(SPACE, SPACE.check(mixed, len(TEXTS))).equals(to_arrow(SPACE, plain(whole)))
     some = take(whole, [3, 0])
+    assert isinstance(some, TokenBatch)
     assert to_arrow(SPACE, some).equals(to_arrow(SPACE, plain(some)))
 
 
@@ -210,3 +211,76 @@ def test_normalize_maps_typographic_apostrophes_as_the_table_did() -> None:
         want = unicodedata.normalize("NFKC", text).translate(table).lower() if not text.isascii() else text.lower()
         assert normalize(text) == want, text
     assert tokenize("I\u2019m sure it\u02bcs John\u2018s") == ["i'm", "sure", "it's", "john's"]
+
+
+LONG = [
+    "We walked the dog along the beach. It was cold! Then we went home? " * 30,
+    "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u2014 Don\u2019t worry. " * 60,  # NFKC already, same length lowercased
+    "\ufb01le \ufb02ow. " * 150,  # NFKC folds the ligatures: offsets move, embedded from its text
+    "\u0130stanbul ISTANBUL. " * 120,  # U+0130 lowercases to two characters: embedded from its text
+    "word " * 150 + "the of and " * 250 + "end.",  # a passage of stop words alone keeps them
+    "short and plain",
+    "the of and " * 150,  # a long text of stop words alone
+]
+
+
+def _passage_texts(texts: list[str]) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    cuts = passages_many(texts)
+    long = [(t, c) for t, c in zip(texts, cuts) if len(c) > 1]
+    return [t for t, _ in long], [c for _, c in long]
+
+
+def test_passages_embedded_from_their_memorys_tokens_are_the_passage_texts_vectors(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.spaces import hashing
+    from engramdb.spaces.analyzer import analysis_scope
+
+    texts, cuts = _passage_texts(LONG)
+    want = HashingEmbedder().embed([t[a:b] for t, c in zip(texts, cuts) for a, b in c])
+    assert len(texts) == 6 and len(want) > 12
+    cold = HashingEmbedder()  # no batch embedded yet: every passage from its text
+    assert cold.embed_passages(texts, cuts).tobytes() == want.tobytes()
+    emb = HashingEmbedder()
+    with analysis_scope():
+        emb.embed(LONG + ["the of and"])  # a text of stop words alone: the batch's slower branch
+    copies = ["".join(list(t)) for t in texts]  # equal texts, other objects (as read back from a segment)
+    assert emb.embed_passages(copies, cuts).tobytes() == want.tobytes()
+    # the plain ASCII text's passages come from the batch's tokens: no tokenising needed for them
+    seen: list[int] = []
+    from engramdb.spaces.analyzer import tokenize_batch as real
+
+    def spy(batch: list[str]) -> object:
+        seen.append(len(batch))
+        return real(batch)
+
+    monkeypatch.setattr(hashing, "tokenize_batch", spy)
+    got = emb.embed_passages(copies[:1], cuts[:1])
+    assert got.tobytes() == want[: len(cuts[0])].tobytes() and seen == []
+    emb.embed_passages(copies[2:3], cuts[2:3])  # the ligatures' text: tokenised again, its passages
+    assert seen == [len(cuts[2])]
+
+
+def test_passages_after_the_word_table_is_cleared_are_embedded_from_their_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb.spaces import hashing
+
+    texts, cuts = _passage_texts(LONG[:1])
+    want = HashingEmbedder().embed([texts[0][a:b] for a, b in cuts[0]])
+    emb = HashingEmbedder()
+    emb.embed(LONG[:1] + ["x"])
+    monkeypatch.setattr(hashing, "TABLE_WORDS", 0)  # the next embed clears the table: old slots mean nothing
+    emb.embed(["another batch", "of two texts"])
+    monkeypatch.setattr(hashing, "TABLE_WORDS", 1 << 16)
+    assert emb.embed_passages(texts, cuts).tobytes() == want.tobytes()
+
+
+def test_token_starts_are_where_the_analyzers_regex_finds_each_token() -> None:
+    import re
+
+    from engramdb.spaces.analyzer import normalize, tokenize_batch
+
+    pattern = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+    texts = ["Hi there, don't go", "", "  x  yy'z 'q' 3.14", "Caf\u00e9 \u6771\u4eac 2026", "__a_b__"]
+    tb = tokenize_batch(texts)
+    assert tb.starts is not None
+    want = [m.start() for t in texts for m in pattern.finditer(normalize(t))]
+    assert tb.starts.tolist() == want

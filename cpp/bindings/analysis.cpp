@@ -24,7 +24,9 @@ carray<T> to_array(const std::vector<T>& v) {
 const char* const kTokenErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
                                     "a code point is not classified by word_char (past its end, or neither 0 nor 1)"};
 
-std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, py::typing::List<py::str>> tokenize_py(
+std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, py::typing::List<py::str>,
+           carray<int64_t>>
+tokenize_py(
     const carray<uint32_t>& cp, const carray<int64_t>& text_ptr, const carray<uint8_t>& word_char) {
     require_rank(cp, 1, "codepoints");
     require_rank(text_ptr, 1, "text_ptr");
@@ -47,7 +49,8 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<int64_t>, carray<int64_t>, p
         if (s == nullptr) throw py::error_already_set();
         PyList_SET_ITEM(words.ptr(), static_cast<py::ssize_t>(w), s);
     }
-    return {to_array(pass.counts), to_array(pass.codes), to_array(pass.first), to_array(pass.length), words};
+    return {to_array(pass.counts), to_array(pass.codes), to_array(pass.first), to_array(pass.length), words,
+            to_array(pass.starts)};
 }
 
 const char* const kSumErrors[] = {"", "counts must be >= 0 and sum to len(slots)", "a slot is out of the table's range",
@@ -187,7 +190,9 @@ void bind_analysis(py::module_& m) {
     m.def("blake2b_words", &blake2b_words_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("person"),
           "64-bit BLAKE2b (personalised) of each word's UTF-8, little-endian, uint64.");
     m.def("tokenize_codepoints", &tokenize_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("word_char"),
-          "Tokens of texts given as code points: (counts, codes, first, length, words) of the batch's distinct tokens.");
+          "Tokens of texts given as code points: (counts, codes, first, length, words, starts): per text its token "
+          "count, per token its distinct token and where it starts in its text, per distinct token where it first "
+          "appears, its length and its str.");
     m.def("hash_feature_sums", &hash_sums_py, py::arg("counts"), py::arg("slots"), py::arg("tab_start"),
           py::arg("tab_len"), py::arg("hashes"), py::arg("fidx"), py::arg("fval"), py::arg("log_tf"),
           py::arg("bigram_weight"), py::arg("dim"),

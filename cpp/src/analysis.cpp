@@ -125,6 +125,7 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
         if (cp[i] >= table_size || word_char[cp[i]] > 1) return 2;
     out.counts.assign(n_texts, 0);
     out.codes.reserve(n_cp / 4);
+    out.starts.reserve(n_cp / 4);
     TokenTable table(cp, out);
     for (size_t r = 0; r < n_texts; ++r) {
         int64_t i = text_ptr[r];
@@ -142,6 +143,7 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
                 while (i < end && word_char[cp[i]]) ++i;
             }
             out.codes.push_back(table.code_of(start, i - start));
+            out.starts.push_back(start - text_ptr[r]);
             ++tokens;
         }
         out.counts[r] = tokens;

@@ -143,9 +143,9 @@ def stream_sum(x: numpy.typing.NDArray[numpy.float32], threads: typing.SupportsI
     """
     Sum of a float32 array by a plain streaming read (memory-bandwidth probe).
     """
-def tokenize_codepoints(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_char: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], list[str]]:
+def tokenize_codepoints(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], text_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_char: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], list[str], numpy.typing.NDArray[numpy.int64]]:
     """
-    Tokens of texts given as code points: (counts, codes, first, length, words) of the batch's distinct tokens.
+    Tokens of texts given as code points: (counts, codes, first, length, words, starts): per text its token count, per token its distinct token and where it starts in its text, per distinct token where it first appears, its length and its str.
     """
 def tree_search(query: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], child_ptr: numpy.typing.NDArray[numpy.int64], child_idx: numpy.typing.NDArray[numpy.int64], member_ptr: numpy.typing.NDArray[numpy.int64], member_idx: numpy.typing.NDArray[numpy.int64], root: typing.SupportsInt | typing.SupportsIndex, height: typing.SupportsInt | typing.SupportsIndex, matrices: collections.abc.Sequence[typing.Annotated[numpy.typing.ArrayLike, numpy.float32]], bases: numpy.typing.NDArray[numpy.int64], allowed: numpy.typing.NDArray[numpy.uint8] | None, beam: typing.SupportsInt | typing.SupportsIndex, probe: typing.SupportsInt | typing.SupportsIndex, k: typing.SupportsInt | typing.SupportsIndex, unit_rows: bool = False, rows_f16: numpy.typing.NDArray[numpy.uint16] | None = None) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], tuple[int, int, int], numpy.typing.NDArray[numpy.int64], int]:
     """

@@ -20,6 +20,7 @@ struct TokenPass {
     std::vector<int64_t> codes;   // (tokens,) the distinct token each one is
     std::vector<int64_t> first;   // (distinct,) where in cp the token first appears
     std::vector<int64_t> length;  // (distinct,) its length in code points
+    std::vector<int64_t> starts;  // (tokens,) where each token starts, in code points from its text's start
 };
 
 // 0 on success; 1: text_ptr does not start at 0, decreases or ends past n_cp; 2: a code point at or

@@ -137,18 +137,24 @@ class StorePassages:
         keys: list[int] = []
         parts: list[int] = []
         texts: list[str] = []
+        cuts: list[list[tuple[int, int]]] = []
         bases = view.bases
         for si, seg in enumerate(view.segments):
             lo, hi = max(v.covered, int(bases[si])), int(bases[si + 1])
             if lo < hi:
                 for row, spans, text in long_rows(seg, lo - int(bases[si]), hi - int(bases[si])):
-                    for j, (a, b) in enumerate(spans):
-                        keys.append(row + int(bases[si]))
-                        parts.append(j)
-                        texts.append(text[a:b])
+                    keys.extend([row + int(bases[si])] * len(spans))
+                    parts.extend(range(len(spans)))
+                    texts.append(text)
+                    cuts.append(spans)
         chunks = v.chunks
         if texts:
-            vecs = np.asarray(self.embedder.embed(texts), np.float32).reshape(len(texts), -1)
+            # an embedder that can embed passages from their memory's tokens (the hashing space:
+            # the batch just written was tokenised a moment ago) is asked for them by span
+            by_span = getattr(self.embedder, "embed_passages", None)
+            made = by_span(texts, cuts) if callable(by_span) else \
+                self.embedder.embed([t[a:b] for t, sp in zip(texts, cuts) for a, b in sp])
+            vecs = np.asarray(made, np.float32).reshape(len(keys), -1)
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             vecs = np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
             chunks = (*chunks, PassageChunk(np.array(keys, np.int64), np.array(parts, np.int32), vecs))

@@ -40,14 +40,16 @@ def joined_codepoints(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 
 class TokenCodes(NamedTuple):
     """A batch's tokens: `counts` (int64, per text), `codes` (int64, per token: its distinct token),
-    and per distinct token, in order of first appearance, `first` (int64: where in the code points it
-    first appears), `length` (int64, in code points) and `words` (the token as a str)."""
+    per distinct token, in order of first appearance, `first` (int64: where in the code points it
+    first appears), `length` (int64, in code points) and `words` (the token as a str); and `starts`
+    (int64, per token: where it starts, in code points from its text's start)."""
 
     counts: np.ndarray
     codes: np.ndarray
     first: np.ndarray
     length: np.ndarray
     words: list[str]
+    starts: np.ndarray
 
 
 def tokenize_codepoints(codepoints: Any, text_ptr: Any, word_char: Any) -> TokenCodes:

@@ -219,10 +219,14 @@ class Tokens:
     counts: np.ndarray  # (n,) int64: items per text
     words: list[str]
     codes: np.ndarray  # (total,) int64 indexes into words, texts in order
+    # (total,) int64: where each item starts in its normalised text, in code points (tokens only)
+    starts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.counts.flags.writeable = False  # shared by every space of a batch: read-only
         self.codes.flags.writeable = False
+        if self.starts is not None:
+            self.starts.flags.writeable = False
 
     def rows(self) -> np.ndarray:
         """The text (row) of each item, int64."""
@@ -275,7 +279,7 @@ def _tokenize_batch(texts: Sequence[str]) -> Tokens:
     # made per token)
     cp, ptr = joined_codepoints(normed)
     got = tokenize_codepoints(cp, ptr, _word_chars(cp))
-    return Tokens(got.counts, got.words, got.codes)
+    return Tokens(got.counts, got.words, got.codes, got.starts)
 
 
 _WORD_CHARS: np.ndarray | None = None

@@ -54,13 +54,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..kernels.analysis import blake2b_words, hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
-from .analyzer import SNOWBALL_STOPWORDS, kept_counts, negation, tokenize, tokenize_batch
+from .analyzer import SNOWBALL_STOPWORDS, Tokens, kept_counts, negation, normalize, tokenize, tokenize_batch
+from .passages import MIN_CHARS
 from .protocol import SpaceKind
 
 __all__ = ["MAX_NGRAM_CHARS", "HashingEmbedder", "ngram_hashes", "splitmix64", "word_hash"]
@@ -190,6 +193,7 @@ class _WordTable:
         self.clear()
 
     def clear(self) -> None:
+        self.generation = getattr(self, "generation", -1) + 1  # slots made before a clear mean nothing after
         self.slots: dict[str, int] = {}
         self.hashes = np.zeros(0, np.uint64)
         self.starts = np.zeros(0, np.int64)
@@ -221,6 +225,18 @@ class _WordTable:
         self.slots.update(zip(words, range(base, base + len(words))))
 
 
+@dataclass(frozen=True)
+class _Recent:
+    """The last batch's tokens as word-table slots (-1: a stop word), kept for its long texts'
+    passages: a passage's tokens are the run of its text's tokens that start inside it."""
+
+    generation: int  # the word table's when the slots were made
+    rows: dict[str, int]  # each long ASCII text of the batch -> its row
+    ptr: np.ndarray  # (n + 1,) int64: row r's tokens are ptr[r]:ptr[r + 1]
+    starts: np.ndarray  # (tokens,) int64: where each starts in its text
+    slots: np.ndarray  # (tokens,) int64
+
+
 def _content_word_v1(token: str) -> str | None:
     """Version 1's word for one token: the token, None for a stop word."""
     return None if token in SNOWBALL_STOPWORDS else token
@@ -233,6 +249,22 @@ def _content_word_v2(token: str) -> str | None:
     if neg is not None:
         return neg
     return None if token in SNOWBALL_STOPWORDS else token
+
+
+def _same_offsets(text: str) -> bool:
+    """Whether `normalize(text)` has each character where `text` has it: NFKC leaves it as it is,
+    and the apostrophes (one for one) and the lowercase (one for one or more) keep its length."""
+    return text.isascii() or (unicodedata.is_normalized("NFKC", text) and len(normalize(text)) == len(text))
+
+
+def _passage_text(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], k: int) -> str:
+    """The text of the k-th passage of `embed_passages`' arguments."""
+    for text, sp in zip(texts, spans):
+        if k < len(sp):
+            a, b = sp[k]
+            return text[a:b]
+        k -= len(sp)
+    raise IndexError(k)
 
 
 class HashingEmbedder:
@@ -258,6 +290,7 @@ class HashingEmbedder:
         self._content_word = functools.lru_cache(maxsize=TABLE_WORDS)(_content_word_v1 if version == 1
                                                                        else _content_word_v2)
         self._table = _WordTable(dim)
+        self._recent: _Recent | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -265,6 +298,9 @@ class HashingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised (zero rows for empty texts)."""
+        return self._embed(texts, remember=True)
+
+    def _embed(self, texts: Sequence[str], remember: bool) -> np.ndarray:
         n = len(texts)
         if n == 1 and isinstance(texts[0], str):  # a query: a few words, fewer numpy passes
             tokens = tokenize(texts[0])
@@ -291,7 +327,10 @@ class HashingEmbedder:
             per = slot_u[tb.codes]
             kept = per >= 0
             counts = kept_counts(tb.counts, kept)
-            if not ((counts == 0) & (tb.counts > 0)).any():
+            only_stop = (counts == 0) & (tb.counts > 0)
+            if remember:
+                self._remember(texts, tb, per, only_stop)
+            if not only_stop.any():
                 return self._embed_slots(n, counts, per[kept])
             # a text made only of stop words keeps all its tokens, as they are
             rows = tb.rows()
@@ -303,6 +342,69 @@ class HashingEmbedder:
             slots = np.where(bare, slot_raw[tb.codes], per)[take]
             counts = np.bincount(rows[take], minlength=n).astype(np.int64)
             return self._embed_slots(n, counts, slots)
+
+    def _remember(self, texts: Sequence[str], tb: Tokens, per: np.ndarray, only_stop: np.ndarray) -> None:
+        """Keep this batch's slots for `embed_passages` (its long texts whose normalised form keeps
+        every character's offset: ASCII, or already NFKC with a lowercase of the same length; not
+        one of stop words alone, whose vector is made of them); the batch before is dropped."""
+        rows = {t: r for r, t in enumerate(texts) if len(t) >= MIN_CHARS and not only_stop[r] and _same_offsets(t)}
+        if not rows or tb.starts is None:
+            self._recent = None
+            return
+        ptr = np.zeros(len(tb.counts) + 1, np.int64)
+        np.cumsum(tb.counts, out=ptr[1:])
+        self._recent = _Recent(self._table.generation, rows, ptr, tb.starts, per)
+
+    def embed_passages(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
+        """`embed` of every passage ``texts[i][a:b]`` for (a, b) in ``spans[i]``, in order: the same
+        float32 rows, bit for bit. A long text of the batch embedded last (an ingest's, whose
+        passages are embedded right after it) is not tokenised again: each passage is the run of its
+        text's token slots that start inside it (a passage starts and ends at whitespace, so a token
+        is inside it or outside). Other texts, and a passage of stop words alone, are embedded."""
+        total = sum(len(sp) for sp in spans)
+        out = np.zeros((total, self.dim), np.float32)
+        lo: list[np.ndarray] = []
+        hi: list[np.ndarray] = []
+        at_hit: list[int] = []
+        rest: list[str] = []
+        at_rest: list[int] = []
+        with self._lock:
+            recent = self._recent
+            if recent is not None and recent.generation != self._table.generation:
+                recent = None
+            at = 0
+            for text, sp in zip(texts, spans):
+                r = recent.rows.get(text) if recent is not None and isinstance(text, str) else None
+                if r is None or not sp:
+                    rest.extend(text[a:b] for a, b in sp)
+                    at_rest.extend(range(at, at + len(sp)))
+                else:
+                    assert recent is not None
+                    base = int(recent.ptr[r])
+                    st = recent.starts[base : int(recent.ptr[r + 1])]
+                    ab = np.asarray(sp, np.int64).reshape(-1, 2)
+                    lo.append(base + np.searchsorted(st, ab[:, 0]))
+                    hi.append(base + np.searchsorted(st, ab[:, 1]))
+                    at_hit.extend(range(at, at + len(sp)))
+                at += len(sp)
+            if lo and recent is not None:
+                first, last = np.concatenate(lo), np.concatenate(hi)
+                sizes = last - first
+                ends = np.cumsum(sizes)
+                pick = np.repeat(first - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
+                run = recent.slots[pick]
+                kept = run >= 0
+                counts = kept_counts(sizes, kept)
+                vecs = self._embed_slots(len(sizes), counts, run[kept])
+                hit = np.array(at_hit, np.int64)
+                bare = (counts == 0) & (sizes > 0)  # stop words alone: the passage keeps them, as embed does
+                out[hit[~bare]] = vecs[~bare]
+                for j in np.flatnonzero(bare).tolist():
+                    rest.append(_passage_text(texts, spans, at_hit[j]))
+                    at_rest.append(at_hit[j])
+        if rest:  # embedded as `embed` does, the batch kept for later passages left as it was
+            out[np.array(at_rest, np.int64)] = self._embed(rest, remember=False)
+        return out
 
     def _embed_slots(self, n: int, counts: np.ndarray, slots: np.ndarray) -> np.ndarray:
         tab = self._table
