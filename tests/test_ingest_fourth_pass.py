@@ -284,3 +284,21 @@ def test_token_starts_are_where_the_analyzers_regex_finds_each_token() -> None:
     assert tb.starts is not None
     want = [m.start() for t in texts for m in pattern.finditer(normalize(t))]
     assert tb.starts.tolist() == want
+
+
+def test_token_slots_kept_across_batches_and_cleared_with_the_word_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guard of the per-token slot cache (a token's content word and table slot looked up once
+    across batches): later batches, and batches after the table is cleared, give every text the
+    vector a fresh embedder gives it."""
+    from engramdb.spaces import hashing
+
+    first = ["I don't like cats, not at all", "the of and", "Cats and dogs: dogs chase cats."]
+    later = ["dogs don't chase cats", "What is it?", "cats"]
+    emb = HashingEmbedder()
+    emb.embed(first)
+    assert emb.embed(later).tobytes() == HashingEmbedder().embed(later).tobytes()
+    monkeypatch.setattr(hashing, "TABLE_WORDS", 0)  # every embed from now clears the table first
+    assert emb.embed(later + first).tobytes() == HashingEmbedder().embed(later + first).tobytes()
+    assert emb.embed(first).tobytes() == HashingEmbedder().embed(first).tobytes()
+    terms = Analyzer().terms_batch(first + later)
+    assert [terms.words[c] for c in terms.codes] == [t for x in first + later for t in Analyzer().terms(x)]

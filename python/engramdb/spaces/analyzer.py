@@ -44,6 +44,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import Stemmer  # PyStemmer
@@ -364,11 +365,15 @@ class Analyzer:
         tb = tokenize_batch(texts)
         # per distinct token: the number of its term among the batch's terms (numbered in order of
         # first appearance), -1 if stopped
-        index: dict[str, int] = {}
-        number = index.setdefault
-        to_term = np.array([-1 if t is None else number(t, len(index)) for t in map(self._term_of, tb.words)],
-                           dtype=np.int64).reshape(-1)
-        terms = list(index)
+        # (C-level passes: the cached term of each token, the terms in order of first appearance,
+        # then each token's number among them; a Python step per token cost more)
+        term_of = list(map(self._term_of, tb.words))
+        firsts = dict.fromkeys(term_of)
+        firsts.pop(None, None)
+        terms = cast("list[str]", list(firsts))
+        number: dict[str | None, int] = dict(zip(terms, range(len(terms))))
+        number[None] = -1
+        to_term = np.fromiter(map(number.__getitem__, term_of), dtype=np.int64, count=len(term_of))
         per = to_term[tb.codes]
         keep = per >= 0
         return Tokens(kept_counts(tb.counts, keep), terms, per[keep])

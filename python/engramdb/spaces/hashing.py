@@ -195,6 +195,7 @@ class _WordTable:
     def clear(self) -> None:
         self.generation = getattr(self, "generation", -1) + 1  # slots made before a clear mean nothing after
         self.slots: dict[str, int] = {}
+        self.by_token: dict[str, int] = {}  # HashingEmbedder's: token -> its content word's slot, -1
         self.hashes = np.zeros(0, np.uint64)
         self.starts = np.zeros(0, np.int64)
         self.lens = np.zeros(0, np.int64)
@@ -310,17 +311,10 @@ class HashingEmbedder:
                     self._table.clear()
                 return self._embed_slots(1, np.array([len(words)], np.int64), self._table.lookup(words))
         tb = tokenize_batch(texts)
-        # per distinct token: the content word it stands for (a negation as "not" in version 2),
-        # None for a stop word; then per token by one gather
-        word_of = list(map(self._content_word, tb.words))
-        kept_u = np.fromiter((w is not None for w in word_of), dtype=bool, count=len(word_of))
         with self._lock:
             if len(self._table.slots) > TABLE_WORDS:
                 self._table.clear()
-            slot_u = np.full(len(word_of), -1, dtype=np.int64)
-            content = np.flatnonzero(kept_u)
-            if content.size:
-                slot_u[content] = self._table.lookup([word_of[i] for i in content.tolist()])
+            slot_u = self._token_slots(tb.words)
             # per token its slot, -1 for a stop word: a gather, a test, a running sum and a compress
             # over the batch's tokens (the row of every token, made for the rare text of stop words
             # alone, cost as much as the rest of this method)
@@ -337,11 +331,26 @@ class HashingEmbedder:
             bare = ~(np.bincount(rows[kept], minlength=n) > 0)[rows]
             take = kept | bare
             raw = np.unique(tb.codes[bare])
-            slot_raw = np.full(len(word_of), -1, dtype=np.int64)
+            slot_raw = np.full(len(tb.words), -1, dtype=np.int64)
             slot_raw[raw] = self._table.lookup([tb.words[i] for i in raw.tolist()])
             slots = np.where(bare, slot_raw[tb.codes], per)[take]
             counts = np.bincount(rows[take], minlength=n).astype(np.int64)
             return self._embed_slots(n, counts, slots)
+
+    def _token_slots(self, tokens: list[str]) -> np.ndarray:
+        """Per distinct token of a batch, the table slot of the content word it stands for (a
+        negation as "not" in version 2), -1 for a stop word (int64). Kept per token with the table
+        (cleared with it): a batch's tokens cost one C-level dict look-up each, and only a token met
+        for the first time the stop test, the negation rule and the table's own look-up."""
+        known = self._table.by_token
+        got = list(map(known.get, tokens))
+        if None in got:
+            missing = [t for t, s in zip(tokens, got) if s is None]
+            words = list(map(self._content_word, missing))
+            slots = iter(self._table.lookup([w for w in words if w is not None]).tolist())
+            known.update((t, -1 if w is None else next(slots)) for t, w in zip(missing, words))
+            got = list(map(known.get, tokens))
+        return np.array(got, dtype=np.int64)
 
     def _remember(self, texts: Sequence[str], tb: Tokens, per: np.ndarray, only_stop: np.ndarray) -> None:
         """Keep this batch's slots for `embed_passages` (its long texts whose normalised form keeps
