@@ -34,6 +34,7 @@ from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema, SpaceError, default_schema
 from . import disk
 from .checksum import ALGORITHM, file_digest, parsed, parsed_deferred
+from .coalesce import coalesce
 from .columns import FORMAT_VERSION, MEMORY_SCHEMA
 from .derived_files import DerivedFiles
 from .describe import description, seq_of
@@ -505,6 +506,11 @@ class Engine:
                 # keys stay the same (same rows, same order), so the id index needs nothing
                 first = pending[0]
                 view = self.publish(segments=view.segments[:first] + (merged,))
+                try:  # small files merged as they pile up (storage/coalesce.py): never fails the checkpoint
+                    if coalesce(self):
+                        view = self._view
+                except Exception as exc:  # noqa: BLE001 - a full disk, a damaged file: tried after the next
+                    log.warning("small segments of %s were not merged: %s", self.path, exc)
                 if self.on_commit is not None:
                     try:
                         self.on_commit(view)

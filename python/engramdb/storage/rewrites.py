@@ -18,20 +18,13 @@ import pyarrow.compute as pc
 
 from ..model.errors import StoreError
 from .archive import restore_content, rows_of, strip_content
+from .coalesce import holders
 from .edge_files import table_to_edges
 from .edge_log import EdgeLog
 from .engine import Engine
 from .ids import IdIndex
 from .segment import Segment, read_arrow
 from .vectors import conform
-
-
-def holders(table: pa.Table, archived: Mapping[str, str]) -> list[str]:
-    """The archive files holding content of a segment's rows (its stripped rows'): a rewritten
-    segment requires them (storage/describe.py), so a repair never takes it without them."""
-    if not archived:
-        return []
-    return sorted({archived[i] for i in set(table.column("id").to_pylist()) if i in archived})
 
 
 def compact(engine: Engine) -> int:
