@@ -42,7 +42,9 @@ class Intake:
     namespaces: list[str]
     contents: list[str]
     vectors: list[Mapping[str, Any]]  # caller vectors per record ({} when none)
-    named: list[bool]  # the caller chose this record's id (dedup never drops such a record)
+    # the caller chose this record's id: dedup never drops such a record, and only such an id can
+    # be stored already (the store's own are 128 random bits: add_many looks up the named ones)
+    named: list[bool]
 
 
 def _new_ids(n: int) -> list[str]:

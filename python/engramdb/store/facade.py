@@ -217,7 +217,7 @@ class Store(Reads):
         check_vector_names(self.schema, batch.vectors)
         with self._engine.writing() as view:
             batch.table = self._turns.assign(view, batch.table)
-            if len(set(batch.ids)) != n or any(i in view for i in batch.ids):
+            if len(set(batch.ids)) != n or any(i in view for i, named in zip(batch.ids, batch.named) if named):
                 seen: dict[str, int] = {}
                 for i, mid in enumerate(batch.ids):
                     if mid in seen:  # not "already exists": nothing of it is stored
