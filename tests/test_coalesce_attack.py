@@ -1,0 +1,54 @@
+"""The small-segment merge (storage/coalesce.py) attacked: faults at its steps, kills, damaged
+files, readers in other processes (bench/RELIABILITY.md, "Small-segment merges under attack").
+tests/test_coalesce.py has its ordinary behaviour."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import engramdb
+from engramdb.storage import disk
+from engramdb.storage.coalesce import MOST
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "manifest.json").read_text())  # type: ignore[no-any-return]
+
+
+def _listed(folder: Path) -> set[str]:
+    m = _manifest(folder)
+    return {e["file"] for e in m["segments"] + m["edges"] + m["archives"]} | {m["wal"]}
+
+
+def _data_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir() if p.name.startswith(("seg-", "edges-", "wal-", "archive-"))}
+
+
+def _session(folder: Path, i: int) -> str:
+    with engramdb.open(folder) as db:
+        return db.add(f"session {i}: the heron by pond {i}", namespace="n", id=f"s{i}").id
+
+
+def test_a_file_the_checkpoint_failed_to_delete_is_still_deleted_after_the_merge_commits(tmp_path: Path) -> None:
+    """The checkpoint commits, then fails to delete the old WAL (left, journaled, for the next
+    open); the merge's commit right after must not forget it: the next open removes it."""
+    folder = tmp_path / "s"
+    ids = [_session(folder, i) for i in range(MOST - 1)]
+    failed: list[str] = []
+
+    def hook(op: str, path: str, detail: Any) -> None:
+        if op == "unlink" and os.path.basename(path).startswith("wal-") and not failed:
+            failed.append(os.path.basename(path))
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+
+    with disk.inject(hook):
+        ids.append(_session(folder, MOST - 1))  # its close checkpoints, then merges
+    assert failed and len(_manifest(folder)["segments"]) < MOST  # the merge committed
+    with engramdb.open(folder) as db:  # the next writer's open removes the store's debris
+        assert all(db.get(i) is not None for i in ids)
+    assert _data_files(folder) == _listed(folder)
+    assert engramdb.verify(folder)["ok"]
