@@ -52,3 +52,24 @@ def test_a_file_the_checkpoint_failed_to_delete_is_still_deleted_after_the_merge
         assert all(db.get(i) is not None for i in ids)
     assert _data_files(folder) == _listed(folder)
     assert engramdb.verify(folder)["ok"]
+
+
+def test_a_file_damaged_after_it_was_opened_is_not_merged_into_a_sound_one(tmp_path: Path) -> None:
+    """A small segment's bytes damaged on disk while the writer has it open (mapped: the writer
+    sees the new bytes): a merge must not copy them into a new file under a fresh checksum, which
+    would pass every later check. The merge is refused, the damage stays visible to verify."""
+    folder = tmp_path / "s"
+    for i in range(MOST - 2):
+        _session(folder, i)
+    with engramdb.open(folder) as db:
+        db.add("session 6: the heron by pond 6", namespace="n", id="s6")
+        db.admin.checkpoint()
+        victim = folder / _manifest(folder)["segments"][3]["file"]
+        with open(victim, "r+b") as fh:  # in place: the same file the writer mapped
+            at = fh.read().index(b"pond 3")
+            fh.seek(at + 1)
+            fh.write(b"X")
+        db.add("session 7", namespace="n", id="s7")
+        db.admin.checkpoint()  # MOST small segments: a merge is tried
+        assert victim.name in {s["file"] for s in _manifest(folder)["segments"]}  # not merged away
+    assert not engramdb.verify(folder)["ok"]  # the damage is still found, not laundered

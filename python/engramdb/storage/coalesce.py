@@ -17,8 +17,11 @@ committed already, and the merge is tried again after the next one.
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,6 +29,7 @@ import pyarrow as pa
 
 from ..model.tuning import Tuning
 from ..spaces.schema import Schema
+from .checksum import check
 from .journal import Journal
 from .manifest import Manifest
 from .segment import Segment
@@ -43,6 +47,7 @@ class Rewriting(Protocol):
     tuning: Tuning
     schema: Schema
     journal: Journal | None
+    path: Path | None
 
     def atomic(self) -> AbstractContextManager[None]: ...
     def new_segment(self, table: pa.Table, **how: Any) -> Segment: ...
@@ -58,6 +63,18 @@ def holders(table: pa.Table, archived: Mapping[str, str]) -> list[str]:
     if not archived:
         return []
     return sorted({archived[i] for i in set(table.column("id").to_pylist()) if i in archived})
+
+
+def verified(path: Path, entry: Mapping[str, Any]) -> None:
+    """CorruptFile unless the file's bytes on disk match its manifest entry now. Checked at open is
+    not enough: a file damaged since (the writer maps it, so it reads the new bytes) would be
+    copied into a new file under a fresh checksum, and its damage would pass every later check."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:  # truncated to nothing: mmap refuses an empty file
+            check(path, b"", dict(entry))
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            check(path, data, dict(entry))
 
 
 def small_runs(rows: list[int], small: int) -> list[tuple[int, int]]:
@@ -97,6 +114,9 @@ def coalesce(engine: Rewriting) -> int:
         for a, b in reversed(runs):  # from the end: the earlier runs' positions stay put
             run = committed[a:b]
             old = [str(s.file) for s in run]
+            assert engine.path is not None  # a folder store: only they checkpoint
+            for name, entry in zip(old, m.segments[a:b]):
+                verified(engine.path / name, entry)
             table = pa.concat_tables([conform(s.checked(), engine.schema) for s in run])
             orders = [s.order for s in run if s.order is not None]
             merged = engine.new_segment(table, replaces=old, requires=holders(table, view.archived),
@@ -110,4 +130,4 @@ def coalesce(engine: Rewriting) -> int:
     return len(replaced)
 
 
-__all__ = ["MOST", "Rewriting", "coalesce", "holders", "small_runs"]
+__all__ = ["MOST", "Rewriting", "coalesce", "holders", "small_runs", "verified"]
