@@ -174,11 +174,10 @@ class PackedTurns(Mapping[tuple[str, int], Loc]):
             yield names[key >> 32], key & _LOW
 
 
-def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex | PackedTurns:
-    """The turns of a namespace over the segments numbered `which` (a later row wins): packed
-    when every seq fits 32 bits, else as TurnIndex."""
-    sessions: dict[str, int] = {}
-    keys, locs = [], []
+def _turn_rows(segments: Sequence[Segment], namespace: str, which: range,
+               sessions: dict[str, int]) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per segment numbered in `which` that holds turns of `namespace`: (its number, those rows,
+    their seqs, their sessions numbered in `sessions`, which this fills as names come)."""
     for si in which:
         seg = segments[si]
         code = seg.ns_codes.get(namespace)
@@ -186,13 +185,19 @@ def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex
             continue
         sess, names, seq = seg.turns()
         mine = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0))
-        if not len(mine):
-            continue
-        sq = seq[mine]
+        if len(mine):
+            number = np.array([sessions.setdefault(n, len(sessions)) for n in names], np.int64)  # segment's codes -> ours
+            yield si, mine, seq[mine], number[sess[mine]]
+
+
+def _map(segments: Sequence[Segment], namespace: str, which: range) -> TurnIndex | PackedTurns:
+    """The turns of a namespace over the segments numbered `which` (a later row wins): packed
+    when every seq fits 32 bits, else as TurnIndex."""
+    sessions: dict[str, int] = {}
+    keys, locs = [], []
+    for si, mine, sq, key in _turn_rows(segments, namespace, which, sessions):
         if int(sq.max()) >= _SEQ_SPAN:
             return _wide_map(segments, namespace, which)
-        number = np.array([sessions.setdefault(n, len(sessions)) for n in names], np.int64)  # segment's codes -> ours
-        key = number[sess[mine]]
         key <<= 32
         key |= sq
         keys.append(key)
@@ -220,18 +225,9 @@ def _wide_map(segments: Sequence[Segment], namespace: str, which: range) -> Turn
     """`_map` for seqs past 32 bits (a caller's may be epoch milliseconds): TurnIndex."""
     sessions: dict[str, int] = {}
     sess_parts, seq_parts, segs, rows = [], [], [], []
-    for si in which:
-        seg = segments[si]
-        code = seg.ns_codes.get(namespace)
-        if code is None:
-            continue
-        sess, names, seq = seg.turns()
-        mine = np.flatnonzero((seg.ns_index == code) & (sess >= 0) & (seq >= 0))
-        if not len(mine):
-            continue
-        number = np.array([sessions.setdefault(n, len(sessions)) for n in names], np.int64)  # segment's codes -> ours
-        sess_parts.append(number[sess[mine]])
-        seq_parts.append(seq[mine])
+    for si, mine, sq, number in _turn_rows(segments, namespace, which, sessions):
+        sess_parts.append(number)
+        seq_parts.append(sq)
         segs.append(np.full(len(mine), si, np.int32))
         rows.append(mine.astype(np.int64))
     if not seq_parts:
