@@ -73,3 +73,52 @@ def test_a_file_damaged_after_it_was_opened_is_not_merged_into_a_sound_one(tmp_p
         db.admin.checkpoint()  # MOST small segments: a merge is tried
         assert victim.name in {s["file"] for s in _manifest(folder)["segments"]}  # not merged away
     assert not engramdb.verify(folder)["ok"]  # the damage is still found, not laundered
+
+
+def _small_segments(folder: Path) -> None:
+    """The fault matrix's base store, then sessions until MOST - 1 small segments, then one row in
+    the WAL: the next checkpoint folds it and merges (archived, edited, forgotten rows among them)."""
+    import fault_matrix
+
+    i = 0
+    while sum(1 for s in _manifest(folder)["segments"] if s["rows"] < fault_matrix.TUNING.checkpoint_rows) < MOST - 1:
+        db = fault_matrix.open_store(folder)
+        db.add(f"session note {i}", namespace="a", id=f"s{i}")
+        if i % 3 == 0:
+            db.update("a30" if i == 0 else f"s{i - 1}", content=f"edited in session {i}")
+        if i == 2:
+            db.lifecycle.archive(ids=["s1"])
+        db.close()
+        i += 1
+    db = fault_matrix.open_store(folder)
+    db.add("the merging one", namespace="a", id="merge")
+    db.close(checkpoint=False)
+
+
+def _checkpoint(db: engramdb.Store) -> None:
+    db.admin.checkpoint()
+
+
+def test_an_error_at_any_step_of_a_merge_keeps_every_memory_and_leaves_no_debris(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """ENOSPC or EIO at a sample of the I/O calls of a checkpoint that merges (the fault matrix's
+    checks: opens, verify ok, the state as before, the handle still writes) and no file of the
+    store's kind left unlisted after the next open. bench/RELIABILITY.md has the full sweep."""
+    import fault_matrix
+
+    op = fault_matrix.Op("coalesce", _checkpoint, prepare=_small_segments)
+    monkeypatch.setitem(fault_matrix.OPS, "coalesce", op)
+    template, expect = fault_matrix.templates(tmp_path, ["coalesce"])["coalesce"]
+    total = fault_matrix.count_calls(op, template, tmp_path)
+    assert total > 100  # the fold and the merge
+    failures = []
+    for fault, at in [(("ENOSPC", "EIO")[k % 2], at) for k, at in enumerate(range(1, total + 1, 2))]:
+        folder = fault_matrix.fresh(template, tmp_path / "case")
+        hook = fault_matrix.Counter(at, fault)
+        raised = fault_matrix.run_op(op, folder, hook)
+        why = fault_matrix.check(op, folder, expect, fault, raised, not hook.fired)
+        if _data_files(folder) != _listed(folder):
+            why += f" debris {sorted(_data_files(folder) - _listed(folder))}"
+        if why:
+            failures.append((fault, at, hook.fired, why))
+    assert not failures, failures[:3]
