@@ -13,7 +13,7 @@ from typing import Any
 import engramdb
 import pytest
 import store_helpers
-from engramdb.storage.coalesce import MOST, small_runs
+from engramdb.storage.coalesce import MOST, small_runs, tier
 from engramdb.storage.engine import Engine
 
 
@@ -31,18 +31,41 @@ def _sessions(folder: Path, n: int, start: int = 0, **kw: Any) -> list[str]:
     return ids
 
 
-def test_runs_of_small_neighbours_are_chosen_only_past_most() -> None:
-    small = 100
+def test_runs_of_small_neighbours_of_one_tier_are_chosen_from_most() -> None:
+    small = 4_096
     assert small_runs([1] * (MOST - 1), small) == []
     assert small_runs([1] * MOST, small) == [(0, MOST)]
-    assert small_runs([500, 1, 1, 500, 1, 500, *([1] * (MOST - 3))], small) == [(1, 3), (6, 6 + MOST - 3)]
+    assert small_runs([5_000, *([1] * MOST), 5_000, *([2] * (MOST - 1))], small) == [(1, 1 + MOST)]
+    # a merged run (tier 1) and new one-row files (tier 0) are not merged together: each row is
+    # rewritten once a tier, not with every later run
+    assert small_runs([*([8] * (MOST - 1)), *([1] * MOST)], small) == [(MOST - 1, 2 * MOST - 1)]
+    assert small_runs([*([8] * MOST), 3], small) == [(0, MOST)]
+    assert small_runs([*([4_095] * MOST)], small) == [(0, MOST)] and small_runs([4_096] * MOST, small) == []
+    assert [tier(n) for n in (1, 7, 8, 63, 64, 511, 512, 4_095)] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_one_row_sessions_write_each_row_a_few_times(tmp_path: Path) -> None:
+    """Write amplification bounded by the tiers: 200 one-row sessions rewrite each row about once
+    a tier (the merged files' rows, summed, against the rows stored)."""
+    folder = tmp_path / "s"
+    rewritten = 0
+    for i in range(200):
+        before = {s["file"] for s in json.loads((folder / "manifest.json").read_text())["segments"]} \
+            if folder.exists() else set()
+        with engramdb.open(folder) as db:
+            db.add(f"session {i}: a short note", namespace="n")
+        after = json.loads((folder / "manifest.json").read_text())["segments"]
+        rewritten += sum(int(s["rows"]) for s in after if s["file"] not in before and int(s["rows"]) > 1)
+    rows = _segments(folder)
+    assert sum(rows) == 200 and len(rows) <= 3 * (MOST - 1)
+    assert rewritten <= 3 * 200  # tiers 0 -> 1 -> 2 (8, 64 rows): each row merged at most twice (~2,800 untiered)
 
 
 def test_sixty_sessions_leave_a_few_files_and_every_memory(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     ids = _sessions(folder, 60)
     rows = _segments(folder)
-    assert len(rows) <= MOST and sum(rows) == 60 + 12  # every version kept (12 updates)
+    assert len(rows) <= 2 * (MOST - 1) and sum(rows) == 60 + 12  # every version kept (12 updates)
     with engramdb.open(folder, read_only=True) as db:
         for i, mid in enumerate(ids):
             m = db.get(mid)

@@ -80,8 +80,12 @@ def _small_segments(folder: Path) -> None:
     the WAL: the next checkpoint folds it and merges (archived, edited, forgotten rows among them)."""
     import fault_matrix
 
+    def trailing_small() -> int:  # the last run of one-row-tier files (1-7 rows): what the next merges
+        rows = [s["rows"] for s in _manifest(folder)["segments"]]
+        return len(rows) - max((k + 1 for k, n in enumerate(rows) if n >= MOST), default=0)
+
     i = 0
-    while sum(1 for s in _manifest(folder)["segments"] if s["rows"] < fault_matrix.TUNING.checkpoint_rows) < MOST - 1:
+    while trailing_small() < MOST - 1:
         db = fault_matrix.open_store(folder)
         db.add(f"session note {i}", namespace="a", id=f"s{i}")
         if i % 3 == 0:
