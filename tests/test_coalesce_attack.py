@@ -54,6 +54,31 @@ def test_a_file_the_checkpoint_failed_to_delete_is_still_deleted_after_the_merge
     assert engramdb.verify(folder)["ok"]
 
 
+def test_a_file_a_commit_failed_to_delete_is_deleted_by_the_next_commit(tmp_path: Path) -> None:
+    """Any two commits in a row, no merge between: a checkpoint fails to delete its old WAL (left,
+    journaled); the next checkpoint's commit used to clear the journal with it still there, so no
+    open ever removed it. Engine.commit now deletes every journaled name the manifest does not list."""
+    folder = tmp_path / "s"
+    failed: list[str] = []
+
+    def hook(op: str, path: str, detail: Any) -> None:
+        if op == "unlink" and os.path.basename(path).startswith("wal-") and not failed:
+            failed.append(os.path.basename(path))
+            raise OSError(errno.EIO, os.strerror(errno.EIO), path)
+
+    with engramdb.open(folder) as db:
+        first = db.add("the first note", namespace="n").id
+        with disk.inject(hook):
+            db.admin.checkpoint()  # committed; its old WAL not deleted
+        assert failed and (folder / failed[0]).exists()
+        second = db.add("the second note", namespace="n").id
+        db.admin.checkpoint()  # the next commit, in the same process
+        assert not (folder / failed[0]).exists()
+        assert db.get(first) is not None and db.get(second) is not None
+    assert _data_files(folder) == _listed(folder)
+    assert engramdb.verify(folder)["ok"]
+
+
 def test_a_file_damaged_after_it_was_opened_is_not_merged_into_a_sound_one(tmp_path: Path) -> None:
     """A small segment's bytes damaged on disk while the writer has it open (mapped: the writer
     sees the new bytes): a merge must not copy them into a new file under a fresh checksum, which

@@ -32,7 +32,6 @@ import pyarrow as pa
 from ..model.tuning import Tuning
 from ..spaces.schema import Schema
 from .checksum import check
-from .journal import Journal
 from .manifest import Manifest
 from .segment import Segment
 from .vectors import conform
@@ -48,7 +47,6 @@ class Rewriting(Protocol):
     def manifest(self) -> Manifest: ...
     tuning: Tuning
     schema: Schema
-    journal: Journal | None
     path: Path | None
 
     def atomic(self) -> AbstractContextManager[None]: ...
@@ -115,11 +113,9 @@ def coalesce(engine: Rewriting) -> int:
         return 0  # nothing to merge, or a manifest that does not list the view's files one to one
     segments: list[Segment] = list(committed)
     entries = list(m.segments)
-    # Files an earlier commit unlisted but failed to delete (the checkpoint's old WAL on a failing
-    # disk) are named in the journal only until a commit clears it: this commit deletes them too,
-    # or journals them again, else they would stay in the folder for good.
-    listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
-    replaced: list[str] = sorted(engine.journal.names() - listed) if engine.journal is not None else []
+    # files an earlier commit unlisted but failed to delete (the checkpoint's old WAL on a failing
+    # disk) are deleted by this commit too: Engine.commit takes every such name from the journal
+    replaced: list[str] = []
     with engine.atomic():  # a failure leaves the committed files and the engine as they were
         for a, b in reversed(runs):  # from the end: the earlier runs' positions stay put
             run = committed[a:b]
