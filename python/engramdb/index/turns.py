@@ -71,7 +71,18 @@ class TurnMaps:
             return {ns: {"turns": len(m)} for ns, (_, m) in self._maps.items()}
 
 
-class TurnIndex(Mapping[tuple[str, int], Loc]):
+class _TurnMap(Mapping[tuple[str, int], Loc]):
+    """A turn map's lookup by `get` (each map's own, which never raises): `map[turn]` raises
+    KeyError for a turn it does not hold, as a Mapping does."""
+
+    def __getitem__(self, turn: tuple[str, int]) -> Loc:
+        found = self.get(turn)
+        if found is None:
+            raise KeyError(turn)
+        return found
+
+
+class TurnIndex(_TurnMap):
     """(session_id, seq) -> (segment, row), the newest row of each turn, over some segments: the
     turns' session numbers and seqs as int64 arrays sorted by (session, seq), and the rows'
     locations, built with numpy (a dict of 100,000 turns took 70 ms to build; this takes a few,
@@ -83,12 +94,6 @@ class TurnIndex(Mapping[tuple[str, int], Loc]):
         self._sessions, self._sess, self._seq, self._segs, self._rows = sessions, sess, seq, segs, rows
         # where each session's run starts in the sorted arrays (session numbers are 0..n-1)
         self._bounds = np.searchsorted(sess, np.arange(len(sessions) + 1, dtype=np.int64))
-
-    def __getitem__(self, turn: tuple[str, int]) -> Loc:
-        found = self.get(turn)
-        if found is None:
-            raise KeyError(turn)
-        return found
 
     def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
         """The turn's location, or `default`: without raising and catching a KeyError (Mapping's
@@ -112,17 +117,11 @@ class TurnIndex(Mapping[tuple[str, int], Loc]):
             yield names[sess], seq
 
 
-class _Layered(Mapping[tuple[str, int], Loc]):
+class _Layered(_TurnMap):
     """The WAL's turns over the committed ones: a turn in both reads as its newer row."""
 
     def __init__(self, top: TurnIndex | PackedTurns, under: TurnIndex | PackedTurns) -> None:
         self._top, self._under = top, under
-
-    def __getitem__(self, turn: tuple[str, int]) -> Loc:
-        found = self.get(turn)
-        if found is None:
-            raise KeyError(turn)
-        return found
 
     def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
         """The turn's newer location, or `default` (see TurnIndex.get)."""
@@ -136,7 +135,7 @@ class _Layered(Mapping[tuple[str, int], Loc]):
         return iter(set(self._top) | set(self._under))
 
 
-class PackedTurns(Mapping[tuple[str, int], Loc]):
+class PackedTurns(_TurnMap):
     """TurnIndex when every seq fits 32 bits (how an agent numbers turns): one sorted int64 per
     turn, its session number in the high half and its seq in the low one, and one int64 per turn
     locating its row (segment in the high half, row in the low one). Two arrays where TurnIndex
@@ -145,12 +144,6 @@ class PackedTurns(Mapping[tuple[str, int], Loc]):
 
     def __init__(self, sessions: dict[str, int], keys: np.ndarray, locs: np.ndarray) -> None:
         self._sessions, self._keys, self._locs = sessions, keys, locs
-
-    def __getitem__(self, turn: tuple[str, int]) -> Loc:
-        found = self.get(turn)
-        if found is None:
-            raise KeyError(turn)
-        return found
 
     def get(self, turn: tuple[str, int], default: Loc | None = None) -> Loc | None:  # type: ignore[override]
         """The turn's location, or `default` (see TurnIndex.get)."""
