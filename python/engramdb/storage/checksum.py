@@ -49,9 +49,17 @@ def file_digest(path: Path) -> dict[str, Any]:
 def check(path: Path, data: Any, entry: dict[str, Any]) -> None:
     """Raise CorruptFile unless `data` (the bytes of `path`) match the manifest `entry`; an entry
     without a checksum (an older store's) passes: its table is validated when parsed instead."""
-    if ALGORITHM not in entry:
-        return
-    got = digest(data)
+    if ALGORITHM in entry:
+        _agrees(path, digest(data), entry)
+
+
+def check_file(path: Path, entry: dict[str, Any]) -> None:
+    """`check` of the file's bytes on disk now (memory-mapped), not of bytes read earlier."""
+    if ALGORITHM in entry:
+        _agrees(path, file_digest(path), entry)
+
+
+def _agrees(path: Path, got: dict[str, Any], entry: dict[str, Any]) -> None:
     if got["bytes"] != entry.get("bytes"):
         raise CorruptFile(path, f"{got['bytes']:,} bytes where the manifest recorded {entry.get('bytes')!r}")
     if got[ALGORITHM] != entry[ALGORITHM]:

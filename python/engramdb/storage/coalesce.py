@@ -8,8 +8,8 @@ each left sixty one-row files, and nothing merged them but an explicit `compact(
 After each checkpoint, each run of `MOST` or more neighbouring committed segments that hold fewer
 rows than a checkpoint (`Tuning.checkpoint_rows`) and are of one size tier (1-7 rows, 8-63, 64-511,
 ...) is merged into one file: a row is rewritten once a tier, so a store of one-row sessions keeps
-at most a few files a tier and writes each row a handful of times. The
-rows are concatenated in order, so every row keeps its key: the id index and the derived indexes
+at most a few files a tier and writes each row a handful of times. The rows are concatenated in
+order, so every row keeps its key: the id index and the derived indexes
 (trees, BM25, passages), which address rows by key, stay valid, as after `compact()`. One atomic
 commit replaces the runs' files (storage/rewrites.py's protocol: new files first, the manifest as
 the commit point, old files deleted after); each file's checksum is verified before it is copied.
@@ -19,8 +19,6 @@ committed already, and the merge is tried again after the next one.
 
 from __future__ import annotations
 
-import mmap
-import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -31,7 +29,7 @@ import pyarrow as pa
 
 from ..model.tuning import Tuning
 from ..spaces.schema import Schema
-from .checksum import check
+from .checksum import check_file
 from .manifest import Manifest
 from .segment import Segment
 from .vectors import conform
@@ -54,6 +52,7 @@ class Rewriting(Protocol):
     def commit(self, unlisted: Sequence[str] = ()) -> None: ...
     def publish(self, **changes: Any) -> View: ...
 
+
 MOST = 8  # small committed segments a store keeps before it merges their runs
 
 
@@ -63,18 +62,6 @@ def holders(table: pa.Table, archived: Mapping[str, str]) -> list[str]:
     if not archived:
         return []
     return sorted({archived[i] for i in set(table.column("id").to_pylist()) if i in archived})
-
-
-def verified(path: Path, entry: Mapping[str, Any]) -> None:
-    """CorruptFile unless the file's bytes on disk match its manifest entry now. Checked at open is
-    not enough: a file damaged since (the writer maps it, so it reads the new bytes) would be
-    copied into a new file under a fresh checksum, and its damage would pass every later check."""
-    with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:  # truncated to nothing: mmap refuses an empty file
-            check(path, b"", dict(entry))
-            return
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            check(path, data, dict(entry))
 
 
 def tier(rows: int) -> int:
@@ -113,8 +100,6 @@ def coalesce(engine: Rewriting) -> int:
         return 0  # nothing to merge, or a manifest that does not list the view's files one to one
     segments: list[Segment] = list(committed)
     entries = list(m.segments)
-    # files an earlier commit unlisted but failed to delete (the checkpoint's old WAL on a failing
-    # disk) are deleted by this commit too: Engine.commit takes every such name from the journal
     replaced: list[str] = []
     with engine.atomic():  # a failure leaves the committed files and the engine as they were
         for a, b in reversed(runs):  # from the end: the earlier runs' positions stay put
@@ -122,7 +107,9 @@ def coalesce(engine: Rewriting) -> int:
             old = [str(s.file) for s in run]
             assert engine.path is not None  # a folder store: only they checkpoint
             for name, entry in zip(old, m.segments[a:b]):
-                verified(engine.path / name, entry)
+                # on disk now, not as mapped at open: a file damaged since (the writer maps it, so it
+                # reads the new bytes) would be copied under a fresh checksum, its damage hidden
+                check_file(engine.path / name, dict(entry))
             table = pa.concat_tables([conform(s.checked(), engine.schema) for s in run])
             orders = [s.order for s in run if s.order is not None]
             merged = engine.new_segment(table, replaces=old, requires=holders(table, view.archived),
@@ -136,4 +123,4 @@ def coalesce(engine: Rewriting) -> int:
     return len(replaced)
 
 
-__all__ = ["MOST", "Rewriting", "coalesce", "holders", "small_runs", "tier", "verified"]
+__all__ = ["MOST", "Rewriting", "coalesce", "holders", "small_runs", "tier"]

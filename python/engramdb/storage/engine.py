@@ -400,8 +400,10 @@ class Engine:
         """Write the manifest (the commit point), then delete the files it no longer lists (named
         in the journal first, so a crash between the two leaves them to the next open)."""
         assert self.path is not None and self.journal is not None
-        m = self._manifest  # names an earlier commit journaled, unlisted, but failed to delete go now
-        listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}  # too: clearing would keep them
+        # with this commit's, the files an earlier one unlisted but failed to delete (its clear of
+        # the journal, below, would otherwise forget them: no open would remove them)
+        m = self._manifest
+        listed = {e["file"] for e in m.segments + m.edges + m.archives} | {m.wal}
         unlisted = [*unlisted, *sorted(self.journal.names() - listed - set(unlisted))]
         self.journal.note(unlisted, self._manifest.generation + 1)
         write_manifest(self.path, self._manifest)  # the commit point: what follows may fail harmlessly

@@ -183,7 +183,6 @@ class ContextAssembly:
         return view.memories_at(view.session_locs(namespace, session_id)[::-1][:asm.RECENT_TURNS])
 
 
-
 def _by_elo(ids: list[str], ratings: Ratings, now_us: int) -> Iterator[tuple[float, str, int]]:
     """(elo now, id, position in `ids`), highest elo first, then by id: the rated memories sorted,
     merged with the unrated ones (all at INITIAL_ELO) taken from a heap in id order as the pack
@@ -206,5 +205,6 @@ def _by_elo(ids: list[str], ratings: Ratings, now_us: int) -> Iterator[tuple[flo
 
     for neg, mid, at in heapq.merge(rated, in_order()):
         yield -neg, mid, at
+
 
 __all__ = ["ContextAssembly"]
