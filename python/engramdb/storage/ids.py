@@ -242,7 +242,7 @@ class _Probe:
         self._packed: np.ndarray | None = None
         self._bits = 0
         if fps:
-            top = int(max(int(k[-1]) for k in keys if len(k))) if any(len(k) for k in keys) else 0
+            top = max((int(k[-1]) for k in keys if len(k)), default=0)  # the highest key
             self._bits = bits = max(1, top.bit_length())
             packed = np.concatenate(fps)
             packed &= np.uint64(~((1 << bits) - 1) & _MASK)
