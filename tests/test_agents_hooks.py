@@ -356,3 +356,24 @@ def test_a_plain_search_answer_says_who_spoke_and_pastes_a_repeated_prompt_once(
     brief = context_of(pre, "PreToolUse")
     assert brief.count(prompt) == 1, brief  # said three times, pasted once
     assert f"- user: {prompt}" in brief and "- assistant: I deployed the billing service" in brief
+
+
+def test_session_start_lists_the_topics_a_writer_stored_and_never_clusters_itself(tmp_path: Path) -> None:
+    """A store a script filled has no topics stored: SessionStart gives the pack without clustering
+    (seconds at 100,000 memories, past its budget); after a SessionEnd (a writer) computed them, it
+    lists them."""
+    store, cwd = tmp_path / "mem", tmp_path
+    subjects = {"violin": ["violin strings rosin bow practice", "the violin bow needs new rosin",
+                           "tuning the violin strings before practice", "violin practice scales bow",
+                           "rosin dust on the violin strings"],
+                "bread": ["sourdough starter flour water", "the sourdough loaf needs a hot oven",
+                          "feeding the sourdough starter flour", "sourdough crumb and crust in the oven",
+                          "flour and water for the starter"]}
+    with engramdb.open(store) as db:
+        db.add_many([{"content": t, "namespace": NS, "session_id": "script"} for v in subjects.values() for t in v])
+    first = context_of(hook("SessionStart", store, _payload("SessionStart", cwd, source="startup")), "SessionStart")
+    assert "## Memories by importance" in first and "## Topics" not in first
+    end = hook("SessionEnd", store, _payload("SessionEnd", cwd, reason="exit"))
+    assert (end.returncode, end.stderr) == (0, "")
+    later = context_of(hook("SessionStart", store, _payload("SessionStart", cwd, source="startup")), "SessionStart")
+    assert "## Topics" in later and "## Memories by importance" in later

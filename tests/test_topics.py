@@ -406,3 +406,23 @@ def test_a_label_shows_the_word_its_members_use_most_for_a_term_the_first_met_on
     assert words.label([0, 1, 2, 3, 7]) == "home / late / running"  # running 4, runs 2
     assert words.label([4, 5]) == "barks / cat / dog"  # one each, same idf: in term order
     assert DistinctiveTerms([]).label([]) == "(no terms)"
+
+
+def test_topics_without_computing_list_only_what_was_computed(tmp_path: Path) -> None:
+    """`compute=False` (what a hook with no time to cluster asks): nothing before a run, in the
+    writer and in a reader; the writer's run afterwards, in both, and a reader never clusters."""
+    path = tmp_path / "s"
+    with engramdb.open(path) as db:
+        db.add_many([{"id": f"{k}{i}", "content": t, "namespace": "n"} for k, v in SUBJECTS.items()
+                     for i, t in enumerate(v)])
+        assert list(db.topics("n", compute=False)) == []
+    with engramdb.open(path, read_only=True) as reader:
+        assert list(reader.topics("n", compute=False)) == []  # nothing stored: none, not a clustering
+        assert len(reader.topics("n")) >= len(SUBJECTS)  # the reader computes when asked to
+    with engramdb.open(path) as db:
+        found = db.topics("n")
+        assert [t.id for t in db.topics("n", compute=False)] == [t.id for t in found]
+        with pytest.raises(ValueError, match="compute=False"):
+            db.topics("n", compute=False, refresh=True)
+    with engramdb.open(path, read_only=True) as reader:
+        assert [(t.id, t.members) for t in reader.topics("n", compute=False)] == [(t.id, t.members) for t in found]

@@ -290,7 +290,8 @@ def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _
     pack = db.importance.pack(ns, max_tokens=_tokens(max_chars))
     body = ["## Memories by importance", pack.text] if pack.text else []
     run.offer(_headed(title, body, max_chars))
-    topics = list(db.topics(ns))[:TOPICS_SHOWN]
+    # what a writer computed and stored: clustering a namespace a script filled takes seconds
+    topics = list(db.topics(ns, compute=False))[:TOPICS_SHOWN]
     lines = ["## Topics", *(f"- {t.label} ({t.size} memories, {t.phase})" for t in topics)] if topics else []
     run.answer(_headed(title, lines + body, max_chars))
 

@@ -120,7 +120,8 @@ class TopicVerbs:
         return self._topics_stored if self._topics_stored is not None else {}
 
     @_one_at_a_time
-    def __call__(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None) -> Topics:
+    def __call__(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None,
+                 compute: bool = True) -> Topics:
         """What a namespace is about (C4): groups of its current memories that at least two spaces
         cluster together (see `engramdb.topics.clustering`), biggest first, each with `.id`,
         `.label`, `.members`, `.confidence`, `.phase`, `.stability`, `.centroid_stability` and
@@ -136,8 +137,15 @@ class TopicVerbs:
         rest join by the same centroid rule (`Topics.sampled`). A read-only store lists what its
         writer last stored, even when the namespace moved since (`refresh` computes them here).
         Searches and `context()` never run this: they read the last topics, and a writer's
-        background worker refreshes them (`Tuning.background`)."""
+        background worker refreshes them (`Tuning.background`). `compute=False` lists only what
+        is already computed (by this store, or by a writer and stored: what a request would use)
+        and never clusters here: an empty list when nothing was, as for a hook that has no time to
+        cluster."""
         checks.name("namespace", namespace)
+        if not compute:
+            if refresh or labeler is not None:
+                raise ValueError("compute=False lists what is already computed: it takes no refresh or labeler")
+            return self._topics_to_use(namespace)
         view = self._db._view()
         fingerprint = (view.epoch, view.namespace_rows(namespace))
         cache = self._topic_cache if self._topic_cache is not None else {}
