@@ -19,7 +19,6 @@ compare the medians; the wall times are only as quiet as the machine.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import shutil
@@ -32,6 +31,7 @@ from typing import Any
 
 import _corpus
 import engramdb
+from _replay import Collections
 
 SESSION = 20
 NS = "user-1"
@@ -55,15 +55,6 @@ def run(store: Path, n: int, rounds: int) -> dict[str, Any]:
     questions = _corpus.sentences(max(n, 2_000) + 400)[-400:]
     extra = _corpus.sentences(3_000)[-300:]  # turns to add: never among the stored ones nor the questions
     logging.disable(logging.WARNING)  # a copied folder takes an id of its own: said once, at open
-    pauses: list[tuple[int, float]] = []
-    began: list[float] = []
-
-    def watch(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            began.append(time.perf_counter())
-        elif began:
-            pauses.append((int(info["generation"]), (time.perf_counter() - began.pop()) * 1e3))
-
     with engramdb.open(store) as db:
         db.context(questions[399], namespace=NS, max_tokens=1000)
         db.admin.settle()
@@ -71,22 +62,19 @@ def run(store: Path, n: int, rounds: int) -> dict[str, Any]:
             db.add(extra[i], namespace=NS, session_id="live", role="user")
             db.context(questions[300 + i], namespace=NS, max_tokens=1000, session_id="live")
         cpu, wall = [], []
-        gc.callbacks.append(watch)
-        try:
+        with Collections() as seen:
             for i in range(rounds):
                 t0, c0 = time.perf_counter(), time.thread_time()
                 db.add(extra[(i + 100) % len(extra)], namespace=NS, session_id="live", role="user")
                 db.context(questions[i % 300], namespace=NS, max_tokens=1000, session_id="live")
                 cpu.append((time.thread_time() - c0) * 1e3)
                 wall.append((time.perf_counter() - t0) * 1e3)
-        finally:
-            gc.callbacks.remove(watch)
         search = []
         for i in range(60):
             c0 = time.thread_time()
             db.search(questions[200 + i % 100], namespace=NS, k=10)
             search.append((time.thread_time() - c0) * 1e3)
-    full = [ms for gen, ms in pauses if gen == 2]
+    full = [(e - s) * 1e3 for s, e in seen.full()]
     return {"memories": n, "rounds": rounds, "engramdb": engramdb.__file__,
             "add_then_context_cpu_ms": pcts(cpu), "add_then_context_wall_ms": pcts(wall),
             "search_cpu_ms": pcts(search), "full_collections": len(full),

@@ -16,7 +16,9 @@ Per size (p50 / p95 and max in extra_info, milliseconds):
 - `test_first_context_after_open`: a new Python process opens the store and asks for one context
   (the cold path: imports excluded, open and the call timed inside the child), 5 processes.
 - `test_replay_1000_turns` (one size): 1,000 turns into a new store, each followed by a context;
-  the slowest call and how many took over 100 ms.
+  the slowest call and how many took over 100 ms (bench/_replay.py), in the test runner's process;
+  `test_replay_1000_turns_own_process`: the same in a process of its own (an agent's process holds
+  engramdb and its imports, not the runner's and the peers' heaps, which every full collection walks).
 
 Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_agent_loop.py -q -p no:cacheprovider --benchmark-json=/tmp/bench_loop.json`
 (`ENGRAMDB_BENCH_LOOP_SIZES=1000,10000` runs fewer sizes.)
@@ -24,7 +26,6 @@ Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_agen
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
@@ -38,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import _corpus
+import _replay
 import engramdb
 import pytest
 
 SIZES = [int(s) for s in os.environ.get("ENGRAMDB_BENCH_LOOP_SIZES", "1000,10000,100000").split(",")]
-SESSION = 20
-NS = "user-1"
+SESSION, NS = _replay.SESSION, _replay.NS
 
 
 def _pool(n: int) -> tuple[list[str], list[str]]:
@@ -150,52 +151,41 @@ def test_first_context_after_open(benchmark: Any, loop_store: tuple[int, Path, l
                                 open_plus_context=_pcts([r["open_ms"] + r["context_ms"] for r in runs]))
 
 
-def test_replay_1000_turns(benchmark: Any) -> None:
-    texts, questions = _pool(1_000)
-    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-replay-"))
-    add_ms: list[float] = []
-    ctx_ms: list[float] = []
-    # the interpreter's full collections (generation 2) during the replay: a pause of the whole
-    # process, its length set by every object the process holds (the test runner's too), said apart
-    # from the calls it lands in
-    full_gc: list[tuple[float, float]] = []
-    began: list[float] = []
-
-    def watch(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            began.append(time.perf_counter())
-        elif began:
-            t0 = began.pop()
-            if info["generation"] == 2:
-                full_gc.append((t0, time.perf_counter()))
-
-    slow: list[dict[str, Any]] = []
-
-    def replay() -> None:
-        with engramdb.open(folder / "mem") as db:
-            for i, (sid, msgs) in enumerate(_sessions(texts)):
-                for m in msgs:
-                    t0 = time.perf_counter()
-                    db.add_messages([m], namespace=NS, session_id=sid)
-                    t1 = time.perf_counter()
-                    db.context(questions[len(ctx_ms) % 400], namespace=NS, max_tokens=1000, session_id=sid)
-                    t2 = time.perf_counter()
-                    add_ms.append((t1 - t0) * 1e3)
-                    ctx_ms.append((t2 - t1) * 1e3)
-                    for call, a, b in (("add", t0, t1), ("context", t1, t2)):
-                        if b - a > 0.1:
-                            gc_ms = sum(min(b, e) - max(a, s) for s, e in full_gc if s < b and e > a) * 1e3
-                            slow.append({"turn": len(ctx_ms) - 1, "call": call, "ms": round((b - a) * 1e3, 1),
-                                         "full_gc_ms": round(gc_ms, 1)})
-
-    gc.callbacks.append(watch)
-    try:
-        benchmark.pedantic(replay, rounds=1, iterations=1)
-    finally:
-        gc.callbacks.remove(watch)
-        shutil.rmtree(folder, ignore_errors=True)
+def _replay_info(benchmark: Any, out: dict[str, Any]) -> None:
+    add_ms, ctx_ms = out["add_ms"], out["context_ms"]
     both = [a + c for a, c in zip(add_ms, ctx_ms)]
     benchmark.extra_info.update(turns=len(both), add=_pcts(add_ms), context=_pcts(ctx_ms), **_pcts(both),
-                                over_100ms=sum(1 for x in add_ms + ctx_ms if x > 100), slow_calls=slow,
-                                full_collections=len(full_gc),
-                                full_collection_max_ms=round(max(((e - s) * 1e3 for s, e in full_gc), default=0.0), 1))
+                                over_100ms=sum(1 for x in add_ms + ctx_ms if x > 100),
+                                **{k: out[k] for k in ("slow_calls", "full_collections", "full_collection_max_ms",
+                                                       "tracked_objects_after")})
+
+
+def test_replay_1000_turns(benchmark: Any) -> None:
+    """In the test runner's process: its heap (pytest, the peers the bench imports, the stores of
+    the tests before) is walked by every full collection that lands in a call."""
+    texts, questions = _replay.pool()
+    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-replay-"))
+    out: dict[str, Any] = {}
+    try:
+        benchmark.pedantic(lambda: out.update(_replay.replay(folder, texts, questions)), rounds=1, iterations=1)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _replay_info(benchmark, out)
+
+
+def test_replay_1000_turns_own_process(benchmark: Any) -> None:
+    """The same replay in a process of its own, as an agent's process runs it (engramdb and its
+    imports; the timing inside the child)."""
+    folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-replay-"))
+    out: dict[str, Any] = {}
+    script = Path(__file__).with_name("_replay.py")
+
+    def run() -> None:
+        done = subprocess.run([sys.executable, str(script), str(folder)], capture_output=True, text=True, check=True)
+        out.update(json.loads(done.stdout))
+
+    try:
+        benchmark.pedantic(run, rounds=1, iterations=1)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    _replay_info(benchmark, out)
