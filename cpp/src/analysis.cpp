@@ -153,19 +153,63 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
 
 namespace {
 
+// The distinct 33-bit bigram codes of one text and their counts, by open addressing in a table reused
+// from text to text (a sort of every text's codes was a quarter of the sums' time). The order the
+// codes come out in does not matter: every value added is a whole number, so the sums are exact in
+// any order.
+class PairCounter {
+  public:
+    void clear(size_t n) {
+        size_t cap = 16;
+        while (cap < 2 * n) cap *= 2;
+        if (keys_.size() < cap || keys_.size() > 4 * cap) {  // grown for a long text, shrunk after it
+            keys_.assign(cap, kEmpty);
+            tf_.assign(cap, 0);
+        } else {
+            for (const size_t at : used_) keys_[at] = kEmpty;
+        }
+        mask_ = keys_.size() - 1;
+        used_.clear();
+    }
+    void add(uint64_t code) {  // code < 2^33: kEmpty is never one
+        size_t at = static_cast<size_t>(code * 0x9E3779B97F4A7C15ULL >> 20) & mask_;
+        while (keys_[at] != code) {
+            if (keys_[at] == kEmpty) {
+                keys_[at] = code;
+                tf_[at] = 0;
+                used_.push_back(at);
+                break;
+            }
+            at = (at + 1) & mask_;
+        }
+        ++tf_[at];
+    }
+    const std::vector<size_t>& used() const { return used_; }
+    uint64_t key(size_t at) const { return keys_[at]; }
+    size_t tf(size_t at) const { return tf_[at]; }
+
+  private:
+    static constexpr uint64_t kEmpty = ~uint64_t{0};
+    std::vector<uint64_t> keys_;
+    std::vector<size_t> tf_;
+    std::vector<size_t> used_;  // the slots filled, in order of first appearance
+    size_t mask_ = 0;
+};
+
 // One text's sums into `sums` (dim doubles, zeroed here): its slots' feature blocks scaled by
-// 1 + ln(tf), its bigrams' signed weights. `seen` (one counter per table slot, all 0) counts a long
-// text's slots without a sort and is left all 0 again; a short text (fewer tokens than the table
-// has slots / 16, a query) sorts a copy instead, so a query does not pay for the table's size.
+// 1 + ln(tf), its bigrams' signed weights. `seen` (one counter per table slot, all 0) counts the
+// text's slots without a sort and is left all 0 again; it is empty when the batch has few tokens
+// for the table's size (a query), whose texts sort a copy instead, so a query does not pay for
+// allocating a counter per table slot. The words come in either order: the sums are exact.
 int text_sums(const int64_t* row, size_t cnt, const int64_t* tab_start, const int64_t* tab_len,
               const uint64_t* hashes, const int32_t* fidx, const float* fval, size_t n_features,
               const double* log_tf, size_t n_log, double bigram_weight, size_t dim, std::vector<uint32_t>& seen,
-              std::vector<int64_t>& words, std::vector<size_t>& tfs, std::vector<uint64_t>& pairs, double* sums) {
+              std::vector<int64_t>& words, std::vector<size_t>& tfs, PairCounter& pairs, double* sums) {
     std::fill(sums, sums + dim, 0.0);
     const auto d = static_cast<uint64_t>(dim);
     words.clear();
     tfs.clear();
-    if (!seen.empty() && cnt * 16 >= seen.size() && cnt < UINT32_MAX) {
+    if (!seen.empty() && cnt < UINT32_MAX) {
         for (size_t i = 0; i < cnt; ++i)
             if (seen[static_cast<size_t>(row[i])]++ == 0) words.push_back(row[i]);
         for (const int64_t w : words) {
@@ -200,22 +244,18 @@ int text_sums(const int64_t* row, size_t cnt, const int64_t* tab_start, const in
     }
     // bigrams of adjacent slots, counted per 33-bit code (sign bit, low 32 bits)
     if (cnt < 2) return 0;
-    pairs.resize(cnt - 1);
+    pairs.clear(cnt - 1);
     for (size_t i = 0; i + 1 < cnt; ++i) {
         const uint64_t h = splitmix64(hashes[row[i]] * 0x9E3779B97F4A7C15ULL + hashes[row[i + 1]]);
-        pairs[i] = ((h >> 63) << 32) | (h & 0xFFFFFFFFULL);
+        pairs.add(((h >> 63) << 32) | (h & 0xFFFFFFFFULL));
     }
-    std::sort(pairs.begin(), pairs.end());
-    for (size_t i = 0; i < pairs.size();) {
-        size_t j = i + 1;
-        while (j < pairs.size() && pairs[j] == pairs[i]) ++j;
-        const size_t tf = j - i;
+    for (const size_t at : pairs.used()) {
+        const size_t tf = pairs.tf(at);
         if (tf >= n_log) return 5;
-        const uint64_t code = pairs[i];
+        const uint64_t code = pairs.key(at);
         const double sign = (code >> 32) ? -1.0 : 1.0;
         const double v = sign * bigram_weight * log_tf[tf];
         sums[(code & 0xFFFFFFFFULL) % d] += fixed(v);
-        i = j;
     }
     return 0;
 }
@@ -238,7 +278,7 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
     std::vector<uint32_t> seen(n_slots * 16 >= n_table ? n_table : 0, 0);  // only when some text may use it
     std::vector<int64_t> words;
     std::vector<size_t> tfs;
-    std::vector<uint64_t> pairs;
+    PairCounter pairs;
     std::vector<double> scratch(unit_out != nullptr ? dim : 0), squares(unit_out != nullptr ? dim : 0);
     size_t at = 0;
     for (size_t r = 0; r < n_texts; ++r) {
