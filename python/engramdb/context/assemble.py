@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -198,18 +198,19 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
     stages: dict[str, dict[str, Any]] = {}
     spends: dict[str, Spend] = {}
     seeds = {h.id: h.score for h in hits if h.score > 0}  # a hit that matches nothing on its own leads nowhere
+    # one reader for the walk and the lines: it sums a memory's idf once (the two ask about the same turns)
+    mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace, match.term_row)
     if req.navigate and seeds and req.edge_budget > 0 and req.step_budget > 0 and lines:
         # a hop must also be worth the tokens a line takes at the token budget's price
         mean = float(np.mean([count(_text(x.memory, x.text, now)) + 1 for x in lines.values()]))
         bar = token_bar(prices["tokens"], mean, req.max_tokens)
-        walk = _walk(req, snap, match, seeds, prices, bar, lap, stages, spends)
+        walk = _walk(req, snap, match, mass, seeds, prices, bar, lap, stages, spends)
         found = [(hop, view.get(hop.id)) for hop in walk.hops if hop.id not in lines]
         said = match.speaker([m for _, m in found if m is not None])
         for hop, m in found:
             if m is not None and m.content.strip():
                 lines[hop.id] = _Line(m, m.content, hop.match + said.get(m.id, 0.0), _hop_why(hop), None,
                                       hop.relevance)
-    mass = mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace, match.term_row)
     lines = _one_line_each(_near(lines, mass(list(lines)) if mass is not None else None))
     # 4. topic matches and related memories, curated together, in what the sections after them
     # leave: their shares, but only as much as they can fill
@@ -365,8 +366,9 @@ def _share(said: Mapping[str, float] | None, turn: str, other: str) -> float:
     return min(1.0, said.get(turn, 0.0) / base) if base > 0 else 0.0
 
 
-def _walk(req: Request, snap: Snapshot, match: QueryMatch, seeds: dict[str, float], prices: dict[str, float],
-          bar: float, lap: _Laps, stages: dict[str, dict[str, Any]], spends: dict[str, Spend]) -> nav.Walk:
+def _walk(req: Request, snap: Snapshot, match: QueryMatch, mass: Callable[[list[str]], dict[str, float]] | None,
+          seeds: dict[str, float], prices: dict[str, float], bar: float, lap: _Laps,
+          stages: dict[str, dict[str, Any]], spends: dict[str, Spend]) -> nav.Walk:
     """The subgraph around the seeds, then the navigator's walk over it (K1, K6's first two
     stages), each stage's spend added to `stages` and `spends`."""
     view = snap.view
@@ -377,7 +379,7 @@ def _walk(req: Request, snap: Snapshot, match: QueryMatch, seeds: dict[str, floa
     lap("subgraph")
     walk = nav.navigate(seeds, graph, step_budget, price=prices["steps"], raise_bar=bar, relevance=match.relevance,
                         importance=importance_reader(snap.ratings),
-                        mass=mass_reader(view, snap.indexes, snap.embedders, snap.schema, req.namespace, match.term_row))
+                        mass=mass)
     lap("navigator")
     stages["subgraph"] = {"edges": graph.edges, "budget": edge_budget, "wanted": graph.wanted,
                           "nodes": len(graph.links)}

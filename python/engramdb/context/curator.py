@@ -74,17 +74,20 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
     score = np.array([c.score for c in pool])
     inline = np.array([c.tokens for c in pool])
     bare = np.array([c.bare_tokens if c.group and c.bare_tokens is not None else c.tokens for c in pool])
-    keys = [(c.section, c.group) if c.group else None for c in pool]
+    # each candidate's group in its section as a number (-1: none), so a pick opens its group in one comparison
+    codes: dict[tuple[str, str], int] = {}
+    group = np.array([codes.setdefault((c.section, c.group), len(codes)) if c.group else -1 for c in pool])
     vecs = np.stack([c.vector for c in pool])
     sim = np.full(len(pool), -np.inf)  # each candidate's largest similarity to a chosen one
     opened = np.zeros(len(pool), bool)  # its group already has a line in its section
     free = np.ones(len(pool), bool)
     sections = np.array([c.section for c in pool])
+    in_room = {s: sections == s for s in room}  # the candidates each room bounds
     while True:
         n = np.where(opened, bare, inline)
         ok = free & (n <= left)
         for s, r in room.items():
-            ok &= ~((sections == s) & (n > r))
+            ok &= ~(in_room[s] & (n > r))
         if not ok.any():
             break
         red = np.clip((sim - floor) / (1.0 - floor), 0.0, None) if floor < 1.0 else (sim >= 1.0).astype(float)
@@ -101,8 +104,8 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
         if c.section in room:
             room[c.section] -= int(n[i])
         sim = np.maximum(sim, vecs @ c.vector)
-        if keys[i] is not None:
-            opened |= np.array([k == keys[i] for k in keys])
+        if group[i] >= 0:
+            opened |= group == group[i]
     return chosen
 
 

@@ -206,8 +206,15 @@ def mass_reader(view: View, indexes: Indexes, embedders: Mapping[str, Embedder],
     if lex is None:
         return None
     ix = indexes.bm25(lex, view).sync(view).namespace(namespace, view.rows)
+    known: dict[str, float] = {}  # what this reader summed: the walk and the lines ask about the same memories
 
     def mass(ids: list[str]) -> dict[str, float]:
+        new = [i for i in dict.fromkeys(ids) if i not in known]
+        if new:
+            known.update(_summed(new))
+        return {i: known[i] for i in ids}
+
+    def _summed(ids: list[str]) -> dict[str, float]:
         rows: list[np.ndarray] = []
         for i in ids:
             found = term_row(i) if term_row is not None else None

@@ -198,6 +198,9 @@ def preload(tokenizer: str | Counter | None = None) -> None:
     name = _name(tokenizer)
     if name is None:
         return
+    loaded = _loads.get(name)
+    if loaded is not None and loaded.done() and loaded.exception() is None and loaded.result() is not None:
+        return  # loaded already: the package's search of the import path (~0.15 ms) is for a first call
     try:
         found = importlib.util.find_spec("bpe_openai") is not None
     except Exception:  # an import hook that raises: as for a load that fails, the default is the estimate
