@@ -4,6 +4,8 @@
   sort of every text's codes), and every text of a batch large enough for a counter per table slot
   counts its words with it (a text shorter than the table's size / 16 sorted a copy): the words and
   codes come in another order, and the sums, whole numbers, are the same bit for bit.
+- The tokenizer checks each code point of the texts as its scan meets it (not in a pass of its own
+  over all of them first): a code point the word table does not classify is refused wherever it is.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from engramdb import kernels
-from engramdb.spaces.analyzer import tokenize
+from engramdb.spaces.analyzer import tokenize, tokenize_batch
 from engramdb.spaces.hashing import HashingEmbedder, splitmix64
 
 LOG_TF = np.concatenate([[1.0], 1.0 + np.log(np.arange(1, 5000, dtype=np.int64))])
@@ -76,3 +78,33 @@ def test_a_text_embeds_the_same_alone_and_in_a_large_batch() -> None:
     big = HashingEmbedder().embed(texts)
     for i, text in enumerate(texts):
         assert HashingEmbedder().embed([text]).tobytes() == big[i].tobytes(), tokenize(text)[:5]
+
+
+def _word_chars() -> np.ndarray:
+    table = np.zeros(128, np.uint8)  # 2: "not looked at yet" (the analyzer's table fills in as texts come)
+    table[[ord(c) for c in "abcdefghijklmnopqrstuvwxyz0123456789"]] = 1
+    table[ord("~")] = 2
+    return table
+
+
+@pytest.mark.parametrize("at", range(12))
+def test_a_code_point_the_table_does_not_classify_is_refused_wherever_it_is(at: int) -> None:
+    # texts "ab c'd" and "ef'" then one code point after the last text: a bad code point in a
+    # word, between words, after an apostrophe, at a text's end, past the last text, or past the
+    # table (200) raises; the same arrays without it tokenise
+    cp = np.array([ord(c) for c in "ab c'd" "ef'" "x"], np.uint32)
+    ptr = np.array([0, 6, 9], np.int64)
+    good = kernels.tokenize_codepoints(cp, ptr, _word_chars())
+    assert good.words == ["ab", "c'd", "ef"] and good.counts.tolist() == [2, 1]
+    bad = cp.copy()
+    bad[at % len(cp)] = ord("~") if at < len(cp) else 200
+    with pytest.raises(ValueError, match="not classified"):
+        kernels.tokenize_codepoints(bad, ptr, _word_chars())
+
+
+def test_apostrophes_at_the_ends_of_texts_and_runs_tokenise_as_the_regex_does() -> None:
+    texts = ["'", "a'", "'a", "a'b", "a''b", "a'b'c'", "it's' 'tis", "x' y", "don't'", "''", "a' ", " 'a'b"]
+    tb = tokenize_batch(texts)
+    rows = np.repeat(np.arange(len(texts)), tb.counts)
+    for r, text in enumerate(texts):
+        assert [tb.words[c] for c in tb.codes[rows == r]] == tokenize(text), text

@@ -121,8 +121,15 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
     if (text_ptr[0] != 0) return 1;
     for (size_t r = 0; r < n_texts; ++r)
         if (text_ptr[r + 1] < text_ptr[r] || static_cast<uint64_t>(text_ptr[r + 1]) > n_cp) return 1;
-    for (size_t i = 0; i < n_cp; ++i)
+    // the texts tile cp[0 .. text_ptr[n_texts]): their code points are classified (and checked) as the
+    // scan meets them, each once; any after the last text are checked here (a pass of its own over
+    // every code point was a tenth of the scan)
+    for (auto i = static_cast<size_t>(text_ptr[n_texts]); i < n_cp; ++i)
         if (cp[i] >= table_size || word_char[cp[i]] > 1) return 2;
+    const auto cls = [cp, word_char, table_size](int64_t k) -> uint8_t {
+        const uint32_t c = cp[k];
+        return c < table_size ? word_char[c] : uint8_t{2};
+    };
     out.counts.assign(n_texts, 0);
     out.codes.reserve(n_cp / 4);
     out.starts.reserve(n_cp / 4);
@@ -132,15 +139,22 @@ int tokenize_codepoints(const uint32_t* cp, size_t n_cp, const int64_t* text_ptr
         const int64_t end = text_ptr[r + 1];
         int64_t tokens = 0;
         while (i < end) {
-            if (!word_char[cp[i]]) {
+            uint8_t w = cls(i);
+            if (w != 1) {
+                if (w > 1) return 2;
                 ++i;
                 continue;
             }
-            const int64_t start = i;
-            while (i < end && word_char[cp[i]]) ++i;
-            while (i + 1 < end && cp[i] == kApostrophe && word_char[cp[i + 1]]) {
+            const int64_t start = i++;
+            for (;;) {  // a run of word characters, and another after each apostrophe between two
+                while (i < end && (w = cls(i)) == 1) ++i;
+                if (i == end) break;
+                if (w > 1) return 2;
+                if (cp[i] != kApostrophe || i + 1 == end) break;
+                w = cls(i + 1);
+                if (w > 1) return 2;
+                if (w == 0) break;
                 i += 2;
-                while (i < end && word_char[cp[i]]) ++i;
             }
             out.codes.push_back(table.code_of(start, i - start));
             out.starts.push_back(start - text_ptr[r]);
