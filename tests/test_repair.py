@@ -263,3 +263,45 @@ def test_a_file_gone_missing_stops_the_repair(built: tuple[Path, Any]) -> None:
     with pytest.raises(engramdb.StoreError, match=f"{victim}, listed by the previous manifest.*is gone"):
         open_store(path)
     assert names(path) == before
+
+
+def _crash_leftover(path: Path, name: str, data: bytes) -> None:
+    """What a crash leaves as a writer makes a file: its name journaled first (for the next
+    manifest's generation), then the bytes it got to write; and the manifest lost afterwards."""
+    generation = json.loads((path / "manifest.json").read_text())["generation"]
+    with open(path / "journal.log", "a", encoding="utf-8") as f:
+        f.write(f"{name.removesuffix('.tmp')} {generation + 1}\n")
+    (path / name).write_bytes(data)
+    (path / "manifest.json").unlink()
+
+
+@pytest.mark.parametrize("torn", [b"", b"EGW", b"EGWAL002\x00\x01"])
+def test_a_log_a_crash_cut_short_as_it_was_made_is_not_taken_as_the_live_one(built: tuple[Path, Any],
+                                                                            torn: bytes) -> None:
+    """A checkpoint makes its new log (journaled) and a crash comes before its header is whole; the
+    manifest is lost too. The rebuilt store keeps the log that holds the writes, opens, and the
+    next open removes the empty one (it was the store's own: journaled)."""
+    path, expected = built
+    _crash_leftover(path, "wal-000999.log", torn)
+    with pytest.warns(engramdb.RepairWarning):
+        db = open_store(path)
+    assert state(db) == expected
+    db.close()
+    assert not (path / "wal-000999.log").exists() and engramdb.verify(path)["ok"]
+
+
+def test_a_half_written_file_is_removed_after_a_repair_and_a_stray_one_left(built: tuple[Path, Any]) -> None:
+    """A merge or a checkpoint writes `seg-N.arrow.tmp` (journaled as seg-N.arrow) and a crash comes
+    before the rename; the manifest is lost too. The repair leaves it journaled, so the next open
+    removes it; a file of that shape nobody journaled is left alone."""
+    path, expected = built
+    (path / "seg-000998.arrow.tmp").write_bytes(b"a user's file")
+    _crash_leftover(path, "seg-000999.arrow.tmp", b"ARROW1\x00\x00half")
+    with pytest.warns(engramdb.RepairWarning):
+        db = open_store(path)
+    assert state(db) == expected
+    db.close()
+    with open_store(path) as again:
+        assert state(again) == expected
+    assert not (path / "seg-000999.arrow.tmp").exists()
+    assert (path / "seg-000998.arrow.tmp").read_bytes() == b"a user's file"

@@ -56,6 +56,7 @@ class Found:
     spaces: dict[str, Any] | None = None
     problem: str = ""  # "" when sound
     frames: int = 0  # WAL only
+    torn: bool = False  # WAL only: its header was cut short as it was made, so it holds no frame
 
     @property
     def described(self) -> bool:
@@ -73,6 +74,7 @@ class Plan:
     unfinished: list[str] = field(default_factory=list)  # rewrites whose companions are missing
     damaged: list[str] = field(default_factory=list)  # damaged and replaced by nothing: lost
     foreign: list[str] = field(default_factory=list)  # another store's files: left out, left alone
+    torn: list[str] = field(default_factory=list)  # logs cut short as they were made: empty, left out
     store_id: str = ""  # whose store this is (storage/repair.py `identity`)
     blockers: list[str] = field(default_factory=list)
     wal_salvage: str | None = None  # a damaged live WAL whose intact frames would be copied
@@ -91,6 +93,7 @@ class Plan:
             "unfinished": sorted(self.unfinished),
             "damaged": sorted(self.damaged),
             "foreign": sorted(self.foreign),
+            "torn": sorted(self.torn),
             "files": {n: (f.problem or "ok") for n, f in sorted(self.found.items())},
         }
 
@@ -151,9 +154,11 @@ def _wal(path: Path) -> Found:
     except OSError as exc:
         return Found(path.name, "wal", problem=f"unreadable ({exc})")
     try:
-        identity = read_header(data[:HEADER_MAX], path)[0]
+        identity, start = read_header(data[:HEADER_MAX], path)
     except CorruptFile as exc:
         return Found(path.name, "wal", problem=str(exc))
+    if start == 0:  # a crash as a checkpoint made its new log: nothing was ever written to it
+        return Found(path.name, "wal", torn=True)
     desc = {"store": identity.get("store", ""), "replaces": list(identity.get("replaces", []))} if identity else None
     try:
         frames, _ = decode_frames(data, path)
@@ -197,7 +202,10 @@ def plan(folder: str | Path) -> Plan:
     p.damaged = sorted(n for n, f in found.items() if f.problem and n not in replaced and f.kind != "wal")
     live = sorted(usable - replaced)
     legacy = sorted(n for n, f in arrow.items() if f.desc is None and not f.problem and n not in replaced)
-    wals = sorted(n for n, f in found.items() if f.kind == "wal" and n not in replaced)
+    # a log whose header a crash cut short holds nothing: never the live one (a manifest listing it
+    # would be refused at open: a listed log was whole); the next open removes it if journaled
+    p.torn = sorted(n for n, f in found.items() if f.torn)
+    wals = sorted(n for n, f in found.items() if f.kind == "wal" and n not in replaced and not f.torn)
     for n in p.damaged:
         p.blockers.append(f"{n} is damaged ({found[n].problem}) and no sound file holds its rows: they would be lost")
     if legacy and not _previous(path, p, legacy, live):
@@ -423,9 +431,14 @@ def _apply(path: Path, p: Plan) -> None:
     # files a sound file replaces, and pieces of unfinished rewrites, are the store's own and not
     # part of it: the journal names them, so the next open removes them as debris (left alone they
     # would come back to life once whatever replaced them is compacted away)
+    # The old journal's names stay debris unless the plan made them live: a file a crash left
+    # half-written (its `.tmp`, a log cut short) was journaled before it was made, and nothing
+    # else says it is the store's own. Damaged and foreign files are never named (kept to look at).
     journal = Journal(path)
+    kept = [n for n in journal.names() if n not in p.live and n not in p.foreign
+            and not (n in p.found and p.found[n].problem)]
     journal.clear()  # what it named is settled by this plan
-    journal.note([n for n in p.superseded + p.unfinished if n not in p.live and not p.found[n].problem],
+    journal.note(sorted({*kept, *(n for n in p.superseded + p.unfinished if n not in p.live and not p.found[n].problem)}),
                  m.generation + 1)
     write_manifest(path, m)
     log.info("repaired %s: a manifest rebuilt from %d files", path, len(p.live))
