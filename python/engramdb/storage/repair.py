@@ -171,6 +171,7 @@ def plan(folder: str | Path) -> Plan:
     """What a repair of `folder` would do (nothing is written)."""
     path = Path(folder)
     found = survey(path)
+    _torn_or_damaged(path, found)
     sid, own = identity(path, found)
     # another store's files (copied in) are not this store's: left where they are, out of the plan;
     # a sound one blocks, since it may be this store's whose lineage was lost (a backup's marker)
@@ -257,6 +258,26 @@ def plan(folder: str | Path) -> Plan:
                           store_id=sid, generation=_last_generation(path, arrow),
                           copied_from=sorted(own - {sid}))
     return p
+
+
+def _torn_or_damaged(folder: Path, found: dict[str, Found]) -> None:
+    """A log whose header is not whole is empty debris only when a crash cut it short as it was
+    made: the journal names it (a new log is journaled before it is made) and no manifest lists it
+    (a listed log was whole). Any other such log was cut short later (a copy cut short, damage):
+    it held frames, so it is a damaged log (the repair stops; `accept_loss` salvages)."""
+    journaled = Journal(folder).names()
+    listed = set()
+    for name in (MANIFEST, PREVIOUS):
+        try:
+            listed.add(parse_manifest((folder / name).read_bytes(), folder / name).wal)
+        except (OSError, StoreError, FormatError):
+            continue
+    for n, f in found.items():
+        if f.torn and (n not in journaled or n in listed):
+            f.torn = False
+            f.problem = ("its header is cut short, and it was not a log a crash cut short as it was made "
+                         + ("(a manifest lists it)" if n in listed else "(the journal does not name it)")
+                         + ": the writes it held are lost")
 
 
 def _last_generation(folder: Path, arrow: dict[str, Found]) -> int:

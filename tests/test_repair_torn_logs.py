@@ -1,0 +1,74 @@
+"""Repair and logs whose header is not whole (storage/repair.py): only a log a crash cut short as a
+checkpoint made it (journaled, listed by no manifest) is empty debris. A log cut short later (a copy
+cut short, damage) held acknowledged writes: the repair stops and says so, never reports a sound
+store without them (found by the stop 39 adversary pass)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import engramdb
+import pytest
+from test_repair import open_store
+
+WRITER = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from test_repair import open_store
+db = open_store(Path(sys.argv[1]))
+for i in range(5):
+    db.add(f"acknowledged {i} about dogs and coffee", namespace="a", id=f"ack{i}")
+print("acknowledged", flush=True)
+os._exit(0)  # a crash: the writes are in the log only
+"""
+
+
+def store_with_writes_in_its_log(path: Path) -> str:
+    """A store whose live log holds five acknowledged writes (its writer died before a checkpoint);
+    returns the log's name."""
+    open_store(path).close()
+    done = subprocess.run([sys.executable, "-c", WRITER, str(path), str(Path(__file__).parent)],
+                          capture_output=True, text=True, check=True)
+    assert "acknowledged" in done.stdout
+    wal: str = json.loads((path / "manifest.json").read_text())["wal"]
+    return wal
+
+
+def names(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir() if p.is_file() and p.name != "LOCK"}
+
+
+@pytest.mark.parametrize("keep", [0, 5, 20])
+def test_a_live_log_cut_short_in_its_header_stops_the_repair(tmp_path: Path, keep: int) -> None:
+    path = tmp_path / "s"
+    wal = store_with_writes_in_its_log(path)
+    (path / wal).write_bytes((path / wal).read_bytes()[:keep])  # a copy cut short
+    (path / "manifest.json").unlink()
+    before = names(path)
+    planned = engramdb.repair(path, dry_run=True)
+    assert not planned["ok"] and any(wal in b for b in planned["blockers"]), planned
+    with pytest.raises(engramdb.StoreError, match=wal):
+        open_store(path)
+    assert names(path) == before  # nothing changed
+    done = engramdb.repair(path, accept_loss=True)  # the user accepts the loss: a store that opens
+    assert done["written"] == "manifest.json"
+    with open_store(path) as db:
+        assert db.get("ack0") is None
+    assert engramdb.verify(path)["ok"]
+
+
+def test_a_log_cut_short_that_a_manifest_lists_is_damage_even_if_journaled(tmp_path: Path) -> None:
+    """The previous manifest lists the log: it was whole then, so its header cut short is damage."""
+    path = tmp_path / "s"
+    wal = store_with_writes_in_its_log(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    (path / "manifest.prev.json").write_text((path / "manifest.json").read_text())
+    (path / "journal.log").write_text(f"{wal} {manifest['generation'] + 1}\n")
+    (path / wal).write_bytes((path / wal).read_bytes()[:20])
+    (path / "manifest.json").unlink()
+    planned = engramdb.repair(path, dry_run=True)
+    assert not planned["ok"] and any(wal in b for b in planned["blockers"]), planned
