@@ -6,18 +6,24 @@
   codes come in another order, and the sums, whole numbers, are the same bit for bit.
 - The tokenizer checks each code point of the texts as its scan meets it (not in a pass of its own
   over all of them first): a code point the word table does not classify is refused wherever it is.
+- The token space's term vectors are made in one native pass (`kernels.word_vectors`: each term's
+  features summed per bucket, normalised, float32), the bytes numpy's bincount, row norms and divide
+  made; its term table grows by doubling (not copied whole for each batch) and is read by C-level
+  look-ups: the same token batches.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
 from engramdb import kernels
-from engramdb.spaces.analyzer import tokenize, tokenize_batch
-from engramdb.spaces.hashing import HashingEmbedder, splitmix64
+from engramdb.spaces.analyzer import analysis_scope, tokenize, tokenize_batch
+from engramdb.spaces.hashing import MAX_NGRAM_CHARS, HashingEmbedder, row_norms, splitmix64, word_features
+from engramdb.spaces.token_space import W_TOKEN_CHAR, W_TOKEN_WORD, TokenEmbedder, term_vectors
 
 LOG_TF = np.concatenate([[1.0], 1.0 + np.log(np.arange(1, 5000, dtype=np.int64))])
 
@@ -108,3 +114,70 @@ def test_apostrophes_at_the_ends_of_texts_and_runs_tokenise_as_the_regex_does() 
     rows = np.repeat(np.arange(len(texts)), tb.counts)
     for r, text in enumerate(texts):
         assert [tb.words[c] for c in tb.codes[rows == r]] == tokenize(text), text
+
+
+def _term_vectors_reference(terms: list[str], dim: int) -> np.ndarray:
+    """The numpy passes term_vectors made before (bincount of the features, row norms, divide)."""
+    n = len(terms)
+    _, owner, bucket, value = word_features(terms, dim, W_TOKEN_WORD, W_TOKEN_CHAR)
+    mat = np.bincount(owner * dim + bucket, weights=value, minlength=n * dim).reshape(n, dim)
+    norms = row_norms(mat)
+    np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
+    return mat.astype(np.float32)
+
+
+TERMS = ["run", "a", "ab", "don't", "café", "東京", "x" * (MAX_NGRAM_CHARS - 1), "y" * MAX_NGRAM_CHARS,
+         "z" * (MAX_NGRAM_CHARS + 1), "naïve" * 30, "2026", "𝔘𝔫𝔦", "aaaaaaaaaaaa", "abababab"]
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3, 7, 8, 9, 64, 127, 128, 129, 300, 1031])
+def test_term_vectors_are_the_numpy_passes_bit_for_bit(dim: int) -> None:
+    # widths through every branch of numpy's pairwise sum of the squares, buckets shared by many
+    # features (dim 1: every feature in one), words shorter than an n-gram and longer than
+    # MAX_NGRAM_CHARS, characters past the basic plane
+    rng = np.random.default_rng(dim)
+    words = TERMS + ["".join(rng.choice(list("abcdefgh'0é"), size=int(rng.integers(1, 60)))) for _ in range(200)]
+    got = term_vectors(words, dim)
+    assert got.dtype == np.float32 and got.shape == (len(words), dim)
+    assert got.tobytes() == _term_vectors_reference(words, dim).tobytes()
+    assert term_vectors([], dim).shape == (0, dim)
+
+
+def test_token_batches_across_table_growth_and_clearing_are_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    # batches whose new terms grow the table past its room several times, then past TABLE_TERMS (the
+    # table starts afresh): every batch's table rows and codes are its terms' reference vectors
+    import engramdb.spaces.token_space as ts
+
+    monkeypatch.setattr(ts, "TABLE_TERMS", 700)
+    emb = TokenEmbedder(dim=32)
+    for b in range(12):
+        texts = [" ".join(f"t{b}x{i}y{j}" for j in range(k % 7 + 1)) for k, i in enumerate(range(b * 40, b * 40 + 90))]
+        texts += ["the cat sat", "", "running runs"]
+        with analysis_scope():
+            batch = emb.embed(texts)
+            terms = emb.analyzer.terms_batch(texts)
+        want = _term_vectors_reference(terms.words, 32)
+        assert np.asarray(batch.tokens).tobytes() == want[terms.codes].tobytes()
+        assert batch.offsets.tolist() == [0, *np.cumsum(terms.counts).tolist()]
+
+
+@pytest.mark.parametrize(("field", "value", "error", "says"), [
+    ("codepoints", np.array([97, 98], np.int32), TypeError, "codepoints"),
+    ("word_ptr", np.array([1, 2], np.int64), ValueError, "word_ptr"),
+    ("word_ptr", np.array([0, 3], np.int64), ValueError, "word_ptr"),
+    ("word_ptr", np.array([], np.int64), ValueError, "word_ptr"),
+    ("word_hashes", np.array([1, 2], np.uint64), ValueError, "word_hashes"),
+    ("dim", 0, ValueError, "dim"),
+    ("w_word", float("nan"), ValueError, "w_word"),
+    ("w_char", "1", TypeError, "w_char"),
+    ("max_chars", 0, ValueError, "max_chars"),
+])
+def test_word_vectors_refuses_bad_arguments_naming_them(field: str, value: Any, error: type[Exception],
+                                                        says: str) -> None:
+    args: dict[str, Any] = {"codepoints": np.array([97, 98], np.uint32), "word_ptr": np.array([0, 2], np.int64),
+                            "word_hashes": np.array([7], np.uint64), "dim": 4, "w_word": 0.5, "w_char": 1.0,
+                            "max_chars": 48}
+    assert kernels.word_vectors(**args).shape == (1, 4)
+    args[field] = value
+    with pytest.raises(error, match=says):
+        kernels.word_vectors(**args)

@@ -139,6 +139,28 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<double>> word_features_py(
     return {to_array(owner), to_array(bucket), to_array(value)};
 }
 
+carray<float> word_vectors_py(const carray<uint32_t>& cp, const carray<int64_t>& word_ptr,
+                              const carray<uint64_t>& word_hashes, py::ssize_t dim, double w_word, double w_char,
+                              int64_t max_chars) {
+    require_rank(cp, 1, "codepoints");
+    require_rank(word_ptr, 1, "word_ptr");
+    require_rank(word_hashes, 1, "word_hashes");
+    if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
+    require_len(word_hashes.shape(0), word_ptr.shape(0) - 1, "word_hashes");
+    if (dim < 1) throw py::value_error("dim must be >= 1");
+    const py::ssize_t n = word_ptr.shape(0) - 1;
+    if (n > 0 && dim > std::numeric_limits<py::ssize_t>::max() / 8 / n) throw py::value_error("n * dim is too large");
+    carray<float> out({n, dim});
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = word_vectors(cp.data(), uz(cp.shape(0)), word_ptr.data(), uz(n), word_hashes.data(), uz(dim), w_word,
+                            w_char, max_chars, out.mutable_data());
+    }
+    if (code) throw py::value_error(kFeatureErrors[code]);
+    return out;
+}
+
 const char* const kCutErrors[] = {"", "text_ptr must start at 0, never decrease and end within codepoints",
                                   "words must be >= 1 and overlap >= 0", "space needs at least one entry"};
 
@@ -200,6 +222,9 @@ void bind_analysis(py::module_& m) {
     m.def("word_features", &word_features_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("word_hashes"),
           py::arg("dim"), py::arg("w_word"), py::arg("w_char"), py::arg("max_chars"),
           "Signed hashed features of words on their own: (owner, bucket, value).");
+    m.def("word_vectors", &word_vectors_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("word_hashes"),
+          py::arg("dim"), py::arg("w_word"), py::arg("w_char"), py::arg("max_chars"),
+          "Each word's features summed and L2-normalised as numpy does it: (n_words, dim) float32.");
     m.def("cut_passages", &cut_passages_py, py::arg("codepoints"), py::arg("text_ptr"), py::arg("space"),
           py::arg("words"), py::arg("overlap"),
           "Passages of texts given as code points: (span_ptr, spans (k, 2) start/end per passage).");

@@ -313,44 +313,78 @@ int hash_feature_sums(const int64_t* counts, size_t n_texts, const int64_t* slot
     return 0;
 }
 
+namespace {
+
+// The features of one word on its own (see word_features), each passed to emit(bucket, value) in
+// order: the word feature, then the n-grams by size and position. `marked` is scratch.
+template <typename Emit>
+void each_feature(const uint32_t* c, size_t len, uint64_t wh, uint64_t d, double w_word, double w_char,
+                  int64_t max_chars, std::vector<uint64_t>& marked, Emit&& emit) {
+    const bool cut = len > static_cast<uint64_t>(max_chars);
+    marked.assign(1, '<');
+    marked.insert(marked.end(), c, c + (cut ? static_cast<size_t>(max_chars) : len));
+    if (!cut) marked.push_back('>');
+    const size_t m_len = marked.size();
+    size_t m = 0;
+    for (size_t n = 3; n <= 5; ++n) m += m_len >= n ? m_len - n + 1 : 0;
+    const double per = w_char / std::sqrt(std::max(static_cast<double>(m), 1.0));
+    emit(static_cast<int64_t>((wh & 0xFFFFFFFFULL) % d), (wh >> 63) ? -w_word : w_word);
+    for (size_t n = 3; n <= 5; ++n) {
+        for (size_t p = 0; p + n <= m_len; ++p) {
+            uint64_t h = static_cast<uint64_t>(n) * 0x9E3779B97F4A7C15ULL;
+            for (size_t j = 0; j < n; ++j) h = (h ^ marked[p + j]) * 0x100000001B3ULL;
+            h = splitmix64(h);
+            emit(static_cast<int64_t>((h & 0xFFFFFFFFULL) % d), (h >> 63) ? -per : per);
+        }
+    }
+}
+
+int check_words(size_t n_cp, const int64_t* word_ptr, size_t n_words, size_t dim, int64_t max_chars) {
+    if (word_ptr[0] != 0) return 1;
+    for (size_t w = 0; w < n_words; ++w)
+        if (word_ptr[w + 1] < word_ptr[w] || static_cast<uint64_t>(word_ptr[w + 1]) > n_cp) return 1;
+    if (dim < 1 || max_chars < 1) return 2;
+    return 0;
+}
+
+}  // namespace
+
 int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
                   const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
                   std::vector<int64_t>& owner, std::vector<int64_t>& bucket, std::vector<double>& value) {
     owner.clear();
     bucket.clear();
     value.clear();
-    if (word_ptr[0] != 0) return 1;
-    for (size_t w = 0; w < n_words; ++w)
-        if (word_ptr[w + 1] < word_ptr[w] || static_cast<uint64_t>(word_ptr[w + 1]) > n_cp) return 1;
-    if (dim < 1 || max_chars < 1) return 2;
-    const auto d = static_cast<uint64_t>(dim);
+    if (const int err = check_words(n_cp, word_ptr, n_words, dim, max_chars)) return err;
     std::vector<uint64_t> marked;
     for (size_t w = 0; w < n_words; ++w) {
-        const auto len = static_cast<size_t>(word_ptr[w + 1] - word_ptr[w]);
-        const uint32_t* c = cp + word_ptr[w];
-        const bool cut = len > static_cast<uint64_t>(max_chars);
-        marked.assign(1, '<');
-        marked.insert(marked.end(), c, c + (cut ? static_cast<size_t>(max_chars) : len));
-        if (!cut) marked.push_back('>');
-        const size_t m_len = marked.size();
-        size_t m = 0;
-        for (size_t n = 3; n <= 5; ++n) m += m_len >= n ? m_len - n + 1 : 0;
-        const double per = w_char / std::sqrt(std::max(static_cast<double>(m), 1.0));
         const auto own = static_cast<int64_t>(w);
-        const uint64_t wh = word_hashes[w];
-        owner.push_back(own);
-        bucket.push_back(static_cast<int64_t>((wh & 0xFFFFFFFFULL) % d));
-        value.push_back((wh >> 63) ? -w_word : w_word);
-        for (size_t n = 3; n <= 5; ++n) {
-            for (size_t p = 0; p + n <= m_len; ++p) {
-                uint64_t h = static_cast<uint64_t>(n) * 0x9E3779B97F4A7C15ULL;
-                for (size_t j = 0; j < n; ++j) h = (h ^ marked[p + j]) * 0x100000001B3ULL;
-                h = splitmix64(h);
-                owner.push_back(own);
-                bucket.push_back(static_cast<int64_t>((h & 0xFFFFFFFFULL) % d));
-                value.push_back((h >> 63) ? -per : per);
-            }
-        }
+        each_feature(cp + word_ptr[w], static_cast<size_t>(word_ptr[w + 1] - word_ptr[w]), word_hashes[w], dim, w_word,
+                     w_char, max_chars, marked, [&](int64_t b, double v) {
+                         owner.push_back(own);
+                         bucket.push_back(b);
+                         value.push_back(v);
+                     });
+    }
+    return 0;
+}
+
+int word_vectors(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
+                 const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
+                 float* out) {
+    if (const int err = check_words(n_cp, word_ptr, n_words, dim, max_chars)) return err;
+    std::vector<uint64_t> marked;
+    std::vector<double> sums(dim), squares(dim);
+    for (size_t w = 0; w < n_words; ++w) {
+        std::fill(sums.begin(), sums.end(), 0.0);
+        each_feature(cp + word_ptr[w], static_cast<size_t>(word_ptr[w + 1] - word_ptr[w]), word_hashes[w], dim, w_word,
+                     w_char, max_chars, marked,
+                     [&sums](int64_t b, double v) { sums[static_cast<size_t>(b)] += v; });
+        // normalised as row_norms, numpy's divide and the float32 cast do it (see hash_feature_sums)
+        for (size_t b = 0; b < dim; ++b) squares[b] = sums[b] * sums[b];
+        const double norm = std::sqrt(pairwise_sum(squares.data(), dim));
+        float* o = out + w * dim;
+        for (size_t b = 0; b < dim; ++b) o[b] = static_cast<float>(norm > 0 ? sums[b] / norm : sums[b]);
     }
     return 0;
 }

@@ -60,6 +60,14 @@ int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size
                   const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
                   std::vector<int64_t>& owner, std::vector<int64_t>& bucket, std::vector<double>& value);
 
+// Each word's features (as word_features) summed into a dim-wide row in their order (what numpy's
+// bincount of them per (word, bucket) adds), L2-normalised as numpy's row norms (the squares summed
+// in numpy's pairwise order), divide and float32 cast make it (a zero row stays zero): the token
+// space's term vectors, (n_words * dim) floats into out. Same errors as word_features.
+int word_vectors(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
+                 const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
+                 float* out);
+
 // Passages of long texts (spaces/passages.py's cut). Words are maximal runs of code points that are
 // not whitespace (space[c] == 1, c < n_space - 1; every code point from n_space - 1 up is
 // space[n_space - 1]). Word i starts a sentence when word i - 1 ends in . ! or ? followed only by

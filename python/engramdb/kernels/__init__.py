@@ -40,6 +40,7 @@ from .analysis import (
     hash_feature_sums,
     tokenize_codepoints,
     word_features,
+    word_vectors,
 )
 from .binary import hamming_distances, hamming_topk
 from .centroids import (
@@ -129,4 +130,5 @@ __all__: Sequence[str] = [
     "tree_search",
     "use_isa",
     "word_features",
+    "word_vectors",
 ]

@@ -82,6 +82,26 @@ def word_features(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_
     points: ``"<" + word[:max_chars]``), each hashed as in `ngram_hashes`, value ``+-w_char / sqrt(m)``
     with m the word's n-gram count. Returns (owner int64, bucket int64, value float64).
     """
+    cp, ptr, wh, d, m = _word_args(codepoints, word_ptr, word_hashes, dim, w_word, w_char, max_chars)
+    owner, bucket, value = _core.word_features(cp, ptr, wh, d, float(w_word), float(w_char), m)
+    return owner, bucket, value
+
+
+def word_vectors(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_word: float, w_char: float,
+                 max_chars: int) -> np.ndarray:
+    """Each word's `word_features` summed into a row of `dim` columns, then L2-normalised (a word
+    without features, never the case, would stay zero), as float32 (n_words, dim): what
+    ``np.bincount(owner * dim + bucket, weights=value)`` reshaped, divided by `row_norms` and cast
+    make, bit for bit, without the (n_words, dim) float64 temporaries. Arguments as `word_features`.
+    """
+    cp, ptr, wh, d, m = _word_args(codepoints, word_ptr, word_hashes, dim, w_word, w_char, max_chars)
+    out: np.ndarray = _core.word_vectors(cp, ptr, wh, d, float(w_word), float(w_char), m)
+    return out
+
+
+def _word_args(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_word: float, w_char: float,
+               max_chars: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """`word_features`' and `word_vectors`' arguments checked."""
     cp = index_array("codepoints", codepoints, np.uint32)
     ptr = index_array("word_ptr", word_ptr, np.int64)
     if ptr.shape[0] < 1:
@@ -94,8 +114,7 @@ def word_features(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_
             raise TypeError(f"{name} must be a number, got {type(w).__name__}")
         if not np.isfinite(w):
             raise ValueError(f"{name} must be finite, got {w!r}")
-    owner, bucket, value = _core.word_features(cp, ptr, wh, d, float(w_word), float(w_char), m)
-    return owner, bucket, value
+    return cp, ptr, wh, d, m
 
 
 def blake2b_words(codepoints: Any, word_ptr: Any, person: bytes) -> np.ndarray | None:
@@ -220,4 +239,5 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
     return c, s, st, ln, h, fi, fv, lt, float(bigram_weight), d
 
 
-__all__ = ["TokenCodes", "blake2b_words", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features"]
+__all__ = ["TokenCodes", "blake2b_words", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features",
+           "word_vectors"]

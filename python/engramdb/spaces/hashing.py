@@ -151,14 +151,21 @@ def word_features(
     one native pass (kernels.word_features; tests/test_analysis_kernels.py holds it to the numpy
     passes over `ngram_hashes` it replaced).
     """
+    cp, ptr, wh = hashed_words(words)
+    owner, bucket, value = _word_features(cp, ptr, wh, dim, w_word, w_char, MAX_NGRAM_CHARS)
+    return wh, owner, bucket, value
+
+
+def hashed_words(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Words as the kernels read them: their code points, offsets (`joined_codepoints`) and
+    `word_hash` of each (uint64)."""
     cp, ptr = joined_codepoints(words)
     # the word hashes in one native pass over the same code points (hashlib's call per new word was
     # a third of a new word's cost); `word_hash` word by word when one cannot be UTF-8 (it raises)
     wh = blake2b_words(cp, ptr, _WORD_PERSON)
     if wh is None:
         wh = np.fromiter((word_hash(w) for w in words), dtype=np.uint64, count=len(words))
-    owner, bucket, value = _word_features(cp, ptr, wh, dim, w_word, w_char, MAX_NGRAM_CHARS)
-    return wh, owner, bucket, value
+    return cp, ptr, wh
 
 
 _LOG_TF = np.ones(1, np.float64)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels.analysis import word_vectors
 from ..kernels.codes import quantize_int8
 from .analyzer import Analyzer
-from .hashing import row_norms, word_features
+from .hashing import MAX_NGRAM_CHARS, hashed_words
 from .protocol import SpaceKind, TokenBatch
 
 __all__ = ["TokenEmbedder"]
@@ -31,13 +32,12 @@ TABLE_TERMS = 1 << 16
 
 
 def term_vectors(terms: Sequence[str], dim: int) -> np.ndarray:
-    """(len(terms), dim) float32 unit vectors of terms on their own."""
-    n = len(terms)
-    _, owner, bucket, value = word_features(terms, dim, W_TOKEN_WORD, W_TOKEN_CHAR)
-    mat = np.bincount(owner * dim + bucket, weights=value, minlength=n * dim).reshape(n, dim)
-    norms = row_norms(mat)
-    np.divide(mat, norms[:, None], out=mat, where=norms[:, None] > 0)
-    return mat.astype(np.float32)
+    """(len(terms), dim) float32 unit vectors of terms on their own: each term's `word_features`
+    summed per bucket, L2-normalised, in one native pass (`kernels.analysis.word_vectors`: the
+    bincount, `row_norms` and divide of tests/test_ingest_fifth_pass.py's reference, bit for bit,
+    without their (terms, dim) float64 temporaries)."""
+    cp, ptr, wh = hashed_words(terms)
+    return word_vectors(cp, ptr, wh, dim, W_TOKEN_WORD, W_TOKEN_CHAR, MAX_NGRAM_CHARS)
 
 
 class TokenEmbedder:
@@ -54,10 +54,31 @@ class TokenEmbedder:
         self.name = f"tokens-{dim}"
         self.analyzer = Analyzer()
         self._lock = threading.Lock()
+        self._clear()
+
+    def _clear(self) -> None:
         self._slots: dict[str, int] = {}
-        self._vecs = np.zeros((0, dim), np.float32)
-        self._q = np.zeros((0, dim), np.int8)  # each table row's int8 codes and scale (storage's format)
+        # each table row's vector and its int8 codes and scale (storage's format); rows past
+        # len(_slots) are room to grow into (the table doubles, not copied whole for each batch)
+        self._vecs = np.zeros((0, self.dim), np.float32)
+        self._q = np.zeros((0, self.dim), np.int8)
         self._s = np.zeros(0, np.float32)
+
+    def _grow(self, vecs: np.ndarray, q: np.ndarray, scale: np.ndarray) -> None:
+        """Append rows to the table (the caller holds the lock and then adds their slots)."""
+        n, k = len(self._slots), len(vecs)
+        if n + k > len(self._vecs):
+            cap = max(n + k, 2 * len(self._vecs), 256)
+            for name, dt in (("_vecs", np.float32), ("_q", np.int8)):
+                grown = np.empty((cap, self.dim), dt)
+                grown[:n] = getattr(self, name)[:n]
+                setattr(self, name, grown)
+            s = np.empty(cap, np.float32)
+            s[:n] = self._s[:n]
+            self._s = s
+        self._vecs[n : n + k] = vecs
+        self._q[n : n + k] = q
+        self._s[n : n + k] = scale
 
     def __repr__(self) -> str:
         return f"TokenEmbedder(dim={self.dim})"
@@ -76,23 +97,16 @@ class TokenEmbedder:
             np.cumsum(tb.counts, out=offsets[1:])
         with self._lock:
             if len(self._slots) > TABLE_TERMS:
-                self._slots = {}
-                self._vecs = np.zeros((0, self.dim), np.float32)
-                self._q = np.zeros((0, self.dim), np.int8)
-                self._s = np.zeros(0, np.float32)
+                self._clear()
             get = self._slots.get
-            slot = [get(t, -1) for t in words]  # the batch's distinct terms (a query's terms as they come)
-            if -1 in slot:
-                new = list(dict.fromkeys(t for t, s in zip(words, slot) if s < 0))
+            slot = list(map(get, words))  # the batch's distinct terms (a query's terms as they come)
+            if None in slot:
+                new = list(dict.fromkeys(t for t, s in zip(words, slot) if s is None))
                 base = len(self._slots)
                 vecs = term_vectors(new, self.dim)
-                q, scale = quantize_int8(vecs)
-                self._vecs = np.concatenate([self._vecs, vecs])
-                self._q = np.concatenate([self._q, q])
-                self._s = np.concatenate([self._s, scale])
+                self._grow(vecs, *quantize_int8(vecs))
                 self._slots.update(zip(new, range(base, base + len(new))))
-                get = self._slots.get
-                slot = [get(t, -1) for t in words]
+                slot = list(map(get, words))
             distinct = np.array(slot, dtype=np.int64)
             table, q, scale = self._vecs[distinct], self._q[distinct], self._s[distinct]
         # the batch's distinct terms' vectors and int8 codes (each term quantised once, when first
