@@ -10,6 +10,8 @@
   features summed per bucket, normalised, float32), the bytes numpy's bincount, row norms and divide
   made; its term table grows by doubling (not copied whole for each batch) and is read by C-level
   look-ups: the same token batches.
+- HDC's open signs (the products within the float32 error bound of 0) are settled in float64 by one
+  native pass (`kernels.near_signs`), not numpy gathers of their rows and columns: the same codes.
 """
 
 from __future__ import annotations
@@ -181,3 +183,35 @@ def test_word_vectors_refuses_bad_arguments_naming_them(field: str, value: Any, 
     args[field] = value
     with pytest.raises(error, match=says):
         kernels.word_vectors(**args)
+
+
+def test_near_signs_are_the_float64_products_signs() -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((40, 24)).astype(np.float32)
+    cols = rng.standard_normal((70, 24))
+    # rows made nearly orthogonal to some columns (products ~1e-8: float32 cannot settle them)
+    for r in range(0, 40, 3):
+        c = cols[r]
+        v = x[r].astype(np.float64) - (x[r].astype(np.float64) @ c) / (c @ c) * c
+        x[r] = v.astype(np.float32)
+    near = np.sort(rng.choice(40 * 70, 500, replace=False)).astype(np.int64)
+    near = np.union1d(near, np.arange(0, 40, 3) * 70 + np.arange(0, 40, 3)).astype(np.int64)
+    r, c = np.divmod(near, 70)
+    exact = np.einsum("ij,ij->i", x[r].astype(np.float64), cols[c])
+    got = kernels.near_signs(x, cols, near)
+    assert got.dtype == np.bool_ and got.tolist() == (exact > 0).tolist()
+    assert kernels.near_signs(x, cols, np.zeros(0, np.int64)).shape == (0,)
+
+
+@pytest.mark.parametrize(("x", "cols", "near", "error", "says"), [
+    (np.zeros((2, 3), np.float32), np.zeros((4, 3)), np.array([8], np.int64), ValueError, "out of range"),
+    (np.zeros((2, 3), np.float32), np.zeros((4, 3)), np.array([-1], np.int64), ValueError, "out of range"),
+    (np.zeros((2, 3), np.float32), np.zeros((4, 2)), np.array([0], np.int64), ValueError, "width"),
+    (np.zeros((2, 3), np.float64), np.zeros((4, 3)), np.array([0], np.int64), TypeError, "x"),
+    (np.zeros((2, 3), np.float32), np.zeros((4, 3), np.float32), np.array([0], np.int64), TypeError, "cols"),
+    (np.zeros((2, 3), np.float32), np.zeros((4, 3)), np.array([0], np.int32), TypeError, "near"),
+])
+def test_near_signs_refuses_bad_operands_naming_them(x: np.ndarray, cols: np.ndarray, near: np.ndarray,
+                                                     error: type[Exception], says: str) -> None:
+    with pytest.raises(error, match=says):
+        kernels.near_signs(x, cols, near)

@@ -37,6 +37,22 @@ std::tuple<carray<uint8_t>, carray<int64_t>> sign_bits_py(const carray<float>& y
     return {out, idx};
 }
 
+carray<bool> near_signs_py(const carray<float>& x, const carray<double>& cols, const carray<int64_t>& near) {
+    require_rank(x, 2, "x");
+    require_rank(cols, 2, "cols");
+    require_rank(near, 1, "near");
+    require_len(cols.shape(1), x.shape(1), "cols' width");
+    carray<bool> out(near.shape(0));
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = near_signs(x.data(), uz(x.shape(0)), uz(x.shape(1)), cols.data(), uz(cols.shape(0)), near.data(),
+                          uz(near.shape(0)), reinterpret_cast<uint8_t*>(out.mutable_data()));
+    }
+    if (code) throw py::value_error("a near index is out of range of x's rows times cols' rows");
+    return out;
+}
+
 }  // namespace
 
 void bind_codes(py::module_& m) {
@@ -44,6 +60,8 @@ void bind_codes(py::module_& m) {
           "Rows as int8 codes times a scale each (max |x| / 127): (codes, scales, first non-finite row or -1).");
     m.def("sign_bits", &sign_bits_py, py::arg("y"), py::arg("tol"),
           "Packed sign bits of rows, entries within +-tol of 0 left 0 and listed: (bits, flat indices near 0).");
+    m.def("near_signs", &near_signs_py, py::arg("x"), py::arg("cols"), py::arg("near"),
+          "Per flat index r * bits + c, whether the float64 dot product of x's row r and cols' row c is > 0.");
 }
 
 }  // namespace engramdb::bind

@@ -120,4 +120,20 @@ void sign_bits(const float* y, size_t n, size_t bits, const float* tol, uint8_t*
     }
 }
 
+int near_signs(const float* x, size_t n, size_t d, const double* cols, size_t bits, const int64_t* near,
+               size_t n_near, uint8_t* out) {
+    const uint64_t cells = static_cast<uint64_t>(n) * bits;
+    for (size_t k = 0; k < n_near; ++k)
+        if (near[k] < 0 || static_cast<uint64_t>(near[k]) >= cells) return 1;
+    for (size_t k = 0; k < n_near; ++k) {
+        const auto at = static_cast<uint64_t>(near[k]);
+        const float* row = x + (at / bits) * d;
+        const double* col = cols + (at % bits) * d;
+        double s = 0.0;
+        for (size_t j = 0; j < d; ++j) s += static_cast<double>(row[j]) * col[j];
+        out[k] = s > 0.0 ? 1 : 0;
+    }
+    return 0;
+}
+
 }  // namespace engramdb

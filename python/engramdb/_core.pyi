@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'blake2b_words', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features', 'word_vectors']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'blake2b_words', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'near_signs', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features', 'word_vectors']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -122,6 +122,10 @@ def jaccard_topk(query: numpy.typing.NDArray[numpy.int32], query_weights: numpy.
 def maxsim(query_tokens: numpy.typing.NDArray[numpy.float32], doc_tokens: numpy.typing.NDArray[numpy.float32], offsets: numpy.typing.NDArray[numpy.int64], docs: numpy.typing.NDArray[numpy.int64] | None = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.float32], int]:
     """
     MaxSim scores of ragged documents (or the shortlist `docs`). Returns (scores, bad_doc).
+    """
+def near_signs(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], cols: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], near: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> numpy.typing.NDArray[numpy.bool]:
+    """
+    Per flat index r * bits + c, whether the float64 dot product of x's row r and cols' row c is > 0.
     """
 def quantize_int8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> tuple[numpy.typing.NDArray[numpy.int8], numpy.typing.NDArray[numpy.float32], int]:
     """

@@ -23,4 +23,11 @@ int64_t quantize_int8(const float* x, size_t n, size_t dim, int8_t* q, float* sc
 // out: n rows of (bits + 7) / 8 bytes.
 void sign_bits(const float* y, size_t n, size_t bits, const float* tol, uint8_t* out, std::vector<int64_t>& near);
 
+// The entries sign_bits left open, settled: out[k] = 1 when the float64 dot product of row r of x
+// (n x d float32, each value widened exactly) and row c of cols (bits x d float64) is > 0, where
+// near[k] = r * bits + c; summed in index order (not numpy's order, which differs by CPU: only a
+// product within ~d * 2^-53 of 0 could take another sign). 0 on success; 1: an index out of range.
+int near_signs(const float* x, size_t n, size_t d, const double* cols, size_t bits, const int64_t* near,
+               size_t n_near, uint8_t* out);
+
 }  // namespace engramdb

@@ -52,7 +52,7 @@ from .centroids import (
     kmeans_step,
     spherical_kmeans_loop,
 )
-from .codes import quantize_int8, sign_bits
+from .codes import near_signs, quantize_int8, sign_bits
 from .dense import Int8Matrix, quantize_i8, rescore_keys, rescore_rows, scores, topk
 from .density import (
     dbscan_cosine,
@@ -116,6 +116,7 @@ __all__: Sequence[str] = [
     "merge_topk",
     "metric_code",
     "quantize_i8",
+    "near_signs",
     "quantize_int8",
     "read_bandwidth_probe",
     "rescore_keys",

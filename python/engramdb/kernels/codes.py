@@ -13,7 +13,7 @@ import numpy as np
 from .. import _core
 from ._common import exact
 
-__all__ = ["quantize_int8", "sign_bits"]
+__all__ = ["near_signs", "quantize_int8", "sign_bits"]
 
 
 def quantize_int8(x: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -40,3 +40,20 @@ def sign_bits(y: Any, tol: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"tol must have one entry per row of y ({arr.shape[0]}), got {t.shape[0]}")
     out, near = _core.sign_bits(arr, t)
     return out, near
+
+
+def near_signs(x: Any, cols: Any, near: Any) -> np.ndarray:
+    """The entries `sign_bits` left open, settled in float64: for each flat index ``r * bits + c`` of
+    `near` (int64), whether ``sum_j float64(x[r, j]) * cols[c, j] > 0`` (bool), x (n, d) float32 and
+    cols (bits, d) float64, both C-contiguous. Summed in index order: numpy's float64 einsum sums in
+    an order of its own (and of the CPU's), so only a product within ~d * 2^-53 of 0 could differ.
+
+    Raises ValueError for an index past n * bits or widths that disagree.
+    """
+    xs = exact("x", x, (np.float32,), ndim=2)
+    cs = exact("cols", cols, (np.float64,), ndim=2)
+    idx = exact("near", near, (np.int64,))
+    if cs.shape[1] != xs.shape[1]:
+        raise ValueError(f"cols must have x's width {xs.shape[1]}, got {cs.shape[1]}")
+    out: np.ndarray = _core.near_signs(xs, cs, idx)
+    return out
