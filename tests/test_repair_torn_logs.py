@@ -12,6 +12,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from engramdb.storage.wal import WriteAheadLog
 from test_repair import open_store
 
 WRITER = """
@@ -72,3 +73,24 @@ def test_a_log_cut_short_that_a_manifest_lists_is_damage_even_if_journaled(tmp_p
     (path / "manifest.json").unlink()
     planned = engramdb.repair(path, dry_run=True)
     assert not planned["ok"] and any(wal in b for b in planned["blockers"]), planned
+
+
+
+def test_a_journaled_log_holding_writes_is_never_deleted_after_an_accepted_loss(tmp_path: Path) -> None:
+    """Two whole logs and no manifest: `accept_loss` goes on with the newer one; the other holds
+    acknowledged writes and the old journal names it (a commit's clear a crash cut off). It stays
+    in the folder for whoever looks, never removed as debris by the next open."""
+    path = tmp_path / "s"
+    wal = store_with_writes_in_its_log(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    held = (path / wal).read_bytes()
+    newer = "wal-000900.log"  # a second whole log of this store's (the storage layer's seam makes it)
+    WriteAheadLog(path / newer, {"store": manifest["store_id"], "seq": 900, "generation": manifest["generation"] + 1},
+                  create=True).close()
+    (path / "journal.log").write_text(f"{wal} {manifest['generation'] + 1}\n")
+    (path / "manifest.json").unlink()
+    done = engramdb.repair(path, accept_loss=True)
+    assert done["wal"] == newer and any("several write-ahead logs" in b for b in done["blockers"])
+    with open_store(path):
+        pass
+    assert (path / wal).read_bytes() == held

@@ -452,12 +452,14 @@ def _apply(path: Path, p: Plan) -> None:
     # files a sound file replaces, and pieces of unfinished rewrites, are the store's own and not
     # part of it: the journal names them, so the next open removes them as debris (left alone they
     # would come back to life once whatever replaced them is compacted away)
-    # The old journal's names stay debris unless the plan made them live: a file a crash left
+    # The old journal's names stay debris when no whole file bears them: a file a crash left
     # half-written (its `.tmp`, a log cut short) was journaled before it was made, and nothing
-    # else says it is the store's own. Damaged and foreign files are never named (kept to look at).
+    # else says it is the store's own. A whole file the plan left out (a second live log under
+    # accept_loss, a file from before descriptions) may hold rows: never named (kept to look at),
+    # like damaged and foreign files.
     journal = Journal(path)
     kept = [n for n in journal.names() if n not in p.live and n not in p.foreign
-            and not (n in p.found and p.found[n].problem)]
+            and (n not in p.found or p.found[n].torn)]
     journal.clear()  # what it named is settled by this plan
     journal.note(sorted({*kept, *(n for n in p.superseded + p.unfinished if n not in p.live and not p.found[n].problem)}),
                  m.generation + 1)
