@@ -12,6 +12,9 @@
   look-ups: the same token batches.
 - HDC's open signs (the products within the float32 error bound of 0) are settled in float64 by one
   native pass (`kernels.near_signs`), not numpy gathers of their rows and columns: the same codes.
+- The hashing space's word table takes new words' features as it keeps them (`kernels.word_rows`:
+  counts, int32 buckets, float32 values) into arrays that double as they fill, and a batch's new
+  tokens get their content words by the rules inline: the same vectors.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ import numpy as np
 import pytest
 from engramdb import kernels
 from engramdb.spaces.analyzer import analysis_scope, tokenize, tokenize_batch
-from engramdb.spaces.hashing import MAX_NGRAM_CHARS, HashingEmbedder, row_norms, splitmix64, word_features
+from engramdb.spaces.hashing import (
+    MAX_NGRAM_CHARS,
+    HashingEmbedder,
+    _content_word_v1,
+    _content_word_v2,
+    _content_words,
+    row_norms,
+    splitmix64,
+    word_features,
+)
 from engramdb.spaces.token_space import W_TOKEN_CHAR, W_TOKEN_WORD, TokenEmbedder, term_vectors
 
 LOG_TF = np.concatenate([[1.0], 1.0 + np.log(np.arange(1, 5000, dtype=np.int64))])
@@ -215,3 +227,38 @@ def test_near_signs_refuses_bad_operands_naming_them(x: np.ndarray, cols: np.nda
                                                      error: type[Exception], says: str) -> None:
     with pytest.raises(error, match=says):
         kernels.near_signs(x, cols, near)
+
+
+@pytest.mark.parametrize("dim", [1, 7, 384, 2**20])
+def test_word_rows_are_word_features_as_the_table_keeps_them(dim: int) -> None:
+    words = TERMS + ["", "q"]
+    cp, ptr = kernels.analysis.joined_codepoints(words)
+    wh = np.arange(len(words), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    owner, bucket, value = kernels.word_features(cp, ptr, wh, dim, 1.0, 1.0, MAX_NGRAM_CHARS)
+    lens, fidx, fval = kernels.word_rows(cp, ptr, wh, dim, 1.0, 1.0, MAX_NGRAM_CHARS)
+    assert lens.tolist() == np.bincount(owner, minlength=len(words)).tolist()
+    assert fidx.dtype == np.int32 and fidx.tobytes() == bucket.astype(np.int32).tobytes()
+    assert fval.dtype == np.float32 and fval.tobytes() == value.astype(np.float32).tobytes()
+    with pytest.raises(ValueError, match="dim"):
+        kernels.word_rows(cp, ptr, wh, 2**31, 1.0, 1.0, MAX_NGRAM_CHARS)
+
+
+def test_a_batchs_content_words_are_the_per_token_rules() -> None:
+    tokens = ["don't", "cannot", "not", "no", "never", "the", "it's", "i'll", "won't", "cats", "nor", "shan't",
+              "without", "isn't", "n't", "nothing", "of", "x"]
+    assert _content_words(tokens, "1") == [_content_word_v1(t) for t in tokens]
+    assert _content_words(tokens, "2") == [_content_word_v2(t) for t in tokens]
+
+
+def test_hashing_batches_across_table_growth_and_clearing_embed_as_texts_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # many batches of new words: the table's arrays grow several times, then pass TABLE_WORDS and
+    # start afresh; every text's vector is the one it has alone in a new embedder
+    import engramdb.spaces.hashing as hs
+
+    monkeypatch.setattr(hs, "TABLE_WORDS", 900)
+    emb = HashingEmbedder()
+    for b in range(8):
+        texts = [" ".join(f"w{b}x{i}y{j} don't the" for j in range(i % 5 + 1)) for i in range(120)] + ["the of", ""]
+        got = emb.embed(texts)
+        for i in range(0, len(texts), 17):
+            assert HashingEmbedder().embed([texts[i]]).tobytes() == got[i].tobytes()

@@ -139,6 +139,29 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<double>> word_features_py(
     return {to_array(owner), to_array(bucket), to_array(value)};
 }
 
+std::tuple<carray<int64_t>, carray<int32_t>, carray<float>> word_rows_py(
+    const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const carray<uint64_t>& word_hashes, py::ssize_t dim,
+    double w_word, double w_char, int64_t max_chars) {
+    require_rank(cp, 1, "codepoints");
+    require_rank(word_ptr, 1, "word_ptr");
+    require_rank(word_hashes, 1, "word_hashes");
+    if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
+    require_len(word_hashes.shape(0), word_ptr.shape(0) - 1, "word_hashes");
+    if (dim < 1) throw py::value_error("dim must be >= 1");
+    if (dim > std::numeric_limits<int32_t>::max()) throw py::value_error("dim must be at most 2**31 - 1");
+    std::vector<int64_t> lens;
+    std::vector<int32_t> bucket;
+    std::vector<float> value;
+    int code;
+    {
+        py::gil_scoped_release release;
+        code = word_rows(cp.data(), uz(cp.shape(0)), word_ptr.data(), uz(word_ptr.shape(0) - 1), word_hashes.data(),
+                         uz(dim), w_word, w_char, max_chars, lens, bucket, value);
+    }
+    if (code) throw py::value_error(kFeatureErrors[code]);
+    return {to_array(lens), to_array(bucket), to_array(value)};
+}
+
 carray<float> word_vectors_py(const carray<uint32_t>& cp, const carray<int64_t>& word_ptr,
                               const carray<uint64_t>& word_hashes, py::ssize_t dim, double w_word, double w_char,
                               int64_t max_chars) {
@@ -222,6 +245,9 @@ void bind_analysis(py::module_& m) {
     m.def("word_features", &word_features_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("word_hashes"),
           py::arg("dim"), py::arg("w_word"), py::arg("w_char"), py::arg("max_chars"),
           "Signed hashed features of words on their own: (owner, bucket, value).");
+    m.def("word_rows", &word_rows_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("word_hashes"), py::arg("dim"),
+          py::arg("w_word"), py::arg("w_char"), py::arg("max_chars"),
+          "Word features as the hashing space's table keeps them: (lens int64, bucket int32, value float32).");
     m.def("word_vectors", &word_vectors_py, py::arg("codepoints"), py::arg("word_ptr"), py::arg("word_hashes"),
           py::arg("dim"), py::arg("w_word"), py::arg("w_char"), py::arg("max_chars"),
           "Each word's features summed and L2-normalised as numpy does it: (n_words, dim) float32.");

@@ -369,6 +369,27 @@ int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size
     return 0;
 }
 
+int word_rows(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words, const uint64_t* word_hashes,
+              size_t dim, double w_word, double w_char, int64_t max_chars, std::vector<int64_t>& lens,
+              std::vector<int32_t>& bucket, std::vector<float>& value) {
+    lens.assign(n_words, 0);
+    bucket.clear();
+    value.clear();
+    if (const int err = check_words(n_cp, word_ptr, n_words, dim, max_chars)) return err;
+    if (dim > static_cast<size_t>(INT32_MAX)) return 2;
+    std::vector<uint64_t> marked;
+    for (size_t w = 0; w < n_words; ++w) {
+        const size_t before = bucket.size();
+        each_feature(cp + word_ptr[w], static_cast<size_t>(word_ptr[w + 1] - word_ptr[w]), word_hashes[w], dim, w_word,
+                     w_char, max_chars, marked, [&](int64_t b, double v) {
+                         bucket.push_back(static_cast<int32_t>(b));
+                         value.push_back(static_cast<float>(v));
+                     });
+        lens[w] = static_cast<int64_t>(bucket.size() - before);
+    }
+    return 0;
+}
+
 int word_vectors(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words,
                  const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
                  float* out) {

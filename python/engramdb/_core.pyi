@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'blake2b_words', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'near_signs', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features', 'word_vectors']
+__all__: list[str] = ['assign_nearest', 'assign_topk', 'available_isas', 'blake2b_words', 'bm25_query', 'bm25_topk', 'centroid_update', 'cluster_sums', 'compiled_isas', 'cut_passages', 'dense_rescore', 'dense_rescore_keys', 'dense_topk', 'dense_topk_i8', 'distances_from_cosines', 'forced_isa', 'forced_note', 'group_sums', 'hamming_all', 'hamming_topk', 'hash_embed', 'hash_feature_sums', 'hdbscan_precomputed', 'isa', 'jaccard_from_overlaps', 'jaccard_topk', 'maxsim', 'near_signs', 'quantize_int8', 'set_isa', 'sign_bits', 'spherical_kmeans_loop', 'stream_sum', 'tokenize_codepoints', 'tree_search', 'word_features', 'word_rows', 'word_vectors']
 def assign_nearest(vectors: numpy.typing.NDArray[numpy.float32], centroids: numpy.typing.NDArray[numpy.float32], metric: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float32], int]:
     """
     Nearest centroid per vector. Returns (labels, scores, bad_row).
@@ -158,6 +158,10 @@ def tree_search(query: numpy.typing.NDArray[numpy.float32], centroids: numpy.typ
 def word_features(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], word_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], dim: typing.SupportsInt | typing.SupportsIndex, w_word: typing.SupportsFloat | typing.SupportsIndex, w_char: typing.SupportsFloat | typing.SupportsIndex, max_chars: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.float64]]:
     """
     Signed hashed features of words on their own: (owner, bucket, value).
+    """
+def word_rows(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], word_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], dim: typing.SupportsInt | typing.SupportsIndex, w_word: typing.SupportsFloat | typing.SupportsIndex, w_char: typing.SupportsFloat | typing.SupportsIndex, max_chars: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.float32]]:
+    """
+    Word features as the hashing space's table keeps them: (lens int64, bucket int32, value float32).
     """
 def word_vectors(codepoints: typing.Annotated[numpy.typing.ArrayLike, numpy.uint32], word_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], word_hashes: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64], dim: typing.SupportsInt | typing.SupportsIndex, w_word: typing.SupportsFloat | typing.SupportsIndex, w_char: typing.SupportsFloat | typing.SupportsIndex, max_chars: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float32]:
     """

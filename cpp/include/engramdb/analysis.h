@@ -60,6 +60,13 @@ int word_features(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size
                   const uint64_t* word_hashes, size_t dim, double w_word, double w_char, int64_t max_chars,
                   std::vector<int64_t>& owner, std::vector<int64_t>& bucket, std::vector<double>& value);
 
+// word_features as the hashing space's word table keeps them: per word its feature count (lens), and
+// each feature's bucket (int32) and value rounded to float32, in word_features' order. Same errors,
+// and 2 for a dim past int32.
+int word_rows(const uint32_t* cp, size_t n_cp, const int64_t* word_ptr, size_t n_words, const uint64_t* word_hashes,
+              size_t dim, double w_word, double w_char, int64_t max_chars, std::vector<int64_t>& lens,
+              std::vector<int32_t>& bucket, std::vector<float>& value);
+
 // Each word's features (as word_features) summed into a dim-wide row in their order (what numpy's
 // bincount of them per (word, bucket) adds), L2-normalised as numpy's row norms (the squares summed
 // in numpy's pairwise order), divide and float32 cast make it (a zero row stays zero): the token

@@ -40,6 +40,7 @@ from .analysis import (
     hash_feature_sums,
     tokenize_codepoints,
     word_features,
+    word_rows,
     word_vectors,
 )
 from .binary import hamming_distances, hamming_topk
@@ -131,5 +132,6 @@ __all__: Sequence[str] = [
     "tree_search",
     "use_isa",
     "word_features",
+    "word_rows",
     "word_vectors",
 ]

@@ -87,6 +87,17 @@ def word_features(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_
     return owner, bucket, value
 
 
+def word_rows(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_word: float, w_char: float,
+              max_chars: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`word_features` as the hashing space's word table keeps them: per word its feature count
+    (lens, int64), then every feature's bucket (int32) and value (float32, the float64 value rounded),
+    in `word_features`' order; without its owner per feature and the conversions. Arguments as
+    `word_features` (dim at most 2**31 - 1)."""
+    cp, ptr, wh, d, m = _word_args(codepoints, word_ptr, word_hashes, dim, w_word, w_char, max_chars)
+    lens, bucket, value = _core.word_rows(cp, ptr, wh, d, float(w_word), float(w_char), m)
+    return lens, bucket, value
+
+
 def word_vectors(codepoints: Any, word_ptr: Any, word_hashes: Any, dim: int, w_word: float, w_char: float,
                  max_chars: int) -> np.ndarray:
     """Each word's `word_features` summed into a row of `dim` columns, then L2-normalised (a word
@@ -240,4 +251,4 @@ def _hash_args(counts: Any, slots: Any, tab_start: Any, tab_len: Any, hashes: An
 
 
 __all__ = ["TokenCodes", "blake2b_words", "cut_passages", "hash_embed", "hash_feature_sums", "tokenize_codepoints", "word_features",
-           "word_vectors"]
+           "word_rows", "word_vectors"]

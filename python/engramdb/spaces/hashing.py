@@ -62,7 +62,17 @@ import numpy as np
 
 from ..kernels.analysis import blake2b_words, hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
-from .analyzer import SNOWBALL_STOPWORDS, Tokens, kept_counts, negation, normalize, tokenize, tokenize_batch
+from ..kernels.analysis import word_rows as _word_rows
+from .analyzer import (
+    NEGATIONS,
+    SNOWBALL_STOPWORDS,
+    Tokens,
+    kept_counts,
+    negation,
+    normalize,
+    tokenize,
+    tokenize_batch,
+)
 from .passages import MIN_CHARS
 from .protocol import SpaceKind
 
@@ -193,7 +203,10 @@ def row_norms(mat: np.ndarray) -> np.ndarray:
 
 
 class _WordTable:
-    """Per distinct word: its 64-bit hash and its signed hashed features at one dim (CSR)."""
+    """Per distinct word: its 64-bit hash and its signed hashed features at one dim (CSR).
+
+    The arrays hold room past what is filled (they double as words come, not copied whole for each
+    batch's new words); the filled parts are `hashes`, `starts`, `lens`, `fidx` and `fval`."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -203,11 +216,33 @@ class _WordTable:
         self.generation = getattr(self, "generation", -1) + 1  # slots made before a clear mean nothing after
         self.slots: dict[str, int] = {}
         self.by_token: dict[str, int] = {}  # HashingEmbedder's: token -> its content word's slot, -1
-        self.hashes = np.zeros(0, np.uint64)
-        self.starts = np.zeros(0, np.int64)
-        self.lens = np.zeros(0, np.int64)
-        self.fidx = np.zeros(0, np.int32)
-        self.fval = np.zeros(0, np.float32)
+        self._words = 0
+        self._features = 0
+        self._hashes = np.zeros(0, np.uint64)
+        self._starts = np.zeros(0, np.int64)
+        self._lens = np.zeros(0, np.int64)
+        self._fidx = np.zeros(0, np.int32)
+        self._fval = np.zeros(0, np.float32)
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self._hashes[: self._words]
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self._starts[: self._words]
+
+    @property
+    def lens(self) -> np.ndarray:
+        return self._lens[: self._words]
+
+    @property
+    def fidx(self) -> np.ndarray:
+        return self._fidx[: self._features]
+
+    @property
+    def fval(self) -> np.ndarray:
+        return self._fval[: self._features]
 
     def lookup(self, tokens: list[str]) -> np.ndarray:
         """Slot of each token (int64), adding the words not seen yet."""
@@ -221,16 +256,27 @@ class _WordTable:
         return np.array(ids, dtype=np.int64)
 
     def _add(self, words: list[str]) -> None:
-        base = len(self.slots)
-        wh, owner, bucket, value = word_features(words, self.dim, W_WORD, W_CHAR)
-        lens = np.bincount(owner, minlength=len(words)).astype(np.int64)
-        starts = self.fidx.shape[0] + np.cumsum(lens) - lens
-        self.hashes = np.concatenate([self.hashes, wh])
-        self.starts = np.concatenate([self.starts, starts])
-        self.lens = np.concatenate([self.lens, lens])
-        self.fidx = np.concatenate([self.fidx, bucket.astype(np.int32)])
-        self.fval = np.concatenate([self.fval, value.astype(np.float32)])
+        base, at = self._words, self._features
+        cp, ptr, wh = hashed_words(words)
+        lens, fidx, fval = _word_rows(cp, ptr, wh, self.dim, W_WORD, W_CHAR, MAX_NGRAM_CHARS)
+        starts = at + np.cumsum(lens) - lens
+        self._hashes, self._starts, self._lens = (_put(a, base, v) for a, v in
+                                                  ((self._hashes, wh), (self._starts, starts), (self._lens, lens)))
+        self._fidx, self._fval = _put(self._fidx, at, fidx), _put(self._fval, at, fval)
+        self._words, self._features = base + len(words), at + len(fidx)
         self.slots.update(zip(words, range(base, base + len(words))))
+
+
+def _put(a: np.ndarray, at: int, values: np.ndarray) -> np.ndarray:
+    """`a` with `values` written from `at` on: `a` itself when it has room, else a copy of its first
+    `at` entries with at least twice the room."""
+    end = at + len(values)
+    if end > len(a):
+        grown = np.empty(max(end, 2 * len(a), 1024), a.dtype)
+        grown[:at] = a[:at]
+        a = grown
+    a[at:end] = values
+    return a
 
 
 @dataclass(frozen=True)
@@ -257,6 +303,17 @@ def _content_word_v2(token: str) -> str | None:
     if neg is not None:
         return neg
     return None if token in SNOWBALL_STOPWORDS else token
+
+
+def _content_words(tokens: list[str], version: str) -> list[str | None]:
+    """`_content_word_v1` / `_v2` of each token, the rules inline (a batch's new tokens: a call each
+    through the per-token cache cost more than the rule)."""
+    stop = SNOWBALL_STOPWORDS
+    if version == "1":
+        return [None if t in stop else t for t in tokens]
+    negs = NEGATIONS
+    return ["not" if t.endswith("n't") or t == "cannot" else t if t in negs else None if t in stop else t
+            for t in tokens]
 
 
 def _same_offsets(text: str) -> bool:
@@ -353,7 +410,7 @@ class HashingEmbedder:
         got = list(map(known.get, tokens))
         if None in got:
             missing = [t for t, s in zip(tokens, got) if s is None]
-            words = list(map(self._content_word, missing))
+            words = _content_words(missing, self.version)
             slots = iter(self._table.lookup([w for w in words if w is not None]).tolist())
             known.update((t, -1 if w is None else next(slots)) for t, w in zip(missing, words))
             got = list(map(known.get, tokens))
