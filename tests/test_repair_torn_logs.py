@@ -6,8 +6,10 @@ store without them (found by the stop 39 adversary pass)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import engramdb
@@ -94,3 +96,47 @@ def test_a_journaled_log_holding_writes_is_never_deleted_after_an_accepted_loss(
     with open_store(path):
         pass
     assert (path / wal).read_bytes() == held
+
+
+CRASHING_OPEN = """
+import os, sys, warnings
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from engramdb.storage import disk
+from test_repair import open_store
+warnings.simplefilter("ignore")
+k, seen = int(sys.argv[3]), [0]
+def crash(op, path, detail):
+    seen[0] += 1
+    if seen[0] == k:
+        os._exit(9)  # killed at this I/O step
+with disk.inject(crash):
+    open_store(Path(sys.argv[1])).close()
+print("finished", flush=True)
+"""
+
+
+def test_a_crash_at_any_step_of_an_opens_repair_loses_no_write_and_blocks_nothing(tmp_path: Path) -> None:
+    """Manifest lost, a checkpoint's new log cut short as it was made (journaled): the open repairs.
+    Killed at each I/O step of that open in turn, the next open still repairs (or has nothing to
+    repair) with every acknowledged write, never blocked by the torn log. (The repair cleared the
+    journal and then wrote it again: killed in between, the torn log was no longer journaled.)"""
+    template = tmp_path / "template"
+    store_with_writes_in_its_log(template)
+    generation = json.loads((template / "manifest.json").read_text())["generation"]
+    (template / "journal.log").write_text(f"wal-000950.log {generation + 1}\n")
+    (template / "wal-000950.log").write_bytes(b"EGWAL002\x10")
+    (template / "manifest.json").unlink()
+    for k in range(1, 16):  # the repair's steps (the manifest written by about the twelfth)
+        path = tmp_path / f"crash{k}"
+        shutil.copytree(template, path)
+        child = subprocess.run([sys.executable, "-c", CRASHING_OPEN, str(path), str(Path(__file__).parent), str(k)],
+                               check=False, capture_output=True, text=True)
+        assert child.returncode in (0, 9), child.stderr
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", engramdb.RepairWarning)
+            with open_store(path) as db:
+                assert all(db.get(f"ack{i}") is not None for i in range(5)), k
+        assert engramdb.verify(path)["ok"] and not (path / "wal-000950.log").exists(), k
+        if "finished" in child.stdout:
+            break

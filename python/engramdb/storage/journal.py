@@ -76,6 +76,16 @@ class Journal:
         """Every name recorded since the last clear."""
         return set(self.entries())
 
+    def replace(self, names: Iterable[str], generation: int) -> None:
+        """Make the journal name exactly `names` (for the commit that writes manifest
+        `generation`), in one rename: a crash leaves the old names or the new, never neither (a
+        repair settles the old journal's names: one cleared and then noted lost them in between)."""
+        lines = "".join(f"{n} {int(generation)}\n" for n in names)
+        if not lines:
+            self.clear()
+            return
+        disk.write_atomically(self.path, lines.encode("utf-8"))
+
     def clear(self) -> None:
         """Forget every name (after a commit whose files are all listed or deleted)."""
         disk.unlink(self.path)

@@ -460,9 +460,8 @@ def _apply(path: Path, p: Plan) -> None:
     journal = Journal(path)
     kept = [n for n in journal.names() if n not in p.live and n not in p.foreign
             and (n not in p.found or p.found[n].torn)]
-    journal.clear()  # what it named is settled by this plan
-    journal.note(sorted({*kept, *(n for n in p.superseded + p.unfinished if n not in p.live and not p.found[n].problem)}),
-                 m.generation + 1)
+    journal.replace(sorted({*kept, *(n for n in p.superseded + p.unfinished
+                                     if n not in p.live and not p.found[n].problem)}), m.generation + 1)
     write_manifest(path, m)
     log.info("repaired %s: a manifest rebuilt from %d files", path, len(p.live))
 
