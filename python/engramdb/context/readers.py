@@ -170,7 +170,7 @@ class QueryMatch:
             for seg, found in by_seg.items():
                 x = np.asarray(np.asarray(self.view.vectors(seg, self.main.name))[[r for _, r in found]], np.float64)
                 x = x.reshape(len(found), -1)
-                sims[[j for j, _ in found]] = (x @ self.qv) / np.maximum(np.linalg.norm(x, axis=1), 1e-12)
+                sims[[j for j, _ in found]] = (x @ self.qv) / np.maximum(_row_norms(x), 1e-12)
             parts["vector"] = semantic_scaled(sims, self.main)
         if self.lex is not None:
             parts["bm25"] = np.clip(self.held(ids), 0.0, 1.0)
@@ -261,8 +261,15 @@ def unit_vectors(view: View, schema: Schema, memories: list[Memory]) -> dict[str
     for seg, found in rows.items():
         x = np.asarray(np.asarray(view.vectors(seg, schema.main))[[r for _, r in found]], np.float64)
         x = x.reshape(len(found), -1)
-        x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        x = x / np.maximum(_row_norms(x)[:, None], 1e-12)
         out.update((mid, x[j]) for j, (mid, _) in enumerate(found))
+    return out
+
+
+def _row_norms(x: np.ndarray) -> np.ndarray:
+    """Each row's length: `np.linalg.norm(x, axis=1)`'s own sum (the same values, bit for bit),
+    without its checks and dispatch (~5 us a call; a context makes one per segment its lines are in)."""
+    out: np.ndarray = np.sqrt(np.add.reduce(x * x, axis=1))
     return out
 
 
