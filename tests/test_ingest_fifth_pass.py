@@ -15,6 +15,8 @@
 - The hashing space's word table takes new words' features as it keeps them (`kernels.word_rows`:
   counts, int32 buckets, float32 values) into arrays that double as they fill, and a batch's new
   tokens get their content words by the rules inline: the same vectors.
+- A long memory's passages find their tokens by one search among the batch's tokens keyed by (row,
+  start), not a search per text: the same passage vectors.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from engramdb.spaces.hashing import (
     splitmix64,
     word_features,
 )
+from engramdb.spaces.passages import passages_many
 from engramdb.spaces.token_space import W_TOKEN_CHAR, W_TOKEN_WORD, TokenEmbedder, term_vectors
 
 LOG_TF = np.concatenate([[1.0], 1.0 + np.log(np.arange(1, 5000, dtype=np.int64))])
@@ -262,3 +265,28 @@ def test_hashing_batches_across_table_growth_and_clearing_embed_as_texts_alone(m
         got = emb.embed(texts)
         for i in range(0, len(texts), 17):
             assert HashingEmbedder().embed([texts[i]]).tobytes() == got[i].tobytes()
+
+
+def test_passages_of_many_texts_found_by_one_search_are_their_texts_vectors() -> None:
+    # a batch of short and long texts (plain, accented with the same offsets, ligatures that NFKC
+    # changes, one of stop words alone): asked in another order, with repeats and a text the batch
+    # did not hold, every passage's vector is its text's
+    rng = np.random.default_rng(5)
+    vocab = ["alpha", "beta", "gamma", "delta", "the", "of", "Ünïcödé", "naïve", "ﬁle", "don't", "x1", "end."]
+    texts = []
+    for i in range(60):
+        n = int(rng.integers(3, 400)) if i % 3 else 2
+        texts.append(" ".join(rng.choice(vocab, n)) + ("\n\nNew line here." if i % 5 == 0 else ""))
+    texts.append(" ".join(["the of and"] * 200))
+    emb = HashingEmbedder()
+    with analysis_scope():
+        emb.embed(texts)
+    cuts = passages_many(texts)
+    ask = [i for i in rng.permutation(len(texts)).tolist() if len(cuts[i]) > 1]
+    ask = ask + ask[:3]
+    outsider = " ".join(rng.choice(vocab, 500))
+    asked = ["".join(list(texts[i])) for i in ask] + [outsider]
+    spans = [cuts[i] for i in ask] + passages_many([outsider])
+    want = HashingEmbedder().embed([t[a:b] for t, sp in zip(asked, spans) for a, b in sp])
+    assert len(want) > 40
+    assert emb.embed_passages(asked, spans).tobytes() == want.tobytes()

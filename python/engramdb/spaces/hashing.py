@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import threading
 import unicodedata
 from collections.abc import Sequence
@@ -279,6 +280,9 @@ def _put(a: np.ndarray, at: int, values: np.ndarray) -> np.ndarray:
     return a
 
 
+_ROW_SHIFT = 32  # a text's offsets fit below (content is at most a few MiB), its row above
+
+
 @dataclass(frozen=True)
 class _Recent:
     """The last batch's tokens as word-table slots (-1: a stop word), kept for its long texts'
@@ -286,8 +290,7 @@ class _Recent:
 
     generation: int  # the word table's when the slots were made
     rows: dict[str, int]  # each long ASCII text of the batch -> its row
-    ptr: np.ndarray  # (n + 1,) int64: row r's tokens are ptr[r]:ptr[r + 1]
-    starts: np.ndarray  # (tokens,) int64: where each starts in its text
+    keys: np.ndarray  # (tokens,) int64, ascending: each token's row << _ROW_SHIFT | where it starts in its text
     slots: np.ndarray  # (tokens,) int64
 
 
@@ -420,13 +423,13 @@ class HashingEmbedder:
         """Keep this batch's slots for `embed_passages` (its long texts whose normalised form keeps
         every character's offset: ASCII, or already NFKC with a lowercase of the same length; not
         one of stop words alone, whose vector is made of them); the batch before is dropped."""
-        rows = {t: r for r, t in enumerate(texts) if len(t) >= MIN_CHARS and not only_stop[r] and _same_offsets(t)}
+        rows = {t: r for r, t in enumerate(texts)
+                if MIN_CHARS <= len(t) < 1 << _ROW_SHIFT and not only_stop[r] and _same_offsets(t)}
         if not rows or tb.starts is None:
             self._recent = None
             return
-        ptr = np.zeros(len(tb.counts) + 1, np.int64)
-        np.cumsum(tb.counts, out=ptr[1:])
-        self._recent = _Recent(self._table.generation, rows, ptr, tb.starts, per)
+        keys = (tb.rows() << _ROW_SHIFT) | tb.starts
+        self._recent = _Recent(self._table.generation, rows, keys, per)
 
     def embed_passages(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
         """`embed` of every passage ``texts[i][a:b]`` for (a, b) in ``spans[i]``, in order: the same
@@ -436,8 +439,8 @@ class HashingEmbedder:
         is inside it or outside). Other texts, and a passage of stop words alone, are embedded."""
         total = sum(len(sp) for sp in spans)
         out = np.zeros((total, self.dim), np.float32)
-        lo: list[np.ndarray] = []
-        hi: list[np.ndarray] = []
+        hit_rows: list[int] = []
+        hit_spans: list[Sequence[tuple[int, int]]] = []
         at_hit: list[int] = []
         rest: list[str] = []
         at_rest: list[int] = []
@@ -452,16 +455,18 @@ class HashingEmbedder:
                     rest.extend(text[a:b] for a, b in sp)
                     at_rest.extend(range(at, at + len(sp)))
                 else:
-                    assert recent is not None
-                    base = int(recent.ptr[r])
-                    st = recent.starts[base : int(recent.ptr[r + 1])]
-                    ab = np.asarray(sp, np.int64).reshape(-1, 2)
-                    lo.append(base + np.searchsorted(st, ab[:, 0]))
-                    hi.append(base + np.searchsorted(st, ab[:, 1]))
+                    hit_rows.append(r)
+                    hit_spans.append(sp)
                     at_hit.extend(range(at, at + len(sp)))
                 at += len(sp)
-            if lo and recent is not None:
-                first, last = np.concatenate(lo), np.concatenate(hi)
+            if hit_rows and recent is not None:
+                # every passage's first and last token at once: one search among the batch's tokens
+                # keyed by (row, start) (a search per text, and its arrays, cost more than the sums)
+                ab = np.array(list(itertools.chain.from_iterable(hit_spans)), np.int64).reshape(-1, 2)
+                np.clip(ab, 0, (1 << _ROW_SHIFT) - 1, out=ab)  # an offset outside the text: its end, as before
+                rows = np.repeat(np.array(hit_rows, np.int64), [len(sp) for sp in hit_spans]) << _ROW_SHIFT
+                first = np.searchsorted(recent.keys, rows | ab[:, 0])
+                last = np.searchsorted(recent.keys, rows | ab[:, 1])
                 sizes = last - first
                 ends = np.cumsum(sizes)
                 pick = np.repeat(first - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends) else 0)
