@@ -119,7 +119,6 @@ class TopicVerbs:
                         self._topics_stored = loaded
         return self._topics_stored if self._topics_stored is not None else {}
 
-    @_one_at_a_time
     def __call__(self, namespace: str, *, refresh: bool = False, labeler: Labeler | None = None,
                  compute: bool = True) -> Topics:
         """What a namespace is about (C4): groups of its current memories that at least two spaces
@@ -142,10 +141,15 @@ class TopicVerbs:
         and never clusters here: an empty list when nothing was, as for a hook that has no time to
         cluster."""
         checks.name("namespace", namespace)
-        if not compute:
+        if not compute:  # without the topic lock: a run under way (seconds) is not waited for
             if refresh or labeler is not None:
                 raise ValueError("compute=False lists what is already computed: it takes no refresh or labeler")
             return self._topics_to_use(namespace)
+        return self._computed(namespace, refresh, labeler)
+
+    @_one_at_a_time
+    def _computed(self, namespace: str, refresh: bool, labeler: Labeler | None) -> Topics:
+        """`topics(namespace)` computing what is stale (see `__call__`), one run at a time."""
         view = self._db._view()
         fingerprint = (view.epoch, view.namespace_rows(namespace))
         cache = self._topic_cache if self._topic_cache is not None else {}
