@@ -83,18 +83,18 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
     free = np.ones(len(pool), bool)
     sections = np.array([c.section for c in pool])
     in_room = {s: sections == s for s in room}  # the candidates each room bounds
+    # a candidate's tokens (and their cost) change only when a pick opens its group, its redundancy
+    # only when a pick is made: each is made again then, not at every step
+    n = inline
+    cost = TOKEN_COST * n / 100
+    red = _redundancy(sim, floor)
     while True:
-        n = np.where(opened, bare, inline)
-        ok = free & (n <= left)
+        ok = free & (n <= left) & (red < FULL)
         for s, r in room.items():
             ok &= ~(in_room[s] & (n > r))
         if not ok.any():
             break
-        red = np.clip((sim - floor) / (1.0 - floor), 0.0, None) if floor < 1.0 else (sim >= 1.0).astype(float)
-        ok &= red < FULL
-        if not ok.any():
-            break
-        value = score - REDUNDANCY * red - TOKEN_COST * n / 100
+        value = score - REDUNDANCY * red - cost
         i = int(np.argmax(np.where(ok, value, -np.inf)))
         c = pool[i]
         chosen.append(Pick(c.id, c.score, int(n[i]), round(float(value[i]), 4), round(float(red[i]), 4),
@@ -104,9 +104,20 @@ def curate(cands: list[Candidate], budget: int, *, rooms: Mapping[str, int] | No
         if c.section in room:
             room[c.section] -= int(n[i])
         sim = np.maximum(sim, vecs @ c.vector)
+        red = _redundancy(sim, floor)
         if group[i] >= 0:
-            opened |= group == group[i]
+            mine = group == group[i]
+            if not opened[mine].all():
+                opened |= mine
+                n = np.where(opened, bare, inline)
+                cost = TOKEN_COST * n / 100
     return chosen
+
+
+def _redundancy(sim: np.ndarray, floor: float) -> np.ndarray:
+    """Each candidate's redundancy, from its largest similarity to a chosen one (the module docstring)."""
+    red: np.ndarray = np.clip((sim - floor) / (1.0 - floor), 0.0, None) if floor < 1.0 else (sim >= 1.0).astype(float)
+    return red
 
 
 __all__ = ["Candidate", "Pick", "curate"]
