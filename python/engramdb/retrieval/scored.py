@@ -289,7 +289,8 @@ class _Scored:
             self.own = np.concatenate([self.own, more.own])
             self.final = np.concatenate([self.final, more.own])
             self.supported = np.concatenate([self.supported, np.zeros(len(more.own))])
-            self._pos = dict(zip(self.keys.tolist(), range(len(self.keys))))
+            first = len(self.keys) - len(more.keys)  # the new keys follow: the map is extended, not made again
+            self._pos.update(zip(more.keys.tolist(), range(first, len(self.keys))))
             self._ranks = None  # ranks are among every candidate
         for key, (inherited, method, seed, share) in extra.items():
             i = self._pos[key]
