@@ -31,6 +31,8 @@ _FIELDS = tuple(f.name for f in fields(Memory))
 _ALLOWED = frozenset(_FIELDS) | {"vectors"}
 _TIMES = ("valid_from", "valid_until", "expired_at", "forgotten_at")
 _DEFAULTS: dict[str, Any] = {"source": "turn", "confidence": 1.0}
+# nullable columns: all null when no record of a batch sets them (none is required, none defaulted)
+_NULLABLE = tuple(f.name for f in MEMORY_SCHEMA if f.nullable and f.name not in ("version", "learned_at"))
 
 
 @dataclass
@@ -138,11 +140,14 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     for name in _FIELDS:
         if name not in ("version", "learned_at"):
             cols.setdefault(name, [None] * n)
-    named = [v is not None for v in cols["id"]]
-    missing = [i for i, v in enumerate(cols["id"]) if v is None]
-    if missing:
+    if "id" in set_fields:
+        named = [v is not None for v in cols["id"]]
+        missing = [i for i, v in enumerate(cols["id"]) if v is None]
         for i, new in zip(missing, _new_ids(len(missing))):
             cols["id"][i] = new
+    else:  # no record names an id (the common batch): all generated, none looked for
+        named = [False] * n
+        cols["id"] = _new_ids(n)
     suspects: set[int] = set()
     for name, col in cols.items():
         if name == "id" and not any(named):
@@ -177,6 +182,9 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     arrays["version"] = pa.array([1] * n, pa.int64())
     arrays["learned_at"] = pa.array([now] * n, MEMORY_SCHEMA.field("learned_at").type)
     arrays["content_hash"] = _content_hashes(contents, max_content_bytes)
+    for name in _NULLABLE:
+        if name not in set_fields and cols[name].count(None) == n:  # a column of nulls, not n Nones converted
+            arrays[name] = pa.nulls(n, MEMORY_SCHEMA.field(name).type)
     try:
         table = pa.Table.from_pydict({f.name: arrays[f.name] for f in MEMORY_SCHEMA}, schema=MEMORY_SCHEMA)
     except (UnicodeEncodeError, pa.ArrowException):
