@@ -170,8 +170,8 @@ def _idf_mass(ctx: QueryContext, keys: np.ndarray) -> np.ndarray:
     rows = [terms for terms, _ in sparse_rows(ctx, keys)]
     if not rows:
         return out
-    # one idf lookup for every row's terms (a lookup per row walked the index's chunks ~30 times a
-    # search); each row's sum is taken over its own slice, as the sum of its own array was
+    # one idf lookup for every row's terms (a lookup per row, a seed or a turn next to one, walked
+    # the index's chunks ~15 times a search); each row's sum is over its own slice, as it was
     idf = ix.idf(np.concatenate(rows).astype(np.int32))
     start = 0
     for i, terms in enumerate(rows):
