@@ -14,6 +14,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from engramdb.storage.journal import Journal
 from engramdb.storage.wal import WriteAheadLog
 from test_repair import open_store
 
@@ -140,3 +141,23 @@ def test_a_crash_at_any_step_of_an_opens_repair_loses_no_write_and_blocks_nothin
         assert engramdb.verify(path)["ok"] and not (path / "wal-000950.log").exists(), k
         if "finished" in child.stdout:
             break
+
+
+def test_the_log_a_salvage_makes_is_not_left_journaled_as_debris(tmp_path: Path) -> None:
+    """The old journal names a log a checkpoint never got to make; the salvage's new log takes the
+    next number, that very name: the rebuilt journal must not name the store's live log."""
+    path = tmp_path / "s"
+    wal = store_with_writes_in_its_log(path)
+    generation = json.loads((path / "manifest.json").read_text())["generation"]
+    (path / "wal-000950.log").write_bytes(b"EGWAL002\x10")  # torn as it was made
+    (path / "journal.log").write_text(f"wal-000950.log {generation + 1}\nwal-000951.log {generation + 1}\n")
+    raw = bytearray((path / wal).read_bytes())
+    raw[-10] ^= 0xFF  # the last acknowledged write damaged: salvaged without it
+    (path / wal).write_bytes(bytes(raw))
+    (path / "manifest.json").unlink()
+    done = engramdb.repair(path, accept_loss=True)
+    assert done["wal"] == "wal-000951.log"
+    assert done["wal"] not in Journal(path).names()
+    with open_store(path) as db:
+        assert [db.get(f"ack{i}") is not None for i in range(5)] == [True] * 4 + [False]
+    assert engramdb.verify(path)["ok"] and not (path / "wal-000950.log").exists()

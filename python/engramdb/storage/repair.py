@@ -458,8 +458,8 @@ def _apply(path: Path, p: Plan) -> None:
     # accept_loss, a file from before descriptions) may hold rows: never named (kept to look at),
     # like damaged and foreign files.
     journal = Journal(path)
-    kept = [n for n in journal.names() if n not in p.live and n not in p.foreign
-            and (n not in p.found or p.found[n].torn)]
+    kept = [n for n in journal.names() if n not in p.live and n not in p.foreign and n != m.wal
+            and (n not in p.found or p.found[n].torn)]  # m.wal: a log made here may take a journaled name
     journal.replace(sorted({*kept, *(n for n in p.superseded + p.unfinished
                                      if n not in p.live and not p.found[n].problem)}), m.generation + 1)
     write_manifest(path, m)
