@@ -117,13 +117,20 @@ print("finished", flush=True)
 """
 
 
-def test_a_crash_at_any_step_of_an_opens_repair_loses_no_write_and_blocks_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("log", ["holds the writes", "gone"])
+def test_a_crash_at_any_step_of_an_opens_repair_loses_no_write_and_blocks_nothing(tmp_path: Path, log: str) -> None:
     """Manifest lost, a checkpoint's new log cut short as it was made (journaled): the open repairs.
     Killed at each I/O step of that open in turn, the next open still repairs (or has nothing to
-    repair) with every acknowledged write, never blocked by the torn log. (The repair cleared the
-    journal and then wrote it again: killed in between, the torn log was no longer journaled.)"""
+    repair) with every acknowledged write, never blocked by a torn log. (The repair cleared the
+    journal and then wrote it again: killed in between, the torn log was no longer journaled. And
+    with the store's log gone (checkpointed: empty) the repair makes one, in place: killed while
+    making it, that log was cut short and journaled by no one.)"""
     template = tmp_path / "template"
-    store_with_writes_in_its_log(template)
+    wal = store_with_writes_in_its_log(template)
+    if log == "gone":
+        open_store(template).close()  # the writes checkpointed into a segment
+        wal = json.loads((template / "manifest.json").read_text())["wal"]
+        (template / wal).unlink()
     generation = json.loads((template / "manifest.json").read_text())["generation"]
     (template / "journal.log").write_text(f"wal-000950.log {generation + 1}\n")
     (template / "wal-000950.log").write_bytes(b"EGWAL002\x10")

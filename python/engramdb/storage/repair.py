@@ -421,10 +421,14 @@ def _apply(path: Path, p: Plan) -> None:
     assert m is not None
     for name in p.damaged:  # out of the store's names, kept for whoever wants to look at them
         _set_aside(path / name, ".damaged")
-    if p.wal_salvage is not None:
-        frames, _ = decode_frames((path / p.wal_salvage).read_bytes(), path / p.wal_salvage, strict=False)
-        identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1,
-                    "replaces": [p.wal_salvage]}
+    if p.wal_salvage is not None or not (path / m.wal).exists():
+        # made whole under a temporary name: a log cut short here would not be journaled, so the
+        # next repair would take it for a live log cut short (writes lost) and stop
+        frames: list[Any] = []
+        identity: dict[str, Any] = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
+        if p.wal_salvage is not None:
+            frames, _ = decode_frames((path / p.wal_salvage).read_bytes(), path / p.wal_salvage, strict=False)
+            identity["replaces"] = [p.wal_salvage]
         tmp = path / (m.wal + ".tmp")
         disk.unlink(tmp)  # what a repair cut short left
         fresh = WriteAheadLog(tmp, identity, create=True)
@@ -435,9 +439,6 @@ def _apply(path: Path, p: Plan) -> None:
             fresh.close()
         disk.replace(tmp, path / m.wal)
         disk.fsync_dir(path)
-    elif not (path / m.wal).exists():
-        WriteAheadLog(path / m.wal, {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1},
-                      create=True).close()
     for name in p.superseded:  # a damaged log a salvage replaced: kept aside, like other damage
         if p.found[name].problem and (path / name).exists():
             _set_aside(path / name, ".damaged")
