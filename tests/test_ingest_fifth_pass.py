@@ -17,6 +17,8 @@
   tokens get their content words by the rules inline: the same vectors.
 - A long memory's passages find their tokens by one search among the batch's tokens keyed by (row,
   start), not a search per text: the same passage vectors.
+- HDC's rows' norms (for the float32 sign bound) are summed in float32, rows too small or too large
+  for that in float64: the same codes at every scale.
 """
 
 from __future__ import annotations
@@ -29,16 +31,8 @@ import numpy as np
 import pytest
 from engramdb import kernels
 from engramdb.spaces.analyzer import analysis_scope, tokenize, tokenize_batch
-from engramdb.spaces.hashing import (
-    MAX_NGRAM_CHARS,
-    HashingEmbedder,
-    _content_word_v1,
-    _content_word_v2,
-    _content_words,
-    row_norms,
-    splitmix64,
-    word_features,
-)
+from engramdb.spaces.hashing import MAX_NGRAM_CHARS, HashingEmbedder, row_norms, splitmix64, word_features
+from engramdb.spaces.hdc import DEFAULT_SEED, BinaryHDCEmbedder, projection_matrix
 from engramdb.spaces.passages import passages_many
 from engramdb.spaces.token_space import W_TOKEN_CHAR, W_TOKEN_WORD, TokenEmbedder, term_vectors
 
@@ -246,11 +240,15 @@ def test_word_rows_are_word_features_as_the_table_keeps_them(dim: int) -> None:
         kernels.word_rows(cp, ptr, wh, 2**31, 1.0, 1.0, MAX_NGRAM_CHARS)
 
 
-def test_a_batchs_content_words_are_the_per_token_rules() -> None:
-    tokens = ["don't", "cannot", "not", "no", "never", "the", "it's", "i'll", "won't", "cats", "nor", "shan't",
-              "without", "isn't", "n't", "nothing", "of", "x"]
-    assert _content_words(tokens, "1") == [_content_word_v1(t) for t in tokens]
-    assert _content_words(tokens, "2") == [_content_word_v2(t) for t in tokens]
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_batchs_new_tokens_content_words_are_a_single_texts(version: int) -> None:
+    # a batch's new tokens take their content words by the rules inline, a single text (a query) by
+    # the cached per-token rule: negations, contractions, stop words and plain words alike
+    texts = ["I don't like cats", "cannot stop, won't stop", "not no never nor", "the of and", "it's what i'll do",
+             "nothing without nobody shan't", "isn't n't", "cats and dogs"]
+    batch = HashingEmbedder(version=version).embed(texts)
+    for i, text in enumerate(texts):
+        assert HashingEmbedder(version=version).embed([text]).tobytes() == batch[i].tobytes(), text
 
 
 def test_hashing_batches_across_table_growth_and_clearing_embed_as_texts_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,3 +288,22 @@ def test_passages_of_many_texts_found_by_one_search_are_their_texts_vectors() ->
     want = HashingEmbedder().embed([t[a:b] for t, sp in zip(asked, spans) for a, b in sp])
     assert len(want) > 40
     assert emb.embed_passages(asked, spans).tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-22, 1e-16, 1e-8, 1.0, 1e8, 1e18, 1e19, 3e19])
+def test_hdc_codes_are_the_float64_signs_at_every_scale(scale: float) -> None:
+    # rows far below 1 (their float32 squares subnormal or zero), near 1, and so large their float32
+    # squared norm overflows; with a zero row and rows nearly orthogonal to a column (signs the float32
+    # bound leaves open): every bit is the sign of the float64 product
+    base = HashingEmbedder(384)
+    e = BinaryHDCEmbedder(base, 1024)
+    proj = projection_matrix(f"{base.name}\x00{base.version}", 384, 1024, DEFAULT_SEED)
+    rng = np.random.default_rng(int(np.log10(scale) + 40))
+    x = rng.standard_normal((40, 384))
+    r = proj.T[rng.integers(0, 1024, 40)]
+    x[::2] -= (np.einsum("ij,ij->i", x, r))[::2, None] * r[::2]
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x32 = (x * scale).astype(np.float32)
+    x32[7] = 0.0
+    want = np.packbits(x32.astype(np.float64) @ proj > 0, axis=1)
+    assert e.project(x32).tobytes() == want.tobytes()
