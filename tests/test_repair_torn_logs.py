@@ -168,3 +168,37 @@ def test_the_log_a_salvage_makes_is_not_left_journaled_as_debris(tmp_path: Path)
     with open_store(path) as db:
         assert [db.get(f"ack{i}") is not None for i in range(5)] == [True] * 4 + [False]
     assert engramdb.verify(path)["ok"] and not (path / "wal-000950.log").exists()
+
+
+MAKING = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from engramdb.storage import disk
+from test_repair import open_store
+def crash(op, path, detail):
+    if op == "write" and path.endswith("wal-000001.log"):
+        disk.torn_write(path, detail)  # half its header on disk
+        os._exit(9)
+with disk.inject(crash):
+    open_store(Path(sys.argv[1]))
+"""
+
+
+def test_a_new_store_killed_as_it_made_its_first_log_opens(tmp_path: Path) -> None:
+    """A new store makes its first log before its first manifest, and journals nothing: killed
+    while writing that log's header, the folder holds the marker and a log cut short. That is the
+    store's making cut short (no manifest was ever written: no write acknowledged), not a live log
+    cut short: the next open makes the store and removes the torn log."""
+    path = tmp_path / "s"
+    child = subprocess.run([sys.executable, "-c", MAKING, str(path), str(Path(__file__).parent)],
+                           check=False, capture_output=True, text=True)
+    assert child.returncode == 9, child.stderr
+    assert (path / "wal-000001.log").stat().st_size > 0 and not (path / "manifest.json").exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", engramdb.RepairWarning)
+        with open_store(path) as db:
+            db.add("the first memory", namespace="a", id="first")
+    with open_store(path) as db:
+        assert db.get("first") is not None
+    assert engramdb.verify(path)["ok"] and not (path / "wal-000001.log").exists()
