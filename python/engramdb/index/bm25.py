@@ -19,6 +19,7 @@ weighted by how often the query holds it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from .. import kernels
 K1 = 1.2
 B = 0.75
 MERGE_RATIO = 4  # merge the newest chunk into the one before once it is at least 1/4 of its size
+_EXACT_SUM = 1 << 24  # whole numbers up to this add exactly in float32 (Bm25Index._avgdl)
 
 
 @dataclass
@@ -80,6 +82,31 @@ class Chunk:
         return np.where(rows >= 0, self.indptr[safe + 1] - self.indptr[safe], 0)
 
 
+class _Columns:
+    """The per-document arrays (keys, lengths, passage numbers) in buffers grown by doubling, shared
+    by an index and the versions `added` makes from it: each version reads its own first n rows,
+    and an append writes past the newest rows in place when the version appending holds them all
+    (a version that is not the newest copies first). One append then costs O(its documents)
+    amortised, not a copy of every document's arrays."""
+
+    def __init__(self, keys: np.ndarray, lengths: np.ndarray, parts: np.ndarray, capacity: int) -> None:
+        n = len(keys)
+        self.keys = np.empty(capacity, np.int64)
+        self.lengths = np.empty(capacity, np.float32)
+        self.parts = np.empty(capacity, np.int32)
+        self.keys[:n], self.lengths[:n], self.parts[:n] = keys, lengths, parts
+        self.used = n  # rows written: the newest version holds exactly these
+        self.lock = threading.Lock()  # two versions appending at once: one claims the room
+
+    def claim(self, n: int, more: int) -> bool:
+        """Take rows [n, n + more) for the version holding the first n rows (False: taken, or no room)."""
+        with self.lock:
+            if self.used != n or n + more > len(self.keys):
+                return False
+            self.used = n + more
+            return True
+
+
 class Bm25Index:
     """BM25 over documents added in batches; keys are the caller's int64 document keys."""
 
@@ -94,6 +121,9 @@ class Bm25Index:
         self.lengths = np.empty(0, np.float32)
         self.parts = np.empty(0, np.int32)  # passage number of each document (0: the first or only one)
         self.extra = 0  # documents beyond the first of their key (passages after the first)
+        self._columns: _Columns | None = None  # the buffers keys, lengths and parts are views of (None: copy on add)
+        self._total: int | None = 0  # the documents' lengths summed, while all are whole numbers (else None)
+        self._ascending = True  # keys never decrease (the store adds rows in key order): no argsort to find a key
         self._norm: np.ndarray | None = None
         self._sorter: np.ndarray | None = None  # argsort of keys (docs_of), built on first use
         self._mask_cache: tuple[np.ndarray, int, np.ndarray] | None = None  # (filter, documents, by doc)
@@ -127,17 +157,29 @@ class Bm25Index:
         if len(keys) == 0:
             return
         first = len(self.keys)
-        self.keys = np.concatenate([self.keys, keys])
-        self.parts = np.concatenate([self.parts, parts])
-        self.extra += int(np.count_nonzero(parts))
+        self._ascending = self._ascending and bool((np.diff(keys) >= 0).all()) and (
+            first == 0 or int(keys[0]) >= int(self.keys[-1]))
         row_of = np.repeat(np.arange(len(keys)), np.diff(indptr))
         lengths = np.bincount(row_of, weights=counts, minlength=len(keys))
-        self.lengths = np.concatenate([self.lengths, lengths.astype(np.float32)])
+        lengths = lengths.astype(np.float32)
+        self._total = _summed(self._total, lengths)
+        self._append(keys, lengths, parts)
+        self.extra += int(np.count_nonzero(parts))
         self.chunks.append(Chunk.from_rows(first, indptr, terms, counts))
         while len(self.chunks) > 1 and MERGE_RATIO * self.chunks[-1].n_docs >= self.chunks[-2].n_docs:
             b = self.chunks.pop()
             self.chunks[-1] = Chunk.merge(self.chunks[-1], b)
         self._norm = None
+
+    def _append(self, keys: np.ndarray, lengths: np.ndarray, parts: np.ndarray) -> None:
+        """Append per-document rows (in the shared buffers when this version is their newest)."""
+        n, m = len(self.keys), len(keys)
+        cols = self._columns
+        if cols is None or not cols.claim(n, m):
+            cols = self._columns = _Columns(self.keys, self.lengths, self.parts, max(2 * (n + m), 64))
+            cols.used = n + m
+        cols.keys[n:n + m], cols.lengths[n:n + m], cols.parts[n:n + m] = keys, lengths, parts
+        self.keys, self.lengths, self.parts = cols.keys[:n + m], cols.lengths[:n + m], cols.parts[:n + m]
 
     def added(self, keys: np.ndarray, indptr: np.ndarray, terms: np.ndarray, counts: np.ndarray,
               parts: np.ndarray | None = None) -> Bm25Index:
@@ -154,6 +196,8 @@ class Bm25Index:
         new = Bm25Index(k1=self.k1, b=self.b)
         new.keys, new.lengths, new.parts = self.keys[:n], self.lengths[:n], self.parts[:n]
         new.extra = int(np.count_nonzero(new.parts))
+        new._ascending = self._ascending
+        new._total = _summed(0, new.lengths)
         first = 0
         for c in self.chunks:  # chunks hold consecutive runs of documents, oldest first
             if first >= n:
@@ -172,14 +216,41 @@ class Bm25Index:
         new = Bm25Index(k1=self.k1, b=self.b)
         new.chunks = list(self.chunks)
         new.keys, new.lengths, new.parts, new.extra = self.keys, self.lengths, self.parts, self.extra
+        new._columns, new._ascending, new._total = self._columns, self._ascending, self._total
         return new
 
     def norm(self) -> np.ndarray:
-        """k1 * (1 - b + b * len / avgdl) per document (cached until the next add)."""
+        """k1 * (1 - b + b * len / avgdl) per document (cached until the next add).
+
+        Made again for every document after an add: the average length moves with each document,
+        and in float32 len / avgdl then changes for nearly every length, so an exact score needs
+        every norm anew (in place: four passes over one array, not five arrays)."""
         if self._norm is None:
-            avgdl = float(self.lengths.mean()) if len(self.lengths) else 1.0
-            self._norm = (self.k1 * (1 - self.b + self.b * self.lengths / max(avgdl, 1e-9))).astype(np.float32)
+            self._norm = self._norms(self.lengths)
         return self._norm
+
+    def _avgdl(self) -> float:
+        """`lengths.mean()`, bit for bit, without a pass over every document when the lengths are
+        whole numbers summing below 2^24: float32 then adds them exactly in any order, so numpy's
+        sum is the exact one, which the index keeps as it grows."""
+        n = len(self.lengths)
+        if n == 0:
+            return 1.0
+        total = self._total
+        if total is None or total > _EXACT_SUM:
+            return float(self.lengths.mean())
+        # as `mean` divides: its float32 sum by the count (an intp: the quotient is float64), as float32
+        return float(np.float32(np.float64(np.float32(total)) / np.intp(n)))
+
+    def _norms(self, lengths: np.ndarray) -> np.ndarray:
+        """`norm()` of some documents' lengths: the same float32 operations element by element, so
+        a document's value is the one the whole array holds."""
+        avgdl = self._avgdl()
+        out: np.ndarray = np.multiply(lengths, self.b, dtype=np.float32)  # b * len first, as written above
+        out /= max(avgdl, 1e-9)
+        out += 1 - self.b
+        out *= self.k1
+        return out
 
     def score_keys(self, terms: np.ndarray, counts: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(score, passage) of each caller key: the BM25 score of its best document and that
@@ -190,15 +261,22 @@ class Bm25Index:
         terms = np.asarray(terms, np.int32).reshape(-1)
         if len(self.keys) == 0 or len(keys) == 0 or len(terms) == 0:
             return scores, parts
-        if self._sorter is None or len(self._sorter) != len(self.keys):
-            self._sorter = np.argsort(self.keys, kind="stable")
-        sorted_keys = self.keys[self._sorter]
+        if self._ascending:  # keys in document order already (the store's): no sort of every key
+            sorted_keys = self.keys
+        else:
+            if self._sorter is None or len(self._sorter) != len(self.keys):
+                self._sorter = np.argsort(self.keys, kind="stable")
+            sorted_keys = self.keys[self._sorter]
         lo = np.searchsorted(sorted_keys, keys, "left")
         n_docs = np.searchsorted(sorted_keys, keys, "right") - lo
         owner = np.repeat(np.arange(len(keys)), n_docs)  # every document of every key
-        docs = self._sorter[np.repeat(lo - np.cumsum(n_docs) + n_docs, n_docs) + np.arange(int(n_docs.sum()))]
+        docs = np.repeat(lo - np.cumsum(n_docs) + n_docs, n_docs) + np.arange(int(n_docs.sum()))
+        if not self._ascending:
+            docs = self._sorter[docs]  # type: ignore[index]
         weight = self.idf(terms) * np.asarray(counts, np.float64).reshape(-1)
-        norm = self.norm()[docs].astype(np.float64)
+        # only these documents' norms (element-wise the same): a lookup after an add does not make
+        # every document's
+        norm = (self._norm[docs] if self._norm is not None else self._norms(self.lengths[docs])).astype(np.float64)
         got = np.zeros(len(docs))
         for c in self.chunks:
             for row, w in zip(c.rows_of(terms).tolist(), weight.tolist()):
@@ -345,6 +423,17 @@ class Bm25Index:
         if len(parts) != len(keys) or (len(parts) and parts.min() < 0):
             raise ValueError("BM25 passage numbers disagree with the documents")
         ix.keys, ix.lengths, ix.parts, ix.extra = keys, lengths, parts, int(np.count_nonzero(parts))
+        ix._ascending = bool((np.diff(keys) >= 0).all())
+        ix._total = _summed(0, lengths)
         if len(keys):
             ix.chunks = [Chunk(terms, indptr, docs, tf, len(keys))]
         return ix
+
+
+def _summed(total: int | None, lengths: np.ndarray) -> int | None:
+    """`total` plus these lengths, exactly, while every length is a whole number (else None)."""
+    if total is None or not len(lengths):
+        return total
+    if not (lengths == np.floor(lengths)).all() or lengths.min() < 0:
+        return None
+    return total + int(lengths.astype(np.float64).sum())  # whole float32 values: exact in float64 below 2^53
