@@ -19,6 +19,8 @@
   start), not a search per text: the same passage vectors.
 - HDC's rows' norms (for the float32 sign bound) are summed in float32, rows too small or too large
   for that in float64: the same codes at every scale.
+- The lexical space's term ids come from a table, the new terms' hashed in one native pass
+  (`analyzer.term_ids`): `term_id`'s values.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 from engramdb import kernels
-from engramdb.spaces.analyzer import analysis_scope, tokenize, tokenize_batch
+from engramdb.spaces.analyzer import analysis_scope, term_id, term_ids, tokenize, tokenize_batch
 from engramdb.spaces.hashing import MAX_NGRAM_CHARS, HashingEmbedder, row_norms, splitmix64, word_features
 from engramdb.spaces.hdc import DEFAULT_SEED, BinaryHDCEmbedder, projection_matrix
 from engramdb.spaces.passages import passages_many
@@ -307,3 +309,16 @@ def test_hdc_codes_are_the_float64_signs_at_every_scale(scale: float) -> None:
     x32[7] = 0.0
     want = np.packbits(x32.astype(np.float64) @ proj > 0, axis=1)
     assert e.project(x32).tobytes() == want.tobytes()
+
+
+def test_term_ids_are_term_id_for_new_and_known_terms() -> None:
+    terms = ["run", "café", "東京", "𝔘𝔫𝔦", "x" * 300, "naïve" * 40, "don't", "2026", "run", "a"]
+    rng = np.random.default_rng(9)
+    terms += ["".join(rng.choice(list("abcdeé'z9"), size=int(rng.integers(1, 40)))) for _ in range(300)]
+    want = [term_id(t) for t in terms]
+    assert term_ids(terms).tolist() == want  # hashed here (the new ones)
+    assert term_ids(terms).tolist() == want  # from the table
+    assert term_ids(terms[:3] + ["brand-new-term"]).tolist() == [*want[:3], term_id("brand-new-term")]
+    assert term_ids([]).shape == (0,)
+    with pytest.raises(UnicodeEncodeError):  # a term UTF-8 cannot encode: named by term_id, as before
+        term_ids(["ok", "bad\ud800"])

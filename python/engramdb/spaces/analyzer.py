@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import re
 import threading
 import unicodedata
@@ -49,7 +50,7 @@ from typing import cast
 import numpy as np
 import Stemmer  # PyStemmer
 
-from ..kernels.analysis import joined_codepoints, tokenize_codepoints
+from ..kernels.analysis import blake2b_words, joined_codepoints, tokenize_codepoints
 
 __all__ = [
     "NEGATIONS",
@@ -61,6 +62,7 @@ __all__ = [
     "normalize",
     "stem",
     "term_id",
+    "term_ids",
     "tokenize",
     "tokenize_batch",
 ]
@@ -120,6 +122,33 @@ def term_id(term: str) -> int:
     """Stable 31-bit id of a term: BLAKE2b-64 (person ``engramdb.term``) masked to 0..2^31-1."""
     digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8, person=b"engramdb.term").digest()
     return int.from_bytes(digest, "little") & _ID_MASK
+
+
+_TERM_PERSON = b"engramdb.term"
+_term_ids: dict[str, int] = {}  # term -> term_id, for batches (bounded as the caches are)
+
+
+def term_ids(terms: Sequence[str]) -> np.ndarray:
+    """`term_id` of each term (int64): the terms met before from a table, the others hashed in one
+    native pass (`kernels.analysis.blake2b_words`, hashlib's digest; a call to hashlib per new term
+    was most of a fresh process's first lexical batch), or by `term_id` when one cannot be UTF-8
+    (it raises, naming it)."""
+    global _term_ids
+    table = _term_ids
+    got = list(map(table.get, terms, itertools.repeat(-1)))
+    out = np.array(got, dtype=np.int64)
+    if -1 in got:
+        if len(table) > _CACHE:
+            table = _term_ids = {}
+        at = np.flatnonzero(out < 0)
+        new = [terms[i] for i in at.tolist()]
+        cp, ptr = joined_codepoints(new)
+        h = blake2b_words(cp, ptr, _TERM_PERSON)
+        ids = ((h & np.uint64(_ID_MASK)).astype(np.int64) if h is not None
+               else np.fromiter(map(term_id, new), dtype=np.int64, count=len(new)))
+        table.update(zip(new, ids.tolist()))
+        out[at] = ids
+    return out
 
 
 def normalize(text: str) -> str:

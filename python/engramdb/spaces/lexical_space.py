@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .analyzer import SNOWBALL_STOPWORDS, Analyzer, term_id
+from .analyzer import SNOWBALL_STOPWORDS, Analyzer, term_id, term_ids
 from .protocol import SpaceKind, SparseBatch
 
 __all__ = ["LexicalEmbedder"]
@@ -68,7 +68,7 @@ class LexicalEmbedder:
             return SparseBatch(np.array([0, len(order)], np.int64), np.array(order, np.int32),
                                np.array([tally[i] for i in order], np.float32))
         tb = self.analyzer.terms_batch(texts)  # each distinct term hashed once, then one gather
-        ids = np.fromiter(map(term_id, tb.words), dtype=np.int64, count=len(tb.words))[tb.codes]
+        ids = term_ids(tb.words)[tb.codes]
         key, tf = np.unique((tb.rows() << _ID_BITS) | ids, return_counts=True)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(key >> _ID_BITS, minlength=n), out=indptr[1:])
