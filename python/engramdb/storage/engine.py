@@ -172,6 +172,8 @@ class Engine:
         if not m.store_id:
             m.store_id = self.store_id  # a store from before ids gets its marker's at this open
         identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
+        if new:  # journaled as every log is before it is made: cut short by a crash, it is debris
+            self.journal.note([m.wal], m.generation + 1)
         self._wal = WriteAheadLog(self.path / m.wal, identity, create=new)
         if new:
             m.wal_header = 2

@@ -264,10 +264,10 @@ def _torn_or_damaged(folder: Path, found: dict[str, Found]) -> None:
     """A log whose header is not whole is empty debris only when a crash cut it short as it was
     made: the journal names it (a new log is journaled before it is made) and no manifest lists it
     (a listed log was whole). Any other such log was cut short later (a copy cut short, damage):
-    it held frames, so it is a damaged log (the repair stops; `accept_loss` salvages). A new store's
-    first log is made before its first manifest and journaled by no one: cut short, with no
-    manifest ever written and no other file beside it, it is the store's making cut short."""
-    journaled = Journal(folder).names() | set(_first_log(folder, found))
+    it held frames, so it is a damaged log (the repair stops; `accept_loss` salvages). A new
+    store's first log is journaled too (storage/engine.py), and the journal cleared once the first
+    manifest lists it."""
+    journaled = Journal(folder).names()
     listed = set()
     for name in (MANIFEST, PREVIOUS):
         try:
@@ -280,15 +280,6 @@ def _torn_or_damaged(folder: Path, found: dict[str, Found]) -> None:
             f.problem = ("its header is cut short, and it was not a log a crash cut short as it was made "
                          + ("(a manifest lists it)" if n in listed else "(the journal does not name it)")
                          + ": the writes it held are lost")
-
-
-def _first_log(folder: Path, found: dict[str, Found]) -> list[str]:
-    """[the first log] when the folder holds a new store's first log and nothing else: no data
-    file beside it and no manifest (current or previous, sound or not) ever written."""
-    first = "wal-000001.log"
-    if set(found) != {first} or any((folder / name).exists() for name in (MANIFEST, PREVIOUS)):
-        return []
-    return [first]
 
 
 def _last_generation(folder: Path, arrow: dict[str, Found]) -> int:
