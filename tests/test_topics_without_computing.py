@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import engramdb
+import pytest
 from test_topics import SUBJECTS
 
 LIVENESS_S = 60  # a bound for a deadlock, not a measure of speed: the call returns at once
@@ -40,3 +41,12 @@ def test_listing_without_computing_does_not_wait_for_a_run_under_way(tmp_path: P
             run.join()
         asker.join()
         assert listed_during_the_run and got == [first]
+
+
+@pytest.mark.parametrize("bad", ["false", "no", 0, None, [False]])
+def test_compute_is_true_or_false_and_nothing_else(tmp_path: Path, bad: object) -> None:
+    """A config's "false" (truthy) would cluster where the caller asked for none: refused by name."""
+    with engramdb.open(tmp_path / "s") as db:
+        db.add("violin lessons every monday", namespace="n")
+        with pytest.raises(TypeError, match="compute must be True or False"):
+            db.topics("n", compute=bad)  # type: ignore[arg-type]

@@ -141,6 +141,8 @@ class TopicVerbs:
         and never clusters here: an empty list when nothing was, as for a hook that has no time to
         cluster."""
         checks.name("namespace", namespace)
+        if not isinstance(compute, bool):  # "false" would compute: a hook's budget gone
+            raise TypeError(f"compute must be True or False, got {compute!r:.80}")
         if not compute:  # without the topic lock: a run under way (seconds) is not waited for
             if refresh or labeler is not None:
                 raise ValueError("compute=False lists what is already computed: it takes no refresh or labeler")
