@@ -30,6 +30,7 @@ from ..model.memory import Memory
 from ..spaces.batches import concat, empty_batch, take
 from ..spaces.protocol import Embedding
 from ..spaces.schema import Schema
+from . import session_turns
 from .edge_log import EdgeLog
 from .filters import MaskCache, row_filter
 from .ids import IdIndex
@@ -246,24 +247,41 @@ class View:
 
     def session_locs(self, namespace: str, session_id: str) -> list[Loc]:
         """The current (not forgotten) turns of one session in the order they were said: by seq
-        (none first), then learning time. Sorted once per snapshot with numpy, segment by segment
-        (a write makes a new snapshot, and an agent's session is the one being written: a Python
-        pass over its every turn was ~1 ms a context at 800 turns)."""
+        (none first), then learning time. Found once per snapshot, and carried from the store's
+        previous snapshot when only rows were added since (storage/session_turns.py: an agent's
+        session is the one being written, and the whole pass reads every key)."""
         key = f"session:{namespace}:{session_id}"
         found = self.derived.get(key)
         if found is None:
-            parts = list(self._current_rows_of(namespace, False, session_id))
-            if not parts:
-                found = self.derived[key] = []
-            else:
-                segs = np.concatenate([np.full(len(rows), si, np.int64) for si, rows in parts])
-                rows = np.concatenate([rows for _, rows in parts])
-                seq = np.concatenate([self.segments[si].turns()[2][r] for si, r in parts])
-                learned = np.concatenate([self.segments[si].learned_at[r] for si, r in parts])
-                order = np.lexsort((learned, seq))
-                found = self.derived[key] = list(zip(segs[order].tolist(), rows[order].tolist()))
+            ids = self._ids()
+            old = session_turns.remembered(ids, namespace, session_id)
+            turns = None if old is None else session_turns.extended(
+                old, self.epoch, self.segments, self.bases, self.rows, ids,
+                lambda first_key: self._session_rows(first_key, namespace, session_id))
+            if turns is None:
+                turns = session_turns.ordered(self.epoch, self.segments, self.bases, self.rows,
+                                              list(self._current_rows_of(namespace, False, session_id)))
+            session_turns.remember(ids, namespace, session_id, turns)
+            found = self.derived[key] = turns.locs
         assert isinstance(found, list)
         return found
+
+    def _session_rows(self, first_key: int, namespace: str, session_id: str) -> list[tuple[int, np.ndarray]]:
+        """(segment, rows) of the not forgotten rows of a session in a namespace, current or not,
+        from key `first_key` on."""
+        out = []
+        bases = self.bases
+        for si in range(int(np.searchsorted(bases, first_key, side="right")) - 1, len(self.segments)):
+            seg = self.segments[si]
+            code = seg.session_code(session_id)
+            ns = seg.ns_codes.get(namespace)
+            if code is None or ns is None:
+                continue
+            lo = max(first_key - int(bases[si]), 0)
+            rows = lo + np.flatnonzero((seg.turns()[0][lo:] == code) & (seg.ns_index[lo:] == ns) & ~seg.forgotten[lo:])
+            if len(rows):
+                out.append((si, rows))
+        return out
 
     def live_count(self) -> int:
         """Memories whose current version in this view is not forgotten."""
