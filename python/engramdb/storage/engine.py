@@ -174,17 +174,15 @@ class Engine:
         identity = {"store": m.store_id, "seq": seq_of(m.wal), "generation": m.generation + 1}
         if new:  # journaled as every log is before it is made: cut short by a crash, it is debris
             self.journal.note([m.wal], m.generation + 1)
-        self._wal = WriteAheadLog(self.path / m.wal, identity, create=new)
-        if new:
             m.wal_header = 2
+        self._wal = WriteAheadLog(self.path / m.wal, identity, create=new)
         frames = self._wal.recover()
         self._replay(frames, segments, edges)
         self._copied = self._copy_of_another(new)
         # numbers never repeat, not even one a rolled-back or set-aside file was given
         m.next_segment = max(m.next_segment, highest_number(self.path, besides=m.wal) + 1)
         if new or m.format_version < FORMAT_VERSION:
-            # an older store is upgraded in place before anything newer reaches its WAL: its files
-            # (checked structurally as they were read) get their checksums
+            # an older store upgraded before anything newer reaches its WAL: its (read) files get checksums
             for entry in m.segments + m.edges + m.archives:
                 if ALGORITHM not in entry:
                     entry.update(file_digest(self.path / entry["file"]))
