@@ -118,15 +118,21 @@ carray<float> hash_embed_py(const carray<int64_t>& counts, const carray<int64_t>
 const char* const kFeatureErrors[] = {"", "word_ptr must start at 0, never decrease and end within codepoints",
                                       "dim and max_chars must be >= 1"};
 
-std::tuple<carray<int64_t>, carray<int64_t>, carray<double>> word_features_py(
-    const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const carray<uint64_t>& word_hashes, py::ssize_t dim,
-    double w_word, double w_char, int64_t max_chars) {
+// the arguments every per-word pass takes, checked alike (one word per word_ptr step, its hash beside it)
+void check_word_args(const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const carray<uint64_t>& word_hashes,
+                     py::ssize_t dim) {
     require_rank(cp, 1, "codepoints");
     require_rank(word_ptr, 1, "word_ptr");
     require_rank(word_hashes, 1, "word_hashes");
     if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
     require_len(word_hashes.shape(0), word_ptr.shape(0) - 1, "word_hashes");
     if (dim < 1) throw py::value_error("dim must be >= 1");
+}
+
+std::tuple<carray<int64_t>, carray<int64_t>, carray<double>> word_features_py(
+    const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const carray<uint64_t>& word_hashes, py::ssize_t dim,
+    double w_word, double w_char, int64_t max_chars) {
+    check_word_args(cp, word_ptr, word_hashes, dim);
     std::vector<int64_t> owner, bucket;
     std::vector<double> value;
     int code;
@@ -142,12 +148,7 @@ std::tuple<carray<int64_t>, carray<int64_t>, carray<double>> word_features_py(
 std::tuple<carray<int64_t>, carray<int32_t>, carray<float>> word_rows_py(
     const carray<uint32_t>& cp, const carray<int64_t>& word_ptr, const carray<uint64_t>& word_hashes, py::ssize_t dim,
     double w_word, double w_char, int64_t max_chars) {
-    require_rank(cp, 1, "codepoints");
-    require_rank(word_ptr, 1, "word_ptr");
-    require_rank(word_hashes, 1, "word_hashes");
-    if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
-    require_len(word_hashes.shape(0), word_ptr.shape(0) - 1, "word_hashes");
-    if (dim < 1) throw py::value_error("dim must be >= 1");
+    check_word_args(cp, word_ptr, word_hashes, dim);
     if (dim > std::numeric_limits<int32_t>::max()) throw py::value_error("dim must be at most 2**31 - 1");
     std::vector<int64_t> lens;
     std::vector<int32_t> bucket;
@@ -165,12 +166,7 @@ std::tuple<carray<int64_t>, carray<int32_t>, carray<float>> word_rows_py(
 carray<float> word_vectors_py(const carray<uint32_t>& cp, const carray<int64_t>& word_ptr,
                               const carray<uint64_t>& word_hashes, py::ssize_t dim, double w_word, double w_char,
                               int64_t max_chars) {
-    require_rank(cp, 1, "codepoints");
-    require_rank(word_ptr, 1, "word_ptr");
-    require_rank(word_hashes, 1, "word_hashes");
-    if (word_ptr.shape(0) < 1) throw py::value_error("word_ptr needs at least one entry");
-    require_len(word_hashes.shape(0), word_ptr.shape(0) - 1, "word_hashes");
-    if (dim < 1) throw py::value_error("dim must be >= 1");
+    check_word_args(cp, word_ptr, word_hashes, dim);
     const py::ssize_t n = word_ptr.shape(0) - 1;
     if (n > 0 && dim > std::numeric_limits<py::ssize_t>::max() / 8 / n) throw py::value_error("n * dim is too large");
     carray<float> out({n, dim});
