@@ -305,3 +305,19 @@ def test_a_half_written_file_is_removed_after_a_repair_and_a_stray_one_left(buil
         assert state(again) == expected
     assert not (path / "seg-000999.arrow.tmp").exists()
     assert (path / "seg-000998.arrow.tmp").read_bytes() == b"a user's file"
+
+
+def test_the_cli_repair_that_accepts_a_loss_exits_0_and_says_what_was_lost(built: tuple[Path, Any],
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = built
+    listed = json.loads((path / "manifest.json").read_text())
+    victim = next(e["file"] for e in listed["segments"] if e["rows"] == 60)
+    (path / "manifest.json").unlink()
+    flip_body(path / victim)
+    assert cli(["repair", "--path", str(path), "--dry-run"]) == 1  # it would lose data: said, and not done
+    assert "would lose data" in capsys.readouterr().out and not (path / "manifest.json").exists()
+    assert cli(["repair", "--path", str(path), "--accept-loss"]) == 0  # done as asked: the store opens again
+    out = capsys.readouterr().out
+    assert f"lost (--accept-loss): {victim} is damaged" in out and "would lose" not in out
+    with open_store(path) as db:
+        assert db.get("wal1") is not None

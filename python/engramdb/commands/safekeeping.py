@@ -112,7 +112,8 @@ def _repair(args: argparse.Namespace) -> int:
             print(f"{args.path}: {done.get('note', 'nothing to repair')}")
         else:
             _say_repair(args.path, done, args.dry_run)
-    return 0 if done["ok"] else 1
+    # 0 when the store is whole again: nothing lost, or a loss the caller accepted and the manifest written
+    return 0 if done["ok"] or done.get("written") else 1
 
 
 def _say_repair(path: str, done: dict[str, Any], dry_run: bool) -> None:
@@ -121,11 +122,13 @@ def _say_repair(path: str, done: dict[str, Any], dry_run: bool) -> None:
     print(f"{verb} manifest.json from {len(done['segments'])} segments, {len(done['edges'])} edge files, "
           f"{len(done['archives'])} archives and the log {done['wal']}")
     for key, what in (("superseded", "replaced by a sound file, left in place"), ("damaged", "damaged"),
-                      ("unfinished", "unfinished write, left out"), ("foreign", "another store's file, left alone")):
+                      ("unfinished", "unfinished write, left out"), ("foreign", "another store's file, left alone"),
+                      ("torn", "a log a crash cut short as it was made (empty), left out")):
         for name in done.get(key) or ():
             print(f"{what}: {name}")
+    lost = "lost (--accept-loss)" if done.get("written") else "would lose data"
     for why in done.get("blockers") or ():
-        print(f"would lose data: {why}")
+        print(f"{lost}: {why}")
 
 
 COMMANDS = [
