@@ -148,3 +148,39 @@ def test_a_lookup_after_an_append_sorts_no_key(monkeypatch: pytest.MonkeyPatch) 
         scores, _ = ix.score_keys(q, qc, rng.integers(0, n + i, 30))
         assert len(scores) == 30
     assert sorted_elements < n
+
+
+class CountingMask(np.ndarray):
+    """A filter array counting the keys it is asked about by index arrays (the seam: `allowed`)."""
+
+    asked = 0
+
+    def __getitem__(self, idx: object) -> object:
+        if isinstance(idx, np.ndarray) and idx.dtype.kind in "iu":
+            CountingMask.asked += idx.size
+        return super().__getitem__(idx)  # type: ignore[index]
+
+
+def test_a_filtered_search_after_an_append_reads_the_filter_of_new_documents_only() -> None:
+    """A store's filter grows by a key per write: the per-document filter of the version grown
+    from is kept while the new filter starts with the old one's values (read again when a write
+    changes an old key's value, as an update closing a version does); results as a fresh index's."""
+    rng = np.random.default_rng(3)
+    n = 5_000
+    docs = docs_of(rng, n + 40)
+    keys = np.arange(n + 40, dtype=np.int64)
+    ix = built(keys[:n], docs[:n], np.zeros(n, np.int32))
+    values = rng.random(n + 40) < 0.8
+    q, qc = np.array([3, 5, 9, 11], np.int32), np.ones(4, np.float32)
+    CountingMask.asked = 0
+    for i in range(40):
+        ix = ix.added(keys[n + i:n + i + 1], *csr(docs[n + i:n + i + 1]))
+        if i == 20:
+            values[17] = not values[17]  # an old key's value changes: everything is read again
+        allowed = values[:n + i + 1].copy().view(CountingMask)
+        got = ix.search_parts(q, qc, 50, allowed=allowed)
+        fresh = built(keys[:n + i + 1], docs[:n + i + 1], np.zeros(n + i + 1, np.int32))
+        want = fresh.search_parts(q, qc, 50, allowed=values[:n + i + 1].copy())
+        for x, y in zip(got, want):
+            assert x.tobytes() == y.tobytes()
+    assert CountingMask.asked < 3 * n  # the first search, the one after the change, and 38 single rows (was 40 * n)

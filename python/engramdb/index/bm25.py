@@ -127,6 +127,7 @@ class Bm25Index:
         self._norm: np.ndarray | None = None
         self._sorter: np.ndarray | None = None  # argsort of keys (docs_of), built on first use
         self._mask_cache: tuple[np.ndarray, int, np.ndarray] | None = None  # (filter, documents, by doc)
+        self._mask_before: tuple[np.ndarray, int, np.ndarray] | None = None  # the version grown from's
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -217,6 +218,7 @@ class Bm25Index:
         new.chunks = list(self.chunks)
         new.keys, new.lengths, new.parts, new.extra = self.keys, self.lengths, self.parts, self.extra
         new._columns, new._ascending, new._total = self._columns, self._ascending, self._total
+        new._mask_before = self._mask_cache or self._mask_before
         return new
 
     def norm(self) -> np.ndarray:
@@ -362,8 +364,8 @@ class Bm25Index:
             # once (holding the array itself, so a new one can never pass for it)
             cached = self._mask_cache
             if cached is None or cached[0] is not allowed or cached[1] != len(self.keys):
-                cached = self._mask_cache = (allowed, len(self.keys),
-                                             np.ascontiguousarray(allowed[self.keys], dtype=bool).view(np.uint8))
+                cached = self._mask_cache = (allowed, len(self.keys), self._gathered(allowed))
+                self._mask_before = None
             mask = cached[2]
         norm = self.norm()
         found_d, found_s = [], []
@@ -384,6 +386,20 @@ class Bm25Index:
             first = np.sort(first)[:want]
             docs, scores = docs[first], scores[first]
         return self.keys[docs], scores, self.parts[docs]
+
+    def _gathered(self, allowed: np.ndarray) -> np.ndarray:
+        """`allowed` per document (uint8). After an append, the version grown from gathered its
+        documents' already: kept when the new filter starts with that one's every value (a write
+        adds keys; one that closes a version changes an old key's value, and then all are read)."""
+        before = self._mask_before
+        if before is not None:
+            old, docs, by_doc = before
+            if docs <= len(self.keys) and len(old) <= len(allowed) and np.array_equal(allowed[:len(old)], old):
+                out = np.empty(len(self.keys), np.uint8)
+                out[:docs] = by_doc
+                out[docs:] = np.asarray(allowed[self.keys[docs:]], dtype=bool).view(np.uint8)
+                return out
+        return np.ascontiguousarray(allowed[self.keys], dtype=bool).view(np.uint8)
 
     # ------------------------------------------------------------------------------ persistence
     def compact(self) -> None:
