@@ -39,7 +39,7 @@ def classify(folder: Path) -> FolderKind:
     if MANIFEST in names:
         return "store"
     if MARKER in names:
-        return "lost"
+        return "new" if _being_made(folder, names - {MARKER}) and _marker_without_spaces(folder) else "lost"
     if not names or _being_made(folder, names):
         return "new"
     shown = sorted(names)[:5]
@@ -89,6 +89,18 @@ def _being_made(folder: Path, names: set[str]) -> bool:
         return True
     return spooled.is_dir() and not spooled.is_symlink() and all(
         _SPOOLED.match(p.name) and p.is_file() and not p.is_symlink() for p in spooled.iterdir())
+
+
+def _marker_without_spaces(folder: Path) -> bool:
+    """True for a marker a store's first open wrote and had not yet given the spaces (its next
+    step): beside nothing but what `_being_made` allows, it is a store whose making a crash cut
+    short, holding nothing (no manifest, log or file was made yet), so it is made again, keeping
+    its id. A marker that cannot be read is not this one."""
+    try:
+        marker = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("engramdb") == "store" and "spaces" not in marker
 
 
 def write_marker(folder: Path, store_id: str | None = None, copied_from: list[str] | None = None) -> str:
