@@ -51,14 +51,17 @@ _LOCK = threading.Lock()
 
 
 def ordered(epoch: int, segments: tuple[Segment, ...], bases: np.ndarray, rows: int,
-            parts: list[tuple[int, np.ndarray]]) -> Turns:
-    """The turns at (segment, rows) parts, sorted: by seq, learning time, then key."""
+            parts: list[tuple[int, np.ndarray]], seqs: list[np.ndarray] | None = None) -> Turns:
+    """The turns at (segment, rows) parts, sorted: by seq (`seqs`: each part's, else read),
+    learning time, then key."""
     if not parts:
         empty = np.empty(0, np.int64)
         return Turns(epoch, rows, bases, empty, empty, empty, [])
     segs = np.concatenate([np.full(len(r), si, np.int64) for si, r in parts])
     at = np.concatenate([r for _, r in parts]).astype(np.int64)
-    seq = np.concatenate([segments[si].turns()[2][r] for si, r in parts]).astype(np.int64)
+    if seqs is None:
+        seqs = [segments[si].turns()[2][r] for si, r in parts]
+    seq = np.concatenate(seqs).astype(np.int64)
     learned = np.concatenate([segments[si].learned_at[r] for si, r in parts]).astype(np.int64)
     keys = bases[segs] + at
     order = np.lexsort((keys, learned, seq))
@@ -87,11 +90,11 @@ def remember(ids: IdIndex, namespace: str, session_id: str, turns: Turns) -> Non
 
 
 def extended(old: Turns, epoch: int, segments: tuple[Segment, ...], bases: np.ndarray, rows: int, ids: IdIndex,
-             new_rows: Callable[[int], list[tuple[int, np.ndarray]]]) -> Turns | None:
+             new_rows: Callable[[int], list[tuple[int, np.ndarray, np.ndarray]]]) -> Turns | None:
     """`old` brought to a newer snapshot of the store, or None when the whole pass must run.
 
-    `ids` is indexed up to `rows`; `new_rows(key)` gives the (segment, rows) of the session's
-    not forgotten rows of the namespace from `key` on (current or not)."""
+    `ids` is indexed up to `rows`; `new_rows(key)` gives the (segment, rows, their seq) of the
+    session's not forgotten rows of the namespace from `key` on (current or not)."""
     if old.epoch != epoch or old.rows > rows or rows - old.rows > ROWS_CHECKED:
         return None
     # the turns a new row replaces (a newer version of their memory) are turns no more
@@ -112,17 +115,22 @@ def extended(old: Turns, epoch: int, segments: tuple[Segment, ...], bases: np.nd
     moved = np.flatnonzero(keys >= start)
     if len(moved):
         seg = np.searchsorted(bases, keys[moved], side="right") - 1
-        locs = list(locs)
-        for i, s, r in zip(moved.tolist(), seg.tolist(), (keys[moved] - bases[seg]).tolist()):
-            locs[i] = (s, r)
+        relocated = list(zip(seg.tolist(), (keys[moved] - bases[seg]).tolist()))
+        if moved[0] == len(keys) - len(moved):  # the newest turns (the usual case): a suffix
+            locs = locs[:int(moved[0])] + relocated
+        else:
+            locs = list(locs)
+            for i, loc in zip(moved.tolist(), relocated):
+                locs[i] = loc
     # the new rows that are turns, current in this snapshot
-    parts = []
-    for si, found in new_rows(old.rows):
+    parts, seqs = [], []
+    for si, found, seq_of in new_rows(old.rows):
         seg_ids, base = segments[si].ids, int(bases[si])
-        current = [ids.lookup(seg_ids[r], rows) == base + r for r in found.tolist()]
-        if any(current):
-            parts.append((si, found[np.asarray(current, bool)]))
-    new = ordered(epoch, segments, bases, rows, parts)
+        current = np.array([ids.lookup(seg_ids[r], rows) == base + r for r in found.tolist()], bool)
+        if current.any():
+            parts.append((si, found[current]))
+            seqs.append(seq_of[current])
+    new = ordered(epoch, segments, bases, rows, parts, seqs)
     if not len(new.keys):
         return Turns(epoch, rows, bases, keys, seq, learned, locs)
     keys = np.concatenate([keys, new.keys])

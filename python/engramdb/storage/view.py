@@ -38,6 +38,7 @@ from .segment import Segment
 
 Loc = tuple[int, int]  # (segment, row)
 LOCS_KEPT = 4_096  # ids whose location one snapshot remembers (View.loc_of)
+FEW_ROWS = 16  # rows at a segment's end View._session_rows reads from the table
 _UNSEEN = object()
 ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
     "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
@@ -266,21 +267,36 @@ class View:
         assert isinstance(found, list)
         return found
 
-    def _session_rows(self, first_key: int, namespace: str, session_id: str) -> list[tuple[int, np.ndarray]]:
-        """(segment, rows) of the not forgotten rows of a session in a namespace, current or not,
-        from key `first_key` on."""
+    def _session_rows(self, first_key: int, namespace: str, session_id: str
+                      ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(segment, rows, their seq) of the not forgotten rows of a session in a namespace,
+        current or not, from key `first_key` on. A few rows at a segment's end (a write's) are read
+        from the table: the WAL's tail is a new segment at each write, and its `turns()` would
+        encode every row of it again."""
         out = []
         bases = self.bases
         for si in range(int(np.searchsorted(bases, first_key, side="right")) - 1, len(self.segments)):
             seg = self.segments[si]
-            code = seg.session_code(session_id)
             ns = seg.ns_codes.get(namespace)
-            if code is None or ns is None:
+            if ns is None:
                 continue
             lo = max(first_key - int(bases[si]), 0)
-            rows = lo + np.flatnonzero((seg.turns()[0][lo:] == code) & (seg.ns_index[lo:] == ns) & ~seg.forgotten[lo:])
+            if len(seg) - lo <= FEW_ROWS:
+                names = seg.table.column("session_id").slice(lo).to_pylist()
+                mine = np.array([name == session_id for name in names], bool)
+                rows = lo + np.flatnonzero(mine & (seg.ns_index[lo:] == ns) & ~seg.forgotten[lo:])
+                if len(rows):
+                    seqs = seg.table.column("seq").slice(lo).to_pylist()
+                    out.append((si, rows, np.array([-1 if (x := seqs[r - lo]) is None else x for r in rows.tolist()],
+                                                   np.int64)))
+                continue
+            code = seg.session_code(session_id)
+            if code is None:
+                continue
+            codes, _, seq = seg.turns()
+            rows = lo + np.flatnonzero((codes[lo:] == code) & (seg.ns_index[lo:] == ns) & ~seg.forgotten[lo:])
             if len(rows):
-                out.append((si, rows))
+                out.append((si, rows, seq[rows]))
         return out
 
     def live_count(self) -> int:
