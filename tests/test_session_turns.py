@@ -93,20 +93,33 @@ def test_a_write_does_not_make_the_next_context_read_every_key(tmp_path: Path,
                  for i in range(300)])
     db.add("hello there", namespace="n", session_id="live", role="user")
     db.context("the garden", namespace="n", max_tokens=300, session_id="live", log=False)
-    calls: list[int] = []
-    real = View.current_rows
+    inside: list[int] = []  # current_rows calls made while session_locs runs
+    seen: list[int] = []
+    real_rows, real_locs = View.current_rows, View.session_locs
+    depth = 0
 
     def current_rows(self: View) -> Any:
-        calls.append(self.rows)
-        return real(self)
+        if depth:
+            inside.append(self.rows)
+        return real_rows(self)
+
+    def session_locs(self: View, namespace: str, session_id: str) -> list[tuple[int, int]]:
+        nonlocal depth
+        depth += 1
+        try:
+            got = real_locs(self, namespace, session_id)
+        finally:
+            depth -= 1
+        assert got == expected(self, namespace, session_id)
+        seen.append(len(got))
+        return got
 
     monkeypatch.setattr(View, "current_rows", current_rows)
-    seen = checking(monkeypatch)
+    monkeypatch.setattr(View, "session_locs", session_locs)
     for i in range(20):
         db.add(f"turn {i}: the garden needs water", namespace="n", session_id="live", role="user")
         c = db.context("the garden", namespace="n", max_tokens=300, session_id="live", log=False)
         assert f"turn {i}: the garden needs water" in c.text
     db.close()
     assert seen and max(seen) == 21
-    # the check itself reads current_rows once per snapshot it checks; the store's own path none
-    assert len(calls) == len(seen)
+    assert inside == []
