@@ -9,6 +9,7 @@ import pytest
 from engramdb.index.bm25 import Bm25Index
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_bm25 import csr
 
 
 def docs_of(rng: np.random.Generator, n: int, *, whole: bool = True, big: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -21,13 +22,6 @@ def docs_of(rng: np.random.Generator, n: int, *, whole: bool = True, big: bool =
         out.append((t, c))
     return out
 
-
-def csr(docs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ptr = np.zeros(len(docs) + 1, np.int64)
-    np.cumsum([len(t) for t, _ in docs], out=ptr[1:])
-    terms = np.concatenate([t for t, _ in docs]) if docs else np.empty(0, np.int32)
-    counts = np.concatenate([c for _, c in docs]) if docs else np.empty(0, np.float32)
-    return ptr, terms.astype(np.int32), counts.astype(np.float32)
 
 
 def built(keys: np.ndarray, docs: list[tuple[np.ndarray, np.ndarray]], parts: np.ndarray) -> Bm25Index:
