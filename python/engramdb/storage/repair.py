@@ -111,17 +111,24 @@ def survey(folder: Path) -> dict[str, Found]:
     return found
 
 
+def _readable_manifests(folder: Path) -> list[tuple[str, Manifest]]:
+    """The manifest and its previous generation, each as (file name, manifest), when they read:
+    what the repair may learn from them (which store, what they listed, how far generations went)."""
+    out = []
+    for name in (MANIFEST, PREVIOUS):
+        try:
+            out.append((name, parse_manifest((folder / name).read_bytes(), folder / name)))
+        except (OSError, StoreError, FormatError):
+            continue
+    return out
+
+
 def identity(folder: Path, found: dict[str, Found]) -> tuple[str, set[str]]:
     """(this store's id, the ids whose files are its own: its own and the stores it was copied
     from). The id is the manifest's (or its previous generation's) when one reads, else the one
     most of the files claim, else the marker's: a marker put in from another store, or lost and
     made again, never decides whose files these are."""
-    manifests = []
-    for name in (MANIFEST, PREVIOUS):
-        try:
-            manifests.append(parse_manifest((folder / name).read_bytes(), folder / name))
-        except (OSError, StoreError, FormatError):
-            continue
+    manifests = [m for _, m in _readable_manifests(folder)]
     sid = next((m.store_id for m in manifests if m.store_id), "")
     if not sid:
         claims = Counter(f.desc.get("store") for f in found.values() if f.desc is not None and not f.problem
@@ -268,12 +275,7 @@ def _torn_or_damaged(folder: Path, found: dict[str, Found]) -> None:
     store's first log is journaled too (storage/engine.py), and the journal cleared once the first
     manifest lists it."""
     journaled = Journal(folder).names()
-    listed = set()
-    for name in (MANIFEST, PREVIOUS):
-        try:
-            listed.add(parse_manifest((folder / name).read_bytes(), folder / name).wal)
-        except (OSError, StoreError, FormatError):
-            continue
+    listed = {m.wal for _, m in _readable_manifests(folder)}
     for n, f in found.items():
         if f.torn and (n not in journaled or n in listed):
             f.torn = False
@@ -286,11 +288,7 @@ def _last_generation(folder: Path, arrow: dict[str, Found]) -> int:
     """The highest generation any file or manifest here was written for: the rebuilt manifest
     comes after all of them (generations only grow)."""
     gens = [int(f.desc.get("generation", 0)) for f in arrow.values() if f.desc is not None]
-    for name in (MANIFEST, PREVIOUS):
-        try:
-            gens.append(parse_manifest((folder / name).read_bytes(), folder / name).generation)
-        except (OSError, StoreError, FormatError):
-            pass
+    gens += [m.generation for _, m in _readable_manifests(folder)]
     return max(gens, default=0)
 
 
@@ -300,11 +298,8 @@ def _vanished(folder: Path, found: dict[str, Found], replaced: set[str]) -> dict
     unless something names it. Every rewrite replaces each file it drops with one that names it,
     an empty one if nothing is left; an empty file (compaction drops them) holds nothing to lose."""
     out: dict[str, str] = {}
-    for name, what in ((MANIFEST, "the manifest"), (PREVIOUS, "the previous manifest")):
-        try:
-            m = parse_manifest((folder / name).read_bytes(), folder / name)
-        except (OSError, StoreError, FormatError):
-            continue
+    for name, m in _readable_manifests(folder):
+        what = "the manifest" if name == MANIFEST else "the previous manifest"
         listed = [e["file"] for e in m.segments + m.edges + m.archives if e.get("rows") != 0] + [m.wal]
         for n in listed:  # an empty file held nothing to lose
             if n not in found and n not in replaced:
