@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import numbers
 import os
 import re
 import threading
@@ -214,11 +215,26 @@ def preload(tokenizer: str | Counter | None = None) -> None:
     _started(name)
 
 
+def _checked(count: Counter) -> Counter:
+    """A caller's tokenizer with each count checked: a budget holds only with counts that are
+    numbers >= 0 (a negative one made every line free, NaN emptied the context without a word)."""
+
+    def checked(text: str) -> int:
+        n = count(text)
+        if isinstance(n, bool) or not isinstance(n, numbers.Real):
+            raise TypeError(f"tokenizer must return a number of tokens, got {n!r} ({type(n).__name__})")
+        if not (math.isfinite(n) and n >= 0):
+            raise ValueError(f"tokenizer must return a finite number of tokens >= 0, got {n!r}")
+        return n  # a float count (len(text) / 4) is used as it was before
+
+    return checked
+
+
 def counter(tokenizer: str | Counter | None = None) -> tuple[Counter, str]:
     """(count function, its name): `tokenizer` a name ("cl100k_base", "o200k_base", "estimate"),
     a callable, or None (cl100k_base when installed, else the estimate)."""
     if callable(tokenizer):
-        return tokenizer, getattr(tokenizer, "__name__", "custom")
+        return _checked(tokenizer), getattr(tokenizer, "__name__", "custom")
     name = _name(tokenizer)
     if name is None:
         return estimate, "estimate"
