@@ -19,9 +19,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -43,6 +42,33 @@ _UNSEEN = object()
 ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
     "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
     "sys_end": lambda s: s.sys_end, "forgotten": lambda s: s.forgotten, "seq": lambda s: s.turns()[2]}
+
+
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):
+    """`functools.cached_property` without its lock. On Python 3.10-3.11 that holds one lock per
+    property for every instance while any computes: a process forked while another thread laid
+    out a snapshot inherited the lock held, and every read in the child, of any store, waited for
+    ever. A value here is a function of the frozen view, so two threads racing compute the same."""
+
+    def __init__(self, fn: Callable[[Any], _T]) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _once[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> _T | _once[_T]:
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        obj.__dict__[self.name] = value  # found there from now on (a non-data descriptor yields to it)
+        return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +94,7 @@ class View:
     _locs: dict[str, Loc | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------------------ layout
-    @cached_property
+    @_once
     def bases(self) -> np.ndarray:
         """Where each segment starts in key space, then the total."""
         b = np.zeros(len(self.segments) + 1, np.int64)
@@ -76,7 +102,7 @@ class View:
         b.flags.writeable = False
         return b
 
-    @cached_property
+    @_once
     def _starts(self) -> list[int]:
         """`bases` as Python ints, for one key's segment by bisect: numpy's searchsorted costs ~2 us
         a scalar call, and a context locates some 250 ids one at a time."""
@@ -88,7 +114,7 @@ class View:
         """Rows (every version) in the view."""
         return int(self.bases[-1])
 
-    @cached_property
+    @_once
     def committed(self) -> int:
         """How many leading segments are committed files (the WAL's segments always trail them)."""
         n = 0
