@@ -40,6 +40,7 @@ import contextlib
 import functools
 import hashlib
 import itertools
+import os
 import re
 import threading
 import unicodedata
@@ -314,6 +315,18 @@ def _tokenize_batch(texts: Sequence[str]) -> Tokens:
 
 _WORD_CHARS: np.ndarray | None = None
 _WORD_CHARS_LOCK = threading.Lock()
+
+
+def _new_locks_in_child() -> None:
+    """A child forked while another thread filled one of the tables above would wait for ever on
+    its lock (that thread is not in the child); the tables are whole entry by entry (an entry not
+    filled yet still reads as unknown), so the child goes on with new locks."""
+    global _non_starter_lock, _WORD_CHARS_LOCK
+    _non_starter_lock, _WORD_CHARS_LOCK = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
 def _word_chars(cp: np.ndarray) -> np.ndarray:

@@ -54,8 +54,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import os
 import threading
 import unicodedata
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -335,6 +337,18 @@ def _passage_text(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]
     raise IndexError(k)
 
 
+_LIVE: weakref.WeakSet[HashingEmbedder] = weakref.WeakSet()  # every embedder, for the fork hook
+
+
+def _renew_in_child() -> None:
+    for embedder in list(_LIVE):
+        embedder._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_in_child)
+
+
 class HashingEmbedder:
     """Dense feature-hashing embedder: word unigrams + bigrams + char 3-5-grams, signed, tf-log.
 
@@ -360,6 +374,15 @@ class HashingEmbedder:
         self._table = _WordTable(dim)
         self._recent: _Recent | None = None
         self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A child forked while another thread embedded: that thread is not in the child, so its
+        lock would be held for ever (every embed, every search waited); the word table it was
+        filling may be half written, so the child starts it afresh (a cache: the same vectors)."""
+        self._lock = threading.Lock()
+        self._table = _WordTable(self.dim)
+        self._recent = None
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dim={self.dim}, version={self.version})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -17,6 +18,17 @@ from .schema import Schema, Space, SpaceError
 QUERY_CACHE = 2048  # query embeddings kept (K5): an agent asks the same things, a model call costs ms
 _cache: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
 _cache_lock = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """A child forked while another thread held the cache's lock would wait for ever (the cache's
+    operations hold the GIL throughout: it is whole)."""
+    global _cache_lock
+    _cache_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 QUIET_AFTER_PURGE = 60.0  # seconds after a purge when the purging store's query embeddings are not kept
 _quiet: dict[int, float] = {}  # id of an embedder -> time.monotonic() before which nothing it embeds is kept
 
