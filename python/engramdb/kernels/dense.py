@@ -3,7 +3,6 @@ full score arrays; int8 quantisation."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,11 +26,17 @@ class Int8Matrix:
     scale: float
     norms: np.ndarray
 
-    @functools.cached_property
+    @property
     def inv_norms(self) -> np.ndarray:
-        """1 / norms (0 for zero rows), computed once: the cosine scan's per-row scale."""
-        n = np.asarray(self.norms, dtype=np.float32)
-        return np.divide(1.0, n, out=np.zeros_like(n), where=n > 0).astype(np.float32)
+        """1 / norms (0 for zero rows), computed once: the cosine scan's per-row scale. Kept by
+        hand, not by `functools.cached_property`: on Python 3.10-3.11 that holds one lock for
+        every instance while any computes, and a child forked then waited for it for ever."""
+        got: np.ndarray | None = self.__dict__.get("_inv_norms")
+        if got is None:
+            n = np.asarray(self.norms, dtype=np.float32)
+            got = np.divide(1.0, n, out=np.zeros_like(n), where=n > 0).astype(np.float32)
+            self.__dict__["_inv_norms"] = got  # two threads racing compute the same
+        return got
 
     @property
     def shape(self) -> tuple[int, int]:
