@@ -54,10 +54,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import os
 import threading
 import unicodedata
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,6 +64,7 @@ import numpy as np
 from ..kernels.analysis import blake2b_words, hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
 from ..kernels.analysis import word_rows as _word_rows
+from . import forking
 from .analyzer import (
     NEGATIONS,
     SNOWBALL_STOPWORDS,
@@ -337,18 +336,6 @@ def _passage_text(texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]
     raise IndexError(k)
 
 
-_LIVE: weakref.WeakSet[HashingEmbedder] = weakref.WeakSet()  # every embedder, for the fork hook
-
-
-def _renew_in_child() -> None:
-    for embedder in list(_LIVE):
-        embedder._after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_in_child)
-
-
 class HashingEmbedder:
     """Dense feature-hashing embedder: word unigrams + bigrams + char 3-5-grams, signed, tf-log.
 
@@ -374,7 +361,7 @@ class HashingEmbedder:
         self._table = _WordTable(dim)
         self._recent: _Recent | None = None
         self._lock = threading.Lock()
-        _LIVE.add(self)
+        forking.renewed_in_child(self)
 
     def _after_fork_in_child(self) -> None:
         """A child forked while another thread embedded: that thread is not in the child, so its

@@ -13,15 +13,14 @@ only on the term (no context), so they are cached per distinct term in a bounded
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..kernels.analysis import word_vectors
 from ..kernels.codes import quantize_int8
+from . import forking
 from .analyzer import Analyzer
 from .hashing import MAX_NGRAM_CHARS, hashed_words
 from .protocol import SpaceKind, TokenBatch
@@ -42,18 +41,6 @@ def term_vectors(terms: Sequence[str], dim: int) -> np.ndarray:
     return word_vectors(cp, ptr, wh, dim, W_TOKEN_WORD, W_TOKEN_CHAR, MAX_NGRAM_CHARS)
 
 
-_LIVE: weakref.WeakSet[TokenEmbedder] = weakref.WeakSet()  # every embedder, for the fork hook
-
-
-def _renew_in_child() -> None:
-    for embedder in list(_LIVE):
-        embedder._after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_renew_in_child)
-
-
 class TokenEmbedder:
     """Hashed per-term token vectors (kind "multivector"), returned as a `TokenBatch`; `name` is
     ``tokens-<dim>``."""
@@ -69,7 +56,7 @@ class TokenEmbedder:
         self.analyzer = Analyzer()
         self._lock = threading.Lock()
         self._clear()
-        _LIVE.add(self)
+        forking.renewed_in_child(self)
 
     def _after_fork_in_child(self) -> None:
         """As the hashing space's (spaces/hashing.py): a lock another thread held at the fork is
