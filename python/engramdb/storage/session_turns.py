@@ -17,6 +17,7 @@ order is the whole pass's: by seq (none first), then learning time, then key.
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -48,6 +49,18 @@ class Turns:
 
 _MEMOS: weakref.WeakKeyDictionary[IdIndex, dict[tuple[str, str], Turns]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """A child forked while another thread held the lock would wait for ever; the memos are
+    whole (their updates hold the GIL between bytecodes) and only a cache, so they start afresh."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    _MEMOS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def ordered(epoch: int, segments: tuple[Segment, ...], bases: np.ndarray, rows: int,
