@@ -28,11 +28,8 @@ def concat(parts: Sequence[Embedding]) -> Embedding:
         sizes = np.concatenate([[0]] + [np.diff(p.offsets) for p in tb])
         if all(p.table is not None and p.table_rows is not None for p in tb):
             return _concat_tables(tb, np.cumsum(sizes).astype(np.int64))
-        codes = [p.codes for p in tb]  # the embedder's int8 codes kept when every part has them
-        joined = None if any(c is None for c in codes) else (np.concatenate([c[0] for c in codes if c]),
-                                                              np.concatenate([c[1] for c in codes if c]))
         return TokenBatch(np.concatenate([p.tokens for p in tb]).astype(np.float32, copy=False),
-                          np.cumsum(sizes).astype(np.int64), joined)
+                          np.cumsum(sizes).astype(np.int64), _joined_codes([p.codes for p in tb]))
     return np.concatenate([np.atleast_2d(np.asarray(p)) for p in parts])
 
 
@@ -43,10 +40,16 @@ def _concat_tables(tb: Sequence[TokenBatch], offsets: np.ndarray) -> TokenBatch:
     tables = [p.table for p in tb if p.table is not None]
     base = np.cumsum([0] + [len(t) for t in tables])
     rows = np.concatenate([np.asarray(p.table_rows, np.int64) + b for p, b in zip(tb, base.tolist())])
-    codes = [p.table_codes for p in tb]
-    joined = None if any(c is None for c in codes) else (np.concatenate([c[0] for c in codes if c]),
-                                                          np.concatenate([c[1] for c in codes if c]))
-    return TokenBatch.of_rows(np.concatenate(tables).astype(np.float32, copy=False), rows, offsets, joined)
+    return TokenBatch.of_rows(np.concatenate(tables).astype(np.float32, copy=False), rows, offsets,
+                              _joined_codes([p.table_codes for p in tb]))
+
+
+def _joined_codes(codes: Sequence[tuple[np.ndarray, np.ndarray] | None]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The parts' int8 codes and scales joined in order: kept only when every part has them."""
+    if any(c is None for c in codes):
+        return None
+    return (np.concatenate([c[0] for c in codes if c is not None]),
+            np.concatenate([c[1] for c in codes if c is not None]))
 
 
 def empty_batch(space: Space) -> Embedding:

@@ -212,10 +212,11 @@ class _WordTable:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
+        self.generation = -1
         self.clear()
 
     def clear(self) -> None:
-        self.generation = getattr(self, "generation", -1) + 1  # slots made before a clear mean nothing after
+        self.generation += 1  # slots made before a clear mean nothing after
         self.slots: dict[str, int] = {}
         self.by_token: dict[str, int] = {}  # HashingEmbedder's: token -> its content word's slot, -1
         self._words = 0
