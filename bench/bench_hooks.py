@@ -4,9 +4,13 @@
    _corpus.py, as a coding session's prompts, tool uses and replies, 50 a session), then each event
    --runs times as a process with its real budget: the first call of each event ("cold": after the
    store was written; the OS page cache is not dropped) and the others ("warm", p50 and max),
+   each answering in its own process (the resident reader off; SessionEnd's upkeep, which may go on
+   after the hook left, agents/upkeep.py, is waited for before the next call, and its end timed),
    against the event's budget; how many printed a context, how many settled for the quick answer
    (the full one late at 75% of the budget) and how many ran over. The floor is `python -c "import
-   engramdb.store"`: what any hook process pays before it reads a byte.
+   engramdb.store"`: what any hook process pays before it reads a byte. Then a session with the
+   resident reader: SessionStart (which starts it), then rounds of UserPromptSubmit, PreToolUse,
+   PostToolUse and Stop, each a new process (`resident_latency`).
 2. Replay: --replay prompts and tool uses (UserPromptSubmit and PostToolUse alternating, each
    marked) through the hooks in --workers parallel processes, into a project store of its own,
    while this process holds the writer's lock half of the time (--hold seconds on, then off, adding
@@ -133,7 +137,13 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
                 body = payload(event, cwd, "session-new", sentences[j], j)
             else:
                 body = payload(event, cwd, "session-new", queries[r * 7 + EVENTS.index(event)], r)
+            t = time.perf_counter()
             got.append(run_hook(event, store, body, env))
+            if event == "SessionEnd":  # its upkeep may go on after the hook left: the next call waits for it
+                while subprocess.run(["pgrep", "-f", f"engramdb.agents.upkeep {store}"], capture_output=True,
+                                     check=False).returncode == 0:
+                    time.sleep(0.05)
+                got[-1]["upkeep_s"] = round(time.perf_counter() - t, 1)
         warm = [g["ms"] for g in got[1:]]
         rows[event] = {"budget_ms": BUDGETS_MS[event], "cold_ms": round(got[0]["ms"]),
                        "warm_p50_ms": round(statistics.median(warm)) if warm else None,
@@ -142,42 +152,60 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
                        "over": sum(g["over"] for g in got), "runs": len(got),
                        "bad_rc": sum(g["rc"] != 0 for g in got),
                        "notes": sorted({g["stderr"] for g in got if g["stderr"]})[:3]}
+        if event == "SessionEnd":
+            rows[event]["upkeep_done_s"] = [g["upkeep_s"] for g in got]  # from the hook's start
         print(event, json.dumps(rows[event]), flush=True)
     out["events"] = rows
     out["resident"] = resident_latency(cwd, store, runs, sentences, memories)
-    print("PreToolUse with the resident", json.dumps(out["resident"]), flush=True)
+    print("a session with the resident", json.dumps(out["resident"]), flush=True)
     return out
 
 
+SESSION_EVENTS = ("UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")  # one round of a session
+
+
 def resident_latency(cwd: Path, store: Path, runs: int, sentences: list[str], memories: int) -> dict[str, Any]:
-    """PreToolUse as a session runs it with the resident reader (agents/resident.py): the first call
-    answers in its own process and starts the resident; then `4 * runs` calls, each a new process."""
+    """A session as an agent runs it with the resident reader (agents/resident.py): SessionStart
+    answers in its own process and starts the resident; then `2 * runs` rounds of a prompt, a tool
+    call before and after, and a reply (SESSION_EVENTS), each event a new process: the captures
+    (the prompt spooled by its hook, the tool use and the reply taken in by theirs) change the store
+    as a real session does, so the resident reopens in the background while it answers."""
     run_dir = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # a short path: a socket's is ~100 bytes at most
     env = {**_env(), "ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run_dir), "ENGRAMDB_DEBUG": "1"}
+    queries = sentences[memories:]
 
-    def body(r: int) -> dict[str, Any]:
-        j = 3 * (r * 31 % (memories // 3)) + 1
-        return payload("PreToolUse", cwd, "session-new", sentences[j], j)
+    def body(event: str, r: int) -> dict[str, Any]:
+        if event == "PreToolUse":  # a command run before: memories to find
+            j = 3 * (r * 31 % (memories // 3)) + 1
+            return payload(event, cwd, "session-resident", sentences[j], j)
+        return payload(event, cwd, "session-resident", queries[(r * 5 + SESSION_EVENTS.index(event)) % len(queries)], r)
 
+    got: dict[str, list[dict[str, Any]]] = {e: [] for e in SESSION_EVENTS}
     try:
-        first = run_hook("PreToolUse", store, body(0), env)
+        first = run_hook("SessionStart", store, payload("SessionStart", cwd, "session-resident", queries[0], 0), env)
         sock = next(iter(sorted((run_dir / "engramdb").glob("hooks-*.sock"))), None)
         t = time.perf_counter()
         while sock is None and time.perf_counter() - t < 60:
             time.sleep(0.05)
             sock = next(iter(sorted((run_dir / "engramdb").glob("hooks-*.sock"))), None)
         ready_s = round(time.perf_counter() - t, 2)
-        got = [run_hook("PreToolUse", store, body(r), env) for r in range(1, 4 * runs + 1)]
+        for r in range(1, 2 * runs + 1):
+            for event in SESSION_EVENTS:
+                got[event].append(run_hook(event, store, body(event, r), env))
     finally:
         subprocess.run(["pkill", "-f", f"engramdb.agents.resident {store}"], check=False)
         subprocess.run(["rm", "-rf", str(run_dir)], check=False)
-    ms = [g["ms"] for g in got]
-    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else ms * 19
-    return {"budget_ms": BUDGETS_MS["PreToolUse"], "first_ms": round(first["ms"]),
-            "resident_listening_after_s": ready_s, "calls": len(got),
-            "served": sum("answered by the resident" in g["stderr"] for g in got),
-            "p50_ms": round(statistics.median(ms)), "p95_ms": round(q[18]), "max_ms": round(max(ms)),
-            "printed": sum(g["printed"] for g in got), "over": sum(g["over"] for g in got)}
+    events = {}
+    for event, rows in got.items():
+        ms = [g["ms"] for g in rows]
+        q = statistics.quantiles(ms, n=20, method="inclusive") if len(ms) > 1 else ms * 19
+        events[event] = {"budget_ms": BUDGETS_MS[event], "calls": len(rows),
+                         "served": sum("answered by the resident" in g["stderr"] for g in rows),
+                         "p50_ms": round(statistics.median(ms)), "p95_ms": round(q[18]), "max_ms": round(max(ms)),
+                         "printed": sum(g["printed"] for g in rows), "over": sum(g["over"] for g in rows),
+                         "not_kept": sum("NOT kept" in g["stderr"] for g in rows)}
+    return {"session_start_ms": round(first["ms"]), "session_start_printed": first["printed"],
+            "resident_listening_after_s": ready_s, "events": events}
 
 
 class HeldWriter(threading.Thread):
@@ -271,11 +299,15 @@ def markdown(res: dict[str, Any]) -> str:
                      f"| {r['printed']}/{r['runs']} | {r['quick']}/{r['runs']} | {r['over']}/{r['runs']} |")
     rs = lat.get("resident")
     if rs:
-        lines += ["", (f"PreToolUse with the resident reader: the first call {rs['first_ms']} ms (answers in its "
-                       f"own process, starts the resident); then {rs['calls']} calls, each a new process, "
-                       f"{rs['served']} answered by the resident: p50 {rs['p50_ms']} / p95 {rs['p95_ms']} / max "
-                       f"{rs['max_ms']} ms (budget {rs['budget_ms']}); printed {rs['printed']}, over budget "
-                       f"{rs['over']}.")]
+        lines += ["", (f"A session with the resident reader: SessionStart {rs['session_start_ms']} ms (answers in its "
+                       f"own process, then starts the resident, listening {rs['resident_listening_after_s']} s "
+                       "later); then rounds of a prompt, a tool call (before and after) and a reply, each event a "
+                       "new process:"), "",
+                  "| event | budget ms | calls | answered by the resident | p50 ms | p95 ms | max ms | printed | over budget |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for event, r in rs["events"].items():
+            lines.append(f"| {event} | {r['budget_ms']:,} | {r['calls']} | {r['served']} | {r['p50_ms']} | "
+                         f"{r['p95_ms']} | {r['max_ms']} | {r['printed']} | {r['over']} |")
     rp = res.get("replay")
     if rp:
         lines += ["", (f"Replay: {rp['captures']:,} captures (UserPromptSubmit and PostToolUse alternating) in "

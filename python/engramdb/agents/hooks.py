@@ -11,8 +11,9 @@ Each event has a read (context for the agent) and/or a write, within its budget
 - PreToolUse (0.5 s): the few memories that match the tool call well (a plain search);
 - PostToolUse (3 s): capture the tool use (memory_type "hook": name, compact input, clipped
   response); Stop / SubagentStop (3 s): capture the assistant's last message (role "assistant");
-- SessionEnd (30 s): open as the writer (which ingests the spool), checkpoint, merge the small
-  segments captures leave, apply a consolidation run and refresh the namespace's topics.
+- SessionEnd (30 s): the writer's upkeep (agents/upkeep.py: ingest the spool, checkpoint, merge
+  the small segments captures leave, save the indexes, consolidate, refresh the namespace's topics)
+  in a process of its own, waited for up to a quarter of the budget, then left to finish on its own.
 Context goes to stdout as `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
 TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is nothing to say.
 
@@ -54,17 +55,15 @@ from typing import Any
 
 import engramdb
 
-from ..model.errors import InvalidMemory
-from ..model.memory import Memory, validate_memory
 from ..model.tuning import Tuning
-from ..storage import spool
-from ..storage.folder import classify, writer_active
+from ..storage.folder import writer_active
+from . import capture, upkeep
 from . import hook_events as ev
 from .hook_events import Payload
 from .resident_link import note as _note
 from .resident_link import print_context as _print_context
 from .resident_link import process_start as _process_start
-from .resident_link import start_wanted
+from .resident_link import start_wanted, want
 
 CHARS_PER_TOKEN = 4  # max_chars -> a context's max_tokens (English prose and code average 3-4)
 FALLBACK_AT = 0.75  # of the budget: print the quicker answer when the full one is not ready by then
@@ -236,20 +235,11 @@ def rescue_seconds(event: str) -> float:
 
 
 def _keep(run: _Run, store: Path) -> None:
-    """Spool the capture's records (checked with the writer's rules first), once per process: a
-    file of JSON, fsynced and renamed into place in milliseconds, with neither Arrow nor the store
-    opened. The spool is the capture's one path; whichever writer opens next takes it in, exactly
-    once (ids were given here)."""
+    """Spool the capture's records (capture.keep), once per process."""
     with run.keeping:
         if run.kept or not run.records:
             return
-        classify(store)  # a store, a new one or one being made; any other folder is refused untouched
-        limit = Tuning().max_content_bytes
-        for r in run.records:
-            validate_memory(Memory(**r))  # the writer's rules: a capture it would refuse is not acknowledged
-            if len(r["content"].encode("utf-8")) > limit:
-                raise InvalidMemory(f"content is {len(r['content'].encode()):,} bytes, over {limit:,}")
-        spool.put(store, run.records)
+        capture.keep(store, run.records)
         run.kept = True
 
 
@@ -285,6 +275,7 @@ def _rescue(run: _Run) -> str:
 # ---------------------------------------------------------------------------------- reads
 def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run, db: engramdb.Store) -> None:
     """The project's lite pack, under its topics when they come in time."""
+    want(store)  # a resident reader for the session's prompts and tool calls, started once this hook has answered
     db.search(ns, namespace=ns, k=1, log=False)  # warms the embedders, BM25 and the files' pages
     title = f"engramdb: what the memory of project '{ns}' holds"
     pack = db.importance.pack(ns, max_tokens=_tokens(max_chars))
@@ -326,15 +317,16 @@ def pre_tool_use(payload: Payload, store: Path, ns: str, max_chars: int, run: _R
 
 def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace: str | None,
                 max_chars: int, budget_s: float) -> tuple[str | None, str]:
-    """The read of `event` (one with a read and no capture) for its stdin `raw`, on `db`, a store
-    already open read-only (a resident reader's, agents/resident.py): the text the hook prints
-    (None: nothing to say) and the namespace it read. Raises HookInputError for stdin that is not
-    the event's JSON."""
+    """The read of `event` for its stdin `raw`, on `db`, a store already open read-only (a resident
+    reader's, agents/resident.py): the text the hook prints (None: nothing to say) and the
+    namespace it read. The event's capture, if it has one, is the hook process's (`capture_alone`).
+    Raises HookInputError for stdin that is not the event's JSON."""
     hook = HOOKS.get(event)
-    if hook is None or hook.read is None or hook.capture is not None:
+    if hook is None or hook.read is None:
         raise ev.HookInputError(f"{event!r} is not an event a resident reader answers")
     payload = ev.parse(raw, event)
     run = _Run(time.monotonic() + budget_s)
+    run.written.set()  # no write here to wait for
     ns = ev.namespace_of(namespace, payload)
     hook.read(payload, store, ns, max(0, max_chars), run, db)
     return (run.final if run.final_ready else run.quick), ns
@@ -342,41 +334,28 @@ def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace
 
 # ---------------------------------------------------------------------------------- writes
 def session_end(store: Path, ns: str) -> None:
-    """Upkeep as the writer: ingest the spool (opening does), fold the WAL, merge the small
-    segments, save the indexes, consolidate the namespace and refresh its topics. Left, with a note, to the
-    process holding the writer's lock when there is one.
-
-    It runs at every session's end, with nobody to review it, so its consolidation applies only
-    what changes no memory's content on the engine's own judgement: promotions (tier state) and
-    the purge of what a person forgot (or confirmed) past its 30 days, a person's choice. Archives
-    and compressions stay proposals (recorded in the run, `engramdb consolidate` lists them)
-    unless $ENGRAMDB_HOOK_CONSOLIDATE is "all"."""
+    """The writer's upkeep (agents/upkeep.py: ingest the spool, fold the WAL, merge the small
+    segments, save the indexes, consolidate, refresh the topics) in a process of its own, waited
+    for up to upkeep.WAIT_SHARE of the budget: what it said is said here; past that it finishes on
+    its own (the first upkeep of a store a script filled with 100,000 memories builds its tree and
+    topics: most of the budget) and the hook leaves."""
     if not store.is_dir():
         return
-    try:
-        db = engramdb.open(store, tuning=QUICK)
-    except engramdb.StoreLocked:
-        raise RuntimeError(f"{store} has another writer: the upkeep is left to it (captures stay spooled "
-                           "for it)") from None
-    every = os.environ.get("ENGRAMDB_HOOK_CONSOLIDATE", "").strip().lower() == "all"
-    with db:
-        db.admin.checkpoint()
-        db.admin.compact()
-        # the indexes saved: a hook's writer has no worker to make them, and without them every
-        # read-only open (the next session's hooks, the resident reader) builds BM25 and the trees
-        # in memory first: seconds at 100,000 memories, past every read's budget
-        db.admin.build_index()
-        db.lifecycle.consolidate(namespace=ns, dry_run=False, steps=None if every else ("promote", "purge"))
-        db.topics(ns)
+    proc = upkeep.start(store, ns)
+    status, said = upkeep.wait(proc, _process_start() + upkeep.WAIT_SHARE * ev.budget_ms("SessionEnd") / 1000)
+    if status is None:
+        return  # still working, on its own: nothing went wrong so far, and nothing is lost if it stops
+    if status != 0 or said:
+        raise RuntimeError(said or f"the upkeep process ended with status {status}")
 
 
 HOOKS = {
     "SessionStart": _Hook(read=session_start),
-    "UserPromptSubmit": _Hook(read=user_prompt_submit, capture=ev.prompt_record),
+    "UserPromptSubmit": _Hook(read=user_prompt_submit, capture=capture.CAPTURES["UserPromptSubmit"]),
     "PreToolUse": _Hook(read=pre_tool_use),
-    "PostToolUse": _Hook(capture=ev.tool_record),
-    "Stop": _Hook(capture=ev.reply_record),
-    "SubagentStop": _Hook(capture=ev.reply_record),
+    "PostToolUse": _Hook(capture=capture.CAPTURES["PostToolUse"]),
+    "Stop": _Hook(capture=capture.CAPTURES["Stop"]),
+    "SubagentStop": _Hook(capture=capture.CAPTURES["SubagentStop"]),
     "SessionEnd": _Hook(upkeep=session_end),
 }
 

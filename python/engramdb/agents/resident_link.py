@@ -2,14 +2,16 @@
 
 A hook is a new process for every event, and a cold process pays for its imports (numpy, Arrow and
 the engine: about 300 ms on a 2-core machine) and for opening the store (650 ms read-only at
-100,000 memories) before it can search: more than PreToolUse's whole 500 ms budget. So the read
-of the events listed in RESIDENT_EVENTS is served by a resident reader (agents/resident.py): one
-process per store folder that holds the store open read-only and answers over a Unix socket. The
-hook process then imports only the standard library, sends the event's stdin to the resident, and
-prints its answer (tens of milliseconds). The first such event of a session finds no resident: it
-answers the usual way (hooks.py, in this process) and starts one, detached, for the next events;
-the resident leaves after ENGRAMDB_HOOK_RESIDENT_IDLE_S seconds without a request (600 by
-default), when its store folder goes, or when it cannot reopen the store.
+100,000 memories) before it can search: more than PreToolUse's whole 500 ms budget, and over a
+second for the context UserPromptSubmit gives every prompt. So the read of the events listed in
+RESIDENT_EVENTS is served by a resident reader (agents/resident.py): one process per store folder
+that holds the store open read-only and answers over a Unix socket. The hook process then imports
+only the standard library, sends the event's stdin to the resident, and prints its answer (tens of
+milliseconds). SessionStart, which answers in its own process from a fresh snapshot, starts one,
+detached, once it has answered (`want`), so a session's first prompt finds it ready; an event that
+finds none answers the usual way (hooks.py, in this process) and starts one for the next events.
+The resident leaves after ENGRAMDB_HOOK_RESIDENT_IDLE_S seconds without a request (600 by default),
+when its store folder goes, or when it cannot reopen the store.
 
 The socket is in a folder only the user may enter: $XDG_RUNTIME_DIR/engramdb, else
 <tmp>/engramdb-<uid>, made with mode 0700; a folder that is not the user's own, is a symlink, or
@@ -17,11 +19,14 @@ that others may enter is not used (the hook answers the usual way). The socket's
 the store folder's real path, so one resident serves one store. ENGRAMDB_HOOK_RESIDENT=0 turns the
 resident off (every hook answers in its own process, as before).
 
-Writes never go through the resident: a capture is spooled by the hook process itself (hooks.py).
-The resident reads what the writer acknowledged before its last reopen: it looks at the folder
-before each request and reopens in the background when a writer changed it, so an answer may miss
-the last write or two (a PreToolUse's few related memories; UserPromptSubmit and SessionStart
-answer in their own process from a fresh snapshot).
+Writes never go through the resident: a capture is spooled by the hook process itself, after the
+resident answered (CAPTURING: UserPromptSubmit keeps the prompt; hooks.capture_alone, which imports
+the engine's record rules but neither numpy nor Arrow), and taken in by the next writer (a capture
+event's hook, SessionEnd's upkeep, any process that opens the store to write). The resident reads
+what the writer acknowledged before its last reopen: it looks at the folder before each request and
+reopens in the background when a writer changed it, so an answer may miss the last write or two.
+For a prompt's context those are the current session's last turns, which the agent holds in its
+own conversation already; the memory it adds is what earlier sessions said.
 """
 
 from __future__ import annotations
@@ -41,14 +46,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESIDENT_EVENTS = ("PreToolUse",)  # the reads a resident serves (frequent, and a budget under a second)
+RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
+CAPTURING = ("UserPromptSubmit",)  # ... whose hook also keeps a capture: spooled by the hook process itself
+CAPTURE_SHARE = 0.25  # of such an event's budget, kept back from the resident's answer for the capture
 ENV_SWITCH = "ENGRAMDB_HOOK_RESIDENT"  # "0" (or "off", "no", "false"): no resident
 ENV_IDLE = "ENGRAMDB_HOOK_RESIDENT_IDLE_S"
 IDLE_S = 600.0  # a resident leaves after this long without a request
 REQUEST_BYTES = 32 * 1024 * 1024  # a request at most (a Write's PreToolUse carries the file it writes)
 SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on macOS, with the final NUL)
 STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
-_BUDGET_MS = 500  # PreToolUse's (hook_events.BUDGETS_MS), unless $ENGRAMDB_HOOK_BUDGET_MS says
+_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000}  # as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
 _PROCESS_AGE_LIMIT_S = 60.0
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
 
@@ -236,13 +243,32 @@ def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
     return event, values["path"], values["namespace"], max_chars
 
 
-def _budget_s() -> float:
+def _budget_s(event: str) -> float:
     raw = os.environ.get("ENGRAMDB_HOOK_BUDGET_MS", "").strip()
     try:
         value = int(raw) if raw else 0
     except ValueError:
         value = 0
-    return (value if value > 0 else _BUDGET_MS) / 1000
+    return (value if value > 0 else _BUDGETS_MS[event]) / 1000
+
+
+def want(store: Path) -> None:
+    """Start a resident reader for `store` once this hook has answered (`start_wanted`), unless the
+    resident is off: SessionStart asks for one, so a session's first prompt and tool call find it
+    ready (spawn does nothing when one serves already)."""
+    if enabled() and store.is_dir():
+        _wanted.append(store)
+
+
+def _capture(event: str, raw: str, path: str | None, namespace: str | None) -> None:
+    """Keep the capture of a CAPTURING event whose read the resident answered: spooled by this
+    process (the resident writes nothing), taken in by the next writer. Imports the hooks' capture
+    path (the standard library and the engine's record rules: no numpy, no Arrow)."""
+    from .capture import capture_alone
+
+    why = capture_alone(event, raw, path, namespace)
+    if why:
+        note(event, why)
 
 
 def fast_hook(argv: list[str]) -> int | None:
@@ -256,7 +282,9 @@ def fast_hook(argv: list[str]) -> int | None:
     if options is None:
         return None
     event, path, namespace, max_chars = options
-    deadline = process_start() + _budget_s()
+    budget = _budget_s(event)
+    deadline = process_start() + budget
+    reserve = CAPTURE_SHARE * budget if event in CAPTURING else 0.0
     raw = sys.stdin.read() if sys.stdin is not None and not sys.stdin.isatty() else ""
     sys.stdin = io.StringIO(raw)  # the usual way reads it again
     try:
@@ -278,11 +306,13 @@ def fast_hook(argv: list[str]) -> int | None:
         return None
     request = {"event": event, "stdin": raw, "store": os.path.realpath(store),
                "namespace": namespace or os.environ.get("ENGRAMDB_NAMESPACE") or None, "max_chars": max_chars,
-               "budget_s": max(0.0, deadline - time.monotonic())}
+               "budget_s": max(0.0, deadline - reserve - time.monotonic())}
     try:
-        answer = ask(sock_path, request, max(0.001, deadline - time.monotonic()))
+        answer = ask(sock_path, request, max(0.001, deadline - reserve - time.monotonic()))
     except TimeoutError:
-        note(event, f"over its {round(_budget_s() * 1000)} ms budget: nothing printed (the resident reader was late)")
+        note(event, f"over its {round(budget * 1000)} ms budget: nothing printed (the resident reader was late)")
+        if event in CAPTURING:
+            _capture(event, raw, path, namespace)
         return 0
     except (OSError, ValueError) as exc:
         note(event, f"the resident reader failed ({type(exc).__name__}: {exc}): answered without it")
@@ -299,10 +329,12 @@ def fast_hook(argv: list[str]) -> int | None:
         print_context(event, text)
     for line in answer.get("notes") or []:
         note(event, str(line))
+    if event in CAPTURING:  # after the read, as a hook answering alone keeps it: not its own best match
+        _capture(event, raw, path, namespace)
     if os.environ.get("ENGRAMDB_DEBUG"):
         note(event, f"answered by the resident reader (pid {answer.get('pid')})")
     return 0
 
 
-__all__ = ["RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "note", "print_context",
-           "process_start", "socket_for", "spawn", "start_wanted"]
+__all__ = ["CAPTURING", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "note", "print_context",
+           "process_start", "socket_for", "spawn", "start_wanted", "want"]

@@ -1,0 +1,117 @@
+"""A session's end-of-session upkeep, in a process of its own (what the SessionEnd hook starts).
+
+SessionEnd (hooks.py) runs this as `python -m engramdb.agents.upkeep STORE NAMESPACE`, detached
+from the hook (a session of its own, so it outlives the hook and the agent that ran it), and waits
+for it up to WAIT_SHARE of the event's budget. On a store of thousands of memories it is done long
+before that and the hook says what it said. On a store a script filled with 100,000 memories and
+closed before its worker saved the indexes, the first writer builds the hierarchy tree and the
+topics: 20-30 s, most of SessionEnd's 30 s budget, at the end of a session a person is waiting to
+leave. Then the hook leaves at WAIT_SHARE and this process finishes the work on its own, as `git gc
+--auto` detaches: the store is crash-safe at every step, and the work is the writer's, under the
+writer's lock, whichever process holds it.
+
+The upkeep, as the writer: ingest the spool (opening does), fold the WAL, merge the small segments,
+save the indexes, consolidate the namespace and refresh its topics. Left, with a note, to the
+process holding the writer's lock when there is one. It runs at every session's end, with nobody to
+review it, so its consolidation applies only what changes no memory's content on the engine's own
+judgement: promotions (tier state) and the purge of what a person forgot (or confirmed) past its 30
+days, a person's choice. Archives and compressions stay proposals (recorded in the run, `engramdb
+consolidate` lists them) unless $ENGRAMDB_HOOK_CONSOLIDATE is "all".
+
+What goes wrong is said on stderr (the hook passes it on while it waits) and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .hook_process import without_unused_imports
+
+if __name__ == "__main__":  # pyarrow would import pandas for nothing (hook_process.py)
+    without_unused_imports()
+
+import engramdb
+
+from ..model.tuning import Tuning
+
+WAIT_SHARE = 0.25  # of SessionEnd's budget: how long the hook waits for the upkeep before it leaves it running
+# a hook's writer lives for one upkeep: the indexes are built by build_index below, not by a
+# background worker whose job close() would wait for
+QUICK = Tuning(background=False)
+CONSOLIDATE_ENV = "ENGRAMDB_HOOK_CONSOLIDATE"
+
+
+class StoreBusy(RuntimeError):
+    """Another process holds the store's writer lock: the upkeep is left to it."""
+
+
+def upkeep(store: Path, namespace: str) -> None:
+    """The upkeep of `namespace` in the store at `store`, as its writer (see the module docstring).
+    Raises StoreBusy when another process is the writer."""
+    if not store.is_dir():
+        return
+    try:
+        db = engramdb.open(store, tuning=QUICK)
+    except engramdb.StoreLocked:
+        raise StoreBusy(f"{store} has another writer: the upkeep is left to it (captures stay spooled "
+                        "for it)") from None
+    every = os.environ.get(CONSOLIDATE_ENV, "").strip().lower() == "all"
+    with db:
+        db.admin.checkpoint()
+        db.admin.compact()
+        # the indexes saved: without them every read-only open (the next session's hooks, the
+        # resident reader) builds BM25 and the trees in memory first: seconds at 100,000 memories
+        db.admin.build_index()
+        db.lifecycle.consolidate(namespace=namespace, dry_run=False, steps=None if every else ("promote", "purge"))
+        db.topics(namespace)
+
+
+def start(store: Path, namespace: str) -> subprocess.Popen[bytes]:
+    """This module's process for `store` and `namespace`, detached (a session of its own), its stderr
+    on a pipe the caller reads while it waits."""
+    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.upkeep", os.fspath(store), namespace],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, close_fds=True)
+
+
+def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
+    """(exit status, what it said on stderr) of `proc` once it ended; (None, "") when it still runs
+    at `deadline` (on `time.monotonic`'s clock): it is then left to finish on its own."""
+    try:
+        _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, err.decode("utf-8", "replace").strip()
+
+
+def _say(message: str) -> None:
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:  # the hook left: nobody reads the pipe any more, and the work goes on
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m engramdb.agents.upkeep STORE NAMESPACE`: 0 when done, 1 with a line on stderr."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        _say("usage: python -m engramdb.agents.upkeep STORE NAMESPACE")
+        return 2
+    try:
+        upkeep(Path(args[0]), args[1])
+    except Exception as exc:  # noqa: BLE001 - said, with its kind: the hook passes it on
+        _say(f"{type(exc).__name__}: {' '.join(str(exc).split())}" if not isinstance(exc, StoreBusy) else str(exc))
+        return 1
+    return 0
+
+
+__all__ = ["WAIT_SHARE", "StoreBusy", "main", "start", "upkeep", "wait"]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

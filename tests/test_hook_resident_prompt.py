@@ -1,0 +1,178 @@
+"""A session through the resident reader (agents/resident_link.py): SessionStart answers in its own
+process and starts the resident, so the session's prompts are answered by it (UserPromptSubmit's
+context, in tens of milliseconds at any store size) while the hook process itself spools the
+prompt; and SessionEnd's upkeep runs in a process of its own (agents/upkeep.py) that finishes its
+work after the hook left at its share of the budget. Real hook processes and a real resident;
+$ENGRAMDB_DEBUG makes a hook say when the resident answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import engramdb
+import pytest
+from engramdb.agents.resident_link import socket_for
+
+NS = "proj"
+SERVED = "answered by the resident reader"
+FACTS = ["The deploy script lives in scripts/deploy.sh and needs AWS_PROFILE set.",
+         "Run pytest with -x to stop at the first failure.",
+         "The database migrations are in alembic/versions."]
+PROMPT = "How do I run the deploy script?"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A project folder with a store of three facts, and its hooks' environment (the resident on, a
+    runtime folder of its own); every resident or upkeep process of its store is stopped after."""
+    cwd = tmp_path / "proj"
+    with engramdb.open(cwd / ".engramdb") as db:
+        for fact in FACTS:
+            db.add(fact, namespace=NS, session_id="earlier")
+    run = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # short: a Unix socket's path is at most ~100 bytes
+    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAMDB_PATH", "ENGRAMDB_NAMESPACE")}
+    env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
+                "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "120000"})
+    yield cwd, env
+    for pid in _processes(cwd / ".engramdb", b"engramdb.agents.resident") + _processes(cwd / ".engramdb",
+                                                                                     b"engramdb.agents.upkeep"):
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def _processes(store: Path, module: bytes) -> list[int]:
+    """The pids of the processes running `module` for `store` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_bytes()
+        except OSError:
+            continue
+        if module in cmd and os.fsencode(os.path.realpath(store)) in cmd and b") Z" not in state:
+            out.append(int(entry.name))
+    return out
+
+
+def _hook(event: str, cwd: Path, env: dict[str, str], **fields: object) -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": "s1", "cwd": str(cwd), "hook_event_name": event, **fields}
+    return subprocess.run([sys.executable, "-m", "engramdb", "hook", event, "--namespace", NS],
+                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=180,
+                          check=False)
+
+
+def _text(proc: subprocess.CompletedProcess[str], event: str) -> str:
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == event
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(text, str) and text
+    return text
+
+
+def _wait(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _listening(store: Path, env: dict[str, str]) -> bool:
+    old = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
+    try:
+        sock = socket_for(store)
+    finally:
+        if old is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = old
+    assert sock is not None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(sock))
+        except OSError:
+            return False
+    return True
+
+
+def _prompts(store: Path) -> list[engramdb.Memory]:
+    with engramdb.open(store) as db:  # the writer: takes the spool in
+        return [m for m in db.list(NS, limit=1_000) if m.content == PROMPT]
+
+
+def test_session_start_starts_the_resident_and_it_answers_the_prompts(project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    store = cwd / ".engramdb"
+    start = _hook("SessionStart", cwd, env, source="startup")
+    assert "scripts/deploy.sh" in _text(start, "SessionStart") and SERVED not in start.stderr
+    assert _wait(lambda: _listening(store, env)), "SessionStart started no resident"
+    served = _hook("UserPromptSubmit", cwd, env, prompt=PROMPT)
+    assert SERVED in served.stderr, served.stderr
+    text = _text(served, "UserPromptSubmit")
+    assert "scripts/deploy.sh" in text
+    # the same context as a hook answering alone (the resident's snapshot is the store as it is:
+    # the prompt the resident's hook kept is in the spool, not read by either)
+    alone = _hook("UserPromptSubmit", cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}, prompt=PROMPT)
+    assert SERVED not in alone.stderr and _text(alone, "UserPromptSubmit") == text
+    # each hook kept its prompt once: the resident's hook by spooling it itself
+    kept = _prompts(store)
+    assert len(kept) == 2 and len({m.id for m in kept}) == 2
+    assert all((m.role, m.memory_type, m.session_id) == ("user", "turn", "s1") for m in kept)
+
+
+def test_a_prompt_the_resident_answers_late_is_still_kept(project: tuple[Path, dict[str, str]]) -> None:
+    """A resident that does not answer within the budget (here: a socket that accepts and never
+    replies) leaves the hook printing nothing, and the prompt is kept all the same."""
+    cwd, env = project
+    store = cwd / ".engramdb"
+    old = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
+    try:
+        sock = socket_for(store)
+    finally:
+        if old is None:
+            del os.environ["XDG_RUNTIME_DIR"]
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = old
+    assert sock is not None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mute:
+        mute.bind(str(sock))
+        mute.listen(8)
+        late = _hook("UserPromptSubmit", cwd, {**env, "ENGRAMDB_HOOK_BUDGET_MS": "3000"}, prompt=PROMPT)
+    assert (late.returncode, late.stdout) == (0, "")
+    assert "the resident reader was late" in late.stderr and "NOT kept" not in late.stderr
+    [kept] = _prompts(store)
+    assert kept.role == "user"
+
+
+def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: tuple[Path, dict[str, str]]) -> None:
+    """With a budget too short for the upkeep (its process alone imports the engine for longer
+    than a quarter of 0.4 s), the hook leaves, says nothing, and the upkeep process finishes the
+    work after it: the spooled prompt taken in, the indexes saved."""
+    cwd, env = project
+    store = cwd / ".engramdb"
+    quiet = {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}
+    _hook("UserPromptSubmit", cwd, quiet, prompt=PROMPT)
+    end = _hook("SessionEnd", cwd, {**quiet, "ENGRAMDB_HOOK_BUDGET_MS": "400"}, reason="exit")
+    assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
+    assert _processes(store, b"engramdb.agents.upkeep"), "the upkeep did not go on after the hook left"
+    assert _wait(lambda: not _processes(store, b"engramdb.agents.upkeep"), 120)
+    with engramdb.open(store, read_only=True) as reader:
+        assert [m.content for m in reader.list(NS, limit=100) if m.content == PROMPT] == [PROMPT]
+        reader.search("deploy", namespace=NS, log=False)
+        assert reader.stats()["index_files"].get("bm25-lexical") == "adopted", reader.stats()["index_files"]
