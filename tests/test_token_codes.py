@@ -73,6 +73,24 @@ def test_codes_that_do_not_belong_to_the_tokens_are_not_written() -> None:
     assert to_arrow(SPACE, checked).equals(to_arrow(SPACE, TokenBatch(checked.tokens, checked.offsets)))
 
 
+def test_a_float64_past_float32s_range_is_refused_by_name_without_a_numpy_warning() -> None:
+    """A caller's float64 vector holding 1e300 became inf in the cast to float32, and numpy's
+    "overflow encountered in cast" RuntimeWarning came out before the SpaceError that names it."""
+    import warnings
+
+    dense = default_schema()["dense"]
+    x = np.full((2, dense.dim), 0.01)
+    x[1, 3] = 1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SpaceError, match="row 1 contains NaN or inf"):
+            dense.check(x, 2)
+        t = np.full((2, SPACE.dim), 0.01)
+        t[1, 0] = -1e300
+        with pytest.raises(SpaceError, match="tokens contain NaN or inf"):
+            SPACE.check(TokenBatch(t, np.array([0, 2], np.int64)), 1)
+
+
 def test_a_nan_is_named_before_an_overflowing_row_and_either_refused() -> None:
     """Space.check reads the values once when they are sound (a NaN or inf makes its row's squared
     length non-finite too); the faults are still told apart and named as before."""

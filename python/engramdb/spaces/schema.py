@@ -99,7 +99,7 @@ class Space:
                 arr = arr[None, :]
             if arr.shape != (n, self.dim):
                 raise SpaceError(f"{where} must have shape ({n}, {self.dim}), got {arr.shape}")
-            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            arr = _float32(arr)
             _finite(where, arr, rows=True)
             return arr
         if self.kind == "binary":
@@ -116,7 +116,7 @@ class Space:
                 raise SpaceError(f"{where} must be a SparseBatch, got {type(value).__name__}")
             ip = np.asarray(value.indptr, dtype=np.int64)
             ids = np.asarray(value.indices)
-            w = np.asarray(value.weights, dtype=np.float32)
+            w = _float32(np.asarray(value.weights))
             if ip.shape != (n + 1,) or ip[0] != 0 or (np.diff(ip) < 0).any() or ip[-1] != ids.shape[0]:
                 raise SpaceError(f"{where}: indptr must rise from 0 to len(indices) over {n + 1} entries")
             if ids.dtype.kind not in "iu" or w.shape != ids.shape:
@@ -145,7 +145,7 @@ class Space:
             raise SpaceError(f"{where}: tokens must be float of shape (T, {self.dim}), got {tok.dtype} {tok.shape}")
         if off.shape != (n + 1,) or off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != tok.shape[0]:
             raise SpaceError(f"{where}: offsets must rise from 0 to len(tokens) over {n + 1} entries")
-        tok = np.ascontiguousarray(tok, dtype=np.float32)
+        tok = _float32(tok)
         _finite(where, tok, rows=False)
         # the embedder's own int8 codes ride along only with the very tokens they were made from
         return TokenBatch(tok, off, value.codes if tok is value.tokens else None)
@@ -164,10 +164,17 @@ class Space:
             raise SpaceError(f"{where}: token rows must be integers within the table's {len(tab)} rows")
         if off.shape != (n + 1,) or off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
             raise SpaceError(f"{where}: offsets must rise from 0 to len(tokens) over {n + 1} entries")
-        tab32 = np.ascontiguousarray(tab, dtype=np.float32)
+        tab32 = _float32(tab)
         _finite(where, tab32, rows=False)  # a table row no token uses is one of the embedder's: checked too
         return TokenBatch.of_rows(tab32, rows.astype(np.int64, copy=False), off,
                                   value.table_codes if tab32 is value.table else None)
+
+
+def _float32(arr: np.ndarray) -> np.ndarray:
+    """`arr` as C-contiguous float32 (itself when it is one). A float64 beyond float32's range becomes
+    inf silently: `_finite` then refuses it by name, without numpy's overflow warning first."""
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(arr, dtype=np.float32)
 
 
 def _finite(where: str, arr: np.ndarray, rows: bool) -> None:
