@@ -161,18 +161,21 @@ def test_a_prompt_the_resident_answers_late_is_still_kept(project: tuple[Path, d
 
 
 def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: tuple[Path, dict[str, str]]) -> None:
-    """With a budget too short for the upkeep (its process alone imports the engine for longer
-    than a quarter of 0.4 s), the hook leaves, says nothing, and the upkeep process finishes the
-    work after it: the spooled prompt taken in, the indexes saved."""
+    """With a budget too short for the upkeep (3,000 memories to index, topics to compute, in a
+    process that first imports the engine: seconds, past a quarter of 3 s), the hook leaves, says
+    nothing, and the upkeep process finishes the work after it: the prompt in, the indexes saved."""
     cwd, env = project
     store = cwd / ".engramdb"
+    with engramdb.open(store) as db:
+        db.add_many([{"content": f"note {i}: the build step {i % 37} writes artefact {i % 101} to dist/",
+                      "namespace": NS, "session_id": f"s{i // 50}"} for i in range(3_000)])
     quiet = {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}
     _hook("UserPromptSubmit", cwd, quiet, prompt=PROMPT)
-    end = _hook("SessionEnd", cwd, {**quiet, "ENGRAMDB_HOOK_BUDGET_MS": "400"}, reason="exit")
+    end = _hook("SessionEnd", cwd, {**quiet, "ENGRAMDB_HOOK_BUDGET_MS": "3000"}, reason="exit")
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
     assert _processes(store, b"engramdb.agents.upkeep"), "the upkeep did not go on after the hook left"
     assert _wait(lambda: not _processes(store, b"engramdb.agents.upkeep"), 120)
     with engramdb.open(store, read_only=True) as reader:
-        assert [m.content for m in reader.list(NS, limit=100) if m.content == PROMPT] == [PROMPT]
+        assert [m.content for m in reader.list(NS, limit=10_000) if m.content == PROMPT] == [PROMPT]
         reader.search("deploy", namespace=NS, log=False)
         assert reader.stats()["index_files"].get("bm25-lexical") == "adopted", reader.stats()["index_files"]

@@ -44,20 +44,22 @@ def keep(store: Path, records: list[dict[str, Any]]) -> None:
     spool.put(store, records)
 
 
-def capture_alone(event: str, raw: str, path: str | None, namespace: str | None) -> str | None:
-    """Spool `event`'s capture for its stdin `raw` when its read was answered elsewhere (a resident
-    reader), as the hook answering alone would (the same record, the same rules, the same spool),
-    without opening the store. None when kept (or nothing to keep), else what went wrong, with the
-    count."""
+def capture_alone(event: str, obj: Any, path: str | None, namespace: str | None) -> str | None:
+    """Spool `event`'s capture for its stdin, read as JSON (`obj`), when its read was answered
+    elsewhere (a resident reader), as the hook answering alone would (the same record, the same
+    rules, the same spool), without opening the store. None when kept (or nothing to keep), else
+    what went wrong, with the count."""
     make = CAPTURES.get(event)
     if make is None:
         return None
     try:
-        payload = ev.parse(raw, event)
+        payload = ev.payload_of(obj, event)
         store = ev.store_path(path, payload)
         record = make(payload, ev.namespace_of(namespace, payload))
     except ev.HookInputError as exc:
-        return str(exc)
+        return f"1 capture NOT kept ({exc})"
+    except Exception as exc:  # noqa: BLE001 - whatever the input does to the record's making: said, never raised
+        return f"1 capture NOT kept ({type(exc).__name__}: {' '.join(str(exc).split())})"
     if record is None:
         return None
     record["id"] = uuid.uuid4().hex

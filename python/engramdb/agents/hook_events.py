@@ -104,6 +104,13 @@ def parse(raw: str, event: str) -> Payload:
         obj = json.loads(raw)
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON ({exc})") from None
+    except RecursionError:  # nested past the parser's depth (which depends on the stack at hand)
+        raise HookInputError("stdin is JSON nested too deeply to read") from None
+    return payload_of(obj, event)
+
+
+def payload_of(obj: Any, event: str) -> Payload:
+    """`parse` of stdin already read as JSON (`obj`): the same checks past the JSON's own."""
     if not isinstance(obj, dict):
         raise HookInputError(f"stdin is JSON but not an object ({type(obj).__name__})")
     named = obj.get("hook_event_name")

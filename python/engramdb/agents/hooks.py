@@ -63,7 +63,7 @@ from .hook_events import Payload
 from .resident_link import note as _note
 from .resident_link import print_context as _print_context
 from .resident_link import process_start as _process_start
-from .resident_link import start_wanted, want
+from .resident_link import read_stdin, start_wanted, want
 
 CHARS_PER_TOKEN = 4  # max_chars -> a context's max_tokens (English prose and code average 3-4)
 FALLBACK_AT = 0.75  # of the budget: print the quicker answer when the full one is not ready by then
@@ -181,7 +181,7 @@ def _work(run: _Run, event: str, path: str | None, namespace: str | None, max_ch
     hook = HOOKS[event]
     writing = False
     try:
-        payload = ev.parse(sys.stdin.read() if not sys.stdin.isatty() else "", event)
+        payload = ev.parse(read_stdin(), event)
         store = ev.store_path(path, payload)
         ns = ev.namespace_of(namespace, payload)
         record = hook.capture(payload, ns) if hook.capture is not None else None
@@ -345,8 +345,10 @@ def session_end(store: Path, ns: str) -> None:
     status, said = upkeep.wait(proc, _process_start() + upkeep.WAIT_SHARE * ev.budget_ms("SessionEnd") / 1000)
     if status is None:
         return  # still working, on its own: nothing went wrong so far, and nothing is lost if it stops
-    if status != 0 or said:
+    if status != 0:
         raise RuntimeError(said or f"the upkeep process ended with status {status}")
+    for line in said.splitlines():  # done, with a warning on the way (a copied store's new id): said as it is
+        _note("SessionEnd", line)
 
 
 HOOKS = {
@@ -427,7 +429,8 @@ def _leave(event: str, message: str | None) -> None:
     if message:
         _note(event, message)
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except OSError:
         pass
     os._exit(0)

@@ -44,7 +44,7 @@ import engramdb
 from ..storage.folder import MARKER, fingerprint
 from .hook_events import HookInputError
 from .hooks import served_read
-from .resident_link import REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
+from .resident_link import REFUSED, REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
 
 POLL_S = 2.0  # how often an idle resident looks at its store folder and its idle time
 READ_TIMEOUT_S = 5.0  # a request must arrive whole within this (all of it, however it is sent)
@@ -127,7 +127,7 @@ class Resident:
             ("max_chars", isinstance(max_chars, int) and not isinstance(max_chars, bool)),
             ("budget_s", isinstance(budget, (int, float)) and not isinstance(budget, bool))) if not ok]
         if problems:
-            return {"text": None, "notes": [f"the resident reader refused the request: bad {', '.join(problems)}"],
+            return {"text": None, "notes": [f"{REFUSED}: bad {', '.join(problems)}"],
                     "pid": os.getpid()}
         assert isinstance(event, str) and isinstance(raw, str) and isinstance(max_chars, int)
         assert isinstance(budget, (int, float))
@@ -198,7 +198,7 @@ class _Server:
                 try:
                     request = _receive(conn, time.monotonic() + READ_TIMEOUT_S)
                 except (OSError, ValueError) as exc:
-                    _reply(conn, {"text": None, "notes": [f"the resident reader refused the request: {exc}"],
+                    _reply(conn, {"text": None, "notes": [f"{REFUSED}: {exc}"],
                                   "pid": os.getpid()})
                     return
                 with self.lock:

@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
+PROTOCOL = 2  # the request and answer's form: raised when it changes (it names the socket, with RESIDENT_EVENTS)
+REFUSED = "the resident reader refused the request"  # how a resident (of any release) begins a refusal
 CAPTURING = ("UserPromptSubmit",)  # ... whose hook also keeps a capture: spooled by the hook process itself
 CAPTURE_SHARE = 0.25  # of such an event's budget, kept back from the resident's answer for the capture
 ENV_SWITCH = "ENGRAMDB_HOOK_RESIDENT"  # "0" (or "off", "no", "false"): no resident
@@ -95,7 +97,10 @@ def socket_for(store: Path) -> Path | None:
     folder = runtime_folder()
     if folder is None:
         return None
-    key = hashlib.sha256(os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    # what the resident serves is in the name: a resident of an earlier release (which served fewer
+    # events, and refused the others) is never asked; it leaves when idle
+    served = f"{PROTOCOL}:{','.join(RESIDENT_EVENTS)}\0".encode()
+    key = hashlib.sha256(served + os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
     path = folder / f"hooks-{key}.sock"
     return path if len(os.fsencode(path)) <= SOCKET_PATH_BYTES else None
 
@@ -160,11 +165,19 @@ def spawn(store: Path) -> None:
         subprocess.Popen([sys.executable, "-m", "engramdb.agents.resident", os.path.realpath(store),
                           "--lock-fd", str(lock_fd)],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True, pass_fds=(lock_fd,))
+                         start_new_session=True, close_fds=True, pass_fds=(lock_fd,), **module_run())
     except OSError:
         pass  # no resident: the next hook answers the usual way and tries again
     finally:
         os.close(lock_fd)  # the resident holds the lock through its own copy
+
+
+def module_run() -> dict[str, Any]:
+    """Popen's settings for `python -m engramdb...` started from a hook: `-m` puts the working
+    folder first on sys.path, and a hook runs in the user's project, whose `token.py` or `json.py`
+    would shadow the standard library's (and run) in our process; so it runs from the filesystem's
+    root, with $PYTHONSAFEPATH set too (Python 3.11+) and the project's $PYTHONPATH kept."""
+    return {"cwd": os.path.abspath(os.sep), "env": {**os.environ, "PYTHONSAFEPATH": "1"}}
 
 
 _wanted: list[Path] = []  # the store whose hook found no resident: one is started after the answer
@@ -178,9 +191,11 @@ def start_wanted() -> None:
 
 
 def print_context(event: str, text: str) -> None:
-    """The hook's answer on stdout, as Claude Code reads it."""
+    """The hook's answer on stdout, as Claude Code reads it (nowhere when stdout is closed)."""
     body = json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
                       ensure_ascii=False)
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.write(body + "\n")
         sys.stdout.flush()
@@ -189,11 +204,28 @@ def print_context(event: str, text: str) -> None:
 
 
 def note(event: str, message: str) -> None:
-    """One line on stderr, as every hook says what went wrong."""
+    """One line on stderr, as every hook says what went wrong (nowhere when stderr is closed: print
+    would write it to stdout, beside the answer)."""
+    if sys.stderr is None:
+        return
     try:
         print(f"engramdb hook {event}: {message}", file=sys.stderr, flush=True)
     except OSError:
         pass
+
+
+def read_stdin() -> str:
+    """The hook's stdin, whole, as text: UTF-8, undecodable bytes kept as lone surrogates (the
+    hook's parse mends them), whatever the locale's encoding and error handler say; "" for a
+    terminal or a closed stdin."""
+    stream = sys.stdin
+    if stream is None or stream.isatty():
+        return ""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:  # a text stream of its own (what fast_hook hands back)
+        return stream.read()
+    data: bytes = raw.read()
+    return data.decode("utf-8", "surrogateescape")
 
 
 def process_start() -> float:
@@ -260,13 +292,13 @@ def want(store: Path) -> None:
         _wanted.append(store)
 
 
-def _capture(event: str, raw: str, path: str | None, namespace: str | None) -> None:
+def _capture(event: str, payload: dict[str, Any], path: str | None, namespace: str | None) -> None:
     """Keep the capture of a CAPTURING event whose read the resident answered: spooled by this
     process (the resident writes nothing), taken in by the next writer. Imports the hooks' capture
     path (the standard library and the engine's record rules: no numpy, no Arrow)."""
     from .capture import capture_alone
 
-    why = capture_alone(event, raw, path, namespace)
+    why = capture_alone(event, payload, path, namespace)  # parsed once: a deep payload is not parsed again deeper
     if why:
         note(event, why)
 
@@ -285,7 +317,7 @@ def fast_hook(argv: list[str]) -> int | None:
     budget = _budget_s(event)
     deadline = process_start() + budget
     reserve = CAPTURE_SHARE * budget if event in CAPTURING else 0.0
-    raw = sys.stdin.read() if sys.stdin is not None and not sys.stdin.isatty() else ""
+    raw = read_stdin()
     sys.stdin = io.StringIO(raw)  # the usual way reads it again
     try:
         payload = json.loads(raw)
@@ -310,9 +342,10 @@ def fast_hook(argv: list[str]) -> int | None:
     try:
         answer = ask(sock_path, request, max(0.001, deadline - reserve - time.monotonic()))
     except TimeoutError:
-        note(event, f"over its {round(budget * 1000)} ms budget: nothing printed (the resident reader was late)")
         if event in CAPTURING:
-            _capture(event, raw, path, namespace)
+            _capture(event, payload, path, namespace)
+        note(event, f"nothing printed: the resident reader was late (no answer within "
+                    f"{round((budget - reserve) * 1000)} ms of the {round(budget * 1000)} ms budget)")
         return 0
     except (OSError, ValueError) as exc:
         note(event, f"the resident reader failed ({type(exc).__name__}: {exc}): answered without it")
@@ -325,16 +358,19 @@ def fast_hook(argv: list[str]) -> int | None:
             note(event, str(answer["fallback"]))
         return None
     text = answer.get("text")
+    notes = [str(line) for line in answer.get("notes") or []]
+    if text is None and any(line.startswith(REFUSED) for line in notes):
+        return None  # a resident of another release that does not serve this event: the usual way answers
+    if event in CAPTURING:  # after the read (not its own best match), before the answer is printed (kept first)
+        _capture(event, payload, path, namespace)
     if isinstance(text, str) and text:
         print_context(event, text)
-    for line in answer.get("notes") or []:
-        note(event, str(line))
-    if event in CAPTURING:  # after the read, as a hook answering alone keeps it: not its own best match
-        _capture(event, raw, path, namespace)
+    for line in notes:
+        note(event, line)
     if os.environ.get("ENGRAMDB_DEBUG"):
         note(event, f"answered by the resident reader (pid {answer.get('pid')})")
     return 0
 
 
-__all__ = ["CAPTURING", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "note", "print_context",
-           "process_start", "socket_for", "spawn", "start_wanted", "want"]
+__all__ = ["CAPTURING", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
+           "process_start", "read_stdin", "socket_for", "spawn", "start_wanted", "want"]

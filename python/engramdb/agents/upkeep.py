@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .hook_process import without_unused_imports
+from .resident_link import module_run
 
 if __name__ == "__main__":  # pyarrow would import pandas for nothing (hook_process.py)
     without_unused_imports()
@@ -74,9 +75,9 @@ def upkeep(store: Path, namespace: str) -> None:
 def start(store: Path, namespace: str) -> subprocess.Popen[bytes]:
     """This module's process for `store` and `namespace`, detached (a session of its own), its stderr
     on a pipe the caller reads while it waits."""
-    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.upkeep", os.fspath(store), namespace],
+    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.upkeep", os.path.abspath(store), namespace],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, close_fds=True)
+                            start_new_session=True, close_fds=True, **module_run())
 
 
 def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
