@@ -196,3 +196,39 @@ def test_spherical_kmeans_loop_checks_its_operands(rng: np.random.Generator) -> 
     x[21, 0] = np.inf
     with pytest.raises(kernels.NonFiniteRow, match="row 21"):
         kernels.spherical_kmeans_loop(x, np.ones((2, 4), np.float32), 3)
+
+
+@pytest.mark.parametrize("metric", ["l2", "dot", "cosine", "born"])
+@pytest.mark.parametrize(("n", "c", "d"), [(1, 1, 1), (7, 16, 3), (37, 17, 385), (1030, 40, 384), (5, 300, 13)])
+def test_assign_topk_small_m_agrees_with_the_heap(isa: str, rng: np.random.Generator, metric: str, n: int, c: int,
+                                                  d: int) -> None:
+    # m <= 16 keeps an insertion-sorted array per row, larger m a heap: each row's first m of the
+    # heap's answer must be the array's exactly, labels and scores, ties included (rounded inputs
+    # make equal scores common)
+    v = np.round(rng.standard_normal((n, d)) * 2).astype(np.float32)
+    cent = np.round(rng.standard_normal((c, d)) * 2).astype(np.float32)
+    cent[c // 2 :: 3] = cent[0]  # duplicate centroids: exact ties between distinct indices
+    wide = min(c, 17) if c > 16 else c
+    heap_l, heap_s = kernels.assign_topk(v, cent, wide, metric)  # type: ignore[arg-type]
+    for m in sorted({1, min(c, 2), min(c, 8), min(c, 16)}):
+        lab, sc = kernels.assign_topk(v, cent, m, metric)  # type: ignore[arg-type]
+        if wide > 16:
+            np.testing.assert_array_equal(lab, heap_l[:, :m])
+            np.testing.assert_array_equal(sc, heap_s[:, :m])
+        np.testing.assert_array_equal(lab[:, 0], kernels.assign_nearest(v, cent, metric).labels)  # type: ignore[arg-type]
+        s = ref.dense_scores(v, cent, metric) if metric != "l2" else \
+            ((v.astype(np.float64)[:, None, :] - cent.astype(np.float64)[None]) ** 2).sum(-1)
+        key = s if metric == "l2" else -s
+        # reference order: best score first, then the lower index
+        want = np.lexsort((np.broadcast_to(np.arange(c), key.shape), key), axis=1)[:, :m]
+        tol = 1e-4 * max(1.0, float(np.abs(s).max()))
+        np.testing.assert_allclose(np.take_along_axis(s, lab, axis=1), np.take_along_axis(s, want, axis=1), atol=tol)
+        assert all(len(set(row)) == m for row in lab.tolist())
+        assert (np.diff(sc, axis=1) * (1 if metric == "l2" else -1) >= 0).all()  # best first
+
+
+def test_assign_topk_small_m_ties_go_to_lower_index(isa: str) -> None:
+    cent = np.array([[0, 1], [1, 0], [1, 0], [0, 1], [1, 0]], np.float32)
+    for m, want in [(1, [1]), (2, [1, 2]), (3, [1, 2, 4]), (5, [1, 2, 4, 0, 3])]:
+        lab, _ = kernels.assign_topk(np.array([[1, 0]], np.float32), cent, m, "dot")
+        np.testing.assert_array_equal(lab, [want])

@@ -10,6 +10,7 @@ import pytest
 from engramdb import kernels
 from engramdb.hierarchy import CentroidTree, MatrixSource
 from engramdb.hierarchy.kmeans import spherical_kmeans, two_means
+from engramdb.hierarchy.leaves import leaf_labels, split_oversized
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,6 +50,38 @@ def test_kmeans_warm_start_keeps_a_good_partition_and_pads_missing_seeds() -> No
     # fewer starting centroids than k: the rest are seeded, every cluster is used
     cent3, labels3 = spherical_kmeans(x, 6, init=cent[:2], seed=1)
     assert cent3.shape == (6, 16) and len(np.unique(labels3)) == 6
+
+
+def test_split_oversized_parts_leaves_over_cap_and_renumbers() -> None:
+    x = clustered(1_100, 16, 8, seed=4, sigma=0.05)
+    labels = np.full(len(x), 3, np.int64)  # leaf 3: 1,000 rows of 8 clusters, far over a cap of 40
+    labels[:60] = 0  # leaf 0: over cap too
+    labels[60:90] = 1  # leaf 1 fits; leaf 2 is empty; leaf 4 fits
+    labels[90:100] = 4
+    new, origin = split_oversized(x, labels, 5, 20, 40, seed=0)
+    counts = np.bincount(new)
+    assert len(counts) == len(origin) and counts.min() >= 1 and counts.max() <= 40  # no empty label, none over cap
+    assert origin[:2] == [1, 4] and set(origin[2:]) == {0, 3}  # fitting leaves first, in order; the empty one gone
+    np.testing.assert_array_equal(new[60:90], 0)
+    np.testing.assert_array_equal(new[90:100], 1)
+    for leaf, old in enumerate(origin):  # every part holds rows of its own original leaf only
+        assert (labels[new == leaf] == old).all()
+    assert (counts[2:] >= 5).mean() > 0.9 and len(origin) - 2 >= 1_060 // 40  # parts sized near 20, not slivers
+    same, kept = split_oversized(x, np.arange(len(x)) % 7, 7, 200, 400, seed=0)  # nothing over cap: unchanged
+    np.testing.assert_array_equal(same, np.arange(len(x)) % 7)
+    assert kept == list(range(7))
+
+
+def test_build_leaves_and_parents_fit_on_uneven_data() -> None:
+    # a few dense blobs beside scattered rows: k-means inside a cell makes some leaves several
+    # times leaf_size; the build parts them before the levels above, so no parent overflows
+    rng = np.random.default_rng(5)
+    x = np.concatenate([clustered(3_000, 24, 3, seed=6, sigma=0.01), rng.standard_normal((3_000, 24)).astype(np.float32)])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    labels, n_leaves = leaf_labels(x, 16, 10, 2, 0)
+    assert np.bincount(labels, minlength=n_leaves).max() <= 32
+    tree = CentroidTree.build(MatrixSource(x), np.arange(len(x)), leaf_size=16, fanout=4)
+    tree.check(MatrixSource(x))  # leaves within leaf_cap, parents within fanout_cap
 
 
 @settings(max_examples=25, deadline=None)

@@ -118,6 +118,34 @@ inline float finish(AssignMetric metric, float raw, float vsq) {
     return raw;
 }
 
+// The m (<= kSmallTop, <= c) best of value(0..c-1), all finite, written best first: higher value,
+// then lower j, as TopK orders them. An insertion-sorted array on the stack: TopK's heap allocates
+// twice per row and sorts (allocating again) to write, which cost more than the scores themselves
+// when c is a few dozen (a build's spill candidates score each vector against one parent's leaves).
+constexpr size_t kSmallTop = 16;
+
+template <typename F>
+void small_top(size_t m, size_t c, F&& value, int64_t* labels, float* scores) {
+    float top[kSmallTop];
+    int64_t at[kSmallTop];
+    size_t held = 0;
+    for (size_t j = 0; j < c; ++j) {
+        const float v = value(j);
+        if (held == m && !(v > top[m - 1])) continue;  // an equal later value never wins its tie
+        size_t pos = held < m ? held++ : m - 1;
+        for (; pos > 0 && v > top[pos - 1]; --pos) {
+            top[pos] = top[pos - 1];
+            at[pos] = at[pos - 1];
+        }
+        top[pos] = v;
+        at[pos] = static_cast<int64_t>(j);
+    }
+    for (size_t i = 0; i < m; ++i) {
+        labels[i] = at[i];
+        scores[i] = top[i];
+    }
+}
+
 }  // namespace
 
 int64_t assign_nearest(const float* V, size_t n, const float* C, size_t c, size_t d, AssignMetric metric,
@@ -146,6 +174,14 @@ int64_t assign_topk(const float* V, size_t n, const float* C, size_t c, size_t d
     std::vector<float> csq(c);
     kernels().sqnorm_f32(C, c, d, csq.data());
     const bool l2 = metric == AssignMetric::l2;
+    if (m >= 1 && m <= kSmallTop && m <= c)  // else TopK, which pads rows past c with -1
+        return scan_scores(V, n, C, c, d, metric, threads, csq, [&](size_t row, const float* s, float vsq) {
+            if (l2)
+                small_top(m, c, [&](size_t j) { return 2.f * s[j] - csq[j]; }, labels + row * m, scores + row * m);
+            else
+                small_top(m, c, [&](size_t j) { return s[j]; }, labels + row * m, scores + row * m);
+            for (size_t i = 0; i < m; ++i) scores[row * m + i] = finish(metric, scores[row * m + i], vsq);
+        });
     return scan_scores(V, n, C, c, d, metric, threads, csq, [&](size_t row, const float* s, float vsq) {
         TopK best(m);  // higher first, then lower centroid index
         for (size_t j = 0; j < c; ++j) {
