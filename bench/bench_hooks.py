@@ -5,7 +5,7 @@
    --runs times as a process with its real budget: the first call of each event ("cold": after the
    store was written; the OS page cache is not dropped) and the others ("warm", p50 and max),
    each answering in its own process (the resident reader off; SessionEnd's upkeep, which may go on
-   after the hook left, agents/upkeep.py, is waited for before the next call, and its end timed),
+   after the hook left, agents/session_upkeep.py, is waited for before the next call, and its end timed),
    against the event's budget; how many printed a context, how many settled for the quick answer
    (the full one late at 75% of the budget) and how many ran over. The floor is `python -c "import
    engramdb.store"`: what any hook process pays before it reads a byte. Then a session with the
@@ -140,7 +140,7 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
             t = time.perf_counter()
             got.append(run_hook(event, store, body, env))
             if event == "SessionEnd":  # its upkeep may go on after the hook left: the next call waits for it
-                while subprocess.run(["pgrep", "-f", f"engramdb.agents.upkeep {store}"], capture_output=True,
+                while subprocess.run(["pgrep", "-f", f"engramdb.agents.session_upkeep {store}"], capture_output=True,
                                      check=False).returncode == 0:
                     time.sleep(0.05)
                 got[-1]["upkeep_s"] = round(time.perf_counter() - t, 1)

@@ -36,7 +36,7 @@ def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
                 "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "20000"})
     yield cwd, env
-    for module in (b"engramdb.agents.resident", b"engramdb.agents.upkeep"):
+    for module in (b"engramdb.agents.resident", b"engramdb.agents.session_upkeep"):
         for pid in _processes(cwd / ".engramdb", module):
             os.kill(pid, signal.SIGKILL)
     shutil.rmtree(run, ignore_errors=True)

@@ -1,7 +1,7 @@
 """A session through the resident reader (agents/resident_link.py): SessionStart answers in its own
 process and starts the resident, so the session's prompts are answered by it (UserPromptSubmit's
 context, in tens of milliseconds at any store size) while the hook process itself spools the
-prompt; and SessionEnd's upkeep runs in a process of its own (agents/upkeep.py) that finishes its
+prompt; and SessionEnd's upkeep runs in a process of its own (agents/session_upkeep.py) that finishes its
 work after the hook left at its share of the budget. Real hook processes and a real resident;
 $ENGRAMDB_DEBUG makes a hook say when the resident answered."""
 
@@ -45,7 +45,7 @@ def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
                 "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "120000"})
     yield cwd, env
     for pid in _processes(cwd / ".engramdb", b"engramdb.agents.resident") + _processes(cwd / ".engramdb",
-                                                                                     b"engramdb.agents.upkeep"):
+                                                                                     b"engramdb.agents.session_upkeep"):
         os.kill(pid, signal.SIGKILL)
     shutil.rmtree(run, ignore_errors=True)
 
@@ -173,8 +173,8 @@ def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: 
     _hook("UserPromptSubmit", cwd, quiet, prompt=PROMPT)
     end = _hook("SessionEnd", cwd, {**quiet, "ENGRAMDB_HOOK_BUDGET_MS": "3000"}, reason="exit")
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
-    assert _processes(store, b"engramdb.agents.upkeep"), "the upkeep did not go on after the hook left"
-    assert _wait(lambda: not _processes(store, b"engramdb.agents.upkeep"), 120)
+    assert _processes(store, b"engramdb.agents.session_upkeep"), "the upkeep did not go on after the hook left"
+    assert _wait(lambda: not _processes(store, b"engramdb.agents.session_upkeep"), 120)
     with engramdb.open(store, read_only=True) as reader:
         assert [m.content for m in reader.list(NS, limit=10_000) if m.content == PROMPT] == [PROMPT]
         reader.search("deploy", namespace=NS, log=False)

@@ -11,7 +11,7 @@ Each event has a read (context for the agent) and/or a write, within its budget
 - PreToolUse (0.5 s): the few memories that match the tool call well (a plain search);
 - PostToolUse (3 s): capture the tool use (memory_type "hook": name, compact input, clipped
   response); Stop / SubagentStop (3 s): capture the assistant's last message (role "assistant");
-- SessionEnd (30 s): the writer's upkeep (agents/upkeep.py: ingest the spool, checkpoint, merge
+- SessionEnd (30 s): the writer's upkeep (agents/session_upkeep.py: ingest the spool, checkpoint, merge
   the small segments captures leave, save the indexes, consolidate, refresh the namespace's topics)
   in a process of its own, waited for up to a quarter of the budget, then left to finish on its own.
 Context goes to stdout as `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
@@ -57,7 +57,7 @@ import engramdb
 
 from ..model.tuning import Tuning
 from ..storage.folder import writer_active
-from . import capture, upkeep
+from . import capture, session_upkeep
 from . import hook_events as ev
 from .hook_events import Payload
 from .resident_link import note as _note
@@ -334,15 +334,16 @@ def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace
 
 # ---------------------------------------------------------------------------------- writes
 def session_end(store: Path, ns: str) -> None:
-    """The writer's upkeep (agents/upkeep.py: ingest the spool, fold the WAL, merge the small
+    """The writer's upkeep (agents/session_upkeep.py: ingest the spool, fold the WAL, merge the small
     segments, save the indexes, consolidate, refresh the topics) in a process of its own, waited
-    for up to upkeep.WAIT_SHARE of the budget: what it said is said here; past that it finishes on
+    for up to session_upkeep.WAIT_SHARE of the budget: what it said is said here; past that it finishes on
     its own (the first upkeep of a store a script filled with 100,000 memories builds its tree and
     topics: most of the budget) and the hook leaves."""
     if not store.is_dir():
         return
-    proc = upkeep.start(store, ns)
-    status, said = upkeep.wait(proc, _process_start() + upkeep.WAIT_SHARE * ev.budget_ms("SessionEnd") / 1000)
+    proc = session_upkeep.start(store, ns)
+    status, said = session_upkeep.wait(
+        proc, _process_start() + session_upkeep.WAIT_SHARE * ev.budget_ms("SessionEnd") / 1000)
     if status is None:
         return  # still working, on its own: nothing went wrong so far, and nothing is lost if it stops
     if status != 0:

@@ -1,6 +1,6 @@
 """A session's end-of-session upkeep, in a process of its own (what the SessionEnd hook starts).
 
-SessionEnd (hooks.py) runs this as `python -m engramdb.agents.upkeep STORE NAMESPACE`, detached
+SessionEnd (hooks.py) runs this as `python -m engramdb.agents.session_upkeep STORE NAMESPACE`, detached
 from the hook (a session of its own, so it outlives the hook and the agent that ran it), and waits
 for it up to WAIT_SHARE of the event's budget. On a store of thousands of memories it is done long
 before that and the hook says what it said. On a store a script filled with 100,000 memories and
@@ -75,7 +75,7 @@ def upkeep(store: Path, namespace: str) -> None:
 def start(store: Path, namespace: str) -> subprocess.Popen[bytes]:
     """This module's process for `store` and `namespace`, detached (a session of its own), its stderr
     on a pipe the caller reads while it waits."""
-    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.upkeep", os.path.abspath(store), namespace],
+    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.session_upkeep", os.path.abspath(store), namespace],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, close_fds=True, **module_run())
 
@@ -98,10 +98,10 @@ def _say(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m engramdb.agents.upkeep STORE NAMESPACE`: 0 when done, 1 with a line on stderr."""
+    """`python -m engramdb.agents.session_upkeep STORE NAMESPACE`: 0 when done, 1 with a line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        _say("usage: python -m engramdb.agents.upkeep STORE NAMESPACE")
+        _say("usage: python -m engramdb.agents.session_upkeep STORE NAMESPACE")
         return 2
     try:
         upkeep(Path(args[0]), args[1])
