@@ -101,6 +101,7 @@ class _Run:
         self.rescue_s = RESCUE_S
         self.keeping = threading.Lock()  # the write thread and a rescue keep them once
         self.notes: list[str] = []
+        self.quick_wanted = True  # a hook process offers a quick answer; a resident (served_read) never prints one
 
     def offer(self, text: str | None) -> None:
         """A quicker, lesser answer (None: nothing to say), printed if the full one is late."""
@@ -294,9 +295,10 @@ def user_prompt_submit(payload: Payload, store: Path, ns: str, max_chars: int, r
     if not prompt:
         return
     title = f"engramdb: memories of project '{ns}' for this prompt"
-    hits = db.search(prompt, namespace=ns, k=FALLBACK_HITS, session_id=payload.session_id,
-                     min_score=FALLBACK_MIN_SCORE, log=False)
-    run.offer(_headed(title, ["## Related memories", *_lines(hits)] if len(hits) else [], max_chars))
+    if run.quick_wanted:
+        hits = db.search(prompt, namespace=ns, k=FALLBACK_HITS, session_id=payload.session_id,
+                         min_score=FALLBACK_MIN_SCORE, log=False)
+        run.offer(_headed(title, ["## Related memories", *_lines(hits)] if len(hits) else [], max_chars))
     # then the capture, before the full context: it is kept for good, the full context only betters the quick one
     run.go_write.set()
     run.written.wait(max(0.0, run.deadline - time.monotonic()))
@@ -327,6 +329,7 @@ def served_read(db: engramdb.Store, event: str, raw: str, store: Path, namespace
     payload = ev.parse(raw, event)
     run = _Run(time.monotonic() + budget_s)
     run.written.set()  # no write here to wait for
+    run.quick_wanted = False  # the answer is the full one (a warm store gives it in milliseconds)
     ns = ev.namespace_of(namespace, payload)
     hook.read(payload, store, ns, max(0, max_chars), run, db)
     return (run.final if run.final_ready else run.quick), ns

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -42,6 +43,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -339,6 +341,8 @@ def fast_hook(argv: list[str]) -> int | None:
     request = {"event": event, "stdin": raw, "store": os.path.realpath(store),
                "namespace": namespace or os.environ.get("ENGRAMDB_NAMESPACE") or None, "max_chars": max_chars,
                "budget_s": max(0.0, deadline - reserve - time.monotonic())}
+    if event in CAPTURING:  # the capture's imports (~100 ms) while the resident works: off the answer's path
+        threading.Thread(target=importlib.import_module, args=(f"{__package__}.capture",), daemon=True).start()
     try:
         answer = ask(sock_path, request, max(0.001, deadline - reserve - time.monotonic()))
     except TimeoutError:
