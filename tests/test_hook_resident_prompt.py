@@ -179,3 +179,24 @@ def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: 
         assert [m.content for m in reader.list(NS, limit=10_000) if m.content == PROMPT] == [PROMPT]
         reader.search("deploy", namespace=NS, log=False)
         assert reader.stats()["index_files"].get("bm25-lexical") == "adopted", reader.stats()["index_files"]
+
+
+def test_a_stopped_resident_is_passed_over_after_it_was_late_once(project: tuple[Path, dict[str, str]]) -> None:
+    """A resident that accepts and never answers (stopped: SIGSTOP; its lock held, so no other can
+    start) cost every prompt its whole budget, for ever. After one late answer, the hooks answer in
+    their own process for a while (resident_link.LATE_HOLD_S), and every prompt is kept."""
+    cwd, env = project
+    store = cwd / ".engramdb"
+    _hook("SessionStart", cwd, env, source="startup")
+    assert _wait(lambda: _listening(store, env))
+    [pid] = _processes(store, b"engramdb.agents.resident")
+    short = {**env, "ENGRAMDB_HOOK_BUDGET_MS": "4000"}
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        late = _hook("UserPromptSubmit", cwd, short, prompt=PROMPT)
+        assert (late.returncode, late.stdout) == (0, "") and "the resident reader was late" in late.stderr
+        alone = _hook("UserPromptSubmit", cwd, short, prompt=PROMPT)
+        assert SERVED not in alone.stderr and "scripts/deploy.sh" in _text(alone, "UserPromptSubmit")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert len(_prompts(store)) == 2

@@ -11,7 +11,8 @@ milliseconds). SessionStart, which answers in its own process from a fresh snaps
 detached, once it has answered (`want`), so a session's first prompt finds it ready; an event that
 finds none answers the usual way (hooks.py, in this process) and starts one for the next events.
 The resident leaves after ENGRAMDB_HOOK_RESIDENT_IDLE_S seconds without a request (600 by default),
-when its store folder goes, or when it cannot reopen the store.
+when its store folder goes, or when it cannot reopen the store. A resident that let a hook's budget
+run out is passed over for LATE_HOLD_S (the hooks answer in their own process), then asked again.
 
 The socket is in a folder only the user may enter: $XDG_RUNTIME_DIR/engramdb, else
 <tmp>/engramdb-<uid>, made with mode 0700; a folder that is not the user's own, is a symlink, or
@@ -61,6 +62,7 @@ SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on ma
 STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
 _BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000}  # as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
 _PROCESS_AGE_LIMIT_S = 60.0
+LATE_HOLD_S = 30.0  # after a resident let a hook's budget run out, hooks answer alone this long, then ask again
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
 
 
@@ -277,6 +279,26 @@ def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
     return event, values["path"], values["namespace"], max_chars
 
 
+def _late_lately(sock_path: Path) -> bool:
+    """Whether the resident at `sock_path` let a hook's budget run out less than LATE_HOLD_S ago: the
+    hooks then answer in their own process meanwhile. A resident that accepts and never answers (a
+    stopped process, a wedged one: its lock held, no other can start) would otherwise cost every
+    prompt and tool call its whole budget, for ever."""
+    try:
+        return 0 <= time.time() - os.stat(f"{sock_path}.late").st_mtime < LATE_HOLD_S
+    except OSError:
+        return False
+
+
+def _mark_late(sock_path: Path) -> None:
+    try:
+        fd = os.open(f"{sock_path}.late", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        os.utime(f"{sock_path}.late")
+    except OSError:
+        pass
+
+
 def _budget_s(event: str) -> float:
     raw = os.environ.get("ENGRAMDB_HOOK_BUDGET_MS", "").strip()
     try:
@@ -336,7 +358,7 @@ def fast_hook(argv: list[str]) -> int | None:
     if not store.is_dir():
         return None  # nothing captured yet: the usual way says so (it prints nothing)
     sock_path = socket_for(store)
-    if sock_path is None:
+    if sock_path is None or _late_lately(sock_path):
         return None
     request = {"event": event, "stdin": raw, "store": os.path.realpath(store),
                "namespace": namespace or os.environ.get("ENGRAMDB_NAMESPACE") or None, "max_chars": max_chars,
@@ -346,6 +368,7 @@ def fast_hook(argv: list[str]) -> int | None:
     try:
         answer = ask(sock_path, request, max(0.001, deadline - reserve - time.monotonic()))
     except TimeoutError:
+        _mark_late(sock_path)
         if event in CAPTURING:
             _capture(event, payload, path, namespace)
         note(event, f"nothing printed: the resident reader was late (no answer within "
@@ -376,5 +399,5 @@ def fast_hook(argv: list[str]) -> int | None:
     return 0
 
 
-__all__ = ["CAPTURING", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
+__all__ = ["CAPTURING", "LATE_HOLD_S", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
            "process_start", "read_stdin", "socket_for", "spawn", "start_wanted", "want"]
