@@ -16,6 +16,7 @@ filters the new rows only.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -59,7 +60,7 @@ class MaskCache:
         # changes, the mask): reused for a clock in [made at, changes) only, as a clock stepped
         # back (NTP, a restored VM) before an edge already passed must not see past it
         self._masks: OrderedDict[tuple[str, frozenset[str] | None, int],
-                                 tuple[tuple[Segment, ...], int, int, np.ndarray]] = OrderedDict()
+                                 tuple[tuple[weakref.ref[Segment], ...], int, int, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
 
     def key_mask(self, segments: Sequence[Segment], namespace: str, known_us: int | None, t: int | None,
@@ -71,7 +72,7 @@ class MaskCache:
             with self._lock:
                 cached = self._masks.get(key)
             if cached is not None and t is not None and cached[1] <= t < cached[2] \
-                    and len(cached[0]) == len(segments) and all(a is b for a, b in zip(cached[0], segments)):
+                    and len(cached[0]) == len(segments) and all(a() is b for a, b in zip(cached[0], segments)):
                 return cached[3]
         parts, since, change = [], -NEVER, NEVER
         for seg in segments:
@@ -85,7 +86,10 @@ class MaskCache:
         mask.flags.writeable = False  # shared by every query that reuses it
         if now_query:
             with self._lock:
-                self._masks[key] = (tuple(segments), since, change, mask)
+                # the segments by weak reference: a tail a write replaced dies with its snapshot
+                # (holding it kept its arrays and caches alive for up to 64 writes, so the garbage
+                # collector promoted ~10 objects a turn of an agent's loop to its oldest generation)
+                self._masks[key] = (tuple(weakref.ref(s) for s in segments), since, change, mask)
                 self._masks.move_to_end(key)
                 while len(self._masks) > MASKS_KEPT:
                     self._masks.popitem(last=False)

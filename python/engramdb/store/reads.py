@@ -44,6 +44,7 @@ class Reads(ABC):
     _types_cache: tuple[frozenset[str], TypeClusters] | None = None  # the type clusters of these names (H6)
     # repeated searches on one snapshot (K5): (id, score, archived, passage, via, Memory.kept()) per hit
     _search_cache: OrderedDict[Any, tuple[tuple[tuple[Any, ...], SearchStats], int, int | None]] | None = None
+    _search_snapshot: tuple[int, int] | None = None  # (serial, generation) of the searches kept
 
     @abstractmethod
     def _view(self) -> View:
@@ -207,6 +208,14 @@ class Reads(ABC):
                 # as plain tuples, which the garbage collector stops tracking: 256 searches'
                 # Hit and Memory objects made its full collections tens of ms (a search's p95 x 1.3)
                 kept = tuple((h.id, h.score, h.archived, h.passage, h.via, h.memory.kept()) for h in hits)
+                if key[:2] != self._search_snapshot:
+                    # the entries of an earlier snapshot (serial, generation) dropped: a store's reads
+                    # only move on to later ones, so none can be met again; kept to the cap, an agent's
+                    # loop (a write each turn) held 256 dead searches, which the garbage collector
+                    # promoted to its oldest generation (~7 objects a turn). A new dict, not clear():
+                    # a search on another thread may still be trimming the old one
+                    self._search_snapshot = key[:2]
+                    self._search_cache = cache = OrderedDict()
                 cache[key] = ((kept, hits.stats), until, now_us if plan.as_of_us is None else None)
                 if len(cache) > self.tuning.search_cache:
                     cache.popitem(last=False)
