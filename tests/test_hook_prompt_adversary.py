@@ -6,13 +6,10 @@ locale, a closed stdout, a resident of another release or the project's own modu
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +17,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from resident_helpers import hooks_env, listening, socket_in
 
 NS = "proj"
 PROMPT = "How do I run the deploy script?"
@@ -31,54 +29,16 @@ def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     cwd = tmp_path / "proj"
     with engramdb.open(cwd / ".engramdb") as db:
         db.add("The deploy script lives in scripts/deploy.sh and needs AWS_PROFILE set.", namespace=NS)
-    run = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # short: a Unix socket's path is at most ~100 bytes
-    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAMDB_PATH", "ENGRAMDB_NAMESPACE")}
-    env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
-                "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "20000"})
-    yield cwd, env
-    for module in (b"engramdb.agents.resident", b"engramdb.agents.session_upkeep"):
-        for pid in _processes(cwd / ".engramdb", module):
-            os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(run, ignore_errors=True)
-
-
-def _processes(store: Path, module: bytes) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if module in cmd and os.fsencode(os.path.realpath(store)) in cmd and b") Z" not in state:
-            out.append(int(entry.name))
-    return out
+    with hooks_env(cwd / ".engramdb", budget_ms=20_000) as env:
+        yield cwd, env
 
 
 def _sock(store: Path, env: dict[str, str]) -> Path:
-    old = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
-    try:
-        from engramdb.agents.resident_link import socket_for
-        sock = socket_for(store)
-    finally:
-        if old is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = old
-    assert sock is not None
-    return sock
+    return socket_in(store, env)
 
 
 def _listening(store: Path, env: dict[str, str]) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(_sock(store, env)))
-        except OSError:
-            return False
-    return True
+    return listening(socket_in(store, env))
 
 
 def _start_resident(cwd: Path, env: dict[str, str]) -> None:

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb.agents.resident_link import socket_for
+from resident_helpers import hooks_env, processes
+from resident_helpers import listening as _listening
+from resident_helpers import socket_in as socket_for_env
+from resident_helpers import wait as _wait
 
 NS = "proj"
 SERVED = "answered by the resident reader"
@@ -43,29 +44,12 @@ def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     with engramdb.open(cwd / ".engramdb") as db:
         for fact in FACTS:
             db.add(fact, namespace=NS)
-    run = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # short: a Unix socket's path is at most ~100 bytes
-    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAMDB_PATH", "ENGRAMDB_NAMESPACE")}
-    env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
-                "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "120000"})
-    yield cwd, env
-    for pid in _residents(cwd / ".engramdb"):
-        os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(run, ignore_errors=True)
+    with hooks_env(cwd / ".engramdb") as env:
+        yield cwd, env
 
 
 def _residents(store: Path) -> list[int]:
-    """The pids of the resident processes serving `store` (from /proc)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"engramdb.agents.resident" in cmd and os.fsencode(os.path.realpath(store)) in cmd:
-            out.append(int(entry.name))
-    return out
+    return processes(store, b"engramdb.agents.resident")
 
 
 def _hook(cwd: Path, env: dict[str, str], command: str = "bash scripts/deploy.sh",
@@ -84,15 +68,6 @@ def _text(proc: subprocess.CompletedProcess[str]) -> str:
     return text
 
 
-def _wait(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _served(cwd: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     """A hook answered by the resident (waits for one to listen)."""
     sock = socket_for_env(cwd / ".engramdb", env)
@@ -100,15 +75,6 @@ def _served(cwd: Path, env: dict[str, str], *extra: str) -> subprocess.Completed
     proc = _hook(cwd, env, "bash scripts/deploy.sh", *extra)
     assert SERVED in proc.stderr, proc.stderr
     return proc
-
-
-def _listening(sock: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(sock))
-        except OSError:
-            return False
-    return True
 
 
 def _exchange(sock: Path, data: bytes) -> dict[str, object]:
@@ -125,19 +91,6 @@ def _exchange(sock: Path, data: bytes) -> dict[str, object]:
     assert isinstance(reply, dict)
     return reply
 
-
-def socket_for_env(store: Path, env: dict[str, str]) -> Path:
-    old = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
-    try:
-        sock = socket_for(store)
-    finally:
-        if old is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = old
-    assert sock is not None
-    return sock
 
 
 def test_first_hook_answers_itself_and_the_next_are_served_with_the_same_text(

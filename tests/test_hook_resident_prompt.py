@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb.agents.resident_link import socket_for
+from resident_helpers import hooks_env, listening, processes, socket_in, wait
 
 NS = "proj"
 SERVED = "answered by the resident reader"
@@ -33,37 +30,13 @@ PROMPT = "How do I run the deploy script?"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A project folder with a store of three facts, and its hooks' environment (the resident on, a
-    runtime folder of its own); every resident or upkeep process of its store is stopped after."""
+    """A project folder with a store of three facts, and its hooks' environment."""
     cwd = tmp_path / "proj"
     with engramdb.open(cwd / ".engramdb") as db:
         for fact in FACTS:
             db.add(fact, namespace=NS, session_id="earlier")
-    run = Path(tempfile.mkdtemp(prefix="edb-", dir="/tmp"))  # short: a Unix socket's path is at most ~100 bytes
-    env = {k: v for k, v in os.environ.items() if k not in ("ENGRAMDB_PATH", "ENGRAMDB_NAMESPACE")}
-    env.update({"ENGRAMDB_HOOK_RESIDENT": "1", "XDG_RUNTIME_DIR": str(run), "ENGRAMDB_DEBUG": "1",
-                "ENGRAMDB_HOOK_RESIDENT_IDLE_S": "60", "ENGRAMDB_HOOK_BUDGET_MS": "120000"})
-    yield cwd, env
-    for pid in _processes(cwd / ".engramdb", b"engramdb.agents.resident") + _processes(cwd / ".engramdb",
-                                                                                     b"engramdb.agents.session_upkeep"):
-        os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(run, ignore_errors=True)
-
-
-def _processes(store: Path, module: bytes) -> list[int]:
-    """The pids of the processes running `module` for `store` (from /proc)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        if module in cmd and os.fsencode(os.path.realpath(store)) in cmd and b") Z" not in state:
-            out.append(int(entry.name))
-    return out
+    with hooks_env(cwd / ".engramdb") as env:
+        yield cwd, env
 
 
 def _hook(event: str, cwd: Path, env: dict[str, str], **fields: object) -> subprocess.CompletedProcess[str]:
@@ -82,32 +55,8 @@ def _text(proc: subprocess.CompletedProcess[str], event: str) -> str:
     return text
 
 
-def _wait(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _listening(store: Path, env: dict[str, str]) -> bool:
-    old = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
-    try:
-        sock = socket_for(store)
-    finally:
-        if old is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = old
-    assert sock is not None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(sock))
-        except OSError:
-            return False
-    return True
+    return listening(socket_in(store, env))
 
 
 def _prompts(store: Path) -> list[engramdb.Memory]:
@@ -120,7 +69,7 @@ def test_session_start_starts_the_resident_and_it_answers_the_prompts(project: t
     store = cwd / ".engramdb"
     start = _hook("SessionStart", cwd, env, source="startup")
     assert "scripts/deploy.sh" in _text(start, "SessionStart") and SERVED not in start.stderr
-    assert _wait(lambda: _listening(store, env)), "SessionStart started no resident"
+    assert wait(lambda: _listening(store, env)), "SessionStart started no resident"
     served = _hook("UserPromptSubmit", cwd, env, prompt=PROMPT)
     assert SERVED in served.stderr, served.stderr
     text = _text(served, "UserPromptSubmit")
@@ -140,16 +89,7 @@ def test_a_prompt_the_resident_answers_late_is_still_kept(project: tuple[Path, d
     replies) leaves the hook printing nothing, and the prompt is kept all the same."""
     cwd, env = project
     store = cwd / ".engramdb"
-    old = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = env["XDG_RUNTIME_DIR"]
-    try:
-        sock = socket_for(store)
-    finally:
-        if old is None:
-            del os.environ["XDG_RUNTIME_DIR"]
-        else:
-            os.environ["XDG_RUNTIME_DIR"] = old
-    assert sock is not None
+    sock = socket_in(store, env)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mute:
         mute.bind(str(sock))
         mute.listen(8)
@@ -173,8 +113,8 @@ def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: 
     _hook("UserPromptSubmit", cwd, quiet, prompt=PROMPT)
     end = _hook("SessionEnd", cwd, {**quiet, "ENGRAMDB_HOOK_BUDGET_MS": "3000"}, reason="exit")
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
-    assert _processes(store, b"engramdb.agents.session_upkeep"), "the upkeep did not go on after the hook left"
-    assert _wait(lambda: not _processes(store, b"engramdb.agents.session_upkeep"), 120)
+    assert processes(store, b"engramdb.agents.session_upkeep"), "the upkeep did not go on after the hook left"
+    assert wait(lambda: not processes(store, b"engramdb.agents.session_upkeep"), 120)
     with engramdb.open(store, read_only=True) as reader:
         assert [m.content for m in reader.list(NS, limit=10_000) if m.content == PROMPT] == [PROMPT]
         reader.search("deploy", namespace=NS, log=False)
@@ -188,8 +128,8 @@ def test_a_stopped_resident_is_passed_over_after_it_was_late_once(project: tuple
     cwd, env = project
     store = cwd / ".engramdb"
     _hook("SessionStart", cwd, env, source="startup")
-    assert _wait(lambda: _listening(store, env))
-    [pid] = _processes(store, b"engramdb.agents.resident")
+    assert wait(lambda: _listening(store, env))
+    [pid] = processes(store, b"engramdb.agents.resident")
     short = {**env, "ENGRAMDB_HOOK_BUDGET_MS": "4000"}
     os.kill(pid, signal.SIGSTOP)
     try:
