@@ -109,7 +109,10 @@ _ID_MASK = 0x7FFFFFFF
 _CACHE = 1 << 16  # entries per per-token cache (a few MB at most)
 
 
-_stem_word: Callable[[str], str] = Stemmer.Stemmer("english").stemWord  # PyStemmer: Snowball's C stemmer
+# PyStemmer: Snowball's C stemmer. Its own cache (a [stem, count] list per word, 10,000 words) is
+# off: every call here is behind an lru_cache already, and its lists, kept for good, were most of the
+# long-lived objects an agent's turn left for the garbage collector's full passes (RESULTS stop 40)
+_stem_word: Callable[[str], str] = Stemmer.Stemmer("english", 0).stemWord
 
 
 @functools.lru_cache(maxsize=_CACHE)
