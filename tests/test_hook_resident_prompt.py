@@ -102,7 +102,7 @@ def test_a_prompt_the_resident_answers_late_is_still_kept(project: tuple[Path, d
 
 def test_session_end_leaves_at_its_share_and_its_upkeep_finishes_alone(project: tuple[Path, dict[str, str]]) -> None:
     """With a budget too short for the upkeep (3,000 memories to index, topics to compute, in a
-    process that first imports the engine: seconds, past a quarter of 3 s), the hook leaves, says
+    process that first imports the engine: seconds, past a fifth of 3 s), the hook leaves, says
     nothing, and the upkeep process finishes the work after it: the prompt in, the indexes saved."""
     cwd, env = project
     store = cwd / ".engramdb"

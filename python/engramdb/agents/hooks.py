@@ -13,7 +13,7 @@ Each event has a read (context for the agent) and/or a write, within its budget
   response); Stop / SubagentStop (3 s): capture the assistant's last message (role "assistant");
 - SessionEnd (30 s): the writer's upkeep (agents/session_upkeep.py: ingest the spool, checkpoint, merge
   the small segments captures leave, save the indexes, consolidate, refresh the namespace's topics)
-  in a process of its own, waited for up to a quarter of the budget, then left to finish on its own.
+  in a process of its own, waited for up to a fifth of the budget, then left to finish on its own.
 Context goes to stdout as `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
 TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is nothing to say.
 

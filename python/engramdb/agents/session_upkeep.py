@@ -40,7 +40,7 @@ import engramdb
 
 from ..model.tuning import Tuning
 
-WAIT_SHARE = 0.25  # of SessionEnd's budget: how long the hook waits for the upkeep before it leaves it running
+WAIT_SHARE = 0.2  # of SessionEnd's budget: the hook's wait for the upkeep (inside a quarter, room to end)
 # a hook's writer lives for one upkeep: the indexes are built by build_index below, not by a
 # background worker whose job close() would wait for
 QUICK = Tuning(background=False)
