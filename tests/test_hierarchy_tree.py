@@ -434,3 +434,31 @@ def test_a_copy_grows_while_the_original_answers_unchanged(packed: bool) -> None
     for qq in q:
         a, b = twin.search(src, qq, 10, probe=6), direct.search(src, qq, 10, probe=6)
         assert a[0].tolist() == b[0].tolist() and np.array_equal(a[1], b[1])
+
+
+def test_two_means_halves_identical_rows() -> None:
+    """Stop 40's adversary: on identical rows 2-means peeled one row off ([99, 1]), and every
+    halving loop then ran once per row."""
+    for x in (np.ones((100, 8), np.float32), np.zeros((37, 3), np.float32)):
+        assert min(np.bincount(two_means(x), minlength=2)) >= len(x) // 2
+
+
+@pytest.mark.parametrize("x", [np.ones((400, 6), np.float32), np.zeros((300, 6), np.float32),
+                               np.repeat(np.random.default_rng(2).standard_normal((5, 10)), 300, 0).astype(np.float32)],
+                         ids=["ones", "zeros", "five-values"])
+def test_a_build_on_duplicate_rows_stays_shallow(x: np.ndarray) -> None:
+    """Before: heights 55 / 40 / 45 and a leaf for almost every row (minutes at a few thousand)."""
+    tree = CentroidTree.build(MatrixSource(x), np.arange(len(x)), leaf_size=16, fanout=4)
+    tree.check(MatrixSource(x))
+    assert tree.height <= 7 and len(tree.leaves()) <= 2 * len(x) // 16
+
+
+def test_a_duplicate_block_beside_scattered_rows_builds() -> None:
+    """Before: the tree's level passed int8 (OverflowError: a store's background build failed and
+    its close raised)."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.repeat(rng.standard_normal((1, 12)), 1500, 0),
+                        rng.standard_normal((300, 12))]).astype(np.float32)
+    tree = CentroidTree.build(MatrixSource(x), np.arange(len(x)), leaf_size=16, fanout=4)
+    tree.check(MatrixSource(x))
+    assert tree.height <= 8

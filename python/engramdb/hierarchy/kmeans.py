@@ -97,11 +97,27 @@ def spherical_kmeans(
     return cent, labels
 
 
+LOPSIDED = 8  # a two-way split whose smaller side holds under 1/LOPSIDED of the rows is redone evenly
+
+
 def two_means(x: np.ndarray, *, seed: int = 0) -> np.ndarray:
-    """Labels 0/1 splitting x's rows in two (a split of a full node, J3); both sides non-empty."""
-    if len(x) < 2:
+    """Labels 0/1 splitting x's rows in two (a split of a full node, J3; the halving of an
+    oversized leaf or level group); both sides non-empty, the smaller at least 1/LOPSIDED of them.
+
+    On identical or nearly identical rows 2-means peels one row off (k-means re-seeds its empty
+    side with a single row), and every loop that halves until a part fits then ran once per row: a
+    tree as deep as n / (2 x fanout), minutes at a few thousand duplicates, and a level past int8.
+    Such a split is redone evenly: the rows ordered along the line between the two centroids (by
+    position where they tie) and cut at the median, which keeps what separation there is and
+    halves duplicates by position."""
+    n = len(x)
+    if n < 2:
         raise ValueError("two_means needs at least two vectors")
-    _, labels = spherical_kmeans(x, 2, iters=8, seed=seed, threads=1)
-    if labels.min() == labels.max():  # identical rows: split by position so both halves exist
-        labels = (np.arange(len(x)) >= len(x) // 2).astype(np.int64)
+    centroids, labels = spherical_kmeans(x, 2, iters=8, seed=seed, threads=1)
+    small = int(np.bincount(labels, minlength=2).min())
+    if small * LOPSIDED < n:
+        axis = centroids[1] - centroids[0] if len(centroids) == 2 else np.zeros(x.shape[1], np.float32)
+        order = np.argsort(np.asarray(x, dtype=np.float32) @ axis, kind="stable")
+        labels = np.zeros(n, np.int64)
+        labels[order[n // 2:]] = 1
     return labels
