@@ -140,3 +140,11 @@ def test_a_stopped_resident_is_passed_over_after_it_was_late_once(project: tuple
     finally:
         os.kill(pid, signal.SIGCONT)
     assert len(_prompts(store)) == 2
+
+
+def test_the_fast_paths_budgets_are_the_events_budgets() -> None:
+    """resident_link keeps its own copy (it may not import hook_events: 30 ms on every tool call)."""
+    from engramdb.agents import hook_events, resident_link
+
+    assert {e: resident_link.SERVED_BUDGETS_MS[e] for e in resident_link.RESIDENT_EVENTS} == \
+        {e: hook_events.BUDGETS_MS[e] for e in resident_link.RESIDENT_EVENTS}

@@ -31,6 +31,11 @@ CAPTURES: dict[str, Callable[[ev.Payload, str], dict[str, Any] | None]] = {
 }
 
 
+def why(exc: BaseException) -> str:
+    """An error as a hook says it on one line: its kind and its message."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
 def keep(store: Path, records: list[dict[str, Any]]) -> None:
     """Spool `records` for the store at `store` (see the module docstring). Raises what the writer
     would refuse them with (InvalidMemory, naming the field), or StoreError for a folder that is
@@ -59,15 +64,15 @@ def capture_alone(event: str, obj: Any, path: str | None, namespace: str | None)
     except ev.HookInputError as exc:
         return f"1 capture NOT kept ({exc})"
     except Exception as exc:  # noqa: BLE001 - whatever the input does to the record's making: said, never raised
-        return f"1 capture NOT kept ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        return f"1 capture NOT kept ({why(exc)})"
     if record is None:
         return None
     record["id"] = uuid.uuid4().hex
     try:
         keep(store, [record])
     except Exception as exc:  # noqa: BLE001 - said, with the count
-        return f"1 capture NOT kept ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        return f"1 capture NOT kept ({why(exc)})"
     return None
 
 
-__all__ = ["CAPTURES", "capture_alone", "keep"]
+__all__ = ["CAPTURES", "capture_alone", "keep", "why"]

@@ -55,10 +55,10 @@ from typing import Any
 
 import engramdb
 
-from ..model.tuning import Tuning
 from ..storage.folder import writer_active
 from . import capture, session_upkeep
 from . import hook_events as ev
+from .capture import why as _why
 from .hook_events import Payload
 from .resident_link import note as _note
 from .resident_link import print_context as _print_context
@@ -76,9 +76,6 @@ LINE_CHARS = 400  # one memory in a plain-search answer
 TOPICS_SHOWN = 8  # topics a SessionStart lists
 RESCUE_S = 2.0  # past the budget, how long a capture whose input is not read yet is waited for (spooling takes ms)
 RESCUE_ASYNC_S = 20.0  # ... by an event nothing waits for (a capture only: the agent runs its hook async)
-# a hook's writer lives for one event: upkeep (the indexes after a checkpoint) runs on its own
-# thread, not on a background worker whose job close() would wait for
-QUICK = Tuning(background=False)
 
 
 class _Run:
@@ -250,7 +247,7 @@ def _take_in(store: Path) -> None:
     if writer_active(store):
         return  # the writer takes the spool in before its next write
     try:
-        db = engramdb.open(store, tuning=QUICK)
+        db = engramdb.open(store, tuning=session_upkeep.QUICK)  # a writer for one event: no worker
     except engramdb.StoreLocked:
         return
     db.close(checkpoint=False)  # the rows are durable in the WAL; the next long-lived writer folds them
@@ -422,10 +419,6 @@ def _cap(text: str, max_chars: int) -> str | None:
         return text or None
     cut = text.rfind("\n", 0, max_chars + 1)
     return (text[:cut] if cut > 0 else text[:max_chars]) or None
-
-
-def _why(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def _leave(event: str, message: str | None) -> None:

@@ -60,7 +60,7 @@ IDLE_S = 600.0  # a resident leaves after this long without a request
 REQUEST_BYTES = 32 * 1024 * 1024  # a request at most (a Write's PreToolUse carries the file it writes)
 SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on macOS, with the final NUL)
 STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
-_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000}  # as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
+SERVED_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000}  # as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
 _PROCESS_AGE_LIMIT_S = 60.0
 LATE_HOLD_S = 30.0  # after a resident let a hook's budget run out, hooks answer alone this long, then ask again
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
@@ -292,9 +292,7 @@ def _late_lately(sock_path: Path) -> bool:
 
 def _mark_late(sock_path: Path) -> None:
     try:
-        fd = os.open(f"{sock_path}.late", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        os.utime(f"{sock_path}.late")
+        Path(f"{sock_path}.late").touch(mode=0o600)  # made, or its time set to now
     except OSError:
         pass
 
@@ -305,7 +303,7 @@ def _budget_s(event: str) -> float:
         value = int(raw) if raw else 0
     except ValueError:
         value = 0
-    return (value if value > 0 else _BUDGETS_MS[event]) / 1000
+    return (value if value > 0 else SERVED_BUDGETS_MS[event]) / 1000
 
 
 def want(store: Path) -> None:
@@ -399,5 +397,5 @@ def fast_hook(argv: list[str]) -> int | None:
     return 0
 
 
-__all__ = ["CAPTURING", "LATE_HOLD_S", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
+__all__ = ["CAPTURING", "LATE_HOLD_S", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "SERVED_BUDGETS_MS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
            "process_start", "read_stdin", "socket_for", "spawn", "start_wanted", "want"]

@@ -39,10 +39,11 @@ if __name__ == "__main__":  # pyarrow would import pandas for nothing (hook_proc
 import engramdb
 
 from ..model.tuning import Tuning
+from .capture import why
 
 WAIT_SHARE = 0.2  # of SessionEnd's budget: the hook's wait for the upkeep (inside a quarter, room to end)
-# a hook's writer lives for one upkeep: the indexes are built by build_index below, not by a
-# background worker whose job close() would wait for
+# a hook's writer lives for one event (an upkeep, a capture taken in): the indexes are built by
+# build_index below, not by a background worker whose job close() would wait for
 QUICK = Tuning(background=False)
 CONSOLIDATE_ENV = "ENGRAMDB_HOOK_CONSOLIDATE"
 
@@ -106,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         upkeep(Path(args[0]), args[1])
     except Exception as exc:  # noqa: BLE001 - said, with its kind: the hook passes it on
-        _say(f"{type(exc).__name__}: {' '.join(str(exc).split())}" if not isinstance(exc, StoreBusy) else str(exc))
+        _say(why(exc) if not isinstance(exc, StoreBusy) else str(exc))
         return 1
     return 0
 
