@@ -4,8 +4,9 @@
    _corpus.py, as a coding session's prompts, tool uses and replies, 50 a session), then each event
    --runs times as a process with its real budget: the first call of each event ("cold": after the
    store was written; the OS page cache is not dropped) and the others ("warm", p50 and max),
-   each answering in its own process (the resident reader off; SessionEnd's upkeep, which may go on
-   after the hook left, agents/session_upkeep.py, is waited for before the next call, and its end timed),
+   each answering in its own process (the resident reader off; the writer that may go on after the
+   hook left, SessionEnd's upkeep, agents/session_upkeep.py, and PostToolUse's and Stop's take-in of
+   their capture, agents/take_in.py, is waited for before the next call, and its end timed),
    against the event's budget; how many printed a context, how many settled for the quick answer
    (the full one late at 75% of the budget) and how many ran over. The floor is `python -c "import
    engramdb.store"`: what any hook process pays before it reads a byte. Then a session with the
@@ -47,6 +48,8 @@ from engramdb.agents.hook_events import BUDGETS_MS
 
 NS = "project"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+# the events whose writer may go on after the hook left, in a process of its own (its module)
+DETACHED = {"SessionEnd": "session_upkeep", "PostToolUse": "take_in", "Stop": "take_in"}
 COMMANDS = ("grep -rn '{w}' src/", "pytest tests/test_{w}.py -q", "git log --oneline -- {w}", "sed -n 1,80p src/{w}.py")
 _MARK = re.compile(r"\[replay (\d+)\]")
 
@@ -139,11 +142,11 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
                 body = payload(event, cwd, "session-new", queries[r * 7 + EVENTS.index(event)], r)
             t = time.perf_counter()
             got.append(run_hook(event, store, body, env))
-            if event == "SessionEnd":  # its upkeep may go on after the hook left: the next call waits for it
-                while subprocess.run(["pgrep", "-f", f"engramdb.agents.session_upkeep {store}"], capture_output=True,
+            if event in DETACHED:  # its writer may go on after the hook left: the next call waits for it
+                while subprocess.run(["pgrep", "-f", f"engramdb.agents.{DETACHED[event]} {store}"], capture_output=True,
                                      check=False).returncode == 0:
-                    time.sleep(0.05)
-                got[-1]["upkeep_s"] = round(time.perf_counter() - t, 1)
+                    time.sleep(0.02)
+                got[-1]["upkeep_s"] = round(time.perf_counter() - t, 2)
         warm = [g["ms"] for g in got[1:]]
         rows[event] = {"budget_ms": BUDGETS_MS[event], "cold_ms": round(got[0]["ms"]),
                        "warm_p50_ms": round(statistics.median(warm)) if warm else None,
@@ -152,7 +155,7 @@ def latency(tmp: Path, memories: int, runs: int, sentences: list[str]) -> dict[s
                        "over": sum(g["over"] for g in got), "runs": len(got),
                        "bad_rc": sum(g["rc"] != 0 for g in got),
                        "notes": sorted({g["stderr"] for g in got if g["stderr"]})[:3]}
-        if event == "SessionEnd":
+        if event in DETACHED:
             rows[event]["upkeep_done_s"] = [g["upkeep_s"] for g in got]  # from the hook's start
         print(event, json.dumps(rows[event]), flush=True)
     out["events"] = rows
@@ -192,6 +195,7 @@ def resident_latency(cwd: Path, store: Path, runs: int, sentences: list[str], me
         for r in range(1, 2 * runs + 1):
             for event in SESSION_EVENTS:
                 got[event].append(run_hook(event, store, body(event, r), env))
+        taken_in_after_s = settle(store)  # the last capture's take-in, after the session's last hook
     finally:
         subprocess.run(["pkill", "-f", f"engramdb.agents.resident {store}"], check=False)
         subprocess.run(["rm", "-rf", str(run_dir)], check=False)
@@ -205,7 +209,17 @@ def resident_latency(cwd: Path, store: Path, runs: int, sentences: list[str], me
                          "printed": sum(g["printed"] for g in rows), "over": sum(g["over"] for g in rows),
                          "not_kept": sum("NOT kept" in g["stderr"] for g in rows)}
     return {"session_start_ms": round(first["ms"]), "session_start_printed": first["printed"],
-            "resident_listening_after_s": ready_s, "events": events}
+            "resident_listening_after_s": ready_s, "last_take_in_done_after_s": taken_in_after_s,
+            "spooled_after": len(list((store / "spool").glob("*.json"))), "events": events}
+
+
+def settle(store: Path) -> float:
+    """Wait until no take-in or upkeep process of `store` runs (they hold its writer's lock); the seconds waited."""
+    t = time.perf_counter()
+    while any(subprocess.run(["pgrep", "-f", f"engramdb.agents.{m} {store}"], capture_output=True,
+                             check=False).returncode == 0 for m in set(DETACHED.values())):
+        time.sleep(0.02)
+    return round(time.perf_counter() - t, 2)
 
 
 class HeldWriter(threading.Thread):
@@ -265,6 +279,7 @@ def replay(tmp: Path, n: int, workers: int, hold: float, sentences: list[str]) -
     wall = time.perf_counter() - t0
     writer.stop.set()
     writer.join()
+    settle(store)
     with engramdb.open(store) as db:  # the last writer takes in what is still spooled
         mems = list(db.list(NS, limit=1_000_000))
     counts = [0] * n

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engramdb.agents.resident_link import socket_for
 
-MODULES = (b"engramdb.agents.resident", b"engramdb.agents.session_upkeep")  # what a hook starts, detached
+MODULES = (b"engramdb.agents.resident", b"engramdb.agents.session_upkeep", b"engramdb.agents.take_in")  # what a hook starts, detached
 
 
 @contextmanager

@@ -49,30 +49,30 @@ def keep(store: Path, records: list[dict[str, Any]]) -> None:
     spool.put(store, records)
 
 
-def capture_alone(event: str, obj: Any, path: str | None, namespace: str | None) -> str | None:
-    """Spool `event`'s capture for its stdin, read as JSON (`obj`), when its read was answered
-    elsewhere (a resident reader), as the hook answering alone would (the same record, the same
-    rules, the same spool), without opening the store. None when kept (or nothing to keep), else
-    what went wrong, with the count."""
+def capture_alone(event: str, obj: Any, path: str | None, namespace: str | None) -> tuple[Path | None, str | None]:
+    """Spool `event`'s capture for its stdin, read as JSON (`obj`), when no store is opened for it
+    (a read answered by a resident reader, a capture-only event): the same record, the same rules,
+    the same spool as the hook answering alone. (the store it was spooled for, None) when kept;
+    (None, None) when there is nothing to keep; else (None, what went wrong, with the count)."""
     make = CAPTURES.get(event)
     if make is None:
-        return None
+        return None, None
     try:
         payload = ev.payload_of(obj, event)
         store = ev.store_path(path, payload)
         record = make(payload, ev.namespace_of(namespace, payload))
     except ev.HookInputError as exc:
-        return f"1 capture NOT kept ({exc})"
+        return None, f"1 capture NOT kept ({exc})"
     except Exception as exc:  # noqa: BLE001 - whatever the input does to the record's making: said, never raised
-        return f"1 capture NOT kept ({why(exc)})"
+        return None, f"1 capture NOT kept ({why(exc)})"
     if record is None:
-        return None
+        return None, None
     record["id"] = uuid.uuid4().hex
     try:
         keep(store, [record])
     except Exception as exc:  # noqa: BLE001 - said, with the count
-        return f"1 capture NOT kept ({why(exc)})"
-    return None
+        return None, f"1 capture NOT kept ({why(exc)})"
+    return store, None
 
 
 __all__ = ["CAPTURES", "capture_alone", "keep", "why"]

@@ -19,8 +19,11 @@ TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is
 
 Captures are spooled first, always (the capture's one path: a JSON file, checked with the writer's
 rules, fsynced and renamed into place in milliseconds, with neither Arrow nor the store opened),
-then taken in at once when the writer's lock is free (the process opens the store as its writer,
-which ingests the spool); else the next writer takes them in, exactly once (ids are given here).
+then taken in at once when the writer's lock is free (a process opens the store as its writer,
+which ingests the spool: this one, or for a capture-only event on an existing store, a take-in
+process of its own that the hook waits for up to a fifth of its budget, agents/take_in.py; the
+hook itself then imports neither numpy nor Arrow, resident_link.fast_hook); else the next writer
+takes them in, exactly once (ids are given here).
 Parallel hooks never wait on each other or on a long-lived writer.
 Reads open the store read-only (any number at once); a store folder that does not exist yet reads
 as empty. The exit status is always 0: these hooks never block the agent. Bad or empty stdin
@@ -55,8 +58,7 @@ from typing import Any
 
 import engramdb
 
-from ..storage.folder import writer_active
-from . import capture, session_upkeep
+from . import capture, detached, session_upkeep, take_in
 from . import hook_events as ev
 from .capture import why as _why
 from .hook_events import Payload
@@ -218,7 +220,7 @@ def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, n
             except Exception as exc:  # noqa: BLE001 - said as such, with the count
                 run.notes.append(f"{len(run.records)} capture(s) NOT kept ({_why(exc)})")
                 return
-            _take_in(store)  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
+            take_in.take_in(store)  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
         if upkeep is not None:
             upkeep(store, ns)
     except Exception as exc:  # noqa: BLE001 - as in _work
@@ -239,18 +241,6 @@ def _keep(run: _Run, store: Path) -> None:
             return
         capture.keep(store, run.records)
         run.kept = True
-
-
-def _take_in(store: Path) -> None:
-    """Open the store as its writer, which takes the spool in, when no other process writes it
-    (looked at first without loading the engine: in a storm of hooks most find it held)."""
-    if writer_active(store):
-        return  # the writer takes the spool in before its next write
-    try:
-        db = engramdb.open(store, tuning=session_upkeep.QUICK)  # a writer for one event: no worker
-    except engramdb.StoreLocked:
-        return
-    db.close(checkpoint=False)  # the rows are durable in the WAL; the next long-lived writer folds them
 
 
 def _rescue(run: _Run) -> str:
@@ -342,7 +332,7 @@ def session_end(store: Path, ns: str) -> None:
     if not store.is_dir():
         return
     proc = session_upkeep.start(store, ns)
-    status, said = session_upkeep.wait(
+    status, said = detached.wait(
         proc, _process_start() + session_upkeep.WAIT_SHARE * ev.budget_ms("SessionEnd") / 1000)
     if status is None:
         return  # still working, on its own: nothing went wrong so far, and nothing is lost if it stops

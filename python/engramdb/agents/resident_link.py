@@ -1,4 +1,5 @@
-"""A hook's short way to a resident reader: the part of `engramdb hook` that imports nothing heavy.
+"""A hook's short ways, the part of `engramdb hook` that imports nothing heavy: to a resident reader,
+and a capture-only event's spool.
 
 A hook is a new process for every event, and a cold process pays for its imports (numpy, Arrow and
 the engine: about 300 ms on a 2-core machine) and for opening the store (650 ms read-only at
@@ -21,9 +22,13 @@ the store folder's real path, so one resident serves one store. ENGRAMDB_HOOK_RE
 resident off (every hook answers in its own process, as before).
 
 Writes never go through the resident: a capture is spooled by the hook process itself, after the
-resident answered (CAPTURING: UserPromptSubmit keeps the prompt; hooks.capture_alone, which imports
-the engine's record rules but neither numpy nor Arrow), and taken in by the next writer (a capture
-event's hook, SessionEnd's upkeep, any process that opens the store to write). The resident reads
+resident answered (CAPTURING: UserPromptSubmit keeps the prompt; capture.capture_alone, which
+imports the engine's record rules but neither numpy nor Arrow), and taken in by the next writer (a
+capture event's take-in, SessionEnd's upkeep, any process that opens the store to write). The
+capture-only events (CAPTURE_ONLY: PostToolUse, Stop, SubagentStop) take that short way too, on a
+store that exists: this process spools the capture and starts its take-in (take_in.py, a writer in
+a process of its own, waited for up to a fifth of the budget), as the engine's imports and a
+writer's open cost a second on a 2-core machine, more than a quarter of their budget. The resident reads
 what the writer acknowledged before its last reopen: it looks at the folder before each request and
 reopens in the background when a writer changed it, so an answer may miss the last write or two.
 For a prompt's context those are the current session's last turns, which the agent holds in its
@@ -49,10 +54,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .detached import module_run
+
 RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
 PROTOCOL = 2  # the request and answer's form: raised when it changes (it names the socket, with RESIDENT_EVENTS)
 REFUSED = "the resident reader refused the request"  # how a resident (of any release) begins a refusal
 CAPTURING = ("UserPromptSubmit",)  # ... whose hook also keeps a capture: spooled by the hook process itself
+CAPTURE_ONLY = ("PostToolUse", "Stop", "SubagentStop")  # events that only keep a capture: spooled here, taken in by take_in.py
 CAPTURE_SHARE = 0.25  # of such an event's budget, kept back from the resident's answer for the capture
 ENV_SWITCH = "ENGRAMDB_HOOK_RESIDENT"  # "0" (or "off", "no", "false"): no resident
 ENV_IDLE = "ENGRAMDB_HOOK_RESIDENT_IDLE_S"
@@ -60,7 +68,8 @@ IDLE_S = 600.0  # a resident leaves after this long without a request
 REQUEST_BYTES = 32 * 1024 * 1024  # a request at most (a Write's PreToolUse carries the file it writes)
 SOCKET_PATH_BYTES = 100  # a Unix socket's path at most (108 on Linux, 104 on macOS, with the final NUL)
 STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that module costs 30 ms)
-SERVED_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000}  # as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
+# as hook_events.BUDGETS_MS, unless $ENGRAMDB_HOOK_BUDGET_MS says
+SERVED_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000, "PostToolUse": 3_000, "Stop": 3_000, "SubagentStop": 3_000}
 _PROCESS_AGE_LIMIT_S = 60.0
 LATE_HOLD_S = 30.0  # after a resident let a hook's budget run out, hooks answer alone this long, then ask again
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
@@ -176,14 +185,6 @@ def spawn(store: Path) -> None:
         os.close(lock_fd)  # the resident holds the lock through its own copy
 
 
-def module_run() -> dict[str, Any]:
-    """Popen's settings for `python -m engramdb...` started from a hook: `-m` puts the working
-    folder first on sys.path, and a hook runs in the user's project, whose `token.py` or `json.py`
-    would shadow the standard library's (and run) in our process; so it runs from the filesystem's
-    root, with $PYTHONSAFEPATH set too (Python 3.11+) and the project's $PYTHONPATH kept."""
-    return {"cwd": os.path.abspath(os.sep), "env": {**os.environ, "PYTHONSAFEPATH": "1"}}
-
-
 _wanted: list[Path] = []  # the store whose hook found no resident: one is started after the answer
 
 
@@ -252,7 +253,7 @@ def process_start() -> float:
 def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
     """(event, --path, --namespace, --max-chars) of `hook EVENT ...`; None for anything the full
     command line should read (it says what is wrong)."""
-    if not argv or argv[0] not in RESIDENT_EVENTS:
+    if not argv or argv[0] not in RESIDENT_EVENTS + CAPTURE_ONLY:
         return None
     event, values, rest = argv[0], {"path": None, "namespace": None, "max_chars": "8000"}, argv[1:]
     names = {"-p": "path", "--path": "path", "--namespace": "namespace", "--max-chars": "max_chars"}
@@ -314,28 +315,51 @@ def want(store: Path) -> None:
         _wanted.append(store)
 
 
-def _capture(event: str, payload: dict[str, Any], path: str | None, namespace: str | None) -> None:
-    """Keep the capture of a CAPTURING event whose read the resident answered: spooled by this
-    process (the resident writes nothing), taken in by the next writer. Imports the hooks' capture
-    path (the standard library and the engine's record rules: no numpy, no Arrow)."""
+def _capture(event: str, payload: dict[str, Any], path: str | None, namespace: str | None) -> Path | None:
+    """Keep the capture of an event whose read the resident answered, or that only captures:
+    spooled by this process (the resident writes nothing). Imports the hooks' capture path (the
+    standard library and the engine's record rules: no numpy, no Arrow). The store it was spooled
+    for, None when nothing was kept."""
     from .capture import capture_alone
 
-    why = capture_alone(event, payload, path, namespace)  # parsed once: a deep payload is not parsed again deeper
+    kept, why = capture_alone(event, payload, path, namespace)  # parsed once: a deep payload is not parsed again deeper
     if why:
         note(event, why)
+    return kept
+
+
+def _capture_only(event: str, payload: dict[str, Any], path: str | None, namespace: str | None,
+                  budget: float) -> int:
+    """A capture-only event's hook: its capture spooled here, then taken in by a writer of its own
+    (take_in.py), waited for up to take_in.WAIT_SHARE of the budget; the exit code (0)."""
+    kept = _capture(event, payload, path, namespace)
+    if kept is None:
+        return 0
+    from .take_in import WAIT_SHARE, hand_over
+
+    start = process_start()
+    why = hand_over(kept, start + WAIT_SHARE * budget)
+    if why:
+        note(event, why)
+    elif time.monotonic() > start + budget:  # kept all the same: said, as the usual way's rescue says it
+        note(event, f"over its {round(budget * 1000)} ms budget: the capture was spooled for the next writer")
+    return 0
 
 
 def fast_hook(argv: list[str]) -> int | None:
-    """`engramdb hook EVENT ...` answered by the store's resident reader: the exit code (0), or None
-    when this process must answer the usual way (the resident is off, the event or an option is
-    not one it serves, stdin is not a JSON object, or no resident listens yet: then one is
-    started for the next events). Stdin, when read here, is handed back through `sys.stdin`."""
-    if not enabled():
-        return None
+    """`engramdb hook EVENT ...` by this module's short ways: the exit code (0), or None when this
+    process must answer the usual way (hooks.py). A capture-only event (CAPTURE_ONLY) on an existing
+    store is spooled here and taken in by a process of its own (take_in.py). A read of
+    RESIDENT_EVENTS is answered by the store's resident reader, unless the resident is off, or no
+    resident listens yet (then one is started for the next events). The usual way answers when an
+    option is not one these paths read, stdin is not a JSON object naming its `cwd`, or the store
+    folder does not exist yet. Stdin, when read here, is handed back through `sys.stdin`."""
     options = _options(argv)
     if options is None:
         return None
     event, path, namespace, max_chars = options
+    if event not in CAPTURE_ONLY and not enabled():
+        return None
     budget = _budget_s(event)
     deadline = process_start() + budget
     reserve = CAPTURE_SHARE * budget if event in CAPTURING else 0.0
@@ -354,7 +378,9 @@ def fast_hook(argv: list[str]) -> int | None:
         return None  # the session's folder is this process's: the resident's would name another namespace
     store = Path(chosen) if chosen else Path(str(cwd)) / STORE_FOLDER
     if not store.is_dir():
-        return None  # nothing captured yet: the usual way says so (it prints nothing)
+        return None  # nothing captured yet: the usual way makes the store (or, for a read, prints nothing)
+    if event in CAPTURE_ONLY:
+        return _capture_only(event, payload, path, namespace, budget)
     sock_path = socket_for(store)
     if sock_path is None or _late_lately(sock_path):
         return None
@@ -397,5 +423,5 @@ def fast_hook(argv: list[str]) -> int | None:
     return 0
 
 
-__all__ = ["CAPTURING", "LATE_HOLD_S", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "SERVED_BUDGETS_MS", "ask", "enabled", "fast_hook", "idle_seconds", "module_run", "note", "print_context",
+__all__ = ["CAPTURE_ONLY", "CAPTURING", "LATE_HOLD_S", "PROTOCOL", "REFUSED", "RESIDENT_EVENTS", "SERVED_BUDGETS_MS", "ask", "enabled", "fast_hook", "idle_seconds", "note", "print_context",
            "process_start", "read_stdin", "socket_for", "spawn", "start_wanted", "want"]

@@ -26,12 +26,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import detached
 from .hook_process import without_unused_imports
-from .resident_link import module_run
 
 if __name__ == "__main__":  # pyarrow would import pandas for nothing (hook_process.py)
     without_unused_imports()
@@ -75,44 +74,25 @@ def upkeep(store: Path, namespace: str) -> None:
 
 def start(store: Path, namespace: str) -> subprocess.Popen[bytes]:
     """This module's process for `store` and `namespace`, detached (a session of its own), its stderr
-    on a pipe the caller reads while it waits."""
-    return subprocess.Popen([sys.executable, "-m", "engramdb.agents.session_upkeep", os.path.abspath(store), namespace],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, close_fds=True, **module_run())
-
-
-def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
-    """(exit status, what it said on stderr) of `proc` once it ended; (None, "") when it still runs
-    at `deadline` (on `time.monotonic`'s clock): it is then left to finish on its own."""
-    try:
-        _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return None, ""
-    return proc.returncode, err.decode("utf-8", "replace").strip()
-
-
-def _say(message: str) -> None:
-    try:
-        print(message, file=sys.stderr, flush=True)
-    except OSError:  # the hook left: nobody reads the pipe any more, and the work goes on
-        pass
+    on a pipe the caller reads while it waits (`detached.wait`)."""
+    return detached.start("session_upkeep", [os.path.abspath(store), namespace])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m engramdb.agents.session_upkeep STORE NAMESPACE`: 0 when done, 1 with a line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        _say("usage: python -m engramdb.agents.session_upkeep STORE NAMESPACE")
+        detached.say("usage: python -m engramdb.agents.session_upkeep STORE NAMESPACE")
         return 2
     try:
         upkeep(Path(args[0]), args[1])
     except Exception as exc:  # noqa: BLE001 - said, with its kind: the hook passes it on
-        _say(why(exc) if not isinstance(exc, StoreBusy) else str(exc))
+        detached.say(why(exc) if not isinstance(exc, StoreBusy) else str(exc))
         return 1
     return 0
 
 
-__all__ = ["WAIT_SHARE", "StoreBusy", "main", "start", "upkeep", "wait"]
+__all__ = ["QUICK", "WAIT_SHARE", "StoreBusy", "main", "start", "upkeep"]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,55 @@
+"""A hook's work in a process of its own: how it is started from a hook and waited for.
+
+Some of a hook's work outlives the hook: the resident reader (resident_link.py), SessionEnd's
+upkeep (session_upkeep.py), a capture's take-in (take_in.py). Each is `python -m
+engramdb.agents.MODULE ...` in a session of its own (start_new_session), so it outlives the hook
+and the agent that ran it, as `git gc --auto` detaches. This module imports the standard library
+only: the hooks that start these processes import neither numpy nor Arrow.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def module_run() -> dict[str, Any]:
+    """Popen's settings for `python -m engramdb...` started from a hook: `-m` puts the working
+    folder first on sys.path, and a hook runs in the user's project, whose `token.py` or `json.py`
+    would shadow the standard library's (and run) in our process; so it runs from the filesystem's
+    root, with $PYTHONSAFEPATH set too (Python 3.11+) and the project's $PYTHONPATH kept."""
+    return {"cwd": os.path.abspath(os.sep), "env": {**os.environ, "PYTHONSAFEPATH": "1"}}
+
+
+def start(module: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+    """`python -m engramdb.agents.<module> ARGS...`, detached (a session of its own), its stderr on a
+    pipe the caller reads while it waits (`wait`); stdin and stdout are /dev/null."""
+    return subprocess.Popen([sys.executable, "-m", f"engramdb.agents.{module}", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, close_fds=True, **module_run())
+
+
+def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
+    """(exit status, what it said on stderr) of `proc` once it ended; (None, "") when it still runs
+    at `deadline` (on `time.monotonic`'s clock): it is then left to finish on its own."""
+    try:
+        _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, err.decode("utf-8", "replace").strip()
+
+
+def say(message: str) -> None:
+    """One line on stderr from a detached process: the hook that started it reads it while it waits;
+    once the hook left, nobody reads the pipe any more, and the work goes on."""
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+__all__ = ["module_run", "say", "start", "wait"]
