@@ -22,7 +22,7 @@ from ..graph import links
 from ..index.registry import Indexes
 from ..model.edge import Edge
 from ..model.hit import Hit, Hits, SearchStats
-from ..model.memory import Memory
+from ..model.memory import Memory, micros
 from ..model.tuning import Tuning
 from ..retrieval.plan import SearchPlan, check_request
 from ..retrieval.search import run_search
@@ -43,7 +43,7 @@ class Reads(ABC):
     _usage: Usage | None = None  # the access log and ratings (E1-E6)
     _types_cache: tuple[frozenset[str], TypeClusters] | None = None  # the type clusters of these names (H6)
     # repeated searches on one snapshot (K5): (id, score, archived, passage, via, Memory.kept()) per hit
-    _search_cache: OrderedDict[Any, tuple[tuple[tuple[Any, ...], SearchStats], int, int | None]] | None = None
+    _search_cache: OrderedDict[Any, tuple[tuple[tuple[Any, ...], SearchStats], int, int, bool]] | None = None
     _search_snapshot: tuple[int, int] | None = None  # (serial, generation) of the searches kept
 
     @abstractmethod
@@ -183,15 +183,18 @@ class Reads(ABC):
             plan = dataclasses.replace(plan, topic_of=topic_of, topic_centroids=centroids)
         view = self._view()
         key = None if explain or topics or not self.tuning.search_cache else _cache_key(view, plan, query, query_vector)
-        cache = self._search_cache if self._search_cache is not None else OrderedDict()
-        self._search_cache = cache
+        cache = self._search_cache
+        if cache is None:  # never put back: a search on another thread may have replaced it meanwhile
+            cache = self._search_cache = OrderedDict()
         now_us = time.time_ns() // 1_000
         entry = cache.get(key) if key is not None else None
-        # a kept search about "now" holds until the clock passes the namespace's next validity
-        # boundary after it ran: found here, on reuse (an agent's loop writes between searches, so
-        # most searches never meet their snapshot again: finding it at each cost 1-2 ms at 100K)
-        hit = entry[0] if entry is not None and now_us < entry[1] and (
-            entry[2] is None or now_us < _next_boundary(view, namespace, entry[2])) else None
+        # a kept search holds for a clock in [made at, until): a clock stepped back (NTP, a restored
+        # VM) before it ran must not see what was true later (the key masks' rule, storage/filters.py);
+        # one about "now" also ends when the clock passes the namespace's next validity boundary
+        # after it ran: found here, on reuse (an agent's loop writes between searches, so most
+        # searches never meet their snapshot again: finding it at each cost 1-2 ms at 100K)
+        hit = entry[0] if entry is not None and entry[2] <= now_us < entry[1] and (
+            not entry[3] or now_us < _next_boundary(view, namespace, entry[2])) else None
         if hit is not None:
             # each caller gets its own copies of the memories' dicts (Memory is frozen, its dicts are not)
             kept, kept_stats = hit
@@ -208,17 +211,21 @@ class Reads(ABC):
                 # as plain tuples, which the garbage collector stops tracking: 256 searches'
                 # Hit and Memory objects made its full collections tens of ms (a search's p95 x 1.3)
                 kept = tuple((h.id, h.score, h.archived, h.passage, h.via, h.memory.kept()) for h in hits)
-                if key[:2] != self._search_snapshot:
-                    # the entries of an earlier snapshot (serial, generation) dropped: a store's reads
-                    # only move on to later ones, so none can be met again; kept to the cap, an agent's
-                    # loop (a write each turn) held 256 dead searches, which the garbage collector
-                    # promoted to its oldest generation (~7 objects a turn). A new dict, not clear():
-                    # a search on another thread may still be trimming the old one
-                    self._search_snapshot = key[:2]
-                    self._search_cache = cache = OrderedDict()
-                cache[key] = ((kept, hits.stats), until, now_us if plan.as_of_us is None else None)
-                if len(cache) > self.tuning.search_cache:
-                    cache.popitem(last=False)
+                kept_for = self._search_snapshot
+                if key[:2] != kept_for and kept_for is not None and key[1] < kept_for[1]:
+                    pass  # a slow search of an older snapshot, ended after a newer one's were kept: not kept
+                else:
+                    if key[:2] != kept_for:
+                        # the entries of an earlier snapshot (serial, generation) dropped: a store's reads
+                        # only move on to later ones, so none can be met again; kept to the cap, an agent's
+                        # loop (a write each turn) held 256 dead searches, which the garbage collector
+                        # promoted to its oldest generation (~7 objects a turn). A new dict, not clear():
+                        # a search on another thread may still be trimming the old one
+                        self._search_snapshot = key[:2]
+                        self._search_cache = cache = OrderedDict()
+                    cache[key] = ((kept, hits.stats), until, now_us, plan.as_of_us is None)
+                    if len(cache) > self.tuning.search_cache:
+                        cache.popitem(last=False)
         if explain and expansion:
             for h in hits:
                 if h.explain is not None:
@@ -273,10 +280,11 @@ def _cache_key(view: View, plan: SearchPlan, query: Any, query_vector: np.ndarra
 
 
 def _next_boundary(view: View, namespace: str, now_us: int) -> int:
-    """The first moment after `now_us` at which a memory of the namespace starts or stops being
-    valid (what a search about "now" depends on). The moments are gathered once per snapshot and
-    the least one past `now_us` taken per call: sorting them (np.unique) cost 5 ms at 100,000
-    memories, and an agent's loop makes a new snapshot at every turn."""
+    """The first moment after `now_us` at which a memory or an edge of the namespace starts or stops
+    being valid (what a search about "now" depends on: its filters, and the graph stage's walk
+    over edges valid then). The moments are gathered once per snapshot and the least one past
+    `now_us` taken per call: sorting them (np.unique) cost 5 ms at 100,000 memories, and an agent's
+    loop makes a new snapshot at every turn."""
     key = f"bounds:{namespace}"
     bounds = view.derived.get(key)
     if bounds is None:
@@ -285,7 +293,10 @@ def _next_boundary(view: View, namespace: str, now_us: int) -> int:
             mine = view.namespace_mask(si, namespace)
             if mine is not None:
                 parts += [view.row_array(si, "valid_from")[mine], view.row_array(si, "valid_until")[mine]]
-        bounds = view.derived[key] = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        edge_times = [micros(t) for e in view.live_edges() if e.namespace == namespace
+                      for t in (e.valid_from, e.valid_until) if t is not None]
+        parts.append(np.asarray(edge_times, np.int64))
+        bounds = view.derived[key] = np.concatenate(parts)
     later = bounds[bounds > now_us]
     return int(later.min()) if len(later) else int(np.iinfo(np.int64).max)
 
