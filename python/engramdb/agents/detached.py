@@ -43,6 +43,15 @@ def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, st
     return proc.returncode, err.decode("utf-8", "replace").strip()
 
 
+def lower_priority(increment: int) -> None:
+    """This process's CPU priority lowered by `increment` (os.nice), where the system allows it: a
+    detached process's work is background work, and the hooks an agent waits for come first."""
+    try:
+        os.nice(increment)
+    except (OSError, AttributeError):  # not allowed, or no such call (Windows): the work goes on as it is
+        pass
+
+
 def say(message: str) -> None:
     """One line on stderr from a detached process: the hook that started it reads it while it waits;
     once the hook left, nobody reads the pipe any more, and the work goes on."""
@@ -52,4 +61,4 @@ def say(message: str) -> None:
         pass
 
 
-__all__ = ["module_run", "say", "start", "wait"]
+__all__ = ["lower_priority", "module_run", "say", "start", "wait"]

@@ -21,7 +21,7 @@ Captures are spooled first, always (the capture's one path: a JSON file, checked
 rules, fsynced and renamed into place in milliseconds, with neither Arrow nor the store opened),
 then taken in at once when the writer's lock is free (a process opens the store as its writer,
 which ingests the spool: this one, or for a capture-only event on an existing store, a take-in
-process of its own that the hook waits for up to a fifth of its budget, agents/take_in.py; the
+process of its own that the hook waits for up to 15% of its budget, agents/take_in.py; the
 hook itself then imports neither numpy nor Arrow, resident_link.fast_hook); else the next writer
 takes them in, exactly once (ids are given here).
 Parallel hooks never wait on each other or on a long-lived writer.

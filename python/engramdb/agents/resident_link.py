@@ -27,7 +27,7 @@ imports the engine's record rules but neither numpy nor Arrow), and taken in by 
 capture event's take-in, SessionEnd's upkeep, any process that opens the store to write). The
 capture-only events (CAPTURE_ONLY: PostToolUse, Stop, SubagentStop) take that short way too, on a
 store that exists: this process spools the capture and starts its take-in (take_in.py, a writer in
-a process of its own, waited for up to a fifth of the budget), as the engine's imports and a
+a process of its own, waited for up to 15% of the budget), as the engine's imports and a
 writer's open cost a second on a 2-core machine, more than a quarter of their budget. The resident reads
 what the writer acknowledged before its last reopen: it looks at the folder before each request and
 reopens in the background when a writer changed it, so an answer may miss the last write or two.

@@ -7,7 +7,9 @@ in its own process, which imports neither numpy nor Arrow (~0.2 s), then starts 
 engramdb.agents.take_in STORE`, detached (detached.py), and waits for it up to WAIT_SHARE of its
 budget: the take-in imports the engine and opens the store as its writer, a second or more on a
 2-core machine at 100,000 memories, which the hook's quarter of its budget cannot hold. What the
-take-in says on stderr in that time is the hook's to say; past it, it finishes on its own.
+take-in says on stderr in that time is the hook's to say; past it, it finishes on its own, at a
+lower CPU priority: an agent runs its next hooks (a prompt's context, a tool call's) at once, and
+on two cores the take-in's second of CPU would otherwise be theirs to wait for.
 
 No take-in is started while a writer holds the store: that writer takes the spool in before its
 next write, or the next writer does. A capture spooled while a take-in's writer was open, after its
@@ -27,7 +29,8 @@ from ..storage.folder import writer_active
 from . import detached
 from .capture import why
 
-WAIT_SHARE = 0.2  # of a capture hook's budget: its wait for the take-in (inside its quarter, with room to leave)
+WAIT_SHARE = 0.15  # of a capture hook's budget: its wait for the take-in (inside its quarter, with room to leave)
+NICENESS = 10  # the take-in yields the CPU to the hooks the agent waits for (the next prompt's, tool call's)
 ROUNDS = 3  # writers opened in turn while captures keep arriving (each open takes in every file spooled before it)
 
 
@@ -72,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1:
         detached.say("usage: python -m engramdb.agents.take_in STORE")
         return 2
+    detached.lower_priority(NICENESS)
     try:
         take_in(Path(args[0]))
     except Exception as exc:  # noqa: BLE001 - said, with its kind: the hook passes it on while it waits
