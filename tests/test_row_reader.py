@@ -41,3 +41,33 @@ def test_rows_read_one_at_a_time_equal_the_whole_table_read(chunks: int) -> None
     got = [reader.memory(row) for row in range(len(mems))]
     assert got == mems == table_to_memories(table)
     assert all(m.learned_at is not None and m.learned_at.tzinfo == timezone.utc for m in got)
+
+
+@pytest.mark.parametrize(("lo", "n"), [(0, 7), (1, 5), (2, 3), (3, 4), (6, 1), (5, 0)])
+def test_rows_of_a_slice_read_at_its_offset(lo: int, n: int) -> None:
+    """The columns are read through their buffers: a slice's values, offsets and validity bits start
+    at its offset (a table read from a file at an offset, or sliced by the engine)."""
+    mems = _memories()
+    table = memories_to_table(mems).slice(lo, n)
+    assert n == 0 or table.column("id").chunk(0).offset == lo
+    reader = RowReader(table)
+    assert [reader.memory(row) for row in range(n)] == mems[lo:lo + n]
+
+
+def test_an_older_layouts_column_types_read_the_same() -> None:
+    """A column of another type than MEMORY_SCHEMA's (content as string, not large_string; a
+    dictionary-encoded role) is read through pyarrow's scalars, to the same memories."""
+    mems = _memories()
+    table = memories_to_table(mems)
+    table = table.set_column(table.schema.get_field_index("content"), "content", table.column("content").cast(pa.string()))
+    role = table.schema.get_field_index("role")
+    table = table.set_column(role, "role", table.column("role").dictionary_encode())
+    reader = RowReader(table)
+    assert [reader.memory(row) for row in range(len(mems))] == mems
+
+
+def test_an_empty_string_and_a_long_one_read_whole() -> None:
+    base = _memories()[0]
+    mems = [base.with_changes(id="empty", content=""), base.with_changes(id="long", content="ünï ✓ " * 20_000)]
+    reader = RowReader(memories_to_table(mems))
+    assert [reader.memory(0).content, reader.memory(1).content] == ["", "ünï ✓ " * 20_000]
