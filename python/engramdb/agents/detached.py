@@ -25,12 +25,13 @@ def module_run() -> dict[str, Any]:
     return {"cwd": os.path.abspath(os.sep), "env": {**os.environ, "PYTHONSAFEPATH": "1"}}
 
 
-def start(module: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+def start(module: str, args: Sequence[str], pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """`python -m engramdb.agents.<module> ARGS...`, detached (a session of its own), its stderr on a
-    pipe the caller reads while it waits (`wait`); stdin and stdout are /dev/null."""
+    pipe the caller reads while it waits (`wait`); stdin and stdout are /dev/null; `pass_fds` are
+    the descriptors it inherits (a lock the caller took for it)."""
     return subprocess.Popen([sys.executable, "-m", f"engramdb.agents.{module}", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, close_fds=True, **module_run())
+                            start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds), **module_run())
 
 
 def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
@@ -39,16 +40,37 @@ def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, st
     try:
         _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
+        _leave(proc)
         return None, ""
     return proc.returncode, err.decode("utf-8", "replace").strip()
 
 
+def _leave(proc: subprocess.Popen[bytes]) -> None:
+    """Let `proc` go on without this process: its stderr pipe closed here (what it says from now on
+    reaches nobody, and `say` takes that in its stride), and the Popen marked as done with, so that
+    its finaliser does not warn that "subprocess N is still running" on a hook's stderr (with
+    PYTHONWARNINGS set, or a traceback with =error). It is in a session of its own: when this
+    process ends, init reaps it."""
+    if proc.stderr is not None:
+        proc.stderr.close()
+    proc.returncode = 0  # never waited for here (see above), not its status
+
+
 def lower_priority(increment: int) -> None:
-    """This process's CPU priority lowered by `increment` (os.nice), where the system allows it: a
-    detached process's work is background work, and the hooks an agent waits for come first."""
+    """This process's CPU priority lowered by `increment`, where the system allows it: a detached
+    process's work is background work, and the hooks an agent waits for come first. Both its nice
+    value and, on Linux, its autogroup's: a process in a session of its own (`start`) is in an
+    autogroup of its own when autogroup scheduling is on (the usual default), and a nice value
+    only ranks it within that group: a niced take-in still took half of a core from a hook
+    beside it, and 10% once its autogroup was niced too."""
     try:
         os.nice(increment)
     except (OSError, AttributeError):  # not allowed, or no such call (Windows): the work goes on as it is
+        pass
+    try:
+        with open("/proc/self/autogroup", "w") as group:
+            group.write(str(increment))
+    except OSError:  # not Linux, autogroups off, or not allowed: the nice value alone
         pass
 
 

@@ -45,6 +45,7 @@ WAIT_SHARE = 0.2  # of SessionEnd's budget: the hook's wait for the upkeep (insi
 # build_index below, not by a background worker whose job close() would wait for
 QUICK = Tuning(background=False)
 CONSOLIDATE_ENV = "ENGRAMDB_HOOK_CONSOLIDATE"
+NICENESS = 10  # as a capture's take-in (take_in.py): its CPU yields to the hooks an agent waits for
 
 
 class StoreBusy(RuntimeError):
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 2:
         detached.say("usage: python -m engramdb.agents.session_upkeep STORE NAMESPACE")
         return 2
+    detached.lower_priority(NICENESS)  # background work: the next session's hooks come first
     try:
         upkeep(Path(args[0]), args[1])
     except Exception as exc:  # noqa: BLE001 - said, with its kind: the hook passes it on
