@@ -10,10 +10,13 @@ only: the hooks that start these processes import neither numpy nor Arrow.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -23,6 +26,22 @@ def module_run() -> dict[str, Any]:
     would shadow the standard library's (and run) in our process; so it runs from the filesystem's
     root, with $PYTHONSAFEPATH set too (Python 3.11+) and the project's $PYTHONPATH kept."""
     return {"cwd": os.path.abspath(os.sep), "env": {**os.environ, "PYTHONSAFEPATH": "1"}}
+
+
+def runtime_folder() -> Path | None:
+    """The folder that holds what this user's hooks share outside a store (the resident readers'
+    sockets, the take-ins' claims), made with mode 0700 when missing; None when it
+    cannot be made, or is not a folder of this user's that only they may enter."""
+    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    folder = Path(base) / "engramdb" if base else Path(tempfile.gettempdir()) / f"engramdb-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
 
 
 def start(module: str, args: Sequence[str], pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
@@ -83,4 +102,4 @@ def say(message: str) -> None:
         pass
 
 
-__all__ = ["lower_priority", "module_run", "say", "start", "wait"]
+__all__ = ["lower_priority", "module_run", "runtime_folder", "say", "start", "wait"]

@@ -48,13 +48,12 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from .detached import module_run
+from .detached import module_run, runtime_folder
 
 RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
 PROTOCOL = 2  # the request and answer's form: raised when it changes (it names the socket, with RESIDENT_EVENTS)
@@ -87,21 +86,6 @@ def idle_seconds() -> float:
     except ValueError:
         return IDLE_S
     return value if 0 < value < float("inf") else IDLE_S
-
-
-def runtime_folder() -> Path | None:
-    """The folder that holds the residents' sockets, made with mode 0700 when missing; None when it
-    cannot be made, or is not a folder of this user's that only they may enter."""
-    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    folder = Path(base) / "engramdb" if base else Path(tempfile.gettempdir()) / f"engramdb-{os.getuid()}"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return folder
 
 
 def socket_for(store: Path) -> Path | None:

@@ -14,7 +14,7 @@ on two cores the take-in's second of CPU would otherwise be theirs to wait for.
 One take-in per store at a time. No take-in is started while a writer holds the store (that
 writer takes the spool in before its next write, or the next writer does), nor while one is
 starting or running: the hook takes a lock beside the resident readers' sockets (CLAIM: in the
-user's runtime folder, resident_link.runtime_folder) and hands it to the take-in it starts, as
+user's runtime folder, detached.runtime_folder) and hands it to the take-in it starts, as
 resident_link.spawn does, so a burst of hooks starts one process, where each started its own
 (a take-in imports the engine for a second before it can take the store's lock: 24-28 of them
 for 60 hooks, 0.7 s of CPU each). The take-in opens the writer, which takes in every file spooled
@@ -38,7 +38,6 @@ from ..storage import spool
 from ..storage.folder import writer_active
 from . import detached
 from .capture import why
-from .resident_link import runtime_folder
 
 WAIT_SHARE = 0.15  # of a capture hook's budget: its wait for the take-in (inside its quarter, with room to leave)
 NICENESS = 10  # the take-in yields the CPU to the hooks the agent waits for (the next prompt's, tool call's)
@@ -47,7 +46,7 @@ ROUNDS = 10  # writers opened in turn while captures keep arriving (each open ta
 
 def claim_path(store: Path) -> Path | None:
     """The lock a take-in of `store` holds while it starts and works (None: no safe folder for it)."""
-    folder = runtime_folder()
+    folder = detached.runtime_folder()
     if folder is None:
         return None
     key = hashlib.sha256(os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
