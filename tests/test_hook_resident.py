@@ -125,6 +125,20 @@ def test_the_resident_follows_the_writer(project: tuple[Path, dict[str, str]]) -
     assert SERVED in _hook(cwd, env, "bash scripts/rollout.sh").stderr
 
 
+def test_the_resident_reopens_between_requests_once_the_writer_is_done(project: tuple[Path, dict[str, str]]) -> None:
+    """It looks at its folder between requests too: a write the folder has held still for a while
+    is in the snapshot of the very next request (before, the first request after a write was
+    answered from the old snapshot and started the reopen, taking the GIL from the requests beside it)."""
+    cwd, env = project
+    _hook(cwd, env)
+    _served(cwd, env)
+    with engramdb.open(cwd / ".engramdb") as db:
+        db.add("The kubectl rollout for staging runs from scripts/rollout.sh with KUBECONFIG set.", namespace=NS)
+    time.sleep(4.0)  # the writer done: still for QUIET_S (0.3 s), looked at every WATCH_S (0.25 s), reopened and warmed
+    first = _hook(cwd, env, "bash scripts/rollout.sh")
+    assert SERVED in first.stderr and "rollout.sh" in first.stdout, first.stderr
+
+
 def test_a_killed_resident_is_replaced_and_hooks_never_fail(project: tuple[Path, dict[str, str]]) -> None:
     cwd, env = project
     own = _text(_hook(cwd, env))

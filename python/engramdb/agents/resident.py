@@ -46,7 +46,10 @@ from .hook_events import HookInputError
 from .hooks import served_read
 from .resident_link import REFUSED, REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
 
-POLL_S = 2.0  # how often an idle resident looks at its store folder and its idle time
+POLL_S = 2.0  # how often a resident holding a store it could not open looks at the folder again
+WATCH_S = 0.25  # how often a serving resident looks at its store folder between requests
+QUIET_S = 0.3  # a change to the folder this old, and none since, starts a reopen (a writer at work is let finish)
+MAX_LAG_S = 5.0  # ... or one this old, however busy the writer (a folder that never stays still)
 READ_TIMEOUT_S = 5.0  # a request must arrive whole within this (all of it, however it is sent)
 HOLD_S = 60.0  # a store that cannot be opened: how long no other resident is started for it, unchanged
 MAX_CLIENTS = 32  # connections served at once; one more is closed at once (its hook answers alone)
@@ -78,10 +81,18 @@ class Resident:
         self._failed: BaseException | None = None
         self._reopening: threading.Thread | None = None
         self.namespace: str | None = None  # the last request's: a reopened snapshot is warmed on it
+        # the folder as last looked at, when it was first seen so, and when it first differed from
+        # the snapshot's (None: it does not)
+        self._looked, self._looked_since = self.seen, 0.0
+        self._differs_since: float | None = None
 
     def refresh(self) -> None:
         """Swap in a snapshot reopened in the background, and start a reopen when the folder changed
-        since the snapshot in use was opened. Raises what a failed reopen raised."""
+        since the snapshot in use was opened and has been still for QUIET_S (or changing for
+        MAX_LAG_S). Called before each request and between requests (`_loop`): a capture's take-in
+        writes for a second or more (its rounds), and a reopen started at its first change would be
+        followed by another, each taking the GIL from the requests served meanwhile; started when the
+        writer is done, there is one, mostly between requests. Raises what a failed reopen raised."""
         if self._reopening is not None and not self._reopening.is_alive():
             self._reopening = None
             if self._failed is not None:
@@ -94,7 +105,16 @@ class Resident:
             # another folder (or another store's marker) now at this path: a restored backup, a
             # store moved in. The snapshot in hand is not its store's: never answer from it
             raise Replaced(f"{self.store} is no longer the store this resident reader opened")
-        if self._reopening is None and now != self.seen:
+        t = time.monotonic()
+        if now != self._looked:
+            self._looked, self._looked_since = now, t
+        if now == self.seen:
+            self._differs_since = None
+            return
+        if self._differs_since is None:
+            self._differs_since = t
+        if self._reopening is None and (t - self._looked_since >= QUIET_S or t - self._differs_since >= MAX_LAG_S):
+            self._differs_since = None
             self._reopening = threading.Thread(target=self._reopen, name="engramdb-resident-reopen", daemon=True)
             self._reopening.start()
 
@@ -207,6 +227,18 @@ class _Server:
         finally:
             self.slots.release()
 
+    def watch(self) -> None:
+        """Between requests: the resident's refresh (a finished reopen swapped in, a quiet change
+        reopened), when no request is reading the store; a store that cannot be served ends it."""
+        if self.ended.is_set() or not self.lock.acquire(blocking=False):
+            return
+        try:
+            self.resident.refresh()
+        except Exception:  # noqa: BLE001 - a failed reopen, a replaced folder: the next hooks answer alone
+            self.ended.set()
+        finally:
+            self.lock.release()
+
     def _answer(self, request: Any) -> dict[str, Any]:
         if not self.ended.is_set():
             try:
@@ -277,10 +309,11 @@ def _loop(server: _Server, sock_path: Path, idle_s: float) -> int:
             last = time.monotonic()
             while (not server.ended.is_set() and server.resident.store.is_dir()
                    and time.monotonic() - last < idle_s):
-                srv.settimeout(max(0.01, min(POLL_S, idle_s - (time.monotonic() - last))))
+                srv.settimeout(max(0.01, min(WATCH_S, idle_s - (time.monotonic() - last))))
                 try:
                     conn, _ = srv.accept()
                 except TimeoutError:
+                    server.watch()
                     continue
                 last = time.monotonic()
                 if not server.slots.acquire(blocking=False):
