@@ -5,9 +5,13 @@ place and a WAL's many frames, times missing or set, metadata and provenance par
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+import engramdb
 import pyarrow as pa
+import pyarrow.ipc
 import pytest
+from engramdb.model.errors import InvalidMemory
 from engramdb.model.memory import Memory
 from engramdb.storage.columns import RowReader, memories_to_table, table_to_memories
 
@@ -71,3 +75,19 @@ def test_an_empty_string_and_a_long_one_read_whole() -> None:
     mems = [base.with_changes(id="empty", content=""), base.with_changes(id="long", content="ünï ✓ " * 20_000)]
     reader = RowReader(memories_to_table(mems))
     assert [reader.memory(0).content, reader.memory(1).content] == ["", "ünï ✓ " * 20_000]
+
+
+@pytest.mark.parametrize("bad", [None, ""])
+def test_a_null_or_empty_metadata_fails_as_the_whole_table_read_does(tmp_path: Path, bad: str | None) -> None:
+    """An import reads the whole table, and on failure each row, to name the row whose metadata is
+    not a JSON object: a row read that took a null or "" for {} named none, and the import raised a
+    bare TypeError (stop 41's adversary)."""
+    mems = [Memory(id=f"m{i}", namespace="n", content=f"c{i}", learned_at=T0) for i in range(3)]
+    table = memories_to_table(mems)
+    i = table.schema.get_field_index("metadata")
+    table = table.set_column(i, pa.field("metadata", pa.string()), pa.array(["{}", bad, "{}"], pa.string()))
+    src = tmp_path / "bad.arrow"
+    with pa.ipc.new_file(src, table.schema) as writer:
+        writer.write_table(table)
+    with engramdb.open(tmp_path / "store") as db, pytest.raises(InvalidMemory, match="row 1"):
+        db.admin.import_(src)

@@ -41,6 +41,7 @@ if __name__ == "__main__":  # a resident process runs hooks' reads only: pyarrow
 
 import engramdb
 
+from ..storage import spool
 from ..storage.folder import MARKER, fingerprint
 from .hook_events import HookInputError
 from .hooks import served_read
@@ -69,12 +70,21 @@ def _identity(store: Path, seen: tuple[tuple[str, int, int], ...]) -> tuple[int,
     return (st.st_dev, st.st_ino, tuple(e for e in seen if e[0] == MARKER))
 
 
+def _readable(store: Path) -> tuple[tuple[str, int, int], ...]:
+    """The store folder's fingerprint less its spool: a read-only open never reads the spool, so a
+    capture a hook spools changes nothing a reader sees until a writer takes it in (the log and the
+    segments change then); and a snapshot's close spools its access rows (access_log="spool"), so
+    each swap changed the spool and started the next reopen: one write, then a prompt every 0.5 s,
+    made 20 reopens in 15 s."""
+    return tuple(e for e in fingerprint(store) if e[0] != spool.FOLDER)
+
+
 class Resident:
     """A store opened read-only, reopened in the background when a writer changed its folder."""
 
     def __init__(self, store: Path) -> None:
         self.store = Path(os.path.realpath(store))
-        self.seen = fingerprint(self.store)
+        self.seen = _readable(self.store)
         self.identity = _identity(self.store, self.seen)
         self.db = engramdb.open(self.store, read_only=True, access_log="spool")
         self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...]] | None = None
@@ -100,7 +110,7 @@ class Resident:
             if self._fresh is not None:
                 old, (self.db, self.seen), self._fresh = self.db, self._fresh, None
                 old.close()
-        now = fingerprint(self.store)
+        now = _readable(self.store)
         if _identity(self.store, now) != self.identity:
             # another folder (or another store's marker) now at this path: a restored backup, a
             # store moved in. The snapshot in hand is not its store's: never answer from it
@@ -119,7 +129,7 @@ class Resident:
             self._reopening.start()
 
     def _reopen(self) -> None:
-        seen = fingerprint(self.store)  # before the open: a write during it makes the next reopen
+        seen = _readable(self.store)  # before the open: a write during it makes the next reopen
         try:
             fresh = engramdb.open(self.store, read_only=True, access_log="spool")
         except BaseException as exc:  # noqa: BLE001 - raised on the serving thread by refresh()

@@ -145,8 +145,8 @@ def _field_reader(name: str, arr: pa.Array) -> Callable[[int], Any]:
                 return None
             return str(data[offsets[row]:offsets[row + 1]], "utf-8")
 
-        if name in ("metadata", "provenance"):
-            return lambda row: _loads(text(row) or "{}")
+        if name in ("metadata", "provenance"):  # a null or "" raises, as in the whole-table read (an import names the row)
+            return lambda row: _loads(text(row))  # type: ignore[arg-type]
         return text
     numbers = _NUMBERS.get(kind)
     if numbers is not None and len(arr):
