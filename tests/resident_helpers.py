@@ -3,6 +3,7 @@ processes serving a store, its socket, and waiting for a condition."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -85,3 +86,18 @@ def wait(predicate: Callable[[], bool], seconds: float = 60.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def exchange(sock: Path, data: bytes, timeout: float = 60.0) -> dict[str, object]:
+    """One raw request on a resident's socket, its reply parsed."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock))
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    reply = json.loads(answer)
+    assert isinstance(reply, dict)
+    return reply

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
+from resident_helpers import exchange as _exchange
 from resident_helpers import hooks_env, processes
 from resident_helpers import listening as _listening
 from resident_helpers import socket_in as socket_for_env
@@ -75,21 +75,6 @@ def _served(cwd: Path, env: dict[str, str], *extra: str) -> subprocess.Completed
     proc = _hook(cwd, env, "bash scripts/deploy.sh", *extra)
     assert SERVED in proc.stderr, proc.stderr
     return proc
-
-
-def _exchange(sock: Path, data: bytes) -> dict[str, object]:
-    """One raw request on the resident's socket, its reply parsed."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(str(sock))
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        answer = b""
-        while chunk := s.recv(65536):
-            answer += chunk
-    reply = json.loads(answer)
-    assert isinstance(reply, dict)
-    return reply
 
 
 

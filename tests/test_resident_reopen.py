@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -25,6 +24,7 @@ import engramdb
 import pytest
 from engramdb.agents import resident as R
 from engramdb.agents.resident_link import socket_for
+from resident_helpers import exchange
 
 REAL_OPEN = engramdb.open
 
@@ -34,7 +34,7 @@ class Served:
                  residents: list[R.Resident]) -> None:
         self.store, self.cwd, self.opens, self.thread, self.sock, self.residents = store, cwd, opens, thread, sock, residents
 
-    def ask(self, event: str = "UserPromptSubmit", text: str = "how do the deploy scripts work?") -> dict[str, Any]:
+    def ask(self, event: str = "UserPromptSubmit", text: str = "how do the deploy scripts work?") -> dict[str, object]:
         payload: dict[str, Any] = {"session_id": "s1", "cwd": str(self.cwd), "hook_event_name": event}
         if event == "UserPromptSubmit":
             payload["prompt"] = text
@@ -42,17 +42,7 @@ class Served:
             payload.update(tool_name="Bash", tool_input={"command": "bash scripts/deploy.sh"})
         req = {"event": event, "stdin": json.dumps(payload), "store": str(self.store), "namespace": "proj",
                "max_chars": 4000, "budget_s": 5.0}
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(30)
-            s.connect(str(self.sock))
-            s.sendall(json.dumps(req).encode())
-            s.shutdown(socket.SHUT_WR)
-            b = b""
-            while c := s.recv(65536):
-                b += c
-        out = json.loads(b)
-        assert isinstance(out, dict)
-        return out
+        return exchange(self.sock, json.dumps(req).encode(), timeout=30)
 
 
 @pytest.fixture
