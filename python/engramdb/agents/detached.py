@@ -9,6 +9,7 @@ only: the hooks that start these processes import neither numpy nor Arrow.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 import subprocess
@@ -42,6 +43,17 @@ def runtime_folder() -> Path | None:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return None
     return folder
+
+
+def try_lock(fd: int) -> bool:
+    """An exclusive flock on `fd` taken without waiting; False when another holder has it (or no
+    lock can be had): the claim a hook hands to the process it starts, so a storm of hooks starts
+    one (a resident reader, a take-in)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def start(module: str, args: Sequence[str], pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
@@ -102,4 +114,4 @@ def say(message: str) -> None:
         pass
 
 
-__all__ = ["lower_priority", "module_run", "runtime_folder", "say", "start", "wait"]
+__all__ = ["lower_priority", "module_run", "runtime_folder", "say", "start", "try_lock", "wait"]

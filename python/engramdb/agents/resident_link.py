@@ -37,7 +37,6 @@ own conversation already; the memory it adds is what earlier sessions said.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib
 import io
@@ -53,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .detached import module_run, runtime_folder
+from .detached import module_run, runtime_folder, try_lock
 
 RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
 PROTOCOL = 2  # the request and answer's form: raised when it changes (it names the socket, with RESIDENT_EVENTS)
@@ -155,9 +154,7 @@ def spawn(store: Path) -> None:
     except OSError:
         return
     try:
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if not try_lock(lock_fd):
             return  # one is serving or starting
         subprocess.Popen([sys.executable, "-m", "engramdb.agents.resident", os.path.realpath(store),
                           "--lock-fd", str(lock_fd)],
@@ -313,15 +310,15 @@ def _capture(event: str, payload: dict[str, Any], path: str | None, namespace: s
 
 
 def _capture_only(event: str, payload: dict[str, Any], path: str | None, namespace: str | None,
-                  budget: float) -> int:
-    """A capture-only event's hook: its capture spooled here, then taken in by a writer of its own
-    (take_in.py), waited for up to take_in.WAIT_SHARE of the budget; the exit code (0)."""
+                  start: float, budget: float) -> int:
+    """A capture-only event's hook (the process started at `start`, `process_start`'s clock): its
+    capture spooled here, then taken in by a writer of its own (take_in.py), waited for up to
+    take_in.WAIT_SHARE of the budget; the exit code (0)."""
     kept = _capture(event, payload, path, namespace)
     if kept is None:
         return 0
     from .take_in import WAIT_SHARE, hand_over
 
-    start = process_start()
     why = hand_over(kept, start + WAIT_SHARE * budget)
     if why:
         note(event, why)
@@ -345,7 +342,8 @@ def fast_hook(argv: list[str]) -> int | None:
     if event not in CAPTURE_ONLY and not enabled():
         return None
     budget = _budget_s(event)
-    deadline = process_start() + budget
+    start = process_start()
+    deadline = start + budget
     reserve = CAPTURE_SHARE * budget if event in CAPTURING else 0.0
     raw = read_stdin()
     sys.stdin = io.StringIO(raw)  # the usual way reads it again
@@ -364,7 +362,7 @@ def fast_hook(argv: list[str]) -> int | None:
     if not store.is_dir():
         return None  # nothing captured yet: the usual way makes the store (or, for a read, prints nothing)
     if event in CAPTURE_ONLY:
-        return _capture_only(event, payload, path, namespace, budget)
+        return _capture_only(event, payload, path, namespace, start, budget)
     sock_path = socket_for(store)
     if sock_path is None or _late_lately(sock_path):
         return None

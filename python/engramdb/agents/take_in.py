@@ -67,7 +67,7 @@ def hand_over(store: Path, deadline: float) -> str | None:
                 fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
             except OSError:
                 fd = None  # no claim to be had: a take-in of its own, as without the lock
-            if fd is not None and not _try_claim(fd):
+            if fd is not None and not detached.try_lock(fd):
                 return None  # a take-in is starting or at work: it takes this capture in (see the module docstring)
         args = [os.path.abspath(store)] + (["--claim-fd", str(fd)] if fd is not None else [])
         try:
@@ -81,14 +81,6 @@ def hand_over(store: Path, deadline: float) -> str | None:
     if status is None or status == 0:
         return None
     return f"the capture is spooled; taking it in failed ({said or f'status {status}'})"
-
-
-def _try_claim(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
 
 
 def take_in(store: Path, claim_fd: int | None = None) -> None:
@@ -113,7 +105,7 @@ def take_in(store: Path, claim_fd: int | None = None) -> None:
         left = spool.pending(store)
         if not left or left == waiting:
             return  # all taken in, or what is left cannot be: the next writer says why
-        if claim_fd is not None and not _try_claim(claim_fd):
+        if claim_fd is not None and not detached.try_lock(claim_fd):
             return  # another hook's take-in has the claim: it takes these in
         waiting = left
 
