@@ -3,7 +3,7 @@
 The agent runs one process per event with the event's JSON on stdin (hook_events.py reads it).
 Each event has a read (context for the agent) and/or a write, within its budget
 (hook_events.BUDGETS_MS):
-- SessionStart (5 s): read-only, warm what a search needs, then the project's lite pack
+- SessionStart (5 s): read-only, the project's lite pack
   (`db.importance.pack`: its memories by learned importance) under its topics (`db.topics`);
 - UserPromptSubmit (2 s): the plain-search hits for the prompt are offered first (the quick
   answer), then the prompt is captured (role "user", memory_type "turn"; after the read's snapshot,
@@ -264,7 +264,9 @@ def _rescue(run: _Run) -> str:
 def session_start(payload: Payload, store: Path, ns: str, max_chars: int, run: _Run, db: engramdb.Store) -> None:
     """The project's lite pack, under its topics when they come in time."""
     want(store)  # a resident reader for the session's prompts and tool calls, started once this hook has answered
-    db.search(ns, namespace=ns, k=1, log=False)  # warms the embedders, BM25 and the files' pages
+    # No search here: the pack and the stored topics need no search index, this process ends at its answer,
+    # and the resident loads what its searches read itself. A warming search built BM25 in this
+    # process on a store without saved indexes, for nothing (~0.5-1 s at 100,000 memories).
     title = f"engramdb: what the memory of project '{ns}' holds"
     pack = db.importance.pack(ns, max_tokens=_tokens(max_chars))
     body = ["## Memories by importance", pack.text] if pack.text else []
