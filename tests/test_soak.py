@@ -1,5 +1,6 @@
 """Soak (tests/soak_harness.py), bounded: a writer checkpointing and compacting while 4 reader
-processes reopen continuously for ~10 s; every open finds every batch acknowledged before it."""
+processes reopen continuously for ~10 s (on a slow machine, until the floors below are reached);
+every open finds every batch acknowledged before it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import soak_harness
 # one of ~18 checkpoints and ~7 compactions runs with four readers reopening beside it, as in the
 # 20 s this ran. bench/soak.py runs it for longer.
 SECONDS = 10
+# ... and on until the figures reach these floors: counted in operations, not seconds, so they hold
+# on any machine (10 s under other jobs' load gave 42 batches, 10 opens and 142 reads here). 50
+# batches are 5 checkpoints and 2 compactions, each with readers reopening beside it.
+FLOORS = {"batches": 50, "opens": 40, "checks": 800}
 
 
 def test_readers_reopening_beside_a_checkpointing_compacting_writer_miss_nothing(tmp_path: Path) -> None:
-    got = soak_harness.soak(tmp_path / "store", seconds=SECONDS, readers=4)
+    got = soak_harness.soak(tmp_path / "store", seconds=SECONDS, readers=4, floors=FLOORS)
     assert got["misses"] == []
-    assert got["batches"] >= 50 and got["opens"] >= 40 and got["checks"] >= 800, got
+    assert all(got[k] >= v for k, v in FLOORS.items()), got  # fails only when stopped at the deadline (a hang)
