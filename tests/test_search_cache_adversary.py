@@ -7,86 +7,71 @@ engine gives for the same snapshot, clock and arguments. Each test failed before
   the newer ones away (a repeat missed the cache).
 
 The OS clock is simulated by offsetting time.time_ns and the datetime that engramdb.model.memory's
-utc_now reads: the engine's two clock reads."""
+utc_now reads: the engine's two clock reads (clock_helpers.Clock)."""
 from __future__ import annotations
 
 import datetime as dt
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import engramdb
-import engramdb.model.memory as mm
 import numpy as np
 import pytest
-
-
-class _Clock:
-    offset_ns = 0
-
-
-def _install(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_ns = time.time_ns
-
-    class FakeDT(dt.datetime):
-        @classmethod
-        def now(cls, tz=None):  # type: ignore[override]
-            return dt.datetime.fromtimestamp((real_ns() + _Clock.offset_ns) / 1e9, tz)
-
-    monkeypatch.setattr(time, "time_ns", lambda: real_ns() + _Clock.offset_ns)
-    monkeypatch.setattr(mm, "datetime", FakeDT)
+from clock_helpers import Clock
 
 
 @pytest.mark.parametrize("cache", [256, 0])
 def test_clock_stepped_back_does_not_reuse_a_later_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           cache: int) -> None:
-    _Clock.offset_ns = 0
-    _install(monkeypatch)
-    now = dt.datetime.now(dt.timezone.utc)
+    clock = Clock(monkeypatch)
+    now = clock.now()
     with engramdb.open(tmp_path / "s", dedup="off", tuning=engramdb.Tuning(search_cache=cache)) as db:
         db.add("The parking permit for level two is valid always", namespace="n", id="always")
         db.add("The parking permit for level three starts in ten minutes", namespace="n", id="later",
                valid_from=now + dt.timedelta(minutes=10))
         before = {h.id for h in db.search("parking permit", namespace="n")}
         assert before == {"always"}
-        _Clock.offset_ns = 11 * 60 * 10**9  # the clock jumps 11 minutes ahead (past valid_from)
+        clock.forward(11 * 60)  # the clock jumps 11 minutes ahead (past valid_from)
         ahead = db.search("parking permit", namespace="n")
         assert {h.id for h in ahead} == {"always", "later"}
-        _Clock.offset_ns = 0  # ... and NTP steps it back: "later" does not hold yet
+        clock.forward(-11 * 60)  # ... and NTP steps it back: "later" does not hold yet
         back = db.search("parking permit", namespace="n")
         assert {h.id for h in back} == {"always"}, (back.stats.cached, [h.id for h in back])
 
 
 def test_context_after_a_clock_step_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """context() searches through the same cache: it shows a memory that does not hold yet."""
-    _Clock.offset_ns = 0
-    _install(monkeypatch)
-    now = dt.datetime.now(dt.timezone.utc)
+    clock = Clock(monkeypatch)
+    now = clock.now()
     with engramdb.open(tmp_path / "s", dedup="off") as db:
         db.add("The parking permit for level two is valid always", namespace="n", id="always")
         db.add("The parking permit for level three starts in ten minutes", namespace="n", id="later",
                valid_from=now + dt.timedelta(minutes=10))
-        _Clock.offset_ns = 11 * 60 * 10**9
+        clock.forward(11 * 60)
         assert "level three" in str(db.context("parking permit", namespace="n", max_tokens=500, log=False))
-        _Clock.offset_ns = 0
+        clock.forward(-11 * 60)
         back = str(db.context("parking permit", namespace="n", max_tokens=500, log=False))
         assert "level three" not in back, back
 
 
 
 @pytest.mark.parametrize("cache", [256, 0])
-def test_an_edge_that_stops_holding_ends_the_kept_search(tmp_path: Path, cache: int) -> None:
-    now = dt.datetime.now(dt.timezone.utc)
+def test_an_edge_that_stops_holding_ends_the_kept_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        cache: int) -> None:
+    # the clock is moved past the edge's end: with an end 1.5 s ahead of the real one, the open, ten
+    # adds and the first search had to fit in the 1.5 s (0.3 s of it with two busy loops here)
+    clock = Clock(monkeypatch)
+    now = clock.now()
     with engramdb.open(tmp_path / "s", dedup="off", tuning=engramdb.Tuning(search_cache=cache)) as db:
         a = db.add("The boiler in the basement broke down on Monday", namespace="n", id="a")
         b = db.add("We called Mario the plumber about it", namespace="n", id="b")
         for i in range(8):
             db.add(f"Unrelated note number {i} about gardening", namespace="n")
-        db.link(a.id, b.id, "CAUSED_BY", valid_until=now + dt.timedelta(seconds=1.5))
+        db.link(a.id, b.id, "CAUSED_BY", valid_until=now + dt.timedelta(minutes=10))
         first = db.search("boiler basement broke", namespace="n", k=5, log=False)
         assert "b" in {h.id for h in first}, [(h.id, h.via) for h in first]  # reached over the edge
-        time.sleep(2.0)
+        clock.forward(11 * 60)  # past the edge's end
         fresh = db.admin.snapshot().search("boiler basement broke", namespace="n", k=5, log=False)
         after = db.search("boiler basement broke", namespace="n", k=5, log=False)
         assert [(h.id, h.via) for h in after] == [(h.id, h.via) for h in fresh], after.stats.cached
