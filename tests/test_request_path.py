@@ -6,13 +6,13 @@ layer's clustering and the hierarchy's tree build (each records the thread that 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import engramdb
 import pytest
+from clock_helpers import Clock
 from engramdb.hierarchy.tree import CentroidTree
 from engramdb.topics import clustering
 
@@ -150,23 +150,27 @@ def test_settle_on_a_read_only_store_is_true_at_once(tmp_path: Path) -> None:
         assert r.stats()["upkeep"]["background"] is False
 
 
-def test_a_kept_search_ends_when_the_clock_passes_a_memorys_validity(tmp_path: Path) -> None:
+def test_a_kept_search_ends_when_the_clock_passes_a_memorys_validity(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The search cache keeps a search about "now" until the namespace's next validity boundary
     after it ran (found when the search is reused): a fact that stops holding, and one that starts,
-    change the same search on the same snapshot."""
+    change the same search on the same snapshot. The clock is moved past the boundary
+    (clock_helpers): with one 1.5 s ahead of the real clock, the open, three writes and two searches
+    had to fit in the 1.5 s on any machine."""
     import datetime as dt
 
-    now = dt.datetime.now(dt.timezone.utc)
+    clock = Clock(monkeypatch)
+    now = clock.now()
     with engramdb.open(tmp_path / "s", dedup="off") as db:
         ending = db.add("The parking permit for level two is valid this week", namespace="n")
-        db.update(ending.id, valid_until=now + dt.timedelta(seconds=1.5))
+        db.update(ending.id, valid_until=now + dt.timedelta(minutes=10))
         later = db.add("The parking permit for level three starts soon", namespace="n",
-                       valid_from=now + dt.timedelta(seconds=1.5))
+                       valid_from=now + dt.timedelta(minutes=10))
         first = {h.id for h in db.search("parking permit", namespace="n")}
         assert first == {ending.id}
         again = db.search("parking permit", namespace="n")
         assert {h.id for h in again} == first and again.stats.cached  # reused
-        time.sleep(2.0)
+        clock.forward(11 * 60)
         after = db.search("parking permit", namespace="n")
         assert {h.id for h in after} == {later.id} and not after.stats.cached
 
