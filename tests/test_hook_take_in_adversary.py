@@ -28,15 +28,23 @@ NS = "proj"
 TAKE_IN = b"engramdb.agents.take_in"
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
+# Both count over the same 3 s, from a start the test sends once both are ready (time.monotonic is
+# one clock for every process): timed from each one's own start, the take-in (which imports the
+# engine's agents first) spun alone on the core after the hook's window ended, for as long as its
+# start lagged: 0.15 of the CPU here unloaded against the ~0.1 its priority gives, past the 0.25
+# asserted below once it lagged ~0.6 s (a slow machine's imports).
 SPIN = """import sys, time
 if sys.argv[1] == "bg":
     from engramdb.agents import detached, take_in
     detached.lower_priority(take_in.NICENESS)  # what take_in.main does first
-end = time.time() + 3
-n = 0
-while time.time() < end:
+print("READY", flush=True)
+start = float(sys.stdin.readline())
+while time.monotonic() < start:
+    pass
+end, n = start + 3, 0
+while time.monotonic() < end:
     n += 1
-print(n)"""
+print(n, flush=True)"""
 
 
 def _store(tmp_path: Path) -> Path:
@@ -64,11 +72,17 @@ def _contents(store: Path) -> list[str]:
 def test_the_detached_take_in_yields_the_cpu_to_the_hooks() -> None:
     # each in a session (so an autogroup) of its own: the share between the two does not depend on
     # what else this test run's session has running on the core
-    fg = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SPIN, "fg"], stdout=subprocess.PIPE,
-                          start_new_session=True)
-    bg = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SPIN, "bg"], stdout=subprocess.PIPE,
-                          start_new_session=True)  # as detached.start
-    nf, nb = int(fg.communicate()[0]), int(bg.communicate()[0])
+    spin = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SPIN, who], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)  # as detached.start
+            for who in ("fg", "bg")]
+    for p in spin:
+        assert p.stdout is not None and p.stdout.readline() == "READY\n"
+    start = time.monotonic() + 0.5
+    for p in spin:  # both told before either is read
+        assert p.stdin is not None
+        p.stdin.write(f"{start}\n")
+        p.stdin.flush()
+    nf, nb = (int(p.communicate(timeout=120)[0]) for p in spin)
     assert nb / (nf + nb) < 0.25, f"the take-in took {nb / (nf + nb):.0%} of the CPU from a hook"
 
 
