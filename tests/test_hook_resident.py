@@ -52,6 +52,16 @@ def _residents(store: Path) -> list[int]:
     return processes(store, b"engramdb.agents.resident")
 
 
+def _mapped(pid: int, store: Path) -> set[str]:
+    """The files of `store` process `pid` has mapped (the segments of the snapshots it holds)."""
+    folder = os.path.realpath(store)
+    return {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if folder in line}
+
+
+def _threads(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
 def _hook(cwd: Path, env: dict[str, str], command: str = "bash scripts/deploy.sh",
           *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "engramdb", "hook", "PreToolUse", "--namespace", NS, *extra],
@@ -117,9 +127,15 @@ def test_the_resident_reopens_between_requests_once_the_writer_is_done(project: 
     cwd, env = project
     _hook(cwd, env)
     _served(cwd, env)
+    [pid] = _residents(cwd / ".engramdb")
+    mapped, threads = _mapped(pid, cwd / ".engramdb"), _threads(pid)
     with engramdb.open(cwd / ".engramdb") as db:
         db.add("The kubectl rollout for staging runs from scripts/rollout.sh with KUBECONFIG set.", namespace=NS)
-    time.sleep(4.0)  # the writer done: still for QUIET_S (0.3 s), looked at every WATCH_S (0.25 s), reopened and warmed
+    # the writer done: still for QUIET_S (0.3 s), looked at every WATCH_S (0.25 s), reopened and
+    # warmed on a thread of its own. Waited for as such (the new segment mapped, that thread gone),
+    # not for a fixed 4 s: 0.6 s here, 0.85 s with two busy loops, more on a slower machine
+    assert _wait(lambda: bool(_mapped(pid, cwd / ".engramdb") - mapped) and _threads(pid) <= threads), \
+        "the resident did not reopen"
     first = _hook(cwd, env, "bash scripts/rollout.sh")
     assert SERVED in first.stderr and "rollout.sh" in first.stdout, first.stderr
 
