@@ -135,7 +135,10 @@ def test_a_stopped_resident_is_passed_over_after_it_was_late_once(project: tuple
     try:
         late = _hook("UserPromptSubmit", cwd, short, prompt=PROMPT)
         assert (late.returncode, late.stdout) == (0, "") and "the resident reader was late" in late.stderr
-        alone = _hook("UserPromptSubmit", cwd, short, prompt=PROMPT)
+        # answered in its own process, which imports the engine and opens the store: 1.5-2.4 s of a
+        # 4 s budget with two busy loops here, so it gets a long one (a hook that waited for the
+        # stopped resident again would still print nothing, after ~22 s)
+        alone = _hook("UserPromptSubmit", cwd, {**env, "ENGRAMDB_HOOK_BUDGET_MS": "30000"}, prompt=PROMPT)
         assert SERVED not in alone.stderr and "scripts/deploy.sh" in _text(alone, "UserPromptSubmit")
     finally:
         os.kill(pid, signal.SIGCONT)
