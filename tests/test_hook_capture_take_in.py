@@ -88,7 +88,10 @@ def test_at_the_real_budget_the_take_in_finishes_after_the_hook_left(tmp_path: P
     store = _store(tmp_path)
     text = "Moved the release checklist to docs/RELEASING.md."
     proc = _hook("Stop", store, budget_ms=None, last_assistant_message=text)  # 3 s: waits 0.6 s at most
-    assert _imports(proc)["numpy"] is False and _said(proc) == ""
+    # nothing said; or, where the process's own start and spool ate the budget (0.6-0.9 s of it with
+    # two busy loops here, so a slower machine under load can), that the capture was kept all the same
+    late = "engramdb hook Stop: over its 3000 ms budget: the capture was spooled for the next writer"
+    assert _imports(proc)["numpy"] is False and _said(proc) in ("", late), _said(proc)
     assert wait(lambda: not processes(store, TAKE_IN), 120)
     assert _contents(store).count(text) == 1 and _spooled(store) == []
 
