@@ -24,10 +24,11 @@ Check = Callable[[Any], bool]
 
 
 def run(args: Sequence[str], cwd: Path, env_path: str | None = None, stdin: str | None = None,
-        ) -> subprocess.CompletedProcess[str]:
+        extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMDB_")}
     if env_path is not None:
         env["ENGRAMDB_PATH"] = env_path
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "engramdb", *args], cwd=cwd, env=env, input=stdin,
                           stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=300, check=False)
@@ -153,7 +154,11 @@ def test_the_default_folder_is_the_hooks_dot_engramdb(tmp_path: Path) -> None:
     # the agent's hook in the same project, with neither --path nor $ENGRAMDB_PATH, reads the same store
     prompt = json.dumps({"session_id": "s1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
                          "prompt": "when do the tomatoes need water?"})
-    hooked = run(["hook", "UserPromptSubmit"], project, stdin=prompt)
+    # a long budget: the folder it reads is tested, not its 2 s (1.3-1.7 s of which its own process
+    # took with two busy loops here, the quick answer due at 1.5 s); and no resident reader started,
+    # which outlived the test (it answers the first hook in its own process either way)
+    hooked = run(["hook", "UserPromptSubmit"], project, stdin=prompt,
+                 extra_env={"ENGRAMDB_HOOK_BUDGET_MS": "120000", "ENGRAMDB_HOOK_RESIDENT": "0"})
     assert "The tomatoes need water every evening" in hooked.stdout, hooked.stderr
     assert not (project / "memory").exists()
 
