@@ -11,6 +11,7 @@ import engramdb
 import numpy as np
 import pytest
 import store_helpers
+from clock_helpers import Clock
 from engramdb.index.tree_index import TreeIndex
 from engramdb.spaces.schema import Schema, Space
 from engramdb.storage import Engine
@@ -203,8 +204,7 @@ def test_a_reader_without_a_saved_tree_scans_exactly_and_builds_none(tmp_path: P
     reader.close()
 
 
-def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
-    import time as _time
+def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import timedelta
 
     db, x = filled(tmp_path / "s")
@@ -213,15 +213,15 @@ def test_the_cached_filter_follows_writes_and_the_clock(tmp_path: Path) -> None:
     db.admin.checkpoint()
     db.admin.settle()
     assert db.search(x[2], namespace="a", k=1)[0].id != "m2"  # a write invalidates the mask
-    soon = datetime.now(timezone.utc) + timedelta(seconds=0.5)
+    # the clock is moved past valid_from (clock_helpers): with the real one 0.5 s before it, a slow
+    # machine's query could come after it, and the check that m4 is not valid yet was skipped there
+    clock = Clock(monkeypatch)
+    soon = clock.now() + timedelta(minutes=10)
     db.update("m4", valid_from=soon)
     db.admin.checkpoint()
     db.admin.settle()
-    top = db.search(x[4], namespace="a", k=1)[0].id
-    if datetime.now(timezone.utc) < soon:  # the query's clock was before valid_from (a slow machine skips this)
-        assert top != "m4"  # not valid yet
-    while datetime.now(timezone.utc) <= soon:
-        _time.sleep(0.05)
+    assert db.search(x[4], namespace="a", k=1)[0].id != "m4"  # not valid yet
+    clock.forward(11 * 60)
     assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # the clock passed its valid_from
 
 
