@@ -145,19 +145,22 @@ def test_the_lite_pack_follows_the_elo_tiers() -> None:
     assert small.stats["tokens"] <= 50 and small.stats["memories"] < 6
 
 
-def test_the_lite_pack_orders_rated_and_unrated_memories_by_elo_then_id() -> None:
-    """The pack's order is (elo now, highest first; then id) over rated and never-rated memories
-    alike: a reference sort of every memory's `db.importance(id).elo` gives the same list."""
+def test_the_lite_pack_orders_rated_and_unrated_memories_by_elo_then_newest() -> None:
+    """The pack's order is (elo now as shown, to one decimal, highest first; then newest first)
+    over rated and never-rated memories alike: a stable sort by `db.importance(id).elo` of the
+    memories newest first (`db.list(newest_first=True)`) gives the same list."""
     db = engramdb.open(None)
+    order = np.random.default_rng(4).permutation(40).tolist()  # stored shuffled: ids say nothing of the store's order
     db.add_many([{"id": f"m{i:02d}", "content": f"Cello practice note {i}: bowing and scales.", "namespace": "n"}
-                 for i in range(40)][::-1])  # stored in reverse: the order is not the store's
+                 for i in order])
     for r in range(30):  # some used (rising), some shown and never used (falling), most never rated
         hits = db.search("cello practice bowing", namespace="n", k=5)
         db.feedback(hits.query_id or "", used=[h.id for h in hits if int(h.id[1:]) % 4 == r % 2])
     db.importance.refresh()
     pack = db.importance.pack("n", max_tokens=5_000)
     elo = {f"m{i:02d}": db.importance(f"m{i:02d}").elo for i in range(40)}
-    want = [m for m in sorted(elo, key=lambda m: (-elo[m], m)) if db.importance(m).tier != "VERY_LOW"]
+    newest = [m.id for m in db.list("n", limit=100, newest_first=True)]
+    want = [m for m in sorted(newest, key=lambda m: -round(elo[m], 1)) if db.importance(m).tier != "VERY_LOW"]
     assert len({round(e, 6) for e in elo.values()}) > 2  # rated above and below the unrated start
     assert [i.id for i in pack.items] == want
     assert pack.stats["left_out"] == 40 - len(want)

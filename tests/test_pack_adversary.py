@@ -41,7 +41,7 @@ def test_a_superseded_memory_is_not_packed() -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_the_pack_is_the_reference_order_of_what_is_current(seed: int) -> None:
     """Random ratings (used, shown and never rated), some memories forgotten, one superseded: the
-    pack's ids are the current memories (db.list) not VERY_LOW, by (elo, highest first; id)."""
+    pack's ids are the current memories (db.list) not VERY_LOW, by (elo to one decimal, highest first; newest first)."""
     rnd = random.Random(seed)
     db = engramdb.open(None)
     words = ["cello", "violin", "piano", "bowing", "scales", "etude", "sonata", "tempo"]
@@ -57,7 +57,7 @@ def test_the_pack_is_the_reference_order_of_what_is_current(seed: int) -> None:
     db.supersede("m001", "zz")
     db.importance.refresh()
     pack = db.importance.pack("n", max_tokens=10**9)
-    current = [m.id for m in db.list("n", limit=1_000)]
+    current = [m.id for m in db.list("n", limit=1_000, newest_first=True)]
     elo = {i: db.importance(i).elo for i in current}
-    want = [i for i in sorted(elo, key=lambda i: (-elo[i], i)) if db.importance(i).tier != "VERY_LOW"]
+    want = [i for i in sorted(current, key=lambda i: -round(elo[i], 1)) if db.importance(i).tier != "VERY_LOW"]
     assert [i.id for i in pack.items] == want

@@ -30,6 +30,7 @@ from ..lifecycle.consolidation import leading_sentences
 from ..model import checks
 from ..model.hit import Hits
 from ..model.memory import Memory, micros, utc_now
+from ..storage.view import Loc, View
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -116,14 +117,15 @@ class ContextAssembly:
         now_us = micros(now)
         ratings = self._db._usage.ratings
         view = self._db._view()
-        locs = view.current_locs(namespace)
+        rows = view.current_row_arrays(namespace)
+        current = sum(len(r) for _, r in rows)
         items: list[ContextItem] = []
         used = full = 0
-        for elo, _, at in _by_elo(view.ids_at(locs), ratings, now_us):
+        for elo, (si, row) in _by_elo(view, rows, namespace, ratings, now_us):
             t = tier(elo)
             if t == "VERY_LOW":
                 continue
-            m = view.memory_at(*locs[at])  # only the memories read: 100,000 of them cost seconds
+            m = view.memory_at(si, row)  # only the memories read: 100,000 of them cost seconds
             if m.valid_until is not None and m.valid_until <= now:
                 continue  # no longer true (superseded, a file's old chunk): a context leaves it out too
             body = m.content if t == "HIGH" else leading_sentences(m.content, 1, 25) if t == "MEDIUM" else \
@@ -139,7 +141,7 @@ class ContextAssembly:
                                      {"elo": round(elo, 1), "tier": t, "form": form}))
         text = "\n".join(i.text for i in items)
         return Context(text, items, {"tokens": count(text), "budget": max_tokens, "tokenizer": tok_name,
-                                     "memories": len(items), "left_out": len(locs) - len(items),
+                                     "memories": len(items), "left_out": current - len(items),
                                      "tokens_in_full": full, "tokens_saved": max(0, full - used)})
 
     # ------------------------------------------------------------------------------ helpers
@@ -183,28 +185,48 @@ class ContextAssembly:
         return view.memories_at(view.session_locs(namespace, session_id)[::-1][:asm.RECENT_TURNS])
 
 
-def _by_elo(ids: list[str], ratings: Ratings, now_us: int) -> Iterator[tuple[float, str, int]]:
-    """(elo now, id, position in `ids`), highest elo first, then by id: the rated memories sorted,
-    merged with the unrated ones (all at INITIAL_ELO) taken from a heap in id order as the pack
-    reads them (it stops at its budget, a few dozen in: no sort of a whole namespace)."""
-    rated: list[tuple[float, str, int]] = []
-    unrated: list[tuple[float, str, int]] = []
-    by_id = ratings.by_id
-    for at, mid in enumerate(ids):
-        r = by_id.get(mid)
-        if r is None:
-            unrated.append((-INITIAL_ELO, mid, at))
-        else:
-            rated.append((-r.elo_at(now_us), mid, at))
+def _by_elo(view: View, rows: list[tuple[int, np.ndarray]], namespace: str, ratings: Ratings,
+            now_us: int) -> Iterator[tuple[float, Loc]]:
+    """(elo now, (segment, row)) of the namespace's current memories (`rows`, as
+    View.current_row_arrays gives them), highest elo first, then newest first: the rated ones
+    sorted, merged with the unrated ones (all at INITIAL_ELO) read from the newest back as the pack
+    takes them. The pack stops at its budget, a few dozen in, so nothing is made for each of a large
+    namespace's memories (a tuple and an id for each of 100,000 was ~0.4 s of a SessionStart hook).
+    Newest first among equals (the elo as shown, to one decimal): what a session starting needs
+    is more likely what was learned last than what an id's first hex digits pick."""
+    bases = view.bases
+    in_ns = dict(rows)
+    # ordered by the elo as shown (one decimal): equal histories differ by decay's float noise
+    # (1e-8), which is no reason to put an older memory first
+    rated: list[tuple[float, int, float, int, int]] = []
+    rated_ids: set[str] = set()
+    for mid, r in ratings.by_id.items():
+        if r.namespace != namespace:
+            continue
+        key = view.key_of(mid)
+        if key is None:
+            continue
+        si = int(np.searchsorted(bases, key, side="right")) - 1
+        row = key - int(bases[si])
+        mine = in_ns.get(si)
+        if mine is None:
+            continue
+        at = int(np.searchsorted(mine, row))
+        if at < len(mine) and int(mine[at]) == row:
+            elo = r.elo_at(now_us)  # current, in the namespace, not forgotten
+            rated.append((-round(elo, 1), -key, elo, si, row))
+            rated_ids.add(mid)
     rated.sort()
-    heapq.heapify(unrated)
 
-    def in_order() -> Iterator[tuple[float, str, int]]:
-        while unrated:
-            yield heapq.heappop(unrated)
+    def unrated() -> Iterator[tuple[float, int, float, int, int]]:
+        for si, seg_rows in reversed(rows):
+            base = int(bases[si])
+            for row in seg_rows[::-1].tolist():
+                if view.id_at((si, row)) not in rated_ids:
+                    yield -INITIAL_ELO, -(base + row), INITIAL_ELO, si, row
 
-    for neg, mid, at in heapq.merge(rated, in_order()):
-        yield -neg, mid, at
+    for _, _, elo, si, row in heapq.merge(rated, unrated()):  # keys are unique: the rest is never compared
+        yield elo, (si, row)
 
 
 __all__ = ["ContextAssembly"]

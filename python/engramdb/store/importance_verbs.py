@@ -50,7 +50,7 @@ class ImportanceVerbs:
         return self._db.lifecycle._consolidation.tiers()
 
     def pack(self, namespace: str, *, max_tokens: int = 2000, tokenizer: str | Counter | None = None) -> Context:
-        """The lite pack of a namespace (E8): its memories by ELO, highest first, HIGH in full,
+        """The lite pack of a namespace (E8): its memories by ELO, highest first (then newest first), HIGH in full,
         MEDIUM as a summary (the leading sentences), LOW as a pointer (its id and first words),
         VERY_LOW left out, while they fit `max_tokens`; a memory whose valid time has ended (superseded)
         is left out, as a context leaves it out, and `namespace` must be a namespace's name (a
