@@ -44,6 +44,17 @@ ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's n
     "sys_end": lambda s: s.sys_end, "forgotten": lambda s: s.forgotten, "seq": lambda s: s.turns()[2]}
 
 
+def _seq_column(seg: Segment) -> np.ndarray:
+    """A segment's seq per row, -1 when none, read from its column: `Segment.turns()` also
+    encodes every row's session, 4x the time (24 vs 6 ms at 100,000 in a new process)."""
+    import pyarrow.compute as pc
+
+    col = seg.table.column("seq").combine_chunks()
+    if col.null_count:
+        col = pc.fill_null(col, -1)
+    return np.asarray(col.to_numpy(zero_copy_only=False), np.int64)
+
+
 _T = TypeVar("_T")
 
 
@@ -258,6 +269,35 @@ class View:
         reader that takes a few of a namespace's memories (newest first, say) without a Python
         tuple for each of 100,000."""
         return list(self._current_rows_of(namespace, False, None))
+
+    def list_order(self, namespace: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A namespace's current, not forgotten memories in the order `Store.list` gives them
+        (learned_at, then seq with none first, then the store's order) as three int64 arrays:
+        their keys ascending, each one's place in that order, and the keys in that order. Where a
+        row sits is not when it was learned: an import appends memories learned long ago, and one
+        batch (one learned_at) lists its turns by seq after its notes. Made once per snapshot
+        without a Python object per memory."""
+        key = f"list_order:{namespace}"
+        found = self.derived.get(key)
+        if found is None:
+            rows = self.current_row_arrays(namespace)
+            if not rows:
+                empty = np.zeros(0, np.int64)
+                found = (empty, empty, empty)
+            else:
+                bases = self.bases
+                keys = np.concatenate([int(bases[si]) + r for si, r in rows])
+                learned = np.concatenate([self.segments[si].learned_at[r] for si, r in rows])
+                seq = np.concatenate([_seq_column(self.segments[si])[r] for si, r in rows])
+                order = np.lexsort((seq, learned))  # stable: equal (learned_at, seq) stay in key order
+                place = np.empty(len(order), np.int64)
+                place[order] = np.arange(len(order), dtype=np.int64)
+                found = (keys, place, keys[order])
+            for a in found:
+                a.flags.writeable = False  # shared by every reader of this snapshot
+            self.derived[key] = found
+        assert isinstance(found, tuple)
+        return found
 
     def _current_rows_of(self, namespace: str | None, include_forgotten: bool,
                          session_id: str | None) -> Iterator[tuple[int, np.ndarray]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -117,11 +118,11 @@ class ContextAssembly:
         now_us = micros(now)
         ratings = self._db._usage.ratings
         view = self._db._view()
-        rows = view.current_row_arrays(namespace)
-        current = sum(len(r) for _, r in rows)
+        keys, place, newest = view.list_order(namespace)
+        current = len(keys)
         items: list[ContextItem] = []
         used = full = 0
-        for elo, (si, row) in _by_elo(view, rows, namespace, ratings, now_us):
+        for elo, (si, row) in _by_elo(view, (keys, place, newest), namespace, ratings, now_us):
             t = tier(elo)
             if t == "VERY_LOW":
                 continue
@@ -185,48 +186,48 @@ class ContextAssembly:
         return view.memories_at(view.session_locs(namespace, session_id)[::-1][:asm.RECENT_TURNS])
 
 
-def _by_elo(view: View, rows: list[tuple[int, np.ndarray]], namespace: str, ratings: Ratings,
+def _by_elo(view: View, order: tuple[np.ndarray, np.ndarray, np.ndarray], namespace: str, ratings: Ratings,
             now_us: int) -> Iterator[tuple[float, Loc]]:
-    """(elo now, (segment, row)) of the namespace's current memories (`rows`, as
-    View.current_row_arrays gives them), highest elo first, then newest first: the rated ones
-    sorted, merged with the unrated ones (all at INITIAL_ELO) read from the newest back as the pack
-    takes them. The pack stops at its budget, a few dozen in, so nothing is made for each of a large
-    namespace's memories (a tuple and an id for each of 100,000 was ~0.4 s of a SessionStart hook).
+    """(elo now, (segment, row)) of the namespace's current memories (`order`, as View.list_order
+    gives them), highest elo first, then newest first: the rated ones sorted, merged with the
+    unrated ones (all at INITIAL_ELO) read from the newest back as the pack takes them. The pack
+    stops at its budget, a few dozen in, so nothing is made for each of a large namespace's
+    memories (a tuple and an id for each of 100,000 was ~0.4 s of a SessionStart hook).
     Newest first among equals (the elo as shown, to one decimal): what a session starting needs
-    is more likely what was learned last than what an id's first hex digits pick."""
-    bases = view.bases
-    in_ns = dict(rows)
+    is more likely what was learned last than what an id's first hex digits pick; newest as
+    `Store.list` says it (learned_at, seq), not where a row sits (an import appends memories
+    learned long ago)."""
+    keys, place, newest = order
+    starts = view.bases.tolist()
     # ordered by the elo as shown (one decimal): equal histories differ by decay's float noise
     # (1e-8), which is no reason to put an older memory first
-    rated: list[tuple[float, int, float, int, int]] = []
+    rated: list[tuple[float, int, float, int]] = []
     rated_ids: set[str] = set()
-    for mid, r in ratings.by_id.items():
+    # a copy (one C call: no other thread runs during it): feedback in another thread adds
+    # ratings while this loop runs, and a dict iterated as it grows raises
+    for mid, r in ratings.by_id.copy().items():
         if r.namespace != namespace:
             continue
         key = view.key_of(mid)
         if key is None:
             continue
-        si = int(np.searchsorted(bases, key, side="right")) - 1
-        row = key - int(bases[si])
-        mine = in_ns.get(si)
-        if mine is None:
-            continue
-        at = int(np.searchsorted(mine, row))
-        if at < len(mine) and int(mine[at]) == row:
+        at = int(np.searchsorted(keys, key))
+        if at < len(keys) and int(keys[at]) == key:
             elo = r.elo_at(now_us)  # current, in the namespace, not forgotten
-            rated.append((-round(elo, 1), -key, elo, si, row))
+            rated.append((-round(elo, 1), -int(place[at]), elo, key))
             rated_ids.add(mid)
     rated.sort()
 
-    def unrated() -> Iterator[tuple[float, int, float, int, int]]:
-        for si, seg_rows in reversed(rows):
-            base = int(bases[si])
-            for row in seg_rows[::-1].tolist():
-                if view.id_at((si, row)) not in rated_ids:
-                    yield -INITIAL_ELO, -(base + row), INITIAL_ELO, si, row
+    def unrated() -> Iterator[tuple[float, int, float, int]]:
+        for at in range(len(newest) - 1, -1, -1):
+            key = int(newest[at])
+            si = bisect_right(starts, key) - 1
+            if view.id_at((si, key - starts[si])) not in rated_ids:
+                yield -INITIAL_ELO, -at, INITIAL_ELO, key
 
-    for _, _, elo, si, row in heapq.merge(rated, unrated()):  # keys are unique: the rest is never compared
-        yield elo, (si, row)
+    for _, _, elo, key in heapq.merge(rated, unrated()):  # places are unique: the rest is never compared
+        si = bisect_right(starts, key) - 1
+        yield elo, (si, key - starts[si])
 
 
 __all__ = ["ContextAssembly"]
