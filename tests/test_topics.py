@@ -426,3 +426,24 @@ def test_topics_without_computing_list_only_what_was_computed(tmp_path: Path) ->
             db.topics("n", compute=False, refresh=True)
     with engramdb.open(path, read_only=True) as reader:
         assert [(t.id, t.members) for t in reader.topics("n", compute=False)] == [(t.id, t.members) for t in found]
+
+
+def test_two_topics_never_share_a_label_each_is_named_by_more_of_its_own_terms() -> None:
+    """Two clusters of one namespace with the same three best terms were listed under one label
+    (a SessionStart showed "bowing / cello / covered" twice); each now takes its next terms until
+    they differ, and a topic whose label was unique keeps it."""
+    from engramdb.topics.labels import TERMS, DistinctiveTerms
+
+    texts = ([f"cello bowing covered{' strings' if i < 2 else ''}" for i in range(6)]
+             + [f"cello bowing covered{' scales' if i < 2 else ''}" for i in range(6)]
+             + ["the garden roses bloom early", "garden roses need water", "roses in the garden again"]
+             + [f"market stall fresh bread {i}" for i in range(40)] + [f"train platform delay {i}" for i in range(40)])
+    words = DistinctiveTerms(texts)
+    groups = [list(range(6)), list(range(6, 12)), [12, 13, 14]]
+    alone = [words.label(g) for g in groups]
+    assert alone[0] == alone[1]  # the case: the same three best terms
+    named = words.labels(groups)
+    assert len(set(named)) == 3 and named[2] == alone[2]
+    for old, new in zip(alone[:2], named[:2]):
+        assert new.startswith(old + " / ") and len(new.split(" / ")) > TERMS
+    assert "strings" in named[0] and "scales" in named[1]

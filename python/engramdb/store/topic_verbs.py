@@ -335,7 +335,7 @@ class TopicVerbs:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
         dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk(), contents)) if groups else None
-        return [dt.label(g) for g in groups] if dt is not None else []
+        return dt.labels(groups) if dt is not None else []
 
     def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:
         """The analysed terms of the namespace's texts, kept between runs so an increment analyses

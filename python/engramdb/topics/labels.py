@@ -20,6 +20,7 @@ from ..spaces.analyzer import Analyzer, normalize, tokenize_batch
 from .smalltalk import SmallTalk
 
 TERMS = 3
+MORE_TERMS = 3  # terms a label may take past TERMS to differ from another topic's (`labels`)
 SORT_TERMS = 64  # a topic's best terms by a sort up to this many terms, else by a heap (`top`)
 Labeler = Callable[[Sequence[str], Sequence[str]], str]  # (the topic's texts, every text of the namespace) -> label
 _ANALYZER = Analyzer()
@@ -61,6 +62,20 @@ class DistinctiveTerms:
             if stem in wanted and (stem not in shown or k > shown[stem][1]) and not self._skipped(word):
                 shown[stem] = (word, k)
         return " / ".join(shown[t][0] for t in best) or "(no terms)"
+
+    def labels(self, groups: Sequence[Sequence[int]]) -> list[str]:
+        """The labels of several topics of this namespace, no two alike: topics whose `TERMS` best
+        terms are the same are each named by more of their own, up to `TERMS + MORE_TERMS` (two
+        topics listed as "bowing / cello / covered" told a reader nothing of how they differ)."""
+        out = [self.label(g) for g in groups]
+        for n in range(TERMS + 1, TERMS + MORE_TERMS + 1):
+            seen = Counter(out)
+            alike = [i for i, name in enumerate(out) if seen[name] > 1]
+            if not alike:
+                break
+            for i in alike:
+                out[i] = self.label(groups[i], n)
+        return out
 
     def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
         """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
