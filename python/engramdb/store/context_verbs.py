@@ -199,9 +199,14 @@ def _by_elo(view: View, order: tuple[np.ndarray, np.ndarray, np.ndarray], namesp
     learned long ago)."""
     keys, place, newest = order
     starts = view.bases.tolist()
+
+    def loc(key: int) -> Loc:
+        si = bisect_right(starts, key) - 1
+        return si, key - starts[si]
+
     # ordered by the elo as shown (one decimal): equal histories differ by decay's float noise
     # (1e-8), which is no reason to put an older memory first
-    rated: list[tuple[float, int, float, int]] = []
+    rated: list[tuple[float, int, float, Loc]] = []
     rated_ids: set[str] = set()
     # a copy (one C call: no other thread runs during it): feedback in another thread adds
     # ratings while this loop runs, and a dict iterated as it grows raises
@@ -214,20 +219,18 @@ def _by_elo(view: View, order: tuple[np.ndarray, np.ndarray, np.ndarray], namesp
         at = int(np.searchsorted(keys, key))
         if at < len(keys) and int(keys[at]) == key:
             elo = r.elo_at(now_us)  # current, in the namespace, not forgotten
-            rated.append((-round(elo, 1), -int(place[at]), elo, key))
+            rated.append((-round(elo, 1), -int(place[at]), elo, loc(key)))
             rated_ids.add(mid)
     rated.sort()
 
-    def unrated() -> Iterator[tuple[float, int, float, int]]:
+    def unrated() -> Iterator[tuple[float, int, float, Loc]]:
         for at in range(len(newest) - 1, -1, -1):
-            key = int(newest[at])
-            si = bisect_right(starts, key) - 1
-            if view.id_at((si, key - starts[si])) not in rated_ids:
-                yield -INITIAL_ELO, -at, INITIAL_ELO, key
+            where = loc(int(newest[at]))
+            if view.id_at(where) not in rated_ids:
+                yield -INITIAL_ELO, -at, INITIAL_ELO, where
 
-    for _, _, elo, key in heapq.merge(rated, unrated()):  # places are unique: the rest is never compared
-        si = bisect_right(starts, key) - 1
-        yield elo, (si, key - starts[si])
+    for _, _, elo, where in heapq.merge(rated, unrated()):  # places are unique: the rest is never compared
+        yield elo, where
 
 
 __all__ = ["ContextAssembly"]
