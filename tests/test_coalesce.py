@@ -86,6 +86,8 @@ def test_derived_indexes_stay_valid_across_a_merge(tmp_path: Path) -> None:
     with engramdb.open(folder, read_only=True, tuning=tuning) as reader:
         hit = reader.search("heron nested by pond 113", namespace="n", k=1)[0]
         assert hit.id == ids[13]
+        # the dense index is read by a dense search (the default one recalls by BM25 in this profile)
+        assert reader.search("heron nested by pond 113", namespace="n", k=80, strategy="dense_only")
         assert reader.stats()["index_files"].get("tree-dense") == "adopted"  # the writer's file, not rebuilt
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import engramdb
 import numpy as np
@@ -180,6 +181,38 @@ def test_query_vector_is_used_for_the_dense_part() -> None:
     assert hits[0].id == target.id
     hy = db.search("anchovies", namespace="a", k=1, strategy="hybrid", query_vector=vec[0], explain=True)
     assert hy[0].id == target.id and set(hy[0].explain["methods"]) >= {"vector", "bm25"}  # type: ignore[index]
+
+
+def test_the_default_profile_recalls_by_bm25_and_its_dense_index_fills_a_short_recall() -> None:
+    """The default profile's dense space is made of the text's words (hashing): the hybrid recalls
+    by BM25 alone when BM25 finds as many memories as asked, and every candidate is still scored by
+    both; when BM25 finds fewer (a misspelt word shares only character n-grams), the dense index's
+    recall fills in, as it does when BM25 fails."""
+    db = engramdb.open(None, dedup="off")
+    db.add_many([{"content": f"heron note {i} about reeds and water", "namespace": "n"} for i in range(40)]
+                + [{"content": "We booked the restaurant for Friday evening", "namespace": "n"}])
+    hits = db.search("heron reeds", namespace="n", k=10, explain=True)
+    assert hits.stats.stages["vector"] == 0 and hits.stats.stages["bm25"] == 40
+    assert all(set(h.explain["methods"]) >= {"bm25", "vector"} for h in hits)  # type: ignore[index]
+    typo = db.search("resturant reservation", namespace="n", k=10, explain=True)
+    assert typo.stats.stages["bm25"] == 0 and typo.stats.stages["vector"] >= 10
+    assert typo.stats.failed == {} and typo[0].memory.content.startswith("We booked the restaurant")
+    # the same vectors from an embedder not marked `words_only` (a model's, which recalls by meaning,
+    # not by the words BM25 holds): its index is searched beside BM25
+    model = _Unmarked(db.embedders["dense"])
+    other = engramdb.open(None, dedup="off", embedders={**db.embedders, "dense": model})
+    other.add_many([{"content": f"heron note {i} about reeds and water", "namespace": "n"} for i in range(40)])
+    assert other.search("heron reeds", namespace="n", k=10).stats.stages["vector"] > 0
+
+
+class _Unmarked:
+    """An embedder giving another's vectors, without its `words_only` mark."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.version, self.kind, self.dim = inner, inner.name, inner.version, inner.kind, inner.dim
+
+    def embed(self, texts: Any) -> Any:
+        return self.inner.embed(texts)
 
 
 def test_neighbouring_turns_bring_the_reply() -> None:

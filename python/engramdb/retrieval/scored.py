@@ -1,6 +1,8 @@
 """The hybrid strategy (H3, C1-C3) on one scale (retrieval/scales.py): the default search.
 
-1. recall: BM25's `LEX_DEPTH` best and the main space's index's `VEC_DEPTH` best;
+1. recall: BM25's `LEX_DEPTH` best and the main space's index's `VEC_DEPTH` best (BM25's alone when
+   the main space is made of the text's words, as the default profile's hashing space is: what
+   its index finds shares the query's words, and BM25 recalls those deeper);
 2. score every candidate by both methods exactly (the main space's similarity of the BM25 hits,
    the BM25 score of the vector hits) and take the weighted mean of the scaled scores;
 3. expand from the `GRAPH_SEEDS` best: the turns next to a seed in its session and the memories
@@ -55,9 +57,14 @@ def scored_recall(run: Run) -> None:
     methods: dict[str, Callable[[], tuple[np.ndarray, ...]]] = {}
     if terms is not None and w.get("bm25", 1.0) > 0:
         methods["bm25"] = lambda: bm25_parts(ctx, terms, max(LEX_DEPTH, run.k), sorted_k=0)
-    if run.qv is not None and w.get("vector", 1.0) > 0:
+    vector = run.qv is not None and w.get("vector", 1.0) > 0
+    deferred = vector and bool(methods) and _words_only(ctx, run)
+    if vector and not deferred:
         methods["vector"] = lambda: _vector_keys(ctx, run)
     got = ctx.run(methods)
+    if deferred and len(got.get("bm25", ((),))[0]) < run.k:  # BM25 failed or found fewer than asked: the index fills
+        methods["vector"] = lambda: _vector_keys(ctx, run)
+        got.update(ctx.run({"vector": methods["vector"]}))
     bm_keys, bm_raw, bm_parts = got.get("bm25", (np.empty(0, np.int64), np.empty(0), np.empty(0, np.int32)))
     vec_keys = got.get("vector", (np.empty(0, np.int64), np.empty(0)))[0]
     keys = np.unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
@@ -133,6 +140,17 @@ def _vector_keys(ctx: QueryContext, run: Run) -> tuple[np.ndarray, np.ndarray]:
         pk, ps = pv.topk(np.asarray(run.qv)[0], mask, n)
         keys, scores = np.concatenate([keys, pk]), np.concatenate([scores, ps])
     return keys, scores
+
+
+def _words_only(ctx: QueryContext, run: Run) -> bool:
+    """Whether the main space's embedder makes its vectors of the text's words alone (the default
+    profile's hashing space: `words_only`): what its index would recall shares the query's words,
+    and BM25 recalls those deeper, so its index is not searched when BM25 recalls (step 1 of the
+    module docstring), unless BM25 failed or found fewer memories than the search asks for (a query
+    of words no memory holds: a misspelt word still shares character n-grams); its similarity still
+    scores every candidate. A space the caller fills, or a model's (MiniLM, the static table),
+    recalls by meaning: its index is searched."""
+    return bool(getattr(ctx.embedders.get(run.main.name), "words_only", False))
 
 
 def _passage_version(ctx: QueryContext, run: Run) -> PassageVersion | None:
