@@ -28,6 +28,8 @@ class Run:
     terms: Terms | None  # the query's lexical terms (None without a lexical space)
     enh: dict[str, Any]  # enhancer space -> the query's vector in it
     w: dict[str, float]  # RRF weights, as the stages adjust them
+    # the caller gave `qv` (query_vector=): not the embedding of `query`, so not made of its words
+    vector_given: bool = False
     got: dict[str, Found] = field(default_factory=dict)
     ranked: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # the pipeline's key arrays
     fused: list[Fused[Loc]] = field(default_factory=list)

@@ -2,7 +2,8 @@
 
 1. recall: BM25's `LEX_DEPTH` best and the main space's index's `VEC_DEPTH` best (BM25's alone when
    the main space is made of the text's words, as the default profile's hashing space is: what
-   its index finds shares the query's words, and BM25 recalls those deeper);
+   its index finds shares the query's words, and BM25 recalls those deeper; not when the caller
+   gave the query's vector, which is not made of its words);
 2. score every candidate by both methods exactly (the main space's similarity of the BM25 hits,
    the BM25 score of the vector hits) and take the weighted mean of the scaled scores;
 3. expand from the `GRAPH_SEEDS` best: the turns next to a seed in its session and the memories
@@ -149,7 +150,12 @@ def _words_only(ctx: QueryContext, run: Run) -> bool:
     module docstring), unless BM25 failed or found fewer memories than the search asks for (a query
     of words no memory holds: a misspelt word still shares character n-grams); its similarity still
     scores every candidate. A space the caller fills, or a model's (MiniLM, the static table),
-    recalls by meaning: its index is searched."""
+    recalls by meaning: its index is searched. So is any space's when the caller gave the query's
+    vector (query_vector=: their own model's, or another memory's): it is not made of the query's
+    words, BM25 cannot recall what it is near, and only the index can (before this check the
+    hybrid dropped a memory the dense-only search ranked first, when BM25 found k others by a word)."""
+    if run.vector_given:
+        return False
     return bool(getattr(ctx.embedders.get(run.main.name), "words_only", False))
 
 

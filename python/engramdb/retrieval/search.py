@@ -142,7 +142,8 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
             if sp.name in embedders:
                 enh[sp.name] = embed_query(sp, embedders, query)
     ctx = QueryContext(view, indexes, embedders, tuning, plan)
-    return Run(ctx=ctx, query=query, main=main, qv=qv, terms=terms, enh=enh, w=dict(plan.weights))
+    return Run(ctx=ctx, query=query, main=main, qv=qv, terms=terms, enh=enh, w=dict(plan.weights),
+               vector_given=query_vector is not None)
 
 
 def _fused_hits(run: Run) -> list[Hit]:
