@@ -119,12 +119,27 @@ class RowReader:
         return new
 
 
-def _validity(arr: pa.Array) -> np.ndarray | None:
-    """One bool per value (True: set), or None when none is null."""
+class _Validity:
+    """A column's validity bits read in place: `valid[row]` is whether the row's value is set (the
+    bitmap is not unpacked: a new process's first context makes ~360 of these, one per nullable
+    field of each segment it reads, and unpacking each cost more than the rows it then read)."""
+
+    __slots__ = ("_bits", "_offset")
+
+    def __init__(self, bits: pa.Buffer, offset: int) -> None:
+        self._bits, self._offset = memoryview(bits), offset
+
+    def __getitem__(self, row: int) -> bool:
+        at = self._offset + row
+        return bool(self._bits[at >> 3] >> (at & 7) & 1)
+
+
+def _validity(arr: pa.Array) -> _Validity | None:
+    """Whether each value is set (Arrow's bits, least significant first), or None when none is null."""
     bits = arr.buffers()[0]
     if arr.null_count == 0 or bits is None:
         return None
-    return np.unpackbits(np.frombuffer(bits, np.uint8), bitorder="little")[arr.offset:arr.offset + len(arr)].astype(bool)
+    return _Validity(bits, arr.offset)
 
 
 _NUMBERS = {pa.int64(): np.int64, pa.float64(): np.float64, TS: np.int64}
