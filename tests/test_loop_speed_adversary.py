@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -130,6 +132,36 @@ def test_a_forked_child_never_writes_its_parents_waiting_items(tmp_path: Path) -
     db.close()
     with engramdb.open(tmp_path / "s") as db:
         assert _links(db) == [("target", "seed", "REQUIRES")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_lists_its_parents_item_once_after_the_parent_wrote_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked while its parent's item waits for the worker keeps the item in its waiting
+    list; when the parent writes it to the queue's file meanwhile, the child read it from both and
+    listed it twice (CI, stop 43: "3 []" for "2 []" in the test above, the parent's worker writing
+    between the child's two listings)."""
+    monkeypatch.setattr(curiosity_verbs, "WRITE_DELAY", 60.0)  # the parent writes when it lists, not before
+    db = engramdb.open(tmp_path / "s")
+    _fill(db)
+    assert db.context(GRANT, namespace="n", max_tokens=1000).stats["curiosity"]["queued"] == 1
+    note, written = tmp_path / "child", tmp_path / "written"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        signal.alarm(60)
+        try:
+            before = len(db.curiosity("n", limit=None))
+            while not written.exists():
+                time.sleep(0.01)
+            note.write_text(f"{before} {len(db.curiosity('n', limit=None))}")
+        finally:
+            os._exit(0)
+    assert len(db.curiosity("n", limit=None)) == 1  # listing writes the waiting item to the file
+    written.touch()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert note.read_text() == "1 1"
+    db.close()
 
 
 def test_a_context_under_way_during_a_purge_never_writes_an_item_naming_a_purged_memory(tmp_path: Path) -> None:

@@ -78,7 +78,11 @@ class CuriosityVerbs:
             except OSError as exc:  # the log keeps them (and lists them): listing never failed on a full disk
                 _logger.warning("%s: curiosity items were not written: %s", self._db.path, exc)
         view = self._db._view()
-        rows = self._log().rows(namespace) + [r for r in self._pending if r["namespace"] == namespace]  # not written yet
+        written = self._log().rows(namespace)
+        # and those not written yet; an item is listed once: a forked child keeps its parent's
+        # waiting items, which the parent may have written to the file since
+        ids = {r["item_id"] for r in written}
+        rows = written + [r for r in self._pending if r["namespace"] == namespace and r["item_id"] not in ids]
         items = [i for i in (_item(r) for r in rows) if view.is_live(i.memory_id)]
         out = ranked(items)
         return out if limit is None else out[:limit]
