@@ -67,6 +67,7 @@ def _filled(arr: pa.Array, dtype: Any) -> np.ndarray:
         arr = pc.fill_null(arr, -1)
     return np.asarray(arr.to_numpy(zero_copy_only=False), dtype)
 
+
 @dataclass
 class Segment:
     """One table of memory versions and its derived per-row arrays."""
@@ -200,11 +201,8 @@ class Segment:
     def type_mask(self, types: frozenset[str]) -> np.ndarray:
         """Rows whose memory_type is one of `types` (the column is dictionary-encoded once)."""
         if self._types is None:
-            import pyarrow.compute as pc
-
             enc = self.table.column("memory_type").combine_chunks().dictionary_encode()
-            codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
-            self._types = (codes, enc.dictionary.to_pylist())
+            self._types = (_filled(enc.indices, np.int32), enc.dictionary.to_pylist())
         codes, names = self._types
         wanted = [i for i, name in enumerate(names) if name in types]
         return np.isin(codes, wanted)
