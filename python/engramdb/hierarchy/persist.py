@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import array_of, arrow_of, numpy_of, whole
 from .tree import CentroidTree
 
 TREE_FORMAT = 2  # 2: + spill (second-leaf keys); a format-1 file is stale derived data, rebuilt
@@ -31,25 +32,24 @@ def trees_to_table(trees: dict[str, CentroidTree], dim: int) -> pa.Table:
         n = t.n_nodes
         settings[ns] = {"leaf_size": t.leaf_size, "fanout": t.fanout, "height": t.height, "root": t.root,
                         "seed": t.seed, "splits": t._splits, "spill": t.spill_enabled}
-        cols["namespace"].append(pa.array([ns] * n, pa.string()))
-        cols["node_id"].append(pa.array(np.arange(n, dtype=np.int64)))
-        cols["level"].append(pa.array(t.level[:n]))
-        cols["parent"].append(pa.array(t.parent[:n]))
-        flat = pa.array(np.ascontiguousarray(t.centroids[:n]).reshape(-1))
+        cols["namespace"].append(array_of([ns] * n, pa.string()))
+        cols["node_id"].append(arrow_of(np.arange(n, dtype=np.int64)))
+        cols["level"].append(arrow_of(t.level[:n]))
+        cols["parent"].append(arrow_of(t.parent[:n]))
+        flat = arrow_of(np.ascontiguousarray(t.centroids[:n]).reshape(-1))
         cols["centroid"].append(pa.FixedSizeListArray.from_arrays(flat, dim))
-        cols["count"].append(pa.array(t.counts[:n]))
-        cols["first_seq"].append(pa.array(t.first_seq[:n]))
-        cols["last_seq"].append(pa.array(t.last_seq[:n]))
-        cols["created_at"].append(pa.array(t.created_at[:n]).cast(_TS))
-        cols["last_accessed_at"].append(pa.array(t.last_accessed_at[:n]).cast(_TS))
-        cols["archived"].append(pa.array(t.archived[:n]))
+        cols["count"].append(arrow_of(t.counts[:n]))
+        cols["first_seq"].append(arrow_of(t.first_seq[:n]))
+        cols["last_seq"].append(arrow_of(t.last_seq[:n]))
+        cols["created_at"].append(arrow_of(t.created_at[:n]).cast(_TS))
+        cols["last_accessed_at"].append(arrow_of(t.last_accessed_at[:n]).cast(_TS))
+        cols["archived"].append(array_of(t.archived[:n].tolist(), pa.bool_()))
         cols["children"].append(_lists(t.children[:n]))
         cols["members"].append(_lists(t.members[:n]))
         cols["spill"].append(_lists(t.spill[:n]))
     meta = {b"engramdb.tree_format": str(TREE_FORMAT).encode(), b"engramdb.trees": json.dumps(settings).encode()}
     if not trees:
-        empty: dict[str, list[object]] = {k: [] for k in cols}
-        return pa.table(empty).replace_schema_metadata(meta)
+        return pa.table({k: pa.nulls(0) for k in cols}).replace_schema_metadata(meta)
     table = pa.table({k: pa.chunked_array(v) for k, v in cols.items()})
     return table.replace_schema_metadata(meta)
 
@@ -58,7 +58,7 @@ def _lists(parts: list[np.ndarray]) -> pa.Array:
     offsets = np.zeros(len(parts) + 1, np.int32)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     values = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+    return pa.ListArray.from_arrays(arrow_of(offsets), arrow_of(values))
 
 
 def table_to_trees(table: pa.Table, keys: int | None = None) -> dict[str, CentroidTree]:
@@ -71,33 +71,33 @@ def table_to_trees(table: pa.Table, keys: int | None = None) -> dict[str, Centro
     out: dict[str, CentroidTree] = {}
     if not settings:
         return out
-    ns_col = table.column("namespace").to_numpy(zero_copy_only=False)
+    ns_col = np.array(table.column("namespace").to_pylist(), dtype=object)
     for ns, cfg in settings.items():
         rows = np.flatnonzero(ns_col == ns)
         n = len(rows)
         # a namespace's nodes are one run of rows (written namespace by namespace): a zero-copy
         # slice, where a take copied every centroid
-        part = table.slice(int(rows[0]), n) if n and int(rows[-1]) - int(rows[0]) + 1 == n else table.take(pa.array(rows))
-        cent = part.column("centroid").combine_chunks()
+        part = table.slice(int(rows[0]), n) if n and int(rows[-1]) - int(rows[0]) + 1 == n else table.take(arrow_of(rows.astype(np.int64)))
+        cent = whole(part.column("centroid"))
         dim = cent.type.list_size
         t = CentroidTree(dim, leaf_size=cfg["leaf_size"], fanout=cfg["fanout"], seed=cfg["seed"], spill=cfg["spill"])
         t._splits = cfg["splits"]
         cap = max(16, n)
         t.centroids = np.zeros((cap, dim), np.float32)
-        t.centroids[:n] = cent.flatten().to_numpy().reshape(n, dim)
+        t.centroids[:n] = numpy_of(cent.flatten()).reshape(n, dim)
         for name, dtype in (("counts", np.int64), ("level", np.int8), ("parent", np.int64), ("first_seq", np.int64),
                             ("last_seq", np.int64), ("archived", bool)):
-            src = part.column("count" if name == "counts" else name).to_numpy()
+            src = numpy_of(part.column("count" if name == "counts" else name))
             arr = np.zeros(cap, dtype)
             arr[:n] = src
             setattr(t, name, arr)
         for name in ("created_at", "last_accessed_at"):
             arr = np.zeros(cap, np.int64)
-            arr[:n] = part.column(name).cast(pa.int64()).to_numpy()
+            arr[:n] = numpy_of(part.column(name))  # the stored microseconds
             setattr(t, name, arr)
-        children = _flat(part.column("children").combine_chunks())
-        members = _flat(part.column("members").combine_chunks())
-        spill = _flat(part.column("spill").combine_chunks())
+        children = _flat(whole(part.column("children")))
+        members = _flat(whole(part.column("members")))
+        spill = _flat(whole(part.column("spill")))
         t.children, t.members, t.spill = _unlists(*children), _unlists(*members), _unlists(*spill)
         t.n_nodes, t.height, t.root = n, cfg["height"], cfg["root"]
         _check_shape(ns, t, children, members, spill, keys)
@@ -169,8 +169,8 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
 
 def _flat(col: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
     """(ptr, values) of a list column: int64 offsets from 0 and the values they index."""
-    offsets = np.asarray(col.offsets.to_numpy(), np.int64)
-    values = np.asarray(col.values.to_numpy(), dtype=np.int64)[offsets[0] : offsets[-1]]
+    offsets = np.asarray(numpy_of(col.offsets), np.int64)
+    values = np.asarray(numpy_of(col.values), dtype=np.int64)[offsets[0] : offsets[-1]]
     return offsets - offsets[0], values
 
 

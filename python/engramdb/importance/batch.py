@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow_numpy import array_of, scalar_of, whole
 from .elo import RELEVANCE_THRESHOLD, delta
 from .ratings import Rating, Ratings
 
@@ -108,10 +109,10 @@ def _needed(log: pa.Table, mark: int) -> pa.Table:
     give an outcome for (what those searches showed, their earlier outcomes). The rest of the
     log changes nothing, so it is left in Arrow (vectorised), not read row by row."""
     seq = log.column("seq")
-    after = pc.greater(seq, mark)
-    outcome = pc.and_(after, pc.is_in(log.column("kind"), value_set=pa.array(OUTCOME_KINDS, pa.string())))
-    asked = pc.unique(log.filter(outcome).column("query_id").combine_chunks())
-    keep = pc.or_(after, pc.fill_null(pc.is_in(log.column("query_id"), value_set=asked), False))
+    after = pc.greater(seq, scalar_of(mark, seq.type))
+    outcome = pc.and_(after, pc.is_in(log.column("kind"), value_set=array_of(list(OUTCOME_KINDS), pa.string())))
+    asked = pc.unique(whole(log.filter(outcome).column("query_id")))
+    keep = pc.or_(after, pc.fill_null(pc.is_in(log.column("query_id"), value_set=asked), scalar_of(False, pa.bool_())))
     return log.filter(keep)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._arrow_numpy import table_of
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from .elo import DAY_US, INITIAL_ELO, decayed, importance, tier
 
@@ -104,13 +105,11 @@ class Ratings:
             return
         ids = sorted(self.by_id)
         rs = [self.by_id[i] for i in ids]
-        table = pa.table({
-            "memory_id": pa.array(ids, pa.string()), "namespace": pa.array([r.namespace for r in rs], pa.string()),
-            "elo": pa.array([r.elo for r in rs], pa.float64()), "updates": pa.array([r.updates for r in rs], pa.int64()),
-            "shown": pa.array([r.shown for r in rs], pa.int64()), "used": pa.array([r.used for r in rs], pa.int64()),
-            "first_seen_us": pa.array([r.first_seen_us for r in rs], pa.int64()),
-            "last_shown_us": pa.array([r.last_shown_us for r in rs], pa.int64()),
-            "last_used_us": pa.array([r.last_used_us for r in rs], pa.int64())}, schema=_SCHEMA)
+        table = table_of({
+            "memory_id": ids, "namespace": [r.namespace for r in rs], "elo": [r.elo for r in rs],
+            "updates": [r.updates for r in rs], "shown": [r.shown for r in rs], "used": [r.used for r in rs],
+            "first_seen_us": [r.first_seen_us for r in rs], "last_shown_us": [r.last_shown_us for r in rs],
+            "last_used_us": [r.last_used_us for r in rs]}, _SCHEMA)
         # the watermark travels inside the CRC-checked bytes too: a damaged sidecar cannot move it
         table = table.replace_schema_metadata({"watermark": str(self.watermark)})
         entry = files.write(DATA, table_bytes(table))

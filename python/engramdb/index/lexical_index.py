@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import array_of, arrow_of, dtype_of, numpy_of
 from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from ..storage.segment import Segment
@@ -42,6 +43,15 @@ log = logging.getLogger("engramdb.bm25")
 BM25_FORMAT = 2  # 2: passages (a document's passage number in "parts")
 _COLUMNS = {"terms": pa.int32(), "indptr": pa.int64(), "docs": pa.int32(), "tf": pa.float32(), "keys": pa.int64(),
             "lengths": pa.float32(), "parts": pa.int32()}
+
+
+def _large_list(parts: list[np.ndarray], typ: pa.DataType) -> pa.Array:
+    """`pa.array(parts, pa.large_list(typ))` from the parts' own buffers (see _arrow_numpy)."""
+    offsets = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    dtype = dtype_of(typ)
+    values = np.concatenate([np.asarray(p, dtype) for p in parts]) if parts else np.empty(0, dtype)
+    return pa.LargeListArray.from_arrays(arrow_of(offsets), arrow_of(values, typ))
 
 
 @dataclass(frozen=True)
@@ -152,9 +162,9 @@ class StoreBm25:
             data, side = self.names()
             names = sorted(v.indexes)
             arrays = [v.indexes[ns].arrays() for ns in names]
-            cols: dict[str, pa.Array] = {"namespace": pa.array(names, pa.string())}
+            cols: dict[str, pa.Array] = {"namespace": array_of(names, pa.string())}
             for col, typ in _COLUMNS.items():
-                cols[col] = pa.array([a[col] for a in arrays], pa.large_list(typ))
+                cols[col] = _large_list([a[col] for a in arrays], typ)
             entry = files.write(data, table_bytes(pa.table(cols)))
             files.write_sidecar(side, {"format": BM25_FORMAT, "epoch": v.epoch, "covered": v.covered, "k1": self.k1,
                                        "b": self.b, **entry})
@@ -171,7 +181,7 @@ class StoreBm25:
                 table = bytes_table(raw)
                 indexes = {}
                 for i, ns in enumerate(table.column("namespace").to_pylist()):
-                    arrays = {c: table.column(c)[i].values.to_numpy(zero_copy_only=False) for c in _COLUMNS}
+                    arrays = {c: numpy_of(table.column(c)[i].values) for c in _COLUMNS}
                     indexes[ns] = Bm25Index.from_arrays(arrays, k1=self.k1, b=self.b)
                 with self._lock:
                     self.current = LexicalVersion(epoch=view.epoch, covered=int(meta["covered"]), indexes=indexes)

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow_numpy import arrow_of, numpy_of, whole
 from ..spaces.passages import MIN_CHARS, passages_many
 from ..spaces.protocol import Embedder
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
@@ -178,9 +179,9 @@ class StorePassages:
             cs = v.chunks
             vecs = np.concatenate([c.vectors for c in cs]) if cs else np.zeros((0, self.dim), np.float32)
             table = pa.table({
-                "key": pa.array(np.concatenate([c.keys for c in cs]) if cs else np.empty(0, np.int64)),
-                "part": pa.array(np.concatenate([c.parts for c in cs]) if cs else np.empty(0, np.int32)),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), self.dim)})
+                "key": arrow_of(np.concatenate([c.keys for c in cs]).astype(np.int64) if cs else np.empty(0, np.int64)),
+                "part": arrow_of(np.concatenate([c.parts for c in cs]).astype(np.int32) if cs else np.empty(0, np.int32)),
+                "vector": pa.FixedSizeListArray.from_arrays(arrow_of(vecs.reshape(-1).astype(np.float32)), self.dim)})
             entry = files.write(data, table_bytes(table))
             files.write_sidecar(side, {"format": PASSAGES_FORMAT, "epoch": v.epoch, "covered": v.covered,
                                        "embedder": self.embedder.name, "dim": self.dim, **entry})
@@ -216,7 +217,7 @@ class StorePassages:
 def long_rows(seg: Segment, lo: int, hi: int) -> list[tuple[int, list[tuple[int, int]], str]]:
     """(row, passage spans, content) of each row in [lo, hi) longer than one passage."""
     col = seg.table.column("content").slice(lo, hi - lo)
-    lengths = np.asarray(pc.fill_null(pc.utf8_length(col), 0).to_numpy(zero_copy_only=False))
+    lengths = np.asarray(numpy_of(pc.utf8_length(col), fill=0))
     offs = np.flatnonzero(lengths >= MIN_CHARS)
     if not offs.size:
         return []
@@ -230,9 +231,9 @@ def long_rows(seg: Segment, lo: int, hi: int) -> list[tuple[int, list[tuple[int,
 
 def _chunk_of(table: pa.Table, dim: int) -> PassageChunk:
     """A saved table as one chunk (checked: keys ascending, vectors of the space's width)."""
-    keys = np.asarray(table.column("key").to_numpy(), np.int64)
-    parts = np.asarray(table.column("part").to_numpy(), np.int32)
-    flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    keys = np.asarray(numpy_of(table.column("key")), np.int64)
+    parts = np.asarray(numpy_of(table.column("part")), np.int32)
+    flat = numpy_of(whole(table.column("vector")).flatten())
     if len(flat) != len(keys) * dim or len(parts) != len(keys):
         raise ValueError(f"passage vectors disagree with their keys ({len(flat)} values for {len(keys)} x {dim})")
     if len(keys) and ((np.diff(keys) < 0).any() or parts.min() < 0 or not np.isfinite(flat).all()):

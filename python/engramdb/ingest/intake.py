@@ -20,8 +20,10 @@ from datetime import datetime, timezone
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import arrow_of, table_of
 from ..model.checks import MAX_SEQ, encodes
 from ..model.errors import InvalidMemory
 from ..model.memory import _ID_RE, _NS_RE, Memory, validate_memory
@@ -179,14 +181,14 @@ def build_intake(records: Iterable[Mapping[str, Any] | Memory], now: datetime,
     arrays: dict[str, Any] = dict(cols)
     arrays["metadata"] = [_json(v) if v else "{}" for v in cols["metadata"]]
     arrays["provenance"] = [_json(v) if v else "{}" for v in cols["provenance"]]
-    arrays["version"] = pa.array([1] * n, pa.int64())
-    arrays["learned_at"] = pa.array([now] * n, MEMORY_SCHEMA.field("learned_at").type)
+    arrays["version"] = arrow_of(np.ones(n, np.int64))
+    arrays["learned_at"] = [now] * n
     arrays["content_hash"] = _content_hashes(contents, max_content_bytes)
     for name in _NULLABLE:
         if name not in set_fields and cols[name].count(None) == n:  # a column of nulls, not n Nones converted
             arrays[name] = pa.nulls(n, MEMORY_SCHEMA.field(name).type)
     try:
-        table = pa.Table.from_pydict({f.name: arrays[f.name] for f in MEMORY_SCHEMA}, schema=MEMORY_SCHEMA)
+        table = table_of(arrays, MEMORY_SCHEMA)
     except (UnicodeEncodeError, pa.ArrowException):
         _name_unencodable(cols)
         raise

@@ -15,6 +15,7 @@ import threading
 
 import pyarrow as pa
 
+from .._arrow_numpy import array_of
 from ..model.checks import INT64_MAX
 from ..model.errors import InvalidMemory
 from ..storage.view import View
@@ -63,7 +64,7 @@ class TurnCounter:
                 counts[key] = max(nxt, q + 1)
             self._next.update(counts)
         i = table.schema.get_field_index("seq")
-        return table.set_column(i, table.schema.field(i), pa.array(out, table.schema.field(i).type))
+        return table.set_column(i, table.schema.field(i), array_of(out, table.schema.field(i).type))
 
     def _note(self, table: pa.Table, sessions: list[str | None], seqs: list[int | None]) -> None:
         """Caller-given seqs move the count on (only for sessions already counted)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .._arrow_numpy import table_of
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 
 TIERS_FORMAT = 1
@@ -52,9 +53,8 @@ class TierState:
         if not files.writable:
             return
         ids = sorted(self.by_id)
-        table = pa.table({"memory_id": pa.array(ids, pa.string()),
-                          "tier": pa.array([self.by_id[i][0] for i in ids], pa.string()),
-                          "since_us": pa.array([self.by_id[i][1] for i in ids], pa.int64())}, schema=_SCHEMA)
+        table = table_of({"memory_id": ids, "tier": [self.by_id[i][0] for i in ids],
+                          "since_us": [self.by_id[i][1] for i in ids]}, _SCHEMA)
         entry = files.write(DATA, table_bytes(table))
         files.write_sidecar(SIDE, {"format": TIERS_FORMAT, "runs": self.runs, **entry})
 

@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow_numpy import arrow_of, empty_table, numpy_of, table_of_rows
 from ..model.errors import StoreError
 from . import disk
 from .derived_files import table_bytes, write_atomically
@@ -105,7 +107,7 @@ class ArrowLog:
         with self._lock:
             if not self._buffer:
                 return
-            table = pa.Table.from_pylist(self._buffer, schema=self.schema)
+            table = table_of_rows(self._buffer, self.schema)
             self._write(table)
             self._buffer = []
             crowd = len(self._files()) if self.dir is not None else 0
@@ -200,11 +202,13 @@ class ArrowLog:
         with self._lock:
             parts = [t for t in self._memory] if self.dir is None else self._read_files(since)
             if self._buffer:
-                parts.append(pa.Table.from_pylist(self._buffer, schema=self.schema))
+                parts.append(table_of_rows(self._buffer, self.schema))
         if not parts:
-            return self.schema.empty_table()
+            return empty_table(self.schema)
         table = pa.concat_tables(parts)
-        return _each_seq_once(table.filter(pc.greater_equal(table.column("seq"), since)))
+        if since > 0:  # the rows at or after it, by position (a compare with a Python int would import pandas)
+            table = table.take(arrow_of(np.flatnonzero(numpy_of(table.column("seq")) >= since)))
+        return _each_seq_once(table)
 
     # ------------------------------------------------------------------------------ upkeep
     def rotate(self) -> int:
@@ -325,10 +329,9 @@ def _each_seq_once(table: pa.Table) -> pa.Table:
     """The rows in seq order, each seq once (a rotation cut short, or one a read overlapped, left
     a merged file beside the files it merged)."""
     table = table.take(pc.sort_indices(table, [("seq", "ascending")]))
-    seqs = table.column("seq").to_numpy()
+    seqs = numpy_of(table.column("seq"))
     if len(seqs) > 1 and (seqs[1:] == seqs[:-1]).any():
-        keep = [True, *(seqs[1:] != seqs[:-1]).tolist()]
-        table = table.filter(pa.array(keep))
+        table = table.take(arrow_of(np.flatnonzero(np.concatenate([[True], seqs[1:] != seqs[:-1]]))))
     return table
 
 

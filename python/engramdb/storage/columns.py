@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import table_of, whole
 from ..model.memory import Memory, content_hash
 
 # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums; 4: + files that
@@ -74,7 +75,7 @@ def memories_to_table(memories: Sequence[Memory]) -> pa.Table:
         cols["metadata"].append(_json(m.metadata))
         cols["provenance"].append(_json(m.provenance))
         cols["content_hash"].append(bytes.fromhex(content_hash(m.content)))
-    return pa.Table.from_pydict(cols, schema=MEMORY_SCHEMA)
+    return table_of(cols, MEMORY_SCHEMA)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -108,7 +109,7 @@ class RowReader:
         for name in _READ_FIELDS:
             col = table.column(name)
             # a segment file's one chunk read in place; a WAL's frames joined once
-            arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+            arr = whole(col)
             self._fields.append((name, _field_reader(name, arr)))
 
     def memory(self, row: int) -> Memory:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from .._arrow_numpy import table_of
 from ..model.edge import Edge
 from .columns import FORMAT_VERSION, TS
 
@@ -38,7 +39,7 @@ def edges_to_table(edges: Iterable[Edge]) -> pa.Table:
     """Arrow rows (EDGE_SCHEMA) of edges, in order."""
     rows = list(edges)
     cols = {f.name: [getattr(e, f.name) for e in rows] for f in EDGE_SCHEMA}
-    return pa.Table.from_pydict(cols, schema=EDGE_SCHEMA)
+    return table_of(cols, EDGE_SCHEMA)
 
 
 def table_to_edges(table: pa.Table) -> list[Edge]:

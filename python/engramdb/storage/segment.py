@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import arrow_of, is_null_mask, numpy_of, whole
 from ..model.errors import CorruptFile, StoreError
 from ..model.memory import Memory
 from ..spaces.batches import take
@@ -54,18 +55,13 @@ if hasattr(os, "register_at_fork"):
 
 def _micros(col: pa.ChunkedArray, null: int) -> np.ndarray:
     """Timestamp column -> int64 microseconds, nulls replaced by `null`."""
-    arr = col.cast(pa.int64()).fill_null(null)
-    return np.array(arr.to_numpy(), dtype=np.int64)  # a writable copy: sys_end is updated in place
+    return np.array(numpy_of(col, fill=null), dtype=np.int64)  # a writable copy: sys_end is updated in place
 
 
 def _filled(arr: pa.Array, dtype: Any) -> np.ndarray:
     """An integer column as a numpy array, -1 where missing; a column without a missing value is read
     as it is (most are: the fill was a third of `Segment.turns` at 100,000 memories, issue 26)."""
-    if arr.null_count:
-        import pyarrow.compute as pc
-
-        arr = pc.fill_null(arr, -1)
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype)
+    return np.asarray(numpy_of(arr, fill=-1), dtype)
 
 
 @dataclass
@@ -107,16 +103,16 @@ class Segment:
         t = self.table
         self.ids = t.column("id").to_pylist()
         # Namespaces as small integer codes: the scan's partition filter is one integer compare.
-        enc = t.column("namespace").combine_chunks().dictionary_encode()
-        self.ns_index = np.array(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+        enc = whole(t.column("namespace")).dictionary_encode()
+        self.ns_index = np.array(numpy_of(enc.indices), dtype=np.int32)
         self.ns_names: list[str] = enc.dictionary.to_pylist()
         self.ns_codes = {name: code for code, name in enumerate(self.ns_names)}
         self.learned_at = _micros(t.column("learned_at"), 0)
         self.valid_from = _micros(t.column("valid_from"), 0)
-        self.valid_from = np.where(t.column("valid_from").is_null().to_numpy(zero_copy_only=False),
+        self.valid_from = np.where(is_null_mask(t.column("valid_from")),
                                    self.learned_at, self.valid_from)
         self.valid_until = _micros(t.column("valid_until"), NEVER)
-        self.forgotten = ~t.column("forgotten_at").is_null().to_numpy(zero_copy_only=False)
+        self.forgotten = ~is_null_mask(t.column("forgotten_at"))
         self.reset_sys_end()
 
     @classmethod
@@ -201,7 +197,7 @@ class Segment:
     def type_mask(self, types: frozenset[str]) -> np.ndarray:
         """Rows whose memory_type is one of `types` (the column is dictionary-encoded once)."""
         if self._types is None:
-            enc = self.table.column("memory_type").combine_chunks().dictionary_encode()
+            enc = whole(self.table.column("memory_type")).dictionary_encode()
             self._types = (_filled(enc.indices, np.int32), enc.dictionary.to_pylist())
         codes, names = self._types
         wanted = [i for i, name in enumerate(names) if name in types]
@@ -222,7 +218,7 @@ class Segment:
             with _DERIVING:
                 found = self._turns
                 if found is None:  # not derived meanwhile by the thread this one waited for
-                    enc = self.table.column("session_id").combine_chunks().dictionary_encode()
+                    enc = whole(self.table.column("session_id")).dictionary_encode()
                     found = self._turns = (_filled(enc.indices, np.int32), enc.dictionary.to_pylist(), seq)
         return found
 
@@ -234,7 +230,7 @@ class Segment:
             with _DERIVING:
                 found = self._seqs
                 if found is None:
-                    found = self._seqs = _filled(self.table.column("seq").combine_chunks(), np.int64)
+                    found = self._seqs = _filled(whole(self.table.column("seq")), np.int64)
         return found
 
     def session_code(self, session_id: str) -> int | None:
@@ -311,7 +307,7 @@ class Segment:
             if self.deferred is not None:
                 self.deferred.wait()
             column = self.table.column(column_name(sp))
-            return from_arrow(sp, column.take(pa.array(np.asarray(rows, np.int64))))
+            return from_arrow(sp, column.take(arrow_of(np.asarray(rows, np.int64))))
         return take(self.vectors(schema, space), rows)
 
 

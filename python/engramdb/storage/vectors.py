@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import arrow_of, numpy_of, whole
 from ..kernels.codes import quantize_int8
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Schema, Space
@@ -81,7 +82,7 @@ def to_arrow(space: Space, value: Embedding) -> pa.Array:
     """A validated batch (from Space.check) as an Arrow array of arrow_type(space)."""
     if space.kind == "dense":
         arr = np.ascontiguousarray(value, dtype=np.float32)
-        return pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1)), space.dim)
+        return pa.FixedSizeListArray.from_arrays(arrow_of(arr.reshape(-1)), space.dim)
     if space.kind == "binary":
         arr = np.ascontiguousarray(value, dtype=np.uint8)
         n, width = arr.shape
@@ -89,46 +90,47 @@ def to_arrow(space: Space, value: Embedding) -> pa.Array:
     if space.kind == "sparse":
         assert isinstance(value, SparseBatch)
         items = pa.StructArray.from_arrays(
-            [pa.array(value.indices.astype(np.int32)), pa.array(value.weights.astype(np.float32))], names=["id", "w"]
+            [arrow_of(value.indices.astype(np.int32)), arrow_of(value.weights.astype(np.float32))], names=["id", "w"]
         )
-        return pa.ListArray.from_arrays(pa.array(value.indptr.astype(np.int32)), items)
+        return pa.ListArray.from_arrays(arrow_of(value.indptr.astype(np.int32)), items)
     assert isinstance(value, TokenBatch)
     q, scale = _codes_of(value)
     toks = pa.StructArray.from_arrays(
-        [pa.array(scale, pa.float32()), pa.FixedSizeListArray.from_arrays(pa.array(q.reshape(-1), pa.int8()), space.dim)],
+        [arrow_of(np.asarray(scale, np.float32)), pa.FixedSizeListArray.from_arrays(arrow_of(np.asarray(q, np.int8).reshape(-1)), space.dim)],
         names=["scale", "q"])
-    return pa.ListArray.from_arrays(pa.array(value.offsets.astype(np.int32)), toks)
+    return pa.ListArray.from_arrays(arrow_of(value.offsets.astype(np.int32)), toks)
 
 
 def from_arrow(space: Space, column: pa.ChunkedArray | pa.Array) -> Embedding:
     """Vectors of one column, zero-copy where the layout allows (a single chunk, no nulls)."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) and column.num_chunks != 1 else column
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.chunk(0)
+    arr = whole(column)
     n = len(arr)
     if space.kind == "dense":
-        flat: np.ndarray = arr.flatten().to_numpy(zero_copy_only=True)  # honours slices, no copy
+        child = arr.flatten()  # honours slices
+        if child.null_count:
+            raise pa.ArrowInvalid(f"dense column of space {space.name!r} holds {child.null_count} null values")
+        flat: np.ndarray = numpy_of(child)  # no copy
         return flat.reshape(n, space.dim)
     if space.kind == "binary":
         width = space.dim // 8
         buf = arr.buffers()[1]
         return np.frombuffer(buf, dtype=np.uint8, count=n * width, offset=arr.offset * width).reshape(n, width)
     if space.kind == "sparse":
-        offsets = arr.offsets.to_numpy().astype(np.int64)
+        offsets = numpy_of(arr.offsets).astype(np.int64)
         items = arr.values
-        ids = items.field("id").to_numpy(zero_copy_only=False)
-        w = items.field("w").to_numpy(zero_copy_only=False)
+        ids = numpy_of(items.field("id"))
+        w = numpy_of(items.field("w"))
         base = offsets[0]
         return SparseBatch(offsets - base, ids[base : offsets[-1]].astype(np.int32), w[base : offsets[-1]])
-    offsets = arr.offsets.to_numpy().astype(np.int64)
+    offsets = numpy_of(arr.offsets).astype(np.int64)
     base, end = int(offsets[0]), int(offsets[-1])
     values = arr.values
     if pa.types.is_struct(values.type):  # format 5: int8 codes and a scale per token
         scale_col, q_col = values.flatten()  # flatten() honours the struct's own offset
-        scale = scale_col.to_numpy(zero_copy_only=False)[base:end].astype(np.float32)
-        q = q_col.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)[base:end]
+        scale = numpy_of(scale_col)[base:end].astype(np.float32)
+        q = numpy_of(q_col.flatten()).reshape(-1, space.dim)[base:end]
         return TokenBatch(q.astype(np.float32) * scale[:, None], offsets - base)
-    toks = values.flatten().to_numpy(zero_copy_only=False).reshape(-1, space.dim)  # format 4: float32
+    toks = numpy_of(values.flatten()).reshape(-1, space.dim)  # format 4: float32
     return TokenBatch(np.ascontiguousarray(toks[base:end], np.float32), offsets - base)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._arrow_numpy import numpy_of
 from .segment import MEMO_ROWS, Segment
 
 
@@ -17,7 +18,7 @@ def close_versions(segments: list[Segment]) -> None:
     removes every row of an id)."""
     replaced: set[str] = set()
     for seg in segments:
-        later = np.flatnonzero(np.asarray(seg.table.column("version").to_numpy()) > 1)
+        later = np.flatnonzero(numpy_of(seg.table.column("version")) > 1)
         replaced.update(seg.ids[int(r)] for r in later)
     if not replaced:
         return

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from .._arrow_numpy import arrow_of
 from ..model.edge import Edge, EdgeKey
 from ..model.memory import Memory
 from ..spaces.batches import concat, empty_batch, take
@@ -456,7 +457,7 @@ class View:
             table = self.segments[si].table
             if name not in table.column_names:
                 raise ValueError(f"no stored column {name!r}")
-            for i, value in zip(pick.tolist(), table.column(name).take(rows).to_pylist()):
+            for i, value in zip(pick.tolist(), table.column(name).take(arrow_of(np.asarray(rows, np.int64))).to_pylist()):
                 out[i] = value
         return out
 

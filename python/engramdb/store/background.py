@@ -334,17 +334,6 @@ class Background:
             db.topics._stored_topics()
             db.curiosity._keys()
 
-    def warm_imports(self) -> None:
-        """The worker's first job when a writer opens a new folder (or a store in memory): let
-        pyarrow import pandas, which it does, when pandas is installed, at its first conversion of
-        a Python list, here instead of inside the first `add` (~260 ms, issue 26's replay). A fork
-        waits for it (an import under way on a thread the child does not have would leave the
-        child's imports waiting on its module lock)."""
-        with self._warming:
-            import pyarrow as pa
-
-            pa.array([0])
-
     def catch_up_indexes(self) -> None:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
         writer's lock (searches and writes go on; searches scan exactly what an index does not

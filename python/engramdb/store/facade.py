@@ -124,9 +124,8 @@ class Store(Reads):
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
             self._usage.log.on_crowded = self._background.rotating("access")  # merged by the worker, if any
-            if self._upkeep is not None:  # a new folder has nothing to warm but pyarrow's imports
-                full = path is not None and self._engine.view.committed_rows
-                self._upkeep.ask("warm", self._background.warm if full else self._background.warm_imports, delay=0.0)
+            if self._upkeep is not None and path is not None and self._engine.view.committed_rows:
+                self._upkeep.ask("warm", self._background.warm, delay=0.0)  # a new folder has nothing to warm
         except BaseException:
             # a failed open never keeps the writer's lock: what was taken in is durable in the WAL
             self._engine.close(checkpoint=False)

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from .._arrow_numpy import empty_table, numpy_of, table_of_rows
 from ..importance import annotate, batch
 from ..importance.batch import OUTCOME_KINDS
 from ..importance.elo import RELEVANCE_THRESHOLD
@@ -284,7 +285,7 @@ class Usage:
         mirror when it holds them all; else the whole log (None when not `full`)."""
         last = self.log.next_seq - 1
         if last <= mark:
-            return ACCESS_SCHEMA.empty_table()
+            return empty_table(ACCESS_SCHEMA)
         rows = self._mirror
         if rows and rows[0]["seq"] <= mark + 1 and rows[-1]["seq"] == last:
             start = mark + 1 - rows[0]["seq"]  # consecutive seqs: the index of the first row past mark
@@ -294,7 +295,7 @@ class Usage:
                      and r["query_id"] in wanted}
             if wanted <= heads:
                 picked = [r for r in rows[:start] if r["query_id"] in wanted] + rows[start:]
-                return pa.Table.from_pylist(picked, schema=ACCESS_SCHEMA)
+                return table_of_rows(picked, ACCESS_SCHEMA)
         return self.log.read() if full else None
 
     def _settle(self, threshold: float, *, full: bool = True) -> batch.UpdateReport:
@@ -432,7 +433,7 @@ class Usage:
         search latency (p50 / p95 ms over the last 1,000 logged searches)."""
         self.log.flush()
         t = self.log.read()
-        at = pc.cast(t.column("at"), pa.int64()).to_numpy(zero_copy_only=False) if t.num_rows else np.empty(0)
+        at = numpy_of(t.column("at")) if t.num_rows else np.empty(0)
         kind = np.asarray(t.column("kind").to_pylist(), dtype=object)
         first = np.asarray([r is not None for r in t.column("latency_ms").to_pylist()], bool)
         searches = (kind == "search") & first  # one row per search carries its latency

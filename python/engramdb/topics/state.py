@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import table_of
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from .results import Previous, Topic, Topics
 from .themes import Theme
@@ -61,7 +62,7 @@ def save(files: DerivedFiles, prev: dict[str, Previous], merges: dict[str, dict[
                                 ("created_us", created),
                                 ("centroid", None if centroid is None else [float(v) for v in centroid])):
                 rows[name].append(value)
-    table = pa.table(rows, schema=_SCHEMA).replace_schema_metadata({
+    table = table_of(rows, _SCHEMA).replace_schema_metadata({
         "next_id": json.dumps({ns: p.next_id for ns, p in prev.items()}), "merges": json.dumps(merges)})
     _store(files, DATA, SIDE, table)
 
@@ -100,7 +101,7 @@ def save_themes(files: DerivedFiles, themes: dict[str, tuple[str, list[Theme]]])
         for t in found or [Theme("", (), 0.0, 0.0)]:
             for name, value in zip(_THEMES.names, (ns, stamp, t.label, list(t.members), t.silhouette, t.confidence)):
                 rows[name].append(value)
-    _store(files, THEMES_DATA, THEMES_SIDE, pa.table(rows, schema=_THEMES))
+    _store(files, THEMES_DATA, THEMES_SIDE, table_of(rows, _THEMES))
 
 
 def load_themes(files: DerivedFiles) -> dict[str, tuple[str, list[Theme]]]:
@@ -144,7 +145,7 @@ def save_results(files: DerivedFiles, results: dict[str, tuple[str, Topics]]) ->
                       cents[i].tolist() if cents is not None and found else None)
             for name, value in zip(_RESULTS_CENTROIDS.names, values):
                 rows[name].append(value)
-    _store(files, RESULTS_DATA, RESULTS_SIDE, pa.table(rows, schema=_RESULTS_CENTROIDS))
+    _store(files, RESULTS_DATA, RESULTS_SIDE, table_of(rows, _RESULTS_CENTROIDS))
 
 
 def load_results(files: DerivedFiles) -> dict[str, tuple[str, Topics]]:
