@@ -143,7 +143,8 @@ def _column(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
         ok = int if np.issubdtype(dtype, np.integer) else float  # an int for a float column: pyarrow's rules
         if not all(v is None or type(v) is ok for v in values):
             raise TypeError("not a number")
-        arr = np.array([0 if v is None else v for v in values], dtype)  # out of range raises OverflowError
+        with np.errstate(over="ignore"):  # an int out of range raises OverflowError; a float32 overflow is inf, as in pyarrow
+            arr = np.array([0 if v is None else v for v in values], dtype)
         return pa.Array.from_buffers(kind, n, [_validity(missing), pa.py_buffer(arr)])
     if pa.types.is_boolean(kind):
         if not all(v is None or type(v) is bool for v in values):
