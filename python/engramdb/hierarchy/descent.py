@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
+from ..kernels.sets import unique
 from .source import KeyFilter, VectorSource
 
 
@@ -99,7 +100,7 @@ class Descent:
         stats.per_level = tuple(per_level)
         stats.centroids = sum(per_level)
         stats.leaves = len(frontier)
-        keys = np.unique(np.concatenate([self.members[int(leaf)] for leaf in frontier]
+        keys = unique(np.concatenate([self.members[int(leaf)] for leaf in frontier]
                                         + [self.spill[int(leaf)] for leaf in frontier])) if len(frontier) \
             else np.empty(0, np.int64)
         if len(frontier):
@@ -172,7 +173,7 @@ class Descent:
         stats = self._visited(hits)
         keys, scores = pos_keys[hits.keys], hits.scores
         if half:  # exact scores of the distinct candidates decide
-            uniq = np.unique(keys)
+            uniq = unique(keys)
             if not len(uniq):
                 return uniq, np.empty(0, np.float32), stats
             exact_k, exact_s = rescore(source, q, uniq, k)
@@ -236,7 +237,7 @@ def rescore(source: Any, q: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.nd
         return got.indices, got.scores
     seg = np.searchsorted(bases, keys, side="right") - 1
     out_k, out_s = [], []
-    for si in np.unique(seg).tolist():
+    for si in unique(seg).tolist():
         rows = np.ascontiguousarray(keys[seg == si] - bases[si])
         try:
             got = kernels.rescore_rows(q, mats[si], rows, len(rows), "cosine")

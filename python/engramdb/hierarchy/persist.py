@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow_numpy import array_of, arrow_of, numpy_of, whole
+from ..kernels.sets import unique
 from .tree import CentroidTree
 
 TREE_FORMAT = 2  # 2: + spill (second-leaf keys); a format-1 file is stale derived data, rebuilt
@@ -151,7 +152,7 @@ def _check_shape(ns: str, t: CentroidTree, children: tuple[np.ndarray, np.ndarra
     # close with it; a node no list names hid its keys)
     parent = t.parent[:n]
     if (int(parent[root]) != -1 or int(level.max()) > height or len(ci) != int((level >= 1).sum()) - 1
-            or len(np.unique(ci)) != len(ci)
+            or len(unique(ci)) != len(ci)
             or bool((parent[ci] != np.repeat(np.arange(n), np.diff(cp))).any())):
         raise ValueError(f"tree {ns!r}: parents and children do not make one tree under the root")
     # counts as the running means need them: a leaf's its members, a node's its children's sum, a

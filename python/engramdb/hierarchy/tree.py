@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
+from ..kernels.sets import unique
 from .descent import Descent, SearchStats, now_us
 from .kmeans import spherical_kmeans, two_means
 from .leaves import leaf_labels
@@ -322,7 +323,7 @@ class CentroidTree(Descent):
         (Sun et al. 2023). -1 where the primary leaf has no sibling."""
         out = np.full(len(vectors), -1, np.int64)
         parents = self.parent[primary]
-        for p in np.unique(parents):
+        for p in unique(parents):
             rows = np.flatnonzero(parents == p)
             sibs = self.children[int(p)]
             sibs = sibs[self.level[sibs] == 1]
@@ -375,7 +376,7 @@ class CentroidTree(Descent):
         near = kernels.topk(vectors, self.centroids[parents], min(ROUTE_BEAM, len(parents)), "cosine").indices
         out = np.full(len(vectors), -1, np.int64)
         best = np.full(len(vectors), -np.inf, np.float32)
-        for p in np.unique(near):
+        for p in unique(near):
             rows = np.flatnonzero((near == p).any(axis=1))
             ch = self.children[int(parents[p])]
             lab, sc = kernels.assign_nearest(np.ascontiguousarray(vectors[rows]), self.centroids[ch], "cosine", threads=1)
@@ -526,9 +527,9 @@ class CentroidTree(Descent):
                 assert len(self.children[node]) <= self.fanout_cap, f"node {node} over fanout"
                 assert self.counts[node] == self.counts[self.children[node]].sum(), f"node {node} count"
         keys = np.concatenate(seen) if seen else np.empty(0, np.int64)
-        assert len(np.unique(keys)) == len(keys), "a key is in two leaves"
+        assert len(unique(keys)) == len(keys), "a key is in two leaves"
         spilled = np.concatenate([self.spill[i] for i in range(self.n_nodes)]) if self.n_nodes else keys[:0]
-        assert len(np.unique(spilled)) == len(spilled), "a key is spilled to two leaves"
+        assert len(unique(spilled)) == len(spilled), "a key is spilled to two leaves"
         assert np.isin(spilled, keys).all(), "a spilled key is in no leaf"
         for node in range(self.n_nodes):
             assert len(self.spill[node]) == 0 or self.level[node] == 1, f"node {node} holds spilled keys"

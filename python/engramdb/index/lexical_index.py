@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow_numpy import array_of, arrow_of, dtype_of, numpy_of
+from ..kernels.sets import unique
 from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from ..storage.segment import Segment
@@ -115,7 +116,7 @@ class StoreBm25:
             rows = np.arange(lo - int(bases[si]), hi - int(bases[si]))
             codes = seg.ns_index[rows]
             long = self._passages(seg, rows)
-            for code in np.unique(codes):
+            for code in unique(codes):
                 mine = rows[codes == code]
                 ptr, terms, counts = _rows(sb, mine)
                 keys, parts = mine + bases[si], None

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import kernels
+from ..kernels.sets import unique
 from ..spaces.schema import Schema
 from ..storage.segment import Segment
 
@@ -40,7 +41,7 @@ class SegmentsSource:
     def take(self, keys: np.ndarray) -> np.ndarray:
         seg, row = self.locate(np.asarray(keys, np.int64))
         out = np.empty((len(keys), self.mats[0].shape[1] if self.mats else 0), np.float32)
-        for s in np.unique(seg):
+        for s in unique(seg):
             sel = seg == s
             out[sel] = self.mats[int(s)][row[sel]]
         return out
@@ -48,7 +49,7 @@ class SegmentsSource:
     def topk(self, query: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         seg, row = self.locate(np.asarray(keys, np.int64))
         found_k, found_s = [], []
-        for s in np.unique(seg):
+        for s in unique(seg):
             idx, sc = kernels.topk(query, self.mats[int(s)], k, "cosine", mask=row[seg == s], threads=1)
             found_k.append(idx + self.bases[int(s)])
             found_s.append(sc)
@@ -58,13 +59,13 @@ class SegmentsSource:
         """The given keys grouped by their rows' namespace."""
         seg, row = self.locate(keys)
         out: dict[str, list[np.ndarray]] = {}
-        present = set(np.unique(seg).tolist())
+        present = set(unique(seg).tolist())
         for s, sg in enumerate(self.segments):
             if s not in present:
                 continue
             sel = seg == s
             codes = sg.ns_index[row[sel]]
-            for code in np.unique(codes):
+            for code in unique(codes):
                 out.setdefault(sg.ns_names[int(code)], []).append(keys[sel][codes == code])
         return {ns: np.concatenate(parts) for ns, parts in out.items()}
 

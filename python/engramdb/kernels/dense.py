@@ -12,6 +12,7 @@ import numpy as np
 from .. import _core
 from .. import _validate as v
 from ._common import METRICS, Metric, TopK, check_vector, exact, metric_code, raise_bad_row, shape_out
+from .sets import unique
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ def _short_allow_list(mask: Any, n: int) -> np.ndarray | None:
     if arr.dtype.kind not in "iu" or arr.ndim != 1 or arr.size * 16 >= n:
         return None
     v.row_mask(arr[:0], n)  # dtype/shape checks only
-    rows = np.unique(arr.astype(np.int64, copy=False))
+    rows = unique(arr.astype(np.int64, copy=False))
     if rows.size and (rows[0] < 0 or rows[-1] >= n):
         bad = rows[0] if rows[0] < 0 else rows[-1]
         raise ValueError(f"mask allow-list holds row {int(bad)}, outside 0..{n - 1}")

@@ -10,11 +10,12 @@ import numpy as np
 from .. import _core
 from .. import _validate as v
 from ._common import TopK
+from .sets import unique
 
 
 def csr_from_sets(sets: Iterable[Iterable[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Pack id-sets into CSR (indptr int64, indices int32), each row sorted and de-duplicated."""
-    rows = [np.unique(np.asarray(list(s), dtype=np.int64)) for s in sets]
+    rows = [unique(np.asarray(list(s), dtype=np.int64)) for s in sets]
     for i, r in enumerate(rows):
         if r.size and (r[0] < 0 or r[-1] > np.iinfo(np.int32).max):
             raise ValueError(f"sets[{i}] holds id {int(r[0] if r[0] < 0 else r[-1])}, outside 0..2^31-1")
@@ -81,7 +82,7 @@ def jaccard_topk(
             raise ValueError("query ids must be unique when weighted")
         qw = np.ascontiguousarray(qwa[order])
     else:
-        q = np.unique(qa).astype(np.int32)
+        q = unique(qa).astype(np.int32)
     n = ip.shape[0] - 1
     mk = v.row_mask(mask, n)
     kk = min(kk, v.allowed_count(mk, n))

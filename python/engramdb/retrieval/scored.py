@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..index.passage_vectors import PassageVersion
+from ..kernels.sets import unique
 from ..storage.view import Loc
 from .dense_method import dense_found, rescore_keys
 from .fusion import Fused
@@ -68,7 +69,7 @@ def scored_recall(run: Run) -> None:
         got.update(ctx.run({"vector": methods["vector"]}))
     bm_keys, bm_raw, bm_parts = got.get("bm25", (np.empty(0, np.int64), np.empty(0), np.empty(0, np.int32)))
     vec_keys = got.get("vector", (np.empty(0, np.int64), np.empty(0)))[0]
-    keys = np.unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
+    keys = unique(np.concatenate([np.asarray(bm_keys, np.int64), np.asarray(vec_keys, np.int64)]))
     s = _Scorer(run, failed=set(methods) - set(got))
     scored = s.score(keys, known_bm25=(np.asarray(bm_keys, np.int64), np.asarray(bm_raw, np.float64),
                                        np.asarray(bm_parts, np.int64)))

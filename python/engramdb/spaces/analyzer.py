@@ -52,6 +52,7 @@ import numpy as np
 import Stemmer  # PyStemmer
 
 from ..kernels.analysis import blake2b_words, joined_codepoints, tokenize_codepoints
+from ..kernels.sets import unique
 
 __all__ = [
     "NEGATIONS",
@@ -202,7 +203,7 @@ def _non_starters(cp: np.ndarray) -> np.ndarray:
     weight: np.ndarray = table.take(cp, mode="clip")
     if (weight == _NS_UNKNOWN).any():
         with _non_starter_lock:
-            new = np.unique(cp[weight == _NS_UNKNOWN])
+            new = unique(cp[weight == _NS_UNKNOWN])
             table[new] = [_non_starter_weight(chr(c)) for c in new.tolist()]
         weight = table.take(cp, mode="clip")
     return weight
@@ -346,7 +347,7 @@ def _word_chars(cp: np.ndarray) -> np.ndarray:
             _WORD_CHARS = table
         wide = cp[cp >= 128]
         if wide.size:
-            new = np.unique(wide)
+            new = unique(wide)
             new = new[table[new] == 2]
             if new.size:
                 table[new] = [chr(c).isalnum() for c in new.tolist()]

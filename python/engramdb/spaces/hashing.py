@@ -64,6 +64,7 @@ import numpy as np
 from ..kernels.analysis import blake2b_words, hash_embed, joined_codepoints
 from ..kernels.analysis import word_features as _word_features
 from ..kernels.analysis import word_rows as _word_rows
+from ..kernels.sets import unique
 from . import forking
 from .analyzer import (
     NEGATIONS,
@@ -414,7 +415,7 @@ class HashingEmbedder:
             rows = tb.rows()
             bare = ~(np.bincount(rows[kept], minlength=n) > 0)[rows]
             take = kept | bare
-            raw = np.unique(tb.codes[bare])
+            raw = unique(tb.codes[bare])
             slot_raw = np.full(len(tb.words), -1, dtype=np.int64)
             slot_raw[raw] = self._table.lookup([tb.words[i] for i in raw.tolist()])
             slots = np.where(bare, slot_raw[tb.codes], per)[take]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._arrow_numpy import numpy_of
+from ..kernels.sets import unique
 from .segment import MEMO_ROWS, Segment
 
 
@@ -43,7 +44,7 @@ def with_closures(segments: tuple[Segment, ...], bases: np.ndarray,
                   np.int64)
     old_seg = np.searchsorted(bases, pairs[:, 0], side="right") - 1
     out = list(segments)
-    for s in np.unique(old_seg).tolist():
+    for s in unique(old_seg).tolist():
         sel = old_seg == s
         out[s] = out[s].with_closed(pairs[sel, 0] - bases[s], at[sel])
     return tuple(out)

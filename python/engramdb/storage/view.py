@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar, overload
 import numpy as np
 
 from .._arrow_numpy import arrow_of
+from ..kernels.sets import unique
 from ..model.edge import Edge, EdgeKey
 from ..model.memory import Memory
 from ..spaces.batches import concat, empty_batch, take
@@ -433,7 +434,7 @@ class View:
         if not len(keys):
             return out
         seg, row = self.locate(keys)
-        for si in np.unique(seg).tolist():
+        for si in unique(seg).tolist():
             at = seg == si
             out[at] = self.segments[si].session_keys()[row[at]]
         return out
@@ -516,7 +517,7 @@ class View:
         if segs[0] == segs[-1] and (segs == segs[0]).all():  # the usual case: one segment
             return [(int(segs[0]), np.arange(len(a)), rows)]
         out = []
-        for si in np.unique(segs).tolist():
+        for si in unique(segs).tolist():
             pick = np.flatnonzero(segs == si)
             out.append((si, pick, rows[pick]))
         return out

@@ -49,6 +49,7 @@ from ..kernels import (
     jaccard_from_overlaps,
     row_sums_out,
 )
+from ..kernels.sets import unique
 from ..spaces.protocol import Embedding, SparseBatch, TokenBatch
 from ..spaces.schema import Space
 from .scratch import POOL, Lease
@@ -391,7 +392,7 @@ def _refined(d: np.ndarray, most: float) -> np.ndarray:
         for k in big.tolist():
             ix = np.flatnonzero(labels == k)
             inner = hdbscan(_square(d, ix), MIN_CLUSTER)
-            if len(np.unique(inner[inner >= 0])) < 2:
+            if len(unique(inner[inner >= 0])) < 2:
                 continue
             labels[ix] = np.where(inner >= 0, inner + top, -1)
             top += int(inner.max()) + 1

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels.sets import unique
+
 SCALES = (0.15, 0.20, 0.25, 0.30)  # DBSCAN's eps, cosine distance: SPEC's 0.15 first
 MIN_MEMBERS, MIN_CONFIDENCE, MIN_SILHOUETTE = 3, 0.6, 0.5
 ENOUGH = 0.1  # of the memories (small talk aside) in two themes or more: the scale is dense enough
@@ -139,7 +141,7 @@ def _apart(u: np.ndarray, labels: np.ndarray) -> tuple[list[np.ndarray], np.ndar
         worst = np.r_[worst, ends].astype(np.int64)
         np.subtract.at(sums, code[worst], x[worst])
         np.subtract.at(size, code[worst], 1.0)
-        touched = np.unique(code[worst])
+        touched = unique(code[worst])
         stay = np.ones(len(rows), bool)
         stay[worst] = False
         rows, code, x, x32, dots = rows[stay], code[stay], x[stay], x32[stay], dots[stay]
@@ -199,7 +201,7 @@ def _dbscan(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
             break
         root = hooked
     labels = np.full(n, -1, np.int64)
-    firsts = np.unique(root[core])
+    firsts = unique(root[core])
     labels[core] = np.searchsorted(firsts, root[core])
     border = ~core[rows] & core[cols]
     first = np.full(n, np.iinfo(np.int64).max)

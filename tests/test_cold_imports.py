@@ -1,10 +1,11 @@
-"""pyarrow imports pandas, when installed, the first time it converts a column to numpy or builds
-one from Python or numpy values: 400-500 ms of a new process's first `engramdb.open` at 100,000
-memories on a 2-core machine, for nothing (engramdb/_arrow_numpy.py). The loop a user's process
-runs (open a folder, context, add, add_messages, search, feedback, context, close; a new folder;
-a reader) never asks for it. Checked in a new process by a finder that records every attempt to
-import pandas, so the check holds whether or not pandas is installed. And the buffer-built columns
-against pyarrow's own conversions."""
+"""Imports a new process's loop does not need. pyarrow imports pandas, when installed, the first
+time it converts a column to numpy or builds one from Python or numpy values: 400-500 ms of a new
+process's first `engramdb.open` at 100,000 memories on a 2-core machine, for nothing
+(engramdb/_arrow_numpy.py); `np.unique`'s first call imports numpy.ma, 20-30 ms inside the first
+search (engramdb/kernels/sets.py). The loop a user's process runs (open a folder, context, add,
+add_messages, search, feedback, context, close; a new folder; a reader) asks for neither. Checked
+in a new process by a finder that records every attempt to import them, so the check holds
+whether or not pandas is installed. And the buffer-built columns against pyarrow's own conversions."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ import json, sys, traceback
 asked = []
 class Recorder:
     def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
+        if name in ("pandas", "numpy.ma") or name.startswith("pandas."):
             asked.append("".join(traceback.format_stack(limit=8)))
         return None
 sys.meta_path.insert(0, Recorder())
@@ -73,7 +74,7 @@ def _asked(folder: Path, mode: str) -> list[str]:
     return got
 
 
-def test_the_loop_of_a_new_process_never_asks_for_pandas(tmp_path: Path) -> None:
+def test_the_loop_of_a_new_process_never_asks_for_pandas_or_numpy_ma(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     assert _asked(folder, "new") == []  # a new folder: made, written, read, closed
     assert _asked(folder, "again") == []  # the folder again: its segments, indexes, ratings and logs read
