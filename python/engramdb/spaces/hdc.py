@@ -120,6 +120,10 @@ class BinaryHDCEmbedder:
         # float32 error bound of <x, r_j> for unit r_j: _gamma * |x| (incl. rounding r_j to float32)
         self._gamma = 1.01 * (base.dim + 2) * 2.0**-24
 
+    def prepare(self) -> None:
+        """Make the projection now (a writer's open does), not in the first `embed`."""
+        _matrices(*self._key)
+
     @property
     def _proj64(self) -> np.ndarray:
         return _matrices(*self._key)[0]
