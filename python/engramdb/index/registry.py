@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..model.tuning import Tuning
+from ..spaces.forking import members
 from ..spaces.protocol import Embedder
 from ..spaces.schema import Space
 from ..storage.derived_files import DerivedFiles
@@ -29,7 +30,7 @@ def _before_fork() -> None:
     """A fork waits until no thread is inside an index's sync, load or turn map (a writer's
     background worker syncs BM25 and builds trees): a child forked meanwhile inherited that lock
     held, by a thread it does not have, and its first search waited for it for ever."""
-    for indexes in list(_LIVE):
+    for indexes in members(_LIVE):
         for lock in indexes._locks.values():  # first: no index is made meanwhile, so the list below is whole
             lock.acquire()
             _HELD.append(lock)

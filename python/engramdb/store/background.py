@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..index import registry  # noqa: F401 - its fork hook registered first, so ours runs before it
+from ..spaces.forking import members
 from ..spaces.query import lexical_space
 from ..storage.view import View
 
@@ -249,7 +250,7 @@ def _close_all() -> None:
     """At interpreter exit, before its finalisation: stop every worker still running, letting a
     running job finish (a store a script never closed; a daemon thread still inside numpy or
     Arrow while the interpreter tears down can crash the process's exit)."""
-    for w in list(_LIVE):
+    for w in members(_LIVE):
         w.close()
 
 
@@ -263,7 +264,7 @@ def _before_fork() -> None:
     the one held then by a thread it does not have: its first search or context through its
     parent's handle waited for ever. Registered after the index registry's hook, so it runs
     before it (hooks run in reverse): the warm job may still need an index's lock."""
-    for b in list(_WARMING):
+    for b in members(_WARMING):
         b._warming.acquire()
         _HELD.append(b._warming)
 

@@ -8,7 +8,6 @@ graph (edges, inference), retrieval (search plans and strategies).
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
@@ -47,6 +46,7 @@ from .added import Added
 from .admin_verbs import AdminVerbs
 from .background import Background, Worker
 from .capture_verbs import Capture
+from .cold_start import age_the_imports, prepare_for_writes
 from .context_verbs import ContextAssembly
 from .curiosity_verbs import CuriosityVerbs
 from .importance_verbs import ImportanceVerbs
@@ -64,6 +64,7 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
+
 class Store(Reads):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`.
 
@@ -75,6 +76,7 @@ class Store(Reads):
     _upkeep: Worker | None = None  # the background worker (None: read-only, or Tuning(background=False))
 
     def __init__(self, path: str | Path | None = None, options: Options | None = None) -> None:
+        age_the_imports()
         if path is not None:
             checks.path("path", path)  # before the folder is touched
         o = options or Options()
@@ -125,15 +127,8 @@ class Store(Reads):
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
             self._usage.log.on_crowded = self._background.rotating("access")  # merged by the worker, if any
-            if not o.read_only:  # what a writer's first add needs and a reader never does (the HDC projection):
-                for emb in self.embedders.values():  # made here, not inside that add or beside the first request
-                    prepare = getattr(emb, "prepare", None)
-                    if callable(prepare):
-                        prepare()
-            # The objects the imports and this open made (~40,000 in a new process) are young: the
-            # collector's first middle-generation pass scans them all, 8-12 ms on a 2-core machine,
-            # and it came inside the first request. Passed here, once, they are old and left alone.
-            gc.collect(1)
+            if not o.read_only:
+                prepare_for_writes(self.embedders)
             if self._upkeep is not None and path is not None and self._engine.view.committed_rows:
                 self._upkeep.ask("warm", self._background.warm, delay=0.0)  # a new folder has nothing to warm
         except BaseException:
