@@ -64,7 +64,6 @@ _MEMORY_FIELDS = {f.name for f in fields(Memory)}
 _UPDATABLE = _MEMORY_FIELDS - {"id", "namespace", "version", "learned_at"}
 
 
-
 class Store(Reads):
     """A memory store in a folder (or in memory when `path` is None). Open one with `engramdb.open`.
 
@@ -127,8 +126,7 @@ class Store(Reads):
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
             self._usage.log.on_crowded = self._background.rotating("access")  # merged by the worker, if any
-            if not o.read_only:
-                prepare_for_writes(self.embedders)
+            prepare_for_writes({} if o.read_only else self.embedders)  # a reader never embeds a text
             if self._upkeep is not None and path is not None and self._engine.view.committed_rows:
                 self._upkeep.ask("warm", self._background.warm, delay=0.0)  # a new folder has nothing to warm
         except BaseException:
@@ -573,9 +571,8 @@ def open(
     One process may write a store at a time (a second writer gets `StoreLocked`); any number
     may open it with `read_only=True`, seeing what was committed or logged at open time (with
     `salvage=True` too, a damaged store opens with its intact files only: `stats()["salvage"]` names
-    what was left out, `engramdb.verify(path)` checks every file). Within a
-    process, searches and reads run side by side, and beside the writer: each reads the snapshot
-    current when it started.
+    what was left out, `engramdb.verify(path)` checks every file). Within a process, searches and
+    reads run side by side, and beside the writer: each reads the snapshot current when it started.
 
     `profile` names a built-in schema: "default" (model-free) or "minilm" (all-MiniLM-L6-v2 as the
     dense space; needs `engramdb[minilm]`); a reopened store keeps the schema it was created with
@@ -587,15 +584,14 @@ def open(
     "merge" | "off") is what happens to a new memory whose main-space cosine to a current memory of
     its namespace exceeds `dedup_threshold`, unless their negations differ; "off" (default: in a
     conversation log a repeat is an event) keeps everything, and a record naming its own id is
-    always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds
-    and sizes (`engramdb.Tuning`: checkpoint size, tree threshold, probe and beam, ...).
+    always stored (see `engramdb.ingest.dedup`). `tuning`: thresholds and sizes (`engramdb.Tuning`:
+    checkpoint size, tree threshold, probe and beam, ...).
     `access_log`: log every search and its feedback in the store folder's `access/` (E1: what
     ELO importance learns from); False logs nothing; a read-only store logs nothing, unless
     "spool": then its rows go to the spool at close, for the writer's log (hooks). `contradictions` ("off" | "detect" |
     "supersede"): after each `add_many`, look for older memories the new ones contradict (H5,
     `db.lifecycle.resolve_contradictions`): "detect" reports them in what `add_many` returns
-    (`.contradictions`), "supersede" also
-    ends each older one where the newer starts.
+    (`.contradictions`), "supersede" also ends each older one where the newer starts.
     """
     return Store(path, Options(schema=schema, embedders=embedders, read_only=read_only, salvage=salvage,
                                dedup=dedup,  # type: ignore[arg-type] # checked by Options
