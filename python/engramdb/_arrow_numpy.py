@@ -4,10 +4,11 @@ pyarrow imports pandas, when it is installed, the first time it converts a colum
 (`to_numpy`, `np.asarray`) or builds one from Python or numpy values (`pa.array`): its conversion
 code looks for pandas' null and time types. That import is 400-500 ms of a new process's first
 `engramdb.open` on a 2-core machine (of 1.0-1.2 s at 100,000 memories), paid by every command,
-server and script that opens a store only to read, for nothing. The read path therefore views a
-fixed-width column's buffers in place (what `to_numpy` returns for them: the same values, read-only,
-no copy) and makes the few arrays it builds from their buffers. Anything else (nulls in a numeric
-column, strings, nested types) goes through pyarrow as before: those values are read elsewhere.
+server and script that opens a store, for nothing. The store therefore views a fixed-width
+column's buffers in place (what `to_numpy` returns for them: the same values, read-only, no copy)
+and builds the columns it writes (from numpy arrays, and from Python strings, bytes, numbers, bools,
+aware datetimes and lists of them) from their buffers. Anything else goes through pyarrow as before,
+which converts it, or refuses it with its own error.
 """
 
 from __future__ import annotations
