@@ -37,10 +37,6 @@ def whole(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def dtype_of(kind: pa.DataType) -> Any:
     """The numpy dtype of a fixed-width Arrow number type (int64 for a time), else None."""
-    return _dtype_of(kind)
-
-
-def _dtype_of(kind: pa.DataType) -> Any:
     if pa.types.is_timestamp(kind) or pa.types.is_duration(kind):
         return np.int64  # the stored integers, as the read path uses them (a view as datetime64 is not)
     return _FIXED.get(kind)
@@ -53,7 +49,7 @@ def numpy_of(col: pa.Array | pa.ChunkedArray, fill: float | None = None) -> np.n
     array). Anything else goes through `to_numpy(zero_copy_only=False)`."""
     arr = whole(col)
     n, kind = len(arr), arr.type
-    dtype = _dtype_of(kind)
+    dtype = dtype_of(kind)
     if arr.null_count == 0 or (fill is not None and dtype is not None):
         if pa.types.is_boolean(kind):
             bits = arr.buffers()[1]
@@ -95,10 +91,22 @@ def arrow_of(values: np.ndarray, kind: pa.DataType | None = None) -> pa.Array:
         raise ValueError(f"arrow_of: values must be 1-d, got shape {x.shape}")
     if kind is None:
         kind = pa.from_numpy_dtype(x.dtype)
-    want = _dtype_of(kind)
+    want = dtype_of(kind)
     if want is None or np.dtype(want) != x.dtype:
         raise TypeError(f"arrow_of: values of dtype {x.dtype} do not hold Arrow type {kind}")
     return pa.Array.from_buffers(kind, len(x), [None, pa.py_buffer(x)])
+
+
+def lists_of(parts: Sequence[np.ndarray], value_type: pa.DataType, large: bool = False) -> pa.Array:
+    """`pa.array(parts, pa.list_(value_type))` (`pa.large_list` when `large`) from the parts' own
+    buffers: each part a 1-d numpy array of numbers, cast to the value type's dtype."""
+    width = np.int64 if large else np.int32
+    offsets = np.zeros(len(parts) + 1, width)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    dtype = dtype_of(value_type)
+    values = np.concatenate([np.asarray(p, dtype) for p in parts]) if parts else np.empty(0, dtype)
+    kind = pa.LargeListArray if large else pa.ListArray
+    return kind.from_arrays(arrow_of(offsets), arrow_of(values, value_type))
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

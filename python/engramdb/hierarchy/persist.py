@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from .._arrow_numpy import array_of, arrow_of, numpy_of, whole
+from .._arrow_numpy import array_of, arrow_of, lists_of, numpy_of, whole
 from ..kernels.sets import unique
 from .tree import CentroidTree
 
@@ -45,21 +45,14 @@ def trees_to_table(trees: dict[str, CentroidTree], dim: int) -> pa.Table:
         cols["created_at"].append(arrow_of(t.created_at[:n]).cast(_TS))
         cols["last_accessed_at"].append(arrow_of(t.last_accessed_at[:n]).cast(_TS))
         cols["archived"].append(array_of(t.archived[:n].tolist(), pa.bool_()))
-        cols["children"].append(_lists(t.children[:n]))
-        cols["members"].append(_lists(t.members[:n]))
-        cols["spill"].append(_lists(t.spill[:n]))
+        cols["children"].append(lists_of(t.children[:n], pa.int64()))
+        cols["members"].append(lists_of(t.members[:n], pa.int64()))
+        cols["spill"].append(lists_of(t.spill[:n], pa.int64()))
     meta = {b"engramdb.tree_format": str(TREE_FORMAT).encode(), b"engramdb.trees": json.dumps(settings).encode()}
     if not trees:
         return pa.table({k: pa.nulls(0) for k in cols}).replace_schema_metadata(meta)
     table = pa.table({k: pa.chunked_array(v) for k, v in cols.items()})
     return table.replace_schema_metadata(meta)
-
-
-def _lists(parts: list[np.ndarray]) -> pa.Array:
-    offsets = np.zeros(len(parts) + 1, np.int32)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    values = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
-    return pa.ListArray.from_arrays(arrow_of(offsets), arrow_of(values))
 
 
 def table_to_trees(table: pa.Table, keys: int | None = None) -> dict[str, CentroidTree]:

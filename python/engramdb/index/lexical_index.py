@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow_numpy import array_of, arrow_of, dtype_of, numpy_of
+from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
 from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
@@ -44,15 +44,6 @@ log = logging.getLogger("engramdb.bm25")
 BM25_FORMAT = 2  # 2: passages (a document's passage number in "parts")
 _COLUMNS = {"terms": pa.int32(), "indptr": pa.int64(), "docs": pa.int32(), "tf": pa.float32(), "keys": pa.int64(),
             "lengths": pa.float32(), "parts": pa.int32()}
-
-
-def _large_list(parts: list[np.ndarray], typ: pa.DataType) -> pa.Array:
-    """`pa.array(parts, pa.large_list(typ))` from the parts' own buffers (see _arrow_numpy)."""
-    offsets = np.zeros(len(parts) + 1, np.int64)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    dtype = dtype_of(typ)
-    values = np.concatenate([np.asarray(p, dtype) for p in parts]) if parts else np.empty(0, dtype)
-    return pa.LargeListArray.from_arrays(arrow_of(offsets), arrow_of(values, typ))
 
 
 @dataclass(frozen=True)
@@ -165,7 +156,7 @@ class StoreBm25:
             arrays = [v.indexes[ns].arrays() for ns in names]
             cols: dict[str, pa.Array] = {"namespace": array_of(names, pa.string())}
             for col, typ in _COLUMNS.items():
-                cols[col] = _large_list([a[col] for a in arrays], typ)
+                cols[col] = lists_of([a[col] for a in arrays], typ, large=True)
             entry = files.write(data, table_bytes(pa.table(cols)))
             files.write_sidecar(side, {"format": BM25_FORMAT, "epoch": v.epoch, "covered": v.covered, "k1": self.k1,
                                        "b": self.b, **entry})

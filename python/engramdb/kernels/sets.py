@@ -9,7 +9,8 @@ import numpy as np
 
 
 def unique(values: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of a 1-d array (a new array; NaNs, if any, are each kept where np.unique folds them into one: for keys and codes)."""
+    """The sorted distinct values of a 1-d array, as a new array (for keys and codes: a NaN, if
+    any, is kept each time where np.unique folds them into one)."""
     x = np.sort(np.asarray(values).ravel())
     if len(x) < 2:
         return x
