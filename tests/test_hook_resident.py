@@ -218,3 +218,27 @@ def test_a_hook_process_does_not_import_pandas(project: tuple[Path, dict[str, st
                            input=_payload(cwd, "bash scripts/deploy.sh"), capture_output=True, text=True, env=env,
                            timeout=120, check=False)
     assert _text(first) == _text(proc) and "PANDAS True" in first.stderr
+
+
+# what a served hook may not import: each was 8-33 ms of a new process on a 2-core machine, together
+# half of the hook's answer (agents/resident_link.py); numpy, Arrow and the engine never
+HEAVY = ("typing", "pathlib", "subprocess", "tempfile", "socket", "hashlib", "threading", "collections.abc",
+         "numpy", "pyarrow", "engramdb.store", "engramdb.storage")
+
+
+def test_a_hook_the_resident_answers_imports_only_light_modules(project: tuple[Path, dict[str, str]]) -> None:
+    cwd, env = project
+    _hook(cwd, env)  # answers alone and starts the resident
+    sock = socket_for_env(cwd / ".engramdb", env)
+    assert _wait(lambda: _listening(sock)), "no resident listens"
+    code = ("import sys, json; from engramdb.cli import main; code = main(sys.argv[1:]); "
+            "print('MODULES', json.dumps(sorted(sys.modules)), file=sys.stderr); sys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", code, "hook", "PreToolUse", "--namespace", NS],
+                          input=_payload(cwd, "bash scripts/deploy.sh"), capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert SERVED in proc.stderr, proc.stderr
+    assert "scripts/deploy.sh" in _text(proc)
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("MODULES "))
+    loaded = set(json.loads(line.removeprefix("MODULES ")))
+    assert "engramdb.agents.resident_link" in loaded
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))

@@ -200,7 +200,9 @@ def test_options_are_read_as_the_full_command_line_reads_them(project: Project, 
     try:
         for args in (["--namespace=", f"--path={other}"],  # an empty value given with `=` takes no next word
                      ["--namespace", "-x"],  # a word argparse takes for an option: an error there
-                     ["--max-chars", "-5", "--namespace", NS]):
+                     ["--max-chars", "-5", "--namespace", NS],
+                     ["--max-chars", "-.5", "--namespace", NS],  # a negative number to argparse, not an int
+                     ["--namespace", "-\u0663"]):  # an Arabic-Indic 3: a decimal digit, so a value
             served = _run(cwd, env, args, stdin)
             alone = _run(cwd, {**env, "ENGRAMDB_HOOK_RESIDENT": "0"}, args, stdin)
             assert (served.returncode, served.stdout) == (alone.returncode, alone.stdout), (args, served.stderr)

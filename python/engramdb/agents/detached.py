@@ -9,16 +9,21 @@ only: the hooks that start these processes import neither numpy nor Arrow.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+
+# The hook process that asks a resident reader imports this module on its way (resident_link.py):
+# subprocess, tempfile, pathlib and typing are imported where used, not here (~90 ms of a new
+# process on a 2-core machine together, most of such a hook's answer). typing.TYPE_CHECKING without
+# typing; mypy reads the name as typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Sequence
+    from pathlib import Path
+    from typing import Any
 
 
 def module_run() -> dict[str, Any]:
@@ -33,10 +38,31 @@ def runtime_folder() -> Path | None:
     """The folder that holds what this user's hooks share outside a store (the resident readers'
     sockets, the take-ins' claims), made with mode 0700 when missing; None when it
     cannot be made, or is not a folder of this user's that only they may enter."""
+    from pathlib import Path
+
+    folder = runtime_folder_name()
+    return None if folder is None else Path(folder)
+
+
+def runtime_folder_name() -> str | None:
+    """`runtime_folder` as a str, with the standard library's lightest modules only (the hook's
+    way to its resident: resident_link.py): $XDG_RUNTIME_DIR/engramdb, else
+    <the temporary folder>/engramdb-<uid>."""
     base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    folder = Path(base) / "engramdb" if base else Path(tempfile.gettempdir()) / f"engramdb-{os.getuid()}"
+    if base:
+        folder = os.path.join(base, "engramdb")
+    else:
+        tmp = temporary_folder()
+        if tmp is None:
+            return None
+        folder = os.path.join(tmp, f"engramdb-{os.getuid()}")
     try:
-        folder.mkdir(mode=0o700, exist_ok=True)
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
         st = os.lstat(folder)
     except OSError:
         return None
@@ -45,10 +71,30 @@ def runtime_folder() -> Path | None:
     return folder
 
 
+def temporary_folder() -> str | None:
+    """The folder `tempfile.gettempdir()` chooses, without importing tempfile (29 ms of a new process
+    here): the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, then the working folder,
+    that is a folder this user may write in; None when none is. (tempfile proves it by writing a
+    file, `os.access` asks the kernel: the same answer but where an access control list lies.) The
+    resident and the hook that asks it both choose here, so they agree."""
+    candidates = [os.environ.get(name, "") for name in ("TMPDIR", "TEMP", "TMP")]
+    candidates += ["/tmp", "/var/tmp", "/usr/tmp"] if os.name != "nt" else []
+    try:
+        candidates.append(os.getcwd())
+    except OSError:
+        pass
+    for folder in candidates:
+        if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return os.path.abspath(folder)
+    return None
+
+
 def try_lock(fd: int) -> bool:
     """An exclusive flock on `fd` taken without waiting; False when another holder has it (or no
     lock can be had): the claim a hook hands to the process it starts, so a storm of hooks starts
     one (a resident reader, a take-in)."""
+    import fcntl
+
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -60,6 +106,8 @@ def start(module: str, args: Sequence[str], pass_fds: Sequence[int] = ()) -> sub
     """`python -m engramdb.agents.<module> ARGS...`, detached (a session of its own), its stderr on a
     pipe the caller reads while it waits (`wait`); stdin and stdout are /dev/null; `pass_fds` are
     the descriptors it inherits (a lock the caller took for it)."""
+    import subprocess
+
     return subprocess.Popen([sys.executable, "-m", f"engramdb.agents.{module}", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds), **module_run())
@@ -68,6 +116,8 @@ def start(module: str, args: Sequence[str], pass_fds: Sequence[int] = ()) -> sub
 def wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int | None, str]:
     """(exit status, what it said on stderr) of `proc` once it ended; (None, "") when it still runs
     at `deadline` (on `time.monotonic`'s clock): it is then left to finish on its own."""
+    import subprocess
+
     try:
         _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -114,4 +164,5 @@ def say(message: str) -> None:
         pass
 
 
-__all__ = ["lower_priority", "module_run", "runtime_folder", "say", "start", "try_lock", "wait"]
+__all__ = ["lower_priority", "module_run", "runtime_folder", "runtime_folder_name", "say", "start", "temporary_folder",
+           "try_lock", "wait"]

@@ -37,22 +37,36 @@ own conversation already; the memory it adds is what earlier sessions said.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import io
 import json
 import os
-import re
-import socket
 import stat
-import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
-from typing import Any
 
-from .detached import module_run, runtime_folder, try_lock
+from .detached import runtime_folder_name
+
+# What a hook served by its resident imports is most of its answer's time (a new process on a 2-core
+# machine: ~25 ms of interpreter, then ~80 ms for socket, subprocess, pathlib, tempfile, typing, re
+# and hashlib, against ~20 ms for the resident's search at 100,000 memories). So the served path
+# imports json and the C halves of socket and SHA-256 only; what else this module does (starting a
+# resident, keeping a capture) imports its modules where it runs. typing.TYPE_CHECKING without
+# typing (mypy reads the name as typing's).
+try:
+    import _socket as _sockets  # socket.py's C half: socket.py adds selectors, enum and array to it
+except ImportError:  # an interpreter without it
+    import socket as _sockets  # type: ignore[no-redef]
+try:
+    from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+: hashlib's own, without OpenSSL's load
+except ImportError:
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.10 and 3.11
+    except ImportError:
+        from hashlib import sha256  # a build without the built-in one
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 RESIDENT_EVENTS = ("PreToolUse", "UserPromptSubmit")  # the reads a resident serves (every prompt, every tool call)
 PROTOCOL = 2  # the request and answer's form: raised when it changes (it names the socket, with RESIDENT_EVENTS)
@@ -70,7 +84,19 @@ STORE_FOLDER = ".engramdb"  # as hook_events.STORE_FOLDER (not imported: that mo
 SERVED_BUDGETS_MS = {"PreToolUse": 500, "UserPromptSubmit": 2_000, "PostToolUse": 3_000, "Stop": 3_000, "SubagentStop": 3_000}
 _PROCESS_AGE_LIMIT_S = 60.0
 LATE_HOLD_S = 30.0  # after a resident let a hook's budget run out, hooks answer alone this long, then ask again
-_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's: a word that is a value, not an option
+
+
+def _negative_number(word: str) -> bool:
+    """Whether argparse reads `word` as a negative number (a value), not an option: its pattern
+    `^-\\d+$|^-\\d*\\.\\d+$` (`\\d` is any Unicode decimal digit; `$` also matches before a final
+    newline), without importing re."""
+    word = word.removesuffix("\n")
+    if not word.startswith("-"):
+        return False
+    whole, dot, part = word[1:].partition(".")
+    if not dot:
+        return whole.isdecimal()
+    return (not whole or whole.isdecimal()) and part.isdecimal()
 
 
 def enabled() -> bool:
@@ -87,21 +113,29 @@ def idle_seconds() -> float:
     return value if 0 < value < float("inf") else IDLE_S
 
 
-def socket_for(store: Path) -> Path | None:
+def socket_for(store: Path | str) -> Path | None:
     """The socket of the resident that serves `store` (None: no safe folder for one, or its path is
     too long for a Unix socket)."""
-    folder = runtime_folder()
+    from pathlib import Path
+
+    name = socket_name(store)
+    return None if name is None else Path(name)
+
+
+def socket_name(store: Path | str) -> str | None:
+    """`socket_for` as a str (the served path does without pathlib)."""
+    folder = runtime_folder_name()
     if folder is None:
         return None
     # what the resident serves is in the name: a resident of an earlier release (which served fewer
     # events, and refused the others) is never asked; it leaves when idle
     served = f"{PROTOCOL}:{','.join(RESIDENT_EVENTS)}\0".encode()
-    key = hashlib.sha256(served + os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
-    path = folder / f"hooks-{key}.sock"
+    key = sha256(served + os.path.realpath(store).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    path = os.path.join(folder, f"hooks-{key}.sock")
     return path if len(os.fsencode(path)) <= SOCKET_PATH_BYTES else None
 
 
-def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+def ask(sock_path: Path | str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     """Send `request` to the resident at `sock_path` and return its answer; None when no resident
     listens there (no socket, or a stale one); an answer with "fallback" for a request too big for
     it (not sent). Raises TimeoutError when one listens but does not
@@ -110,14 +144,15 @@ def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, A
     data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
     if len(data) > REQUEST_BYTES:  # a Write of a big file: the resident would refuse it, half sent
         return {"text": None, "fallback": f"a request over {REQUEST_BYTES:,} bytes"}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+    s = _sockets.socket(_sockets.AF_UNIX, _sockets.SOCK_STREAM)
+    try:
         s.settimeout(max(0.001, timeout))
         try:
             s.connect(str(sock_path))
         except (FileNotFoundError, ConnectionRefusedError):
             return None
         s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
+        s.shutdown(_sockets.SHUT_WR)
         chunks: list[bytes] = []
         while True:
             left = deadline - time.monotonic()
@@ -128,18 +163,24 @@ def ask(sock_path: Path, request: dict[str, Any], timeout: float) -> dict[str, A
             if not chunk:
                 break
             chunks.append(chunk)
+    finally:
+        s.close()
     answer = json.loads(b"".join(chunks).decode("utf-8"))
     if not isinstance(answer, dict):
         raise ValueError("the resident reader's answer is not a JSON object")  # noqa: TRY004 - a broken exchange, as bad JSON is
     return answer
 
 
-def spawn(store: Path) -> None:
+def spawn(store: Path | str) -> None:
     """Start a resident reader for `store`, detached from this process (it outlives it). The lock
     beside its socket is taken here and handed to it: when a resident holds it (serving, or still
     starting), none is started, so a storm of hooks that found no socket starts one process, not
     one each (each would import numpy and the engine, 300 ms of CPU, before it could leave)."""
-    sock_path = socket_for(store)
+    import subprocess
+
+    from .detached import module_run, try_lock
+
+    sock_path = socket_name(store)
     if sock_path is None:
         return
     try:
@@ -166,7 +207,7 @@ def spawn(store: Path) -> None:
         os.close(lock_fd)  # the resident holds the lock through its own copy
 
 
-_wanted: list[Path] = []  # the store whose hook found no resident: one is started after the answer
+_wanted: list[Path | str] = []  # the store whose hook found no resident: one is started after the answer
 
 
 def start_wanted() -> None:
@@ -249,7 +290,7 @@ def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
             if i + 1 >= len(rest):
                 return None
             value, i = rest[i + 1], i + 1
-            if value.startswith("-") and not _NEGATIVE.match(value):
+            if value.startswith("-") and not _negative_number(value):
                 return None  # argparse takes it for an option: `--namespace --max-chars` is an error there
         seen.add(names[name])
         values[names[name]] = value
@@ -261,7 +302,7 @@ def _options(argv: list[str]) -> tuple[str, str | None, str | None, int] | None:
     return event, values["path"], values["namespace"], max_chars
 
 
-def _late_lately(sock_path: Path) -> bool:
+def _late_lately(sock_path: str) -> bool:
     """Whether the resident at `sock_path` let a hook's budget run out less than LATE_HOLD_S ago: the
     hooks then answer in their own process meanwhile. A resident that accepts and never answers (a
     stopped process, a wedged one: its lock held, no other can start) would otherwise cost every
@@ -272,9 +313,16 @@ def _late_lately(sock_path: Path) -> bool:
         return False
 
 
-def _mark_late(sock_path: Path) -> None:
+def _mark_late(sock_path: str) -> None:
+    """Its time set to now, or made (as `Path.touch(mode=0o600)` does it, without pathlib)."""
+    late = f"{sock_path}.late"
     try:
-        Path(f"{sock_path}.late").touch(mode=0o600)  # made, or its time set to now
+        os.utime(late)
+        return
+    except OSError:
+        pass
+    try:
+        os.close(os.open(late, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600))
     except OSError:
         pass
 
@@ -358,18 +406,21 @@ def fast_hook(argv: list[str]) -> int | None:
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return None  # the session's folder is this process's: the resident's would name another namespace
-    store = Path(chosen) if chosen else Path(str(cwd)) / STORE_FOLDER
-    if not store.is_dir():
+    store = chosen if chosen else os.path.join(cwd, STORE_FOLDER)
+    if not os.path.isdir(store):
         return None  # nothing captured yet: the usual way makes the store (or, for a read, prints nothing)
     if event in CAPTURE_ONLY:
         return _capture_only(event, payload, path, namespace, start, budget)
-    sock_path = socket_for(store)
+    sock_path = socket_name(store)
     if sock_path is None or _late_lately(sock_path):
         return None
     request = {"event": event, "stdin": raw, "store": os.path.realpath(store),
                "namespace": namespace or os.environ.get("ENGRAMDB_NAMESPACE") or None, "max_chars": max_chars,
                "budget_s": max(0.0, deadline - reserve - time.monotonic())}
     if event in CAPTURING:  # the capture's imports (~100 ms) while the resident works: off the answer's path
+        import importlib
+        import threading
+
         threading.Thread(target=importlib.import_module, args=(f"{__package__}.capture",), daemon=True).start()
     try:
         answer = ask(sock_path, request, max(0.001, deadline - reserve - time.monotonic()))
