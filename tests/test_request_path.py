@@ -227,3 +227,39 @@ def test_the_gil_switches_faster_while_a_job_runs_and_as_before_after(tmp_path: 
             assert sys.getswitchinterval() == pytest.approx(0.003)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_after_a_writers_warm_up_the_first_context_reads_nothing_more_from_its_segments(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm job also makes each segment's row reader and reads the vectors the search and the
+    context read, so a service's first context after it builds neither (a store without a worker,
+    a hook's short writer, does: the check can fail)."""
+    from engramdb.storage import segment
+
+    with engramdb.open(tmp_path / "s", dedup="off") as db:
+        for part in range(2):  # two segment files
+            for s in range(3):
+                db.add_messages([{"role": "user" if i % 2 == 0 else "assistant", "content": text}
+                                 for i, text in enumerate(TOPICS[sorted(TOPICS)[(part + s) % len(TOPICS)]])],
+                                namespace="n", session_id=f"p{part}s{s}")
+            db.admin.checkpoint()
+    built: list[str] = []
+    real_reader, real_vectors = segment.RowReader, segment.from_arrow
+
+    def reader(table: Any) -> Any:
+        built.append("row reader")
+        return real_reader(table)
+
+    def vectors(*a: Any, **k: Any) -> Any:
+        built.append("vectors")
+        return real_vectors(*a, **k)
+
+    monkeypatch.setattr(segment, "RowReader", reader)
+    monkeypatch.setattr(segment, "from_arrow", vectors)
+    for background, expected in ((True, []), (False, ["row reader", "vectors"])):
+        with engramdb.open(tmp_path / "s", tuning=engramdb.Tuning(background=background)) as db:
+            assert db.admin.settle(timeout=60)
+            built.clear()
+            c = db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
+            assert "chicken" in c.text
+            assert sorted(set(built)) == expected, (background, built)

@@ -258,12 +258,18 @@ class Segment:
         edits one must not change what the next caller gets."""
         kept = self.memo.get(row)
         if kept is None:
-            if self._reader is None:
-                self._reader = RowReader(self.table)
-            m = self._reader.memory(row)
+            m = self.row_reader().memory(row)
             self.remember(row, m)
             return m
         return Memory.from_kept(kept)
+
+    def row_reader(self) -> RowReader:
+        """What reads this segment's memories one row at a time, made at its first hit (or by a
+        writer's warm-up: store/background.py)."""
+        reader = self._reader
+        if reader is None:
+            reader = self._reader = RowReader(self.table)
+        return reader
 
     def remember(self, row: int, memory: Memory) -> None:
         """Keep a materialised row (hits recur: an agent asks about the same things), bounded.

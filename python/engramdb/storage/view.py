@@ -551,6 +551,11 @@ class View:
         run = self.segments[: self.committed] if committed_only else self.segments
         return self.masks.key_mask(run, namespace, known_us, t, at_now, types)
 
+    def newest_namespaces(self) -> list[str]:
+        """The namespaces of the newest segment's rows (the WAL's, else the newest file's): where
+        the last writes went."""
+        return list(self.segments[-1].ns_names) if self.segments else []
+
     def namespace_rows(self, namespace: str, *, committed_only: bool = False) -> int:
         """Rows (every version) of a namespace."""
         key = f"rows:{namespace}:{committed_only}"

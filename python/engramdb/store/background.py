@@ -38,6 +38,7 @@ from ..index import registry  # noqa: F401 - its fork hook registered first, so 
 from ..spaces.forking import members
 from ..spaces.query import lexical_space
 from ..storage.view import View
+from .requests_running import wait_until_quiet
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -46,6 +47,8 @@ log = logging.getLogger("engramdb")
 
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
+WARM_NAMESPACES = 4  # the newest segment's namespaces whose turn maps the warm-up builds
+WARM_YIELD_S = 0.25  # seconds, at most, a warm-up step waits for the requests that run to end
 RUNS_KEPT = 256  # keys whose last run stats() reports (a service with 100,000 namespaces has as many topic keys)
 MAX_BACKOFF = 600.0  # seconds, at most, between two runs of a key that keeps failing
 DELAY = 0.5  # seconds a job waits after it is asked for: a burst of writes asks once, and a short
@@ -312,7 +315,8 @@ class Background:
         """The worker's first job, asked at open with no delay: load what a new process's first
         search and context read from the folder (the dense and lexical indexes, the id probe, each
         segment's namespace counts and session keys, the ratings, the stored topics, the curiosity
-        queue), each under its own lock, so a request
+        queue; then each segment's row reader and vectors, and the turn maps of the namespaces
+        written last), each under its own lock, so a request
         that comes meanwhile waits for the part it needs rather than loading it again. Why: these
         loads were ~90 ms of the first context after opening a folder of 100,000 memories (issue
         26); a service opens long before its first request."""
@@ -334,6 +338,23 @@ class Background:
             db._usage.ratings  # noqa: B018 - the property loads them
             db.topics._stored_topics()
             db.curiosity._keys()
+            # then what reading the hits takes: each segment's row reader, the turn maps of the
+            # conversations an agent goes on with first (those of the newest rows: ~10 ms a
+            # namespace at 100,000 turns), and the vectors of the dense rescore and of the
+            # context's own match (its terms), last: a segment whose vectors are damaged stops the
+            # job there (CorruptFile, which a request that reads them says too)
+            # (each step after the requests that run: store/requests_running.py)
+            for seg in view.segments:
+                wait_until_quiet(WARM_YIELD_S)
+                seg.row_reader()
+            for namespace in view.newest_namespaces()[:WARM_NAMESPACES]:
+                wait_until_quiet(WARM_YIELD_S)
+                db._indexes.turns.get(view, namespace)
+            read = [s.name for s in (main, lex) if s is not None]
+            for seg in view.segments:
+                wait_until_quiet(WARM_YIELD_S)
+                for space in read:
+                    seg.vectors(db.schema, space)
 
     def catch_up_indexes(self) -> None:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
@@ -357,4 +378,4 @@ class Background:
                 "runs": w.last_runs() if w is not None else {}}
 
 
-__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "Background", "Worker"]
+__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "WARM_NAMESPACES", "WARM_YIELD_S", "Background", "Worker"]

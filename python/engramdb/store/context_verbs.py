@@ -32,6 +32,7 @@ from ..model import checks
 from ..model.hit import Hits
 from ..model.memory import Memory, micros, utc_now
 from ..storage.view import Loc, View
+from .requests_running import request
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -57,6 +58,7 @@ class ContextAssembly:
             self._purges += 1
             self._maps = {}
 
+    @request
     def context(self, query: str, *, namespace: str, max_tokens: int = 2000, session_id: str | None = None,
                 as_of: datetime | None = None, tokenizer: str | Counter | None = None, log: bool = True,
                 navigate: bool = True, edge_budget: int = EDGE_BUDGET, step_budget: int = STEP_BUDGET,

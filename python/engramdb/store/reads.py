@@ -30,6 +30,7 @@ from ..retrieval.types import TypeClusters, cluster_types, namespace_type_names
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema
 from ..storage.view import View
+from .requests_running import request
 from .usage import DEEPER, Usage
 
 
@@ -70,6 +71,7 @@ class Reads(ABC):
         """Memories with a current version that is not forgotten."""
         return self._view().live_count()
 
+    @request
     def search(
         self,
         query: str | np.ndarray | Embedding,
