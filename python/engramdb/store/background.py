@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -35,8 +36,11 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..index import registry  # noqa: F401 - its fork hook registered first, so ours runs before it
+from ..model.errors import CorruptFile
 from ..spaces.forking import members
 from ..spaces.query import lexical_space
+from ..spaces.schema import Schema
+from ..storage.segment import Segment
 from ..storage.view import View
 from .requests_running import wait_until_quiet
 
@@ -48,7 +52,7 @@ log = logging.getLogger("engramdb")
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
 WARM_NAMESPACES = 4  # the newest segment's namespaces whose turn maps the warm-up builds
-WARM_YIELD_S = 0.25  # seconds, at most, a warm-up step waits for the requests that run to end
+WARM_WAIT_S = 0.25  # seconds, at most, the warm job's reads wait for running requests, over all their steps
 RUNS_KEPT = 256  # keys whose last run stats() reports (a service with 100,000 namespaces has as many topic keys)
 MAX_BACKOFF = 600.0  # seconds, at most, between two runs of a key that keeps failing
 DELAY = 0.5  # seconds a job waits after it is asked for: a burst of writes asks once, and a short
@@ -117,6 +121,11 @@ class Worker:
                                                 daemon=True)
                 self._thread.start()
             self._cv.notify_all()
+
+    @property
+    def closing(self) -> bool:
+        """Whether `close` was called: a long job stops at its next step (`Background.warm`)."""
+        return self._closed
 
     def _forked(self) -> bool:
         """True in a child forked from the process that made this worker: the parent's jobs and
@@ -281,6 +290,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
+def _segment_vectors(seg: Segment, schema: Schema, spaces: list[str]) -> None:
+    """A segment's vectors of `spaces` read (and checked) ahead of a request. Damaged ones are
+    left for the request that reads them, which raises CorruptFile naming the file (the warm job
+    is not run again, so its error would say nothing more)."""
+    for space in spaces:
+        try:
+            seg.vectors(schema, space)
+        except CorruptFile:
+            return
+
+
 class Background:
     """The store's use of its background worker (`db.admin.settle`, the indexes after a checkpoint)."""
 
@@ -315,8 +335,9 @@ class Background:
         """The worker's first job, asked at open with no delay: load what a new process's first
         search and context read from the folder (the dense and lexical indexes, the id probe, each
         segment's namespace counts and session keys, the ratings, the stored topics, the curiosity
-        queue; then each segment's row reader and vectors, and the turn maps of the namespaces
-        written last), each under its own lock, so a request
+        queue; then, step by step after the running requests, each segment's row reader and
+        vectors, and the turn maps of the namespaces written last: `_warm_reads`), each under its
+        own lock, so a request
         that comes meanwhile waits for the part it needs rather than loading it again. Why: these
         loads were ~90 ms of the first context after opening a folder of 100,000 memories (issue
         26); a service opens long before its first request."""
@@ -338,23 +359,32 @@ class Background:
             db._usage.ratings  # noqa: B018 - the property loads them
             db.topics._stored_topics()
             db.curiosity._keys()
-            # then what reading the hits takes: each segment's row reader, the turn maps of the
-            # conversations an agent goes on with first (those of the newest rows: ~10 ms a
-            # namespace at 100,000 turns), and the vectors of the dense rescore and of the
-            # context's own match (its terms), last: a segment whose vectors are damaged stops the
-            # job there (CorruptFile, which a request that reads them says too)
-            # (each step after the requests that run: store/requests_running.py)
-            for seg in view.segments:
-                wait_until_quiet(WARM_YIELD_S)
-                seg.row_reader()
-            for namespace in view.newest_namespaces()[:WARM_NAMESPACES]:
-                wait_until_quiet(WARM_YIELD_S)
-                db._indexes.turns.get(view, namespace)
-            read = [s.name for s in (main, lex) if s is not None]
-            for seg in view.segments:
-                wait_until_quiet(WARM_YIELD_S)
-                for space in read:
-                    seg.vectors(db.schema, space)
+        self._warm_reads(view, [sp.name for sp in (main, lex) if sp is not None])
+
+    def _warm_reads(self, view: View, spaces: list[str]) -> None:
+        """The warm job's second part: what reading the hits takes, step by step. Each segment's
+        row reader; the turn maps of the conversations an agent goes on with first (those of the
+        newest rows: ~10 ms a namespace at 100,000 turns); each segment's vectors of `spaces` (the
+        dense rescore's and the context's own match). Before each step it waits for the running
+        requests to end (store/requests_running.py), WARM_WAIT_S at most over the whole part, and
+        holds the fork lock only for the step itself; it stops when the store closes. Why: a
+        request that comes at once after the open runs beside these steps otherwise, and a wait per
+        step made a close or a fork wait ~14 s at 100,000 memories while other threads searched."""
+        db, upkeep = self._db, self._db._upkeep
+        steps: list[Callable[[], object]] = [seg.row_reader for seg in view.segments]
+        steps += [functools.partial(db._indexes.turns.get, view, ns)
+                  for ns in view.newest_namespaces()[:WARM_NAMESPACES]]
+        steps += [functools.partial(_segment_vectors, seg, db.schema, spaces) for seg in view.segments]
+        patience = WARM_WAIT_S
+        for step in steps:
+            if upkeep is None or upkeep.closing:
+                return
+            if patience > 0:
+                began = time.monotonic()
+                wait_until_quiet(patience)
+                patience -= time.monotonic() - began
+            with self._warming:
+                step()
 
     def catch_up_indexes(self) -> None:
         """The worker's job: advance the indexes in memory to the newest snapshot without the
@@ -378,4 +408,4 @@ class Background:
                 "runs": w.last_runs() if w is not None else {}}
 
 
-__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "WARM_NAMESPACES", "WARM_YIELD_S", "Background", "Worker"]
+__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "WARM_NAMESPACES", "WARM_WAIT_S", "Background", "Worker"]
