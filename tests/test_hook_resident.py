@@ -242,3 +242,18 @@ def test_a_hook_the_resident_answers_imports_only_light_modules(project: tuple[P
     loaded = set(json.loads(line.removeprefix("MODULES ")))
     assert "engramdb.agents.resident_link" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_a_relative_runtime_folder_is_ignored_so_the_hook_and_its_resident_meet(
+        project: tuple[Path, dict[str, str]]) -> None:
+    """A relative $XDG_RUNTIME_DIR (which the XDG spec says to ignore) would resolve against the
+    hook's working folder and the resident's (/) differently: both pass over it, to $TMPDIR."""
+    cwd, env = project
+    env = {**env, "XDG_RUNTIME_DIR": "relative/run", "TMPDIR": env["XDG_RUNTIME_DIR"]}
+    first = _hook(cwd, env)
+    assert SERVED not in first.stderr
+    sock = Path(env["TMPDIR"]) / f"engramdb-{os.getuid()}" / socket_for_env(cwd / ".engramdb", env).name
+    assert _wait(lambda: _listening(sock)), "no resident listens"
+    served = _hook(cwd, env)
+    assert SERVED in served.stderr, served.stderr
+    assert _text(served) == _text(first)

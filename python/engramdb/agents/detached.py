@@ -49,7 +49,7 @@ def runtime_folder_name() -> str | None:
     way to its resident: resident_link.py): $XDG_RUNTIME_DIR/engramdb, else
     <the temporary folder>/engramdb-<uid>."""
     base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    if base:
+    if base and os.path.isabs(base):  # a relative one is ignored, as the XDG spec says (see temporary_folder)
         folder = os.path.join(base, "engramdb")
     else:
         tmp = temporary_folder()
@@ -73,18 +73,16 @@ def runtime_folder_name() -> str | None:
 
 def temporary_folder() -> str | None:
     """The folder `tempfile.gettempdir()` chooses, without importing tempfile (29 ms of a new process
-    here): the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, then the working folder,
-    that is a folder this user may write in; None when none is. (tempfile proves it by writing a
-    file, `os.access` asks the kernel: the same answer but where an access control list lies.) The
-    resident and the hook that asks it both choose here, so they agree."""
-    candidates = [os.environ.get(name, "") for name in ("TMPDIR", "TEMP", "TMP")]
+    here): the first of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp that is a folder this user
+    may write in; None when none is. (tempfile proves it by writing a file, `os.access` asks the
+    kernel: the same answer but where an access control list lies.) The resident and the hook that
+    asks it both choose here, so they agree; what the two would resolve from their different
+    working folders (the resident runs from /: `module_run`) is passed over, so that they meet: a
+    relative $TMPDIR, and tempfile's last resort, the working folder itself."""
+    candidates = [v for v in (os.environ.get(name, "") for name in ("TMPDIR", "TEMP", "TMP")) if os.path.isabs(v)]
     candidates += ["/tmp", "/var/tmp", "/usr/tmp"] if os.name != "nt" else []
-    try:
-        candidates.append(os.getcwd())
-    except OSError:
-        pass
     for folder in candidates:
-        if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
             return os.path.abspath(folder)
     return None
 
