@@ -232,10 +232,12 @@ def test_the_gil_switches_faster_while_a_job_runs_and_as_before_after(tmp_path: 
 
 def test_after_a_writers_warm_up_the_first_context_reads_nothing_more_from_its_segments(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The warm job also makes each segment's row reader and reads the vectors the search and the
-    context read, so a service's first context after it builds neither (a store without a worker,
-    a hook's short writer, does: the check can fail)."""
+    """The warm job also makes each segment's row reader, reads the vectors the search and the
+    context read and indexes every id (what a session's turns are found with), so a service's
+    first context after it builds none of them (a store without a worker, a hook's short writer,
+    does: the check can fail)."""
     from engramdb.storage import segment
+    from engramdb.storage.ids import IdIndex
 
     with engramdb.open(tmp_path / "s", dedup="off") as db:
         for part in range(2):  # two segment files
@@ -255,13 +257,20 @@ def test_after_a_writers_warm_up_the_first_context_reads_nothing_more_from_its_s
         built.append("vectors")
         return real_vectors(*a, **k)
 
+    real_extend = IdIndex.extend
+
+    def extend(self: IdIndex, *a: Any, **k: Any) -> Any:
+        built.append("id index")
+        return real_extend(self, *a, **k)
+
     monkeypatch.setattr(segment, "RowReader", reader)
     monkeypatch.setattr(segment, "from_arrow", vectors)
-    for background, expected in ((True, []), (False, ["row reader", "vectors"])):
+    monkeypatch.setattr(IdIndex, "extend", extend)
+    for background, expected in ((True, []), (False, ["id index", "row reader", "vectors"])):
         with engramdb.open(tmp_path / "s", tuning=engramdb.Tuning(background=background)) as db:
             assert db.admin.settle(timeout=60)
             built.clear()
-            c = db.context("how long do I roast the chicken?", namespace="n", max_tokens=300)
+            c = db.context("how long do I roast the chicken?", namespace="n", max_tokens=300, session_id="p1s1")
             assert "chicken" in c.text
             assert sorted(set(built)) == expected, (background, built)
 

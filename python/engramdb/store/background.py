@@ -365,9 +365,10 @@ class Background:
         """The warm job's second part: what reading the hits takes, step by step. Each segment's
         row reader; the turn maps of the conversations an agent goes on with first (those of the
         newest rows: ~10 ms a namespace at 100,000 turns); each segment's vectors of `spaces` (the
-        dense rescore's and the context's own match). Before each step it waits for the running
-        requests to end (store/requests_running.py), WARM_WAIT_S at most over the whole part, and
-        holds the fork lock only for the step itself; it stops when the store closes. Why: a
+        dense rescore's and the context's own match); the whole id index (the first write's, and
+        a session's first context's). Before each step it waits for the running requests to end
+        (store/requests_running.py), WARM_WAIT_S at most over the whole part, and holds the fork
+        lock only for the step itself; it stops when the store closes. Why: a
         request that comes at once after the open runs beside these steps otherwise, and a wait per
         step made a close or a fork wait ~14 s at 100,000 memories while other threads searched."""
         db, upkeep = self._db, self._db._upkeep
@@ -375,6 +376,7 @@ class Background:
         steps += [functools.partial(db._indexes.turns.get, view, ns)
                   for ns in view.newest_namespaces()[:WARM_NAMESPACES]]
         steps += [functools.partial(_segment_vectors, seg, db.schema, spaces) for seg in view.segments]
+        steps.append(view.index_ids)
         patience = WARM_WAIT_S
         for step in steps:
             if upkeep is None or upkeep.closing:
