@@ -131,6 +131,21 @@ def test_who_spoke_is_shown() -> None:
     assert "- Caroline: I went to the support group in Paris yesterday." in lines  # no role: the text as stored
 
 
+def test_a_chat_log_stored_with_its_speakers_names_each_once() -> None:
+    """A turn stored as a chat log reads ("Maya: I got the job!", role "Maya": what `engramdb demo`
+    stores) is not told its speaker twice; a text that merely begins with another word is."""
+    db = engramdb.open(None)
+    db.add_messages([{"role": "Maya", "content": "Maya: I got the bakery job in Paris!"},
+                     {"role": "Sam", "content": "sam:  Congrats on the Paris bakery!"},
+                     {"role": "Sam", "content": "Maya said the Paris bakery opens at six."}],
+                    namespace="u", session_id="s1")
+    lines = pasteable(db.context("Who works at the Paris bakery?", namespace="u", max_tokens=400))
+    assert "- Maya: I got the bakery job in Paris!" in lines
+    assert "- sam: Congrats on the Paris bakery!" in lines  # its own spelling of the name, whitespace made one
+    assert "- Sam: Maya said the Paris bakery opens at six." in lines
+    assert not any(line.casefold().startswith(("- maya: maya:", "- sam: sam:")) for line in lines), lines
+
+
 def test_no_internal_id_in_the_block() -> None:
     db = engramdb.open(None)
     session = "3f2a9c1e-7b4d-4e21-9a8f-0c1d2e3f4a5b"  # an agent's session id (Claude Code gives UUIDs)

@@ -2,7 +2,8 @@
 said or held.
 
 - The line: "- <role>: <text>" ("- user: I live in Paris.", "- Caroline: ..."), or "- <text>" for
-  a memory without a role; the text with its whitespace runs made one space; for a memory longer
+  a memory without a role or whose text begins with "<role>:" itself (a chat log stored as it
+  reads); the text with its whitespace runs made one space; for a memory longer
   than a passage, the passage that matched (C7) between "...".
 - Its group: the turns of one session sit under one line holding the session's date and its id
   ("2023-05-08, session_1:"; a range when its shown turns span days); a dated memory of no session
@@ -81,7 +82,10 @@ def line(m: Memory, text: str) -> str:
     found = _lines.get(at)
     if found is None:
         who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
-        found = _keep(_lines, at, f"- {who}{flat(text)}")
+        body = flat(text)
+        if who and body.casefold().startswith(who.casefold()):
+            who = ""  # a chat log stored as said ("Maya: I got the job!") names its speaker itself: once
+        found = _keep(_lines, at, f"- {who}{body}")
     return found
 
 
