@@ -144,6 +144,11 @@ def test_a_chat_log_stored_with_its_speakers_names_each_once() -> None:
     assert "- sam: Congrats on the Paris bakery!" in lines  # its own spelling of the name, whitespace made one
     assert "- Sam: Maya said the Paris bakery opens at six." in lines
     assert not any(line.casefold().startswith(("- maya: maya:", "- sam: sam:")) for line in lines), lines
+    # the same words from a turn with the role and from a text that names it: one line (pasteable)
+    db.add("Maya: I got the bakery job in Paris!", namespace="u")
+    db.add("I got the bakery job in Paris!", namespace="u", role="Maya")
+    lines = pasteable(db.context("Who got the Paris bakery job?", namespace="u", max_tokens=400))
+    assert lines.count("- Maya: I got the bakery job in Paris!") == 1, lines
 
 
 def test_no_internal_id_in_the_block() -> None:

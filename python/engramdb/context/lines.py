@@ -15,8 +15,8 @@ said or held.
 - Its mark: a fact that no longer holds says so at the end of its line, with the date it ended
   ("(superseded 2025-05-01)", "(ended 2025-05-01)"); one that holds now but ends later says until
   when ("(until 2026-01-01)"). A fact that holds with no end has none.
-- Its key: the role and the text, case folded, whitespace runs made one space; two memories with
-  one key are one line (a prompt repeated five times is pasted once).
+- Its key: the line's words, case folded, whitespace runs made one space; two memories with one
+  key are one line (a prompt repeated five times is pasted once).
 """
 
 from __future__ import annotations
@@ -81,21 +81,26 @@ def line(m: Memory, text: str) -> str:
     at = (m.role or "", text)
     found = _lines.get(at)
     if found is None:
-        who = f"{flat(m.role)}: " if m.role and m.role.strip() else ""
-        body = flat(text)
-        if who and body.casefold().startswith(who.casefold()):
-            who = ""  # a chat log stored as said ("Maya: I got the job!") names its speaker itself: once
-        found = _keep(_lines, at, f"- {who}{body}")
+        found = _keep(_lines, at, "- " + _said(m.role, flat(text)))
     return found
 
 
 def key(m: Memory, text: str) -> tuple[str, str]:
-    """Two memories with one key are one line (see the module docstring)."""
+    """Two memories with one key are one line (see the module docstring): the line's own words,
+    case folded, so that two that read the same ("- Maya: hi" from role "Maya" and "hi", or from
+    no role and "Maya: hi") are pasted once."""
     at = (m.role or "", text)
     found = _keys.get(at)
     if found is None:
-        found = _keep(_keys, at, (flat(at[0]).casefold(), flat(text).casefold()))
+        found = _keep(_keys, at, ("", _said(m.role, flat(text)).casefold()))
     return found
+
+
+def _said(role: str | None, body: str) -> str:
+    """"<role>: <body>", or the body alone without a role or when it begins with "<role>:"
+    itself (a chat log stored as it reads, "Maya: I got the job!": its speaker named once)."""
+    who = f"{flat(role)}: " if role and role.strip() else ""
+    return body if not who or body.casefold().startswith(who.casefold()) else who + body
 
 
 def dated(m: Memory) -> bool:
