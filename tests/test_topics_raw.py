@@ -262,16 +262,22 @@ def test_what_a_join_leaves_in_no_topic_is_clustered_again_on_its_own() -> None:
     "thanks ", "take care ", "Running ", "the ", "Caroline ", "how are you ", "I'm ", "café ", "ＡＢ "]),
     max_size=30).map("".join), max_size=12))
 def test_labels_analyse_a_batch_as_text_by_text(texts: list[str]) -> None:
-    """`DistinctiveTerms` analyses its texts as one batch (each distinct word once): each text's
-    (stem, word) pairs are those of its words one by one, `tokenize(normalize(text))` each with its
-    first analysed term, repeats and an earlier run's cache included."""
+    """`DistinctiveTerms` analyses its texts a chunk at a time (each distinct word once): each
+    text's (stem, word) pairs are those of its words one by one, `tokenize(normalize(text))` each
+    with its first analysed term, repeats, texts past a chunk and an earlier run's cache included."""
     from engramdb.spaces.analyzer import Analyzer, normalize, tokenize
-    from engramdb.topics.labels import DistinctiveTerms
+    from engramdb.topics.labels import CHUNK, DistinctiveTerms
 
     an = Analyzer()
-    want = [[(stem[0], w) for w in tokenize(normalize(t)) if (stem := an.terms(w))] for t in texts]
-    cache: dict[str, list[tuple[str, str]]] = {}
+
+    def one_by_one(ts: list[str]) -> list[tuple[tuple[str, str], ...]]:
+        return [tuple((stem[0], w) for w in tokenize(normalize(t)) if (stem := an.terms(w))) for t in ts]
+
+    want = one_by_one(texts)
+    cache: dict[str, tuple[tuple[str, str], ...]] = {}
     assert DistinctiveTerms(texts, cache).words == want
+    many = [f"{t} {i}" for i, t in enumerate(texts * (2 * CHUNK // max(1, len(texts)) + 1))]
+    assert DistinctiveTerms(many).words == one_by_one(many)
     assert DistinctiveTerms([*texts, "a new one"], cache).words[:len(texts)] == want
 
 

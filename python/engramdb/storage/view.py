@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar, overload
 import numpy as np
 
 from .._arrow_numpy import arrow_of
+from .._requests_first import give_way
 from ..kernels.sets import unique
 from ..model.edge import Edge, EdgeKey
 from ..model.memory import Memory
@@ -40,6 +41,7 @@ from .segment import Segment
 Loc = tuple[int, int]  # (segment, row)
 LOCS_KEPT = 4_096  # ids whose location one snapshot remembers (View.loc_of)
 FEW_ROWS = 16  # rows at a segment's end View._session_rows reads from the table
+CHUNK = 8_192  # rows a large read converts in one C call (`values_at`, `_by_segment`)
 _UNSEEN = object()
 ROW_ARRAYS: dict[str, Callable[[Segment], np.ndarray]] = {  # View.column_at's names
     "learned_at": lambda s: s.learned_at, "valid_from": lambda s: s.valid_from, "valid_until": lambda s: s.valid_until,
@@ -463,8 +465,12 @@ class View:
             table = self.segments[si].table
             if name not in table.column_names:
                 raise ValueError(f"no stored column {name!r}")
-            for i, value in zip(pick.tolist(), table.column(name).take(arrow_of(np.asarray(rows, np.int64))).to_pylist()):
-                out[i] = value
+            column = table.column(name)
+            for at in range(0, len(rows), CHUNK):  # a chunk a C call: a worker's read gives way to requests between two
+                got = column.take(arrow_of(np.asarray(rows[at:at + CHUNK], np.int64))).to_pylist()
+                for i, value in zip(pick[at:at + CHUNK].tolist(), got):
+                    out[i] = value
+                give_way()
         return out
 
     def row_array(self, seg: int, name: str) -> np.ndarray:
@@ -517,7 +523,14 @@ class View:
         """(segment, positions in locs, rows) for each segment the locations fall in."""
         if not len(locs):
             return []
-        a = np.asarray(locs, np.int64).reshape(-1, 2)
+        if len(locs) <= CHUNK:
+            a = np.asarray(locs, np.int64).reshape(-1, 2)
+        else:  # 100,000 tuples in one C call held the GIL ~30 ms: a worker's read gives way between chunks
+            a = np.empty((len(locs), 2), np.int64)
+            for at in range(0, len(locs), CHUNK):
+                part = locs[at:at + CHUNK]
+                a[at:at + len(part)] = np.asarray(part, np.int64).reshape(-1, 2)
+                give_way()
         segs, rows = a[:, 0], a[:, 1]
         if segs[0] == segs[-1] and (segs == segs[0]).all():  # the usual case: one segment
             return [(int(segs[0]), np.arange(len(a)), rows)]

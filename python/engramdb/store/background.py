@@ -35,6 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._requests_first import background_job, wait_until_quiet
 from ..index import registry  # noqa: F401 - its fork hook registered first, so ours runs before it
 from ..model.errors import CorruptFile
 from ..spaces.forking import members
@@ -42,7 +43,6 @@ from ..spaces.query import lexical_space
 from ..spaces.schema import Schema
 from ..storage.segment import Segment
 from ..storage.view import View
-from .requests_running import wait_until_quiet
 
 if TYPE_CHECKING:
     from .facade import Store
@@ -222,7 +222,7 @@ class Worker:
             error = None
             try:
                 assert job is not None
-                with _switching_faster():
+                with _switching_faster(), background_job():  # its long parts give way to requests
                     job()
             except Exception as e:  # noqa: BLE001 - upkeep is best effort: no request depends on it
                 error = f"{type(e).__name__}: {e}"
@@ -367,7 +367,7 @@ class Background:
         newest rows: ~10 ms a namespace at 100,000 turns); each segment's vectors of `spaces` (the
         dense rescore's and the context's own match); the whole id index (the first write's, and
         a session's first context's). Before each step it waits for the running requests to end
-        (store/requests_running.py), WARM_WAIT_S at most over the whole part, and holds the fork
+        (engramdb/_requests_first.py), WARM_WAIT_S at most over the whole part, and holds the fork
         lock only for the step itself; it stops when the store closes. Why: a
         request that comes at once after the open runs beside these steps otherwise, and a wait per
         step made a close or a fork wait ~14 s at 100,000 memories while other threads searched."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._requests_first import request
 from ..context import assemble as asm
 from ..context.curiosity import surprises
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET, Duals
@@ -32,7 +33,6 @@ from ..model import checks
 from ..model.hit import Hits
 from ..model.memory import Memory, micros, utc_now
 from ..storage.view import Loc, View
-from .requests_running import request
 
 if TYPE_CHECKING:
     from .facade import Store

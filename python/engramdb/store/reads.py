@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._requests_first import request
 from ..graph import links
 from ..index.registry import Indexes
 from ..model.edge import Edge
@@ -30,7 +31,6 @@ from ..retrieval.types import TypeClusters, cluster_types, namespace_type_names
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.schema import Schema
 from ..storage.view import View
-from .requests_running import request
 from .usage import DEEPER, Usage
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
+from .._requests_first import give_way
 from ..model import checks
 from ..model.memory import Memory
 from ..spaces.protocol import Embedding
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 _log = logging.getLogger("engramdb")
 
 SAMPLE = 3000  # memories clustered at most; the rest join by centroid
+ASSIGN_CHUNK = 4_096  # memories joined to topics by the centroid rule in one product
 INCREMENTAL = 0.2  # a change of at most this share of a namespace is folded in without re-clustering
 UNIT_BLOCK = 1024  # rows normalised at once (`_unit`)
 STALE_SHARE = 0.02  # a request asks the background worker for new topics past this share of new rows
@@ -73,7 +75,7 @@ class TopicVerbs:
 
     _topic_cache: dict[str, tuple[tuple[int, int], Topics]] | None = None
     _topic_prev: dict[str, Previous] | None = None
-    _term_caches: dict[str, dict[str, list[tuple[str, str]]]] | None = None  # namespace -> text -> terms
+    _term_caches: dict[str, dict[str, tuple[tuple[str, str], ...]]] | None = None  # namespace -> text -> terms
     # namespace -> (speakers, text -> small talk, text -> its terms that may label): what the speakers decide
     _aside_caches: dict[str, tuple[frozenset[str], dict[str, bool], dict[str, tuple[str, ...]]]] | None = None
     _topic_runs: dict[str, _Run] | None = None  # the last clustering per namespace (what increments start from)
@@ -167,14 +169,19 @@ class TopicVerbs:
             # ones even when the namespace moved since (a hook has no time to cluster)
             cache[namespace] = (fingerprint, kept[1])
             return kept[1]
+        # in a worker's run each step of O(namespace) Python, and each chunk of the longer ones,
+        # gives way to the requests running beside it (engramdb/_requests_first.py)
         locs = view.current_locs(namespace)
+        give_way()
         ids = view.ids_at(locs)  # no Memory objects: 100K of them cost seconds
+        give_way()
         main = view.vectors_at(self._db.schema.main, locs) if locs else None
         unit = _unit_of(main, len(locs)) if main is not None else np.zeros((0, 1))
         last = self._topic_runs.get(namespace) if self._topic_runs is not None else None
         texts = texts_of(view, locs)
         chat = SmallTalk({r for r in view.values_at("role", locs) if r})  # speakers' names: never a label
         verdicts, contents = self._by_speakers(namespace, chat, texts)
+        give_way()
         aside = chat.set_aside(texts, verdicts)  # small talk neither forms nor joins a topic
         words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat, contents)
         if not refresh and last is not None and last.epoch == view.epoch and \
@@ -182,14 +189,17 @@ class TopicVerbs:
             groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
         else:
             (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words, main), True
+        give_way()
         names = self._labels([m for m, _ in groups], texts, labeler, words=words)
         means = [unit[members].mean(axis=0) for members, _ in groups] if len(unit) else None
         rows = [([ids[i] for i in members], conf, name, means[k] if means is not None else None)
                 for k, ((members, conf), name) in enumerate(zip(groups, names))]
+        give_way()
         prev = self._previous().get(namespace, Previous())
         result, nxt = follow(namespace, rows, prev, time.time_ns() // 1_000)
         result = _merged(result, self._merges().get(namespace, {}))
         result.sampled = sampled
+        give_way()
         pos = {mid: i for i, mid in enumerate(ids)}
         result.centroids = _centroids([[pos[m] for m in t.members if m in pos] for t in result], unit)
         self._previous()[namespace] = nxt
@@ -228,8 +238,9 @@ class TopicVerbs:
         groups = [([pick[i] for i in members], conf) for members, conf in found]
         if sampled is None:
             return groups, None
-        run = _Run.of(0, [str(i) for i in pick], [([pick.index(i) for i in m], c) for m, c in groups],
-                      unit[pick], sampled)
+        at = {p: k for k, p in enumerate(pick)}  # a member's place in the sample (`pick.index` was O(sample) each)
+        run = _Run.of(0, [str(i) for i in pick], [([at[i] for i in m], c) for m, c in groups], unit[pick], sampled)
+        give_way()
         return without(run.assign([str(i) for i in range(len(locs))], unit), aside), sampled
 
     @_one_at_a_time
@@ -330,14 +341,14 @@ class TopicVerbs:
 
     @staticmethod
     def _labels(groups: list[list[int]], texts: list[str], labeler: Labeler | None,
-                analysed: dict[str, list[tuple[str, str]]] | None = None, chat: SmallTalk | None = None,
+                analysed: dict[str, tuple[tuple[str, str], ...]] | None = None, chat: SmallTalk | None = None,
                 words: DistinctiveTerms | None = None, contents: dict[str, tuple[str, ...]] | None = None) -> list[str]:
         if labeler is not None:
             return [labeler([texts[i] for i in g], texts) for g in groups]
         dt = (words or DistinctiveTerms(texts, analysed, chat or SmallTalk(), contents)) if groups else None
         return dt.labels(groups) if dt is not None else []
 
-    def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, list[tuple[str, str]]]:
+    def _term_cache(self, namespace: str, texts: list[str]) -> dict[str, tuple[tuple[str, str], ...]]:
         """The analysed terms of the namespace's texts, kept between runs so an increment analyses
         only the new texts (the whole of a 100K namespace takes seconds); holds the current texts only."""
         caches = self._term_caches if self._term_caches is not None else {}
@@ -454,20 +465,24 @@ class _Run:
 
     def assign(self, ids: list[str], unit: np.ndarray) -> list[tuple[list[int], float]]:
         """The topics over `ids`: members still there stay, the others join by the centroid rule."""
+        give_way()
         pos = {mid: i for i, mid in enumerate(ids)}
         groups: list[list[int]] = [[pos[m] for m in members if m in pos] for members, _, _, _ in self.topics]
         new = [i for i, mid in enumerate(ids) if mid not in self.ids]
         if new and self.topics:
             cents = np.stack([c for _, _, c, _ in self.topics])
             radius = np.array([r for _, _, _, r in self.topics])
-            with clustering.BLAS_FORK_GUARD:  # a fork waits for the product (see there)
-                sims = unit[new] @ cents.T
-            best = np.argmax(sims, axis=1)
-            # as near as its farthest member; tested at once (a numpy scalar read per memory took
-            # a second of the GIL at 100,000, issue 26), joined in the order of `new` as before
-            near = sims[np.arange(len(new)), best] >= radius[best] - 1e-9
-            for i, t in zip(np.asarray(new)[near].tolist(), best[near].tolist()):
-                groups[t].append(i)
+            for at in range(0, len(new), ASSIGN_CHUNK):  # a worker's run gives way to requests between chunks
+                part = new[at:at + ASSIGN_CHUNK]
+                with clustering.BLAS_FORK_GUARD:  # a fork waits for the product (see there)
+                    sims = unit[part] @ cents.T
+                best = np.argmax(sims, axis=1)
+                # as near as its farthest member; tested at once (a numpy scalar read per memory took
+                # a second of the GIL at 100,000, issue 26), joined in the order of `new` as before
+                near = sims[np.arange(len(part)), best] >= radius[best] - 1e-9
+                for i, t in zip(np.asarray(part)[near].tolist(), best[near].tolist()):
+                    groups[t].append(i)
+                give_way()
         return sorted([(sorted(g), conf) for g, (_, conf, _, _) in zip(groups, self.topics)
                        if len(g) >= clustering.MIN_CLUSTER], key=lambda t: (-len(t[0]), t[0][0]))
 

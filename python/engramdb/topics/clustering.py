@@ -40,6 +40,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .._requests_first import give_way
 from ..kernels import (
     cluster_sums,
     distances_from_cosines,
@@ -272,16 +273,19 @@ def _capped(spaces: Sequence[tuple[Space, Embedding]], n: int, most: float, term
         for members, conf in found:
             inner = _split(spaces, mats, members) if len(members) > most else []
             out.extend(inner if len(inner) >= 2 else [(members, conf)])
+            give_way()  # a worker's run steps aside for requests (engramdb/_requests_first.py)
         if len(out) == len(found):
             break
         found = out
     weights = [sp.weight for sp, _ in spaces]
+    give_way()
     joined = _joined(found, mats, weights, n, terms, means)
     for _ in range(REST_ROUNDS):  # the rest, clustered on its own, may hold topics of its own
         inside = np.zeros(n, bool)
         for members, _ in joined:
             inside[members] = True
         rest = np.flatnonzero(~inside).tolist()
+        give_way()
         fresh = _split(spaces, mats, rest, most) if len(rest) >= MIN_SPLIT else []
         if not fresh:
             break

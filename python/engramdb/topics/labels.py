@@ -13,23 +13,28 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
+from typing import TypeVar
 
+from .._requests_first import give_way
 from ..spaces.analyzer import Analyzer, normalize, tokenize_batch
 from .smalltalk import SmallTalk
 
 TERMS = 3
 MORE_TERMS = 3  # terms a label may take past TERMS to differ from another topic's (`labels`)
 SORT_TERMS = 64  # a topic's best terms by a sort up to this many terms, else by a heap (`top`)
+CHUNK = 128  # texts a pass takes at a time (~2 ms): between two, a worker's run gives way to requests
 Labeler = Callable[[Sequence[str], Sequence[str]], str]  # (the topic's texts, every text of the namespace) -> label
 _ANALYZER = Analyzer()
+_T = TypeVar("_T")
+_K = TypeVar("_K")
 
 
 class DistinctiveTerms:
     """The built-in labeler over one namespace's texts, analysed once (see the module docstring)."""
 
-    def __init__(self, corpus: Sequence[str], analysed: dict[str, list[tuple[str, str]]] | None = None,
+    def __init__(self, corpus: Sequence[str], analysed: dict[str, tuple[tuple[str, str], ...]] | None = None,
                  chat: SmallTalk | None = None, contents: dict[str, tuple[str, ...]] | None = None) -> None:
         """`analysed`: text -> its (stem, word) pairs from an earlier run; filled with the new texts.
         `chat`: the namespace's small-talk rule (its speakers' names), whose filler never labels.
@@ -41,9 +46,10 @@ class DistinctiveTerms:
         self._skip: dict[str, bool] = {}
         cache = analysed if analysed is not None else {}
         _analyse(corpus, cache)
-        self.words: list[list[tuple[str, str]]] = [cache[text] for text in corpus]  # per text: (stem, surface word)
-        # texts holding each term, counted in one pass (an update per text was a fifth of an increment at 100,000)
-        self.df: Counter[str] = Counter(chain.from_iterable({s for s, _ in pairs} for pairs in self.words))
+        self.words: list[tuple[tuple[str, str], ...]] = [cache[text] for text in corpus]  # per text: (stem, surface word)
+        # texts holding each term, counted a chunk at a time (an update per text was a fifth of an
+        # increment at 100,000; one pass over them all held the GIL against the requests beside it)
+        self.df: Counter[str] = _counted(self.words, lambda pairs: {s for s, _ in pairs})
         self.n = len(corpus)
         self._content: list[tuple[str, ...] | None] = [None] * self.n
         self._idfs: dict[str, float] | None = None
@@ -55,7 +61,7 @@ class DistinctiveTerms:
         # every (stem, word) pair of the members counted in one pass in C (a Python loop over them
         # was most of an increment's cost at 100,000 memories); the pairs keep the order they were
         # first met in, so the first word with the most uses is the one a Counter per term picks
-        pairs = Counter(chain.from_iterable(map(self.words.__getitem__, members)))
+        pairs = _counted(members, self.words.__getitem__)
         shown: dict[str, tuple[str, int]] = {}
         wanted = set(best)
         for (stem, word), k in pairs.items():
@@ -79,7 +85,7 @@ class DistinctiveTerms:
 
     def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
         """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
-        tf = Counter(chain.from_iterable(map(self.content, members)))  # members holding the term
+        tf = _counted(members, self.content)  # members holding the term
         idf = self._idf()
 
         def key(t: str) -> tuple[float, str]:
@@ -121,23 +127,43 @@ class DistinctiveTerms:
         return self._idfs
 
 
-def _analyse(texts: Sequence[str], cache: dict[str, list[tuple[str, str]]]) -> None:
+def _analyse(texts: Sequence[str], cache: dict[str, tuple[tuple[str, str], ...]]) -> None:
     """Each text's (stem, surface word) pairs into `cache`, for the texts not there yet: each word
     of `tokenize(normalize(text))` with its first analysed term, words without one left out. The
-    texts are tokenised as one batch and each distinct word analysed once (word by word, the first
-    topics run over a namespace of 100,000 chat turns analysed 1.5 million words in ~6 s, holding
-    the GIL against the requests beside it: issue 26)."""
+    texts are tokenised a chunk at a time and each distinct word analysed once (word by word, the
+    first topics run over a namespace of 100,000 chat turns analysed 1.5 million words in ~6 s,
+    holding the GIL against the requests beside it: issue 26). Tuples, not lists: the collector
+    stops tracking a tuple of strings, and a namespace's cache of 100,000 lists made every full
+    collection of the process slower for as long as the store stayed open."""
     new = [t for t in dict.fromkeys(texts) if t not in cache]
-    if not new:
-        return
-    tb = tokenize_batch([normalize(t) for t in new])  # `tokenize(normalize(text))`, text by text
-    first: list[str | None] = [stems[0] if (stems := _ANALYZER.terms(w)) else None for w in tb.words]
-    pairs = [(stem, w) if stem is not None else None for stem, w in zip(first, tb.words)]
-    codes = tb.codes.tolist()
-    at = 0
-    for text, count in zip(new, tb.counts.tolist()):
-        cache[text] = [p for p in map(pairs.__getitem__, codes[at:at + count]) if p is not None]
-        at += count
+    stem_of: dict[str, tuple[str, str] | None] = {}
+    for at in range(0, len(new), CHUNK):
+        part = new[at:at + CHUNK]
+        tb = tokenize_batch([normalize(t) for t in part])  # `tokenize(normalize(text))`, text by text
+        pairs = [stem_of[w] if w in stem_of else stem_of.setdefault(w, _pair(w)) for w in tb.words]
+        codes = tb.codes.tolist()
+        k = 0
+        for text, count in zip(part, tb.counts.tolist()):
+            cache[text] = tuple(p for p in map(pairs.__getitem__, codes[k:k + count]) if p is not None)
+            k += count
+        give_way()
+
+
+def _pair(word: str) -> tuple[str, str] | None:
+    """(its first analysed term, the word), or None when it has none (a stop word)."""
+    stems = _ANALYZER.terms(word)
+    return (stems[0], word) if stems else None
+
+
+def _counted(items: Sequence[_T], terms: Callable[[_T], Iterable[_K]]) -> Counter[_K]:
+    """`Counter(chain.from_iterable(map(terms, items)))`, counted in C a chunk at a time: the same
+    counts in the same order (of first appearance); between two chunks a worker's run gives way to
+    requests."""
+    out: Counter[_K] = Counter()
+    for at in range(0, len(items), CHUNK):
+        out.update(chain.from_iterable(map(terms, items[at:at + CHUNK])))
+        give_way()
+    return out
 
 
 class Rows:

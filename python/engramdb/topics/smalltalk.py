@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._requests_first import give_way
 from ..spaces.analyzer import SNOWBALL_STOPWORDS, normalize, tokenize
 
 
@@ -32,6 +33,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 SHORT = 16  # tokens at most in a small-talk turn
+GIVE_WAY_EVERY = 64  # turns tested between two of a worker's chances to give way (~1 ms)
 LEFT = 1  # content tokens it may keep ("Congrats on the move!" keeps "move": too little for a topic)
 LEFT_WITH_CHAT = 2  # ... when it holds two small-talk words or phrases or more
 # Set phrases of small talk, as token runs (the words alone are content elsewhere: "take", "time").
@@ -122,8 +124,12 @@ class SmallTalk:
         """Which of these turns are small talk (a bool per text), each text tested once. `seen`:
         text -> verdict of an earlier run for the same speakers; filled with the new texts."""
         seen = seen if seen is not None else {}
-        return np.fromiter((seen[t] if t in seen else seen.setdefault(t, self.is_small_talk(t)) for t in texts),
-                           bool, count=len(texts))
+        out = np.empty(len(texts), bool)
+        for at in range(0, len(texts), GIVE_WAY_EVERY):  # a worker's run gives way to requests between two
+            part = texts[at:at + GIVE_WAY_EVERY]
+            out[at:at + len(part)] = [seen[t] if t in seen else seen.setdefault(t, self.is_small_talk(t)) for t in part]
+            give_way()
+        return out
 
 
 def _without_phrases(tokens: list[str]) -> tuple[list[str], int]:

@@ -1,0 +1,174 @@
+"""engramdb/_requests_first.py: the count of running requests the worker's warm-up waits on (its
+seam: the `request` decorator and `wait_until_quiet`), and through a store: a search or a context
+counts while it runs, and the count comes down after an error and in a forked child."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import engramdb
+import pytest
+from engramdb._requests_first import GIVE_WAY_S, background_job, give_way, request, wait_until_quiet
+
+
+def test_a_running_request_keeps_the_worker_waiting_until_it_ends_and_errors_end_it_too() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    @request
+    def slow(x: int) -> int:
+        """doc"""
+        entered.set()
+        release.wait(10)
+        return x + 1
+
+    @request
+    def failing() -> None:
+        raise ValueError("bad")
+
+    assert slow.__doc__ == "doc" and slow.__name__ == "slow"
+    out: list[int] = []
+    t = threading.Thread(target=lambda: out.append(slow(1)))
+    t.start()
+    assert entered.wait(10)
+    assert wait_until_quiet(0.05) is False  # bounded: it gives up, it does not hang
+    release.set()
+    t.join(10)
+    assert out == [2] and wait_until_quiet(5) is True
+    with pytest.raises(ValueError, match="bad"):
+        failing()
+    assert wait_until_quiet(0.05) is True
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_while_a_request_runs_is_quiet() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    @request
+    def slow() -> None:
+        entered.set()
+        release.wait(10)
+
+    t = threading.Thread(target=slow)
+    t.start()
+    assert entered.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the thread that ran the request is not here
+            os._exit(0 if wait_until_quiet(1.0) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        release.set()
+        t.join(10)
+
+
+def test_searches_and_contexts_count_while_they_run(tmp_path: Path) -> None:
+    seen: list[bool] = []
+    with engramdb.open(tmp_path / "s") as db:
+        db.add("The deploy script needs AWS_PROFILE set.", namespace="n")
+        real = db.embedders[db.schema.main].embed
+
+        def embed(texts: list[str]) -> object:  # runs inside the request
+            seen.append(wait_until_quiet(0.01))
+            return real(texts)
+
+        db.embedders[db.schema.main].embed = embed  # type: ignore[method-assign]
+        try:
+            db.search("deploy", namespace="n")
+            db.context("deploy", namespace="n", max_tokens=200)
+        finally:
+            del db.embedders[db.schema.main].embed  # the class's again
+    assert seen and not any(seen)
+    assert wait_until_quiet(0.05)
+
+
+def _busy(cpu_s: float) -> None:
+    """Work on this thread until it has used `cpu_s` more seconds of CPU."""
+    end = time.thread_time() + cpu_s
+    while time.thread_time() < end:
+        sum(range(1000))
+
+
+def _request_held() -> tuple[threading.Event, threading.Thread]:
+    """A request running on another thread until the returned event is set."""
+    entered, release = threading.Event(), threading.Event()
+
+    @request
+    def held() -> None:
+        entered.set()
+        release.wait(30)
+
+    t = threading.Thread(target=held)
+    t.start()
+    assert entered.wait(10)
+    return release, t
+
+
+def test_give_way_waits_only_in_a_background_job_and_only_as_long_as_the_job_has_worked() -> None:
+    assert give_way() is False  # no request runs
+    release, t = _request_held()
+    try:
+        assert give_way() is False  # a user's own thread (no job): never waits
+        with background_job():
+            assert give_way() is False  # the job has not worked yet: nothing to give
+            _busy(0.03)
+            waits = 0
+            while give_way():  # each wait at most GIVE_WAY_S, all of them at most the 30 ms worked
+                waits += 1
+                assert waits <= 2 + int(0.03 / GIVE_WAY_S)
+            assert waits >= 1
+            _busy(0.01)
+            assert give_way() is True  # more work, more it may give
+        assert give_way() is False  # the job ended
+    finally:
+        release.set()
+        t.join(10)
+    with background_job():
+        _busy(0.01)
+        assert give_way() is False  # quiet: no wait
+
+
+def test_a_worker_job_gives_way_to_a_request_and_a_store_topics_run_beside_requests_is_whole(tmp_path: Path) -> None:
+    from engramdb.store import background
+
+    seen: list[bool] = []
+    release, t = _request_held()
+    w = background.Worker("give-way")
+    try:
+        def job() -> None:
+            _busy(0.02)
+            seen.append(give_way())
+
+        w.ask("job", job, delay=0.0)
+        assert w.wait(10)
+    finally:
+        release.set()
+        t.join(10)
+        w.close()
+    assert seen == [True]
+    # a topics run that gave way between its chunks finds what one at full pace finds
+    texts = [f"{a} {b} notes about the {c} plan" for a in ("garden", "budget", "trip") for b in ("soil", "tax", "flight")
+             for c in ("spring", "summer", "autumn", "winter")] * 3
+    with engramdb.open(tmp_path / "a") as db:
+        for i, text in enumerate(texts):
+            db.add(f"{text} {i}", namespace="n", role="user" if i % 2 else "assistant")
+        plain = [(sorted(x.members), x.label) for x in db.topics("n", refresh=True)]
+        stop = threading.Event()
+
+        def searching() -> None:
+            while not stop.is_set():
+                db.search("garden soil", namespace="n")
+
+        s = threading.Thread(target=searching)
+        s.start()
+        try:
+            with background_job():
+                _busy(0.05)
+                beside = [(sorted(x.members), x.label) for x in db.topics("n", refresh=True)]
+        finally:
+            stop.set()
+            s.join(10)
+    assert plain and beside == plain
