@@ -215,3 +215,38 @@ def test_a_crowded_log_hands_its_merge_to_on_crowded_and_appends_go_on_beside_it
     again = ArrowLog(tmp_path, "access", ACCESS_SCHEMA, writable=True)
     ids = again.read().column("memory_id").to_pylist()
     assert "m7" not in ids and "m150" not in ids and len(ids) == 198
+
+
+def test_a_due_flush_is_handed_to_on_due_and_the_appender_flushes_past_its_bound(tmp_path: Path) -> None:
+    from engramdb.storage.arrow_log import HANDED_ROWS
+
+    log = access_log(tmp_path, writable=True, flush_rows=4)
+    handed: list[object] = []
+    log.on_due = handed.append
+    log.append([row("q1", f"m{i}") for i in range(3)])
+    assert handed == [] and log.read().num_rows == 3  # not due yet
+    log.append([row("q2", "m9")])
+    assert handed == [log.flush] and not list((tmp_path / LOG_DIR).glob("access-*.arrow"))  # handed, not written
+    assert log.read().num_rows == 4  # the buffered rows read as they always did
+    log.append([row("q3", f"x{i}") for i in range(4 * HANDED_ROWS)])  # the worker never came: the appender writes
+    assert len(list((tmp_path / LOG_DIR).glob("access-*.arrow"))) == 1 and log.describe()["buffered"] == 0
+    handed[0]()  # a late flush by the worker finds nothing left
+    again = access_log(tmp_path, writable=True)
+    assert again.read().column("seq").to_pylist() == list(range(1, 5 + 4 * HANDED_ROWS))
+
+
+def test_a_store_s_worker_writes_the_access_log_and_close_writes_the_rest(tmp_path: Path) -> None:
+    import engramdb
+
+    folder = tmp_path / "s"
+    with engramdb.open(folder) as db:
+        for i in range(60):
+            db.add(f"note {i} about the garden and the budget", namespace="n")
+        for i in range(40):  # 40 searches of up to 50 hits: past the access log's 1,024 rows
+            db.search(f"garden budget {i}", namespace="n", k=50)
+        assert db.admin.settle(30)
+        written = list((folder / LOG_DIR).glob("access-*.arrow"))
+        assert written  # the worker wrote the due rows before the close
+    table = access_log(folder, writable=False).read()  # and the close wrote the rest
+    assert len(set(table.column("query_id").to_pylist())) == 40
+    assert table.column("seq").to_pylist() == list(range(1, table.num_rows + 1))

@@ -36,6 +36,7 @@ from .derived_files import table_bytes, write_atomically
 
 _log = logging.getLogger("engramdb.storage")
 LOG_DIR = "access"
+HANDED_ROWS = 4  # flush_rows a buffer may hold while its flush waits for `on_due`'s worker
 LISTINGS = 20  # a folder listing read again this often while a writer replaces its files
 _VANISHED = pa.table({})  # `_load`'s answer for a file a rotation or a purge removed meanwhile
 
@@ -77,6 +78,12 @@ class ArrowLog:
         # running it on the caller's thread: a merge of 64 files of an access log grown over a
         # thousand requests took one request 200 ms (issue 26)
         self.on_crowded: Callable[[Callable[[], int]], None] | None = None
+        # with it, an append that finds a flush due hands the flush to it (a worker) instead of
+        # writing the file on the caller's thread: ~1,000 access rows made a file every dozen
+        # contexts of an agent loop, 13-26 ms of one request's CPU and an fsync (issue 26). Up
+        # to HANDED_ROWS x flush_rows wait for it; past that the appender flushes (a stopped or
+        # failing worker never lets the buffer grow without bound)
+        self.on_due: Callable[[Callable[[], None]], None] | None = None
         self._buffer: list[dict[str, Any]] = []
         self._oldest = 0.0  # monotonic time of the oldest buffered row
         self._memory: list[pa.Table] = []  # flushed tables of a log kept in memory
@@ -97,10 +104,14 @@ class ArrowLog:
                 self._buffer.append({**row, "seq": self.next_seq})
                 seqs.append(self.next_seq)
                 self.next_seq += 1
-            if len(self._buffer) >= self.flush_rows or (
-                    self._buffer and time.monotonic() - self._oldest >= self.flush_seconds):
+            due = len(self._buffer) >= self.flush_rows or (
+                bool(self._buffer) and time.monotonic() - self._oldest >= self.flush_seconds)
+            hand = self.on_due if due and len(self._buffer) < HANDED_ROWS * self.flush_rows else None
+            if due and hand is None:
                 self.flush()
-            return seqs
+        if hand is not None:  # outside the lock: the worker's own lock is never taken inside this one
+            hand(self.flush)
+        return seqs
 
     def flush(self) -> None:
         """Write the buffered rows (one file) now."""

@@ -52,6 +52,7 @@ log = logging.getLogger("engramdb")
 PACE = 9.0  # a key waits this many times its last run's duration before it runs again
 MIN_GAP = 1.0  # seconds, at least, between two runs of one key
 WARM_NAMESPACES = 4  # the newest segment's namespaces whose turn maps the warm-up builds
+FLUSH_WAIT_S = 0.25  # seconds, at most, a log's flush on the worker waits for running requests
 WARM_WAIT_S = 0.25  # seconds, at most, the warm job's reads wait for running requests, over all their steps
 RUNS_KEPT = 256  # keys whose last run stats() reports (a service with 100,000 namespaces has as many topic keys)
 MAX_BACKOFF = 600.0  # seconds, at most, between two runs of a key that keeps failing
@@ -331,6 +332,27 @@ class Background:
             return None
         return lambda rotate: upkeep.ask(f"{log}:rotate", rotate)
 
+    def log_upkeep(self, log: str) -> tuple[Callable[[Callable[[], int]], None] | None,
+                                            Callable[[Callable[[], None]], None] | None]:
+        """A log's (`on_crowded`, `on_due`): its merges and its flushes by the worker, if any, so a
+        request never writes the log's files (`rotating`, `flushing`)."""
+        return self.rotating(log), self.flushing(log)
+
+    def flushing(self, log: str) -> Callable[[Callable[[], None]], None] | None:
+        """What a log (storage/arrow_log.py `on_due`) hands a due flush to: this store's worker,
+        under the key `<log>:flush`, at once; the job first waits for the running requests to end
+        (FLUSH_WAIT_S at most: it takes the log's lock, which their own appends need). None
+        without a worker (the appender flushes, as a reader's store does)."""
+        upkeep = self._db._upkeep
+        if upkeep is None:
+            return None
+
+        def flush_when_quiet(flush: Callable[[], None]) -> None:
+            wait_until_quiet(FLUSH_WAIT_S)
+            flush()
+
+        return lambda flush: upkeep.ask(f"{log}:flush", functools.partial(flush_when_quiet, flush), delay=0.0)
+
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first
         search and context read from the folder (the dense and lexical indexes, the id probe, each
@@ -410,4 +432,4 @@ class Background:
                 "runs": w.last_runs() if w is not None else {}}
 
 
-__all__ = ["DELAY", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "WARM_NAMESPACES", "WARM_WAIT_S", "Background", "Worker"]
+__all__ = ["DELAY", "FLUSH_WAIT_S", "MAX_BACKOFF", "MIN_GAP", "PACE", "RUNS_KEPT", "WARM_NAMESPACES", "WARM_WAIT_S", "Background", "Worker"]

@@ -125,7 +125,7 @@ class Store(Reads):
                 self._indexes.ask, self._indexes.view_now = self._upkeep.ask, lambda: self._engine.view
             self._usage = Usage(self._engine.path, self._engine.files, writable=not o.read_only, log=o.access_log)
             self._spool_report = self._capture.drain_spool()  # what hooks spooled while another writer held the lock
-            self._usage.log.on_crowded = self._background.rotating("access")  # merged by the worker, if any
+            self._usage.log.on_crowded, self._usage.log.on_due = self._background.log_upkeep("access")  # the worker's
             prepare_for_writes({} if o.read_only else self.embedders)  # a reader never embeds a text
             if self._upkeep is not None and path is not None and self._engine.view.committed_rows:
                 self._upkeep.ask("warm", self._background.warm, delay=0.0)  # a new folder has nothing to warm
