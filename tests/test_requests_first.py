@@ -172,3 +172,96 @@ def test_a_worker_job_gives_way_to_a_request_and_a_store_topics_run_beside_reque
             stop.set()
             s.join(10)
     assert plain and beside == plain
+
+
+def test_a_closing_worker_never_waits_and_stops_a_stoppable_job_at_its_next_chance() -> None:
+    from engramdb._requests_first import Stopped, stoppable
+    from engramdb.store import background
+
+    closing = [False]
+    release, t = _request_held()
+    try:
+        with background_job(lambda: closing[0]):
+            _busy(0.03)
+            closing[0] = True
+            assert give_way() is False  # closing: no wait, though a request runs and the job has worked
+            with stoppable(), pytest.raises(Stopped):
+                give_way()
+            assert give_way() is False  # outside `stoppable` again: only no wait
+    finally:
+        release.set()
+        t.join(10)
+
+    started = threading.Event()
+
+    def endless() -> None:  # a job that would run for ever but for the close
+        started.set()
+        with stoppable():
+            while True:
+                _busy(0.001)
+                give_way()
+
+    w = background.Worker("stoppable")
+    w.ask("endless", endless, delay=0.0)
+    assert started.wait(10)
+    closer = threading.Thread(target=w.close)
+    closer.start()
+    closer.join(60)
+    assert not closer.is_alive()  # close returned: the job stopped at its next give_way
+    assert (w.last_runs()["endless"]["error"] or "").startswith("Stopped")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_request_that_forks_ends_in_the_child_without_hiding_the_child_s_own_requests() -> None:
+    @request
+    def forking() -> int:
+        return os.fork()
+
+    pid = forking()
+    if pid == 0:  # the child: the request began in the parent, so its end must not take the count below 0
+        release, t = _request_held()
+        quiet = wait_until_quiet(0.05)  # the child's own running request is seen
+        release.set()
+        t.join(10)
+        os._exit(0 if not quiet and wait_until_quiet(5) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert wait_until_quiet(5)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_children_forked_beside_searching_threads_search_and_exit(tmp_path: Path) -> None:
+    with engramdb.open(tmp_path / "s") as db:
+        db.add_many([{"content": f"note {i} about deploys and builds", "namespace": "c"} for i in range(200)])
+        stop = threading.Event()
+
+        def searching() -> None:
+            while not stop.is_set():
+                db.search("deploy build", namespace="c")
+
+        threads = [threading.Thread(target=searching) for _ in range(2)]
+        for th in threads:
+            th.start()
+        hung = 0
+        try:
+            for _ in range(12):
+                time.sleep(0.02)
+                pid = os.fork()
+                if pid == 0:  # a lock a parent's thread held at the fork (the usage log's) must not hold the child
+                    code = 0 if db.search("deploy", namespace="c") else 1
+                    os._exit(code)
+                for _ in range(600):  # 30 s: a hang, not a slow child
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        assert os.waitstatus_to_exitcode(status) == 0
+                        break
+                    time.sleep(0.05)
+                else:
+                    hung += 1
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+        finally:
+            stop.set()
+            for th in threads:
+                th.join(10)
+    assert hung == 0

@@ -48,9 +48,11 @@ def _new_locks_in_child() -> None:
     """In a forked child: a thread merging a log's files at the fork (the writer's worker, whose
     merge holds `_rewrite` for as long as it reads and writes them) is not in the child, and the
     child's purge of that log waited for it for ever. The merge it left half done leaves at most
-    a merged file beside its inputs, whose rows a read keeps once."""
+    a merged file beside its inputs, whose rows a read keeps once. The same for the buffer's lock,
+    which a parent's thread appending at the fork held: the child's first search waited for ever."""
     for log in list(_LOGS):
         log._rewrite = threading.Lock()
+        log._lock = threading.RLock()  # an append or a flush of a parent's thread: its rows are the parent's
 
 
 if hasattr(os, "register_at_fork"):

@@ -223,7 +223,7 @@ class Worker:
             error = None
             try:
                 assert job is not None
-                with _switching_faster(), background_job():  # its long parts give way to requests
+                with _switching_faster(), background_job(lambda: self._closed):  # its long parts give way to requests
                     job()
             except Exception as e:  # noqa: BLE001 - upkeep is best effort: no request depends on it
                 error = f"{type(e).__name__}: {e}"

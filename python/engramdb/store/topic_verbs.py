@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._requests_first import give_way
+from .._requests_first import give_way, stoppable
 from ..model import checks
 from ..model.memory import Memory
 from ..spaces.protocol import Embedding
@@ -312,8 +312,10 @@ class TopicVerbs:
         return hit[1] if hit is not None else Topics([])
 
     def _refresh_topics(self, namespace: str) -> None:
-        """The worker's job: the namespace's topics as `topics()` computes them, and their map."""
-        self._topic_map(namespace, self(namespace))
+        """The worker's job: the namespace's topics as `topics()` computes them, and their map. A
+        close stops it at its next chance to give way (it keeps nothing until it ends)."""
+        with stoppable():
+            self._topic_map(namespace, self(namespace))
 
     def _topic_map(self, namespace: str, found: Topics | None = None) -> tuple[dict[str, int], np.ndarray]:
         """Memory id -> topic number, and the topics' main-space unit centroids (the pipeline's

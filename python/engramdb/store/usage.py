@@ -17,10 +17,12 @@ teaches the ratings what it injected.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -69,6 +71,21 @@ def _load_tombs(files: DerivedFiles) -> dict[str, int | None]:
     return {k: v for k, v in tombs.items() if isinstance(k, str) and isinstance(v, int)}
 
 
+_USAGES: weakref.WeakSet[Usage] = weakref.WeakSet()  # every live one, for the fork hook below
+
+
+def _new_locks_in_child() -> None:
+    """In a forked child: a parent's thread logging a search at the fork held `_gate` (and maybe
+    `_lock`), and the child's first search waited for it for ever (an adversary: 22 children of 30
+    forked beside two searching threads). Its half-logged rows are the parent's."""
+    for usage in list(_USAGES):
+        usage._lock, usage._gate = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class Usage:
     """The importance layer's state in one open store (see the module docstring)."""
 
@@ -90,6 +107,7 @@ class Usage:
         self._mirror: list[dict[str, Any]] = []  # rows this process logged: consecutive seqs up to the log's last
         self._lock = threading.Lock()
         self._gate = threading.Lock()  # held while rows are logged and while a purge cleans the logs
+        _USAGES.add(self)
         # tombstones (see `_unpurged`): XXH3 of a purged id or namespace -> when its purge ended (None:
         # under way); hashes, so that no byte of what was purged stays in the file that keeps them
         self._tombs: dict[str, int | None] = _load_tombs(files)
