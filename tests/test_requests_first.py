@@ -44,16 +44,7 @@ def test_a_running_request_keeps_the_worker_waiting_until_it_ends_and_errors_end
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_a_child_forked_while_a_request_runs_is_quiet() -> None:
-    entered, release = threading.Event(), threading.Event()
-
-    @request
-    def slow() -> None:
-        entered.set()
-        release.wait(10)
-
-    t = threading.Thread(target=slow)
-    t.start()
-    assert entered.wait(10)
+    release, t = _request_held()
     try:
         pid = os.fork()
         if pid == 0:  # the child: the thread that ran the request is not here
