@@ -240,7 +240,6 @@ class TopicVerbs:
             return groups, None
         at = {p: k for k, p in enumerate(pick)}  # a member's place in the sample (`pick.index` was O(sample) each)
         run = _Run.of(0, [str(i) for i in pick], [([at[i] for i in m], c) for m, c in groups], unit[pick], sampled)
-        give_way()
         return without(run.assign([str(i) for i in range(len(locs))], unit), aside), sampled
 
     @_one_at_a_time
