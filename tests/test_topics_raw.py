@@ -307,3 +307,52 @@ def test_the_small_talk_verdict_is_the_rule_written_out(words: list[str]) -> Non
             and not rule.is_name(t)]
     want = 0 < n <= SHORT and len(left) <= (LEFT_WITH_CHAT if chat >= 2 else LEFT)
     assert rule.is_small_talk(" ".join(words)) == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(list("ab éİß'-ǅ\u0301ﬁ2 ") + [
+    "thanks ", "take care ", "Running ", "the ", "Caroline ", "how are you ", "I'm ", "café ", "ＡＢ ", "garden "]),
+    max_size=24).map("".join), max_size=150))
+def test_small_talk_verdicts_of_a_batch_are_those_of_each_text(texts: list[str]) -> None:
+    """`set_aside` tokenises its texts a chunk at a time (past a chunk, with repeats and an earlier
+    run's verdicts): each verdict is `is_small_talk` of that text alone."""
+    rule = SmallTalk({"Caroline"})
+    want = [rule.is_small_talk(t) for t in texts]
+    seen: dict[str, bool] = {}
+    assert SmallTalk({"Caroline"}).set_aside(texts, seen).tolist() == want
+    assert SmallTalk({"Caroline"}).set_aside([*texts, "hi there"], seen).tolist() == [*want, True]
+
+
+def test_a_large_namespaces_labels_read_a_sample_that_stays_while_it_grows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`label_sample`: every text up to LABEL_SAMPLE; past it about that many, chosen by the
+    memory's id (a memory sampled in a larger namespace was sampled in the smaller one it grew
+    from, so an increment's analysis cache holds it), and every clustered one."""
+    from engramdb.topics import labels
+
+    ids = [f"{random.Random(i).getrandbits(128):032x}" for i in range(4_000)]
+    assert labels.label_sample(ids) is None
+    monkeypatch.setattr(labels, "LABEL_SAMPLE", 400)
+    small, large = labels.label_sample(ids[:2_000], keep=[7, 1_999]), labels.label_sample(ids)
+    assert small is not None and large is not None and small == sorted(set(small))
+    assert 300 <= len(large) <= 500 and 300 <= len(small) <= 500
+    assert {7, 1_999} <= set(small)
+    assert {i for i in large if i < 2_000} <= set(small)
+    assert labels.label_sample(ids) == large  # the same every run
+
+
+def test_labels_read_from_a_sample_name_every_topic_by_its_own_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every text sampled the labels are those of the whole namespace; a topic none of whose
+    members is sampled is still named by its own words (LABEL_READS of them read for it), whose
+    terms the sample never saw."""
+    from engramdb.topics import labels
+
+    texts = [f"the garden needs {w} and water" for w in ("tomatoes", "roses", "weeding", "compost")] * 5 + \
+        [f"my cello bow needs {w}" for w in ("rosin", "rehair", "cleaning")] * 4 + ["zeppelin airship hangar"] * 3
+    groups = [list(range(20)), list(range(20, 32)), [32, 33, 34]]
+    whole = labels.DistinctiveTerms(texts).labels(groups)
+    assert labels.DistinctiveTerms(texts, among=range(len(texts))).labels(groups) == whole
+    monkeypatch.setattr(labels, "LABEL_READS", 2)
+    sampled = labels.DistinctiveTerms(texts, among=list(range(0, 20, 3)) + [20, 21]).labels(groups)
+    assert "zeppelin" in sampled[2] and "airship" in sampled[2]
+    for label, group in zip(sampled, groups):  # each named by words its members hold
+        assert set(label.split(" / ")) <= {w for i in group for w in texts[i].split()}, (label, sampled)

@@ -64,6 +64,17 @@ def test_accessors_agree_with_the_stored_memories(view: View) -> None:
         view.values_at("nonsense", locs)
 
 
+def test_a_dense_spaces_rows_in_segment_order_are_read_into_place(view: View) -> None:
+    """Locations in segment order (each segment's a run of places, read without a scatter) and
+    out of it (scattered) give the same rows as one at a time."""
+    ordered = sorted({loc for _, loc in view.current()})
+    for locs in (ordered, ordered[::-1], ordered[:3] + ordered[-2:]):
+        got = view.vectors_at("dense", locs)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.flags.c_contiguous
+        one_by_one = [np.asarray(view.vectors_at("dense", [loc]))[0] for loc in locs]
+        np.testing.assert_array_equal(got, np.stack(one_by_one))
+
+
 def test_per_segment_masks_and_arrays(view: View) -> None:
     for si in range(len(view.segments)):
         n = view.segment_rows(si)

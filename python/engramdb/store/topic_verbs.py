@@ -27,7 +27,7 @@ from ..spaces.query import embed_query
 from ..storage.view import View
 from ..topics import clustering
 from ..topics import state as topic_state
-from ..topics.labels import DistinctiveTerms, Labeler
+from ..topics.labels import DistinctiveTerms, Labeler, label_sample
 from ..topics.results import Previous, Topic, Topics, follow
 from ..topics.smalltalk import SmallTalk, without
 from ..topics.themes import Theme, labelled, theme_groups
@@ -183,12 +183,18 @@ class TopicVerbs:
         verdicts, contents = self._by_speakers(namespace, chat, texts)
         give_way()
         aside = chat.set_aside(texts, verdicts)  # small talk neither forms nor joins a topic
-        words = DistinctiveTerms(texts, self._term_cache(namespace, texts), chat, contents)
-        if not refresh and last is not None and last.epoch == view.epoch and \
-                len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids)):
+        incremental = not refresh and last is not None and last.epoch == view.epoch and \
+            len(set(ids) ^ last.ids) <= INCREMENTAL * max(1, len(last.ids))
+        pick = None if incremental else _sample(namespace, aside)
+        among = label_sample(ids, pick or ())  # a large namespace's labels read a sample of its texts
+        words = DistinctiveTerms(texts, self._term_cache(namespace, texts if among is None else
+                                                         [texts[i] for i in among]), chat, contents, among)
+        if incremental:
+            assert last is not None
             groups, sampled, full = without(last.assign(ids, unit), aside), last.sampled, False
         else:
-            (groups, sampled), full = self._cluster(namespace, view, locs, unit, aside, words, main), True
+            assert pick is not None
+            (groups, sampled), full = self._cluster(view, locs, unit, aside, pick, words, main), True
         give_way()
         names = self._labels([m for m, _ in groups], texts, labeler, words=words)
         means = [unit[members].mean(axis=0) for members, _ in groups] if len(unit) else None
@@ -214,18 +220,14 @@ class TopicVerbs:
             self._topic_runs[namespace] = _Run.of(view.epoch, ids, groups, unit, sampled, means)
         return result
 
-    def _cluster(self, namespace: str, view: View, locs: list[tuple[int, int]],
-                 unit: np.ndarray, aside: np.ndarray, words: DistinctiveTerms | None = None,
+    def _cluster(self, view: View, locs: list[tuple[int, int]], unit: np.ndarray, aside: np.ndarray,
+                 pick: list[int], words: DistinctiveTerms | None = None,
                  main: Embedding | None = None) -> tuple[list[tuple[list[int], float]], int | None]:
-        """Cluster every voting space (on a sample above `SAMPLE`), then the topics of their
+        """Cluster every voting space on the memories `pick` (`_sample`), then the topics of their
         agreement; the memories outside the sample join by the centroid rule. The memories
         `aside` (small talk) are in none. `main`: the main space's vectors of `locs`, already
         read (not read again)."""
-        pick = np.flatnonzero(~aside).tolist()
-        sampled = None
-        if len(pick) > SAMPLE:
-            pick = sorted(random.Random(namespace).sample(pick, SAMPLE))
-            sampled = SAMPLE
+        sampled = SAMPLE if len(pick) < len(locs) - int(aside.sum()) else None
         sub = [locs[i] for i in pick]
 
         def vectors(name: str) -> Embedding:
@@ -496,6 +498,13 @@ def _derived_saved(db: Store, what: str, save: Callable[[], None]) -> None:
         save()
     except OSError as exc:
         _log.warning("engramdb: the %s of %s were not saved: %s", what, db.path or "the store in memory", exc)
+
+
+def _sample(namespace: str, aside: np.ndarray) -> list[int]:
+    """The positions a full run clusters: every memory not set aside, or `SAMPLE` of them (seeded by
+    the namespace's name) when there are more."""
+    pick: list[int] = np.flatnonzero(~aside).tolist()
+    return sorted(random.Random(namespace).sample(pick, SAMPLE)) if len(pick) > SAMPLE else pick
 
 
 def texts_of(view: View, locs: list[tuple[int, int]]) -> list[str]:
