@@ -250,3 +250,71 @@ def test_a_store_s_worker_writes_the_access_log_and_close_writes_the_rest(tmp_pa
     table = access_log(folder, writable=False).read()  # and the close wrote the rest
     assert len(set(table.column("query_id").to_pylist())) == 40
     assert table.column("seq").to_pylist() == list(range(1, table.num_rows + 1))
+
+
+def test_a_flush_writes_outside_the_buffers_lock_and_loses_no_row_when_its_write_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a flush writes its file (held here on a slow disk), another thread's appends and
+    reads go on: the rows being written read once each, in seq order. A write that fails puts
+    its rows back before those appended meanwhile, and the next flush writes them all. A purge
+    waits for a flush under way: no purged row reaches the disk through it."""
+    import threading
+
+    from engramdb.storage import arrow_log
+
+    real_write = arrow_log.write_atomically
+    started, release = threading.Event(), threading.Event()
+    fail = {"next": False}
+
+    def slow_write(path: Path, raw: bytes) -> None:
+        started.set()
+        assert release.wait(10), "the test never released the write"
+        if fail["next"]:
+            fail["next"] = False
+            raise OSError(28, "No space left on device")
+        real_write(path, raw)
+
+    monkeypatch.setattr(arrow_log, "write_atomically", slow_write)
+    log = access_log(tmp_path, writable=True, flush_rows=1_000)
+    log.append([row("q0", f"m{i}") for i in range(5)])
+    for failing in (False, True):
+        started.clear()
+        release.clear()
+        fail["next"] = failing
+        errors: list[BaseException] = []
+
+        def flush() -> None:
+            try:
+                log.flush()
+            except OSError as exc:
+                errors.append(exc)
+
+        th = threading.Thread(target=flush)
+        th.start()
+        assert started.wait(10)
+        n = log.read().num_rows
+        log.append([row("q1", f"during{n}")])  # the flush holds its file's write, not the buffer
+        seqs = log.read().column("seq").to_pylist()
+        assert seqs == list(range(1, n + 2))  # the rows being written, once each, then the new one
+        release.set()
+        th.join(10)
+        assert not th.is_alive()
+        assert [type(e) for e in errors] == ([OSError] if failing else [])
+        assert log.read().column("seq").to_pylist() == list(range(1, n + 2))
+    assert log.describe()["buffered"] == 7 - 5  # the failed file's row and the one appended beside it
+    started.clear()
+    release.clear()
+    th = threading.Thread(target=log.flush)
+    th.start()
+    assert started.wait(10)
+    purged: list[int] = []
+    purger = threading.Thread(target=lambda: purged.append(log.purge("memory_id", {"during5"})))
+    purger.start()
+    purger.join(0.3)
+    assert purger.is_alive()  # the purge waits for the flush under way
+    release.set()
+    th.join(10)
+    purger.join(10)
+    assert purged == [1]
+    ids = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
+    assert ids == [f"m{i}" for i in range(5)] + ["during6"]
