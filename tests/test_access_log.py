@@ -283,7 +283,7 @@ def test_a_flush_writes_outside_the_buffers_lock_and_loses_no_row_when_its_write
         fail["next"] = failing
         errors: list[BaseException] = []
 
-        def flush() -> None:
+        def flush(errors: list[BaseException] = errors) -> None:
             try:
                 log.flush()
             except OSError as exc:
