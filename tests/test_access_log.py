@@ -318,3 +318,37 @@ def test_a_flush_writes_outside_the_buffers_lock_and_loses_no_row_when_its_write
     assert purged == [1]
     ids = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
     assert ids == [f"m{i}" for i in range(5)] + ["during6"]
+
+
+def test_an_append_past_the_bound_never_waits_for_a_flush_under_way(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's flush gives way to the requests beside it; a request whose append finds the buffer
+    past its bound must not wait for that flush (it would wait for a job that waits for it): the
+    rows stay buffered, and the append after the flush writes them."""
+    import threading
+
+    from engramdb.storage import arrow_log
+
+    real_write = arrow_log.write_atomically
+    started, release = threading.Event(), threading.Event()
+
+    def slow_write(path: Path, raw: bytes) -> None:
+        started.set()
+        assert release.wait(10), "the test never released the write"
+        real_write(path, raw)
+
+    monkeypatch.setattr(arrow_log, "write_atomically", slow_write)
+    log = access_log(tmp_path, writable=True, flush_rows=10)
+    log.on_due = lambda flush: None  # a worker that never comes: the appender flushes past the bound
+    log.append([row("q0", f"m{i}") for i in range(5)])
+    th = threading.Thread(target=log.flush)  # a flush under way (a worker's, held on a slow disk)
+    th.start()
+    assert started.wait(10)
+    log.append([row("q1", f"n{i}") for i in range(10 * arrow_log.HANDED_ROWS)])  # returns: no wait
+    assert not release.is_set() and log.describe()["buffered"] == 5 + 10 * arrow_log.HANDED_ROWS
+    release.set()
+    th.join(10)
+    log.append([row("q2", "last")])  # past the bound, no flush under way: written here
+    assert log.describe()["buffered"] == 0
+    ids = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
+    assert ids == [f"m{i}" for i in range(5)] + [f"n{i}" for i in range(10 * arrow_log.HANDED_ROWS)] + ["last"]

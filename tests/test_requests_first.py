@@ -11,7 +11,15 @@ from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb._requests_first import GIVE_WAY_S, background_job, give_way, request, wait_until_quiet
+from engramdb._requests_first import (
+    FIRST_WAYS_S,
+    GIVE_WAY_S,
+    background_job,
+    give_way,
+    request,
+    requesting,
+    wait_until_quiet,
+)
 
 
 def test_a_running_request_keeps_the_worker_waiting_until_it_ends_and_errors_end_it_too() -> None:
@@ -76,6 +84,33 @@ def test_searches_and_contexts_count_while_they_run(tmp_path: Path) -> None:
     assert wait_until_quiet(0.05)
 
 
+def test_a_store_s_writes_count_as_requests_but_a_background_job_s_own_do_not(tmp_path: Path) -> None:
+    """A write the caller waits for (add, add_messages, update: `Engine.writing`) counts while it
+    runs, so a worker's job gives way to it (an agent adds a turn, then asks); a write made
+    inside a background job does not (it would wait for itself)."""
+    seen: list[bool] = []
+    with engramdb.open(tmp_path / "s") as db:
+        real = db.embedders[db.schema.main].embed
+
+        def embed(texts: list[str]) -> object:  # runs inside the write, under the writer's lock
+            seen.append(wait_until_quiet(0.01))
+            return real(texts)
+
+        db.embedders[db.schema.main].embed = embed  # type: ignore[method-assign]
+        try:
+            db.add("The deploy script needs AWS_PROFILE set.", namespace="n")
+            db.add_messages([{"role": "user", "content": "Where is the deploy script?"}], namespace="n",
+                            session_id="s1")
+        finally:
+            del db.embedders[db.schema.main].embed  # the class's again
+    assert seen == [False, False]
+    assert wait_until_quiet(0.05)
+    with background_job(), requesting():
+        assert wait_until_quiet(0.01)  # the job's own write: not counted
+    with requesting():
+        assert not wait_until_quiet(0.01)
+
+
 def _busy(cpu_s: float) -> None:
     """Work on this thread until it has used `cpu_s` more seconds of CPU."""
     end = time.thread_time() + cpu_s
@@ -104,10 +139,15 @@ def test_give_way_waits_only_in_a_background_job_and_only_as_long_as_the_job_has
     try:
         assert give_way() is False  # a user's own thread (no job): never waits
         with background_job():
-            assert give_way() is False  # the job has not worked yet: nothing to give
-            _busy(0.03)
             waits = 0
-            while give_way():  # each wait at most GIVE_WAY_S, all of them at most the 30 ms worked
+            t0 = time.monotonic()
+            while give_way():  # a job that has not worked yet may still wait FIRST_WAYS_S in all
+                waits += 1
+                assert waits <= 2 + int(FIRST_WAYS_S / GIVE_WAY_S)
+            assert FIRST_WAYS_S * 0.9 <= time.monotonic() - t0 <= FIRST_WAYS_S + 5 * GIVE_WAY_S
+            _busy(FIRST_WAYS_S + 0.03)
+            waits = 0
+            while give_way():  # past that, all its waits at most the time it has worked
                 waits += 1
                 assert waits <= 2 + int(0.03 / GIVE_WAY_S)
             assert waits >= 1

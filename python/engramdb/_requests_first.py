@@ -9,11 +9,13 @@ first context of 125-164 ms against 80-119 without that part), and a topics run 
 twice as slow, its large C calls holding the GIL 10-40 ms at a time (issue 26).
 
 So:
-- `request` counts a method while it runs (`Reads.search`, `ContextAssembly.context`);
+- `request` counts a method while it runs (`Reads.search`, `ContextAssembly.context`), and
+  `requesting` a block (a write: `Engine.writing`; an agent's loop adds a turn, then asks);
 - `wait_until_quiet` waits, for a bounded time, until none runs (the warm-up's steps);
 - inside a `background_job`, `give_way()` (called between chunks of a long job's work) waits while
   a request runs: 20 ms at most a call, and over a job at most as long as the job has worked on
-  its thread. A request never waits for a job that waits for it: were a request to need a lock
+  its thread, or 0.1 s when that is longer (a flush of ~1,000 log rows, 12 ms of Python, ran
+  beside an agent's next write and doubled it: 7 -> 30 ms). A request never waits for a job that waits for it: were a request to need a lock
   the job holds, the job would still go at half its pace or better, not stop.
 - Outside a background job `give_way()` does nothing: `db.topics()` called by a user's thread runs
   at full pace beside that user's own searches.
@@ -33,6 +35,7 @@ _F = TypeVar("_F", bound=Callable[..., object])
 
 GIVE_WAY_S = 0.02  # the longest one `give_way` waits
 SHORTEST_WAY_S = 0.001  # it waits only when it may wait this long
+FIRST_WAYS_S = 0.1  # a job may wait this long in all before its own work sets the bound (a short job: a flush)
 
 _quiet = threading.Condition()
 _running = 0  # requests running now, in every store of the process
@@ -55,17 +58,29 @@ def _end() -> None:
 
 
 def request(method: _F) -> _F:
-    """`method` counted as a request while it runs (a search, a context; nested calls count once each)."""
+    """`method` counted as a request while it runs (a search, a context, an add; nested calls count
+    once each), unless a background job calls it (see `requesting`)."""
 
     @functools.wraps(method)
     def counted(*args: object, **kwargs: object) -> object:
-        _begin()
-        try:
+        with requesting():
             return method(*args, **kwargs)
-        finally:
-            _end()
 
     return counted  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def requesting() -> Iterator[None]:
+    """The block counted as a request while it runs (a write the caller waits for:
+    `Engine.writing`), unless a background job runs it (a job never waits for itself)."""
+    counted = getattr(_job, "began", None) is None
+    if counted:
+        _begin()
+    try:
+        yield
+    finally:
+        if counted:
+            _end()
 
 
 def wait_until_quiet(limit: float) -> bool:
@@ -117,7 +132,7 @@ def give_way() -> bool:
         return False
     if _running <= 0:
         return False
-    allowed = min(GIVE_WAY_S, (time.thread_time() - began) - _job.waited)
+    allowed = min(GIVE_WAY_S, max(FIRST_WAYS_S, time.thread_time() - began) - _job.waited)
     if allowed < SHORTEST_WAY_S:
         return False
     t0 = time.monotonic()
@@ -136,5 +151,5 @@ def _forget_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
-__all__ = ["GIVE_WAY_S", "SHORTEST_WAY_S", "Stopped", "background_job", "give_way", "request", "stoppable",
-           "wait_until_quiet"]
+__all__ = ["FIRST_WAYS_S", "GIVE_WAY_S", "SHORTEST_WAY_S", "Stopped", "background_job", "give_way", "request",
+           "requesting", "stoppable", "wait_until_quiet"]

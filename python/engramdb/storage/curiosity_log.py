@@ -56,15 +56,21 @@ class CuriosityLog:
         appends one file."""
         self._log.on_crowded = hand
 
-    def append(self, rows: Iterable[Mapping[str, Any]]) -> int:
-        """Write rows (every column but `seq`) at once, as one file; returns how many."""
+    def append(self, rows: Iterable[Mapping[str, Any]], *, write: bool = True) -> int:
+        """Write rows (every column but `seq`) at once, as one file; returns how many. `write`
+        False only buffers them (listed, purged; `flush` writes them)."""
         rows = list(rows)
         if not rows:
             return 0
         self._check()
         self._log.append(rows)
-        self._log.flush()
+        if write:
+            self._log.flush()
         return len(rows)
+
+    def unwritten(self) -> bool:
+        """Whether rows wait to be written (buffered, or a flush is writing them now)."""
+        return bool(self._log.describe()["buffered"])
 
     def flush(self) -> None:
         """Write the rows an append could not (a full disk kept them buffered), if any."""

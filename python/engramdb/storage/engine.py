@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._requests_first import requesting
 from ..model.edge import Edge
 from ..model.errors import CorruptFile, RepairWarning, StoreError
 from ..model.tuning import Tuning
@@ -311,8 +312,8 @@ class Engine:
 
     @contextmanager
     def writing(self) -> Iterator[View]:
-        """Hold the writer's lock (a read-modify-write verb's critical section); yields the view."""
-        with self._lock:
+        """The writer's lock held (a write's critical section, a request a worker's jobs give way to)."""
+        with self._lock, requesting():
             self.check_writable()
             yield self._view
 
@@ -322,10 +323,9 @@ class Engine:
         if self.read_only:
             raise StoreError("the store is open read-only")
         if self.forked:
-            raise StoreError(f"this store was opened for writing by process {self._pid}; this process ({os.getpid()}) "
-                             "is a child forked from it and cannot write through the same handle (two writers "
-                             "would overwrite each other's log): open the store in the child, read_only=True "
-                             "beside a parent that writes")
+            raise StoreError(f"this store was opened for writing by process {self._pid}; this process ({os.getpid()}) is a "
+                             "child forked from it and cannot write through the same handle (two writers would overwrite "
+                             "each other's log): open the store in the child, read_only=True beside a parent that writes")
 
     @property
     def forked(self) -> bool:

@@ -168,11 +168,13 @@ class CuriosityVerbs:
             log = self._log()
             rows, self._pending = self._pending, []
             self._unwritten = True
-            if rows:
-                log.append(rows)
-            else:
-                log.flush()
-            self._unwritten = False
+            log.append(rows, write=False)
+        # the file and its fsyncs outside the lock: a context queueing items waited 16-22 ms for them
+        try:
+            log.flush()
+        finally:
+            with _lock:
+                self._unwritten = log.unwritten()
 
     def _forget(self, memory_ids: Iterable[str], namespaces: Iterable[str] = ()) -> int:
         """Remove every item naming one of these memories, and every item of these namespaces

@@ -17,6 +17,7 @@ from typing import Any, Literal, NoReturn, SupportsIndex
 
 import numpy as np
 
+from .._requests_first import request
 from ..context.handoff import EDGE_BUDGET, LATENCY_MS, STEP_BUDGET
 from ..context.result import Context
 from ..context.tokens import Counter, preload
@@ -204,6 +205,7 @@ class Store(Reads):
         assert got is not None
         return got
 
+    @request  # a write the caller waits for: a worker's job gives way to all of it (_requests_first.py)
     def add_many(self, records: Iterable[Mapping[str, Any] | Memory]) -> Added:
         """Store many memories in one batch (one WAL frame); returns their ids in order (`Added`,
         with the write's dedup and contradiction reports).
@@ -253,13 +255,12 @@ class Store(Reads):
 
     def add_messages(self, messages: Iterable[Mapping[str, Any]], *, namespace: str,
                      session_id: str | None = None, memory_type: str = "turn") -> Added:
-        """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of
-        one session, in order (seq assigned); returns their ids. A message's "id", when given, is
-        its memory's id (a retried request then fails on the id instead of storing twice); its
-        "valid_from", when given, is when it was said (an aware datetime, or an ISO-8601 string
-        with its UTC offset, e.g. "2024-05-07T13:56:00+02:00" or "...Z"), else it is valid from
-        when the store learns it; other keys go to metadata. One bad message refuses all, before
-        anything is written."""
+        """Store chat messages ({"role": ..., "content": ...}, as chat APIs give them) as turns of one
+        session, in order (seq assigned); returns their ids. A message's "id", when given, is its memory's id
+        (a retried request then fails on the id instead of storing twice); its "valid_from", when given, is
+        when it was said (an aware datetime, or an ISO-8601 string with its UTC offset, e.g.
+        "2024-05-07T13:56:00+02:00" or "...Z"), else it is valid from when the store learns it; other keys go
+        to metadata. One bad message refuses all, before anything is written."""
         return self._capture.add_messages(messages, namespace=namespace, session_id=session_id, memory_type=memory_type)
 
     def add_file(self, path: str | Path, *, namespace: str, encoding: str = "utf-8") -> dict[str, Any]:
@@ -425,14 +426,13 @@ class Store(Reads):
         return self._context.context(query, namespace=namespace, max_tokens=max_tokens, session_id=session_id, as_of=as_of, tokenizer=tokenizer, log=log, navigate=navigate, edge_budget=edge_budget, step_budget=step_budget, latency_ms=latency_ms, now=now)
 
     def feedback(self, query_id: str, used: Iterable[str], *, session_id: str | None = None) -> int:
-        """Record which hits of a logged search the caller used (`query_id`: the search's
-        `Hits.query_id`): the outcome ELO learns from (E2); `used=[]` says none was (every hit
-        shown loses). The ratings follow at once (`db.importance.of`, hits' `elo` and `tier`): the
-        search is settled by its first feedback, with what a context injected for it; feedback
-        given for it again later is late and changes nothing. Returns how many ids were recorded.
-        Unknown query ids raise ValueError; ids need not be among the hits (an agent may use a
-        memory it found another way) but must be memories of the namespace searched (ValueError
-        otherwise: one namespace's feedback never rates another's memories). `used` is a list of
+        """Record which hits of a logged search the caller used (`query_id`: the search's `Hits.query_id`):
+        the outcome ELO learns from (E2); `used=[]` says none was (every hit shown loses). The ratings follow
+        at once (`db.importance.of`, hits' `elo` and `tier`): the search is settled by its first feedback,
+        with what a context injected for it; feedback given for it again later is late and changes nothing.
+        Returns how many ids were recorded. Unknown query ids raise ValueError; ids need not be among the hits
+        (an agent may use a memory it found another way) but must be memories of the namespace searched
+        (ValueError otherwise: one namespace's feedback never rates another's memories). `used` is a list of
         ids (a single string raises TypeError)."""
         view = self._view()
 
