@@ -10,6 +10,8 @@ import pytest
 from engramdb.context.handoff import Duals, Spend, shrunk, utility
 from engramdb.context.navigator import NEXT_TURN, Link, navigate, subgraph
 from engramdb.context.tokens import counter
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 QUERY = "grant proposal deadline"
 
@@ -134,3 +136,75 @@ def test_the_handoff_prices_move_by_subgradient_steps() -> None:
     assert u == {"reward": 2.0, "costs": {"tokens": 0.5}, "value": 1.25}
     with pytest.raises(ValueError, match="budget kind"):
         duals.update({"money": Spend(1, 1, 1)})
+
+
+def _walk_written_out(seeds: dict[str, float], graph: object, step_budget: int, rel: dict[str, float],
+                      bar: float) -> tuple[list[str], str, int]:
+    """The walk of the module docstring as first written: every reachable link becomes a hop on the
+    heap, however low it scores (the navigator now leaves out those under the bar)."""
+    import heapq
+    import math
+
+    from engramdb.context.navigator import HUB_DEGREE, W_DEGREE, W_IMPORTANCE, Hop
+
+    taken, hops, heap, order = set(seeds), [], [], 0
+
+    def offer(parent: str, seed: str, base: float, d: int, links: list[Link]) -> None:
+        nonlocal order
+        for ln in links:
+            if ln.other in taken or ln.other not in rel:
+                continue
+            expected = base * ln.confidence * ln.share
+            deg = graph.degree.get(ln.other, 1)  # type: ignore[attr-defined]
+            score = max(rel[ln.other], expected) + W_IMPORTANCE * 0.0 + W_DEGREE * min(
+                1.0, math.log1p(deg) / math.log1p(HUB_DEGREE))
+            order += 1
+            hop = Hop(ln.other, parent, seed, ln.kind, d, round(expected, 4), round(rel[ln.other], 4), 0.5, deg,
+                      round(score, 4))
+            heapq.heappush(heap, (-score, order, hop))
+
+    for sid, s in sorted(seeds.items(), key=lambda x: -x[1]):
+        offer(sid, sid, s, 1, graph.links.get(sid, []))  # type: ignore[attr-defined]
+    stopped, wanted = "exhausted", 0
+    while heap:
+        neg, _, hop = heap[0]
+        if hop.id in taken:
+            heapq.heappop(heap)
+            continue
+        if -neg < bar:
+            stopped = "threshold"
+            break
+        if len(hops) >= step_budget:
+            stopped = "budget"
+            wanted = len({h.id for _, _, h in heap if h.id not in taken and h.score >= bar})
+            break
+        heapq.heappop(heap)
+        hops.append(hop)
+        taken.add(hop.id)
+        if hop.depth < 2:
+            offer(hop.id, hop.seed, max(hop.relevance, hop.expected), hop.depth + 1,
+                  graph.links.get(hop.id, []))  # type: ignore[attr-defined]
+    return [h.id for h in hops], stopped, len(hops) + wanted
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_walk_is_the_walk_written_out(data: st.DataObject) -> None:
+    """Leaving out the hops that score under the bar changes no hop, no stop reason and no count of
+    hops wanted (random graphs, relevances on a coarse grid so that scores tie and sit on the bar)."""
+    from engramdb.context.navigator import DEPTH, THRESHOLD
+
+    assert DEPTH == 2  # the reference walks two links deep
+    nodes = [f"m{i}" for i in range(data.draw(st.integers(3, 12)))]
+    grid = st.sampled_from([0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.9, 1.0])
+    links = {n: [Link(o, data.draw(st.sampled_from([NEXT_TURN, "CAUSED_BY", "MENTIONS"])), data.draw(grid))
+                 for o in data.draw(st.lists(st.sampled_from(nodes), max_size=4, unique=True)) if o != n]
+             for n in nodes}
+    seeds = {n: data.draw(grid) for n in data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=3,
+                                                            unique=True))}
+    rel = {n: data.draw(grid) for n in nodes}
+    budget = data.draw(st.integers(0, 6))
+    g = subgraph(seeds, lambda i: links.get(i, []), 100)
+    walk = navigate(seeds, g, budget, relevance=lambda ids: {i: rel[i] for i in ids})
+    assert ([h.id for h in walk.hops], walk.stopped, walk.wanted) == \
+        _walk_written_out(seeds, g, budget, rel, THRESHOLD)

@@ -174,6 +174,7 @@ def navigate(seeds: Mapping[str, float], graph: Subgraph, step_budget: int, *,
     taken: set[str] = set(seeds)
     heap: list[tuple[float, int, Hop]] = []
     order = 0
+    under: set[str] = set()  # hops left out for scoring under the bar (the walk stops at one not taken)
 
     def offer(parent: str, seed: str, base: float, d: int, links: Iterable[Link]) -> None:
         nonlocal order
@@ -189,6 +190,9 @@ def navigate(seeds: Mapping[str, float], graph: Subgraph, step_budget: int, *,
             deg = graph.degree.get(ln.other, 1)
             hub = min(1.0, math.log1p(deg) / math.log1p(HUB_DEGREE))
             score = max(r, expected) + W_IMPORTANCE * (i - 0.5) + W_DEGREE * hub
+            if score < bar and round(score, 4) < bar:  # never taken nor wanted: no Hop made for it
+                under.add(ln.other)
+                continue
             order += 1
             hop = Hop(ln.other, parent, seed, ln.kind, d, round(expected, 4), round(r, 4), round(i, 4), deg,
                       round(score, 4))
@@ -215,6 +219,8 @@ def navigate(seeds: Mapping[str, float], graph: Subgraph, step_budget: int, *,
         taken.add(hop.id)
         if hop.depth < depth:
             offer(hop.id, hop.seed, max(hop.relevance, hop.expected), hop.depth + 1, graph.links.get(hop.id, ()))
+    if stopped == "exhausted" and not under <= taken:  # what the walk would have met at the top of its heap
+        stopped = "threshold"
     return Walk(hops, len(hops), len(rel), stopped, len(hops) + wanted)
 
 
