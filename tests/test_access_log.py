@@ -352,3 +352,82 @@ def test_an_append_past_the_bound_never_waits_for_a_flush_under_way(tmp_path: Pa
     assert log.describe()["buffered"] == 0
     ids = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
     assert ids == [f"m{i}" for i in range(5)] + [f"n{i}" for i in range(10 * arrow_log.HANDED_ROWS)] + ["last"]
+
+
+def test_appends_past_twice_the_bound_wait_for_the_flush_under_way(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends past the bound leave the file to a flush under way, but not without end: past twice
+    the bound the appender waits for it (an adversary grew a buffer to 490,710 rows, and one file
+    to 440,630, with appends faster than files were made)."""
+    import threading
+
+    from engramdb.storage import arrow_log
+
+    real_write = arrow_log.write_atomically
+    started, release = threading.Event(), threading.Event()
+
+    def slow_write(path: Path, raw: bytes) -> None:
+        started.set()
+        assert release.wait(10), "the test never released the write"
+        real_write(path, raw)
+
+    monkeypatch.setattr(arrow_log, "write_atomically", slow_write)
+    log = access_log(tmp_path, writable=True, flush_rows=10)
+    cap = 2 * arrow_log.HANDED_ROWS * 10
+    log.append([row("q0", "m0")])
+    flusher = threading.Thread(target=log.flush)
+    flusher.start()
+    assert started.wait(10)
+    appender = threading.Thread(target=lambda: [log.append([row("q1", f"n{i}")]) for i in range(3 * cap)])
+    appender.start()
+    appender.join(1.0)
+    assert appender.is_alive()  # it waits for the flush under way
+    assert log.describe()["buffered"] <= 1 + cap + 1
+    release.set()
+    flusher.join(10)
+    appender.join(10)
+    assert not appender.is_alive()
+    log.flush()
+    got = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
+    assert got == ["m0"] + [f"n{i}" for i in range(3 * cap)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_never_writes_its_parents_log(tmp_path: Path) -> None:
+    """A child forked from the process that made a log drops its own rows at a flush: the files are
+    the parent's, whose seqs the child's repeat (a read keeps one row per seq, so the parent's rows
+    were lost)."""
+    log = access_log(tmp_path, writable=True, flush_rows=1_000)
+    log.append([row("q0", f"parent{i}") for i in range(3)])
+    log.flush()
+    log.append([row("q1", "parent-buffered")])
+    pid = os.fork()
+    if pid == 0:  # the child: append, flush, leave at once
+        code = 1
+        try:
+            log.append([row("q2", f"child{i}") for i in range(5)])
+            log.flush()
+            code = 0 if log.describe()["buffered"] == 0 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    log.flush()
+    ids = access_log(tmp_path, writable=True).read().column("memory_id").to_pylist()
+    assert ids == ["parent0", "parent1", "parent2", "parent-buffered"]
+
+
+def test_a_purge_removes_the_temporary_file_a_killed_flush_left(tmp_path: Path) -> None:
+    """A flush killed before its rename leaves `<file>.tmp` holding its rows; a purge removes the
+    log's own temporary files (what they hold may be what the purge is for), and no other file."""
+    log = access_log(tmp_path, writable=True, flush_rows=1_000)
+    log.append([row("q0", "keep"), row("q0", "secret")])
+    log.flush()
+    folder = tmp_path / LOG_DIR
+    debris = folder / "access-000000000003-000000000004-0badf00d.arrow.tmp"
+    debris.write_bytes(b"...secret...")
+    other = folder / "notes.arrow.tmp"
+    other.write_bytes(b"not the log's")
+    assert log.purge("memory_id", {"secret"}) == 1
+    assert not debris.exists() and other.exists()
+    assert log.read().column("memory_id").to_pylist() == ["keep"]

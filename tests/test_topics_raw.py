@@ -323,6 +323,17 @@ def test_small_talk_verdicts_of_a_batch_are_those_of_each_text(texts: list[str])
     assert SmallTalk({"Caroline"}).set_aside([*texts, "hi there"], seen).tolist() == [*want, True]
 
 
+def test_small_talk_verdicts_of_a_batch_normalise_as_each_text_does() -> None:
+    """`normalize` is not idempotent for a capital before a combining mark whose lower case has a
+    precomposed form ("T\u0308" -> "t\u0308" -> "ẗ"): the batch normalises twice, as
+    `tokenize(normalize(text))` does (found by an adversary: "T\u0308hanks" was small talk alone and
+    not in a batch)."""
+    texts = ["T\u0308hanks", "J\u030cohn thanks", "hi T\u0308hanks", "W\u030aow, great!", "Y\u030a\u0301 hello"]
+    rule = SmallTalk({"John"})
+    assert rule.set_aside(texts).tolist() == [rule.is_small_talk(t) for t in texts]
+    assert rule.is_small_talk("T\u0308hanks")
+
+
 def test_a_large_namespaces_labels_read_a_sample_that_stays_while_it_grows(monkeypatch: pytest.MonkeyPatch) -> None:
     """`label_sample`: every text up to LABEL_SAMPLE; past it about that many, chosen by the
     memory's id (a memory sampled in a larger namespace was sampled in the smaller one it grew

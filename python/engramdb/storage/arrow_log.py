@@ -82,6 +82,7 @@ class ArrowLog:
         # (which a flush holds only to take the rows, so appends and reads go on while it writes)
         # and before `_rewrite` (a purge holds all three: no flush writes rows it purged)
         self._flushing = threading.Lock()
+        self._pid = os.getpid()  # a forked child never writes this log's files (`_flush`)
         _LOGS.add(self)
         # with it, a flush that leaves too many files hands `rotate` to it (a worker) instead of
         # running it on the caller's thread: a merge of 64 files of an access log grown over a
@@ -116,13 +117,16 @@ class ArrowLog:
                 self.next_seq += 1
             due = len(self._buffer) >= self.flush_rows or (
                 bool(self._buffer) and time.monotonic() - self._oldest >= self.flush_seconds)
-            hand = self.on_due if due and len(self._buffer) < HANDED_ROWS * self.flush_rows else None
+            size = len(self._buffer)
+            hand = self.on_due if due and size < HANDED_ROWS * self.flush_rows else None
         # outside the lock: the worker's own lock is never taken inside this one, and a flush
         # takes `_flushing` before `_lock`
         if hand is not None:
             hand(self.flush)
-        elif due:  # past the bound: written here, unless a flush is under way (the next append sees to it)
-            self.flush(wait=False)
+        elif due:  # past the bound: written here, unless a flush is under way (the next append sees to
+            # it), or past twice the bound: then it waits for that flush (appends faster than files are
+            # made would grow the buffer, and the next file, without end)
+            self.flush(wait=size >= 2 * HANDED_ROWS * self.flush_rows)
         return seqs
 
     def flush(self, *, wait: bool = True) -> None:
@@ -140,9 +144,15 @@ class ArrowLog:
             self._flushing.release()
 
     def _flush(self) -> None:
-        """`flush` under `_flushing`."""
+        """`flush` under `_flushing`. In a process forked from the one that made the log, the rows
+        are dropped: its files are that process's, whose seqs the child's would repeat (a read
+        keeps one row per seq: the parent's rows lost)."""
         with self._lock:
             if not self._buffer:
+                return
+            if os.getpid() != self._pid:
+                _log.debug("engramdb: %d %s log rows of a forked child dropped", len(self._buffer), self.prefix)
+                self._buffer = []
                 return
             rows, self._writing, self._buffer = self._buffer, self._buffer, []
             oldest = self._oldest
@@ -336,6 +346,11 @@ class ArrowLog:
                     self._write(rest)
                 disk.unlink(self.dir / name, missing_ok=False)
                 removed += n
+            # a flush killed before its rename left its rows in `<file>.tmp`, purged rows among them:
+            # the log's own temporary files go too (no flush of this log is under way: `_flushing`)
+            for p in self.dir.glob(f"{self.prefix}-*.arrow.tmp"):
+                if self._pattern.match(p.name[:-len(".tmp")]):
+                    disk.unlink(p, missing_ok=True)
             _fsync_dir(self.dir)
             return removed
 

@@ -137,7 +137,7 @@ class SmallTalk:
             part = texts[at:at + GIVE_WAY_EVERY]
             new = [t for t in dict.fromkeys(part) if t not in seen]
             if new:
-                tb = tokenize_batch(new)
+                tb = tokenize_batch([normalize(t) for t in new])  # `tokenize(normalize(t))`: normalised twice, as there
                 words, codes, k = tb.words, tb.codes.tolist(), 0
                 for text, count in zip(new, tb.counts.tolist()):
                     seen[text] = count <= SHORT and self._of_tokens([words[c] for c in codes[k:k + count]])
