@@ -395,8 +395,8 @@ def test_appends_past_twice_the_bound_wait_for_the_flush_under_way(tmp_path: Pat
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
 def test_a_forked_child_never_writes_its_parents_log(tmp_path: Path) -> None:
     """A child forked from the process that made a log drops its own rows at a flush: the files are
-    the parent's, whose seqs the child's repeat (a read keeps one row per seq, so the parent's rows
-    were lost)."""
+    the parent's, whose seqs the child's repeat (a read keeps one row per seq, so one of each pair
+    was lost)."""
     log = access_log(tmp_path, writable=True, flush_rows=1_000)
     log.append([row("q0", f"parent{i}") for i in range(3)])
     log.flush()

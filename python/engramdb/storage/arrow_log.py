@@ -146,7 +146,7 @@ class ArrowLog:
     def _flush(self) -> None:
         """`flush` under `_flushing`. In a process forked from the one that made the log, the rows
         are dropped: its files are that process's, whose seqs the child's would repeat (a read
-        keeps one row per seq: the parent's rows lost)."""
+        keeps one row per seq: one of each pair lost)."""
         with self._lock:
             if not self._buffer:
                 return
