@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -320,13 +321,8 @@ def test_a_flush_writes_outside_the_buffers_lock_and_loses_no_row_when_its_write
     assert ids == [f"m{i}" for i in range(5)] + ["during6"]
 
 
-def test_an_append_past_the_bound_never_waits_for_a_flush_under_way(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker's flush gives way to the requests beside it; a request whose append finds the buffer
-    past its bound must not wait for that flush (it would wait for a job that waits for it): the
-    rows stay buffered, and the append after the flush writes them."""
-    import threading
-
+def _held_disk(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """A log file's write held until the test releases it: (the write started, release it)."""
     from engramdb.storage import arrow_log
 
     real_write = arrow_log.write_atomically
@@ -338,6 +334,19 @@ def test_an_append_past_the_bound_never_waits_for_a_flush_under_way(tmp_path: Pa
         real_write(path, raw)
 
     monkeypatch.setattr(arrow_log, "write_atomically", slow_write)
+    return started, release
+
+
+def test_an_append_past_the_bound_never_waits_for_a_flush_under_way(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's flush gives way to the requests beside it; a request whose append finds the buffer
+    past its bound must not wait for that flush (it would wait for a job that waits for it): the
+    rows stay buffered, and the append after the flush writes them."""
+    import threading
+
+    from engramdb.storage import arrow_log
+
+    started, release = _held_disk(monkeypatch)
     log = access_log(tmp_path, writable=True, flush_rows=10)
     log.on_due = lambda flush: None  # a worker that never comes: the appender flushes past the bound
     log.append([row("q0", f"m{i}") for i in range(5)])
@@ -363,15 +372,7 @@ def test_appends_past_twice_the_bound_wait_for_the_flush_under_way(tmp_path: Pat
 
     from engramdb.storage import arrow_log
 
-    real_write = arrow_log.write_atomically
-    started, release = threading.Event(), threading.Event()
-
-    def slow_write(path: Path, raw: bytes) -> None:
-        started.set()
-        assert release.wait(10), "the test never released the write"
-        real_write(path, raw)
-
-    monkeypatch.setattr(arrow_log, "write_atomically", slow_write)
+    started, release = _held_disk(monkeypatch)
     log = access_log(tmp_path, writable=True, flush_rows=10)
     cap = 2 * arrow_log.HANDED_ROWS * 10
     log.append([row("q0", "m0")])
