@@ -15,8 +15,9 @@ So:
 - inside a `background_job`, `give_way()` (called between chunks of a long job's work) waits while
   a request runs: 20 ms at most a call, and over a job at most as long as the job has worked on
   its thread, or 0.1 s when that is longer (a flush of ~1,000 log rows, 12 ms of Python, ran
-  beside an agent's next write and doubled it: 7 -> 30 ms). A request never waits for a job that waits for it: were a request to need a lock
-  the job holds, the job would still go at half its pace or better, not stop.
+  beside an agent's next write and doubled it: 7 -> 30 ms). A request never waits long for a job
+  that waits for it: were a request to need a lock the job holds, the job would stop 0.1 s at most
+  and then go at half its pace or better (a log's appender never waits for a flush under way).
 - Outside a background job `give_way()` does nothing: `db.topics()` called by a user's thread runs
   at full pace beside that user's own searches.
 """

@@ -354,6 +354,11 @@ class ArrowLog:
             _fsync_dir(self.dir)
             return removed
 
+    def waiting(self) -> int:
+        """Rows not in a file yet: buffered, or being written by a flush now."""
+        with self._lock:
+            return len(self._buffer) + len(self._writing)
+
     def describe(self) -> dict[str, Any]:
         """Files, rows waiting in the buffer, the next seq, damaged files."""
         return {"files": len(self._files()) if self.dir is not None else len(self._memory),

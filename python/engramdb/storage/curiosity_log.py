@@ -70,7 +70,7 @@ class CuriosityLog:
 
     def unwritten(self) -> bool:
         """Whether rows wait to be written (buffered, or a flush is writing them now)."""
-        return bool(self._log.describe()["buffered"])
+        return self._log.waiting() > 0
 
     def flush(self) -> None:
         """Write the rows an append could not (a full disk kept them buffered), if any."""
