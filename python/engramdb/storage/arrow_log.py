@@ -362,7 +362,7 @@ class ArrowLog:
     def describe(self) -> dict[str, Any]:
         """Files, rows waiting in the buffer, the next seq, damaged files."""
         return {"files": len(self._files()) if self.dir is not None else len(self._memory),
-                "buffered": len(self._buffer) + len(self._writing), "next_seq": self.next_seq,
+                "buffered": self.waiting(), "next_seq": self.next_seq,
                 "damaged": dict(self.damaged)}
 
 

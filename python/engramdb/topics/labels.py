@@ -76,7 +76,7 @@ class DistinctiveTerms:
         """The label of the texts at these positions: each best term shown as the word the members
         use most for it (on a tie, the word met first)."""
         members = self._read(members)
-        best = self.top(members, n)
+        best = self._top(members, n)
         # every (stem, word) pair of the members counted in one pass in C (a Python loop over them
         # was most of an increment's cost at 100,000 memories); the pairs keep the order they were
         # first met in, so the first word with the most uses is the one a Counter per term picks
@@ -104,7 +104,11 @@ class DistinctiveTerms:
 
     def top(self, members: Sequence[int], n: int = TERMS) -> list[str]:
         """The `n` best terms (stems) of the texts at these positions, best first: what `label` shows."""
-        tf = _counted(self._read(members), self.content)  # members holding the term
+        return self._top(self._read(members), n)
+
+    def _top(self, members: Sequence[int], n: int) -> list[str]:
+        """`top` of members already read (`_read`)."""
+        tf = _counted(members, self.content)  # members holding the term
         idf = self._idf()
         unseen = math.log1p((self.n + 0.5) / 0.5)  # a term no sampled text holds (read for a label only)
 
@@ -134,8 +138,7 @@ class DistinctiveTerms:
         found = self.words[i]
         if found is None:
             text = self._texts[i]
-            if text not in self._cache:
-                _analyse([text], self._cache)
+            _analyse([text], self._cache)  # nothing to do when an earlier run analysed it
             found = self.words[i] = self._cache[text]
         return found
 
