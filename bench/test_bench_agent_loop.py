@@ -5,16 +5,21 @@ namespace, default profile, default arguments.
 Data: sessions of 20 turns, user and assistant alternating, each turn one English sentence found
 on this machine (_corpus.py), stored as a user stores a conversation: `add_messages` one session at
 a time (role, content; session id; no prefixes). The questions are other sentences of the same pool
-(never stored). Building the store is outside the timing (it says so: "build_s" in extra_info);
-every timed call runs on a store reopened after the build, as an agent's process finds it.
+(never stored). Building the store is outside the timing (it says so: "build_s" in extra_info),
+and so is letting its worker catch up ("settle_s": the topics computed and stored, as in a store
+that has been in use); every timed call runs on a store reopened after that, as an agent's process
+finds it, but for `test_add_then_context_unsettled` (see below).
 
 Per size (p50 / p95 and max in extra_info, milliseconds):
 - `test_search`: `db.search(q, namespace=...)`, 200 questions.
 - `test_context`: `db.context(q, namespace=..., max_tokens=1000)`, 100 questions, no write between.
 - `test_add_then_context`: 60 rounds of "add one user turn to the live session, then
-  context(max_tokens=1000) for the next question": the call an agent makes after every turn.
+  context(max_tokens=1000) for the next question": the call an agent makes after every turn;
+  `test_add_then_context_unsettled`: the same on the store as its build left it (its topics never
+  computed: the rounds run beside the worker's first topics run).
 - `test_first_context_after_open`: a new Python process opens the store and asks for one context
-  (the cold path: imports excluded, open and the call timed inside the child), 5 processes.
+  (the cold path, timed inside the child: `open`, with the store's modules it imports, and the
+  call), 5 processes.
 - `test_replay_1000_turns` (one size): 1,000 turns into a new store, each followed by a context;
   the slowest call and how many took over 100 ms (bench/_replay.py), in the test runner's process;
   `test_replay_1000_turns_own_process`: the same in a process of its own (an agent's process holds
@@ -26,6 +31,7 @@ Command: `ENGRAMDB_BENCH_ALLOW_EDITABLE=1 python -m pytest bench/test_bench_agen
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -59,14 +65,11 @@ def _sessions(texts: list[str], start: int = 0) -> Iterator[tuple[str, list[dict
                                            for i, t in enumerate(texts[a:a + SESSION])]
 
 
-def _pcts(ms: list[float]) -> dict[str, float]:
-    q = statistics.quantiles(ms, n=20) if len(ms) > 1 else [ms[0]] * 19
-    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(q[18], 2), "max_ms": round(max(ms), 2),
-            "calls": len(ms)}
-
-
 @pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"{n // 1000}k")
 def loop_store(request: Any) -> Iterator[tuple[int, Path, list[str], float]]:
+    """The store as an agent's process finds it after a while in use: built, then its worker let
+    catch up (its topics computed and stored, its indexes saved: `db.admin.settle()`), outside the
+    timing ("settle_s" in extra_info). `unsettled_store` is the same store as the build left it."""
     n = request.param
     texts, questions = _pool(n)
     folder = Path(tempfile.mkdtemp(prefix="engramdb-bench-loop-"))
@@ -75,11 +78,44 @@ def loop_store(request: Any) -> Iterator[tuple[int, Path, list[str], float]]:
         for sid, msgs in _sessions(texts):
             db.add_messages(msgs, namespace=NS, session_id=sid)
     build = time.perf_counter() - t0
+    shutil.copytree(folder / "mem", folder / "unsettled")
+    with engramdb.open(folder / "unsettled"):  # the copy takes its own id now (a write), not in a timed call
+        pass
+    t1 = time.perf_counter()
+    with engramdb.open(folder / "mem") as db:
+        db.context(questions[0], namespace=NS, max_tokens=1000)  # a request asks the worker for the topics
+        assert db.admin.settle(timeout=900)
+    _SETTLE[n] = round(time.perf_counter() - t1, 1)
     yield n, folder / "mem", questions, round(build, 1)
     shutil.rmtree(folder, ignore_errors=True)
 
 
+_SETTLE: dict[int, float] = {}
+
+
+@pytest.fixture(scope="module")
+def unsettled_store(loop_store: tuple[int, Path, list[str], float]) -> tuple[int, Path, list[str], float]:
+    """The store as its build left it: a bulk import closed before its worker computed the topics
+    (every timed call then runs beside the worker's first topics run, a close stopping it)."""
+    n, path, questions, build = loop_store
+    return n, path.with_name("unsettled"), questions, build
+
+
+def _pcts(ms: list[float]) -> dict[str, float]:
+    # inclusive: a p95 of a few calls lies between the two slowest, never beyond the slowest
+    q = statistics.quantiles(ms, n=20, method="inclusive") if len(ms) > 1 else [ms[0]] * 19
+    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(q[18], 2), "max_ms": round(max(ms), 2),
+            "calls": len(ms)}
+
+
+def _info(n: int, build: float, settled: bool = True) -> dict[str, Any]:
+    return {"memories": n, "build_s": build, "settled": settled} | ({"settle_s": _SETTLE.get(n)} if settled else {})
+
+
 def _timed(benchmark: Any, calls: list[Any], extra: dict[str, Any]) -> None:
+    """Each call timed; the full collections of the interpreter that landed in the timed calls
+    said in extra_info (in the test runner's process they walk its whole heap: the runner's, the
+    peers', the earlier fixtures'). The garbage the set-up left is collected before the timing."""
     ms: list[float] = []
 
     def one_round() -> None:
@@ -88,8 +124,12 @@ def _timed(benchmark: Any, calls: list[Any], extra: dict[str, Any]) -> None:
             fn()
             ms.append((time.perf_counter() - t0) * 1e3)
 
-    benchmark.pedantic(one_round, rounds=1, iterations=1)
-    benchmark.extra_info.update(extra, **_pcts(ms))
+    gc.collect()
+    with _replay.Collections() as seen:
+        benchmark.pedantic(one_round, rounds=1, iterations=1)
+    full = [(e - s) * 1e3 for s, e in seen.full()]
+    benchmark.extra_info.update(extra, **_pcts(ms), full_collections=len(full),
+                                full_collection_max_ms=round(max(full), 1) if full else 0.0)
 
 
 def test_search(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
@@ -97,7 +137,7 @@ def test_search(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) 
     with engramdb.open(path) as db:
         db.search(questions[0], namespace=NS)
         _timed(benchmark, [lambda q=q: db.search(q, namespace=NS) for q in questions[:200]],
-               {"memories": n, "build_s": build})
+               _info(n, build))
 
 
 def test_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
@@ -105,11 +145,11 @@ def test_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float])
     with engramdb.open(path) as db:
         db.context(questions[0], namespace=NS, max_tokens=1000)
         _timed(benchmark, [lambda q=q: db.context(q, namespace=NS, max_tokens=1000) for q in questions[200:300]],
-               {"memories": n, "build_s": build})
+               _info(n, build))
 
 
-def test_add_then_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
-    n, path, questions, build = loop_store
+def _add_then_context(benchmark: Any, store: tuple[int, Path, list[str], float], settled: bool) -> None:
+    n, path, questions, build = store
     with engramdb.open(path) as db:
         db.context(questions[0], namespace=NS, max_tokens=1000)
         sid = f"s{n // SESSION - 1}"  # the newest session goes on
@@ -118,7 +158,16 @@ def test_add_then_context(benchmark: Any, loop_store: tuple[int, Path, list[str]
             db.add_messages([{"role": "user", "content": questions[300 + i]}], namespace=NS, session_id=sid)
             db.context(questions[301 + i], namespace=NS, max_tokens=1000, session_id=sid)
 
-        _timed(benchmark, [lambda i=i: turn(i) for i in range(60)], {"memories": n, "build_s": build})
+        _timed(benchmark, [lambda i=i: turn(i) for i in range(60)], _info(n, build, settled))
+
+
+def test_add_then_context(benchmark: Any, loop_store: tuple[int, Path, list[str], float]) -> None:
+    _add_then_context(benchmark, loop_store, settled=True)
+
+
+def test_add_then_context_unsettled(benchmark: Any, unsettled_store: tuple[int, Path, list[str], float]) -> None:
+    """The same rounds right after a bulk import, beside the worker's first topics run."""
+    _add_then_context(benchmark, unsettled_store, settled=False)
 
 
 _CHILD = """
@@ -145,7 +194,7 @@ def test_first_context_after_open(benchmark: Any, loop_store: tuple[int, Path, l
             runs.append(json.loads(out.stdout))
 
     benchmark.pedantic(one_round, rounds=1, iterations=1)
-    benchmark.extra_info.update({"memories": n, "build_s": build},
+    benchmark.extra_info.update(_info(n, build),
                                 open=_pcts([r["open_ms"] for r in runs]),
                                 **_pcts([r["context_ms"] for r in runs]),
                                 open_plus_context=_pcts([r["open_ms"] + r["context_ms"] for r in runs]))

@@ -10,6 +10,8 @@ Pacing: a job starts `DELAY` after it is first asked for; after a job, the same 
 `MIN_GAP` seconds), so upkeep takes at most about a `1 / (PACE + 1)` share of one core however
 fast an agent writes, and topics lag their namespace by at most about `PACE + 1` runs' time (a
 second or two at 10,000 memories, half a minute at 100,000: bench/RESULTS.md "The agent loop").
+A log's flush is not paced (`ask(..., paced=False)`): it is asked only when rows are due, and
+rows not written by the worker are written by the request that finds too many waiting.
 The heavy parts of a job (clustering, tree builds) run in the C++ core with the GIL released, so a
 request on another thread goes on meanwhile.
 
@@ -100,20 +102,24 @@ class Worker:
         self._next: dict[str, float] = {}  # key -> monotonic time it may run again
         self._running: str | None = None
         self._done: dict[str, int] = {}  # key -> runs finished (what settle() waits to see move)
+        self._unpaced: set[str] = set()  # keys asked with paced=False (a log's flush: see `ask`)
         self._thread: threading.Thread | None = None
         self._closed = False
         # key -> {"ms", "at", "error", "failures"} of its last run, for the `RUNS_KEPT` keys run last
         self.runs: OrderedDict[str, dict[str, Any]] = OrderedDict()
         _LIVE.add(self)
 
-    def ask(self, key: str, job: Callable[[], Any], delay: float = DELAY) -> None:
+    def ask(self, key: str, job: Callable[[], Any], delay: float = DELAY, *, paced: bool = True) -> None:
         """Run `job` soon on the worker thread (once, however often it is asked before it runs),
-        `delay` seconds after it is first asked for at the earliest."""
+        `delay` seconds after it is first asked for at the earliest. `paced` False: the key may run
+        again as soon as it is asked (a log's flush: see the module docstring), but for the backoff of its failures."""
         if self._forked():
             return
         with self._cv:
             if self._closed:
                 return
+            if not paced:
+                self._unpaced.add(key)
             if key not in self._waiting:
                 self._next[key] = max(self._next.get(key, 0.0), time.monotonic() + delay)
             self._waiting[key] = job
@@ -236,9 +242,10 @@ class Worker:
             with self._cv:
                 assert key is not None
                 failures = self.runs.get(key, {}).get("failures", 0) + 1 if error else 0
-                gap = max(MIN_GAP, PACE * took)
+                paced = key not in self._unpaced
+                gap = max(MIN_GAP, PACE * took) if paced else 0.0
                 if failures:
-                    gap = min(MAX_BACKOFF, gap * 2.0 ** min(failures, 30))
+                    gap = min(MAX_BACKOFF, max(gap, MIN_GAP) * 2.0 ** min(failures, 30))
                 self._next[key] = time.monotonic() + gap
                 self.runs[key] = {"ms": round(took * 1e3, 1), "at": time.time(), "error": error,
                                   "failures": failures}
@@ -352,7 +359,11 @@ class Background:
             wait_until_quiet(FLUSH_WAIT_S)
             flush()
 
-        return lambda flush: upkeep.ask(f"{log}:flush", functools.partial(flush_when_quiet, flush), delay=0.0)
+        # unpaced: a flush is asked only when rows are due, and a paced one (9 x its 0.3-0.4 s, its
+        # wait for quiet included) let an agent loop's ~80 access rows a turn pass the bound, so
+        # the request that crossed it wrote 4,100 rows itself, 30-48 ms, every ~50 turns
+        return lambda flush: upkeep.ask(f"{log}:flush", functools.partial(flush_when_quiet, flush), delay=0.0,
+                                        paced=False)
 
     def warm(self) -> None:
         """The worker's first job, asked at open with no delay: load what a new process's first
