@@ -379,6 +379,10 @@ def test_purge_many_ids_or_a_namespace_in_one_rewrite(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no memory with id 'ghost'"):
         db.purge([a[3], "ghost"])  # all or nothing
     assert db.get(a[3]) is not None
+    # "these ids of that namespace" (the cluster client's meaning) must not remove the namespace
+    with pytest.raises(ValueError, match="ids or namespace=, not both.*namespace='alice'"):
+        db.purge([a[3]], namespace="alice")
+    assert db.get(a[3]) is not None and db.stats()["namespaces"]["alice"] == 27
     assert db.purge(namespace="alice") == 27
     assert db.stats()["namespaces"] == {"keep": 40} and db.purge(namespace="alice") == 0
     db.close()

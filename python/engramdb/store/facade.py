@@ -373,14 +373,14 @@ class Store(Reads):
 
     def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
         """Hard delete for privacy requests: every version of these memories (one id, several, or
-        with `namespace=` every memory of a namespace) leaves every file, content, vectors, edges
-        and archived text, and so does what was derived from them (S7; see store/purge_verbs.py).
+        with `namespace=` every memory of a namespace; ids and `namespace=` together are refused)
+        leaves every file, content, vectors, edges and archived text, and so does what was derived
+        from them (S7; see store/purge_verbs.py).
 
         One atomic rewrite, whatever the count: the WAL is folded into a segment first, each
         segment holding a purged row is rewritten without it (the other rows copied unchanged;
         segments without one keep their files), and one manifest commit drops the old files.
-        An unknown id refuses the whole call. Returns how many versions were removed.
-        """
+        An unknown id refuses the whole call. Returns how many versions were removed."""
         ids = self._purging.request(ids, namespace)  # checked; the spool taken in, to be purged with the rest
         with self.topics._lock, self._engine.writing():
             self._purging.derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was

@@ -30,6 +30,11 @@ class Purging:
         if namespace is not None:
             checks.name("namespace", namespace)
         out = checks.id_list("ids", [ids] if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable) else ids)
+        if out and namespace is not None:
+            # read as "these ids of that namespace" (the cluster client's purge means that) it would
+            # remove the whole namespace besides: refused, nothing removed
+            raise ValueError(f"purge takes ids or namespace=, not both: namespace={namespace!r} removes every memory "
+                             f"of that namespace, not only the {len(out)} id(s) given; call purge(ids) for those")
         while (drained := self._db._capture.drain_spool()) is not None and drained["files"]:
             pass
         return out
