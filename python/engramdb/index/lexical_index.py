@@ -33,7 +33,7 @@ import pyarrow as pa
 from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
 from ..spaces.protocol import Embedder, SparseBatch
-from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
+from ..storage.derived_files import DerivedFiles, bytes_table, stale_reason, table_bytes
 from ..storage.segment import Segment
 from ..storage.view import View
 from .bm25 import K1, B, Bm25Index
@@ -161,6 +161,14 @@ class StoreBm25:
             files.write_sidecar(side, {"format": BM25_FORMAT, "epoch": v.epoch, "covered": v.covered, "k1": self.k1,
                                        "b": self.b, **entry})
             self.dirty = self.current is not v  # a sync published a newer one meanwhile
+
+    def saved_covers(self, files: DerivedFiles, view: View) -> bool:
+        """Whether the saved indexes are current and cover the view's committed rows (read from
+        their sidecar alone: the data file is neither read nor checked)."""
+        meta = files.read_sidecar(self.names()[1])
+        return isinstance(meta, dict) and stale_reason(meta, BM25_FORMAT, view.epoch, view.committed_rows) is None \
+            and meta.get("k1") == self.k1 and meta.get("b") == self.b \
+            and isinstance(meta.get("covered"), int) and meta["covered"] >= view.committed_rows
 
     def load(self, files: DerivedFiles, view: View) -> bool:
         """Adopt the saved indexes when whole and current; else say why and start empty."""

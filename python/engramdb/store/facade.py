@@ -164,7 +164,7 @@ class Store(Reads):
                 with engine.writing():
                     engine.checkpoint()
                     try:
-                        self._indexes.save(engine.view)
+                        self._indexes.save(engine.view, closing=True)
                     except (OSError, CorruptFile) as exc:  # derived, rebuilt from the segments by the next search
                         # a segment whose vectors are damaged fails an index brought up to it (the
                         # open's warm job loaded one); its data is what `verify` reports, and closing
