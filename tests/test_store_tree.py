@@ -103,6 +103,7 @@ def test_tree_files_are_rebuilt_when_missing_corrupt_or_stale(tmp_path: Path, da
     assert [h.id for h in db.search(x[7], namespace="a", k=5)] == before
     reason = db.stats()["index_files"]["tree-dense"]
     assert reason.split()[0] in ("missing", "corrupt", "stale")
+    db.admin.settle()  # the search asked the worker to rebuild it (a close builds none from nothing)
     db.close()
     again = opened(tmp_path / "s")
     again.search(x[7], namespace="a", k=5)
@@ -119,6 +120,30 @@ def test_purge_removes_tree_files_and_renumbers(tmp_path: Path) -> None:
     hits = db.search(x[1], namespace="a", k=5)
     assert "m1" not in [h.id for h in hits] and hits[0].memory.content != "m1"
     assert db.search(x[4], namespace="a", k=1)[0].id == "m4"  # keys after the purged row still right
+
+
+def test_a_close_after_a_purge_builds_no_tree_and_the_next_writer_does(tmp_path: Path) -> None:
+    """A close never builds a tree from nothing (at 100,000 memories a close after a purge waited
+    5-12 s for one): readers scan exactly meanwhile, with the same hits, and the next writer's
+    worker builds and saves it when a search asks."""
+    db, x = filled(tmp_path / "s")
+    db.search(x[1], namespace="a", k=5)
+    db.close()
+    db = opened(tmp_path / "s")
+    db.purge("m1")
+    db.close()
+    assert not list((tmp_path / "s" / "index").glob("tree-*"))
+    with opened(tmp_path / "s", read_only=True) as reader:
+        hits = [h.id for h in reader.search(x[4], namespace="a", k=5, strategy="tree")]
+        exact = [h.id for h in reader.search(x[4], namespace="a", k=5, strategy="dense_only")]
+        assert hits[0] == "m4" and "m1" not in hits and hits == exact
+    db = opened(tmp_path / "s")
+    db.search(x[4], namespace="a", k=5)
+    db.admin.settle()
+    db.close()
+    with opened(tmp_path / "s", read_only=True) as reader:
+        reader.search(x[4], namespace="a", k=5)
+        assert reader.stats()["index_files"]["tree-dense"] == "adopted"
 
 
 def test_small_namespaces_and_memory_stores_use_exact_scan(tmp_path: Path) -> None:
