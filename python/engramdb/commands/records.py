@@ -175,7 +175,7 @@ def _purge(args: argparse.Namespace) -> int:
         if not args.yes:
             _say_dry_run(args, counts)
             raise CliError("purge deletes for good: nothing was changed; add --yes to purge", 2)
-        removed = db.purge(ids, namespace=args.namespace)
+        removed = db.purge(ids) if args.namespace is None else db.purge(namespace=args.namespace)
     with after_write("purge", f"purged {_count(removed, 'version')}"):
         if args.json:
             emit({"purged_versions": removed, "namespaces": counts})

@@ -162,13 +162,16 @@ class StoreBm25:
                                        "b": self.b, **entry})
             self.dirty = self.current is not v  # a sync published a newer one meanwhile
 
-    def saved_covers(self, files: DerivedFiles, view: View) -> bool:
-        """Whether the saved indexes are current and cover the view's committed rows (read from
-        their sidecar alone: the data file is neither read nor checked)."""
-        meta = files.read_sidecar(self.names()[1])
-        return isinstance(meta, dict) and stale_reason(meta, BM25_FORMAT, view.epoch, view.committed_rows) is None \
-            and meta.get("k1") == self.k1 and meta.get("b") == self.b \
-            and isinstance(meta.get("covered"), int) and meta["covered"] >= view.committed_rows
+    def saved_behind(self, files: DerivedFiles, view: View) -> int | None:
+        """How many of the view's committed rows the saved indexes lack, or None when they cannot be
+        used (missing, stale, built otherwise, or a data file gone or of another size than its sidecar
+        says). Read from the sidecar and the data file's size alone: the bytes are not checked."""
+        data, side = self.names()
+        meta = files.read_sidecar(side)
+        if isinstance(meta, str) or stale_reason(meta, BM25_FORMAT, view.epoch, view.committed_rows) is not None \
+                or meta.get("k1") != self.k1 or meta.get("b") != self.b or files.size(data) != meta.get("bytes"):
+            return None
+        return view.committed_rows - int(meta.get("covered", 0))
 
     def load(self, files: DerivedFiles, view: View) -> bool:
         """Adopt the saved indexes when whole and current; else say why and start empty."""
@@ -183,6 +186,9 @@ class StoreBm25:
                 for i, ns in enumerate(table.column("namespace").to_pylist()):
                     arrays = {c: numpy_of(table.column(c)[i].values) for c in _COLUMNS}
                     indexes[ns] = Bm25Index.from_arrays(arrays, k1=self.k1, b=self.b)
+                if any(len(ix.keys) and int(ix.keys[-1]) >= int(meta["covered"]) for ix in indexes.values()):
+                    # rows past what the sidecar says it covers: adopted, a sync would index them twice
+                    raise ValueError(f"it holds rows past the {meta['covered']} it says it covers")
                 with self._lock:
                     self.current = LexicalVersion(epoch=view.epoch, covered=int(meta["covered"]), indexes=indexes)
                 self.load_state = "adopted"

@@ -38,6 +38,10 @@ def stale_reason(meta: dict[str, Any], fmt: int, epoch: int, committed: int) -> 
     """Why a sidecar does not describe an index this store can use, or None when it does."""
     if meta.get("format") != fmt:
         return f"format {meta.get('format')!r}"
+    for key in ("epoch", "covered"):  # another tool's or a hand's edit: rebuilt, never a TypeError
+        value = meta.get(key, 0)
+        if type(value) is not int or value < 0:
+            return f"unreadable ({key} is {value!r:.40}, not a count)"
     if meta.get("epoch") != epoch or meta.get("covered", 0) > committed:
         return "stale (the segments were rewritten since)"
     return None
@@ -114,6 +118,16 @@ class DerivedFiles:
         if not isinstance(meta, dict):
             return "unreadable (the sidecar is not a JSON object)"
         return meta
+
+    def size(self, name: str) -> int | None:
+        """A data file's size in bytes, or None when it is not there (a cheap check against its
+        sidecar's, without reading it)."""
+        if self.dir is None:
+            return None
+        try:
+            return (self.dir / name).stat().st_size
+        except OSError:
+            return None
 
     def exists(self, name: str) -> bool:
         """Whether the folder holds a file of this name (a purge rewrites a derived file it cannot

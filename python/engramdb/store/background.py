@@ -162,15 +162,19 @@ class Worker:
             return True
         end = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            # what is waiting or running now, and how many runs each had: a job asked for after
-            # this call is not waited for (under steady writes something is always asked for)
-            before = {k: self._done.get(k, 0) for k in [*self._waiting, *([self._running] if self._running else [])]}
+            # what is waiting or running now, and the runs each must have finished for that: one
+            # more for the run under way, one more for the job waiting (a key running and asked
+            # again meanwhile owes two: its job asked before this call has not run when the run
+            # under way ends). A job asked for after this call is not waited for (under steady
+            # writes something is always asked for)
+            need = {k: self._done.get(k, 0) + (k == self._running) + (k in self._waiting)
+                    for k in [*self._waiting, *([self._running] if self._running else [])]}
 
             def owed() -> bool:
                 if self._thread is None or not self._thread.is_alive():
                     return False  # no thread runs them (never started, or died): nothing to wait for
-                return any(self._done.get(k, 0) == n and (k == self._running or (
-                    k in self._waiting and not self.runs.get(k, {}).get("failures"))) for k, n in before.items())
+                return any(self._done.get(k, 0) < n and (k == self._running or (
+                    k in self._waiting and not self.runs.get(k, {}).get("failures"))) for k, n in need.items())
 
             while owed():
                 left = None if end is None else end - time.monotonic()

@@ -371,9 +371,9 @@ class Store(Reads):
             old = links.current(view, id, include_forgotten=True)
             return old if old.forgotten_at is None else self._rewrite(view, old, forgotten_at=None)
 
-    def purge(self, ids: str | Iterable[str] = (), *, namespace: str | None = None) -> int:
+    def purge(self, ids: str | Iterable[str] | None = None, *, namespace: str | None = None) -> int:
         """Hard delete for privacy requests: every version of these memories (one id, several, or
-        with `namespace=` every memory of a namespace; ids and `namespace=` together are refused)
+        with `namespace=` every memory of a namespace; ids, even none, with `namespace=` are refused)
         leaves every file, content, vectors, edges and archived text, and so does what was derived
         from them (S7; see store/purge_verbs.py).
 

@@ -24,17 +24,18 @@ class Purging:
     def __init__(self, db: Store) -> None:
         self._db = db
 
-    def request(self, ids: str | Iterable[str], namespace: str | None) -> list[str]:
+    def request(self, ids: str | Iterable[str] | None, namespace: str | None) -> list[str]:
         """`purge`'s arguments checked (before anything is written), then everything waiting in the
         spool for this writer taken in (captures, readers' access rows), so the purge covers it."""
         if namespace is not None:
             checks.name("namespace", namespace)
-        out = checks.id_list("ids", [ids] if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable) else ids)
-        if out and namespace is not None:
-            # read as "these ids of that namespace" (the cluster client's purge means that) it would
-            # remove the whole namespace besides: refused, nothing removed
-            raise ValueError(f"purge takes ids or namespace=, not both: namespace={namespace!r} removes every memory "
-                             f"of that namespace, not only the {len(out)} id(s) given; call purge(ids) for those")
+            if ids is not None:
+                # read as "these ids of that namespace" (the cluster client's purge means that) it
+                # would remove the whole namespace besides, even for ids a filter left empty: refused
+                raise ValueError(f"purge takes ids or namespace=, not both: namespace={namespace!r} removes every "
+                                 "memory of that namespace, not only the ids given; call purge(ids) for those")
+        out = [] if ids is None else checks.id_list(
+            "ids", [ids] if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable) else ids)
         while (drained := self._db._capture.drain_spool()) is not None and drained["files"]:
             pass
         return out
