@@ -11,7 +11,7 @@ leave. Then the hook leaves at WAIT_SHARE and this process finishes the work on 
 writer's lock, whichever process holds it.
 
 The upkeep, as the writer: ingest the spool (opening does), fold the WAL, merge the small segments,
-save the indexes, consolidate the namespace and refresh its topics. Left, with a note, to the
+consolidate the namespace, save the indexes and refresh its topics. Left, with a note, to the
 process holding the writer's lock when there is one. It runs at every session's end, with nobody to
 review it, so its consolidation applies only what changes no memory's content on the engine's own
 judgement: promotions (tier state) and the purge of what a person forgot (or confirmed) past its 30
@@ -66,10 +66,11 @@ def upkeep(store: Path, namespace: str) -> None:
     with db:
         db.admin.checkpoint()
         db.admin.compact()
-        # the indexes saved: without them every read-only open (the next session's hooks, the
-        # resident reader) builds BM25 and the trees in memory first: seconds at 100,000 memories
-        db.admin.build_index()
         db.lifecycle.consolidate(namespace=namespace, dry_run=False, steps=None if every else ("promote", "purge"))
+        # the indexes saved, after the consolidation (a purge drops them, and a close builds no tree
+        # from nothing): without them every read-only open (the next session's hooks, the resident
+        # reader) scans exactly or builds BM25 in memory first: hundreds of ms at 100,000 memories
+        db.admin.build_index()
         db.topics(namespace)
 
 

@@ -198,14 +198,27 @@ class Indexes:
     def save(self, view: View, *, closing: bool = False) -> None:
         """Bring the indexes made so far up to the view's committed rows and write the changed
         ones (the writer, after a checkpoint and on close). `closing` (a writer's close): the
-        lexical space's BM25 too, made here if no search made it (`_lexical_made`)."""
+        lexical space's BM25 too, made here if no search made it (`_lexical_made`), and a BM25
+        file close enough to the rows left as it is (`_lexical_close_enough`)."""
         if not self.files.writable:
             return
         if closing:
             self._lexical_made(view)
         for ix in self.sync(view, closing=closing):
-            if ix.dirty:
+            if ix.dirty and not (closing and isinstance(ix, StoreBm25) and self._lexical_close_enough(ix, view)):
                 ix.save(self.files)
+
+    def _lexical_close_enough(self, ix: StoreBm25, view: View) -> bool:
+        """Whether a BM25 file lacks at most LEXICAL_LAG of the view's committed rows and can be used:
+        a short writer's close (a command that adds a few memories, whose open's warm job loaded the
+        index) would otherwise rewrite the whole file (20 MB and 0.13-0.24 s at 100,000 memories)
+        for rows a reader indexes in memory in a few milliseconds (~4 a thousand). Never for an index
+        this process rebuilt because its file could not be used (a byte flipped in place: the size
+        and the sidecar look right)."""
+        if ix.load_state not in (None, "adopted"):
+            return False
+        behind = ix.saved_behind(self.files, view)
+        return behind is not None and behind <= LEXICAL_LAG
 
     def _from_nothing(self, ix: TreeIndex | HnswIndex, view: View) -> bool:
         """Whether bringing a dense index up to `view` would build it from nothing (none loaded from a
@@ -223,17 +236,13 @@ class Indexes:
         writer that only added (a bulk import, a hook's take-in) saved none, its worker's job having
         been dropped by the close, and then every reader indexed the namespace in memory at its
         first search: 375 ms at 100,000 memories in each hook process, where PreToolUse's budget is
-        500 ms. A file that lacks at most LEXICAL_LAG rows is left as it is: a short writer's close (a
-        command that adds a few memories) would otherwise rewrite the whole file (20 MB and 0.13 s at
-        100,000 memories) for rows a reader indexes in a few milliseconds. The trees are left to a
-        writer's worker: a reader scans exactly what they lack."""
+        500 ms. A file close enough to the rows is left as it is (`_lexical_close_enough`). The trees
+        are left to a writer's worker: a reader scans exactly what they lack."""
         space = lexical_space(view.schema, self.embedders)
         if space is None or space.name in self._bm25 or not view.committed_rows or view.committed != len(view.segments):
             return
-        behind = StoreBm25(space.name).saved_behind(self.files, view)
-        if behind is not None and behind <= LEXICAL_LAG:
-            return  # a reader indexes the few rows the file lacks in memory (~4 ms a thousand)
-        self.bm25(space, view)
+        if not self._lexical_close_enough(StoreBm25(space.name), view):
+            self.bm25(space, view)
 
     def drop(self) -> None:
         """Forget every index (after a purge renumbered the rows; their files are gone)."""

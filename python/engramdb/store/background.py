@@ -167,14 +167,17 @@ class Worker:
             # again meanwhile owes two: its job asked before this call has not run when the run
             # under way ends). A job asked for after this call is not waited for (under steady
             # writes something is always asked for)
-            need = {k: self._done.get(k, 0) + (k == self._running) + (k in self._waiting)
+            # A count under where it was has been forgotten (`_forget_old`), which only a key that
+            # ran and waits no more is: paid
+            need = {k: (self._done.get(k, 0), self._done.get(k, 0) + (k == self._running) + (k in self._waiting))
                     for k in [*self._waiting, *([self._running] if self._running else [])]}
 
             def owed() -> bool:
                 if self._thread is None or not self._thread.is_alive():
                     return False  # no thread runs them (never started, or died): nothing to wait for
-                return any(self._done.get(k, 0) < n and (k == self._running or (
-                    k in self._waiting and not self.runs.get(k, {}).get("failures"))) for k, n in need.items())
+                return any(base <= self._done.get(k, 0) < n and (k == self._running or (
+                    k in self._waiting and not self.runs.get(k, {}).get("failures")))
+                    for k, (base, n) in need.items())
 
             while owed():
                 left = None if end is None else end - time.monotonic()

@@ -1,0 +1,59 @@
+"""Stop 48, second adversary: settle() (Worker.wait) and the run counts `_forget_old` forgets.
+
+`wait` now needs each key's `_done` count to reach `done + running + waiting` as counted at the call.
+When more than RUNS_KEPT other keys run during the wait, a key already waited for (it ran) is
+forgotten and its count reset to 0; asked again (a namespace written again) it is owed once more,
+for as many paced runs as it ever had. Before stop 48 (`== n`) a reset count was never owed.
+RUNS_KEPT is lowered here only to keep the test short: a service has a topics key per namespace.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from engramdb.store import background
+from engramdb.store.background import Worker
+
+
+def test_settle_does_not_wait_again_for_a_key_it_saw_run_and_then_forgot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "RUNS_KEPT", 4)
+    w = Worker("adversary2")
+    try:
+        monkeypatch.setattr(background, "MIN_GAP", 0.0)  # the key's past runs, unpaced to get there fast
+        monkeypatch.setattr(background, "PACE", 0.0)
+        for _ in range(20):
+            w.ask("topics:ns0", lambda: None, delay=0.0)
+            assert w.wait(5)
+        monkeypatch.setattr(background, "MIN_GAP", 1.0)  # from now on paced as in a store
+        monkeypatch.setattr(background, "PACE", 9.0)
+
+        started = threading.Event()
+        w.ask("topics:ns0", lambda: (started.set(), time.sleep(0.3)), delay=0.0)
+        assert started.wait(5)  # running when settle is called: owed one more run
+        for i in range(6):  # other namespaces' keys: more than RUNS_KEPT run after it
+            w.ask(f"topics:other{i}", lambda: None, delay=0.0)
+        w.ask("last", lambda: time.sleep(1.0), delay=0.0)
+        stop = threading.Event()
+
+        def writes() -> None:  # ns0 written again once the others ran, during and after "last"
+            while not stop.is_set() and "topics:other5" not in w.last_runs():
+                time.sleep(0.01)
+            while not stop.is_set():
+                w.ask("topics:ns0", lambda: time.sleep(0.2), delay=0.0)
+                time.sleep(0.05)
+
+        th = threading.Thread(target=writes)
+        th.start()
+        try:
+            t0 = time.monotonic()
+            settled = w.wait(timeout=6.0)
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            th.join()
+        # what it owed at the call: ns0's run under way (done), the six keys and "last" (~1.3 s)
+        assert settled and took < 4.0, f"settle -> {settled} after {took:.1f} s: it waited again for 'topics:ns0'"
+    finally:
+        w.close()
