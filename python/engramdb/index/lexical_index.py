@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
@@ -205,6 +206,19 @@ class StoreBm25:
         """Per namespace: documents, postings, chunks (of the indexes built or loaded so far)."""
         return {ns: {"documents": len(ix), "postings": ix.postings, "chunks": len(ix.chunks)}
                 for ns, ix in self.current.indexes.items()}
+
+
+def text_bytes(view: View, start: int) -> int:
+    """The bytes of content of the view's committed rows from row `start` on: what indexing them
+    costs (a few long memories cost what thousands of short ones do)."""
+    total = 0
+    bases = view.bases
+    for si in range(view.committed):
+        lo, hi = max(start, int(bases[si])), int(bases[si + 1])
+        if lo < hi:
+            lengths = pc.binary_length(view.segments[si].table.column("content").slice(lo - int(bases[si]), hi - lo))
+            total += int(pc.sum(lengths).as_py() or 0)
+    return total
 
 
 def _with_passages(rows: np.ndarray, keys: np.ndarray, ptr: np.ndarray, terms: np.ndarray, counts: np.ndarray,

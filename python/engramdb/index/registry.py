@@ -17,13 +17,14 @@ from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
 from .derived_index import DerivedIndex
 from .hnsw import HnswIndex, HnswVersion
-from .lexical_index import StoreBm25
+from .lexical_index import StoreBm25, text_bytes
 from .passage_vectors import StorePassages
 from .tree_index import TreeIndex, TreeVersion
 from .turns import TurnMaps
 
 INDEX_KINDS = ("tree", "tree-packed", "hnsw", "none")
 LEXICAL_LAG = 2_048  # rows a saved BM25 file may lack at a writer's close before the close rewrites it
+LEXICAL_LAG_BYTES = 256 * 1024  # and bytes of their content (a reader indexes ~256 KB in ~10 ms)
 _LIVE: weakref.WeakSet[Indexes] = weakref.WeakSet()  # every store's indexes in this process
 _HELD: list[Any] = []  # the locks a fork holds from just before it until just after
 
@@ -209,7 +210,8 @@ class Indexes:
                 ix.save(self.files)
 
     def _lexical_close_enough(self, ix: StoreBm25, view: View) -> bool:
-        """Whether a BM25 file lacks at most LEXICAL_LAG of the view's committed rows and can be used:
+        """Whether a BM25 file lacks at most LEXICAL_LAG of the view's committed rows, holding at most
+        LEXICAL_LAG_BYTES of content (2,000 rows of 2,500 words took a reader 2.8 s), and can be used:
         a short writer's close (a command that adds a few memories, whose open's warm job loaded the
         index) would otherwise rewrite the whole file (20 MB and 0.13-0.24 s at 100,000 memories)
         for rows a reader indexes in memory in a few milliseconds (~4 a thousand). Never for an index
@@ -218,7 +220,8 @@ class Indexes:
         if ix.load_state not in (None, "adopted"):
             return False
         behind = ix.saved_behind(self.files, view)
-        return behind is not None and behind <= LEXICAL_LAG
+        return behind is not None and behind <= LEXICAL_LAG and \
+            text_bytes(view, view.committed_rows - behind) <= LEXICAL_LAG_BYTES
 
     def _from_nothing(self, ix: TreeIndex | HnswIndex, view: View) -> bool:
         """Whether bringing a dense index up to `view` would build it from nothing (none loaded from a

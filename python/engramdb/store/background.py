@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,7 @@ class Worker:
         self._running: str | None = None
         self._done: dict[str, int] = {}  # key -> runs finished (what settle() waits to see move)
         self._unpaced: set[str] = set()  # keys asked with paced=False (a log's flush: see `ask`)
+        self._watched: Counter[str] = Counter()  # keys the `wait`s under way count runs of (never forgotten meanwhile)
         self._thread: threading.Thread | None = None
         self._closed = False
         # key -> {"ms", "at", "error", "failures"} of its last run, for the `RUNS_KEPT` keys run last
@@ -167,24 +168,28 @@ class Worker:
             # again meanwhile owes two: its job asked before this call has not run when the run
             # under way ends). A job asked for after this call is not waited for (under steady
             # writes something is always asked for)
-            # A count under where it was has been forgotten (`_forget_old`), which only a key that
-            # ran and waits no more is: paid
-            need = {k: (self._done.get(k, 0), self._done.get(k, 0) + (k == self._running) + (k in self._waiting))
+            # (`_forget_old` keeps these keys' counts while this call watches them)
+            need = {k: self._done.get(k, 0) + (k == self._running) + (k in self._waiting)
                     for k in [*self._waiting, *([self._running] if self._running else [])]}
+            self._watched.update(need)
 
             def owed() -> bool:
                 if self._thread is None or not self._thread.is_alive():
                     return False  # no thread runs them (never started, or died): nothing to wait for
-                return any(base <= self._done.get(k, 0) < n and (k == self._running or (
-                    k in self._waiting and not self.runs.get(k, {}).get("failures")))
-                    for k, (base, n) in need.items())
+                return any(self._done.get(k, 0) < n and (k == self._running or (
+                    k in self._waiting and not self.runs.get(k, {}).get("failures"))) for k, n in need.items())
 
-            while owed():
-                left = None if end is None else end - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cv.wait(left if left is None else min(left, 0.5))
-            return True
+            try:
+                while owed():
+                    left = None if end is None else end - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cv.wait(left if left is None else min(left, 0.5))
+                return True
+            finally:
+                self._watched.subtract(need)
+                for k in [k for k in need if self._watched[k] <= 0]:
+                    del self._watched[k]
 
     def close(self) -> None:
         """Stop: drop what waits, let the running job finish, join the thread (in a forked child,
@@ -208,7 +213,8 @@ class Worker:
             old, _ = self.runs.popitem(last=False)
             if old not in self._waiting:
                 self._next.pop(old, None)
-                self._done.pop(old, None)
+                if not self._watched[old]:  # a `wait` under way counts this key's runs on from its count
+                    self._done.pop(old, None)
         if len(self._next) > 2 * RUNS_KEPT:
             now = time.monotonic()
             for k in [k for k, t in self._next.items() if t <= now and k not in self._waiting]:
