@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
@@ -213,11 +212,9 @@ def text_bytes(view: View, start: int) -> int:
     costs (a few long memories cost what thousands of short ones do)."""
     total = 0
     bases = view.bases
-    for si in range(view.committed):
+    for si, seg in enumerate(view.committed_segments):
         lo, hi = max(start, int(bases[si])), int(bases[si + 1])
-        if lo < hi:
-            lengths = pc.binary_length(view.segments[si].table.column("content").slice(lo - int(bases[si]), hi - lo))
-            total += int(pc.sum(lengths).as_py() or 0)
+        total += seg.content_bytes(lo - int(bases[si]), hi - int(bases[si]))
     return total
 
 

@@ -222,6 +222,19 @@ class Segment:
                     found = self._turns = (_filled(enc.indices, np.int32), enc.dictionary.to_pylist(), seq)
         return found
 
+    def content_bytes(self, lo: int, hi: int) -> int:
+        """The UTF-8 bytes of the content of rows [lo, hi) (what indexing their text costs), from
+        the column's offsets: nothing is decoded."""
+        if hi <= lo:
+            return 0
+        total = 0
+        for chunk in self.table.column("content").slice(lo, hi - lo).chunks:
+            if len(chunk):
+                width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+                offsets = np.frombuffer(chunk.buffers()[1], width)
+                total += int(offsets[chunk.offset + len(chunk)] - offsets[chunk.offset])
+        return total
+
     def seqs(self) -> np.ndarray:
         """seq per row, -1 when none (the array `turns()` holds): read alone where the sessions are
         not needed, as encoding them is 4x the time (24 vs 6 ms at 100,000 in a new process)."""
