@@ -57,10 +57,13 @@ def test_a_read_whose_files_a_rotation_replaces_meanwhile_reads_every_row_and_ca
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_child_forked_mid_merge_can_purge_the_log_it_inherited(tmp_path: Path) -> None:
     """A child forked while a thread of its parent merges the log's files inherits the rewrite lock
     held by a thread it does not have: its purge of that log waited for ever (like the other fork
-    hooks: the child gets a new lock; the half-done merge leaves at most rows a read keeps once)."""
+    hooks: the child gets a new lock; the half-done merge leaves at most rows a read keeps once).
+    And the child's purge leaves the log's temporary files: one is the parent's merge in flight,
+    whose rename then failed in the parent's thread (stop 47's purge of `.tmp` debris)."""
     log = filled(tmp_path, 5)
     inside, go = threading.Event(), threading.Event()
 

@@ -347,8 +347,10 @@ class ArrowLog:
                 disk.unlink(self.dir / name, missing_ok=False)
                 removed += n
             # a flush killed before its rename left its rows in `<file>.tmp`, purged rows among them:
-            # the log's own temporary files go too (no flush of this log is under way: `_flushing`)
-            for p in self.dir.glob(f"{self.prefix}-*.arrow.tmp"):
+            # the log's own temporary files go too (no flush of this log is under way: `_flushing`),
+            # but not in a forked child, whose parent's threads may be writing one now (its rename
+            # then failed: the parent's merge raised in its thread)
+            for p in self.dir.glob(f"{self.prefix}-*.arrow.tmp") if os.getpid() == self._pid else ():
                 if self._pattern.match(p.name[:-len(".tmp")]):
                     disk.unlink(p, missing_ok=True)
             _fsync_dir(self.dir)
