@@ -230,7 +230,8 @@ class Indexes:
         beside other work), which a close after a purge, or any writer opened and closed on a store
         whose tree file was missing, waited for. The next writer's worker builds it when a search
         asks (`dense_version`), `db.admin.build_index()` builds it at once, and a reader meanwhile
-        scans exactly what no index covers (3 ms a search at 100,000 memories, default profile)."""
+        scans exactly what no index covers (at 100,000 memories, default profile: a default search 3 ms,
+        a dense-only one 9 ms against 1.4 with a tree)."""
         return view.committed_rows >= self.tuning.tree_min_rows and ix.sync(view, wait=False, advance=False) is None
 
     def _lexical_made(self, view: View) -> None:
