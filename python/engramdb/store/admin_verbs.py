@@ -196,8 +196,8 @@ class AdminVerbs:
 
     def settle(self, timeout: float | None = None) -> bool:
         """`db.admin.settle`: wait until the background upkeep has caught up with what was asked of it so far
-        (topics, trees, the indexes after a checkpoint): True when it has, False when `timeout`
-        seconds passed first. A job that failed and waits out its backoff is not waited for
+        (topics, trees, the indexes after a checkpoint), running those jobs now rather than after
+        their usual delay and pace: True when it has, False when `timeout` seconds passed first. A job that failed and waits out its backoff is not waited for
         (`stats()["upkeep"]["runs"]` gives its error and failures in a row). Nothing to wait for (True) on a read-only store or with
         `Tuning(background=False)`."""
         return self._db._background.settle(timeout)

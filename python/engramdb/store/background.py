@@ -11,7 +11,9 @@ Pacing: a job starts `DELAY` after it is first asked for; after a job, the same 
 fast an agent writes, and topics lag their namespace by at most about `PACE + 1` runs' time (a
 second or two at 10,000 memories, half a minute at 100,000: bench/RESULTS.md "The agent loop").
 A log's flush is not paced (`ask(..., paced=False)`): it is asked only when rows are due, and
-rows not written by the worker are written by the request that finds too many waiting.
+rows not written by the worker are written by the request that finds too many waiting. While a
+`wait` (`db.admin.settle()`) watches a key, that key runs without its delay or pace (but for the
+backoff of its failures): the caller asked to catch up now.
 The heavy parts of a job (clustering, tree builds) run in the C++ core with the GIL released, so a
 request on another thread goes on meanwhile.
 
@@ -172,6 +174,7 @@ class Worker:
             need = {k: self._done.get(k, 0) + (k == self._running) + (k in self._waiting)
                     for k in [*self._waiting, *([self._running] if self._running else [])]}
             self._watched.update(need)
+            self._cv.notify_all()  # the worker runs what this call watches without its delay or pace
 
             def owed() -> bool:
                 if self._thread is None or not self._thread.is_alive():
@@ -226,7 +229,10 @@ class Worker:
                 key = job = None
                 while not self._closed:
                     now = time.monotonic()
-                    ready = [k for k in self._waiting if self._next.get(k, 0.0) <= now]
+                    # a key a `wait` (settle) watches runs now: its delay and pace are for writes
+                    # that keep coming, and the caller asked to catch up (a failing key keeps its backoff)
+                    ready = [k for k in self._waiting if self._next.get(k, 0.0) <= now or (
+                        self._watched[k] and not self.runs.get(k, {}).get("failures"))]
                     if ready:
                         key = ready[0]
                         job = self._waiting.pop(key)
