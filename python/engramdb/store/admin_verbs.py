@@ -58,8 +58,9 @@ class AdminVerbs:
     def build_index(self, *, space: str | None = None) -> dict[str, int]:
         """Build (or bring up to date) the index of every namespace with `tuning.tree_min_rows` or
         more committed memories in a dense space, and the BM25 index of every namespace, and save
-        them. Indexes are otherwise built by the first search that needs one; call this after a
-        bulk load so no query pays for it. Returns namespace -> memories indexed."""
+        them. Otherwise a writer's worker builds one once a search needs it (that search scans
+        exactly meanwhile, and the tree is saved at the writer's next checkpoint or close); call
+        this after a bulk load so no query pays for it. Returns namespace -> memories indexed."""
         sp = self._db.schema[space or self._db.schema.main]
         engine = self._db._engine
         if not engine.read_only:
