@@ -42,6 +42,13 @@ def dtype_of(kind: pa.DataType) -> Any:
     return _FIXED.get(kind)
 
 
+def string_offsets(arr: pa.Array) -> np.ndarray:
+    """The `len(arr) + 1` offsets of a string (or large string) array's values into its data
+    buffer, as a read-only view of its offsets buffer (the slice's own, `arr.offset` on)."""
+    width = np.int32 if pa.types.is_string(arr.type) else np.int64
+    return np.frombuffer(arr.buffers()[1], width, len(arr) + 1, arr.offset * np.dtype(width).itemsize)
+
+
 def numpy_of(col: pa.Array | pa.ChunkedArray, fill: float | None = None) -> np.ndarray:
     """The values of a column as a numpy array: a read-only view of its buffer for a fixed-width
     number (integers, floats; timestamps as their int64 count) without nulls, and booleans

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..model.tuning import Tuning
-from ..storage.derived_files import DerivedFiles, stale_reason
+from ..storage.derived_files import DerivedFiles
 from ..storage.view import View
 from .rwlock import ReadWriteLock
 from .segments_source import SegmentsSource, newest
@@ -150,8 +150,8 @@ class HnswIndex:
     def load(self, files: DerivedFiles, view: View) -> bool:
         from usearch.index import Index
 
-        meta = files.read_sidecar(self._side())
-        reason = meta if isinstance(meta, str) else stale_reason(meta, FORMAT, view.epoch, view.committed_rows)
+        meta = files.sidecar_checked(self._side(), FORMAT, view.epoch, view.committed_rows)
+        reason = meta if isinstance(meta, str) else None
         if reason is None and isinstance(meta, dict):
             try:
                 graphs = {}

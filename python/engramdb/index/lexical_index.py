@@ -33,7 +33,7 @@ import pyarrow as pa
 from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
 from ..spaces.protocol import Embedder, SparseBatch
-from ..storage.derived_files import DerivedFiles, bytes_table, stale_reason, table_bytes
+from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
 from ..storage.segment import Segment
 from ..storage.view import View
 from .bm25 import K1, B, Bm25Index
@@ -167,9 +167,8 @@ class StoreBm25:
         used (missing, stale, built otherwise, or a data file gone or of another size than its sidecar
         says). Read from the sidecar and the data file's size alone: the bytes are not checked."""
         data, side = self.names()
-        meta = files.read_sidecar(side)
-        if isinstance(meta, str) or stale_reason(meta, BM25_FORMAT, view.epoch, view.committed_rows) is not None \
-                or meta.get("k1") != self.k1 or meta.get("b") != self.b or files.size(data) != meta.get("bytes"):
+        meta = files.sidecar_checked(side, BM25_FORMAT, view.epoch, view.committed_rows, {"k1": self.k1, "b": self.b})
+        if isinstance(meta, str) or files.size(data) != meta.get("bytes"):
             return None
         return view.committed_rows - int(meta.get("covered", 0))
 

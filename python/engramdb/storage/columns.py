@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow_numpy import table_of, whole
+from .._arrow_numpy import string_offsets, table_of, whole
 from ..model.memory import Memory, content_hash
 
 # 1: memories only; 2: + edge files and edge frames in the WAL; 3: + checksums; 4: + files that
@@ -152,8 +152,7 @@ def _field_reader(name: str, arr: pa.Array) -> Callable[[int], Any]:
     kind = arr.type
     if (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and len(arr):
         buffers = arr.buffers()
-        width = np.int32 if pa.types.is_string(kind) else np.int64
-        offsets = np.frombuffer(buffers[1], width)[arr.offset:arr.offset + len(arr) + 1]
+        offsets = string_offsets(arr)
         data = memoryview(buffers[2]) if buffers[2] is not None else memoryview(b"")
 
         def text(row: int) -> str | None:

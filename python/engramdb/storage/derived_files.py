@@ -148,11 +148,10 @@ class DerivedFiles:
             return f"corrupt ({name}: size or CRC-32 mismatch)"
         return raw
 
-    def read_checked(self, data: str, side: str, fmt: int, epoch: int, committed: int,
-                     expect: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]] | str:
-        """The bytes and sidecar of one data file when they are whole and current, else the reason
-        they cannot be used. `expect`: sidecar entries that must hold these values (e.g. the
-        parameters the index was built with)."""
+    def sidecar_checked(self, side: str, fmt: int, epoch: int, committed: int,
+                        expect: dict[str, Any] | None = None) -> dict[str, Any] | str:
+        """A sidecar when it describes a current index (see `read_checked`), else why not; its
+        data file is not read."""
         meta = self.read_sidecar(side)
         if isinstance(meta, str):
             return meta
@@ -162,8 +161,16 @@ class DerivedFiles:
                 if meta.get(key) != want:
                     reason = f"built with {key}={meta.get(key)!r}, not {want!r}"
                     break
-        if reason is not None:
-            return reason
+        return meta if reason is None else reason
+
+    def read_checked(self, data: str, side: str, fmt: int, epoch: int, committed: int,
+                     expect: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]] | str:
+        """The bytes and sidecar of one data file when they are whole and current, else the reason
+        they cannot be used. `expect`: sidecar entries that must hold these values (e.g. the
+        parameters the index was built with)."""
+        meta = self.sidecar_checked(side, fmt, epoch, committed, expect)
+        if isinstance(meta, str):
+            return meta
         raw = self.read(data, meta)
         if isinstance(raw, str):
             return "corrupt (size or CRC-32 mismatch)" if raw.startswith("corrupt") else raw

@@ -34,6 +34,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from .._arrow_numpy import string_offsets
+
 
 class _Rows(Protocol):
     """What the index reads: each segment's ids, and where each segment starts in key space."""
@@ -330,9 +332,7 @@ def _fingerprints(seg: _Rows, lo: int, hi: int) -> np.ndarray | None:
             continue
         if chunk.null_count or not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
             return None
-        width = 4 if pa.types.is_string(chunk.type) else 8
-        offsets = np.frombuffer(chunk.buffers()[1], np.int32 if width == 4 else np.int64, n + 1,
-                                chunk.offset * width)
+        offsets = string_offsets(chunk)
         if not bool((np.diff(offsets) == FP_BYTES).all()):
             return None
         words = np.frombuffer(chunk.buffers()[2], "<u8", 4 * n, int(offsets[0])).reshape(n, 4)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from .._arrow_numpy import arrow_of, is_null_mask, numpy_of, whole
+from .._arrow_numpy import arrow_of, is_null_mask, numpy_of, string_offsets, whole
 from ..model.errors import CorruptFile, StoreError
 from ..model.memory import Memory
 from ..spaces.batches import take
@@ -230,9 +230,8 @@ class Segment:
         total = 0
         for chunk in self.table.column("content").slice(lo, hi - lo).chunks:
             if len(chunk):
-                width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-                offsets = np.frombuffer(chunk.buffers()[1], width)
-                total += int(offsets[chunk.offset + len(chunk)] - offsets[chunk.offset])
+                offsets = string_offsets(chunk)
+                total += int(offsets[-1] - offsets[0])
         return total
 
     def seqs(self) -> np.ndarray:
