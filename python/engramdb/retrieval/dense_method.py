@@ -51,7 +51,11 @@ def dense_found(ctx: QueryContext, sp: Space, qv: Any, k: int,
             continue
         for row, score in scan(sp, qv, view.vectors(si, sp.name), mask, k):
             found.append((score, si, row))
-    return sorted(set(found), key=lambda x: (-x[0], x[1], x[2]))[:k], info
+    best: dict[tuple[int, int], float] = {}
+    for score, si, row in found:  # a row met twice (an index's hit and a newest row) counts once
+        if score > best.get((si, row), -np.inf):
+            best[(si, row)] = score
+    return sorted(((s, si, row) for (si, row), s in best.items()), key=lambda x: (-x[0], x[1], x[2]))[:k], info
 
 
 def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forced: bool,
@@ -100,6 +104,9 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     if len(gap):
         src = committed_source(view, sp.name)
     hk, hs = src.topk(q, direct, k) if len(direct) else (np.empty(0, np.int64), np.empty(0, np.float32))
+    if len(direct):  # the newest rows may also be in the index: scored once, exactly
+        fresh = ~np.isin(keys, direct)
+        keys, scores = keys[fresh], scores[fresh]
     seg_i, row_i = view.locate(np.concatenate([keys, hk]))
     found.extend(zip(np.concatenate([scores, hs]).astype(float).tolist(), seg_i.tolist(), row_i.tolist()))
     if "e_computations" in info:
