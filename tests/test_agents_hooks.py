@@ -110,9 +110,13 @@ def test_a_session_end_to_end(tmp_path: Path) -> None:
     assert "Tool Bash: command=pytest tests/test_parser.py" in brief and len(brief) <= 1200
 
     before = sorted(m.id for m in memories(store))
+    # the second prompt waits in the spool (a store exists: no writer's open on the prompt's path)
+    assert "why did the nested brackets test fail?" not in [m.content for m in memories(store)]
     end = hook("SessionEnd", store, _payload("SessionEnd", cwd, reason="exit"))
     assert (end.returncode, end.stdout, end.stderr) == (0, "", "")
-    assert sorted(m.id for m in memories(store)) == before  # upkeep keeps every fresh memory
+    after = memories(store)  # upkeep keeps every fresh memory and takes the prompt in
+    assert sorted(m.id for m in after if m.content != "why did the nested brackets test fail?") == before
+    assert [m.role for m in after if m.content == "why did the nested brackets test fail?"] == ["user"]
     with engramdb.open(store, read_only=True) as reader:  # the indexes saved for the next session's reads
         reader.search("nested brackets", namespace=NS, log=False)
         assert reader.stats()["index_files"].get("bm25-lexical") == "adopted", reader.stats()["index_files"]

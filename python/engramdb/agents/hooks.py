@@ -19,11 +19,14 @@ TEXT}}`, TEXT cut to `max_chars` at a line end; nothing is printed when there is
 
 Captures are spooled first, always (the capture's one path: a JSON file, checked with the writer's
 rules, fsynced and renamed into place in milliseconds, with neither Arrow nor the store opened),
-then taken in at once when the writer's lock is free (a process opens the store as its writer,
-which ingests the spool: this one, or for a capture-only event on an existing store, a take-in
-process of its own that the hook waits for up to 15% of its budget, agents/take_in.py; the
-hook itself then imports neither numpy nor Arrow, resident_link.fast_hook); else the next writer
-takes them in, exactly once (ids are given here).
+then taken in when the writer's lock is free (a process opens the store as its writer, which
+ingests the spool: for a capture-only event on an existing store, a take-in process of its own
+that the hook waits for up to 15% of its budget, agents/take_in.py, the hook itself then importing
+neither numpy nor Arrow, resident_link.fast_hook; this one for the first capture, which makes the
+store); else the next writer takes them in, exactly once (ids are given here). UserPromptSubmit's
+prompt on a store that exists is left in the spool for the next writer (the turn's Stop, whose
+take-in ingests every capture waiting), as when its resident answers: the prompt is what the
+agent holds already, and a writer's open in this process was a tenth of the answer's time.
 Parallel hooks never wait on each other or on a long-lived writer.
 Reads open the store read-only (any number at once); a store folder that does not exist yet reads
 as empty. The exit status is always 0: these hooks never block the agent. Bad or empty stdin
@@ -101,6 +104,7 @@ class _Run:
         self.keeping = threading.Lock()  # the write thread and a rescue keep them once
         self.notes: list[str] = []
         self.quick_wanted = True  # a hook process offers a quick answer; a resident (served_read) never prints one
+        self.take_in = True  # the write takes the spool in (a writer's open) after keeping the capture
 
     def offer(self, text: str | None) -> None:
         """A quicker, lesser answer (None: nothing to say), printed if the full one is late."""
@@ -188,6 +192,9 @@ def _work(run: _Run, event: str, path: str | None, namespace: str | None, max_ch
         if record is not None:
             record["id"] = uuid.uuid4().hex  # given here, so a rescue (_rescue) is the same memory
             run.store, run.records = store, [record]
+            # a read's capture (the prompt) on a store that exists stays in the spool for the next
+            # writer, as when the resident answers: a writer's open here cost a tenth of the answer
+            run.take_in = hook.read is None or not store.is_dir()
         run.parsed.set()
         if run.records or hook.upkeep is not None:
             threading.Thread(target=_write, args=(run, hook.upkeep, store, ns),
@@ -220,7 +227,8 @@ def _write(run: _Run, upkeep: Callable[[Path, str], None] | None, store: Path, n
             except Exception as exc:  # noqa: BLE001 - said as such, with the count
                 run.notes.append(f"{len(run.records)} capture(s) NOT kept ({_why(exc)})")
                 return
-            take_in.take_in(store)  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
+            if run.take_in:  # best effort: stored now when the writer's lock is free (the next writer does it otherwise)
+                take_in.take_in(store)
         if upkeep is not None:
             upkeep(store, ns)
     except Exception as exc:  # noqa: BLE001 - as in _work
