@@ -167,6 +167,26 @@ class StorePassages:
             self.current = PassageVersion(epoch=-1, covered=0)
             self.dirty = False
 
+    def renumber(self, old_epoch: int, new_epoch: int, kept: np.ndarray) -> bool:
+        """Carry the passages over a purge that kept the rows `kept` (a bool per key of
+        `old_epoch`, in order) and numbered them on from 0 in `new_epoch`: the purged rows'
+        vectors dropped, the others re-keyed, nothing embedded again (a model embedder took
+        minutes to re-embed a store's long memories after every purge). False, and nothing
+        changed, when the passages are not of `old_epoch` or reach past `kept`."""
+        with self._lock:
+            v = self.current
+            if v.epoch != old_epoch or v.covered > len(kept):
+                return False
+            key_of = np.cumsum(kept, dtype=np.int64) - 1  # an old key's new key, where it is kept
+            chunks = []
+            for c in v.chunks:
+                stay = kept[c.keys]
+                if stay.any():
+                    chunks.append(PassageChunk(key_of[c.keys[stay]], c.parts[stay], c.vectors[stay]))
+            self.current = PassageVersion(epoch=new_epoch, covered=int(kept[:v.covered].sum()), chunks=tuple(chunks))
+            self.dirty = True  # its file went with the purge
+            return True
+
     # ------------------------------------------------------------------------------ files
     def names(self) -> tuple[str, str]:
         return f"passages-{self.space}.arrow", f"passages-{self.space}.json"

@@ -14,6 +14,7 @@ from ..spaces.protocol import Embedder
 from ..spaces.query import lexical_space
 from ..spaces.schema import Space
 from ..storage.derived_files import DerivedFiles
+from ..storage.renumbering import Renumbering
 from ..storage.view import View
 from .derived_index import DerivedIndex
 from .hnsw import HnswIndex, HnswVersion
@@ -248,9 +249,14 @@ class Indexes:
         if not self._lexical_close_enough(StoreBm25(space.name), view):
             self.bm25(space, view)
 
-    def drop(self) -> None:
-        """Forget every index (after a purge renumbered the rows; their files are gone)."""
+    def drop(self, renumbered: Renumbering | None = None) -> None:
+        """Forget every index (after a purge renumbered the rows; their files are gone); with
+        `renumbered` (where each row went), the passage vectors of the rows kept are carried over
+        (the one index whose rebuild embeds text again)."""
         for ix in self.loaded():
+            if renumbered is not None and isinstance(ix, StorePassages) and \
+                    ix.renumber(renumbered.old_epoch, renumbered.new_epoch, renumbered.kept):
+                continue
             ix.drop()
         self.turns.drop()
 

@@ -23,6 +23,7 @@ from .edge_files import table_to_edges
 from .edge_log import EdgeLog
 from .engine import Engine
 from .ids import IdIndex
+from .renumbering import Renumbering
 from .segment import Segment, read_arrow
 from .vectors import conform
 
@@ -60,13 +61,14 @@ def compact(engine: Engine) -> int:
         return len(old)
 
 
-def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None) -> int:
+def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None) -> Renumbering:
     """Remove every row of these memories (or of a whole namespace) from every file, their edges
     and archived text too, in one atomic rewrite: one manifest commit, whatever the count.
 
     Segments without a purged row are kept as they are (the same files); in a rewritten one the
     other rows are copied unchanged. Rows are renumbered, so the row epoch moves on and every
-    derived file is deleted before the commit. Returns how many versions were removed.
+    derived file is deleted before the commit. Returns how many versions were removed and where
+    each row went.
     """
     with engine.writing() as view:
         gone = set(ids)
@@ -76,9 +78,10 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
         if namespace is not None:
             gone |= {view.segments[si].ids[r] for si, r in view.current_locs(namespace, include_forgotten=True)}
         if not gone:
-            return 0
-        engine.checkpoint()
+            return Renumbering(0, view.epoch, view.epoch, np.ones(view.rows, bool))
+        engine.checkpoint()  # the WAL's rows folded into a segment, their keys unchanged
         view = engine.view
+        keeps: list[np.ndarray] = []  # per segment, in key order
         with engine.atomic():  # a failure leaves the committed files and the engine as they were
             removed = 0
             kept: list[Segment] = []
@@ -92,6 +95,7 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             for seg in view.segments:
                 keep = ~rows_of(seg.checked(), gone) if len(gone) > 8 else \
                     np.fromiter((i not in gone for i in seg.ids), dtype=bool, count=len(seg))
+                keeps.append(keep)
                 if keep.all():
                     kept.append(seg)
                     continue
@@ -121,7 +125,8 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             log.append(table_to_edges(t))
         engine.publish(epoch=m.row_epoch, segments=tuple(kept), ids=IdIndex(), edges=log, edge_rows=len(log),
                        archived=MappingProxyType(archived))
-        return removed
+        return Renumbering(removed, view.epoch, m.row_epoch,
+                           np.concatenate(keeps) if keeps else np.zeros(0, bool))
 
 
 def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.Table]:

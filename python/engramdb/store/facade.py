@@ -385,15 +385,15 @@ class Store(Reads):
         with self.topics._lock, self._engine.writing():
             self._purging.derived(self._engine.view, ids, namespace)  # first: a failure leaves every memory as it was
             try:
-                removed = rewrites.purge(self._engine, ids, namespace)
+                done = rewrites.purge(self._engine, ids, namespace)
             except BaseException:
                 self._usage.purged(save=False)  # the rows are kept: only this process stops logging them a while
                 raise
             self._usage.purged()  # rows made before now naming them are never logged again
-            if removed:
-                self._indexes.drop()  # rows were renumbered: every derived index is rebuilt on demand
+            if done.removed:  # rows were renumbered: every derived index is rebuilt on demand, but passages carried over
+                self._indexes.drop(done)
             self._dedup_report, self._contradiction_report = [], []  # they may name what was purged
-            return removed
+            return done.removed
 
     # ----------------------------------------------------------------------------- files
     def delete(self, id: str) -> Memory:

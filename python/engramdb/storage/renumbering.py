@@ -1,0 +1,23 @@
+"""Where a purge (storage/rewrites.py) moved each row: what lets a derived index that is costly to
+rebuild (the passage vectors: a model embedder reads every long memory again) follow the rows
+instead of starting over."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Renumbering:
+    """What a purge did to the keys: `kept[key]` for every key of `old_epoch` (in order) says
+    whether its row stayed; the rows kept are numbered on from 0, in the same order, in `new_epoch`."""
+
+    removed: int  # versions removed (0: nothing was, and the keys are as they were)
+    old_epoch: int
+    new_epoch: int
+    kept: np.ndarray
+
+
+__all__ = ["Renumbering"]

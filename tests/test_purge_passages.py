@@ -1,0 +1,124 @@
+"""S7 + C7: a purge carries the passage vectors of the memories it keeps over to the new row
+numbers (storage/renumbering.py), so an embedder that reads text (a model) never embeds a store's
+long memories again after a privacy request, and what it carries is what a rebuild makes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import engramdb
+import numpy as np
+import pytest
+from engramdb.spaces.hashing import HashingEmbedder
+from engramdb.spaces.passages import passages
+from engramdb.spaces.profiles import embedders_for, profile_schema
+
+SCHEMA = profile_schema("default")
+TOPICS = ["violin lessons in Lisbon", "a sourdough starter that failed", "the ferry timetable to Skye",
+          "a broken bicycle chain", "tax forms for the bakery", "the chess club's spring tournament"]
+
+
+class _Model(HashingEmbedder):
+    """The default dense space read the way a model is: whole texts through `embed` (no spans),
+    counting the long ones (passages and long memories; a query is short)."""
+
+    embed_passages = None  # type: ignore[assignment]
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.long_texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.long_texts += sum(len(t) > 300 for t in texts)
+        return super().embed(texts)
+
+
+def _open(path: Path, **kw: Any) -> tuple[engramdb.Store, _Model]:
+    embedders = dict(embedders_for(SCHEMA))
+    model = _Model(embedders[SCHEMA.main].dim)
+    embedders[SCHEMA.main] = model
+    return engramdb.open(path, schema=SCHEMA, embedders=embedders, dedup="off", **kw), model
+
+
+def _long(i: int) -> str:
+    topic = TOPICS[i % len(TOPICS)]
+    filler = f"Entry {i} of the diary went on about the weather and the neighbours' garden. "
+    return filler * 12 + f"Then memory {i} turned to {topic}, which mattered most. " + filler * 12
+
+
+QUERIES = [f"what happened with {t}" for t in TOPICS] + ["memory 7 turned to", "memory 30 turned to"]
+
+
+def _answers(db: engramdb.Store) -> list[list[tuple[str, Any, float]]]:
+    out = []
+    for q in QUERIES:
+        hits = db.search(q, namespace="n", k=8, weights={"bm25": 0.0})  # the passage vectors decide
+        out.append([(h.id, h.passage, round(h.score, 5)) for h in hits])
+    return out
+
+
+@pytest.mark.parametrize("purge", [["l3", "l20", "s1"], ["l0"], ["l35", "s9"]])
+def test_a_purge_keeps_the_other_passages_without_embedding_them_again(tmp_path: Path, purge: list[str]) -> None:
+    path = tmp_path / "s"
+    db, model = _open(path)
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(0, 15)])
+    db.add_many([{"id": f"s{i}", "content": f"short note {i} on {TOPICS[i % 6]}", "namespace": "n"}
+                 for i in range(10)])
+    db.admin.checkpoint()
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(15, 30)])
+    db.admin.checkpoint()
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(30, 36)])  # in the WAL
+    _answers(db)  # every passage embedded
+    before = model.long_texts
+    assert before > 0
+    assert db.purge(purge) == len(purge)
+    after_purge = _answers(db)
+    assert model.long_texts == before  # nothing read again
+    left = [_long(i) for i in range(36) if f"l{i}" not in purge]
+    assert db.stats()["passages"]["dense"]["passages"] == sum(len(passages(t)) for t in left)
+    assert not {h[0] for hits in after_purge for h in hits} & set(purge)
+    db.close()
+
+    again, _ = _open(path)  # the carried passages were saved and are adopted
+    assert _answers(again) == after_purge
+    assert again.stats()["index_files"]["passages-dense"] == "adopted"
+    again.close()
+
+    for f in (path / "index").glob("passages-*"):
+        f.unlink()
+    rebuilt, fresh = _open(path)  # made from nothing: the same vectors, the same answers
+    assert _answers(rebuilt) == after_purge
+    assert fresh.long_texts > 0
+    rebuilt.close()
+
+
+def test_a_purge_of_everything_long_leaves_no_passage(tmp_path: Path) -> None:
+    db, model = _open(tmp_path / "s")
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(4)]
+                + [{"id": "s", "content": "a short note", "namespace": "n"}])
+    _answers(db)
+    assert db.purge([f"l{i}" for i in range(4)]) == 4
+    assert db.stats()["passages"]["dense"]["passages"] == 0
+    assert [h.id for h in db.search("a short note", namespace="n")] == ["s"]
+    db.close()
+
+
+def test_in_memory_a_purge_that_empties_a_segment_keeps_the_rest_in_place() -> None:
+    """An in-memory store drops a segment the purge emptied: the keys after it move down by its
+    length, and the passages carried over still belong to their memories (the answers of a store
+    made from the memories left, in the same order, are the same)."""
+    first = [{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(5)]
+    rest = [{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(5, 14)]
+    db, model = _open(None)
+    db.add_many(first)
+    db.admin.checkpoint()
+    db.add_many(rest)
+    _answers(db)
+    before = model.long_texts
+    assert db.purge([f"l{i}" for i in range(5)]) == 5
+    assert model.long_texts == before
+    fresh, _ = _open(None)
+    fresh.add_many(rest)
+    assert _answers(db) == _answers(fresh)
