@@ -213,6 +213,33 @@ class Bm25Index:
             first += c.n_docs
         return new
 
+    def renumbered(self, kept: np.ndarray, key_of: np.ndarray) -> Bm25Index:
+        """A new index without the documents whose key a purge removed (`kept[key]` False), the
+        others under their new keys (`key_of[key]`) in the same order: the postings, lengths and
+        corpus statistics of an index made from the kept documents alone (`prefix`'s filter over
+        every document, not the first n)."""
+        stay = kept[self.keys]
+        new_doc = np.cumsum(stay, dtype=np.int64) - 1  # an old document number's new one, where it stays
+        new = Bm25Index(k1=self.k1, b=self.b)
+        new.keys = key_of[self.keys[stay]].astype(np.int64)
+        new.lengths, new.parts = self.lengths[stay], self.parts[stay]
+        new.extra = int(np.count_nonzero(new.parts))
+        new._ascending = self._ascending
+        new._total = _summed(0, new.lengths)
+        first = 0
+        for c in self.chunks:  # chunks hold consecutive runs of documents, oldest first
+            keep = stay[c.docs]
+            term_of = np.repeat(np.arange(len(c.terms)), np.diff(c.indptr))
+            per_term = np.bincount(term_of[keep], minlength=len(c.terms))
+            live = per_term > 0  # a term only purged documents held leaves the vocabulary
+            ptr = np.zeros(int(live.sum()) + 1, np.int64)
+            np.cumsum(per_term[live], out=ptr[1:])
+            n_docs = int(stay[first:first + c.n_docs].sum())
+            first += c.n_docs
+            if n_docs:
+                new.chunks.append(Chunk(c.terms[live], ptr, new_doc[c.docs[keep]].astype(np.int32), c.tf[keep], n_docs))
+        return new
+
     def _copy(self) -> Bm25Index:
         new = Bm25Index(k1=self.k1, b=self.b)
         new.chunks = list(self.chunks)

@@ -118,6 +118,24 @@ class StoreBm25:
                 indexes[ns] = ix.added(keys, ptr, terms, counts, parts)
         return LexicalVersion(epoch=view.epoch, covered=view.rows, indexes=indexes)
 
+    def renumber(self, old_epoch: int, new_epoch: int, kept: np.ndarray) -> bool:
+        """Carry the indexes over a purge that kept the rows `kept` (a bool per key of
+        `old_epoch`) and numbered them on from 0 in `new_epoch` (`Bm25Index.renumbered`: the
+        same index as one made from the rows kept, without analysing them again: 0.4 s of the
+        first search after a purge at 100,000 memories). False, and nothing changed, when the
+        indexes are not of `old_epoch` or reach past `kept`."""
+        with self._lock:
+            v = self.current
+            if v.epoch != old_epoch or v.covered > len(kept):
+                return False
+            key_of = np.cumsum(kept, dtype=np.int64) - 1
+            indexes = {ns: ix.renumbered(kept, key_of) for ns, ix in v.indexes.items()}
+            self.current = LexicalVersion(epoch=new_epoch, covered=int(kept[:v.covered].sum()),
+                                          indexes={ns: ix for ns, ix in indexes.items() if len(ix)})
+            self.dirty = True  # its file went with the purge
+            self.load_state = "carried over a purge"
+            return True
+
     def _passages(self, seg: Segment, rows: np.ndarray) -> dict[int, SparseBatch]:
         """Row -> the term rows of its passages, for the given rows longer than one passage."""
         if self.embedder is None or len(rows) == 0:

@@ -185,6 +185,7 @@ class StorePassages:
                     chunks.append(PassageChunk(key_of[c.keys[stay]], c.parts[stay], c.vectors[stay]))
             self.current = PassageVersion(epoch=new_epoch, covered=int(kept[:v.covered].sum()), chunks=tuple(chunks))
             self.dirty = True  # its file went with the purge
+            self.load_state = "carried over a purge"
             return True
 
     # ------------------------------------------------------------------------------ files

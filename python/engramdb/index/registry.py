@@ -251,10 +251,11 @@ class Indexes:
 
     def drop(self, renumbered: Renumbering | None = None) -> None:
         """Forget every index (after a purge renumbered the rows; their files are gone); with
-        `renumbered` (where each row went), the passage vectors of the rows kept are carried over
-        (the one index whose rebuild embeds text again)."""
+        `renumbered` (where each row went), the passage vectors and BM25 indexes of the rows kept
+        are carried over (a rebuild analyses or embeds every text again; the trees and graphs are
+        rebuilt by a worker, and a search scans exactly meanwhile)."""
         for ix in self.loaded():
-            if renumbered is not None and isinstance(ix, StorePassages) and \
+            if renumbered is not None and isinstance(ix, (StorePassages, StoreBm25)) and \
                     ix.renumber(renumbered.old_epoch, renumbered.new_epoch, renumbered.kept):
                 continue
             ix.drop()

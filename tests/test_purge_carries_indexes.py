@@ -1,6 +1,7 @@
-"""S7 + C7: a purge carries the passage vectors of the memories it keeps over to the new row
-numbers (storage/renumbering.py), so an embedder that reads text (a model) never embeds a store's
-long memories again after a privacy request, and what it carries is what a rebuild makes."""
+"""S7 + C7 + H1: a purge carries the passage vectors and the BM25 indexes of the memories it keeps
+over to the new row numbers (storage/renumbering.py), so an embedder that reads text (a model)
+never embeds a store's long memories again after a privacy request, the first search after it
+analyses nothing, and what is carried is what a rebuild from nothing makes."""
 
 from __future__ import annotations
 
@@ -51,12 +52,12 @@ def _long(i: int) -> str:
 QUERIES = [f"what happened with {t}" for t in TOPICS] + ["memory 7 turned to", "memory 30 turned to"]
 
 
-def _answers(db: engramdb.Store) -> list[list[tuple[str, Any, float]]]:
+def _answers(db: engramdb.Store, weights: dict[str, float] | None = None) -> list[list[tuple[str, Any, float]]]:
     out = []
     for q in QUERIES:
-        hits = db.search(q, namespace="n", k=8, weights={"bm25": 0.0})  # the passage vectors decide
+        hits = db.search(q, namespace="n", k=8, weights={"bm25": 0.0} if weights is None else weights)
         out.append([(h.id, h.passage, round(h.score, 5)) for h in hits])
-    return out
+    return out  # by default the passage vectors decide (BM25 weighed out)
 
 
 @pytest.mark.parametrize("purge", [["l3", "l20", "s1"], ["l0"], ["l35", "s9"]])
@@ -122,3 +123,31 @@ def test_in_memory_a_purge_that_empties_a_segment_keeps_the_rest_in_place() -> N
     fresh, _ = _open(None)
     fresh.add_many(rest)
     assert _answers(db) == _answers(fresh)
+
+
+def test_bm25_carried_over_a_purge_answers_as_a_rebuild(tmp_path: Path) -> None:
+    """The default call (BM25 and the passages together) after purges by id and by namespace: the
+    answers of the carried indexes, of their saved files, and of indexes made from nothing agree."""
+    path = tmp_path / "s"
+    db, _ = _open(path)
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(20)])
+    db.add_many([{"id": f"o{i}", "content": _long(i + 40), "namespace": "other"} for i in range(6)])
+    db.admin.checkpoint()
+    db.add_many([{"id": f"s{i}", "content": f"short note {i} on {TOPICS[i % 6]}", "namespace": "n"}
+                 for i in range(12)])
+    _answers(db, {})
+    assert db.purge(["l4", "s2", "l17"]) == 3
+    assert db.purge(namespace="other") == 6
+    carried = _answers(db, {})
+    files = db.stats()["index_files"]
+    assert files["bm25-lexical"] == files["passages-dense"] == "carried over a purge"
+    db.close()
+    again, _ = _open(path)
+    assert _answers(again, {}) == carried and again.stats()["index_files"]["bm25-lexical"] == "adopted"
+    again.close()
+    for f in (path / "index").iterdir():
+        f.unlink()
+    rebuilt, _ = _open(path)
+    assert _answers(rebuilt, {}) == carried
+    assert rebuilt.stats()["index_files"]["bm25-lexical"] != "adopted"
+    rebuilt.close()
