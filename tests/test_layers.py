@@ -149,7 +149,7 @@ def test_only_storage_reaches_into_the_segments() -> None:
 # files itself and is forbidden outside storage/ by the contract below)
 STORAGE_API = {"engine", "view", "segment", "columns", "vectors", "filters", "ids", "edge_log", "versions",
                "derived_files", "access_log", "curiosity_log", "spool", "folder", "set_aside", "backup", "verify",
-               "repair", "rewrites", "transfer"}
+               "repair", "rewrites", "transfer", "renumbering"}
 
 
 def test_only_storage_touches_the_folders_files() -> None:

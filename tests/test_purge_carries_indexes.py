@@ -64,7 +64,7 @@ def _answers(db: engramdb.Store, weights: dict[str, float] | None = None) -> lis
 def test_a_purge_keeps_the_other_passages_without_embedding_them_again(tmp_path: Path, purge: list[str]) -> None:
     path = tmp_path / "s"
     db, model = _open(path)
-    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(0, 15)])
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(15)])
     db.add_many([{"id": f"s{i}", "content": f"short note {i} on {TOPICS[i % 6]}", "namespace": "n"}
                  for i in range(10)])
     db.admin.checkpoint()
@@ -96,7 +96,7 @@ def test_a_purge_keeps_the_other_passages_without_embedding_them_again(tmp_path:
 
 
 def test_a_purge_of_everything_long_leaves_no_passage(tmp_path: Path) -> None:
-    db, model = _open(tmp_path / "s")
+    db, _ = _open(tmp_path / "s")
     db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(4)]
                 + [{"id": "s", "content": "a short note", "namespace": "n"}])
     _answers(db)
@@ -151,3 +151,43 @@ def test_bm25_carried_over_a_purge_answers_as_a_rebuild(tmp_path: Path) -> None:
     assert _answers(rebuilt, {}) == carried
     assert rebuilt.stats()["index_files"]["bm25-lexical"] != "adopted"
     rebuilt.close()
+
+
+def test_a_sync_of_a_snapshot_from_before_a_purge_never_publishes_its_rows(tmp_path: Path) -> None:
+    """A search or worker that took its snapshot before a purge may sync an index after it: the
+    index it makes is its own, never the index's current one (which a close would save, the purged
+    rows' vectors and terms in it). At the index seam: each kind dropped to the purge's new epoch,
+    then synced with the snapshot from before."""
+    from engramdb.index.hnsw import HnswIndex
+    from engramdb.index.lexical_index import StoreBm25
+    from engramdb.index.passage_vectors import StorePassages
+    from engramdb.index.tree_index import TreeIndex
+    from engramdb.model.tuning import Tuning
+    from engramdb.storage import Engine
+    from engramdb.storage.rewrites import purge
+
+    path = tmp_path / "s"
+    db, _ = _open(path, tuning=Tuning(tree_min_rows=20))
+    db.add_many([{"id": f"l{i}", "content": _long(i), "namespace": "n"} for i in range(40)])
+    db.close()
+    embedders = dict(embedders_for(SCHEMA))
+    engine = Engine(path, schema=SCHEMA, read_only=False, tuning=Tuning(tree_min_rows=20))
+    before = engine.view
+    main = SCHEMA.main
+    lexical = next(s.name for s in SCHEMA.spaces.values() if s.kind == "sparse")
+    dim = embedders[main].dim
+    kinds = [TreeIndex(main, dim, Tuning(tree_min_rows=20)), HnswIndex(main, dim, Tuning(tree_min_rows=20)),
+             StoreBm25(lexical, embedder=embedders[lexical]), StorePassages(main, dim, embedders[main])]
+    for ix in kinds:
+        ix.sync(before)
+    done = purge(engine, ["l3"])
+    assert done.removed == 1 and done.new_epoch > done.old_epoch
+    for ix in kinds:
+        ix.drop(done.new_epoch)
+        ix.sync(before)  # the snapshot from before the purge, 40 rows: what it made is not published
+        published = ix.epoch if isinstance(ix, HnswIndex) else ix.current.epoch  # what a save would write
+        assert published == done.new_epoch, type(ix).__name__
+        ix.sync(engine.view)  # the store as it is, 39 rows
+        got = ix.sync(engine.view)
+        assert got is not None and got.epoch == done.new_epoch and got.covered == 39, type(ix).__name__
+    engine.close()

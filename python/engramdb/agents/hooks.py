@@ -61,6 +61,7 @@ from typing import Any
 
 import engramdb
 
+from ..storage.folder import MANIFEST
 from . import capture, detached, session_upkeep, take_in
 from . import hook_events as ev
 from .capture import why as _why
@@ -193,8 +194,9 @@ def _work(run: _Run, event: str, path: str | None, namespace: str | None, max_ch
             record["id"] = uuid.uuid4().hex  # given here, so a rescue (_rescue) is the same memory
             run.store, run.records = store, [record]
             # a read's capture (the prompt) on a store that exists stays in the spool for the next
-            # writer, as when the resident answers: a writer's open here cost a tenth of the answer
-            run.take_in = hook.read is None or not store.is_dir()
+            # writer, as when the resident answers: a writer's open here cost a fifth of the answer.
+            # A folder without a manifest (new, empty, or a spool a first hook left) is made a store
+            run.take_in = hook.read is None or not (store / MANIFEST).is_file()
         run.parsed.set()
         if run.records or hook.upkeep is not None:
             threading.Thread(target=_write, args=(run, hook.upkeep, store, ns),

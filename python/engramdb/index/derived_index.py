@@ -3,7 +3,8 @@
 A derived index is rebuildable from the segments alone. It is loaded from its saved files when
 they are whole and current (`load`; `load_state` says "adopted" or why not), brought up to a snapshot
 (`sync`: returns an immutable version a search reads, or one the search can filter down to its
-snapshot), written back by the writer (`save`), and forgotten when rows are renumbered (`drop`).
+snapshot), written back by the writer (`save`), and forgotten when rows are renumbered (`drop`: empty at the new row epoch, so a sync of a
+snapshot from before it never publishes the rows a purge removed).
 """
 
 from __future__ import annotations
@@ -27,6 +28,6 @@ class DerivedIndex(Protocol):
 
     def save(self, files: DerivedFiles) -> None: ...
 
-    def drop(self) -> None: ...
+    def drop(self, epoch: int = -1) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...

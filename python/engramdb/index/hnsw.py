@@ -104,6 +104,8 @@ class HnswIndex:
         try:
             if self.epoch == view.epoch and self.covered >= view.committed_rows:
                 return self._version()
+            if self.epoch > view.epoch:  # a purge came while this waited: never the purged rows back
+                return None
             src = SegmentsSource(view.committed_segments, view.schema, self.space)
             with self.rw.write():
                 if self.epoch != view.epoch:
@@ -124,10 +126,10 @@ class HnswIndex:
         finally:
             self._lock.release()
 
-    def drop(self) -> None:
-        """Forget every graph (the rows they index are gone)."""
+    def drop(self, epoch: int = -1) -> None:
+        """Forget every graph (the rows they index are gone); empty at row epoch `epoch`."""
         with self._lock, self.rw.write():
-            self.graphs, self.covered, self.epoch, self.recent, self.source = {}, 0, -1, {}, None
+            self.graphs, self.covered, self.epoch, self.recent, self.source = {}, 0, epoch, {}, None
             self.dirty = False
 
     def mark_dirty(self) -> None:

@@ -88,6 +88,9 @@ class StoreBm25:
             v = self.current
             if v.epoch == view.epoch and v.covered >= view.rows:
                 return v
+            if v.epoch > view.epoch:  # a purge renumbered the rows while this waited: as above,
+                # never published (it would put back the purged rows, and a close would save them)
+                return self._advanced(LexicalVersion(epoch=view.epoch, covered=0), view)
             if v.epoch != view.epoch:
                 v = LexicalVersion(epoch=view.epoch, covered=0)
             self.current = self._advanced(v, view)
@@ -154,10 +157,10 @@ class StoreBm25:
             at += len(spans)
         return out
 
-    def drop(self) -> None:
-        """Forget every index (the rows they index are gone)."""
+    def drop(self, epoch: int = -1) -> None:
+        """Forget every index (the rows they index are gone); empty at row epoch `epoch`."""
         with self._lock:
-            self.current = LexicalVersion(epoch=-1, covered=0)
+            self.current = LexicalVersion(epoch=epoch, covered=0)
             self.dirty = False
 
     # ------------------------------------------------------------------------------ files

@@ -128,6 +128,9 @@ class StorePassages:
             v = self.current
             if v.epoch == view.epoch and v.covered >= view.rows:
                 return v
+            if v.epoch > view.epoch:  # a purge renumbered the rows while this waited: as above,
+                # never published (it would put back the purged rows, and a close would save them)
+                return self._advanced(PassageVersion(epoch=view.epoch, covered=0), view)
             if v.epoch != view.epoch:
                 v = PassageVersion(epoch=view.epoch, covered=0)
             self.current = self._advanced(v, view)
@@ -161,10 +164,10 @@ class StorePassages:
             chunks = (*chunks, PassageChunk(np.array(keys, np.int64), np.array(parts, np.int32), vecs))
         return PassageVersion(epoch=view.epoch, covered=view.rows, chunks=chunks)
 
-    def drop(self) -> None:
-        """Forget every passage (the rows they belong to were renumbered)."""
+    def drop(self, epoch: int = -1) -> None:
+        """Forget every passage (the rows they belong to were renumbered); empty at row epoch `epoch`."""
         with self._lock:
-            self.current = PassageVersion(epoch=-1, covered=0)
+            self.current = PassageVersion(epoch=epoch, covered=0)
             self.dirty = False
 
     def renumber(self, old_epoch: int, new_epoch: int, kept: np.ndarray) -> bool:

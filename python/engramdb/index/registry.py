@@ -233,7 +233,10 @@ class Indexes:
         asks (`dense_version`), `db.admin.build_index()` builds it at once, and a reader meanwhile
         scans exactly what no index covers (at 100,000 memories, default profile: a default search 3 ms,
         a dense-only one 9 ms against 1.4 with a tree)."""
-        return view.committed_rows >= self.tuning.tree_min_rows and ix.sync(view, wait=False, advance=False) is None
+        if view.committed_rows < self.tuning.tree_min_rows:
+            return False
+        got = ix.sync(view, wait=False, advance=False)
+        return got is None or got.covered == 0  # none, or one a purge left empty (`drop`)
 
     def _lexical_made(self, view: View) -> None:
         """The lexical space's BM25 made (so `save` brings it up to the committed rows and writes
@@ -255,10 +258,10 @@ class Indexes:
         are carried over (a rebuild analyses or embeds every text again; the trees and graphs are
         rebuilt by a worker, and a search scans exactly meanwhile)."""
         for ix in self.loaded():
-            if renumbered is not None and isinstance(ix, (StorePassages, StoreBm25)) and \
+            if renumbered is not None and renumbered.carries and isinstance(ix, (StorePassages, StoreBm25)) and \
                     ix.renumber(renumbered.old_epoch, renumbered.new_epoch, renumbered.kept):
                 continue
-            ix.drop()
+            ix.drop(-1 if renumbered is None else renumbered.new_epoch)
         self.turns.drop()
 
     def describe(self) -> dict[str, Any]:

@@ -83,6 +83,8 @@ class TreeIndex:
             v = self.current
             if v.epoch == view.epoch and v.covered >= view.committed_rows:
                 return v
+            if v.epoch > view.epoch:  # a purge came while this waited: never the purged rows back
+                return None
             self.current = self._advanced(v, view)
             self.dirty = True
             return self.current
@@ -120,10 +122,10 @@ class TreeIndex:
         return TreeVersion(epoch=view.epoch, covered=src.total, source=src, trees=trees, built=built,
                            recent=recent)
 
-    def drop(self) -> None:
-        """Forget every tree (the rows they index are gone)."""
+    def drop(self, epoch: int = -1) -> None:
+        """Forget every tree (the rows they index are gone); empty at row epoch `epoch`."""
         with self._lock:
-            self.current = TreeVersion(epoch=-1, covered=0, source=None)
+            self.current = TreeVersion(epoch=epoch, covered=0, source=None)
             self.dirty = False
 
     def mark_dirty(self) -> None:

@@ -18,6 +18,9 @@ class Renumbering:
     old_epoch: int
     new_epoch: int
     kept: np.ndarray
+    # False when an index carried over could differ from one made from the segments: an archived
+    # memory's text has left the segments, not its passages (made before it was archived)
+    carries: bool = True
 
 
 __all__ = ["Renumbering"]

@@ -125,8 +125,8 @@ def purge(engine: Engine, ids: Iterable[str] = (), namespace: str | None = None)
             log.append(table_to_edges(t))
         engine.publish(epoch=m.row_epoch, segments=tuple(kept), ids=IdIndex(), edges=log, edge_rows=len(log),
                        archived=MappingProxyType(archived))
-        return Renumbering(removed, view.epoch, m.row_epoch,
-                           np.concatenate(keeps) if keeps else np.zeros(0, bool))
+        return Renumbering(removed, view.epoch, m.row_epoch, np.concatenate(keeps) if keeps else np.zeros(0, bool),
+                           carries=not archived)
 
 
 def _purge_edges(engine: Engine, ids: set[str], dropped: list[str]) -> list[pa.Table]:
