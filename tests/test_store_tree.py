@@ -333,3 +333,21 @@ def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(ValueError, match="tree-packed"):
         opened(tmp_path / "s", index="packed")
+
+
+def test_a_k_past_what_the_probed_leaves_hold_is_still_filled(tmp_path: Path) -> None:
+    """A tree search probed `tree_probe` leaves whatever k was: k = 1,000 in a namespace of 795
+    returned the 455 memories its leaves held. The leaves probed now hold k twice over."""
+    x = vectors(1_200)
+    db = opened(tmp_path / "s", dedup="off")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
+                  "vectors": {"dense": x[i]}} for i in range(1_200)])
+    db.admin.checkpoint()
+    db.admin.settle()
+    for k in (300, 700, 1_000):
+        hits = db.search(x[1], namespace="a", k=k, strategy="tree", explain=True)
+        exact = db.search(x[1], namespace="a", k=k, strategy="exact")
+        assert hits[0].explain is not None and hits[0].explain["strategy"] == "tree"
+        assert len(hits) == len(exact) == min(k, 800)
+        assert len({h.id for h in hits} & {h.id for h in exact}) >= 0.95 * len(exact)
+    db.close()
