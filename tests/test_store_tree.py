@@ -351,3 +351,18 @@ def test_a_k_past_what_the_probed_leaves_hold_is_still_filled(tmp_path: Path) ->
         assert len(hits) == len(exact) == min(k, 800)
         assert len({h.id for h in hits} & {h.id for h in exact}) >= 0.95 * len(exact)
     db.close()
+
+
+def test_a_k_as_large_as_the_namespace_is_answered_exactly_by_either_index_kind(tmp_path: Path) -> None:
+    """HNSW's graph search, asked for every key, returned one fewer than the namespace held (a node
+    it did not reach). The default strategy scans exactly when k takes every memory anyway."""
+    x = vectors(1_200)
+    db = opened(tmp_path / "s", dedup="off", index="hnsw")
+    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
+                  "vectors": {"dense": x[i]}} for i in range(1_200)])
+    db.admin.checkpoint()
+    db.admin.settle()
+    hits = db.search(x[1], namespace="a", k=900, strategy="dense_only", explain=True)
+    assert len(hits) == 800 and hits[0].explain is not None and hits[0].explain["strategy"] == "exact"
+    assert db.search(x[1], namespace="a", k=10, strategy="dense_only", explain=True)[0].explain["strategy"] == "hnsw"
+    db.close()

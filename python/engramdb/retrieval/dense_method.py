@@ -63,7 +63,8 @@ def _index_search(ctx: QueryContext, kind: str, sp: Space, qv: Any, k: int, forc
     """Search the namespace's index over the committed rows into `found`; None when an exact scan
     should answer instead (a small namespace, or no index for it yet)."""
     view, ns, tuning = ctx.view, ctx.namespace, ctx.tuning
-    if not forced and view.namespace_rows(ns, committed_only=True) < tuning.tree_min_rows:
+    rows = view.namespace_rows(ns, committed_only=True)
+    if not forced and (rows < tuning.tree_min_rows or k >= rows):  # a k that takes every memory: the scan is exact
         return None
     version = _pinned(ctx, kind, sp)
     if version is None:
