@@ -46,10 +46,14 @@ class HnswVersion:
     recent: dict[str, np.ndarray] = field(default_factory=dict)
 
     def query(self, ns: str, q: np.ndarray, k: int,
-              allowed: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-        """Top-k keys of the namespace's graph that pass `allowed`, over-fetching."""
+              allowed: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
+        """Top-k keys of the namespace's graph that pass `allowed`, over-fetching; None when the
+        graphs are no longer of this version's row epoch (a purge dropped or rebuilt them: their
+        keys number other rows), and the caller scans exactly."""
         with self.index.rw.read():
-            graph = self.index.graphs[ns]
+            graph = self.index.graphs.get(ns) if self.index.epoch == self.epoch else None
+            if graph is None:
+                return None
             size = len(graph)
             want = min(size, 4 * k)
             while True:

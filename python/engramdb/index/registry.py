@@ -264,6 +264,17 @@ class Indexes:
             ix.drop(-1 if renumbered is None else renumbered.new_epoch)
         self.turns.drop()
 
+    def text_changed(self, view: View) -> None:
+        """Rows' text changed in place (archived, or brought back): the indexes made from the text
+        (BM25, which reads a long memory's passages from it, and the passage vectors) no longer
+        match the segments, and a purge would carry them over as they are. Dropped, their files
+        deleted; a search or a writer's close makes them again."""
+        text: list[StoreBm25 | StorePassages] = [*self._bm25.values(), *self._passages.values()]
+        for ix in text:
+            ix.drop(view.epoch)
+        if self.files.writable:
+            self.files.clear(("bm25-", "passages-"))
+
     def describe(self) -> dict[str, Any]:
         """What `Store.stats` reports of the indexes made so far."""
         files = {f"{kind}-{name}": ix.load_state

@@ -176,11 +176,13 @@ class DerivedFiles:
             return "corrupt (size or CRC-32 mismatch)" if raw.startswith("corrupt") else raw
         return raw, meta
 
-    def clear(self) -> None:
-        """Delete every derived file (they describe rows that are about to change)."""
+    def clear(self, prefixes: tuple[str, ...] = DERIVED_PREFIXES) -> None:
+        """Delete every derived file (they describe rows that are about to change), or those of
+        the index kinds named by `prefixes` (some of DERIVED_PREFIXES)."""
         if self.dir is None or not self.dir.is_dir():
             return
+        wanted = tuple(p for p in prefixes if p in DERIVED_PREFIXES)
         for f in self.dir.iterdir():
             # only files of the names indexes write: nothing else in the folder is ours to delete
-            if f.is_file() and f.name.startswith(DERIVED_PREFIXES):
+            if f.is_file() and wanted and f.name.startswith(wanted):
                 disk.unlink(f)

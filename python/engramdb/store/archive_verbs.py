@@ -43,6 +43,8 @@ class Archiving:
                 if unknown:
                     raise StoreError(f"no memory with id {unknown[0]!r} to archive")
                 name = rewrites.archive(engine, {i for i in wanted if i not in view.archived})
+                if name:
+                    self._db._indexes.text_changed(engine.view)
                 return {"memories": len(wanted - set(view.archived)) if name else 0, "leaves": 0, "file": name}
         cutoff = micros(as_utc("older_than", older_than))  # type: ignore[arg-type]
         with engine.writing():
@@ -69,6 +71,7 @@ class Archiving:
             name = rewrites.archive(engine, chosen)
             if name is None:
                 return {"memories": 0, "leaves": 0, "file": None}
+            self._db._indexes.text_changed(engine.view)
             if tree is not None:
                 tree.set_archived(leaves)
             return {"memories": len(chosen), "leaves": len(leaves), "file": name}
@@ -85,6 +88,7 @@ class Archiving:
                 return 0
             engine.checkpoint()
             n = rewrites.unarchive(engine, which)
+            self._db._indexes.text_changed(engine.view)
             main = self._db.schema[self._db.schema.main]
             if main.kind == "dense" and self._db.admin.index_kind == "tree":
                 self._db._indexes.tree(main, engine.view).set_archived(None)

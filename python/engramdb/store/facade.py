@@ -162,13 +162,13 @@ class Store(Reads):
         try:
             if not engine.read_only and checkpoint and not engine.forked:
                 with engine.writing():
+                    engine.on_commit = None  # the save below is the close's (no index built from nothing)
                     engine.checkpoint()
                     try:
                         self._indexes.save(engine.view, closing=True)
                     except (OSError, CorruptFile) as exc:  # derived, rebuilt from the segments by the next search
-                        # a segment whose vectors are damaged fails an index brought up to it (the
-                        # open's warm job loaded one); its data is what `verify` reports, and closing
-                        # a writer must still fold its WAL and release the folder
+                        # a segment whose vectors are damaged fails an index brought up to it (the open's warm
+                        # job loaded one); `verify` reports it, and a close must still fold its WAL and let go
                         _log.warning("the indexes of %s were not saved at close: %s", self.path, exc)
             self._usage.flush()  # a reader's access rows go to the spool
             if not engine.read_only and not engine.forked:
