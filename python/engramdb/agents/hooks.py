@@ -26,7 +26,7 @@ neither numpy nor Arrow, resident_link.fast_hook; this one for the first capture
 store); else the next writer takes them in, exactly once (ids are given here). UserPromptSubmit's
 prompt on a store that exists is left in the spool for the next writer (the turn's Stop, whose
 take-in ingests every capture waiting), as when its resident answers: the prompt is what the
-agent holds already, and a writer's open in this process was a tenth of the answer's time.
+agent holds already, and a writer's open in this process was a fifth of the answer's time.
 Parallel hooks never wait on each other or on a long-lived writer.
 Reads open the store read-only (any number at once); a store folder that does not exist yet reads
 as empty. The exit status is always 0: these hooks never block the agent. Bad or empty stdin
