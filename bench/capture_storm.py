@@ -99,7 +99,10 @@ def main() -> None:
     for proc in hooks:
         proc.wait(timeout=300)
         assert proc.stderr is not None
-        said_lost += proc.stderr.read().count("NOT kept")
+        said = proc.stderr.read()
+        said_lost += said.count("NOT kept")
+        if "NOT kept" in said:  # why, for the reliability notes
+            print("a hook said:", said.strip()[:400], flush=True)
     failed_capturers = 0
     for proc in capturers:
         out, err = proc.communicate(timeout=300)

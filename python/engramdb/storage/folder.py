@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,7 +75,7 @@ def fingerprint(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-_SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access)(\.tmp)?$")  # storage/spool.py's names
+_SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access|taking)(\.tmp)?$")  # storage/spool.py's names
 
 
 def _being_made(folder: Path, names: set[str]) -> bool:
@@ -88,7 +89,16 @@ def _being_made(folder: Path, names: set[str]) -> bool:
     if "spool" not in names:
         return True
     return spooled.is_dir() and not spooled.is_symlink() and all(
-        _SPOOLED.match(p.name) and p.is_file() and not p.is_symlink() for p in spooled.iterdir())
+        _SPOOLED.match(p.name) and _spooled_file(p) for p in spooled.iterdir())
+
+
+def _spooled_file(path: Path) -> bool:
+    """A regular file (not a link), or one gone since the folder was listed: a writer took a spooled
+    capture in meanwhile (one look, so it cannot vanish between two)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
 
 
 def _marker_without_spaces(folder: Path) -> bool:
