@@ -1,6 +1,6 @@
-"""Where a purge (storage/rewrites.py) moved each row: what lets a derived index that is costly to
-rebuild (the passage vectors: a model embedder reads every long memory again) follow the rows
-instead of starting over."""
+"""Where a purge (storage/rewrites.py) moved each row: what lets the derived indexes that are costly
+to rebuild (BM25 analyses every text again; the passage vectors, with a model embedder, embed every
+long memory again) follow the rows instead of starting over (index/registry.py `Indexes.drop`)."""
 
 from __future__ import annotations
 

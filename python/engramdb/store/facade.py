@@ -390,7 +390,7 @@ class Store(Reads):
                 self._usage.purged(save=False)  # the rows are kept: only this process stops logging them a while
                 raise
             self._usage.purged()  # rows made before now naming them are never logged again
-            if done.removed:  # rows were renumbered: every derived index is rebuilt on demand, but passages carried over
+            if done.removed:  # rows renumbered: BM25 and passages carried over, the trees rebuilt on demand
                 self._indexes.drop(done)
             self._dedup_report, self._contradiction_report = [], []  # they may name what was purged
             return done.removed
