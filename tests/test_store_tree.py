@@ -32,9 +32,9 @@ def vectors(n: int, seed: int = 0) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def filled(path: Path | None, n: int = 1_500) -> tuple[engramdb.Store, np.ndarray]:
+def filled(path: Path | None, n: int = 1_500, **kw: Any) -> tuple[engramdb.Store, np.ndarray]:
     x = vectors(n)
-    db = opened(path, dedup="off")
+    db = opened(path, dedup="off", **kw)
     db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
                   "vectors": {"dense": x[i]}} for i in range(n)])
     db.admin.checkpoint()
@@ -160,12 +160,7 @@ def test_small_namespaces_and_memory_stores_use_exact_scan(tmp_path: Path) -> No
 
 
 def test_hnsw_index_kind_answers_with_the_same_filters(tmp_path: Path) -> None:
-    x = vectors(1_500)
-    db = opened(tmp_path / "s", dedup="off", index="hnsw")
-    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
-                  "vectors": {"dense": x[i]}} for i in range(1_500)])
-    db.admin.checkpoint()
-    db.admin.settle()
+    db, x = filled(tmp_path / "s", index="hnsw")
     hits = db.search(x[1], namespace="a", k=10, explain=True)
     assert hits[0].explain is not None and hits[0].explain["strategy"] == "hnsw" and hits[0].id == "m1"
     exact = db.search(x[1], namespace="a", k=10, strategy="exact")
@@ -338,12 +333,7 @@ def test_packed_trees_answer_like_plain_trees(tmp_path: Path) -> None:
 def test_a_k_past_what_the_probed_leaves_hold_is_still_filled(tmp_path: Path) -> None:
     """A tree search probed `tree_probe` leaves whatever k was: k = 1,000 in a namespace of 795
     returned the 455 memories its leaves held. The leaves probed now hold k twice over."""
-    x = vectors(1_200)
-    db = opened(tmp_path / "s", dedup="off")
-    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
-                  "vectors": {"dense": x[i]}} for i in range(1_200)])
-    db.admin.checkpoint()
-    db.admin.settle()
+    db, x = filled(tmp_path / "s", 1_200)
     for k in (300, 700, 1_000):
         hits = db.search(x[1], namespace="a", k=k, strategy="tree", explain=True)
         exact = db.search(x[1], namespace="a", k=k, strategy="exact")
@@ -356,12 +346,7 @@ def test_a_k_past_what_the_probed_leaves_hold_is_still_filled(tmp_path: Path) ->
 def test_a_k_as_large_as_the_namespace_is_answered_exactly_by_either_index_kind(tmp_path: Path) -> None:
     """HNSW's graph search, asked for every key, returned one fewer than the namespace held (a node
     it did not reach). The default strategy scans exactly when k takes every memory anyway."""
-    x = vectors(1_200)
-    db = opened(tmp_path / "s", dedup="off", index="hnsw")
-    db.add_many([{"content": f"m{i}", "id": f"m{i}", "namespace": "a" if i % 3 else "b",
-                  "vectors": {"dense": x[i]}} for i in range(1_200)])
-    db.admin.checkpoint()
-    db.admin.settle()
+    db, x = filled(tmp_path / "s", 1_200, index="hnsw")
     hits = db.search(x[1], namespace="a", k=900, strategy="dense_only", explain=True)
     assert len(hits) == 800 and hits[0].explain is not None and hits[0].explain["strategy"] == "exact"
     assert db.search(x[1], namespace="a", k=10, strategy="dense_only", explain=True)[0].explain["strategy"] == "hnsw"
