@@ -34,6 +34,7 @@ from .._arrow_numpy import array_of, lists_of, numpy_of
 from ..kernels.sets import unique
 from ..spaces.protocol import Embedder, SparseBatch
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
+from ..storage.renumbering import Renumbering
 from ..storage.segment import Segment
 from ..storage.view import View
 from .bm25 import K1, B, Bm25Index
@@ -121,19 +122,17 @@ class StoreBm25:
                 indexes[ns] = ix.added(keys, ptr, terms, counts, parts)
         return LexicalVersion(epoch=view.epoch, covered=view.rows, indexes=indexes)
 
-    def renumber(self, old_epoch: int, new_epoch: int, kept: np.ndarray) -> bool:
-        """Carry the indexes over a purge that kept the rows `kept` (a bool per key of
-        `old_epoch`) and numbered them on from 0 in `new_epoch` (`Bm25Index.renumbered`: the
-        same index as one made from the rows kept, without analysing them again: 0.4 s of the
-        first search after a purge at 100,000 memories). False, and nothing changed, when the
-        indexes are not of `old_epoch` or reach past `kept`."""
+    def renumber(self, moved: Renumbering) -> bool:
+        """Carry the indexes over a purge (`moved`: which rows it kept, and their new keys;
+        `Bm25Index.renumbered`: the same index as one made from the rows kept, without analysing
+        them again: 0.4 s of the first search after a purge at 100,000 memories). False, and
+        nothing changed, when the indexes cannot follow (`Renumbering.follows`)."""
         with self._lock:
             v = self.current
-            if v.epoch != old_epoch or v.covered > len(kept):
+            if not moved.follows(v.epoch, v.covered):
                 return False
-            key_of = np.cumsum(kept, dtype=np.int64) - 1
-            indexes = {ns: ix.renumbered(kept, key_of) for ns, ix in v.indexes.items()}
-            self.current = LexicalVersion(epoch=new_epoch, covered=int(kept[:v.covered].sum()),
+            indexes = {ns: ix.renumbered(moved.kept, moved.key_of) for ns, ix in v.indexes.items()}
+            self.current = LexicalVersion(epoch=moved.new_epoch, covered=moved.covered_after(v.covered),
                                           indexes={ns: ix for ns, ix in indexes.items() if len(ix)})
             self.dirty = True  # its file went with the purge
             self.load_state = "carried over a purge"

@@ -28,6 +28,7 @@ from .._arrow_numpy import arrow_of, numpy_of, whole
 from ..spaces.passages import MIN_CHARS, passages_many
 from ..spaces.protocol import Embedder
 from ..storage.derived_files import DerivedFiles, bytes_table, table_bytes
+from ..storage.renumbering import Renumbering
 from ..storage.segment import Segment
 from ..storage.view import View
 
@@ -170,23 +171,22 @@ class StorePassages:
             self.current = PassageVersion(epoch=epoch, covered=0)
             self.dirty = False
 
-    def renumber(self, old_epoch: int, new_epoch: int, kept: np.ndarray) -> bool:
-        """Carry the passages over a purge that kept the rows `kept` (a bool per key of
-        `old_epoch`, in order) and numbered them on from 0 in `new_epoch`: the purged rows'
-        vectors dropped, the others re-keyed, nothing embedded again (a model embedder took
-        minutes to re-embed a store's long memories after every purge). False, and nothing
-        changed, when the passages are not of `old_epoch` or reach past `kept`."""
+    def renumber(self, moved: Renumbering) -> bool:
+        """Carry the passages over a purge (`moved`: which rows it kept, and their new keys): the
+        purged rows' vectors dropped, the others re-keyed, nothing embedded again (a model embedder
+        took minutes to re-embed a store's long memories after every purge). False, and nothing
+        changed, when the passages cannot follow (`Renumbering.follows`)."""
         with self._lock:
             v = self.current
-            if v.epoch != old_epoch or v.covered > len(kept):
+            if not moved.follows(v.epoch, v.covered):
                 return False
-            key_of = np.cumsum(kept, dtype=np.int64) - 1  # an old key's new key, where it is kept
             chunks = []
             for c in v.chunks:
-                stay = kept[c.keys]
+                stay = moved.kept[c.keys]
                 if stay.any():
-                    chunks.append(PassageChunk(key_of[c.keys[stay]], c.parts[stay], c.vectors[stay]))
-            self.current = PassageVersion(epoch=new_epoch, covered=int(kept[:v.covered].sum()), chunks=tuple(chunks))
+                    chunks.append(PassageChunk(moved.key_of[c.keys[stay]], c.parts[stay], c.vectors[stay]))
+            self.current = PassageVersion(epoch=moved.new_epoch, covered=moved.covered_after(v.covered),
+                                          chunks=tuple(chunks))
             self.dirty = True  # its file went with the purge
             self.load_state = "carried over a purge"
             return True

@@ -252,16 +252,16 @@ class Indexes:
         if not self._lexical_close_enough(StoreBm25(space.name), view):
             self.bm25(space, view)
 
-    def drop(self, renumbered: Renumbering | None = None) -> None:
-        """Forget every index (after a purge renumbered the rows; their files are gone); with
-        `renumbered` (where each row went), the passage vectors and BM25 indexes of the rows kept
-        are carried over (a rebuild analyses or embeds every text again; the trees and graphs are
-        rebuilt by a worker, and a search scans exactly meanwhile)."""
+    def drop(self, renumbered: Renumbering) -> None:
+        """Forget every index (after a purge renumbered the rows; their files are gone), empty at
+        the new row epoch, but for the passage vectors and BM25 indexes of the rows kept, carried
+        over where they can be (`renumbered`: where each row went; a rebuild analyses or embeds
+        every text again). The trees and graphs are rebuilt by a worker; a search scans exactly
+        meanwhile."""
         for ix in self.loaded():
-            if renumbered is not None and renumbered.carries and isinstance(ix, (StorePassages, StoreBm25)) and \
-                    ix.renumber(renumbered.old_epoch, renumbered.new_epoch, renumbered.kept):
+            if isinstance(ix, (StorePassages, StoreBm25)) and ix.renumber(renumbered):
                 continue
-            ix.drop(-1 if renumbered is None else renumbered.new_epoch)
+            ix.drop(renumbered.new_epoch)
         self.turns.drop()
 
     def text_changed(self, view: View) -> None:

@@ -5,6 +5,7 @@ long memory again) follow the rows instead of starting over (index/registry.py `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -21,6 +22,20 @@ class Renumbering:
     # False when an index carried over could differ from one made from the segments: an archived
     # memory's text has left the segments, not its passages (made before it was archived)
     carries: bool = True
+
+    @cached_property
+    def key_of(self) -> np.ndarray:
+        """Each old key's new key, where its row was kept (made once for every index that follows)."""
+        out: np.ndarray = np.cumsum(self.kept, dtype=np.int64) - 1
+        return out
+
+    def follows(self, epoch: int, covered: int) -> bool:
+        """Whether an index of row epoch `epoch` over the first `covered` keys can follow the rows."""
+        return self.carries and epoch == self.old_epoch and covered <= len(self.kept)
+
+    def covered_after(self, covered: int) -> int:
+        """How many of the first `covered` old keys were kept: what such an index covers after."""
+        return int(self.kept[:covered].sum())
 
 
 __all__ = ["Renumbering"]
