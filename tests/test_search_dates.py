@@ -12,7 +12,7 @@ from pathlib import Path
 
 import engramdb
 import pytest
-from engramdb.retrieval.dates import windows
+from engramdb.retrieval.dates import windows, without_relative
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -249,3 +249,58 @@ def test_context_reads_the_dates_against_now(tmp_path: Path) -> None:
                           path, "--namespace", "u", "--max-tokens", "50", "--now", "2023-07-03T00:00:00+00:00",
                           "--json"], capture_output=True, text=True, check=True).stdout
     assert "lemon" in json.loads(out)["text"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Where was Calvin in the last week of October 2023?", [(date(2023, 10, 1), date(2023, 10, 31))]),
+    ("the last year of college", []),
+    ("What did I cook the day before yesterday?", [(date(2023, 10, 18), date(2023, 10, 18))]),
+])
+def test_a_unit_of_a_named_period_and_the_day_before_yesterday(text: str, expected: list[tuple[date, date]]) -> None:
+    assert _days(text) == expected
+
+
+def test_without_relative_blanks_only_what_is_counted_from_now() -> None:
+    text = "What did I do Yesterday, two days ago and on May 3, 2023, last Friday and this week? İstanbul"
+    out = without_relative(text)
+    assert len(out) == len(text)  # read on the text as written: no lower-casing changes its length
+    assert out.split() == ["What", "did", "I", "do", ",", "and", "on", "May", "3,", "2023,", "and", "?", "İstanbul"]
+    assert without_relative("the last week of August") == "the last week of August"
+
+
+def _diary() -> engramdb.Store:
+    """A day a week of September and October 2023 (NOW is Friday October 20), and one line that
+    says "last week" about its own week, in September."""
+    db = engramdb.open()
+    for i in range(8):
+        day = datetime(2023, 9, 1, 18, tzinfo=UTC) + timedelta(days=7 * i)
+        db.add(f"Spent the evening on chore number {i}.", namespace="u", valid_from=day)
+    db.add("We moved flats last week, what a mess.", namespace="u", valid_from=datetime(2023, 9, 4, tzinfo=UTC))
+    db.add("A note in another namespace.", namespace="v", valid_from=datetime(2023, 10, 19, tzinfo=UTC))
+    return db
+
+
+def test_what_was_said_in_a_named_period_is_found_without_a_shared_word() -> None:
+    db = _diary()
+    hits = db.search("What did I do last week?", namespace="u", k=3, now=NOW, log=False, explain=True)
+    # last week is Monday 9 to Sunday 15 October: the chore of Friday 13th, then the grace's
+    assert hits[0].memory.valid_from == datetime(2023, 10, 13, 18, tzinfo=UTC), [h.memory.content for h in hits]
+    assert hits[0].explain is not None and hits[0].explain["dated"] is True
+    assert 0 < hits[0].score < 0.2  # a weak match: the date only
+    assert hits[1].memory.valid_from == datetime(2023, 10, 20, 18, tzinfo=UTC)  # today: in the grace
+    # "last week" was not matched as words: the September line that says it matches nothing
+    assert all(h.score == 0 for h in hits if "moved" in h.memory.content)
+    # another namespace's memory of the period is never among them, nor one of a time the query may not see
+    assert all(h.memory.namespace == "u" for h in hits)
+    past = db.search("What did I do last week?", namespace="u", k=3, now=NOW, as_of=datetime(2023, 9, 20, tzinfo=UTC),
+                     log=False)
+    assert all(h.memory.valid_from <= datetime(2023, 9, 20, tzinfo=UTC) for h in past)
+
+
+def test_relative_words_stay_words_when_their_period_holds_nothing() -> None:
+    db = _diary()
+    later = datetime(2025, 3, 1, tzinfo=UTC)  # last week then holds no memory: the history is asked in its own words
+    hits = db.search("When did we move flats last week?", namespace="u", k=1, now=later, log=False)
+    assert "moved flats" in hits[0].memory.content
+    hits = db.search("What happened last week?", namespace="u", k=1, now=later, log=False)
+    assert "last week" in hits[0].memory.content

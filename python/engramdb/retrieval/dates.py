@@ -4,10 +4,13 @@ A question that names a time ("What did I buy in March?", "What did Sam say on 1
 2023?", "What did we decide last week?") is about what was said then: `windows` reads the
 periods it names, and the search ranks the memories that started to hold in one of them
 (`valid_from`: the day a turn was said, when the caller gives each turn its session's date) a
-little higher (retrieval/search.py). It never filters: a date it misreads, or one outside the
-store's history, changes no membership, only an order among candidates already found. The
-strategies that read the query's words read its dates (hybrid, bm25, rrf, multi_space,
-pipeline); a dense one (dense_only, exact, tree, hnsw) orders by its space's similarity alone.
+little higher, and counts a memory said then as matching the question's date even when it shares
+none of its words ("What did I do yesterday?"; retrieval/search.py). It never filters: a date it
+misreads, or one outside the store's history, removes nothing; what matches the question's words
+still ranks first. A date named relative to the asking ("last week") is not also matched as words
+when its period holds memories (`without_relative`). The strategies that read the query's words
+read its dates (hybrid, bm25, rrf, multi_space, pipeline); a dense one (dense_only, exact, tree,
+hnsw) orders by its space's similarity alone.
 
 What it reads, case-insensitive, English:
 - a day: ISO `2023-05-03`; `May 3, 2023`, `May 3rd`, `3 May 2023`, `the 3rd of May`;
@@ -16,6 +19,7 @@ What it reads, case-insensitive, English:
   may help"), `early/mid/late June` as the whole month; `last June` said in June is a year back;
 - a year: `in 2023`, `2023` (1900-2099);
 - relative to `now` (the caller's `search(now=...)`, else the clock): `today`, `yesterday`,
+  `the day before yesterday`,
   `this/last week`, `this/last weekend`, `this/last month`, `this/last year`,
   `last Friday`, `N days/weeks/months/years ago` (N a number or one..twelve, "a", "an").
 A date without a year is the latest such date that is not after `now`. Only the first
@@ -35,7 +39,7 @@ from datetime import date, timedelta
 
 import numpy as np
 
-__all__ = ["windows", "within"]
+__all__ = ["periods", "relative_windows", "windows", "within", "without_relative"]
 
 DAY_US = 86_400 * 1_000_000
 GRACE_BEFORE = DAY_US  # time zones: a day said in one is the day before in UTC
@@ -63,14 +67,43 @@ _IN_MONTH = re.compile(rf"\b(?P<pre>in|on|during|since|until|through|by|early|mi
                        rf"(?P<mon>{_MONTH_RE})\b")
 _YEAR_ALONE = re.compile(r"\b(?P<y>(?:19|20)\d\d)\b")
 _AGO = re.compile(rf"\b(?P<n>\d{{1,3}}|{_NUMBER_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
-_RELATIVE = re.compile(r"\b(?P<which>this|last|past)\s+(?P<unit>weekend|week|month|year)\b|\b(?P<word>today|yesterday)\b")
+# "the last week of August" is August's: a unit followed by "of" is not counted back from now
+_RELATIVE = re.compile(r"\b(?P<which>this|last|past)\s+(?P<unit>weekend|week|month|year)\b(?!\s+of\b)"
+                       r"|\b(?P<word>today|yesterday)\b")
+_DAY_BEFORE = re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b")
 _LAST_WEEKDAY = re.compile(rf"\b(?:last|on|this\s+past)\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b")
+# the relative forms, read on the text as written (lower-casing can change a text's length)
+_RELATIVE_ANY_CASE = tuple(re.compile(p.pattern, re.IGNORECASE) for p in (_DAY_BEFORE, _AGO, _RELATIVE, _LAST_WEEKDAY))
 
 
 def windows(text: str, now_us: int) -> list[tuple[int, int]]:
     """The (start, end) microsecond ranges, grace included, of the periods `text` names (see
     the module docstring), sorted and merged where they overlap; [] when it names none. A period outside the calendar (before year 1,
     after 9999: "3000 years ago") is left out."""
+    return _ranges(_named(text, now_us), grace=True)
+
+
+def periods(text: str, now_us: int) -> list[tuple[int, int]]:
+    """The periods `text` names as `windows` reads them, without the grace: the days themselves."""
+    return _ranges(_named(text, now_us), grace=False)
+
+
+def relative_windows(text: str, now_us: int) -> list[tuple[int, int]]:
+    """`windows` of the dates `text` names relative to when it is asked ("yesterday", "last week")."""
+    return _ranges(_named(text, now_us, relative_only=True), grace=True)
+
+
+def without_relative(text: str) -> str:
+    """`text` with the dates it names relative to when it is asked ("yesterday", "last week", "two
+    days ago", "on Friday") blanked out. Those words place the question in time; matched as words,
+    they find memories that said "last week" about their own week, months before the one meant."""
+    head = text[:MAX_CHARS]
+    for pattern in _RELATIVE_ANY_CASE:
+        head = pattern.sub(lambda m: " " * len(m.group(0)), head)
+    return head + text[MAX_CHARS:]
+
+
+def _named(text: str, now_us: int, relative_only: bool = False) -> list[tuple[date, date]]:
     low = text[:MAX_CHARS].lower()
     # the day by integer arithmetic: a float of the seconds rounds the calendar's last microsecond
     # up into year 10000, which no date holds
@@ -90,30 +123,37 @@ def windows(text: str, now_us: int) -> list[tuple[int, int]]:
             if mark:
                 taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
 
-    for m in _ISO.finditer(low):
+    for m in () if relative_only else _ISO.finditer(low):
         read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
-    for m in _MONTH_DAY.finditer(low):
+    for m in () if relative_only else _MONTH_DAY.finditer(low):
         read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
-    for m in _DAY_MONTH.finditer(low):
+    for m in () if relative_only else _DAY_MONTH.finditer(low):
         # "the 2 may help" is the verb: a day before "may" needs "of", an ordinal or a year to be May
         if m["mon"] != "may" or m["th"] or m["of"] or m["y"]:
             read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
-    for m in _MONTH_YEAR.finditer(low):
+    for m in () if relative_only else _MONTH_YEAR.finditer(low):
         read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
-    for m in _IN_MONTH.finditer(low):
+    for m in () if relative_only else _IN_MONTH.finditer(low):
         read(m, lambda m: _named_month(_MONTHS[_title(m["mon"])], m["pre"] == "last", now))
-    for m in _YEAR_ALONE.finditer(low):
+    for m in () if relative_only else _YEAR_ALONE.finditer(low):
         read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))
+    for m in _DAY_BEFORE.finditer(low):  # read first, and marked: its "yesterday" is not one
+        read(m, lambda m: _one(now - timedelta(days=2)))
     for m in _AGO.finditer(low):
         read(m, lambda m: _ago(now, int(m["n"]) if m["n"].isdigit() else _NUMBERS[m["n"]], m["unit"]), False)
     for m in _RELATIVE.finditer(low):
         read(m, lambda m: _relative(now, m["word"] or m["which"], m["unit"]), False)
     for m in _LAST_WEEKDAY.finditer(low):
         read(m, lambda m: _one(now - timedelta(days=(now.weekday() - _WEEKDAYS[m["wd"]]) % 7 or 7)), False)
+    return spans
+
+
+def _ranges(spans: list[tuple[date, date]], grace: bool) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for first, last in sorted(set(spans)):  # merged where they overlap: a query naming many dates stays cheap
         a, b = _us(first), _us(last) + DAY_US  # the last day whole
-        a, b = a - GRACE_BEFORE, b + min(GRACE_AFTER, b - a)
+        if grace:
+            a, b = a - GRACE_BEFORE, b + min(GRACE_AFTER, b - a)
         if out and a <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], b))
         else:

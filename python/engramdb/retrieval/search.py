@@ -22,8 +22,8 @@ from ..model.tuning import Tuning
 from ..spaces.passages import MIN_CHARS, passages
 from ..spaces.protocol import Embedder, Embedding
 from ..spaces.query import embed_query, lexical_space, query_terms
-from ..storage.view import View
-from .dates import windows, within
+from ..storage.view import Loc, View
+from .dates import periods, relative_windows, windows, within, without_relative
 from .dense_method import dense_found
 from .fusion import RRF_K, Fused
 from .plan import SearchPlan
@@ -39,6 +39,10 @@ from .strategies import STRATEGIES
 # were measured on the LoCoMo turns view and the long-history view (bench/RESULTS.md "Dates a
 # query names"): both gain most of what they gain by 1.5; at 2 the turns view starts to lose.
 DATE_BOOST = 1.5
+# What a memory said in a period the question names matches of it at least ("What did I do
+# yesterday?": the date is all the question asks). A weak match's score, so a memory that shares
+# the question's words still ranks first, and a context block takes what was said then.
+SAID_THEN = 0.1
 
 
 def run_search(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[str, Embedder], tuning: Tuning,
@@ -122,10 +126,12 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
     if lex is None and strategy in ("bm25", "pipeline"):
         raise ValueError(f"strategy {strategy!r} needs a sparse lexical space (embedder 'lexical'); this store's "
                          f"spaces are {[s.name for s in schema]}")
-    terms = query_terms(lex, embedders, query) if lex is not None else None
+    ctx = QueryContext(view, indexes, embedders, tuning, plan)
+    said = _placed_in_time(ctx, query)
+    terms = query_terms(lex, embedders, said) if lex is not None else None
     qv = None
     if strategy != "bm25":
-        qv = main.check(query_vector, 1) if query_vector is not None else embed_query(main, embedders, query)
+        qv = main.check(query_vector, 1) if query_vector is not None else embed_query(main, embedders, said)
     enh: dict[str, Any] = {}
     if strategy in ("multi_space", "pipeline"):
         for sp in schema:
@@ -140,8 +146,7 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
             if strategy == "pipeline" and sp.kind != "multivector":
                 continue
             if sp.name in embedders:
-                enh[sp.name] = embed_query(sp, embedders, query)
-    ctx = QueryContext(view, indexes, embedders, tuning, plan)
+                enh[sp.name] = embed_query(sp, embedders, said)
     return Run(ctx=ctx, query=query, main=main, qv=qv, terms=terms, enh=enh, w=dict(plan.weights),
                vector_given=query_vector is not None)
 
@@ -156,17 +161,26 @@ def _fused_hits(run: Run) -> list[Hit]:
     dated: dict[tuple[int, int], float] = {}  # a date the query names: ranks only (the score is the match's)
     # when the question is asked: the caller's `now`, else the time the store is seen as of, else
     # the clock; dates the query names and recency ages are both read at it
-    t_ref = plan.now_us if plan.now_us is not None else plan.as_of_us if plan.as_of_us is not None else ctx.now_us
-    spans = windows(run.query, t_ref) if isinstance(run.query, str) and fused else []
+    t_ref = _asked_at(ctx)
+    spans = windows(run.query, t_ref) if isinstance(run.query, str) else []
+    if spans:  # what was said then is an answer even when it shares no word with the question
+        fused = fused + _said_then(ctx, run.query, spans, {f.key for f in fused}, plan.k)
+    order: dict[tuple[int, int], tuple[bool, int]] = {}  # a dated memory: (in the grace only, said at)
     if plan.recency or spans:
         valid_from = view.column_at("valid_from", [f.key for f in fused])
         named = within(valid_from, spans)
-        for f, since, then in zip(fused, valid_from.tolist(), named.tolist()):
+        days = within(valid_from, periods(run.query, t_ref)) if spans else named
+        for f, since, then, day in zip(fused, valid_from.tolist(), named.tolist(), days.tolist()):
             if plan.recency:
                 factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
             if then:
                 dated[f.key] = DATE_BOOST
-        fused = sorted(fused, key=lambda f: -f.score * factors.get(f.key, 1.0) * dated.get(f.key, 1.0))
+                order[f.key] = (not day, since)
+        # a dated memory matches the question's date at least (SAID_THEN); among equals, the dated
+        # first, those of the period itself before its grace's, in the order they were said
+        fused = sorted(fused, key=lambda f: (-_dated_score(f.score, f.key in dated) * factors.get(f.key, 1.0)
+                                             * dated.get(f.key, 1.0), f.key not in dated,
+                                             order.get(f.key, (False, 0))))
     fused = fused[: plan.k]
     memories = view.memories_at([f.key for f in fused])
     via_keys = [f.via for f in fused if f.via is not None]
@@ -175,11 +189,11 @@ def _fused_hits(run: Run) -> list[Hit]:
     hits = []
     for f, m in zip(fused, memories):
         factor = factors.get(f.key, 1.0)
-        ranked = f.score * factor
+        ranked = _dated_score(f.score, f.key in dated) * factor
         # placed by a share of another hit's score (it names that hit) or by its session's support:
         # it reports its own match
         via = via_ids[f.via] if f.via is not None else None
-        score = f.own * factor if f.own is not None else ranked
+        score = _dated_score(f.own if f.own is not None else f.score, f.key in dated) * factor
         why = None
         if plan.explain:
             why = {"strategy": plan.strategy, "fused": f.score, "recency": factor, "score": score,
@@ -192,6 +206,54 @@ def _fused_hits(run: Run) -> list[Hit]:
         hits.append(Hit(m.id, float(score), m, why, m.id in view.archived,
                         _passage_span(m.content, detail.get("passage")), via=via))
     return hits
+
+
+def _asked_at(ctx: QueryContext) -> int:
+    """When the question is asked: the caller's `now`, else the time the store is seen as of, else
+    the clock. Dates the query names and recency ages are both read at it."""
+    plan = ctx.plan
+    return plan.now_us if plan.now_us is not None else plan.as_of_us if plan.as_of_us is not None else ctx.now_us
+
+
+def _placed_in_time(ctx: QueryContext, query: str) -> str:
+    """The query as its spaces read it. A date it names relative to its asking ("yesterday", "last
+    week") places it in time, which the dates stage reads: matched as words, it would find what was
+    said "last week" of other weeks. So those words are left out when the period they name holds
+    memories the query may see; when it holds none, the date cannot be the asker's (a history
+    asked about in its own words, with no `now`), and the words stay words."""
+    said = without_relative(query)
+    if said == query or not _said_then(ctx, query, relative_windows(query, _asked_at(ctx)), set(), 1, ordered=False):
+        return query
+    return said if said.strip() else query
+
+
+def _dated_score(score: float, dated: bool) -> float:
+    """A memory said in a period the question names matches it at least by that date."""
+    return max(score, SAID_THEN) if dated else score
+
+
+def _said_then(ctx: QueryContext, query: str, spans: list[tuple[int, int]], found: set[Loc], n: int, *,
+               ordered: bool = True) -> list[Fused[Loc]]:
+    """Up to `n` memories the query may see that started to hold in one of `spans` and that no
+    method found (match 0: `_dated_score` gives them the date's); `ordered`: those of the period
+    itself before those of its grace, each in the order they were said (else any)."""
+    if not spans:
+        return []
+    view = ctx.view
+    # every row's valid_from by key, tested against the spans' outer bounds first (one comparison
+    # a row), the spans themselves only for the rows inside them
+    since = np.concatenate([view.row_array(seg, "valid_from") for seg in range(len(view.segments))])
+    inside = np.flatnonzero((since >= spans[0][0]) & (since < spans[-1][1]))
+    inside = inside[within(since[inside], spans)]
+    inside = inside[ctx.view.key_mask(ctx.namespace, ctx.known_us, ctx.t, ctx.at_now, ctx.types)[inside]]
+    if found and len(inside):
+        inside = inside[~np.isin(inside, view.keys(list(found)))]
+    if not ordered or not len(inside):
+        keys = inside[:n]
+    else:
+        grace = ~within(since[inside], periods(query, _asked_at(ctx)))
+        keys = inside[np.lexsort((inside, since[inside], grace))[:n]]
+    return [Fused(loc, 0.0, {}, {"said_then": True}, None, None) for loc in view.locs(keys)]
 
 
 def _passage_span(content: str, part: Any) -> tuple[int, int] | None:
