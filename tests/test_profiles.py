@@ -68,7 +68,7 @@ def test_minilm_profile_round_trip(tmp_path: Path) -> None:
         assert db.schema["dense"].embedder == "minilm-l6-v2"
         assert db.embedders["hdc"].base is db.embedders["dense"]  # type: ignore[attr-defined]
         assert db.search("who has a dog?", namespace="n", k=1)[0].id == "dog"
-    with pytest.raises(SpaceError, match="has schema"):
+    with pytest.raises(SpaceError, match="has another schema"):
         engramdb.open(tmp_path / "s", profile="default")
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import engramdb
 import numpy as np
 import pytest
+from engramdb.spaces.profiles import earlier_schemas
 from engramdb.spaces.protocol import Embedder
+from engramdb.spaces.schema import SpaceError
 from engramdb.spaces.static_embedding import ENV_VAR, StaticEmbedder, StaticEmbeddingMissing
 from engramdb.spaces.wordpiece import WordPieceTokenizer
 
@@ -164,3 +166,39 @@ def test_static_profile_refuses_a_table_of_another_width(folder: Path, tmp_path:
     monkeypatch.setenv(ENV_VAR, str(folder))  # 16 dimensions; the profile's space has 256
     with pytest.raises(ValueError, match=f"{folder}.*16 dimensions.*256"):
         engramdb.open(str(tmp_path / "store"), profile="static")
+
+
+def test_a_static_store_names_its_table_and_refuses_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A distillation depends on the machine's corpus: the dense space names the table's version,
+    and a store made with one table never embeds with another (through a profile or without)."""
+    first = make_folder(tmp_path / "first", seed=1, dim=256)
+    monkeypatch.setenv(ENV_VAR, str(first))
+    version = StaticEmbedder(first).version
+    path = str(tmp_path / "store")
+    with engramdb.open(path, profile="static") as db:
+        db.add_many(_records("u"))
+        assert db.schema["dense"].embedder == f"static-minilm-l6-v2-v{version}"
+    with engramdb.open(path, profile="static") as db:  # the same table: opens, with or without the profile
+        assert db.search("puppy week", namespace="u", k=1)[0].memory.content == "I adopted a puppy last week"
+    monkeypatch.setenv(ENV_VAR, str(make_folder(tmp_path / "second", seed=2, dim=256)))
+    with pytest.raises(SpaceError, match=f"{version}.*second.*the table the store was made with"):
+        engramdb.open(path)
+    with pytest.raises(SpaceError, match=f"another schema: dense.embedder '[^']*{version}', given"):
+        engramdb.open(path, profile="static")
+    monkeypatch.setenv(ENV_VAR, str(first))
+    with engramdb.open(path) as db:  # refused without harm: nothing was written
+        assert len(db.search("puppy week", namespace="u", k=4)) >= 1
+
+
+def test_a_static_store_made_before_the_table_was_named_still_opens(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, str(make_folder(tmp_path / "t", dim=256)))
+    old = earlier_schemas("static")[0]  # the static profile's schema before it named the version
+    assert old["dense"].embedder == "static-minilm-l6-v2"
+    path = str(tmp_path / "store")
+    with engramdb.open(path, schema=old) as db:
+        db.add_many(_records("u"))
+    for kw in ({}, {"profile": "static"}):
+        with engramdb.open(path, **kw) as db:
+            assert db.schema["dense"].embedder == "static-minilm-l6-v2"
+            assert db.search("puppy week", namespace="u", k=1)[0].memory.content == "I adopted a puppy last week"

@@ -161,7 +161,7 @@ def test_schema_mismatch_on_reopen_is_refused(tmp_path: Path) -> None:
     open_store(tmp_path / "mem").close()
     from engramdb.spaces.schema import Schema, Space
 
-    with pytest.raises(SpaceError, match="has schema"):
+    with pytest.raises(SpaceError, match="has another schema"):
         engramdb.open(tmp_path / "mem", schema=Schema([Space("other", "dense", 4, "dot")]), embedders={})
 
 

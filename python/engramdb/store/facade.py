@@ -34,7 +34,7 @@ from ..model.errors import ConflictError, CorruptFile, InvalidMemory, StoreError
 from ..model.memory import Memory, utc_now, validate_memory
 from ..model.tuning import Tuning
 from ..spaces.passages import MIN_CHARS
-from ..spaces.profiles import earlier_schemas, embedders_for, names_match, profile_schema
+from ..spaces.profiles import earlier_schemas, embedders_for, mismatch, names_match, profile_schema
 from ..spaces.protocol import Embedder
 from ..spaces.schema import Schema, SpaceError
 from ..storage import rewrites
@@ -116,9 +116,7 @@ class Store(Reads):
             for name, emb in self.embedders.items():
                 declared = self.schema[name].embedder if name in self.schema.spaces else None
                 if declared is not None and not names_match(emb, declared):
-                    raise SpaceError(
-                        f"space {name!r} is declared to hold {declared!r} vectors but the embedder given for it is "
-                        f"{emb.name!r}; use a schema (or profile=) that names it, e.g. profile='minilm' for MiniLM")
+                    raise SpaceError(mismatch(name, emb, declared))
             self._indexes = Indexes(self._engine.files, o.tuning, o.index, self.embedders, reader=o.read_only)
             self._engine.on_commit = self._background.after_commit
             if not o.read_only and o.tuning.background:
