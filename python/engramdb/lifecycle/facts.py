@@ -147,6 +147,14 @@ _MOVERS = frozenset(stem(w) for w in word_set("""be move schedule reschedule pos
     bring happen fall hold"""))  # with a time, they say when the subject happens
 _SINGLE = frozenset(("residence", "employer", "occupation", "spouse", "fiance", "prefer", "when", "born", "name",
                      stem("study"), stem("drive"), "report to", "bank with"))
+# Relations whose value names one place, organisation, job or person: it ends where the clause says when,
+# with whom or where else ("moved to Porto last week", "live in Porto with our dog"), or where a new
+# clause opens without a comma ("live in Porto I want to ..."); whole, one city read as two values.
+_NAMED_VALUE = frozenset(("residence", "employer", "occupation", "spouse", "fiance"))
+_NOMINATIVE = word_set("i we he she they")
+_WHEN_OPENS = word_set("""last next this every past yesterday today tonight tomorrow recently lately ago
+    january february march april june july august september october november december monday tuesday wednesday
+    thursday friday saturday sunday""")
 _ATTRIBUTES = {stem(attribute): found for attribute, found in {  # an owner's attribute -> (relation, its value's kind)
     "home": ("residence", "place"), "address": ("residence", "place"), "employer": ("employer", "name"),
     "job": ("occupation", "any"), "occupation": ("occupation", "any"), "profession": ("occupation", "any"),
@@ -362,6 +370,8 @@ def _fact(subject_words: list[Word], words: list[Word], at: int, subject: tuple[
             verb, particle, rest = "fan", "of", rest[k + 2:]
     v = read_value(rest)
     relation = _relation(verb, particle, v.opens_with_time)
+    if relation in _NAMED_VALUE and len(named := _named_value(rest)) < len(rest):  # its amounts stay the clause's
+        rest, v = named, replace(v, terms=(n := read_value(named)).terms, head=n.head)
     subject, relation = _attribute(subject, relation, copula, rest, v)
     if person is None:
         person = bool(contracted) or _person(subject_words, subject)
@@ -375,6 +385,18 @@ def _fact(subject_words: list[Word], words: list[Word], at: int, subject: tuple[
     vague = bool(rest) and rest[0].low in ("a", "an", "some") and not any(w.raw[:1].isupper() for w in rest)
     return Fact(_speaker_dropped(subject), relation, terms, v.amounts, positive, single, v.when, vague, head,
                 " ".join(w.raw for w in rest), person)
+
+
+def _named_value(rest: list[Word]) -> list[Word]:
+    """The words of a `_NAMED_VALUE` relation's value: up to a nominative pronoun, or, after its
+    first word, a word opening a time ("Porto last week") or a preposition other than "of" ("the
+    University of Porto") that no amount follows ("Dubai for 6 years" is one value). Its terms;
+    its amounts are the whole clause's."""
+    for i, w in enumerate(rest):
+        if w.low in _NOMINATIVE or _PRONOUN_VERB.match(w.low) is not None or (i > 0 and (w.low in _WHEN_OPENS or (
+                w.low in _PREPOSITIONS and w.low != "of" and not read_value(rest[i + 1:i + 2]).amounts))):
+            return rest[:i]
+    return rest
 
 
 def _existential(words: list[Word]) -> list[Fact]:
