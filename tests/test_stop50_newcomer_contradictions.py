@@ -49,7 +49,7 @@ def test_supersede_keeps_a_move_that_a_later_turn_confirms() -> None:
 
 @pytest.mark.parametrize(("old", "new", "cue"), [
     ("We live in Porto with our dog.", "We live in Lisbon with our dog.", "update"),
-    ("We moved to Porto last week!", "Now that we moved to Lisbon I want to bake bread.", "update"),
+    ("We moved to Porto last week!", "We moved to Lisbon I want to bake bread.", "update"),
     ("I work at the University of Porto.", "I work at the University of Lisbon.", "update"),
     ("Fatima has lived in Dubai for 6 years.", "Fatima has lived in Dubai for 7 years.", "number"),
 ])
