@@ -32,12 +32,12 @@ pytestmark = pytest.mark.anyio
 TIMEOUT = 60.0  # seconds a call may take before the test fails instead of hanging
 
 TOOLS = {
-    "search_graph": {"query", "strategy", "topK"},
+    "search_graph": {"query", "strategy", "topK", "now", "asOf"},
     "search_causes": {"query", "causalDirection", "topK"},
     "search_connections": {"query", "direction", "topK"},
     "search_by_intent": {"query", "blendWithSemantic", "topK"},
-    "store_memory": {"content", "importance", "rationale", "memoryType", "sessionId"},
-    "inject_context": {"query", "max_tokens", "sessionId"},
+    "store_memory": {"content", "importance", "rationale", "memoryType", "sessionId", "role", "validFrom"},
+    "inject_context": {"query", "max_tokens", "sessionId", "now", "asOf"},
     "get_topic_portfolio": set(),
     "get_topic_stability": set(),
     "detect_topics": set(),
@@ -197,6 +197,26 @@ async def test_store_memory_is_found_and_injected(session: ClientSession) -> Non
                      namespace="notes", sessionId="s-notes")
     assert text in ctx["text"] and stored["id"] in {i["id"] for i in ctx["items"]}
     assert ctx["stats"]["tokens"] <= 300 and all(i["tokens"] > 0 and i["why"] for i in ctx["items"])
+
+
+async def test_a_history_stored_with_its_dates_is_asked_about_a_day_and_a_past_time(session: ClientSession) -> None:
+    days = [("2024-06-10T18:00:00Z", "We painted the kitchen blue today."),
+            ("2024-06-12T18:00:00Z", "Today I called the bank about the loan."),
+            ("2024-06-13T18:00:00Z", "I walked the dog along the river today.")]
+    ids = [(await call(session, "store_memory", content=text, role="user", validFrom=when, sessionId=f"d{i}",
+                       namespace="diary"))["id"] for i, (when, text) in enumerate(days)]
+    hit = (await call(session, "search_graph", query="What did I do yesterday?", namespace="diary", topK=1,
+                      now="2024-06-13T21:00:00+00:00"))["hits"][0]
+    assert hit["id"] == ids[1] and hit["role"] == "user" and hit["valid_from"].startswith("2024-06-12T18:00:00")
+    ctx = await call(session, "inject_context", query="What did I do yesterday?", namespace="diary", max_tokens=200,
+                     now="2024-06-13T21:00:00Z")
+    assert "called the bank" in ctx["text"]
+    past = await call(session, "search_graph", query="What did I do?", namespace="diary", topK=5,
+                      asOf="2024-06-11T00:00:00Z")
+    assert [h["id"] for h in past["hits"]] == [ids[0]]  # as the memories stood then: only the first was valid
+    assert "no UTC offset" in await error(session, "search_graph", query="x", now="2024-06-13T21:00:00")
+    assert "validFrom 'soon' is not an ISO-8601 time" in await error(session, "store_memory", content="x",
+                                                                      validFrom="soon")
 
 
 async def test_inject_context_fits_the_budget_with_sections(session: ClientSession) -> None:

@@ -59,6 +59,12 @@ DryRun = Annotated[bool, Arg(description="Only report what would change, with wh
                                           "do it.")]
 TopicId = Annotated[str, Arg(min_length=1, description="A topic id from get_topic_portfolio, e.g. 'default/t3' "
                                                          "(or 't3' in the namespace).")]
+When = Annotated[str | None, Arg(description="An ISO-8601 time with its UTC offset, e.g. 2024-06-14T12:00:00Z.")]
+Now = Annotated[str | None, Arg(description=(
+    "When the question is asked (ISO-8601 with its UTC offset): the dates it names relative to its asking "
+    "('yesterday', 'last week', 'in June') are read against it; default: asOf, else the clock."))]
+AsOf = Annotated[str | None, Arg(description=(
+    "Answer as the memories stood then (ISO-8601 with its UTC offset): facts valid at that time; default: now."))]
 Strategy = Literal["hybrid", "dense_only", "exact", "tree", "hnsw", "bm25", "rrf", "multi_space", "pipeline"]
 Result = dict[str, Any]
 
@@ -75,6 +81,19 @@ def jsonable(x: Any) -> Any:
         return [jsonable(v) for v in x]
     item = getattr(x, "item", None)  # numpy scalars
     return jsonable(item()) if callable(item) else str(x)
+
+
+def parse_time(name: str, value: str | None) -> datetime | None:
+    """A tool's time argument: an ISO-8601 string with its UTC offset ("Z" or "+02:00"), or None."""
+    if value is None:
+        return None
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name} {value!r:.80} is not an ISO-8601 time (e.g. 2024-06-14T12:00:00Z)") from None
+    if t.tzinfo is None or t.utcoffset() is None:
+        raise ValueError(f"{name} {value!r:.80} has no UTC offset: add one (Z, +00:00, +02:00)")
+    return t
 
 
 def memory_json(m: Memory) -> Result:
@@ -134,13 +153,15 @@ class MemoryTools:
             "hybrid (default): BM25 and the main dense space on one [0, 1] scale, then neighbouring turns and "
             "typed-edge hops; dense_only/exact/tree/hnsw: the dense space alone; bm25; rrf: rank fusion; "
             "multi_space: rrf plus intent-routed enhancer spaces; pipeline: sparse -> dense -> RRF -> MaxSim"))]
-            = "hybrid", topK: TopK = 10, namespace: Namespace = None) -> Result:
+            = "hybrid", topK: TopK = 10, namespace: Namespace = None, now: Now = None, asOf: AsOf = None) -> Result:
         """Search the memories of a namespace (multi-space graph search). Returns the best `topK`
         memories, best first, each with its own score in [0, 1] (about 0.2 a weak match, 0.5 a good
         one), `via` (the id of the hit a neighbouring turn or linked memory came with, else null),
-        validity times, ELO importance and tier; `query_id` names the logged search."""
+        validity times, ELO importance and tier; `query_id` names the logged search. A question that
+        names a date ("what did I do last week?") ranks what was said then first: give `now`."""
         ns = self._ns(namespace)
-        hits = self._store().search(query, namespace=ns, k=topK, strategy=strategy)
+        hits = self._store().search(query, namespace=ns, k=topK, strategy=strategy, now=parse_time("now", now),
+                                    as_of=parse_time("asOf", asOf))
         return {"namespace": ns, "strategy": hits.stats.strategy, "query_id": hits.query_id,
                 "hits": [hit_json(h) for h in hits], "failed_methods": hits.stats.failed,
                 "ms": round(hits.stats.seconds * 1e3, 3)}
@@ -231,6 +252,11 @@ class MemoryTools:
                          "Free-form type, e.g. fact, preference, decision."))] = None,
                      sessionId: Annotated[str | None, Arg(description="The conversation or session it belongs "
                                                                         "to.")] = None,
+                     role: Annotated[str | None, Arg(min_length=1, max_length=100, description=(
+                         "Who said it in the conversation: user, assistant, tool, ..."))] = None,
+                     validFrom: Annotated[str | None, Arg(description=(
+                         "Since when it holds (ISO-8601 with its UTC offset), e.g. the day it was said; "
+                         "default: now."))] = None,
                      namespace: Namespace = None) -> Result:
         """Store one memory (embedded in every space of the store's schema and indexed). Returns its
         id and how it was stored: "written" by this server, or "captured" when another process holds
@@ -241,6 +267,10 @@ class MemoryTools:
                           "source": SOURCE, "provenance": {"extractor": EXTRACTOR}}
         if rationale is not None:
             record["provenance"]["rationale"] = rationale
+        if role is not None:
+            record["role"] = role
+        if validFrom is not None:
+            record["valid_from"] = parse_time("validFrom", validFrom)
         if importance is not None:
             record["confidence"] = float(importance)
             record["metadata"] = {"importance": float(importance)}
@@ -250,14 +280,15 @@ class MemoryTools:
             ge=50, description="Token budget of the context block (at least 50).")] = 2000,
             sessionId: Annotated[str | None, Arg(description=(
                 "The current session: adds a divergence alert and its latest turns."))] = None,
-            namespace: Namespace = None) -> Result:
+            namespace: Namespace = None, now: Now = None, asOf: AsOf = None) -> Result:
         """The context block to put before the agent's next turn: the best memories for the query
         under a token budget, in sections (divergence alert, topic matches, related memories, the
         session's recent turns, temporal badges), each fact with its validity dates. Returns `text`,
         `items` (id, section, tokens, why, score) and `stats` (tokens, budget, tokenizer, ms per
         stage). The injected memories count as used for ELO importance."""
         ns = self._ns(namespace)
-        ctx = self._store().context(query, namespace=ns, max_tokens=max_tokens, session_id=sessionId)
+        ctx = self._store().context(query, namespace=ns, max_tokens=max_tokens, session_id=sessionId,
+                                    now=parse_time("now", now), as_of=parse_time("asOf", asOf))
         return {"namespace": ns, "text": ctx.text, "stats": ctx.stats,
                 "items": [{"id": i.id, "section": i.section, "tokens": i.tokens, "why": i.why, "score": i.score}
                           for i in ctx.items]}
