@@ -264,9 +264,13 @@ def time_option(value: str | None, name: str) -> datetime | None:
     if value is None:
         return None
     try:
-        return datetime.fromisoformat(value)
+        t = datetime.fromisoformat(value)
     except ValueError:
         raise CliError(f"{name} {value!r} is not an ISO time (e.g. 2025-03-02T18:05:00+00:00)") from None
+    if t.tzinfo is None or t.utcoffset() is None:  # said for a shell, not as Python's datetime advice
+        raise CliError(f"{name} {value!r} has no UTC offset: add one (e.g. {value}T00:00:00+00:00 or ...Z)"
+                       if "T" not in value else f"{name} {value!r} has no UTC offset: add one (Z, +00:00, +02:00)")
+    return t
 
 
 def held(db: Any, namespace: str) -> str:
