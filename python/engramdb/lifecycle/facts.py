@@ -152,7 +152,7 @@ _SINGLE = frozenset(("residence", "employer", "occupation", "spouse", "fiance", 
 # clause opens without a comma ("live in Porto I want to ..."); whole, one city read as two values.
 _NAMED_VALUE = frozenset(("residence", "employer", "occupation", "spouse", "fiance"))
 _NOMINATIVE = word_set("i we he she they")
-_WHEN_OPENS = word_set("""last next this every past yesterday today tonight tomorrow recently lately ago
+_WHEN_OPENS = word_set("""last next this every past yesterday today tonight tomorrow recently lately ago now currently
     january february march april june july august september october november december monday tuesday wednesday
     thursday friday saturday sunday""")
 _ATTRIBUTES = {stem(attribute): found for attribute, found in {  # an owner's attribute -> (relation, its value's kind)
