@@ -47,7 +47,7 @@ def _build_mcp(sp: argparse.ArgumentParser) -> None:
     store_option(sp)
     old_folder_argument(sp)
     sp.add_argument("--namespace", default="default", help="the namespace of a tool call that names none")
-    sp.add_argument("--profile", default=None, help="the schema of a new store: default or minilm")
+    sp.add_argument("--profile", default=None, help="the schema of a new store: default, minilm or static")
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -572,8 +572,9 @@ def open(
     what was left out, `engramdb.verify(path)` checks every file). Within a process, searches and
     reads run side by side, and beside the writer: each reads the snapshot current when it started.
 
-    `profile` names a built-in schema: "default" (model-free) or "minilm" (all-MiniLM-L6-v2 as the
-    dense space; needs `engramdb[minilm]`); a reopened store keeps the schema it was created with
+    `profile` names a built-in schema: "default" (model-free), "minilm" (all-MiniLM-L6-v2 as the
+    dense space; needs `engramdb[minilm]`) or "static" (a table distilled from MiniLM: docs/install.md);
+    a reopened store keeps the schema it was created with
     and gets its embedders back from the names the schema stores. `index` is what searches a
     namespace of `tuning.tree_min_rows` (20,000) or more memories in a dense space: "tree" (the
     centroid hierarchy, default), "tree-packed" (the same trees keeping a leaf-ordered
