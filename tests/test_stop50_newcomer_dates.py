@@ -76,3 +76,13 @@ def test_the_words_of_the_named_date_do_not_outrank_the_named_week() -> None:
                      now=datetime(2024, 6, 14, 12, tzinfo=timezone.utc))
     assert hits[0].memory.session_id == "s19", [h.memory.content for h in hits]
     db.close()
+
+
+def test_a_context_as_of_a_time_with_nothing_to_show_is_empty() -> None:
+    """Its time note ("Facts as of ...") was the whole block when no memory matched."""
+    db = engramdb.open()
+    db.add("I baked a lemon cake.", namespace="a", valid_from=datetime(2023, 6, 12, tzinfo=timezone.utc))
+    assert db.context("zebra quantum", namespace="a", as_of=datetime(2023, 1, 1, tzinfo=timezone.utc)).text == ""
+    block = db.context("lemon cake", namespace="a", as_of=datetime(2023, 7, 1, tzinfo=timezone.utc)).text
+    assert "lemon cake" in block and "Facts as of 2023-07-01" in block
+    db.close()

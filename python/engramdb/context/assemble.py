@@ -259,10 +259,10 @@ def assemble(req: Request, snap: Snapshot, hits: Sequence[Hit], *, topics: Topic
             room -= n
         left = room
     lap("recent")
-    # 6. the time note: only when it says something
+    # 6. the time note: only when it says something, of facts the block shows
     shown = [lines[p.item.id].memory if p.item.id in lines else None for p in placed]
     past = sum(1 for m in shown if m is not None and ln.ended(m, now))
-    if req.as_of is not None or past:
+    if (req.as_of is not None and any(p.item.id is not None for p in placed)) or past:
         note = _time_note(req.as_of, past)
         if count(note) + 1 + head("badges") <= need_note + left:
             placed.append(sec.Placed(ContextItem(None, "badges", note, 0.0, count(note) + 1, "temporal badges (C6)")))
