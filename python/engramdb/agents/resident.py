@@ -43,6 +43,7 @@ import engramdb
 
 from ..storage import spool
 from ..storage.folder import MARKER, fingerprint
+from ..storage.manifest import read_manifest
 from .hook_events import HookInputError
 from .hooks import served_read
 from .resident_link import REFUSED, REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
@@ -80,6 +81,15 @@ def _readable(store: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(e for e in fingerprint(store) if e[0] != spool.FOLDER)
 
 
+def _row_epoch(store: Path) -> int | None:
+    """The store's row epoch as its manifest says now (a purge raises it), or None when unreadable."""
+    try:
+        m = read_manifest(store)
+    except Exception:  # noqa: BLE001 - a manifest that cannot be read now: the reopen that follows says why
+        return None
+    return m.row_epoch if m is not None else 0
+
+
 class Resident:
     """A store opened read-only, reopened in the background when a writer changed its folder."""
 
@@ -87,8 +97,9 @@ class Resident:
         self.store = Path(os.path.realpath(store))
         self.seen = _readable(self.store)
         self.identity = _identity(self.store, self.seen)
+        self.epoch = _row_epoch(self.store)  # before the open: a purge during it makes the next reopen
         self.db = engramdb.open(self.store, read_only=True, access_log="spool")
-        self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...]] | None = None
+        self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...], int | None] | None = None
         self._failed: BaseException | None = None
         self._reopening: threading.Thread | None = None
         self.namespace: str | None = None  # the last request's: a reopened snapshot is warmed on it
@@ -103,19 +114,24 @@ class Resident:
         MAX_LAG_S). Called before each request and between requests (`_loop`): a capture's take-in
         writes for a second or more (its rounds), and a reopen started at its first change would be
         followed by another, each taking the GIL from the requests served meanwhile; started when the
-        writer is done, there is one, mostly between requests. Raises what a failed reopen raised."""
+        writer is done, there is one, mostly between requests. A purge since the snapshot was opened
+        is the exception: what it removed must not be answered once purge() returned, so the
+        request waits for a snapshot opened after it. Raises what a failed reopen raised."""
         if self._reopening is not None and not self._reopening.is_alive():
-            self._reopening = None
-            if self._failed is not None:
-                raise self._failed
-            if self._fresh is not None:
-                old, (self.db, self.seen), self._fresh = self.db, self._fresh, None
-                old.close()
+            self._swap()
         now = _readable(self.store)
         if _identity(self.store, now) != self.identity:
             # another folder (or another store's marker) now at this path: a restored backup, a
             # store moved in. The snapshot in hand is not its store's: never answer from it
             raise Replaced(f"{self.store} is no longer the store this resident reader opened")
+        if now != self.seen and (epoch := _row_epoch(self.store)) is not None and epoch != self.epoch:
+            if self._reopening is not None:
+                self._reopening.join()
+                self._swap()
+            if self.epoch != epoch:  # no reopen under way, or one opened before the purge
+                self._reopen()
+                self._swap()
+            now = _readable(self.store)
         t = time.monotonic()
         if now != self._looked:
             self._looked, self._looked_since = now, t
@@ -129,8 +145,18 @@ class Resident:
             self._reopening = threading.Thread(target=self._reopen, name="engramdb-resident-reopen", daemon=True)
             self._reopening.start()
 
+    def _swap(self) -> None:
+        """Take the snapshot a finished reopen made (raises what a failed one raised)."""
+        self._reopening = None
+        if self._failed is not None:
+            raise self._failed
+        if self._fresh is not None:
+            old, (self.db, self.seen, self.epoch), self._fresh = self.db, self._fresh, None
+            old.close()
+
     def _reopen(self) -> None:
         seen = _readable(self.store)  # before the open: a write during it makes the next reopen
+        epoch = _row_epoch(self.store)
         try:
             fresh = engramdb.open(self.store, read_only=True, access_log="spool")
         except BaseException as exc:  # noqa: BLE001 - raised on the serving thread by refresh()
@@ -149,7 +175,7 @@ class Resident:
                               log=False)
             except Exception:  # noqa: BLE001, S110 - a warm-up only: the request says what fails
                 pass
-        self._fresh = (fresh, seen)
+        self._fresh = (fresh, seen, epoch)
 
     def answer(self, request: Any) -> dict[str, Any]:
         """The answer to one request (see the module docstring)."""

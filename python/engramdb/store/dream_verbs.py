@@ -138,7 +138,9 @@ class Dreaming:
             ta, tb = found[topic_of[src]], found[topic_of[dst]]
             if any(e.dst == dst and e.type == "RELATED_TO" for e in view.outgoing(src)):
                 continue
-            reason = f"{HYPOTHESIS}: similar ({sim:.2f}) across topics {ta.label!r} and {tb.label!r}"
+            # the topics by id, never by label: a label is made of members' words, and an edge between
+            # two other memories would keep a purged member's words after purge() took them out
+            reason = f"{HYPOTHESIS}: similar ({sim:.2f}) across topics {ta.id} and {tb.id}"
             made.append({"src": src, "dst": dst, "similarity": round(sim, 4), "reason": reason})
         return made
 
