@@ -258,7 +258,7 @@ def test_errors_are_one_line_without_a_traceback(store: Path, tmp_path: Path) ->
         (["ingest", str(tmp_path), "-p", str(tmp_path / "new")], 1, "is not a file to ingest: it is a folder"),
         (["stats", "-p", str(tmp_path / "a-file")], 1, "is not a store: it is a file, not a folder"),
         (["stats", "-p", str(tmp_path / "other")], 1, "is not a store: the folder holds other files"),
-        (["search", "q", "--namespace", "n", "--as-of", "yesterday", *s], 1, "--as-of 'yesterday' is not an ISO time"),
+        (["search", "q", "--namespace", "n", "--as-of", "yesterday", *s], 1, "--as-of 'yesterday' is not an ISO-8601 time"),
         (["search", "q", "--namespace", "n", "--as-of", "2025-01-01T00:00:00", *s], 1, "--as-of '2025-01-01T00:00:00' has no UTC offset"),
         (["search", "q", "--namespace", "n", "--weight", "bm25", *s], 1, "--weight must be NAME=NUMBER"),
         (["context", "q", "--namespace", "n", "--max-tokens", "10", *s], 1, "max_tokens must be an int >= 50"),

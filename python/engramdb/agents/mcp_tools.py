@@ -31,7 +31,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .._version import __version__
-from ..model import Edge, FormatError, Hit, Memory, StoreError, StoreLocked, from_micros
+from ..model import Edge, FormatError, Hit, Memory, StoreError, StoreLocked, checks, from_micros
 from ..store import Store
 
 MAX_TOP_K = 1000  # a tool result goes into an agent's context window: more is never what it wants
@@ -85,15 +85,7 @@ def jsonable(x: Any) -> Any:
 
 def parse_time(name: str, value: str | None) -> datetime | None:
     """A tool's time argument: an ISO-8601 string with its UTC offset ("Z" or "+02:00"), or None."""
-    if value is None:
-        return None
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{name} {value!r:.80} is not an ISO-8601 time (e.g. 2024-06-14T12:00:00Z)") from None
-    if t.tzinfo is None or t.utcoffset() is None:
-        raise ValueError(f"{name} {value!r:.80} has no UTC offset: add one (Z, +00:00, +02:00)")
-    return t
+    return None if value is None else checks.iso_time(name, value)
 
 
 def memory_json(m: Memory) -> Result:

@@ -42,8 +42,7 @@ if __name__ == "__main__":  # a resident process runs hooks' reads only: pyarrow
 import engramdb
 
 from ..storage import spool
-from ..storage.folder import MARKER, fingerprint
-from ..storage.manifest import read_manifest
+from ..storage.folder import MARKER, fingerprint, row_epoch
 from .hook_events import HookInputError
 from .hooks import served_read
 from .resident_link import REFUSED, REQUEST_BYTES, RESIDENT_EVENTS, idle_seconds, socket_for
@@ -81,15 +80,6 @@ def _readable(store: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(e for e in fingerprint(store) if e[0] != spool.FOLDER)
 
 
-def _row_epoch(store: Path) -> int | None:
-    """The store's row epoch as its manifest says now (a purge raises it), or None when unreadable."""
-    try:
-        m = read_manifest(store)
-    except Exception:  # noqa: BLE001 - a manifest that cannot be read now: the reopen that follows says why
-        return None
-    return m.row_epoch if m is not None else 0
-
-
 class Resident:
     """A store opened read-only, reopened in the background when a writer changed its folder."""
 
@@ -97,7 +87,7 @@ class Resident:
         self.store = Path(os.path.realpath(store))
         self.seen = _readable(self.store)
         self.identity = _identity(self.store, self.seen)
-        self.epoch = _row_epoch(self.store)  # before the open: a purge during it makes the next reopen
+        self.epoch = row_epoch(self.store)  # before the open: a purge during it makes the next reopen
         self.db = engramdb.open(self.store, read_only=True, access_log="spool")
         self._fresh: tuple[engramdb.Store, tuple[tuple[str, int, int], ...], int | None] | None = None
         self._failed: BaseException | None = None
@@ -124,7 +114,7 @@ class Resident:
             # another folder (or another store's marker) now at this path: a restored backup, a
             # store moved in. The snapshot in hand is not its store's: never answer from it
             raise Replaced(f"{self.store} is no longer the store this resident reader opened")
-        if now != self.seen and (epoch := _row_epoch(self.store)) is not None and epoch != self.epoch:
+        if now != self.seen and (epoch := row_epoch(self.store)) is not None and epoch != self.epoch:
             if self._reopening is not None:
                 self._reopening.join()
                 self._swap()
@@ -156,7 +146,7 @@ class Resident:
 
     def _reopen(self) -> None:
         seen = _readable(self.store)  # before the open: a write during it makes the next reopen
-        epoch = _row_epoch(self.store)
+        epoch = row_epoch(self.store)
         try:
             fresh = engramdb.open(self.store, read_only=True, access_log="spool")
         except BaseException as exc:  # noqa: BLE001 - raised on the serving thread by refresh()

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..agents.hook_events import STORE_FOLDER
+from ..model import checks
 
 ENV_PATH = "ENGRAMDB_PATH"
 OLD_DEFAULT = "memory"  # the default folder before issue 27: a store there gets a hint, never used by itself
@@ -263,14 +264,10 @@ def time_option(value: str | None, name: str) -> datetime | None:
     """An ISO time option, or None; a malformed one names itself."""
     if value is None:
         return None
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        raise CliError(f"{name} {value!r} is not an ISO time (e.g. 2025-03-02T18:05:00+00:00)") from None
-    if t.tzinfo is None or t.utcoffset() is None:  # said for a shell, not as Python's datetime advice
-        raise CliError(f"{name} {value!r} has no UTC offset: add one (e.g. {value}T00:00:00+00:00 or ...Z)"
-                       if "T" not in value else f"{name} {value!r} has no UTC offset: add one (Z, +00:00, +02:00)")
-    return t
+    try:  # said for a shell, not as Python's datetime advice
+        return checks.iso_time(name, value)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def held(db: Any, namespace: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from .errors import InvalidMemory
@@ -91,6 +92,18 @@ def json_tree(name: str, value: Any) -> None:
         json.dumps(value, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise InvalidMemory(f"{name} must be JSON-serialisable: {exc}") from None
+
+
+def iso_time(name: str, value: str, error: type[ValueError] = ValueError) -> datetime:
+    """An ISO-8601 time given as text (an argument, a flag, a chat API's JSON), with its UTC offset:
+    the store never guesses a zone. `error` names `name` and the value when it is not one."""
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise error(f"{name} {value!r:.80} is not an ISO-8601 time (e.g. 2024-06-14T12:00:00Z)") from None
+    if t.tzinfo is None or t.utcoffset() is None:
+        raise error(f"{name} {value!r:.80} has no UTC offset: add one (Z, +00:00, +02:00)")
+    return t
 
 
 def seq(value: Any, *, automatic: bool = False) -> None:

@@ -23,6 +23,7 @@ from typing import Literal
 
 from ..model.errors import StoreError
 from . import disk, lock
+from .manifest import read_manifest
 
 MARKER = "engramdb.store"
 MANIFEST = "manifest.json"
@@ -73,6 +74,17 @@ def fingerprint(folder: Path) -> tuple[tuple[str, int, int], ...]:
     except OSError:
         return ()
     return tuple(sorted(out))
+
+
+def row_epoch(folder: Path) -> int | None:
+    """The row epoch `folder`'s manifest says now (0 for a folder without one; a purge raises it):
+    a long-lived reader whose snapshot is of an older epoch holds rows a purge removed. None when
+    the manifest cannot be read at this instant (the reopen that follows says why)."""
+    try:
+        m = read_manifest(folder)
+    except Exception:  # noqa: BLE001 - unreadable now, whatever the cause: the caller reopens and learns why
+        return None
+    return m.row_epoch if m is not None else 0
 
 
 _SPOOLED = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.(json|access|taking)(\.tmp)?$")  # storage/spool.py's names

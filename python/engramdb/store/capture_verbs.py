@@ -161,14 +161,9 @@ def _message_time(i: int, value: Any) -> datetime:
     chat API's JSON carries times as strings); as UTC. Refused naming the message and the value."""
     if isinstance(value, str):
         try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise InvalidMemory(f"message {i}: valid_from {value!r:.80} is not an ISO-8601 time (e.g. "
-                                "2024-05-07T13:56:00+02:00)") from None
-        if parsed.tzinfo is None:
-            raise InvalidMemory(f"message {i}: valid_from {value!r:.80} has no UTC offset: add one (+00:00, Z, "
-                                "+02:00); the store never guesses a zone")
-        value = parsed
+            value = checks.iso_time("valid_from", value)
+        except ValueError as exc:
+            raise InvalidMemory(f"message {i}: {exc}") from None
     elif not isinstance(value, datetime):
         raise InvalidMemory(f"message {i}: valid_from must be an aware datetime or an ISO-8601 string with a UTC "
                             f"offset, got {type(value).__name__} {value!r:.80}")
