@@ -47,7 +47,7 @@ def test_add_search_stats_export_commands(tmp_path: Path, capsys: pytest.Capture
     assert cli.main(["export", str(tmp_path / "out.jsonl"), "--path", path]) == 0
     assert (tmp_path / "out.jsonl").read_text().count("\n") == 4  # the header, two memories, the last line
     assert cli.main(["add", "x", "--path", path, "--namespace", "n", "--valid-from", "2025-03-20"]) == 1
-    assert "has no UTC offset: add one" in capsys.readouterr().err
+    assert "is a date without a time: give the time and its offset" in capsys.readouterr().err
 
 
 def test_kernel_demo_runs_every_kernel_family_and_checks_itself() -> None:
@@ -87,7 +87,7 @@ def test_search_explain_index_and_archive_commands(tmp_path: Path, capsys: pytes
     assert cli.main(["search", "cat", "--path", path, "--namespace", "n", "-k", "1"]) == 0
     assert "(archived)" in capsys.readouterr().out
     assert cli.main(["archive", "--path", path, "--older-than", "2999-01-01"]) == 1
-    assert "has no UTC offset: add one" in capsys.readouterr().err
+    assert "is a date without a time: give the time and its offset" in capsys.readouterr().err
 
 
 def test_fused_search_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

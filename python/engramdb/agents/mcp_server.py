@@ -4,7 +4,7 @@ The store is opened as the writer, and takes in before each call what other proc
 meanwhile through `engramdb.capture`. When another process holds the writer's lock (`StoreLocked`: an
 agent's own process, another server), it is opened read-only instead: each later call first tries
 to become the writer (the other may have closed; opening as the writer also ingests the spool), a
-reader older than `READER_REFRESH_S` is reopened to see the other writer's commits, and
+reader older than `READER_REFRESH_S`, or opened before a purge, is reopened to see the other writer's commits, and
 store_memory goes through `engramdb.capture` (written at once when the lock is free, else spooled to
 `<store>/spool/` for the next writer to ingest exactly once). The store is closed, its WAL
 checkpointed, when the client disconnects (stdin closes) or on SIGTERM / SIGINT.
@@ -23,12 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import engramdb
 
 from ..model import FormatError, StoreError, StoreLocked
+from ..storage.folder import row_epoch
 from ..store import Store
 
 READER_REFRESH_S = 5.0  # a read-only handle older than this is reopened before the next call
@@ -41,6 +43,7 @@ class ServedStore:
     def __init__(self, path: str, profile: str | None) -> None:
         self.path, self.profile = path, profile
         self._opened = time.monotonic()
+        self._epoch = row_epoch(Path(path))  # before the open: a purge during it makes the next reopen
         try:
             self._db = engramdb.open(path, profile=profile)
         except StoreLocked as exc:
@@ -62,10 +65,12 @@ class ServedStore:
         try:
             writer = engramdb.open(self.path, profile=self.profile)
         except StoreLocked:
-            if time.monotonic() - self._opened >= READER_REFRESH_S:
+            # a purge since the reader was opened: what it removed is never answered once purge() returned
+            epoch = row_epoch(Path(self.path))
+            if time.monotonic() - self._opened >= READER_REFRESH_S or (epoch is not None and epoch != self._epoch):
                 reader = engramdb.open(self.path, read_only=True, access_log="spool")
                 self._db.close()
-                self._db, self._opened = reader, time.monotonic()
+                self._db, self._opened, self._epoch = reader, time.monotonic(), epoch
         else:
             self._db.close()
             self._db = writer

@@ -147,9 +147,9 @@ _MOVERS = frozenset(stem(w) for w in word_set("""be move schedule reschedule pos
     bring happen fall hold"""))  # with a time, they say when the subject happens
 _SINGLE = frozenset(("residence", "employer", "occupation", "spouse", "fiance", "prefer", "when", "born", "name",
                      stem("study"), stem("drive"), "report to", "bank with"))
-# Relations whose value names one place, organisation, job or person: it ends where the clause says when,
-# with whom or where else ("moved to Porto last week", "live in Porto with our dog"), or where a new
-# clause opens without a comma ("live in Porto I want to ..."); whole, one city read as two values.
+# Relations whose value names one place, organisation, job or person: it ends where the clause says when
+# ("moved to Porto last week") or where a new clause opens without a comma ("live in Porto I want to
+# ..."); read whole, one city said twice read as two values.
 _NAMED_VALUE = frozenset(("residence", "employer", "occupation", "spouse", "fiance"))
 _NOMINATIVE = word_set("i we he she they")
 _WHEN_OPENS = word_set("""last next this every past yesterday today tonight tomorrow recently lately ago now currently
@@ -370,8 +370,8 @@ def _fact(subject_words: list[Word], words: list[Word], at: int, subject: tuple[
             verb, particle, rest = "fan", "of", rest[k + 2:]
     v = read_value(rest)
     relation = _relation(verb, particle, v.opens_with_time)
-    if relation in _NAMED_VALUE and len(named := _named_value(rest)) < len(rest):  # its amounts stay the clause's
-        rest, v = named, replace(v, terms=(n := read_value(named)).terms, head=n.head)
+    if relation in _NAMED_VALUE and len(named := _named_value(rest)) < len(rest):
+        rest, v = named, read_value(named)
     subject, relation = _attribute(subject, relation, copula, rest, v)
     if person is None:
         person = bool(contracted) or _person(subject_words, subject)
@@ -388,13 +388,11 @@ def _fact(subject_words: list[Word], words: list[Word], at: int, subject: tuple[
 
 
 def _named_value(rest: list[Word]) -> list[Word]:
-    """The words of a `_NAMED_VALUE` relation's value: up to a nominative pronoun, or, after its
-    first word, a word opening a time ("Porto last week") or a preposition other than "of" ("the
-    University of Porto") that no amount follows ("Dubai for 6 years" is one value). Its terms;
-    its amounts are the whole clause's."""
+    """The words of a `_NAMED_VALUE` relation's value: up to a nominative pronoun (a new clause), or,
+    after its first word, a word opening a time ("Porto last week"). A preposition does not end it:
+    "a flat in Porto" and "a flat in Lisbon" are two values, "Dubai for 6 years" one."""
     for i, w in enumerate(rest):
-        if w.low in _NOMINATIVE or _PRONOUN_VERB.match(w.low) is not None or (i > 0 and (w.low in _WHEN_OPENS or (
-                w.low in _PREPOSITIONS and w.low != "of" and not read_value(rest[i + 1:i + 2]).amounts))):
+        if w.low in _NOMINATIVE or _PRONOUN_VERB.match(w.low) is not None or (i > 0 and w.low in _WHEN_OPENS):
             return rest[:i]
     return rest
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -94,9 +95,16 @@ def json_tree(name: str, value: Any) -> None:
         raise InvalidMemory(f"{name} must be JSON-serialisable: {exc}") from None
 
 
+_DATE_ALONE = re.compile(r"^(\d{4}-?\d{2}-?\d{2})(?:Z|[+-]\d{2}:?\d{2})?$")
+
+
 def iso_time(name: str, value: str, error: type[ValueError] = ValueError) -> datetime:
     """An ISO-8601 time given as text (an argument, a flag, a chat API's JSON), with its UTC offset:
     the store never guesses a zone. `error` names `name` and the value when it is not one."""
+    day = _DATE_ALONE.match(value.strip())
+    if day is not None:  # Python would read "2025-03-20+00:00" as a naive time: say what a day needs
+        raise error(f"{name} {value!r:.80} is a date without a time: give the time and its offset, e.g. "
+                    f"{day.group(1)}T00:00:00Z or {day.group(1)}T00:00:00+02:00")
     try:
         t = datetime.fromisoformat(value)
     except ValueError:

@@ -14,7 +14,7 @@ hnsw) orders by its space's similarity alone.
 
 What it reads, case-insensitive, English:
 - a day: ISO `2023-05-03`; `May 3, 2023`, `May 3rd`, `3 May 2023`, `the 3rd of May`;
-- a month: `May 2023`, `in May`, `last May` (a month name needs a day, a year or a preposition
+- a month: `May 2023`, `in May`, `the end of May`, `last May` (a month name needs a day, a year or a preposition
   before it: "may" is also a verb, "this may help"; a bare number before "may" is no day, "the 2
   may help"), `early/mid/late June` as the whole month; `last June` said in June is a year back;
 - a year: `in 2023`, `2023` (1900-2099);
@@ -63,8 +63,9 @@ _MONTH_DAY = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?\s+{_DAY.format('d')}\b(?:,?
 _DAY_MONTH = re.compile(rf"\b(?:the\s+)?(?P<d>[0-3]?\d)(?P<th>st|nd|rd|th)?\s+(?P<of>of\s+)?(?P<mon>{_MONTH_RE})\b\.?"
                         rf"(?:,?\s+{_YEAR.format('y')}\b)?")
 _MONTH_YEAR = re.compile(rf"\b(?P<mon>{_MONTH_RE})\.?,?\s+(?:of\s+)?{_YEAR.format('y')}\b")
-_IN_MONTH = re.compile(rf"\b(?P<pre>in|on|during|since|until|through|by|early|mid|late|last)[\s-]+"
+_IN_MONTH = re.compile(rf"\b(?P<pre>in|on|of|during|since|until|through|by|early|mid|late|last)[\s-]+"
                        rf"(?P<mon>{_MONTH_RE})\b")
+_DAY_BEFORE_OF = re.compile(r"\d(?:st|nd|rd|th)?\s*$")
 _YEAR_ALONE = re.compile(r"\b(?P<y>(?:19|20)\d\d)\b")
 _AGO = re.compile(rf"\b(?P<n>\d{{1,3}}|{_NUMBER_RE})\s+(?P<unit>day|week|month|year)s?\s+ago\b")
 # "the last week of August" is August's: a unit followed by "of" is not counted back from now
@@ -134,6 +135,8 @@ def _named(text: str, now_us: int, relative_only: bool = False) -> list[tuple[da
     for m in () if relative_only else _MONTH_YEAR.finditer(low):
         read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
     for m in () if relative_only else _IN_MONTH.finditer(low):
+        if m["pre"] == "of" and _DAY_BEFORE_OF.search(low, 0, m.start()):  # "the 45th of May": no day, no month
+            continue
         read(m, lambda m: _named_month(_MONTHS[_title(m["mon"])], m["pre"] == "last", now))
     for m in () if relative_only else _YEAR_ALONE.finditer(low):
         read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))

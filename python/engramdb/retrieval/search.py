@@ -128,10 +128,13 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
                          f"spaces are {[s.name for s in schema]}")
     ctx = QueryContext(view, indexes, embedders, tuning, plan)
     said = _placed_in_time(ctx, query)
+    blank = not said.strip()  # a date is all it asks: no space has words to match, the dates stage answers
     terms = query_terms(lex, embedders, said) if lex is not None else None
     qv = None
-    if strategy != "bm25":
-        qv = main.check(query_vector, 1) if query_vector is not None else embed_query(main, embedders, said)
+    if strategy != "bm25" and query_vector is not None:
+        qv = main.check(query_vector, 1)
+    elif strategy != "bm25" and not (blank and strategy == "hybrid"):  # the others' stages need a vector
+        qv = embed_query(main, embedders, query if blank else said)
     enh: dict[str, Any] = {}
     if strategy in ("multi_space", "pipeline"):
         for sp in schema:
@@ -146,7 +149,7 @@ def _prepare(plan: SearchPlan, view: View, indexes: Indexes, embedders: Mapping[
             if strategy == "pipeline" and sp.kind != "multivector":
                 continue
             if sp.name in embedders:
-                enh[sp.name] = embed_query(sp, embedders, said)
+                enh[sp.name] = embed_query(sp, embedders, query if blank else said)
     return Run(ctx=ctx, query=query, main=main, qv=qv, terms=terms, enh=enh, w=dict(plan.weights),
                vector_given=query_vector is not None)
 
@@ -163,7 +166,9 @@ def _fused_hits(run: Run) -> list[Hit]:
     # the clock; dates the query names and recency ages are both read at it
     t_ref = _asked_at(ctx)
     spans = windows(run.query, t_ref) if isinstance(run.query, str) else []
-    if spans:  # what was said then is an answer even when it shares no word with the question
+    # what was said then is an answer even when it shares no word with the question (not where the
+    # caller asked the pipeline to keep the query's topics only: those it left out stay out)
+    if spans and plan.topic_of is None:
         fused = fused + _said_then(ctx, run.query, spans, {f.key for f in fused}, plan.k)
     order: dict[tuple[int, int], tuple[bool, int]] = {}  # a dated memory: (in the grace only, said at)
     if plan.recency or spans:
@@ -224,7 +229,7 @@ def _placed_in_time(ctx: QueryContext, query: str) -> str:
     said = without_relative(query)
     if said == query or not _said_then(ctx, query, relative_windows(query, _asked_at(ctx)), set(), 1, ordered=False):
         return query
-    return said if said.strip() else query
+    return said  # blank when the date is all it asks ("yesterday"): what was said then answers it
 
 
 def _dated_score(score: float, dated: bool) -> float:
@@ -237,9 +242,9 @@ def _said_then(ctx: QueryContext, query: str, spans: list[tuple[int, int]], foun
     """Up to `n` memories the query may see that started to hold in one of `spans` and that no
     method found (match 0: `_dated_score` gives them the date's); `ordered`: those of the period
     itself before those of its grace, each in the order they were said (else any)."""
-    if not spans:
-        return []
     view = ctx.view
+    if not spans or not view.segments:  # a new store: no row said anything yet
+        return []
     # every row's valid_from by key, tested against the spans' outer bounds first (one comparison
     # a row), the spans themselves only for the rows inside them
     since = np.concatenate([view.row_array(seg, "valid_from") for seg in range(len(view.segments))])

@@ -257,6 +257,8 @@ class Schema:
         """What differs from `other` (the one given), space by space and field by field ("dense.embedder
         'a', given 'b'"): an error about two schemas of the same space names says where they part."""
         said = [f"main {self.main!r}, given {other.main!r}"] if self.main != other.main else []
+        if set(self.spaces) == set(other.spaces) and list(self.spaces) != list(other.spaces):
+            said.append(f"spaces in the order {list(self.spaces)}, given {list(other.spaces)}")
         for name in dict.fromkeys([*self.spaces, *other.spaces]):
             a, b = self.spaces.get(name), other.spaces.get(name)
             if a is None or b is None:

@@ -15,8 +15,9 @@ The folder it reads (``path``; default ``~/.cache/engramdb/static-minilm-l6-v2-2
 
 Tokens are the repo's pure-Python WordPiece ids (`wordpiece.py`; with its word cache it measured
 4x faster here than the ``tokenizers`` package's batch call, same ids), without ``[CLS]``/``[SEP]``
-and without truncation: a long text is the mean of all its tokens. The version is a hash of ``embeddings.npz``, so vectors of
-two different distillations are never mixed in one space.
+and without truncation: a long text is the mean of all its tokens. The version is a hash of ``embeddings.npz``
+and ``vocab.txt``, and the static profile's dense space names it (spaces/profiles.py), so vectors of two
+different distillations are never mixed in one space.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def default_path() -> Path:
     return Path(env) if env else DEFAULT_PATH
 
 
-_INSTALLED: dict[tuple[str, int, int], StaticEmbedder] = {}
+_INSTALLED: dict[tuple[str, int, int, int, int], StaticEmbedder] = {}
 
 
 def installed() -> StaticEmbedder:
@@ -62,7 +63,7 @@ def installed() -> StaticEmbedder:
         st = (d / "embeddings.npz").stat()
     except OSError:
         return StaticEmbedder(d)  # raises StaticEmbeddingMissing naming what is missing
-    key = (str(d.resolve()), st.st_mtime_ns, st.st_size)
+    key = (str(d.resolve()), st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)  # ctime: a copy keeping mtime
     got = _INSTALLED.get(key)
     if got is None:
         got = _INSTALLED[key] = StaticEmbedder(d)
@@ -118,7 +119,8 @@ class StaticEmbedder:
         self.dim = int(rows.shape[1])
         # One float32 table with scale and weight folded in: pooling is a gather and a sum.
         self._table = rows.astype(np.float32) * (scales.astype(np.float32) * weights.astype(np.float32))[:, None]
-        self.version = "sha256-" + hashlib.sha256(npz.read_bytes()).hexdigest()[:16]
+        # the table and its vocabulary: the same rows under another vocabulary are another embedding
+        self.version = "sha256-" + hashlib.sha256(npz.read_bytes() + b"\0" + vocab.read_bytes()).hexdigest()[:16]
 
     def __repr__(self) -> str:
         return f"StaticEmbedder(path={str(self.path)!r}, dim={self.dim}, version={self.version!r})"

@@ -161,7 +161,8 @@ class Dreaming:
         reasons: dict[str, str] = {}
         if concept.startswith(f"{namespace}/t") and concept[len(namespace) + 2:].isdigit():
             t = self._db.topics.get(concept, sample=0)[0]
-            reasons = {mid: f"a member of topic {t.id} ({t.label!r})" for mid in t.members
+            # by id, not label: a label is made of members' words, kept in each member's record
+            reasons = {mid: f"a member of topic {t.id}" for mid in t.members
                        if mid not in view.archived and view.get(mid) is not None}  # a stored topic may be older
         else:
             hits = self._db.search(concept, namespace=namespace, k=1000, min_score=min_score, log=False, explain=True,
