@@ -23,7 +23,6 @@ from typing import Literal
 
 from ..model.errors import StoreError
 from . import disk, lock
-from .manifest import read_manifest
 
 MARKER = "engramdb.store"
 MANIFEST = "manifest.json"
@@ -80,6 +79,10 @@ def row_epoch(folder: Path) -> int | None:
     """The row epoch `folder`'s manifest says now (0 for a folder without one; a purge raises it):
     a long-lived reader whose snapshot is of an older epoch holds rows a purge removed. None when
     the manifest cannot be read at this instant (the reopen that follows says why)."""
+    # here, not at the top: a capture hook's light path imports this module, and the manifest's
+    # reader brings pyarrow and numpy with it (the hook's import floor)
+    from .manifest import read_manifest
+
     try:
         m = read_manifest(folder)
     except Exception:  # noqa: BLE001 - unreadable now, whatever the cause: the caller reopens and learns why
