@@ -5,7 +5,6 @@ MiniLM weights nor a distilled table are needed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import engramdb
@@ -16,23 +15,7 @@ from engramdb.spaces.protocol import Embedder
 from engramdb.spaces.schema import SpaceError
 from engramdb.spaces.static_embedding import ENV_VAR, StaticEmbedder, StaticEmbeddingMissing
 from engramdb.spaces.wordpiece import WordPieceTokenizer
-
-WORDS = ["the", "dog", "cat", "i", "adopted", "a", "puppy", "last", "week", "stock", "market", "fell",
-         "caf", "##e", "na", "##ive", "東", "京", "!", ".", "un", "##known"]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
-DIM = 16
-
-
-def make_folder(d: Path, seed: int = 7, dim: int = DIM) -> Path:
-    rng = np.random.default_rng(seed)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    rows = rng.integers(-127, 128, size=(len(VOCAB), dim)).astype(np.int8)
-    scales = rng.uniform(0.001, 0.01, size=len(VOCAB)).astype(np.float32)
-    weights = rng.uniform(0.05, 1.0, size=len(VOCAB)).astype(np.float32)
-    np.savez(d / "embeddings.npz", rows=rows, scales=scales, weights=weights)
-    (d / "config.json").write_text(json.dumps({"dims": dim}), encoding="utf-8")
-    return d
+from static_tables import DIM, VOCAB, make_folder
 
 
 def reference(d: Path, texts: list[str]) -> np.ndarray:

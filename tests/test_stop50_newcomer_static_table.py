@@ -13,37 +13,21 @@ folder format (vocab.txt, embeddings.npz with rows / scales / weights, config.js
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
 import engramdb
-import numpy as np
 import pytest
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "i", "adopted", "a", "puppy", "last", "week",
-         "the", "stock", "market", "fell", "we", "moved", "to", "porto"]
-
-
-def _table(d: Path, seed: int) -> Path:
-    rng = np.random.default_rng(seed)
-    d.mkdir(parents=True)
-    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    np.savez(d / "embeddings.npz",
-             rows=rng.integers(-127, 128, size=(len(VOCAB), 256)).astype(np.int8),
-             scales=rng.uniform(0.001, 0.01, size=len(VOCAB)).astype(np.float32),
-             weights=rng.uniform(0.05, 1.0, size=len(VOCAB)).astype(np.float32))
-    (d / "config.json").write_text(json.dumps({"dims": 256}), encoding="utf-8")
-    return d
+from static_tables import make_folder
 
 
 def test_a_static_store_does_not_silently_take_another_table(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "store")
-    monkeypatch.setenv("ENGRAMDB_STATIC_EMBEDDING", str(_table(tmp_path / "table-a", seed=1)))
+    monkeypatch.setenv("ENGRAMDB_STATIC_EMBEDDING", str(make_folder(tmp_path / "table-a", seed=1, dim=256)))
     with engramdb.open(path, profile="static") as db:
         db.add("I adopted a puppy last week", namespace="u")
-    monkeypatch.setenv("ENGRAMDB_STATIC_EMBEDDING", str(_table(tmp_path / "table-b", seed=2)))
+    monkeypatch.setenv("ENGRAMDB_STATIC_EMBEDDING", str(make_folder(tmp_path / "table-b", seed=2, dim=256)))
     refused = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -12,37 +12,23 @@ table that exists nowhere. (The inode's ctime, which utime cannot set, would tel
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import engramdb
-import numpy as np
 import pytest
 from engramdb.spaces.static_embedding import ENV_VAR, StaticEmbedder
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "i", "adopted", "a", "puppy", "last", "week"]
-
-
-def _table(d: Path, seed: int) -> Path:
-    rng = np.random.default_rng(seed)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    np.savez(d / "embeddings.npz", rows=rng.integers(-127, 128, size=(len(VOCAB), 256)).astype(np.int8),
-             scales=rng.uniform(0.001, 0.01, size=len(VOCAB)).astype(np.float32),
-             weights=rng.uniform(0.05, 1.0, size=len(VOCAB)).astype(np.float32))
-    (d / "config.json").write_text(json.dumps({"dims": 256}), encoding="utf-8")
-    return d
+from static_tables import make_folder
 
 
 def test_a_table_replaced_with_the_same_size_and_mtime_is_read_again(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    table = _table(tmp_path / "table", seed=1)
+    table = make_folder(tmp_path / "table", seed=1, dim=256)
     monkeypatch.setenv(ENV_VAR, str(table))
     with engramdb.open(tmp_path / "first", profile="static") as db:
         db.add("I adopted a puppy", namespace="u")
     st = (table / "embeddings.npz").stat()
-    _table(table, seed=2)  # another distillation, copied over the first with its timestamps kept
+    make_folder(table, seed=2, dim=256)  # another distillation, copied over the first with its timestamps kept
     os.utime(table / "embeddings.npz", ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (table / "embeddings.npz").stat().st_size == st.st_size  # the premise: same size, same mtime
     on_disk = StaticEmbedder(table).version
