@@ -124,22 +124,23 @@ def _named(text: str, now_us: int, relative_only: bool = False) -> list[tuple[da
             if mark:
                 taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
 
-    for m in () if relative_only else _ISO.finditer(low):
-        read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
-    for m in () if relative_only else _MONTH_DAY.finditer(low):
-        read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
-    for m in () if relative_only else _DAY_MONTH.finditer(low):
-        # "the 2 may help" is the verb: a day before "may" needs "of", an ordinal or a year to be May
-        if m["mon"] != "may" or m["th"] or m["of"] or m["y"]:
+    if not relative_only:  # the dates that name their own day, month or year
+        for m in _ISO.finditer(low):
+            read(m, lambda m: _one(_day(m["y"], int(m["m"]), int(m["d"]), now)))
+        for m in _MONTH_DAY.finditer(low):
             read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
-    for m in () if relative_only else _MONTH_YEAR.finditer(low):
-        read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
-    for m in () if relative_only else _IN_MONTH.finditer(low):
-        if m["pre"] == "of" and _DAY_BEFORE_OF.search(low, 0, m.start()):  # "the 45th of May": no day, no month
-            continue
-        read(m, lambda m: _named_month(_MONTHS[_title(m["mon"])], m["pre"] == "last", now))
-    for m in () if relative_only else _YEAR_ALONE.finditer(low):
-        read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))
+        for m in _DAY_MONTH.finditer(low):
+            # "the 2 may help" is the verb: a day before "may" needs "of", an ordinal or a year to be May
+            if m["mon"] != "may" or m["th"] or m["of"] or m["y"]:
+                read(m, lambda m: _one(_day(m["y"], _MONTHS[_title(m["mon"])], int(m["d"]), now)))
+        for m in _MONTH_YEAR.finditer(low):
+            read(m, lambda m: _month(int(m["y"]), _MONTHS[_title(m["mon"])]))
+        for m in _IN_MONTH.finditer(low):
+            if m["pre"] == "of" and _DAY_BEFORE_OF.search(low, 0, m.start()):  # "the 45th of May": no day, no month
+                continue
+            read(m, lambda m: _named_month(_MONTHS[_title(m["mon"])], m["pre"] == "last", now))
+        for m in _YEAR_ALONE.finditer(low):
+            read(m, lambda m: (date(int(m["y"]), 1, 1), date(int(m["y"]), 12, 31)))
     for m in _DAY_BEFORE.finditer(low):  # read first, and marked: its "yesterday" is not one
         read(m, lambda m: _one(now - timedelta(days=2)))
     for m in _AGO.finditer(low):

@@ -166,16 +166,17 @@ def _fused_hits(run: Run) -> list[Hit]:
     # the clock; dates the query names and recency ages are both read at it
     t_ref = _asked_at(ctx)
     spans = windows(run.query, t_ref) if isinstance(run.query, str) else []
+    days = periods(run.query, t_ref) if spans else []  # the periods themselves, their grace left out
     # what was said then is an answer even when it shares no word with the question (not where the
     # caller asked the pipeline to keep the query's topics only: those it left out stay out)
     if spans and plan.topic_of is None:
-        fused = fused + _said_then(ctx, run.query, spans, {f.key for f in fused}, plan.k)
+        fused = fused + _said_then(ctx, spans, {f.key for f in fused}, plan.k, days=days)
     order: dict[tuple[int, int], tuple[bool, int]] = {}  # a dated memory: (in the grace only, said at)
     if plan.recency or spans:
         valid_from = view.column_at("valid_from", [f.key for f in fused])
         named = within(valid_from, spans)
-        days = within(valid_from, periods(run.query, t_ref)) if spans else named
-        for f, since, then, day in zip(fused, valid_from.tolist(), named.tolist(), days.tolist()):
+        core = within(valid_from, days) if spans else named
+        for f, since, then, day in zip(fused, valid_from.tolist(), named.tolist(), core.tolist()):
             if plan.recency:
                 factors[f.key] = recency_factor(t_ref - since) / RECENCY_TOP
             if then:
@@ -227,7 +228,7 @@ def _placed_in_time(ctx: QueryContext, query: str) -> str:
     memories the query may see; when it holds none, the date cannot be the asker's (a history
     asked about in its own words, with no `now`), and the words stay words."""
     said = without_relative(query)
-    if said == query or not _said_then(ctx, query, relative_windows(query, _asked_at(ctx)), set(), 1, ordered=False):
+    if said == query or not _said_then(ctx, relative_windows(query, _asked_at(ctx)), set(), 1):
         return query
     return said  # blank when the date is all it asks ("yesterday"): what was said then answers it
 
@@ -237,11 +238,11 @@ def _dated_score(score: float, dated: bool) -> float:
     return max(score, SAID_THEN) if dated else score
 
 
-def _said_then(ctx: QueryContext, query: str, spans: list[tuple[int, int]], found: set[Loc], n: int, *,
-               ordered: bool = True) -> list[Fused[Loc]]:
+def _said_then(ctx: QueryContext, spans: list[tuple[int, int]], found: set[Loc], n: int, *,
+               days: list[tuple[int, int]] | None = None) -> list[Fused[Loc]]:
     """Up to `n` memories the query may see that started to hold in one of `spans` and that no
-    method found (match 0: `_dated_score` gives them the date's); `ordered`: those of the period
-    itself before those of its grace, each in the order they were said (else any)."""
+    method found (match 0: `_dated_score` gives them the date's). With `days` (the periods without
+    their grace): those of the periods themselves first, each in the order they were said; else any."""
     view = ctx.view
     if not spans or not view.segments:  # a new store: no row said anything yet
         return []
@@ -253,10 +254,10 @@ def _said_then(ctx: QueryContext, query: str, spans: list[tuple[int, int]], foun
     inside = inside[ctx.view.key_mask(ctx.namespace, ctx.known_us, ctx.t, ctx.at_now, ctx.types)[inside]]
     if found and len(inside):
         inside = inside[~np.isin(inside, view.keys(list(found)))]
-    if not ordered or not len(inside):
+    if days is None or not len(inside):
         keys = inside[:n]
     else:
-        grace = ~within(since[inside], periods(query, _asked_at(ctx)))
+        grace = ~within(since[inside], days)
         keys = inside[np.lexsort((inside, since[inside], grace))[:n]]
     return [Fused(loc, 0.0, {}, {"said_then": True}, None, None) for loc in view.locs(keys)]
 
