@@ -59,7 +59,6 @@ DryRun = Annotated[bool, Arg(description="Only report what would change, with wh
                                           "do it.")]
 TopicId = Annotated[str, Arg(min_length=1, description="A topic id from get_topic_portfolio, e.g. 'default/t3' "
                                                          "(or 't3' in the namespace).")]
-When = Annotated[str | None, Arg(description="An ISO-8601 time with its UTC offset, e.g. 2024-06-14T12:00:00Z.")]
 Now = Annotated[str | None, Arg(description=(
     "When the question is asked (ISO-8601 with its UTC offset): the dates it names relative to its asking "
     "('yesterday', 'last week', 'in June') are read against it; default: asOf, else the clock."))]

@@ -79,7 +79,7 @@ from dataclasses import dataclass, replace
 
 from ..spaces.analyzer import SNOWBALL_STOPWORDS, negation, stem
 from .lexicon import ENDING, irregular, lemma, verb_lemma, word_set
-from .quantities import Value
+from .quantities import TIME_NAMES, Value
 from .quantities import value as read_value
 from .subjects import Statement, Word, statement
 
@@ -152,9 +152,8 @@ _SINGLE = frozenset(("residence", "employer", "occupation", "spouse", "fiance", 
 # ..."); read whole, one city said twice read as two values.
 _NAMED_VALUE = frozenset(("residence", "employer", "occupation", "spouse", "fiance"))
 _NOMINATIVE = word_set("i we he she they")
-_WHEN_OPENS = word_set("""last next this every past yesterday today tonight tomorrow recently lately ago now currently
-    january february march april june july august september october november december monday tuesday wednesday
-    thursday friday saturday sunday""")
+_WHEN_OPENS = word_set("last next this every past yesterday today tonight tomorrow recently lately ago now currently") \
+    | TIME_NAMES
 _ATTRIBUTES = {stem(attribute): found for attribute, found in {  # an owner's attribute -> (relation, its value's kind)
     "home": ("residence", "place"), "address": ("residence", "place"), "employer": ("employer", "name"),
     "job": ("occupation", "any"), "occupation": ("occupation", "any"), "profession": ("occupation", "any"),

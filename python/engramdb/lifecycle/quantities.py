@@ -35,6 +35,8 @@ _MONTHS = {m[:3]: m for m in _MONTH_LIST} | {"sept": "september"}
 _WEEKDAYS = {d[:3]: d for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")}
 _WEEKDAYS |= {"tues": "tuesday", "wed": "wednesday", "thur": "thursday", "thurs": "thursday"}
 _DAY_NAMES = frozenset(_WEEKDAYS.values())
+# a month or weekday named in full ("may" left out: a verb as often), for what reads a time's start
+TIME_NAMES = frozenset(_MONTH_LIST) - {"may"} | _DAY_NAMES
 _TIME_WORDS = word_set("""today tomorrow tonight yesterday morning mornings afternoon afternoons evening
     evenings night nights noon midnight weekend weekends""")
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
